@@ -1,0 +1,60 @@
+// The interface every search algorithm implements: given a study's search
+// space and history, propose the next points.
+//
+// Implementations are stateless between calls (everything they need is in the
+// request), so one instance may serve many studies; Suggest must be
+// deterministic: same request, same answer.
+#ifndef HYPERTUNE_OPTIMIZER_SUGGESTER_H_
+#define HYPERTUNE_OPTIMIZER_SUGGESTER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "optimizer/search_space.h"
+
+namespace hypertune::optimizer {
+
+enum class Algorithm { kRandom, kQuasiRandom };
+
+// What became of a trial, as far as the model is concerned.
+enum class Outcome {
+  kCompleted,   // `value` holds the objective.
+  kInfeasible,  // The parameters are bad: steer away.
+  kPending,     // Running or queued: do not propose it again.
+};
+
+struct Observation {
+  Assignment x;
+  Outcome outcome = Outcome::kPending;
+  // The objective, already turned into maximization. Only for kCompleted.
+  double value = 0.0;
+};
+
+struct SuggestRequest {
+  const SearchSpace* space = nullptr;
+  // Every trial the model may learn from (FAILED trials left out), oldest
+  // first.
+  std::vector<Observation> history;
+  // Trials ever created in the study; sequence-based designs (Sobol) start
+  // from this index so that no point repeats.
+  int64_t trials_created = 0;
+  // How many points to propose, at least 1.
+  int count = 1;
+  uint64_t seed = 0;
+};
+
+class Suggester {
+ public:
+  virtual ~Suggester() = default;
+  // Returns `request.count` valid assignments of `*request.space`.
+  virtual absl::StatusOr<std::vector<Assignment>> Suggest(
+      const SuggestRequest& request) const = 0;
+};
+
+std::unique_ptr<Suggester> MakeSuggester(Algorithm algorithm);
+
+}  // namespace hypertune::optimizer
+
+#endif  // HYPERTUNE_OPTIMIZER_SUGGESTER_H_

@@ -1,0 +1,88 @@
+// StudyStore: where studies and their trials live.
+//
+// An abstract interface with a SQLite implementation (the embedded default)
+// and an in-memory one for tests; both pass the same typed test suite. It
+// stores the API's own messages and knows nothing of gRPC: errors are
+// absl::Status with NOT_FOUND / ALREADY_EXISTS / INVALID_ARGUMENT /
+// INTERNAL, converted to gRPC codes by the service alone.
+//
+// Thread safety: every method may be called from any thread. Each call is
+// atomic; callers that read, decide and write (the service) hold their own
+// per-study lock around the sequence.
+#ifndef HYPERTUNE_STORAGE_STUDY_STORE_H_
+#define HYPERTUNE_STORAGE_STUDY_STORE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "hypertune/v1/hypertune.pb.h"
+
+namespace hypertune::storage {
+
+namespace v1 = ::hypertune::v1;
+
+// Which trials ListTrials returns, in increasing id order.
+struct TrialQuery {
+  // Only these states; empty means all.
+  std::vector<v1::Trial::State> states;
+  // Only trials held by this client; empty means any.
+  std::string client_id;
+  // Only ids greater than this (keyset pagination).
+  int64_t after_id = 0;
+  // At most this many; 0 means no limit.
+  int limit = 0;
+};
+
+class StudyStore {
+ public:
+  virtual ~StudyStore() = default;
+
+  // Stores `study` as given (the service fills state and times).
+  // ALREADY_EXISTS if a study of that name exists.
+  virtual absl::Status CreateStudy(const v1::Study& study) = 0;
+
+  // NOT_FOUND if absent. trial_counts is left empty: see CountTrials.
+  virtual absl::StatusOr<v1::Study> GetStudy(std::string_view name) = 0;
+
+  // All studies, by name.
+  virtual absl::StatusOr<std::vector<v1::Study>> ListStudies() = 0;
+
+  // Replaces the stored study of the same name. NOT_FOUND if absent.
+  virtual absl::Status UpdateStudy(const v1::Study& study) = 0;
+
+  // Removes the study and all its trials. NOT_FOUND if absent.
+  virtual absl::Status DeleteStudy(std::string_view name) = 0;
+
+  // Appends `trials` to the study in one transaction, giving them the next
+  // dense ids (the first trial of a study is 1) and study_name; returns them
+  // as stored. NOT_FOUND if the study is absent.
+  virtual absl::StatusOr<std::vector<v1::Trial>> CreateTrials(
+      std::string_view study_name, std::vector<v1::Trial> trials) = 0;
+
+  // NOT_FOUND if the study or trial is absent.
+  virtual absl::StatusOr<v1::Trial> GetTrial(std::string_view study_name,
+                                             int64_t trial_id) = 0;
+
+  // Replaces the stored trial (matched by study_name and id).
+  // NOT_FOUND if absent.
+  virtual absl::Status UpdateTrial(const v1::Trial& trial) = 0;
+
+  // Trials matching `query`, by increasing id. NOT_FOUND if the study is
+  // absent.
+  virtual absl::StatusOr<std::vector<v1::Trial>> ListTrials(
+      std::string_view study_name, const TrialQuery& query) = 0;
+
+  // The number of trials in each state (absent states: none).
+  // NOT_FOUND if the study is absent.
+  virtual absl::StatusOr<absl::flat_hash_map<v1::Trial::State, int64_t>>
+  CountTrials(std::string_view study_name) = 0;
+};
+
+}  // namespace hypertune::storage
+
+#endif  // HYPERTUNE_STORAGE_STUDY_STORE_H_
