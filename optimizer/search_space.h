@@ -7,6 +7,7 @@
 #define HYPERTUNE_OPTIMIZER_SEARCH_SPACE_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Core>
@@ -19,12 +20,15 @@ namespace hypertune::optimizer {
 enum class ParameterType { kDouble, kInteger, kDiscrete, kCategorical };
 enum class Scale { kLinear, kLog };
 
+// One parameter. Only the fields of its `type` are read.
 struct ParameterConfig {
   std::string name;
   ParameterType type = ParameterType::kDouble;
-  // kDouble and kInteger: the closed range. kLog requires min > 0.
+  // kDouble and kInteger: the closed range, finite. kLog requires min > 0.
+  // kInteger bounds are integral with magnitude at most 2^40.
   double min = 0.0;
   double max = 1.0;
+  // kDouble and kInteger only; ignored for the other types.
   Scale scale = Scale::kLinear;
   // kDiscrete: the allowed values, strictly increasing.
   std::vector<double> values;
@@ -39,20 +43,33 @@ using Assignment = std::vector<double>;
 class SearchSpace {
  public:
   // Returns INVALID_ARGUMENT naming the parameter if a config is unusable
-  // (empty name, duplicate name, min > max, log scale with min <= 0, fewer
-  // than one value or category, unsorted or repeated discrete values).
-  static absl::StatusOr<SearchSpace> Create(std::vector<ParameterConfig> params);
+  // (empty name, duplicate name, non-finite or non-integral bounds, min > max,
+  // log scale with min <= 0, fewer than one value or category, unsorted or
+  // repeated discrete values, empty or repeated category names), or if there
+  // are no parameters at all.
+  static absl::StatusOr<SearchSpace> Create(
+      std::vector<ParameterConfig> params);
 
   const std::vector<ParameterConfig>& parameters() const { return params_; }
   int dim() const { return static_cast<int>(params_.size()); }
 
   // Maps a point of [0,1]^d to a valid assignment: doubles by their scale,
   // integers padded by half a step and rounded, discrete values and
-  // categories by equal-width bins. Coordinates outside [0,1] are clamped.
+  // categories by equal-width bins. Coordinates outside [0,1] are clamped
+  // (NaN reads as 0.5). Always returns a valid assignment.
+  //
+  // Integers: linear scale maps [0,1] onto [min - 0.5, max + 0.5]; log scale
+  // maps it log-uniformly onto [min - 0.5, max + 0.5] (min >= 1, so the
+  // padded bound stays positive); then round to nearest and clamp. Each
+  // integer thus owns the share of the unit interval that its rounding cell
+  // [k - 0.5, k + 0.5] has in the scale's measure.
+  // REQUIRES: unit.size() == dim()
   Assignment Decode(const Eigen::VectorXd& unit) const;
 
-  // The inverse of Decode for valid assignments: Decode(Encode(a)) == a.
-  // Discrete values and categories map to the centre of their bin.
+  // The inverse of Decode for valid assignments: Decode(Encode(a)) == a,
+  // exactly for integers, discrete values and categories, and up to a few
+  // ulps for doubles. Integers, discrete values and categories map to the
+  // centre of their cell (in the scale's measure).
   // REQUIRES: Validate(a).ok()
   Eigen::VectorXd Encode(const Assignment& a) const;
 

@@ -9,8 +9,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "optimizer/search_space.h"
 
@@ -53,7 +55,20 @@ class Suggester {
       const SuggestRequest& request) const = 0;
 };
 
+// Returns the suggester for `algorithm`; never null.
 std::unique_ptr<Suggester> MakeSuggester(Algorithm algorithm);
+
+// The checks every Suggest starts with: a space is set, count >= 1,
+// trials_created >= 0, and every history entry is a valid assignment.
+// Returns INVALID_ARGUMENT naming the field otherwise.
+absl::Status ValidateRequest(const SuggestRequest& request);
+
+// The algorithm's name as the API spells it: "RANDOM", "QUASI_RANDOM".
+std::string_view AlgorithmName(Algorithm algorithm);
+
+// The inverse of AlgorithmName; INVALID_ARGUMENT listing the known names for
+// anything else.
+absl::StatusOr<Algorithm> ParseAlgorithm(std::string_view name);
 
 }  // namespace hypertune::optimizer
 

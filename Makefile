@@ -1,0 +1,49 @@
+# hypertune: `make demo` and `make test` do all of the set-up on a fresh
+# Debian 12 machine (as root they install missing packages with apt-get),
+# then configure into build/ and build.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+
+# Debian 12 packages the build and tests need.
+PACKAGES := g++ cmake ninja-build pkg-config \
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
+  libabsl-dev libeigen3-dev libboost-dev libsqlite3-dev nlohmann-json3-dev \
+  liblbfgspp-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
+
+.PHONY: all deps configure build test demo install clean
+
+all: build
+
+# Quiet when everything is there; installs what is missing when run as root.
+deps:
+	@missing=$$(for p in $(PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" -ne 0 ]; then \
+	    echo "missing Debian packages (run make as root to install them):" $$missing >&2; exit 1; \
+	  fi; \
+	  echo "installing:" $$missing; \
+	  apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+$(BUILD)/build.ninja: CMakeLists.txt | deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+configure: deps $(BUILD)/build.ninja
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+demo: build
+	examples/demo.sh $(BUILD)
+
+install: build
+	cmake --install $(BUILD)
+
+clean:
+	rm -rf $(BUILD)

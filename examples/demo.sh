@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The demo behind `make demo`: a real study end to end on an embedded SQLite
+# file. Starts hypertuned, creates the quickstart study, runs it to completion
+# with 4 parallel workers through the SDK, prints the best trial and stops the
+# server.
+set -euo pipefail
+build=${1:-build}
+bin=$(cd "$build/bin" && pwd)
+demo_dir=$(cd "$build" && pwd)/demo
+db=$demo_dir/hypertune-demo.db
+mkdir -p "$demo_dir"
+rm -f "$db" "$db-wal" "$db-shm"
+
+"$bin/hypertuned" --db "$db" --listen 127.0.0.1:0 >"$demo_dir/hypertuned.log" 2>&1 &
+server_pid=$!
+trap 'kill "$server_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+  grep -q "listening on" "$demo_dir/hypertuned.log" && break
+  kill -0 "$server_pid" 2>/dev/null || { cat "$demo_dir/hypertuned.log"; exit 1; }
+  sleep 0.1
+done
+address=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$demo_dir/hypertuned.log")
+export HYPERTUNE_SERVER=$address
+echo "== hypertuned is serving $address on $db"
+
+echo "== hypertune study create --config examples/study.json"
+"$bin/hypertune" study create --config examples/study.json
+
+echo "== hypertune worker quickstart --parallel 4 -- hypertune-quickstart"
+"$bin/hypertune" worker quickstart --parallel 4 --log-dir "$demo_dir/logs" \
+  -- "$bin/hypertune-quickstart"
+
+echo "== hypertune study get quickstart"
+"$bin/hypertune" study get quickstart
+echo "== hypertune study best quickstart"
+"$bin/hypertune" study best quickstart
+
+kill -TERM "$server_pid"
+wait "$server_pid" || true
+trap - EXIT
+cat <<EOT
+
+The study's history is in $db.
+Look at it with the CLI against a server on that file:
+  $bin/hypertuned --db $db &
+  $bin/hypertune trials quickstart                # table
+  $bin/hypertune trials quickstart --format csv   # or json
+  $bin/hypertune study best quickstart
+EOT

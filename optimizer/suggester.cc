@@ -1,0 +1,73 @@
+#include "optimizer/suggester.h"
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "optimizer/quasi_random_suggester.h"
+#include "optimizer/random_suggester.h"
+
+namespace hypertune::optimizer {
+namespace {
+
+constexpr Algorithm kAlgorithms[] = {Algorithm::kRandom,
+                                     Algorithm::kQuasiRandom};
+
+}  // namespace
+
+std::unique_ptr<Suggester> MakeSuggester(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::kRandom:
+      return std::make_unique<RandomSuggester>();
+    case Algorithm::kQuasiRandom:
+      return std::make_unique<QuasiRandomSuggester>();
+  }
+  return std::make_unique<RandomSuggester>();
+}
+
+absl::Status ValidateRequest(const SuggestRequest& request) {
+  if (request.space == nullptr) {
+    return absl::InvalidArgumentError("space: no search space given");
+  }
+  if (request.count < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("count: must be at least 1, got ", request.count));
+  }
+  if (request.trials_created < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trials_created: must not be negative, got ", request.trials_created));
+  }
+  for (size_t i = 0; i < request.history.size(); ++i) {
+    if (absl::Status s = request.space->Validate(request.history[i].x);
+        !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("history[", i, "]: ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string_view AlgorithmName(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::kRandom:
+      return "RANDOM";
+    case Algorithm::kQuasiRandom:
+      return "QUASI_RANDOM";
+  }
+  return "UNKNOWN";
+}
+
+absl::StatusOr<Algorithm> ParseAlgorithm(std::string_view name) {
+  for (Algorithm a : kAlgorithms) {
+    if (name == AlgorithmName(a)) return a;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "algorithm: unknown \"", std::string(name), "\", expected one of ",
+      absl::StrJoin(kAlgorithms, ", ", [](std::string* out, Algorithm a) {
+        out->append(AlgorithmName(a));
+      })));
+}
+
+}  // namespace hypertune::optimizer

@@ -1,0 +1,231 @@
+#include "service/conversion.h"
+
+#include <cmath>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace hypertune::service {
+namespace {
+
+namespace opt = ::hypertune::optimizer;
+
+opt::Scale ToScale(v1::Scale scale) {
+  return scale == v1::LOG ? opt::Scale::kLog : opt::Scale::kLinear;
+}
+
+opt::ParameterConfig ToParameterConfig(const v1::ParameterSpec& p) {
+  opt::ParameterConfig c;
+  c.name = p.name();
+  switch (p.kind_case()) {
+    case v1::ParameterSpec::kDoubleSpec:
+      c.type = opt::ParameterType::kDouble;
+      c.min = p.double_spec().min();
+      c.max = p.double_spec().max();
+      c.scale = ToScale(p.double_spec().scale());
+      break;
+    case v1::ParameterSpec::kIntegerSpec:
+      c.type = opt::ParameterType::kInteger;
+      c.min = static_cast<double>(p.integer_spec().min());
+      c.max = static_cast<double>(p.integer_spec().max());
+      c.scale = ToScale(p.integer_spec().scale());
+      break;
+    case v1::ParameterSpec::kDiscreteSpec:
+      c.type = opt::ParameterType::kDiscrete;
+      c.values.assign(p.discrete_spec().values().begin(),
+                      p.discrete_spec().values().end());
+      break;
+    case v1::ParameterSpec::kCategoricalSpec:
+      c.type = opt::ParameterType::kCategorical;
+      c.categories.assign(p.categorical_spec().values().begin(),
+                          p.categorical_spec().values().end());
+      break;
+    case v1::ParameterSpec::KIND_NOT_SET:
+      break;
+  }
+  return c;
+}
+
+// The numeric value of `v`, if it holds a number.
+std::optional<double> NumericValue(const v1::ParameterValue& v) {
+  switch (v.value_case()) {
+    case v1::ParameterValue::kDoubleValue:
+      return v.double_value();
+    case v1::ParameterValue::kIntValue:
+      return static_cast<double>(v.int_value());
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<opt::SearchSpace> ToSearchSpace(const v1::StudySpec& spec) {
+  std::vector<opt::ParameterConfig> configs;
+  configs.reserve(spec.parameters_size());
+  for (int i = 0; i < spec.parameters_size(); ++i) {
+    if (spec.parameters(i).kind_case() == v1::ParameterSpec::KIND_NOT_SET) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("study.spec.parameters[", i, "]: no kind set"));
+    }
+    configs.push_back(ToParameterConfig(spec.parameters(i)));
+  }
+  absl::StatusOr<opt::SearchSpace> space =
+      opt::SearchSpace::Create(std::move(configs));
+  if (!space.ok()) {
+    return absl::Status(space.status().code(),
+                        absl::StrCat("study.spec.", space.status().message()));
+  }
+  return space;
+}
+
+absl::StatusOr<opt::Algorithm> ToOptimizerAlgorithm(v1::Algorithm algorithm) {
+  switch (algorithm) {
+    case v1::RANDOM:
+      return opt::Algorithm::kRandom;
+    case v1::QUASI_RANDOM:
+      return opt::Algorithm::kQuasiRandom;
+    default:
+      return absl::UnimplementedError(absl::StrCat(
+          "study.spec.algorithm: ", v1::Algorithm_Name(algorithm),
+          " is not built yet; use RANDOM or QUASI_RANDOM"));
+  }
+}
+
+absl::StatusOr<opt::Assignment> ToAssignment(const std::string& field,
+                                             const opt::SearchSpace& space,
+                                             const ParameterValues& values) {
+  absl::flat_hash_map<absl::string_view, const v1::ParameterValue*> by_name;
+  for (const v1::ParameterValue& v : values) {
+    if (!by_name.emplace(v.name(), &v).second) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: parameter \"%s\" given twice", field, absl::CHexEscape(v.name())));
+    }
+  }
+  opt::Assignment assignment;
+  assignment.reserve(space.dim());
+  for (const opt::ParameterConfig& p : space.parameters()) {
+    auto it = by_name.find(p.name);
+    if (it == by_name.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: parameter \"%s\" is missing", field, p.name));
+    }
+    const v1::ParameterValue& v = *it->second;
+    by_name.erase(it);
+    if (p.type == opt::ParameterType::kCategorical) {
+      if (v.value_case() != v1::ParameterValue::kStringValue) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: parameter \"%s\" is categorical and needs string_value", field,
+            p.name));
+      }
+      auto cat = std::find(p.categories.begin(), p.categories.end(),
+                           v.string_value());
+      if (cat == p.categories.end()) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: parameter \"%s\": unknown category \"%s\"", field, p.name,
+            absl::CHexEscape(v.string_value())));
+      }
+      assignment.push_back(static_cast<double>(cat - p.categories.begin()));
+      continue;
+    }
+    std::optional<double> number = NumericValue(v);
+    if (!number) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: parameter \"%s\" needs a number (double_value or int_value)",
+          field, p.name));
+    }
+    assignment.push_back(*number);
+  }
+  if (!by_name.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: unknown parameter \"%s\"", field,
+                        absl::CHexEscape(by_name.begin()->first)));
+  }
+  if (absl::Status s = space.Validate(assignment); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", s.message()));
+  }
+  return assignment;
+}
+
+ParameterValues ToParameterValues(const opt::SearchSpace& space,
+                                  const opt::Assignment& assignment) {
+  ParameterValues values;
+  for (int i = 0; i < space.dim(); ++i) {
+    const opt::ParameterConfig& p = space.parameters()[i];
+    v1::ParameterValue* v = values.Add();
+    v->set_name(p.name);
+    switch (p.type) {
+      case opt::ParameterType::kDouble:
+      case opt::ParameterType::kDiscrete:
+        v->set_double_value(assignment[i]);
+        break;
+      case opt::ParameterType::kInteger:
+        v->set_int_value(static_cast<int64_t>(std::llround(assignment[i])));
+        break;
+      case opt::ParameterType::kCategorical:
+        v->set_string_value(p.categories[static_cast<size_t>(assignment[i])]);
+        break;
+    }
+  }
+  return values;
+}
+
+std::optional<double> MaximizedObjective(const v1::StudySpec& spec,
+                                         const v1::Measurement& measurement) {
+  if (spec.metrics_size() == 0) return std::nullopt;
+  const v1::MetricSpec& objective = spec.metrics(0);
+  auto it = measurement.metrics().find(objective.name());
+  if (it == measurement.metrics().end()) return std::nullopt;
+  return objective.goal() == v1::MetricSpec::MINIMIZE ? -it->second : it->second;
+}
+
+const v1::Measurement* ResultMeasurement(const v1::Trial& trial) {
+  if (trial.has_final_measurement() &&
+      !trial.final_measurement().metrics().empty()) {
+    return &trial.final_measurement();
+  }
+  if (trial.measurements_size() > 0) {
+    return &trial.measurements(trial.measurements_size() - 1);
+  }
+  return nullptr;
+}
+
+std::vector<opt::Observation> ToHistory(const v1::StudySpec& spec,
+                                        const opt::SearchSpace& space,
+                                        const std::vector<v1::Trial>& trials) {
+  std::vector<opt::Observation> history;
+  history.reserve(trials.size());
+  for (const v1::Trial& trial : trials) {
+    opt::Observation obs;
+    switch (trial.state()) {
+      case v1::Trial::COMPLETED:
+      case v1::Trial::STOPPED: {
+        const v1::Measurement* m = ResultMeasurement(trial);
+        std::optional<double> y =
+            m == nullptr ? std::nullopt : MaximizedObjective(spec, *m);
+        if (!y) continue;
+        obs.outcome = opt::Outcome::kCompleted;
+        obs.value = *y;
+        break;
+      }
+      case v1::Trial::INFEASIBLE:
+        obs.outcome = opt::Outcome::kInfeasible;
+        break;
+      case v1::Trial::FAILED:
+        continue;
+      default:
+        obs.outcome = opt::Outcome::kPending;
+        break;
+    }
+    absl::StatusOr<opt::Assignment> x =
+        ToAssignment("trial.parameters", space, trial.parameters());
+    if (!x.ok()) continue;
+    obs.x = *std::move(x);
+    history.push_back(std::move(obs));
+  }
+  return history;
+}
+
+}  // namespace hypertune::service

@@ -1,0 +1,55 @@
+// Conversions between the API's messages and the optimizer's types. The only
+// place that knows both: the optimizer never sees protobuf.
+#ifndef HYPERTUNE_SERVICE_CONVERSION_H_
+#define HYPERTUNE_SERVICE_CONVERSION_H_
+
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "google/protobuf/repeated_field.h"
+#include "hypertune/v1/hypertune.pb.h"
+#include "optimizer/search_space.h"
+#include "optimizer/suggester.h"
+
+namespace hypertune::service {
+
+using ParameterValues = google::protobuf::RepeatedPtrField<v1::ParameterValue>;
+
+// The search space of `spec`. INVALID_ARGUMENT naming
+// `study.spec.parameters[i]` if a parameter is unusable.
+absl::StatusOr<optimizer::SearchSpace> ToSearchSpace(const v1::StudySpec& spec);
+
+// The optimizer's algorithm for `algorithm`; UNIMPLEMENTED for algorithms
+// not built yet. REQUIRES: algorithm != ALGORITHM_UNSPECIFIED.
+absl::StatusOr<optimizer::Algorithm> ToOptimizerAlgorithm(v1::Algorithm algorithm);
+
+// The assignment that `values` gives: every parameter of `space` exactly once,
+// each valid. INVALID_ARGUMENT naming `field` and the parameter otherwise.
+absl::StatusOr<optimizer::Assignment> ToAssignment(
+    const std::string& field, const optimizer::SearchSpace& space,
+    const ParameterValues& values);
+
+// The API's parameter values for a valid assignment, in the space's order.
+ParameterValues ToParameterValues(const optimizer::SearchSpace& space,
+                                  const optimizer::Assignment& assignment);
+
+// The objective of `measurement` turned into maximization, or nullopt if the
+// measurement lacks the study's first metric.
+std::optional<double> MaximizedObjective(const v1::StudySpec& spec,
+                                         const v1::Measurement& measurement);
+
+// The measurement a finished trial is judged by: its final measurement, else
+// its last intermediate one. Null if it has neither.
+const v1::Measurement* ResultMeasurement(const v1::Trial& trial);
+
+// What the model learns from `trials`: COMPLETED and STOPPED with an
+// objective as data, INFEASIBLE to avoid, unfinished ones as pending; FAILED
+// trials (and ones whose parameters no longer fit `space`) are left out.
+std::vector<optimizer::Observation> ToHistory(const v1::StudySpec& spec,
+                                              const optimizer::SearchSpace& space,
+                                              const std::vector<v1::Trial>& trials);
+
+}  // namespace hypertune::service
+
+#endif  // HYPERTUNE_SERVICE_CONVERSION_H_

@@ -1,0 +1,67 @@
+// The gRPC face of hypertuned: each RPC calls StudyService and converts its
+// absl::Status to a grpc::Status (the codes are identical) — the one place
+// where errors become gRPC codes. RPCs whose capability is not built yet
+// answer UNIMPLEMENTED with a message saying so.
+//
+// Thread-safe, as StudyService is.
+#ifndef HYPERTUNE_SERVICE_GRPC_SERVICE_H_
+#define HYPERTUNE_SERVICE_GRPC_SERVICE_H_
+
+#include "hypertune/v1/hypertune.grpc.pb.h"
+#include "service/study_service.h"
+
+namespace hypertune::service {
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+class GrpcService final : public v1::HyperTune::Service {
+ public:
+  // REQUIRES: `service` outlives *this.
+  explicit GrpcService(StudyService* service) : service_(service) {}
+
+  grpc::Status CreateStudy(grpc::ServerContext*, const v1::CreateStudyRequest*,
+                           v1::Study*) override;
+  grpc::Status GetStudy(grpc::ServerContext*, const v1::GetStudyRequest*,
+                        v1::Study*) override;
+  grpc::Status ListStudies(grpc::ServerContext*, const v1::ListStudiesRequest*,
+                           v1::ListStudiesResponse*) override;
+  grpc::Status DeleteStudy(grpc::ServerContext*, const v1::DeleteStudyRequest*,
+                           v1::DeleteStudyResponse*) override;
+  grpc::Status SetStudyState(grpc::ServerContext*,
+                             const v1::SetStudyStateRequest*,
+                             v1::Study*) override;
+  grpc::Status SuggestTrials(grpc::ServerContext*,
+                             const v1::SuggestTrialsRequest*,
+                             v1::SuggestTrialsResponse*) override;
+  grpc::Status CreateTrial(grpc::ServerContext*, const v1::CreateTrialRequest*,
+                           v1::Trial*) override;
+  grpc::Status GetTrial(grpc::ServerContext*, const v1::GetTrialRequest*,
+                        v1::Trial*) override;
+  grpc::Status ListTrials(grpc::ServerContext*, const v1::ListTrialsRequest*,
+                          v1::ListTrialsResponse*) override;
+  grpc::Status AddMeasurement(grpc::ServerContext*,
+                              const v1::AddMeasurementRequest*,
+                              v1::Trial*) override;
+  grpc::Status CompleteTrial(grpc::ServerContext*,
+                             const v1::CompleteTrialRequest*,
+                             v1::Trial*) override;
+  grpc::Status CheckEarlyStopping(grpc::ServerContext*,
+                                  const v1::CheckEarlyStoppingRequest*,
+                                  v1::CheckEarlyStoppingResponse*) override;
+  grpc::Status StopTrial(grpc::ServerContext*, const v1::StopTrialRequest*,
+                         v1::Trial*) override;
+  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*,
+                         v1::HeartbeatResponse*) override;
+  grpc::Status ListOptimalTrials(grpc::ServerContext*,
+                                 const v1::ListOptimalTrialsRequest*,
+                                 v1::ListOptimalTrialsResponse*) override;
+  grpc::Status WatchTrials(grpc::ServerContext*, const v1::WatchTrialsRequest*,
+                           grpc::ServerWriter<v1::TrialEvent>*) override;
+
+ private:
+  StudyService* const service_;
+};
+
+}  // namespace hypertune::service
+
+#endif  // HYPERTUNE_SERVICE_GRPC_SERVICE_H_

@@ -1,0 +1,60 @@
+// Server: a running hypertuned — the SQLite store, the study service and the
+// gRPC server listening on one address. Used by the hypertuned program and by
+// tests that need a real server in-process.
+//
+// Thread-safe: Shutdown may be called from any thread, once.
+#ifndef HYPERTUNE_SERVICE_SERVER_H_
+#define HYPERTUNE_SERVICE_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "service/grpc_service.h"
+#include "service/study_service.h"
+#include "storage/study_store.h"
+
+namespace hypertune::service {
+
+struct ServerOptions {
+  // The SQLite file; created if absent.
+  std::string db_path;
+  // HOST:PORT; port 0 picks a free one (see Server::address).
+  std::string listen = "127.0.0.1:50051";
+  // synchronous=FULL instead of NORMAL (NORMAL already survives kill -9).
+  bool durable_full = false;
+  ServiceOptions service;
+};
+
+class Server {
+ public:
+  // Opens the database and starts serving. Errors: the database cannot be
+  // opened (its message says why), or the address cannot be bound
+  // (UNAVAILABLE).
+  static absl::StatusOr<std::unique_ptr<Server>> Start(ServerOptions options);
+
+  ~Server();
+
+  // The address actually bound, HOST:PORT.
+  const std::string& address() const { return address_; }
+
+  // Stops accepting calls, lets calls in flight finish (up to a few seconds)
+  // and returns.
+  void Shutdown();
+
+  // Blocks until Shutdown has finished.
+  void Wait();
+
+ private:
+  Server() = default;
+
+  std::unique_ptr<storage::StudyStore> store_;
+  std::unique_ptr<StudyService> service_;
+  std::unique_ptr<GrpcService> grpc_service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+};
+
+}  // namespace hypertune::service
+
+#endif  // HYPERTUNE_SERVICE_SERVER_H_

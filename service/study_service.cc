@@ -1,0 +1,569 @@
+#include "service/study_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "optimizer/suggester.h"
+#include "service/conversion.h"
+#include "service/validation.h"
+
+namespace hypertune::service {
+namespace {
+
+constexpr int kMaxSuggestCount = 1000;
+constexpr int kDefaultPageSize = 100;
+constexpr int kMaxPageSize = 1000;
+
+int64_t SystemNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool IsRunning(v1::Trial::State state) {
+  return state == v1::Trial::ACTIVE || state == v1::Trial::STOPPING;
+}
+
+bool IsFinished(v1::Trial::State state) {
+  return state == v1::Trial::COMPLETED || state == v1::Trial::STOPPED ||
+         state == v1::Trial::INFEASIBLE || state == v1::Trial::FAILED;
+}
+
+std::string TrialRef(const v1::Trial& trial) {
+  return absl::StrFormat("trial %d of study \"%s\"", trial.id(),
+                         trial.study_name());
+}
+
+// FAILED_PRECONDITION unless the caller's epoch is the trial's current one;
+// epoch 0 is an operator acting by hand.
+absl::Status CheckEpoch(const v1::Trial& trial, int64_t lease_epoch) {
+  if (lease_epoch == 0 || lease_epoch == trial.lease_epoch()) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "lease_epoch: %s is held under epoch %d, not %d (a newer worker owns it)",
+      TrialRef(trial), trial.lease_epoch(), lease_epoch));
+}
+
+absl::Status CheckRunning(const v1::Trial& trial, const std::string& action) {
+  if (IsRunning(trial.state())) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "%s is %s; %s only while it is ACTIVE or STOPPING", TrialRef(trial),
+      v1::Trial::State_Name(trial.state()), action));
+}
+
+bool SameMetrics(const v1::Measurement& a, const v1::Measurement& b) {
+  if (a.metrics().size() != b.metrics().size()) return false;
+  for (const auto& [name, value] : a.metrics()) {
+    auto it = b.metrics().find(name);
+    if (it == b.metrics().end()) return false;
+    // Bitwise-equal doubles (+-Infinity included) are the same report.
+    if (!(it->second == value)) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<int64_t> ParsePageToken(const std::string& token) {
+  if (token.empty()) return 0;
+  int64_t after_id = 0;
+  if (!absl::SimpleAtoi(token, &after_id) || after_id < 0) {
+    return absl::InvalidArgumentError(
+        "page_token: not a token from a previous ListTrials response");
+  }
+  return after_id;
+}
+
+}  // namespace
+
+StudyService::StudyService(storage::StudyStore* store, ServiceOptions options)
+    : store_(store), options_(std::move(options)) {}
+
+absl::StatusOr<v1::Study> StudyService::CreateStudy(
+    const v1::CreateStudyRequest& request) {
+  v1::Study study = request.study();
+  if (absl::Status s = ValidateStudy(study); !s.ok()) return s;
+  v1::StudySpec& spec = *study.mutable_spec();
+  if (spec.algorithm() == v1::ALGORITHM_UNSPECIFIED) {
+    spec.set_algorithm(options_.default_algorithm);
+  }
+  if (absl::Status s = ToOptimizerAlgorithm(spec.algorithm()).status();
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ToSearchSpace(spec).status(); !s.ok()) return s;
+  study.set_state(v1::Study::ACTIVE);
+  study.set_create_time_ms(Now());
+  study.clear_trial_counts();
+  if (absl::Status s = store_->CreateStudy(study); !s.ok()) return s;
+  return study;
+}
+
+int64_t StudyService::Now() const {
+  return options_.now_ms ? options_.now_ms() : SystemNowMs();
+}
+
+absl::StatusOr<v1::Study> StudyService::LoadStudyWithCounts(
+    const std::string& name) {
+  absl::StatusOr<v1::Study> study = store_->GetStudy(name);
+  if (!study.ok()) return study.status();
+  auto counts = store_->CountTrials(name);
+  if (!counts.ok()) return counts.status();
+  for (const auto& [state, n] : *counts) {
+    (*study->mutable_trial_counts())[v1::Trial::State_Name(state)] = n;
+  }
+  return study;
+}
+
+absl::StatusOr<v1::Study> StudyService::GetStudy(
+    const v1::GetStudyRequest& request) {
+  if (absl::Status s = ValidateStudyName("name", request.name()); !s.ok()) {
+    return s;
+  }
+  return LoadStudyWithCounts(request.name());
+}
+
+absl::StatusOr<v1::ListStudiesResponse> StudyService::ListStudies(
+    const v1::ListStudiesRequest&) {
+  absl::StatusOr<std::vector<v1::Study>> studies = store_->ListStudies();
+  if (!studies.ok()) return studies.status();
+  v1::ListStudiesResponse response;
+  for (const v1::Study& study : *studies) {
+    absl::StatusOr<v1::Study> full = LoadStudyWithCounts(study.name());
+    // A study deleted since the listing is simply left out.
+    if (absl::IsNotFound(full.status())) continue;
+    if (!full.ok()) return full.status();
+    *response.add_studies() = *std::move(full);
+  }
+  return response;
+}
+
+absl::StatusOr<v1::DeleteStudyResponse> StudyService::DeleteStudy(
+    const v1::DeleteStudyRequest& request) {
+  if (absl::Status s = ValidateStudyName("name", request.name()); !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&locks_.For(request.name()));
+  if (absl::Status s = store_->DeleteStudy(request.name()); !s.ok()) return s;
+  return v1::DeleteStudyResponse();
+}
+
+absl::StatusOr<v1::Study> StudyService::SetStudyState(
+    const v1::SetStudyStateRequest& request) {
+  if (absl::Status s = ValidateStudyName("name", request.name()); !s.ok()) {
+    return s;
+  }
+  if (request.state() != v1::Study::ACTIVE &&
+      request.state() != v1::Study::PAUSED &&
+      request.state() != v1::Study::COMPLETED) {
+    return absl::InvalidArgumentError(
+        "state: must be ACTIVE, PAUSED or COMPLETED");
+  }
+  {
+    absl::MutexLock lock(&locks_.For(request.name()));
+    absl::StatusOr<v1::Study> study = store_->GetStudy(request.name());
+    if (!study.ok()) return study.status();
+    study->set_state(request.state());
+    if (absl::Status s = store_->UpdateStudy(*study); !s.ok()) return s;
+  }
+  return LoadStudyWithCounts(request.name());
+}
+
+void StudyService::Grant(v1::Trial& trial, const std::string& client_id,
+                         int64_t now) {
+  trial.set_state(v1::Trial::ACTIVE);
+  trial.set_client_id(client_id);
+  trial.set_lease_epoch(trial.lease_epoch() + 1);
+  trial.set_lease_expire_time_ms(now + options_.lease_ms);
+  if (trial.start_time_ms() == 0) trial.set_start_time_ms(now);
+}
+
+absl::StatusOr<std::vector<v1::Trial>> StudyService::ProposeTrials(
+    const v1::Study& study, int count, int64_t trials_created) {
+  absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
+  if (!space.ok()) return space.status();
+  absl::StatusOr<optimizer::Algorithm> algorithm =
+      ToOptimizerAlgorithm(study.spec().algorithm());
+  if (!algorithm.ok()) return algorithm.status();
+  absl::StatusOr<std::vector<v1::Trial>> trials =
+      store_->ListTrials(study.name(), {});
+  if (!trials.ok()) return trials.status();
+
+  optimizer::SuggestRequest request;
+  request.space = &*space;
+  request.history = ToHistory(study.spec(), *space, *trials);
+  request.trials_created = trials_created;
+  request.count = count;
+  request.seed = study.spec().seed();
+  absl::StatusOr<std::vector<optimizer::Assignment>> points =
+      optimizer::MakeSuggester(*algorithm)->Suggest(request);
+  if (!points.ok()) return points.status();
+
+  std::vector<v1::Trial> proposed(points->size());
+  for (size_t i = 0; i < points->size(); ++i) {
+    *proposed[i].mutable_parameters() = ToParameterValues(*space, (*points)[i]);
+  }
+  return proposed;
+}
+
+absl::StatusOr<v1::SuggestTrialsResponse> StudyService::SuggestTrials(
+    const v1::SuggestTrialsRequest& request) {
+  if (absl::Status s = ValidateStudyName("study_name", request.study_name());
+      !s.ok()) {
+    return s;
+  }
+  if (request.count() < 1 || request.count() > kMaxSuggestCount) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "count: must be between 1 and ", kMaxSuggestCount, ", got ",
+        request.count()));
+  }
+  const std::string& name = request.study_name();
+  absl::MutexLock lock(&locks_.For(name));
+  absl::StatusOr<v1::Study> study = store_->GetStudy(name);
+  if (!study.ok()) return study.status();
+  v1::SuggestTrialsResponse response;
+
+  // A worker asking again gets back what it already holds (as in Vizier).
+  if (!request.client_id().empty()) {
+    storage::TrialQuery held_query;
+    held_query.states = {v1::Trial::ACTIVE, v1::Trial::STOPPING};
+    held_query.client_id = request.client_id();
+    held_query.limit = request.count();
+    absl::StatusOr<std::vector<v1::Trial>> held =
+        store_->ListTrials(name, held_query);
+    if (!held.ok()) return held.status();
+    if (!held->empty()) {
+      for (v1::Trial& t : *held) *response.add_trials() = std::move(t);
+      response.set_study_state(study->state());
+      return response;
+    }
+  }
+  response.set_study_state(study->state());
+  if (study->state() != v1::Study::ACTIVE) return response;
+
+  auto counts = store_->CountTrials(name);
+  if (!counts.ok()) return counts.status();
+  auto count_of = [&](v1::Trial::State s) {
+    auto it = counts->find(s);
+    return it == counts->end() ? int64_t{0} : it->second;
+  };
+  int64_t created = 0;
+  for (const auto& [state, n] : *counts) created += n;
+  int64_t running = count_of(v1::Trial::ACTIVE) + count_of(v1::Trial::STOPPING);
+  int64_t queued = count_of(v1::Trial::REQUESTED);
+
+  int64_t wanted = request.count();
+  if (study->spec().max_parallel_trials() > 0) {
+    wanted = std::min(wanted, study->spec().max_parallel_trials() - running);
+  }
+  if (wanted <= 0) return response;
+
+  const int64_t now = Now();
+  // Queued trials (enqueued by hand) go first.
+  if (queued > 0) {
+    storage::TrialQuery queued_query;
+    queued_query.states = {v1::Trial::REQUESTED};
+    queued_query.limit = static_cast<int>(wanted);
+    absl::StatusOr<std::vector<v1::Trial>> waiting =
+        store_->ListTrials(name, queued_query);
+    if (!waiting.ok()) return waiting.status();
+    for (v1::Trial& t : *waiting) {
+      Grant(t, request.client_id(), now);
+      if (absl::Status s = store_->UpdateTrial(t); !s.ok()) return s;
+      *response.add_trials() = std::move(t);
+    }
+    wanted -= static_cast<int64_t>(waiting->size());
+    queued -= static_cast<int64_t>(waiting->size());
+  }
+
+  int64_t budget_left = std::numeric_limits<int64_t>::max();
+  if (study->spec().max_trials() > 0) {
+    budget_left = study->spec().max_trials() - created;
+  }
+  int64_t fresh = std::min(wanted, budget_left);
+  if (fresh > 0) {
+    absl::StatusOr<std::vector<v1::Trial>> proposed =
+        ProposeTrials(*study, static_cast<int>(fresh), created);
+    if (!proposed.ok()) return proposed.status();
+    for (v1::Trial& t : *proposed) {
+      t.set_create_time_ms(now);
+      Grant(t, request.client_id(), now);
+    }
+    absl::StatusOr<std::vector<v1::Trial>> stored =
+        store_->CreateTrials(name, *std::move(proposed));
+    if (!stored.ok()) return stored.status();
+    for (v1::Trial& t : *stored) *response.add_trials() = std::move(t);
+  }
+
+  // Budget spent and nothing queued: the study is done.
+  if (response.trials().empty() && budget_left <= 0 && queued == 0) {
+    study->set_state(v1::Study::COMPLETED);
+    if (absl::Status s = store_->UpdateStudy(*study); !s.ok()) return s;
+    response.set_study_state(v1::Study::COMPLETED);
+  }
+  return response;
+}
+
+absl::StatusOr<v1::Trial> StudyService::CreateTrial(
+    const v1::CreateTrialRequest& request) {
+  if (absl::Status s = ValidateStudyName("study_name", request.study_name());
+      !s.ok()) {
+    return s;
+  }
+  const v1::Trial& given = request.trial();
+  v1::Trial trial;
+  switch (given.state()) {
+    case v1::Trial::STATE_UNSPECIFIED:
+    case v1::Trial::REQUESTED:
+      trial.set_state(v1::Trial::REQUESTED);
+      break;
+    case v1::Trial::COMPLETED:
+      trial.set_state(v1::Trial::COMPLETED);
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          "trial.state: must be REQUESTED (queue it) or COMPLETED (a known "
+          "result)");
+  }
+  const std::string& name = request.study_name();
+  absl::MutexLock lock(&locks_.For(name));
+  absl::StatusOr<v1::Study> study = store_->GetStudy(name);
+  if (!study.ok()) return study.status();
+  absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study->spec());
+  if (!space.ok()) return space.status();
+  absl::StatusOr<optimizer::Assignment> x =
+      ToAssignment("trial.parameters", *space, given.parameters());
+  if (!x.ok()) return x.status();
+  // Stored in canonical form: spec order, the spec's value types.
+  *trial.mutable_parameters() = ToParameterValues(*space, *x);
+
+  const int64_t now = Now();
+  trial.set_create_time_ms(now);
+  if (trial.state() == v1::Trial::COMPLETED) {
+    if (absl::Status s = ValidateMeasurement("trial.final_measurement",
+                                             given.final_measurement(), true);
+        !s.ok()) {
+      return s;
+    }
+    if (!MaximizedObjective(study->spec(), given.final_measurement())) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "trial.final_measurement.metrics: missing the objective \"%s\"",
+          study->spec().metrics(0).name()));
+    }
+    *trial.mutable_final_measurement() = given.final_measurement();
+    trial.set_start_time_ms(now);
+    trial.set_end_time_ms(now);
+  }
+  absl::StatusOr<std::vector<v1::Trial>> stored =
+      store_->CreateTrials(name, {std::move(trial)});
+  if (!stored.ok()) return stored.status();
+  return std::move(stored->front());
+}
+
+absl::StatusOr<v1::Trial> StudyService::GetTrial(
+    const v1::GetTrialRequest& request) {
+  if (absl::Status s = ValidateStudyName("study_name", request.study_name());
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateTrialId("trial_id", request.trial_id()); !s.ok()) {
+    return s;
+  }
+  return store_->GetTrial(request.study_name(), request.trial_id());
+}
+
+absl::StatusOr<v1::ListTrialsResponse> StudyService::ListTrials(
+    const v1::ListTrialsRequest& request) {
+  if (absl::Status s = ValidateStudyName("study_name", request.study_name());
+      !s.ok()) {
+    return s;
+  }
+  if (request.page_size() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size: must be >= 0, got ", request.page_size()));
+  }
+  absl::StatusOr<int64_t> after_id = ParsePageToken(request.page_token());
+  if (!after_id.ok()) return after_id.status();
+  int page_size = request.page_size() == 0
+                      ? kDefaultPageSize
+                      : std::min(request.page_size(), kMaxPageSize);
+
+  storage::TrialQuery query;
+  for (int state : request.states()) {
+    if (!v1::Trial::State_IsValid(state) ||
+        state == v1::Trial::STATE_UNSPECIFIED) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("states: ", state, " is not a trial state"));
+    }
+    query.states.push_back(static_cast<v1::Trial::State>(state));
+  }
+  query.after_id = *after_id;
+  query.limit = page_size + 1;  // One more tells whether a next page exists.
+  absl::StatusOr<std::vector<v1::Trial>> trials =
+      store_->ListTrials(request.study_name(), query);
+  if (!trials.ok()) return trials.status();
+
+  v1::ListTrialsResponse response;
+  bool more = static_cast<int>(trials->size()) > page_size;
+  if (more) trials->resize(page_size);
+  for (v1::Trial& t : *trials) *response.add_trials() = std::move(t);
+  if (more) {
+    response.set_next_page_token(
+        absl::StrCat(response.trials(page_size - 1).id()));
+  }
+  return response;
+}
+
+absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
+    const v1::AddMeasurementRequest& request) {
+  if (absl::Status s = ValidateStudyName("study_name", request.study_name());
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateTrialId("trial_id", request.trial_id()); !s.ok()) {
+    return s;
+  }
+  const v1::Measurement& m = request.measurement();
+  if (absl::Status s = ValidateMeasurement("measurement", m, true); !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&locks_.For(request.study_name()));
+  absl::StatusOr<v1::Trial> trial =
+      store_->GetTrial(request.study_name(), request.trial_id());
+  if (!trial.ok()) return trial.status();
+  if (absl::Status s = CheckRunning(*trial, "measurements are accepted");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckEpoch(*trial, request.lease_epoch()); !s.ok()) {
+    return s;
+  }
+  // A step already recorded: the same payload is a retry, anything else an
+  // error; steps never go backwards.
+  for (const v1::Measurement& old : trial->measurements()) {
+    if (old.step() != m.step()) continue;
+    if (SameMetrics(old, m)) return trial;
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "measurement.step: step %d of %s was already recorded with other "
+        "metrics",
+        m.step(), TrialRef(*trial)));
+  }
+  if (trial->measurements_size() > 0) {
+    int64_t latest =
+        trial->measurements(trial->measurements_size() - 1).step();
+    if (m.step() < latest) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "measurement.step: %d is below the latest recorded step %d of %s",
+          m.step(), latest, TrialRef(*trial)));
+    }
+  }
+  *trial->add_measurements() = m;
+  trial->set_lease_expire_time_ms(Now() + options_.lease_ms);
+  if (absl::Status s = store_->UpdateTrial(*trial); !s.ok()) return s;
+  return trial;
+}
+
+absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
+    const v1::CompleteTrialRequest& request) {
+  if (absl::Status s = ValidateStudyName("study_name", request.study_name());
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateTrialId("trial_id", request.trial_id()); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateMeasurement(
+          "final_measurement", request.final_measurement(), false);
+      !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&locks_.For(request.study_name()));
+  absl::StatusOr<v1::Study> study = store_->GetStudy(request.study_name());
+  if (!study.ok()) return study.status();
+  absl::StatusOr<v1::Trial> trial =
+      store_->GetTrial(request.study_name(), request.trial_id());
+  if (!trial.ok()) return trial.status();
+
+  // The outcome this request asks for, computed as if the trial were running.
+  v1::Trial done = *trial;
+  if (request.infeasible()) {
+    done.set_state(v1::Trial::INFEASIBLE);
+    done.set_infeasible_reason(request.infeasible_reason().empty()
+                                   ? "marked infeasible"
+                                   : request.infeasible_reason());
+    done.clear_final_measurement();
+  } else {
+    v1::Measurement final_m = request.final_measurement();
+    if (final_m.metrics().empty() && trial->measurements_size() > 0) {
+      final_m = trial->measurements(trial->measurements_size() - 1);
+    }
+    if (!MaximizedObjective(study->spec(), final_m)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "final_measurement.metrics: missing the objective \"%s\" (or mark "
+          "the trial infeasible)",
+          study->spec().metrics(0).name()));
+    }
+    done.set_state(trial->state() == v1::Trial::STOPPING ? v1::Trial::STOPPED
+                                                         : v1::Trial::COMPLETED);
+    *done.mutable_final_measurement() = std::move(final_m);
+    done.clear_infeasible_reason();
+  }
+
+  if (IsFinished(trial->state())) {
+    // A retry of the call that finished it returns the trial unchanged.
+    bool same = trial->state() == done.state() &&
+                trial->infeasible_reason() == done.infeasible_reason() &&
+                SameMetrics(trial->final_measurement(), done.final_measurement());
+    if (same) return trial;
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s is already %s with a different result", TrialRef(*trial),
+        v1::Trial::State_Name(trial->state())));
+  }
+  if (absl::Status s = CheckRunning(*trial, "it can be completed"); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckEpoch(*trial, request.lease_epoch()); !s.ok()) {
+    return s;
+  }
+  done.set_end_time_ms(Now());
+  done.set_lease_expire_time_ms(0);
+  if (absl::Status s = store_->UpdateTrial(done); !s.ok()) return s;
+  return done;
+}
+
+absl::StatusOr<v1::ListOptimalTrialsResponse> StudyService::ListOptimalTrials(
+    const v1::ListOptimalTrialsRequest& request) {
+  if (absl::Status s = ValidateStudyName("study_name", request.study_name());
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<v1::Study> study = store_->GetStudy(request.study_name());
+  if (!study.ok()) return study.status();
+  storage::TrialQuery query;
+  query.states = {v1::Trial::COMPLETED};
+  absl::StatusOr<std::vector<v1::Trial>> trials =
+      store_->ListTrials(request.study_name(), query);
+  if (!trials.ok()) return trials.status();
+
+  const v1::Trial* best = nullptr;
+  double best_value = 0;
+  for (const v1::Trial& t : *trials) {
+    std::optional<double> y =
+        MaximizedObjective(study->spec(), t.final_measurement());
+    if (!y) continue;
+    // Ties keep the earliest trial.
+    if (best == nullptr || *y > best_value) {
+      best = &t;
+      best_value = *y;
+    }
+  }
+  v1::ListOptimalTrialsResponse response;
+  if (best != nullptr) *response.add_trials() = *best;
+  return response;
+}
+
+}  // namespace hypertune::service

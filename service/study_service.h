@@ -1,0 +1,76 @@
+// StudyService: the logic of every hypertune.v1 RPC, on API messages and
+// absl::Status, independent of gRPC so that tests and fuzzers can drive it
+// directly. Each method validates its request, takes the study's lock where
+// it reads and then writes, calls the optimizer and saves through the store.
+// grpc_service.h adapts it to gRPC.
+//
+// Thread-safe: methods may run concurrently; calls on one study that mutate
+// it are serialized by a per-study mutex.
+#ifndef HYPERTUNE_SERVICE_STUDY_SERVICE_H_
+#define HYPERTUNE_SERVICE_STUDY_SERVICE_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "absl/status/statusor.h"
+#include "hypertune/v1/hypertune.pb.h"
+#include "service/study_locks.h"
+#include "storage/study_store.h"
+
+namespace hypertune::service {
+
+struct ServiceOptions {
+  // The algorithm of studies that name none. Default QUASI_RANDOM.
+  v1::Algorithm default_algorithm = v1::QUASI_RANDOM;
+  // How long a granted trial is held before its lease runs out. Default 60 s.
+  int64_t lease_ms = 60'000;
+  // The clock, in unix milliseconds. Default: the system clock.
+  std::function<int64_t()> now_ms;
+};
+
+class StudyService {
+ public:
+  // REQUIRES: `store` outlives the service.
+  StudyService(storage::StudyStore* store, ServiceOptions options);
+
+  absl::StatusOr<v1::Study> CreateStudy(const v1::CreateStudyRequest& request);
+  absl::StatusOr<v1::Study> GetStudy(const v1::GetStudyRequest& request);
+  absl::StatusOr<v1::ListStudiesResponse> ListStudies(
+      const v1::ListStudiesRequest& request);
+  absl::StatusOr<v1::DeleteStudyResponse> DeleteStudy(
+      const v1::DeleteStudyRequest& request);
+  absl::StatusOr<v1::Study> SetStudyState(
+      const v1::SetStudyStateRequest& request);
+
+  absl::StatusOr<v1::SuggestTrialsResponse> SuggestTrials(
+      const v1::SuggestTrialsRequest& request);
+  absl::StatusOr<v1::Trial> CreateTrial(const v1::CreateTrialRequest& request);
+  absl::StatusOr<v1::Trial> GetTrial(const v1::GetTrialRequest& request);
+  absl::StatusOr<v1::ListTrialsResponse> ListTrials(
+      const v1::ListTrialsRequest& request);
+  absl::StatusOr<v1::Trial> AddMeasurement(
+      const v1::AddMeasurementRequest& request);
+  absl::StatusOr<v1::Trial> CompleteTrial(
+      const v1::CompleteTrialRequest& request);
+  absl::StatusOr<v1::ListOptimalTrialsResponse> ListOptimalTrials(
+      const v1::ListOptimalTrialsRequest& request);
+
+ private:
+  int64_t Now() const;
+  // The study with its trial counts filled in.
+  absl::StatusOr<v1::Study> LoadStudyWithCounts(const std::string& name);
+  // Grants `trial` to `client_id`: ACTIVE, a new lease epoch and expiry.
+  void Grant(v1::Trial& trial, const std::string& client_id, int64_t now);
+  // New trials from the study's algorithm. REQUIRES: the study's lock held.
+  absl::StatusOr<std::vector<v1::Trial>> ProposeTrials(const v1::Study& study,
+                                                       int count,
+                                                       int64_t trials_created);
+
+  storage::StudyStore* const store_;
+  const ServiceOptions options_;
+  StudyLocks locks_;
+};
+
+}  // namespace hypertune::service
+
+#endif  // HYPERTUNE_SERVICE_STUDY_SERVICE_H_

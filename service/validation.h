@@ -1,0 +1,33 @@
+// Request validation for hypertuned: pure checks on API messages that need no
+// stored state. Each returns OK or INVALID_ARGUMENT whose message names the
+// offending field (`study.spec.metrics[0].goal: ...`).
+#ifndef HYPERTUNE_SERVICE_VALIDATION_H_
+#define HYPERTUNE_SERVICE_VALIDATION_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "hypertune/v1/hypertune.pb.h"
+
+namespace hypertune::service {
+
+// A study name: 1-128 characters of letters, digits and "._-".
+absl::Status ValidateStudyName(const std::string& field, const std::string& name);
+
+// A trial id: at least 1.
+absl::Status ValidateTrialId(const std::string& field, int64_t id);
+
+// The parts of a study that the search space does not check: its name,
+// parameter and metric names, goals and budgets. Parameter ranges are checked
+// when the search space is built (see conversion.h).
+absl::Status ValidateStudy(const v1::Study& study);
+
+// A measurement: non-negative step and elapsed time, named metrics, no NaN
+// (+-Infinity is allowed). `require_metrics`: at least one metric.
+absl::Status ValidateMeasurement(const std::string& field,
+                                 const v1::Measurement& measurement,
+                                 bool require_metrics);
+
+}  // namespace hypertune::service
+
+#endif  // HYPERTUNE_SERVICE_VALIDATION_H_

@@ -1,0 +1,176 @@
+#include "storage/memory_store.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "storage/store_util.h"
+
+namespace hypertune::storage {
+
+namespace {
+
+// Whether `trial` passes `query`'s state and client filters.
+bool Matches(const v1::Trial& trial, const TrialQuery& query) {
+  if (!query.states.empty() &&
+      std::find(query.states.begin(), query.states.end(), trial.state()) ==
+          query.states.end()) {
+    return false;
+  }
+  return query.client_id.empty() || trial.client_id() == query.client_id;
+}
+
+// Refuses what SqliteStore would refuse (a message that does not
+// round-trip), so both stores accept the same input.
+absl::Status CheckStorable(const google::protobuf::Message& message,
+                           absl::string_view label) {
+  return SerializeForStore(message, label).status();
+}
+
+}  // namespace
+
+absl::StatusOr<MemoryStore::Entry*> MemoryStore::Find(std::string_view name) {
+  auto it = studies_.find(name);
+  if (it == studies_.end()) {
+    return absl::NotFoundError(absl::StrCat(StudyLabel(name), " not found"));
+  }
+  return &it->second;
+}
+
+absl::Status MemoryStore::CreateStudy(const v1::Study& study) {
+  if (absl::Status s = CheckStorable(study, StudyLabel(study.name()));
+      !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&mu_);
+  auto [it, inserted] = studies_.try_emplace(study.name());
+  if (!inserted) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(StudyLabel(study.name()), " already exists"));
+  }
+  it->second.study = study;
+  it->second.study.clear_trial_counts();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Study> MemoryStore::GetStudy(std::string_view name) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Entry*> entry = Find(name);
+  if (!entry.ok()) return entry.status();
+  return (*entry)->study;
+}
+
+absl::StatusOr<std::vector<v1::Study>> MemoryStore::ListStudies() {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::Study> studies;
+  studies.reserve(studies_.size());
+  for (const auto& [name, entry] : studies_) studies.push_back(entry.study);
+  return studies;
+}
+
+absl::Status MemoryStore::UpdateStudy(const v1::Study& study) {
+  if (absl::Status s = CheckStorable(study, StudyLabel(study.name()));
+      !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Entry*> entry = Find(study.name());
+  if (!entry.ok()) return entry.status();
+  (*entry)->study = study;
+  (*entry)->study.clear_trial_counts();
+  return absl::OkStatus();
+}
+
+absl::Status MemoryStore::DeleteStudy(std::string_view name) {
+  absl::MutexLock lock(&mu_);
+  auto it = studies_.find(name);
+  if (it == studies_.end()) {
+    return absl::NotFoundError(absl::StrCat(StudyLabel(name), " not found"));
+  }
+  studies_.erase(it);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<v1::Trial>> MemoryStore::CreateTrials(
+    std::string_view study_name, std::vector<v1::Trial> trials) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Entry*> entry = Find(study_name);
+  if (!entry.ok()) return entry.status();
+  auto& stored = (*entry)->trials;
+  int64_t next_id = stored.empty() ? 1 : stored.rbegin()->first + 1;
+  // All or nothing, like SqliteStore's transaction: check every trial first.
+  for (v1::Trial& trial : trials) {
+    trial.set_study_name(std::string(study_name));
+    trial.set_id(next_id++);
+    if (absl::Status s =
+            CheckStorable(trial, TrialLabel(study_name, trial.id()));
+        !s.ok()) {
+      return s;
+    }
+  }
+  for (const v1::Trial& trial : trials) stored.emplace(trial.id(), trial);
+  return trials;
+}
+
+absl::StatusOr<v1::Trial> MemoryStore::GetTrial(std::string_view study_name,
+                                                int64_t trial_id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Entry*> entry = Find(study_name);
+  if (!entry.ok()) return entry.status();
+  auto it = (*entry)->trials.find(trial_id);
+  if (it == (*entry)->trials.end()) {
+    return absl::NotFoundError(
+        absl::StrCat(TrialLabel(study_name, trial_id), " not found"));
+  }
+  return it->second;
+}
+
+absl::Status MemoryStore::UpdateTrial(const v1::Trial& trial) {
+  if (absl::Status s =
+          CheckStorable(trial, TrialLabel(trial.study_name(), trial.id()));
+      !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Entry*> entry = Find(trial.study_name());
+  if (!entry.ok()) return entry.status();
+  auto it = (*entry)->trials.find(trial.id());
+  if (it == (*entry)->trials.end()) {
+    return absl::NotFoundError(
+        absl::StrCat(TrialLabel(trial.study_name(), trial.id()), " not found"));
+  }
+  it->second = trial;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<v1::Trial>> MemoryStore::ListTrials(
+    std::string_view study_name, const TrialQuery& query) {
+  if (query.limit < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("limit: must be >= 0, got ", query.limit));
+  }
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Entry*> entry = Find(study_name);
+  if (!entry.ok()) return entry.status();
+  std::vector<v1::Trial> result;
+  const auto& stored = (*entry)->trials;
+  for (auto it = stored.upper_bound(query.after_id); it != stored.end(); ++it) {
+    if (query.limit > 0 && result.size() >= static_cast<size_t>(query.limit)) {
+      break;
+    }
+    if (Matches(it->second, query)) result.push_back(it->second);
+  }
+  return result;
+}
+
+absl::StatusOr<absl::flat_hash_map<v1::Trial::State, int64_t>>
+MemoryStore::CountTrials(std::string_view study_name) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Entry*> entry = Find(study_name);
+  if (!entry.ok()) return entry.status();
+  absl::flat_hash_map<v1::Trial::State, int64_t> counts;
+  for (const auto& [id, trial] : (*entry)->trials) ++counts[trial.state()];
+  return counts;
+}
+
+}  // namespace hypertune::storage

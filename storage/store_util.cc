@@ -1,0 +1,50 @@
+#include "storage/store_util.h"
+
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+
+namespace hypertune::storage {
+
+namespace {
+constexpr size_t kMaxShownBytes = 100;
+}  // namespace
+
+std::string Quoted(std::string_view name) {
+  const bool cut = name.size() > kMaxShownBytes;
+  // Debian's Abseil has its own string_view, not std::string_view.
+  const absl::string_view shown(name.data(),
+                                cut ? kMaxShownBytes : name.size());
+  return absl::StrCat("\"", absl::CHexEscape(shown), cut ? "...\"" : "\"",
+                      cut ? absl::StrCat(" (", name.size(), " bytes)") : "");
+}
+
+std::string StudyLabel(std::string_view study_name) {
+  return absl::StrCat("study ", Quoted(study_name));
+}
+
+std::string TrialLabel(std::string_view study_name, int64_t trial_id) {
+  return absl::StrCat("trial ", trial_id, " of study ", Quoted(study_name));
+}
+
+absl::StatusOr<std::string> SerializeForStore(
+    const google::protobuf::Message& message, absl::string_view label) {
+  const std::string type(message.GetDescriptor()->name());
+  std::string bytes;
+  if (!message.SerializeToString(&bytes)) {
+    return absl::InternalError(
+        absl::StrCat(label, ": cannot serialize the ", type, " message"));
+  }
+  std::unique_ptr<google::protobuf::Message> check(message.New());
+  if (!check->ParseFromString(bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        label, ": the ", type,
+        " has a string field that is not valid UTF-8 and could not be "
+        "read back"));
+  }
+  return bytes;
+}
+
+}  // namespace hypertune::storage

@@ -1,0 +1,39 @@
+// Helpers shared by the StudyStore implementations: error-message labels and
+// the serialization check that keeps every store's accepted input the same.
+//
+// Stored names are arbitrary bytes (NUL, quotes, kilobytes); messages show
+// them escaped and shortened so a log line stays readable. Thread-safe: pure
+// functions.
+#ifndef HYPERTUNE_STORAGE_STORE_UTIL_H_
+#define HYPERTUNE_STORAGE_STORE_UTIL_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "google/protobuf/message.h"
+
+namespace hypertune::storage {
+
+// Returns `name` C-escaped in double quotes, cut to about 100 bytes with
+// "..." when longer.
+std::string Quoted(std::string_view name);
+
+// Returns `study "NAME"`.
+std::string StudyLabel(std::string_view study_name);
+
+// Returns `trial ID of study "NAME"`.
+std::string TrialLabel(std::string_view study_name, int64_t trial_id);
+
+// Returns `message` serialized, after checking that the bytes parse back:
+// proto3 refuses to parse string fields that are not UTF-8, so such a
+// message would be stored but never read again. INVALID_ARGUMENT (naming
+// `label`) when it would not round-trip.
+absl::StatusOr<std::string> SerializeForStore(
+    const google::protobuf::Message& message, absl::string_view label);
+
+}  // namespace hypertune::storage
+
+#endif  // HYPERTUNE_STORAGE_STORE_UTIL_H_

@@ -1,0 +1,379 @@
+// Integration tests over a real server: gRPC on a loopback port, a temporary
+// SQLite file, the SDK as the client.
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "hypertune/v1/hypertune.grpc.pb.h"
+#include "service/server.h"
+#include "trainer_sdk/hypertune.h"
+
+namespace hypertune {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// A fresh directory under the system temp dir, removed at the end.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "hypertune-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string File(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+v1::Study QuadraticStudy(const std::string& name, int max_trials, int parallel) {
+  v1::Study study;
+  google::protobuf::TextFormat::ParseFromString(R"pb(
+    spec {
+      parameters { name: "x" double_spec { min: -2 max: 2 } }
+      parameters { name: "lr" double_spec { min: 1e-4 max: 1 scale: LOG } }
+      parameters { name: "depth" integer_spec { min: 1 max: 6 } }
+      parameters { name: "act" categorical_spec { values: [ "relu", "tanh" ] } }
+      metrics { name: "loss" goal: MINIMIZE }
+      algorithm: QUASI_RANDOM
+    })pb", &study);
+  study.set_name(name);
+  study.mutable_spec()->set_max_trials(max_trials);
+  study.mutable_spec()->set_max_parallel_trials(parallel);
+  return study;
+}
+
+// The toy objective the workers compute, so the test can recompute it.
+double Loss(const v1::Trial& trial) {
+  std::map<std::string, v1::ParameterValue> p;
+  for (const auto& v : trial.parameters()) p[v.name()] = v;
+  return std::pow(p["x"].double_value() - 0.5, 2) +
+         std::pow(std::log10(p["lr"].double_value()) + 2, 2) +
+         0.1 * static_cast<double>(p["depth"].int_value()) +
+         (p["act"].string_value() == "tanh" ? 0.0 : 0.3);
+}
+
+std::unique_ptr<service::Server> StartServer(const std::string& db) {
+  service::ServerOptions options;
+  options.db_path = db;
+  options.listen = "127.0.0.1:0";
+  auto server = service::Server::Start(options);
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? *std::move(server) : nullptr;
+}
+
+Client MakeClient(const std::string& address, const std::string& id) {
+  ClientOptions options;
+  options.server = address;
+  options.client_id = id;
+  return Client(options);
+}
+
+// Runs trials of `study` until the study completes: 2 reports, then Complete.
+void WorkerLoop(const Client& client, const std::string& study, int* done) {
+  while (true) {
+    auto next = client.NextTrial(study);
+    ASSERT_TRUE(next.ok()) << next.status();
+    if (!next->has_value()) return;
+    Trial& trial = **next;
+    double loss = Loss(trial.proto());
+    ASSERT_TRUE(trial.Report(1, {{"loss", loss + 1}}).ok());
+    ASSERT_TRUE(trial.Report(2, {{"loss", loss + 0.5}}).ok());
+    ASSERT_TRUE(trial.Complete({{"loss", loss}}).ok());
+    ++*done;
+  }
+}
+
+std::vector<v1::Trial> AllTrials(const Client& client, const std::string& study) {
+  auto trials = client.ListAllTrials(study);
+  EXPECT_TRUE(trials.ok()) << trials.status();
+  return trials.ok() ? *trials : std::vector<v1::Trial>{};
+}
+
+TEST(ServerIntegrationTest, EightWorkersRunFortyTrialsAndRestartKeepsHistory) {
+  TempDir dir;
+  const std::string db = dir.File("study.db");
+  auto server = StartServer(db);
+  ASSERT_NE(server, nullptr);
+  Client admin = MakeClient(server->address(), "admin");
+  ASSERT_TRUE(admin.CreateStudy(QuadraticStudy("forty", 40, 8)).ok());
+
+  std::vector<int> done(8, 0);
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 8; ++w) {
+    workers.emplace_back([&, w] {
+      Client client = MakeClient(server->address(), "worker-" + std::to_string(w));
+      WorkerLoop(client, "forty", &done[w]);
+    });
+  }
+  for (std::thread& t : workers) t.join();
+
+  int total = 0;
+  for (int d : done) total += d;
+  EXPECT_EQ(total, 40);
+  std::vector<v1::Trial> trials = AllTrials(admin, "forty");
+  ASSERT_EQ(trials.size(), 40u);
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const v1::Trial& t = trials[i];
+    EXPECT_EQ(t.id(), static_cast<int64_t>(i + 1));
+    EXPECT_EQ(t.state(), v1::Trial::COMPLETED);
+    EXPECT_EQ(t.final_measurement().metrics().at("loss"), Loss(t));
+    ASSERT_EQ(t.measurements_size(), 2);
+    EXPECT_EQ(t.measurements(1).step(), 2);
+  }
+  auto study = admin.GetStudy("forty");
+  ASSERT_TRUE(study.ok());
+  EXPECT_EQ(study->state(), v1::Study::COMPLETED);
+  auto best = admin.ListOptimalTrials("forty");
+  ASSERT_TRUE(best.ok());
+  ASSERT_EQ(best->trials_size(), 1);
+  for (const v1::Trial& t : trials) {
+    EXPECT_LE(best->trials(0).final_measurement().metrics().at("loss"),
+              t.final_measurement().metrics().at("loss"));
+  }
+
+  // A new server on the same file serves the same history.
+  server.reset();
+  server = StartServer(db);
+  ASSERT_NE(server, nullptr);
+  Client after = MakeClient(server->address(), "admin");
+  std::vector<v1::Trial> reloaded = AllTrials(after, "forty");
+  ASSERT_EQ(reloaded.size(), trials.size());
+  for (size_t i = 0; i < trials.size(); ++i) {
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
+        trials[i], reloaded[i]))
+        << "trial " << i + 1 << " changed across the restart";
+  }
+}
+
+// Each malformed request gets its code; the server keeps serving.
+TEST(ServerIntegrationTest, MalformedRequestsGetTheirCodes) {
+  TempDir dir;
+  auto server = StartServer(dir.File("bad.db"));
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::HyperTune::NewStub(
+      grpc::CreateChannel(server->address(), grpc::InsecureChannelCredentials()));
+  auto call_create = [&](const v1::Study& study) {
+    grpc::ClientContext ctx;
+    v1::CreateStudyRequest request;
+    *request.mutable_study() = study;
+    v1::Study response;
+    return stub->CreateStudy(&ctx, request, &response);
+  };
+  ASSERT_TRUE(call_create(QuadraticStudy("s", 0, 0)).ok());
+  {
+    grpc::ClientContext ctx;
+    v1::SuggestTrialsRequest request;
+    request.set_study_name("s");
+    request.set_count(1);
+    v1::SuggestTrialsResponse response;
+    ASSERT_TRUE(stub->SuggestTrials(&ctx, request, &response).ok());
+  }
+
+  struct Case {
+    std::string label;
+    std::function<grpc::Status()> call;
+    grpc::StatusCode code;
+    std::string message_part;
+  };
+  v1::Study log_zero = QuadraticStudy("logzero", 0, 0);
+  log_zero.mutable_spec()->mutable_parameters(1)->mutable_double_spec()->set_min(0);
+  v1::Study unnamed = QuadraticStudy("", 0, 0);
+  std::vector<Case> cases = {
+      {"unknown study",
+       [&] {
+         grpc::ClientContext ctx;
+         v1::GetStudyRequest r;
+         r.set_name("nope");
+         v1::Study out;
+         return stub->GetStudy(&ctx, r, &out);
+       },
+       grpc::StatusCode::NOT_FOUND, "nope"},
+      {"duplicate name", [&] { return call_create(QuadraticStudy("s", 0, 0)); },
+       grpc::StatusCode::ALREADY_EXISTS, "s"},
+      {"log scale with min <= 0", [&] { return call_create(log_zero); },
+       grpc::StatusCode::INVALID_ARGUMENT, "parameters[1]"},
+      {"empty name", [&] { return call_create(unnamed); },
+       grpc::StatusCode::INVALID_ARGUMENT, "study.name"},
+      {"NaN metric",
+       [&] {
+         grpc::ClientContext ctx;
+         v1::AddMeasurementRequest r;
+         r.set_study_name("s");
+         r.set_trial_id(1);
+         r.mutable_measurement()->set_step(1);
+         (*r.mutable_measurement()->mutable_metrics())["loss"] = std::nan("");
+         v1::Trial out;
+         return stub->AddMeasurement(&ctx, r, &out);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "NaN"},
+      {"parameter outside its range",
+       [&] {
+         grpc::ClientContext ctx;
+         v1::CreateTrialRequest r;
+         r.set_study_name("s");
+         google::protobuf::TextFormat::ParseFromString(R"pb(
+           parameters { name: "x" double_value: 7 }
+           parameters { name: "lr" double_value: 0.1 }
+           parameters { name: "depth" int_value: 2 }
+           parameters { name: "act" string_value: "relu" }
+         )pb", r.mutable_trial());
+         v1::Trial out;
+         return stub->CreateTrial(&ctx, r, &out);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "\"x\""},
+      {"unknown parameter",
+       [&] {
+         grpc::ClientContext ctx;
+         v1::CreateTrialRequest r;
+         r.set_study_name("s");
+         google::protobuf::TextFormat::ParseFromString(R"pb(
+           parameters { name: "x" double_value: 1 }
+           parameters { name: "lr" double_value: 0.1 }
+           parameters { name: "depth" int_value: 2 }
+           parameters { name: "act" string_value: "relu" }
+           parameters { name: "momentum" double_value: 0.9 }
+         )pb", r.mutable_trial());
+         v1::Trial out;
+         return stub->CreateTrial(&ctx, r, &out);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "unknown parameter \"momentum\""},
+      {"unknown trial",
+       [&] {
+         grpc::ClientContext ctx;
+         v1::GetTrialRequest r;
+         r.set_study_name("s");
+         r.set_trial_id(999);
+         v1::Trial out;
+         return stub->GetTrial(&ctx, r, &out);
+       },
+       grpc::StatusCode::NOT_FOUND, "999"},
+      {"heartbeat not built yet",
+       [&] {
+         grpc::ClientContext ctx;
+         v1::HeartbeatRequest r;
+         v1::HeartbeatResponse out;
+         return stub->Heartbeat(&ctx, r, &out);
+       },
+       grpc::StatusCode::UNIMPLEMENTED, "not built yet"},
+  };
+  for (const Case& c : cases) {
+    grpc::Status s = c.call();
+    EXPECT_EQ(s.error_code(), c.code) << c.label << ": " << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr(c.message_part)) << c.label;
+    // Still serving, and the stored study is intact.
+    grpc::ClientContext ctx;
+    v1::GetStudyRequest r;
+    r.set_name("s");
+    v1::Study out;
+    ASSERT_TRUE(stub->GetStudy(&ctx, r, &out).ok()) << "after " << c.label;
+    EXPECT_EQ(out.trial_counts().at("ACTIVE"), 1) << "after " << c.label;
+  }
+}
+
+// hypertuned as a separate process, so that it can be killed with SIGKILL.
+class ServerProcess {
+ public:
+  ServerProcess(const std::string& db) {
+    int out[2];
+    EXPECT_EQ(pipe(out), 0);
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      close(out[0]);
+      close(out[1]);
+      execl(HYPERTUNED_PATH, HYPERTUNED_PATH, "--db", db.c_str(), "--listen",
+            "127.0.0.1:0", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(out[1]);
+    output_ = fdopen(out[0], "r");
+    // The first line says where it listens.
+    char line[512] = {0};
+    if (fgets(line, sizeof line, output_) != nullptr) {
+      std::string text = line;
+      const std::string marker = "listening on ";
+      size_t at = text.find(marker);
+      if (at != std::string::npos) {
+        address_ = text.substr(at + marker.size());
+        address_ = address_.substr(0, address_.find_first_of(" \n"));
+      }
+    }
+  }
+  ~ServerProcess() {
+    if (pid_ > 0) Kill(SIGKILL);
+    if (output_ != nullptr) fclose(output_);
+  }
+  const std::string& address() const { return address_; }
+  // Sends `signal` and reaps the process; returns its wait status.
+  int Kill(int signal) {
+    kill(pid_, signal);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  FILE* output_ = nullptr;
+  std::string address_;
+};
+
+TEST(ServerIntegrationTest, KillNineLosesNoAcknowledgedCompletion) {
+  TempDir dir;
+  const std::string db = dir.File("kill.db");
+  std::map<int64_t, double> acknowledged;
+  {
+    ServerProcess server(db);
+    ASSERT_FALSE(server.address().empty());
+    Client client = MakeClient(server.address(), "w");
+    ASSERT_TRUE(client.CreateStudy(QuadraticStudy("k", 0, 0)).ok());
+    for (int i = 0; i < 15; ++i) {
+      auto next = client.NextTrial("k");
+      ASSERT_TRUE(next.ok() && next->has_value()) << next.status();
+      Trial& trial = **next;
+      double loss = Loss(trial.proto());
+      ASSERT_TRUE(trial.Complete({{"loss", loss}}).ok());
+      acknowledged[trial.id()] = loss;
+    }
+    // One more in flight when the server dies.
+    ASSERT_TRUE(client.NextTrial("k").ok());
+    int status = server.Kill(SIGKILL);
+    ASSERT_TRUE(WIFSIGNALED(status));
+  }
+  ServerProcess restarted(db);
+  ASSERT_FALSE(restarted.address().empty());
+  Client client = MakeClient(restarted.address(), "reader");
+  std::vector<v1::Trial> trials = AllTrials(client, "k");
+  ASSERT_EQ(trials.size(), 16u);
+  for (const auto& [id, loss] : acknowledged) {
+    const v1::Trial& t = trials[id - 1];
+    EXPECT_EQ(t.state(), v1::Trial::COMPLETED);
+    EXPECT_EQ(t.final_measurement().metrics().at("loss"), loss);
+  }
+  EXPECT_EQ(trials.back().state(), v1::Trial::ACTIVE);
+  // SIGTERM shuts down cleanly.
+  int status = restarted.Kill(SIGTERM);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+}  // namespace
+}  // namespace hypertune

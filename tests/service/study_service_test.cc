@@ -1,0 +1,383 @@
+// StudyService over the in-memory store: the RPC semantics without gRPC.
+#include "service/study_service.h"
+
+#include <limits>
+#include <set>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+#include "storage/memory_store.h"
+
+namespace hypertune::service {
+namespace {
+
+using ::testing::HasSubstr;
+
+class StudyServiceTest : public ::testing::Test {
+ protected:
+  StudyServiceTest() : service_(&store_, Options()) {}
+
+  ServiceOptions Options() {
+    ServiceOptions options;
+    options.now_ms = [this] { return now_ms_; };
+    return options;
+  }
+
+  // Creates study `name` with max_trials / max_parallel_trials.
+  v1::Study Create(const std::string& name, int max_trials, int max_parallel,
+                   v1::Algorithm algorithm = v1::QUASI_RANDOM) {
+    v1::CreateStudyRequest request;
+    google::protobuf::TextFormat::ParseFromString(R"pb(
+      study {
+        spec {
+          parameters { name: "x" double_spec { min: -1 max: 1 } }
+          parameters { name: "n" integer_spec { min: 1 max: 100 scale: LOG } }
+          parameters { name: "c" categorical_spec { values: [ "a", "b", "c" ] } }
+          metrics { name: "loss" goal: MINIMIZE }
+          metrics { name: "acc" goal: MAXIMIZE }
+        }
+      })pb", &request);
+    request.mutable_study()->set_name(name);
+    request.mutable_study()->mutable_spec()->set_max_trials(max_trials);
+    request.mutable_study()->mutable_spec()->set_max_parallel_trials(max_parallel);
+    request.mutable_study()->mutable_spec()->set_algorithm(algorithm);
+    auto study = service_.CreateStudy(request);
+    EXPECT_TRUE(study.ok()) << study.status();
+    return *study;
+  }
+
+  absl::StatusOr<v1::SuggestTrialsResponse> Suggest(const std::string& study,
+                                                    int count,
+                                                    const std::string& client) {
+    v1::SuggestTrialsRequest request;
+    request.set_study_name(study);
+    request.set_count(count);
+    request.set_client_id(client);
+    return service_.SuggestTrials(request);
+  }
+
+  absl::StatusOr<v1::Trial> Complete(const std::string& study, int64_t id,
+                                     double loss) {
+    v1::CompleteTrialRequest request;
+    request.set_study_name(study);
+    request.set_trial_id(id);
+    (*request.mutable_final_measurement()->mutable_metrics())["loss"] = loss;
+    return service_.CompleteTrial(request);
+  }
+
+  absl::StatusOr<v1::Trial> Report(const std::string& study, int64_t id,
+                                   int64_t step, double loss) {
+    v1::AddMeasurementRequest request;
+    request.set_study_name(study);
+    request.set_trial_id(id);
+    request.mutable_measurement()->set_step(step);
+    (*request.mutable_measurement()->mutable_metrics())["loss"] = loss;
+    return service_.AddMeasurement(request);
+  }
+
+  int64_t now_ms_ = 1'700'000'000'000;
+  storage::MemoryStore store_;
+  StudyService service_;
+};
+
+TEST_F(StudyServiceTest, CreateStudyFillsDefaultsAndRefusesDuplicates) {
+  v1::Study study = Create("s", 0, 0, v1::ALGORITHM_UNSPECIFIED);
+  EXPECT_EQ(study.state(), v1::Study::ACTIVE);
+  EXPECT_EQ(study.spec().algorithm(), v1::QUASI_RANDOM);
+  EXPECT_EQ(study.create_time_ms(), now_ms_);
+  v1::CreateStudyRequest again;
+  *again.mutable_study() = study;
+  EXPECT_EQ(service_.CreateStudy(again).status().code(),
+            absl::StatusCode::kAlreadyExists);
+}
+
+TEST_F(StudyServiceTest, AlgorithmsNotBuiltYetAreUnimplemented) {
+  v1::CreateStudyRequest request;
+  google::protobuf::TextFormat::ParseFromString(R"pb(
+    study {
+      name: "gp"
+      spec {
+        parameters { name: "x" double_spec { min: 0 max: 1 } }
+        metrics { name: "y" goal: MAXIMIZE }
+        algorithm: TPE
+      }
+    })pb", &request);
+  absl::Status s = service_.CreateStudy(request).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("study.spec.algorithm"));
+}
+
+TEST_F(StudyServiceTest, SuggestGrantsDenseActiveTrialsWithValidParameters) {
+  Create("s", 0, 0);
+  auto r = Suggest("s", 3, "w1");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->trials_size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    const v1::Trial& t = r->trials(i);
+    EXPECT_EQ(t.id(), i + 1);
+    EXPECT_EQ(t.state(), v1::Trial::ACTIVE);
+    EXPECT_EQ(t.client_id(), "w1");
+    EXPECT_EQ(t.lease_epoch(), 1);
+    EXPECT_EQ(t.start_time_ms(), now_ms_);
+    ASSERT_EQ(t.parameters_size(), 3);
+    EXPECT_GE(t.parameters(0).double_value(), -1);
+    EXPECT_LE(t.parameters(0).double_value(), 1);
+    EXPECT_GE(t.parameters(1).int_value(), 1);
+    EXPECT_LE(t.parameters(1).int_value(), 100);
+  }
+}
+
+TEST_F(StudyServiceTest, SameClientGetsItsActiveTrialBack) {
+  Create("s", 0, 0);
+  auto first = Suggest("s", 1, "w1");
+  ASSERT_TRUE(first.ok());
+  auto again = Suggest("s", 1, "w1");
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->trials_size(), 1);
+  EXPECT_EQ(again->trials(0).id(), first->trials(0).id());
+  EXPECT_EQ(again->trials(0).lease_epoch(), first->trials(0).lease_epoch());
+  auto other = Suggest("s", 1, "w2");
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->trials(0).id(), 2);
+}
+
+TEST_F(StudyServiceTest, SameSeedAndHistoryGiveSameSuggestions) {
+  Create("a", 0, 0);
+  Create("b", 0, 0);
+  for (int i = 0; i < 5; ++i) {
+    auto ra = Suggest("a", 1, "");
+    auto rb = Suggest("b", 1, "");
+    ASSERT_TRUE(ra.ok() && rb.ok());
+    EXPECT_EQ(ra->trials(0).parameters(0).double_value(),
+              rb->trials(0).parameters(0).double_value());
+  }
+}
+
+TEST_F(StudyServiceTest, ParallelLimitAndBudgetCompleteTheStudy) {
+  Create("s", 3, 2);
+  auto r = Suggest("s", 5, "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->trials_size(), 2);  // parallel limit
+  auto full = Suggest("s", 1, "");
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(full->trials_size(), 0);
+  EXPECT_EQ(full->study_state(), v1::Study::ACTIVE);
+  ASSERT_TRUE(Complete("s", 1, 0.5).ok());
+  auto third = Suggest("s", 5, "");
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(third->trials_size(), 1);  // budget of 3
+  ASSERT_TRUE(Complete("s", 2, 0.5).ok());
+  auto done = Suggest("s", 1, "");
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->trials_size(), 0);
+  EXPECT_EQ(done->study_state(), v1::Study::COMPLETED);
+  v1::GetStudyRequest get;
+  get.set_name("s");
+  auto study = service_.GetStudy(get);
+  ASSERT_TRUE(study.ok());
+  EXPECT_EQ(study->state(), v1::Study::COMPLETED);
+  EXPECT_EQ(study->trial_counts().at("COMPLETED"), 2);
+  EXPECT_EQ(study->trial_counts().at("ACTIVE"), 1);
+  // The running trial may still finish after the study completed.
+  EXPECT_TRUE(Complete("s", 3, 0.1).ok());
+}
+
+TEST_F(StudyServiceTest, PausedStudySuggestsNothing) {
+  Create("s", 0, 0);
+  v1::SetStudyStateRequest pause;
+  pause.set_name("s");
+  pause.set_state(v1::Study::PAUSED);
+  ASSERT_TRUE(service_.SetStudyState(pause).ok());
+  auto r = Suggest("s", 1, "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->trials_size(), 0);
+  EXPECT_EQ(r->study_state(), v1::Study::PAUSED);
+  pause.set_state(v1::Study::STATE_UNSPECIFIED);
+  EXPECT_EQ(service_.SetStudyState(pause).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(StudyServiceTest, QueuedTrialsAreGrantedFirstAndValidated) {
+  Create("s", 0, 0);
+  v1::CreateTrialRequest request;
+  request.set_study_name("s");
+  google::protobuf::TextFormat::ParseFromString(R"pb(
+    parameters { name: "c" string_value: "b" }
+    parameters { name: "x" double_value: 0.25 }
+    parameters { name: "n" int_value: 7 }
+  )pb", request.mutable_trial());
+  auto queued = service_.CreateTrial(request);
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  EXPECT_EQ(queued->state(), v1::Trial::REQUESTED);
+  EXPECT_EQ(queued->parameters(0).name(), "x");  // canonical order
+  auto r = Suggest("s", 2, "w");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->trials_size(), 2);
+  EXPECT_EQ(r->trials(0).id(), queued->id());
+  EXPECT_EQ(r->trials(0).state(), v1::Trial::ACTIVE);
+  EXPECT_EQ(r->trials(0).parameters(0).double_value(), 0.25);
+
+  request.mutable_trial()->mutable_parameters(1)->set_double_value(3);
+  absl::Status s = service_.CreateTrial(request).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("\"x\""));
+}
+
+TEST_F(StudyServiceTest, WarmStartTrialNeedsTheObjective) {
+  Create("s", 0, 0);
+  v1::CreateTrialRequest request;
+  request.set_study_name("s");
+  google::protobuf::TextFormat::ParseFromString(R"pb(
+    state: COMPLETED
+    parameters { name: "x" double_value: 0.5 }
+    parameters { name: "n" int_value: 2 }
+    parameters { name: "c" string_value: "a" }
+    final_measurement { metrics { key: "acc" value: 0.9 } }
+  )pb", request.mutable_trial());
+  EXPECT_THAT(std::string(service_.CreateTrial(request).status().message()),
+              HasSubstr("objective \"loss\""));
+  (*request.mutable_trial()->mutable_final_measurement()->mutable_metrics())
+      ["loss"] = 0.3;
+  auto t = service_.CreateTrial(request);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->state(), v1::Trial::COMPLETED);
+  v1::ListOptimalTrialsRequest best;
+  best.set_study_name("s");
+  auto b = service_.ListOptimalTrials(best);
+  ASSERT_TRUE(b.ok());
+  ASSERT_EQ(b->trials_size(), 1);
+  EXPECT_EQ(b->trials(0).id(), t->id());
+}
+
+TEST_F(StudyServiceTest, MeasurementsAreIdempotentAndOrdered) {
+  Create("s", 0, 0);
+  ASSERT_TRUE(Suggest("s", 1, "w").ok());
+  ASSERT_TRUE(Report("s", 1, 1, 0.9).ok());
+  auto retry = Report("s", 1, 1, 0.9);
+  ASSERT_TRUE(retry.ok());
+  EXPECT_EQ(retry->measurements_size(), 1);
+  EXPECT_EQ(Report("s", 1, 1, 0.8).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(Report("s", 1, 3, 0.7).ok());
+  absl::Status back = Report("s", 1, 2, 0.6).status();
+  EXPECT_EQ(back.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(back.message()), HasSubstr("measurement.step"));
+  auto inf = Report("s", 1, 4, std::numeric_limits<double>::infinity());
+  ASSERT_TRUE(inf.ok());
+  EXPECT_EQ(inf->measurements(2).metrics().at("loss"),
+            std::numeric_limits<double>::infinity());
+  EXPECT_EQ(Report("s", 1, 5, std::nan("")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(StudyServiceTest, CompleteIsIdempotentAndFinal) {
+  Create("s", 0, 0);
+  ASSERT_TRUE(Suggest("s", 1, "w").ok());
+  ASSERT_TRUE(Complete("s", 1, 0.5).ok());
+  auto again = Complete("s", 1, 0.5);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->state(), v1::Trial::COMPLETED);
+  EXPECT_EQ(Complete("s", 1, 0.4).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Report("s", 1, 9, 0.1).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(StudyServiceTest, CompleteUsesLastMeasurementOrMarksInfeasible) {
+  Create("s", 0, 0);
+  ASSERT_TRUE(Suggest("s", 2, "w").ok());
+  ASSERT_TRUE(Report("s", 1, 1, 0.7).ok());
+  v1::CompleteTrialRequest request;
+  request.set_study_name("s");
+  request.set_trial_id(1);
+  auto t = service_.CompleteTrial(request);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->final_measurement().metrics().at("loss"), 0.7);
+
+  request.set_trial_id(2);
+  EXPECT_THAT(std::string(service_.CompleteTrial(request).status().message()),
+              HasSubstr("objective \"loss\""));
+  request.set_infeasible(true);
+  request.set_infeasible_reason("out of memory");
+  auto bad = service_.CompleteTrial(request);
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->state(), v1::Trial::INFEASIBLE);
+  EXPECT_EQ(bad->infeasible_reason(), "out of memory");
+}
+
+TEST_F(StudyServiceTest, StaleEpochIsRefused) {
+  Create("s", 0, 0);
+  ASSERT_TRUE(Suggest("s", 1, "w").ok());
+  v1::AddMeasurementRequest request;
+  request.set_study_name("s");
+  request.set_trial_id(1);
+  request.set_lease_epoch(7);
+  request.mutable_measurement()->set_step(1);
+  (*request.mutable_measurement()->mutable_metrics())["loss"] = 1;
+  EXPECT_EQ(service_.AddMeasurement(request).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  request.set_lease_epoch(1);
+  EXPECT_TRUE(service_.AddMeasurement(request).ok());
+}
+
+TEST_F(StudyServiceTest, ListTrialsPagesAndFilters) {
+  Create("s", 0, 0);
+  ASSERT_TRUE(Suggest("s", 25, "").ok());
+  for (int id = 1; id <= 25; id += 2) ASSERT_TRUE(Complete("s", id, id).ok());
+  v1::ListTrialsRequest request;
+  request.set_study_name("s");
+  request.set_page_size(4);
+  std::set<int64_t> seen;
+  int pages = 0;
+  do {
+    auto page = service_.ListTrials(request);
+    ASSERT_TRUE(page.ok()) << page.status();
+    for (const v1::Trial& t : page->trials()) {
+      EXPECT_TRUE(seen.insert(t.id()).second);
+    }
+    request.set_page_token(page->next_page_token());
+    ++pages;
+  } while (!request.page_token().empty());
+  EXPECT_EQ(seen.size(), 25u);
+  EXPECT_EQ(pages, 7);
+
+  request.clear_page_token();
+  request.set_page_size(0);
+  request.add_states(v1::Trial::COMPLETED);
+  auto completed = service_.ListTrials(request);
+  ASSERT_TRUE(completed.ok());
+  EXPECT_EQ(completed->trials_size(), 13);
+
+  request.set_page_token("not-a-token");
+  EXPECT_EQ(service_.ListTrials(request).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(StudyServiceTest, BestTrialFollowsTheGoal) {
+  Create("s", 0, 0);
+  ASSERT_TRUE(Suggest("s", 3, "").ok());
+  ASSERT_TRUE(Complete("s", 1, 0.5).ok());
+  ASSERT_TRUE(Complete("s", 2, 0.2).ok());
+  ASSERT_TRUE(Complete("s", 3, 0.9).ok());
+  v1::ListOptimalTrialsRequest request;
+  request.set_study_name("s");
+  auto best = service_.ListOptimalTrials(request);
+  ASSERT_TRUE(best.ok());
+  ASSERT_EQ(best->trials_size(), 1);
+  EXPECT_EQ(best->trials(0).id(), 2);  // loss is minimized
+}
+
+TEST_F(StudyServiceTest, UnknownStudyAndTrialAreNotFound) {
+  EXPECT_EQ(Suggest("nope", 1, "").status().code(), absl::StatusCode::kNotFound);
+  Create("s", 0, 0);
+  EXPECT_EQ(Complete("s", 99, 1).status().code(), absl::StatusCode::kNotFound);
+  v1::DeleteStudyRequest del;
+  del.set_name("s");
+  ASSERT_TRUE(service_.DeleteStudy(del).ok());
+  EXPECT_EQ(service_.DeleteStudy(del).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace hypertune::service

@@ -1,0 +1,244 @@
+#include "service/validation.h"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+#include "service/conversion.h"
+
+namespace hypertune::service {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::Study ValidStudy() {
+  v1::Study study;
+  google::protobuf::TextFormat::ParseFromString(R"pb(
+    name: "valid-study_1.0"
+    spec {
+      parameters { name: "lr" double_spec { min: 1e-4 max: 1 scale: LOG } }
+      parameters { name: "layers" integer_spec { min: 1 max: 8 } }
+      parameters { name: "batch" discrete_spec { values: [ 32, 64, 128 ] } }
+      parameters { name: "opt" categorical_spec { values: [ "sgd", "adam" ] } }
+      metrics { name: "loss" goal: MINIMIZE }
+    }
+  )pb", &study);
+  return study;
+}
+
+// The study, its search space and its algorithm, checked as CreateStudy does.
+absl::Status CheckStudy(const v1::Study& study) {
+  if (absl::Status s = ValidateStudy(study); !s.ok()) return s;
+  return ToSearchSpace(study.spec()).status();
+}
+
+TEST(ValidateStudyTest, AcceptsValidStudy) {
+  EXPECT_TRUE(CheckStudy(ValidStudy()).ok()) << CheckStudy(ValidStudy());
+}
+
+struct BadStudyCase {
+  std::string label;
+  std::function<void(v1::Study&)> edit;
+  std::string field_in_message;
+};
+
+v1::ParameterSpec ParseParameter(const std::string& text) {
+  v1::ParameterSpec p;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &p)) << text;
+  return p;
+}
+
+// Replaces the study's parameters with the ones given in text format.
+std::function<void(v1::Study&)> WithParameters(std::vector<std::string> texts) {
+  return [texts](v1::Study& study) {
+    study.mutable_spec()->clear_parameters();
+    for (const std::string& t : texts) {
+      *study.mutable_spec()->add_parameters() = ParseParameter(t);
+    }
+  };
+}
+
+class BadStudyTest : public ::testing::TestWithParam<BadStudyCase> {};
+
+TEST_P(BadStudyTest, NamesTheFieldWithInvalidArgument) {
+  const BadStudyCase& c = GetParam();
+  v1::Study study = ValidStudy();
+  c.edit(study);
+  absl::Status s = CheckStudy(study);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.label << ": " << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(c.field_in_message)) << c.label;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, BadStudyTest,
+    ::testing::Values(
+        BadStudyCase{"empty_name", [](v1::Study& s) { s.set_name(""); },
+                     "study.name"},
+        BadStudyCase{"name_with_space", [](v1::Study& s) { s.set_name("a b"); },
+                     "study.name"},
+        BadStudyCase{"sql_name",
+                     [](v1::Study& s) { s.set_name("x'); DROP TABLE trials;--"); },
+                     "study.name"},
+        BadStudyCase{"no_parameters",
+                     [](v1::Study& s) { s.mutable_spec()->clear_parameters(); },
+                     "study.spec.parameters"},
+        BadStudyCase{"no_metrics",
+                     [](v1::Study& s) { s.mutable_spec()->clear_metrics(); },
+                     "study.spec.metrics"},
+        BadStudyCase{"log_min_zero",
+                     WithParameters({R"pb(name: "lr" double_spec { min: 0 max: 1 scale: LOG })pb"}),
+                     "parameters[0]"},
+        BadStudyCase{"log_min_negative_integer",
+                     WithParameters({R"pb(name: "n" integer_spec { min: -1 max: 4 scale: LOG })pb"}),
+                     "parameters[0]"},
+        BadStudyCase{"min_above_max",
+                     WithParameters({R"pb(name: "x" double_spec { min: 2 max: 1 })pb"}),
+                     "parameters[0]"},
+        BadStudyCase{"no_kind", WithParameters({R"pb(name: "x")pb"}),
+                     "parameters[0]"},
+        BadStudyCase{"empty_parameter_name",
+                     WithParameters({R"pb(name: "" double_spec { min: 0 max: 1 })pb"}),
+                     "parameters[0].name"},
+        BadStudyCase{"parameter_name_with_braces",
+                     WithParameters({R"pb(name: "{x}" double_spec { min: 0 max: 1 })pb"}),
+                     "parameters[0].name"},
+        BadStudyCase{"duplicate_parameter",
+                     WithParameters({R"pb(name: "x" double_spec { min: 0 max: 1 })pb",
+                                     R"pb(name: "x" double_spec { min: 0 max: 1 })pb"}),
+                     "parameters[1]"},
+        BadStudyCase{"empty_categories",
+                     WithParameters({R"pb(name: "c" categorical_spec {})pb"}),
+                     "parameters[0]"},
+        BadStudyCase{"empty_discrete",
+                     WithParameters({R"pb(name: "d" discrete_spec {})pb"}),
+                     "parameters[0]"},
+        BadStudyCase{"goal_unspecified",
+                     [](v1::Study& s) {
+                       s.mutable_spec()->mutable_metrics(0)->clear_goal();
+                     },
+                     "metrics[0].goal"},
+        BadStudyCase{"duplicate_metric",
+                     [](v1::Study& s) {
+                       *s.mutable_spec()->add_metrics() = s.spec().metrics(0);
+                     },
+                     "metrics[1]"},
+        BadStudyCase{"negative_max_trials",
+                     [](v1::Study& s) { s.mutable_spec()->set_max_trials(-1); },
+                     "study.spec.max_trials"},
+        BadStudyCase{"negative_parallel",
+                     [](v1::Study& s) {
+                       s.mutable_spec()->set_max_parallel_trials(-3);
+                     },
+                     "study.spec.max_parallel_trials"}),
+    [](const ::testing::TestParamInfo<BadStudyCase>& info) {
+      return info.param.label;
+    });
+
+TEST(ValidateStudyTest, NaNBoundsAreRefused) {
+  v1::Study study = ValidStudy();
+  study.mutable_spec()->mutable_parameters(0)->mutable_double_spec()->set_max(
+      std::nan(""));
+  absl::Status s = CheckStudy(study);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("parameters[0]"));
+}
+
+TEST(ValidateMeasurementTest, RefusesNaNAcceptsInfinity) {
+  v1::Measurement m;
+  (*m.mutable_metrics())["loss"] = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(ValidateMeasurement("measurement", m, true).ok());
+  (*m.mutable_metrics())["acc"] = std::nan("");
+  absl::Status s = ValidateMeasurement("measurement", m, true);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("measurement.metrics[\"acc\"]"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("NaN"));
+}
+
+TEST(ValidateMeasurementTest, RefusesNegativeStepAndEmptyMetrics) {
+  v1::Measurement m;
+  EXPECT_EQ(ValidateMeasurement("measurement", m, true).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ValidateMeasurement("measurement", m, false).ok());
+  m.set_step(-1);
+  (*m.mutable_metrics())["loss"] = 1;
+  absl::Status s = ValidateMeasurement("measurement", m, true);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("measurement.step"));
+}
+
+TEST(ConversionTest, AssignmentRoundTripsThroughParameterValues) {
+  v1::Study study = ValidStudy();
+  auto space = ToSearchSpace(study.spec());
+  ASSERT_TRUE(space.ok()) << space.status();
+  optimizer::Assignment a = {0.01, 3, 64, 1};
+  ParameterValues values = ToParameterValues(*space, a);
+  ASSERT_EQ(values.size(), 4);
+  EXPECT_EQ(values[1].int_value(), 3);
+  EXPECT_EQ(values[3].string_value(), "adam");
+  auto back = ToAssignment("trial.parameters", *space, values);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, a);
+}
+
+TEST(ConversionTest, BadParameterValuesNameTheParameter) {
+  auto space = ToSearchSpace(ValidStudy().spec());
+  ASSERT_TRUE(space.ok());
+  ParameterValues good = ToParameterValues(*space, {0.01, 3, 64, 1});
+
+  ParameterValues out_of_range = good;
+  out_of_range[0].set_double_value(5.0);
+  auto s = ToAssignment("trial.parameters", *space, out_of_range).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("lr"));
+
+  ParameterValues bad_category = good;
+  bad_category[3].set_string_value("rmsprop");
+  s = ToAssignment("trial.parameters", *space, bad_category).status();
+  EXPECT_THAT(std::string(s.message()), HasSubstr("unknown category"));
+
+  ParameterValues unknown = good;
+  v1::ParameterValue* extra = unknown.Add();
+  extra->set_name("momentum");
+  extra->set_double_value(0.9);
+  s = ToAssignment("trial.parameters", *space, unknown).status();
+  EXPECT_THAT(std::string(s.message()), HasSubstr("unknown parameter \"momentum\""));
+
+  ParameterValues missing = good;
+  missing.RemoveLast();
+  s = ToAssignment("trial.parameters", *space, missing).status();
+  EXPECT_THAT(std::string(s.message()), HasSubstr("\"opt\" is missing"));
+
+  ParameterValues not_in_set = good;
+  not_in_set[2].set_double_value(100);
+  s = ToAssignment("trial.parameters", *space, not_in_set).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("batch"));
+}
+
+TEST(ConversionTest, HistoryMaximizesAndSkipsFailed) {
+  v1::Study study = ValidStudy();
+  auto space = ToSearchSpace(study.spec());
+  ASSERT_TRUE(space.ok());
+  std::vector<v1::Trial> trials(4);
+  for (v1::Trial& t : trials) {
+    *t.mutable_parameters() = ToParameterValues(*space, {0.01, 3, 64, 1});
+  }
+  trials[0].set_state(v1::Trial::COMPLETED);
+  (*trials[0].mutable_final_measurement()->mutable_metrics())["loss"] = 2.5;
+  trials[1].set_state(v1::Trial::FAILED);
+  trials[2].set_state(v1::Trial::INFEASIBLE);
+  trials[3].set_state(v1::Trial::ACTIVE);
+  auto history = ToHistory(study.spec(), *space, trials);
+  ASSERT_EQ(history.size(), 3u);
+  EXPECT_EQ(history[0].outcome, optimizer::Outcome::kCompleted);
+  EXPECT_DOUBLE_EQ(history[0].value, -2.5);  // MINIMIZE becomes maximize
+  EXPECT_EQ(history[1].outcome, optimizer::Outcome::kInfeasible);
+  EXPECT_EQ(history[2].outcome, optimizer::Outcome::kPending);
+}
+
+}  // namespace
+}  // namespace hypertune::service

@@ -1,0 +1,61 @@
+// `hypertune worker`: runs a program once per trial of a study, in N
+// parallel slots, and reports what the programs print.
+//
+// Each slot asks SuggestTrials for one trial under its own client id
+// (<host>-<pid>-<slot>), runs the command with the trial's parameters in its
+// environment and `{param}` arguments, heartbeats the lease meanwhile, turns
+// `hypertune:` lines into measurements, and completes the trial from the way
+// the program ended (trial_outcome.h) unless the program completed it itself.
+//
+// Thread safety: RunWorkerCommand runs on the main thread and joins its slot
+// threads before returning. It installs SIGINT/SIGTERM handlers for its run:
+// the first signal is passed on to the programs and no new trial starts; a
+// second one kills them.
+#ifndef HYPERTUNE_TRAINER_SDK_CLI_WORKER_H_
+#define HYPERTUNE_TRAINER_SDK_CLI_WORKER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "trainer_sdk/cli/commands.h"
+
+namespace hypertune::cli {
+
+struct WorkerOptions {
+  std::string study;
+  // Trials run at once, each in its own slot.
+  int parallel = 1;
+  // Trials this worker runs at most; none = until the study completes.
+  std::optional<int64_t> max_trials;
+  // A program running longer is ended and its trial made infeasible.
+  std::optional<double> timeout_seconds;
+  // Per-trial log files go to <log_dir>/trial-<id>.log.
+  std::string log_dir;
+  // The program and its arguments (with `{param}` placeholders).
+  std::vector<std::string> command;
+};
+
+// Parses `worker NAME [--parallel N] [--max-trials M] [--timeout S]
+// [--log-dir DIR] -- CMD ARGS...` (the arguments after "worker"). The log
+// dir defaults to ./hypertune-logs/<study>. Usage errors otherwise.
+absl::StatusOr<WorkerOptions> ParseWorkerArgs(const Args& args);
+
+// The program's environment: `base` (NAME=value entries, e.g. environ)
+// with each of `vars` set, replacing an entry of the same name.
+std::vector<std::string> ProgramEnvironment(
+    const std::vector<std::string>& base,
+    const std::vector<std::pair<std::string, std::string>>& vars);
+
+// How long to wait before renewing a lease that expires at `expire_ms`
+// (server clock, unix ms) when it is `now_ms`: a third of what is left,
+// between 1 s and 60 s; 10 s when the expiry is unknown (0).
+std::chrono::milliseconds HeartbeatInterval(int64_t expire_ms, int64_t now_ms);
+
+}  // namespace hypertune::cli
+
+#endif  // HYPERTUNE_TRAINER_SDK_CLI_WORKER_H_

@@ -1,0 +1,332 @@
+// Client: one method per RPC, each through ClientCore::Call, and NextTrial.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "trainer_sdk/client_core.h"
+#include "trainer_sdk/hypertune.h"
+
+namespace hypertune {
+namespace {
+
+using internal::Retry;
+
+// NextTrial's wait while the study is at its parallel limit or paused.
+constexpr std::chrono::milliseconds kWaitInitial{200};
+constexpr std::chrono::milliseconds kWaitMax{2000};
+
+std::string EnvOr(const char* name, std::string fallback) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return fallback;
+  return value;
+}
+
+std::string HostName() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') {
+    return "localhost";
+  }
+  return host;
+}
+
+}  // namespace
+
+ClientOptions ResolveClientOptions(ClientOptions options) {
+  if (options.server.empty()) {
+    options.server = EnvOr("HYPERTUNE_SERVER", kDefaultServer);
+  }
+  if (options.client_id.empty()) {
+    options.client_id = EnvOr("HYPERTUNE_CLIENT_ID",
+                              absl::StrCat(HostName(), "-", getpid()));
+  }
+  if (options.max_attempts < 1) options.max_attempts = 1;
+  return options;
+}
+
+Client::Client(ClientOptions options)
+    : core_(std::make_shared<internal::ClientCore>(
+          ResolveClientOptions(std::move(options)))) {}
+
+const std::string& Client::client_id() const {
+  return core_->options().client_id;
+}
+
+const ClientOptions& Client::options() const { return core_->options(); }
+
+absl::StatusOr<std::optional<Trial>> Client::NextTrial(
+    const std::string& study) const {
+  const char* env_trial = std::getenv("HYPERTUNE_TRIAL_ID");
+  const char* env_study = std::getenv("HYPERTUNE_STUDY");
+  if (env_trial != nullptr && env_study != nullptr && study == env_study) {
+    // This process runs under `hypertune worker`: one trial, the worker's.
+    if (!internal::TakeWorkerTrial()) return std::nullopt;
+    int64_t id = 0;
+    if (!absl::SimpleAtoi(env_trial, &id)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "HYPERTUNE_TRIAL_ID: \"", env_trial, "\" is not a trial id"));
+    }
+    absl::StatusOr<Trial> trial = GetTrial(study, id);
+    if (!trial.ok()) return trial.status();
+    // Act under the worker's epoch: if the trial has moved on to another
+    // holder since, the server refuses our reports instead of mixing them in.
+    int64_t epoch = 0;
+    const char* env_epoch = std::getenv("HYPERTUNE_LEASE_EPOCH");
+    if (env_epoch != nullptr && absl::SimpleAtoi(env_epoch, &epoch)) {
+      trial->proto_.set_lease_epoch(epoch);
+    }
+    return std::optional<Trial>(std::move(*trial));
+  }
+
+  std::shared_ptr<internal::ClientIdSlot> slot =
+      internal::AcquireClientIdSlot(client_id());
+  for (int wait = 1;; ++wait) {
+    absl::StatusOr<v1::SuggestTrialsResponse> response =
+        Suggest(study, 1, slot->client_id());
+    if (!response.ok()) {
+      slot->Release();
+      return response.status();
+    }
+    if (response->trials_size() > 0) {
+      return std::optional<Trial>(
+          Trial(core_, std::move(*response->mutable_trials(0)), slot));
+    }
+    if (response->study_state() == v1::Study::COMPLETED) {
+      slot->Release();
+      return std::nullopt;
+    }
+    internal::SleepBackoff(wait, kWaitInitial, kWaitMax);
+  }
+}
+
+absl::StatusOr<Trial> Client::GetTrial(const std::string& study,
+                                       int64_t id) const {
+  v1::GetTrialRequest request;
+  request.set_study_name(study);
+  request.set_trial_id(id);
+  v1::Trial response;
+  absl::Status status =
+      core_->Call("GetTrial", Retry::kIdempotent, [&](grpc::ClientContext& c) {
+        return core_->stub().GetTrial(&c, request, &response);
+      });
+  if (!status.ok()) return status;
+  return Trial(core_, std::move(response), nullptr);
+}
+
+absl::StatusOr<v1::Study> Client::CreateStudy(const v1::Study& study) const {
+  v1::CreateStudyRequest request;
+  *request.mutable_study() = study;
+  v1::Study response;
+  int attempts = 0;
+  absl::Status status = core_->Call(
+      "CreateStudy", Retry::kUnavailable,
+      [&](grpc::ClientContext& c) {
+        return core_->stub().CreateStudy(&c, request, &response);
+      },
+      &attempts);
+  if (status.code() == absl::StatusCode::kAlreadyExists && attempts > 1) {
+    // An earlier attempt may have created it before its reply was lost.
+    absl::StatusOr<v1::Study> existing = GetStudy(study.name());
+    if (existing.ok() && google::protobuf::util::MessageDifferencer::Equals(
+                             existing->spec(), study.spec())) {
+      return existing;
+    }
+  }
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<v1::Study> Client::GetStudy(const std::string& name) const {
+  v1::GetStudyRequest request;
+  request.set_name(name);
+  v1::Study response;
+  absl::Status status =
+      core_->Call("GetStudy", Retry::kIdempotent, [&](grpc::ClientContext& c) {
+        return core_->stub().GetStudy(&c, request, &response);
+      });
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<std::vector<v1::Study>> Client::ListStudies() const {
+  v1::ListStudiesRequest request;
+  v1::ListStudiesResponse response;
+  absl::Status status = core_->Call(
+      "ListStudies", Retry::kIdempotent, [&](grpc::ClientContext& c) {
+        return core_->stub().ListStudies(&c, request, &response);
+      });
+  if (!status.ok()) return status;
+  return std::vector<v1::Study>(response.studies().begin(),
+                                response.studies().end());
+}
+
+absl::Status Client::DeleteStudy(const std::string& name) const {
+  v1::DeleteStudyRequest request;
+  request.set_name(name);
+  v1::DeleteStudyResponse response;
+  int attempts = 0;
+  absl::Status status = core_->Call(
+      "DeleteStudy", Retry::kIdempotent,
+      [&](grpc::ClientContext& c) {
+        return core_->stub().DeleteStudy(&c, request, &response);
+      },
+      &attempts);
+  // Gone on a retry: an earlier attempt deleted it.
+  if (status.code() == absl::StatusCode::kNotFound && attempts > 1) {
+    return absl::OkStatus();
+  }
+  return status;
+}
+
+absl::StatusOr<v1::Study> Client::SetStudyState(const std::string& name,
+                                                v1::Study::State state) const {
+  v1::SetStudyStateRequest request;
+  request.set_name(name);
+  request.set_state(state);
+  v1::Study response;
+  absl::Status status = core_->Call(
+      "SetStudyState", Retry::kIdempotent, [&](grpc::ClientContext& c) {
+        return core_->stub().SetStudyState(&c, request, &response);
+      });
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<v1::SuggestTrialsResponse> Client::Suggest(
+    const std::string& study, int count, const std::string& client_id) const {
+  v1::SuggestTrialsRequest request;
+  request.set_study_name(study);
+  request.set_count(count);
+  request.set_client_id(client_id.empty() ? this->client_id() : client_id);
+  v1::SuggestTrialsResponse response;
+  // Asking again under the same client id returns the same trials.
+  absl::Status status = core_->Call(
+      "SuggestTrials", Retry::kIdempotent, [&](grpc::ClientContext& c) {
+        response.Clear();
+        return core_->stub().SuggestTrials(&c, request, &response);
+      });
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<v1::Trial> Client::CreateTrial(const std::string& study,
+                                              const v1::Trial& trial) const {
+  v1::CreateTrialRequest request;
+  request.set_study_name(study);
+  *request.mutable_trial() = trial;
+  v1::Trial response;
+  absl::Status status = core_->Call(
+      "CreateTrial", Retry::kUnavailable, [&](grpc::ClientContext& c) {
+        return core_->stub().CreateTrial(&c, request, &response);
+      });
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<v1::ListTrialsResponse> Client::ListTrials(
+    const v1::ListTrialsRequest& request) const {
+  v1::ListTrialsResponse response;
+  absl::Status status = core_->Call(
+      "ListTrials", Retry::kIdempotent, [&](grpc::ClientContext& c) {
+        response.Clear();
+        return core_->stub().ListTrials(&c, request, &response);
+      });
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<std::vector<v1::Trial>> Client::ListAllTrials(
+    const std::string& study,
+    const std::vector<v1::Trial::State>& states) const {
+  v1::ListTrialsRequest request;
+  request.set_study_name(study);
+  request.set_page_size(1000);
+  for (v1::Trial::State state : states) request.add_states(state);
+  std::vector<v1::Trial> trials;
+  while (true) {
+    absl::StatusOr<v1::ListTrialsResponse> page = ListTrials(request);
+    if (!page.ok()) return page.status();
+    for (v1::Trial& trial : *page->mutable_trials()) {
+      trials.push_back(std::move(trial));
+    }
+    if (page->next_page_token().empty()) break;
+    if (page->next_page_token() == request.page_token()) {
+      return absl::InternalError(
+          absl::StrCat("ListTrials of study \"", study,
+                       "\" returned the same page token twice"));
+    }
+    request.set_page_token(page->next_page_token());
+  }
+  return trials;
+}
+
+absl::StatusOr<v1::ListOptimalTrialsResponse> Client::ListOptimalTrials(
+    const std::string& study) const {
+  v1::ListOptimalTrialsRequest request;
+  request.set_study_name(study);
+  v1::ListOptimalTrialsResponse response;
+  absl::Status status = core_->Call(
+      "ListOptimalTrials", Retry::kIdempotent, [&](grpc::ClientContext& c) {
+        response.Clear();
+        return core_->stub().ListOptimalTrials(&c, request, &response);
+      });
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<v1::Trial> Client::AddMeasurement(
+    const v1::AddMeasurementRequest& request) const {
+  v1::Trial response;
+  // The server treats a re-sent (step, metrics) as a no-op.
+  absl::Status status = core_->Call(
+      "AddMeasurement", Retry::kIdempotent, [&](grpc::ClientContext& c) {
+        return core_->stub().AddMeasurement(&c, request, &response);
+      });
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<v1::Trial> Client::CompleteTrial(
+    const v1::CompleteTrialRequest& request) const {
+  v1::Trial response;
+  int attempts = 0;
+  absl::Status status = core_->Call(
+      "CompleteTrial", Retry::kIdempotent,
+      [&](grpc::ClientContext& c) {
+        return core_->stub().CompleteTrial(&c, request, &response);
+      },
+      &attempts);
+  if (status.code() == absl::StatusCode::kFailedPrecondition && attempts > 1) {
+    // The trial is no longer open: if an earlier attempt finished it as
+    // asked before its reply was lost, that is our success.
+    absl::StatusOr<Trial> stored =
+        GetTrial(request.study_name(), request.trial_id());
+    if (stored.ok()) {
+      v1::Trial::State state = stored->proto().state();
+      bool as_asked = request.infeasible()
+                          ? state == v1::Trial::INFEASIBLE
+                          : (state == v1::Trial::COMPLETED ||
+                             state == v1::Trial::STOPPED);
+      if (as_asked) return stored->proto();
+    }
+  }
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<v1::HeartbeatResponse> Client::Heartbeat(
+    const v1::HeartbeatRequest& request) const {
+  v1::HeartbeatResponse response;
+  absl::Status status = core_->Call(
+      "Heartbeat", Retry::kIdempotent, [&](grpc::ClientContext& c) {
+        return core_->stub().Heartbeat(&c, request, &response);
+      });
+  if (!status.ok()) return status;
+  return response;
+}
+
+}  // namespace hypertune

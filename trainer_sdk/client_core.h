@@ -1,0 +1,100 @@
+// Internals of the SDK shared by Client and Trial: the channel and stub, the
+// retry loop every RPC goes through, and the process-wide table of client
+// ids that lets concurrent NextTrial callers hold distinct trials.
+//
+// Thread safety: ClientCore is immutable after construction and safe to share;
+// the client id table is guarded by its own mutex.
+#ifndef HYPERTUNE_TRAINER_SDK_CLIENT_CORE_H_
+#define HYPERTUNE_TRAINER_SDK_CLIENT_CORE_H_
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "hypertune/v1/hypertune.grpc.pb.h"
+#include "trainer_sdk/hypertune.h"
+
+namespace hypertune::internal {
+
+// Which failures a call retries.
+enum class Retry {
+  // UNAVAILABLE only: the server most likely never saw the request.
+  kUnavailable,
+  // UNAVAILABLE and DEADLINE_EXCEEDED: repeating the call is harmless.
+  kIdempotent,
+};
+
+class ClientCore {
+ public:
+  // REQUIRES: `resolved` went through ResolveClientOptions.
+  explicit ClientCore(ClientOptions resolved);
+
+  const ClientOptions& options() const { return options_; }
+  v1::HyperTune::Stub& stub() const { return *stub_; }
+
+  // Runs `attempt` (one RPC on a fresh context carrying the deadline) until it
+  // succeeds, fails in a way `retry` does not cover, or max_attempts are
+  // spent, sleeping a jittered backoff between attempts. Returns the last
+  // status; a retried failure's message names the RPC, the server and the
+  // attempts. Sets *attempts (if given) to the number of attempts made.
+  absl::Status Call(const char* rpc, Retry retry,
+                    absl::FunctionRef<grpc::Status(grpc::ClientContext&)> attempt,
+                    int* attempts = nullptr) const;
+
+ private:
+  ClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::HyperTune::Stub> stub_;
+};
+
+// The wait before retry number `attempt` (1 = the first retry):
+// min(max, initial * 2^(attempt-1)) scaled by `jitter`, which is in [0.5, 1].
+std::chrono::milliseconds BackoffDelay(int attempt,
+                                       std::chrono::milliseconds initial,
+                                       std::chrono::milliseconds max,
+                                       double jitter);
+
+// Sleeps BackoffDelay with a random jitter.
+void SleepBackoff(int attempt, std::chrono::milliseconds initial,
+                  std::chrono::milliseconds max);
+
+// One of the ids a process asks for trials under, held by one NextTrial
+// caller until its trial is finished. Index 0 is the base client id itself,
+// index k > 0 is "<base>-<k>".
+class ClientIdSlot {
+ public:
+  ClientIdSlot(std::string base, int index);
+  ClientIdSlot(const ClientIdSlot&) = delete;
+  ClientIdSlot& operator=(const ClientIdSlot&) = delete;
+
+  const std::string& client_id() const { return client_id_; }
+  int index() const { return index_; }
+  // Makes the id available to the next NextTrial caller. Idempotent.
+  void Release();
+
+ private:
+  std::string base_;
+  int index_;
+  std::string client_id_;
+  std::atomic<bool> released_{false};
+};
+
+// Holds the lowest free id of `base` in this process. A slot is freed by
+// Release() only: a trial dropped unfinished keeps its id busy, so that the
+// next caller does not get that same trial back.
+std::shared_ptr<ClientIdSlot> AcquireClientIdSlot(const std::string& base);
+
+// True exactly once per process: whether the caller may take the trial a
+// `hypertune worker` handed to this process.
+bool TakeWorkerTrial();
+
+}  // namespace hypertune::internal
+
+#endif  // HYPERTUNE_TRAINER_SDK_CLIENT_CORE_H_

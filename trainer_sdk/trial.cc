@@ -1,0 +1,234 @@
+// Trial: typed parameter access and the calls that report on one trial.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "trainer_sdk/client_core.h"
+#include "trainer_sdk/hypertune.h"
+
+namespace hypertune {
+namespace {
+
+// The parameter's value as text for error messages.
+std::string Describe(const v1::ParameterValue& value) {
+  switch (value.value_case()) {
+    case v1::ParameterValue::kDoubleValue:
+      return absl::StrCat("the number ", value.double_value());
+    case v1::ParameterValue::kIntValue:
+      return absl::StrCat("the integer ", value.int_value());
+    case v1::ParameterValue::kStringValue:
+      return absl::StrCat("the category \"", value.string_value(), "\"");
+    case v1::ParameterValue::VALUE_NOT_SET:
+      break;
+  }
+  return "unset";
+}
+
+absl::Status CheckNoNaN(const Metrics& metrics, const std::string& where) {
+  for (const auto& [name, value] : metrics) {
+    if (std::isnan(value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": metric \"", name, "\" is NaN"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Trial::Trial(v1::Trial proto) : Trial(nullptr, std::move(proto), nullptr) {}
+
+Trial::Trial(std::shared_ptr<internal::ClientCore> core, v1::Trial proto,
+             std::shared_ptr<internal::ClientIdSlot> slot)
+    : core_(std::move(core)),
+      proto_(std::move(proto)),
+      slot_(std::move(slot)),
+      attached_at_(std::chrono::steady_clock::now()) {
+  if (proto_.start_time_ms() > 0) {
+    int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    // Clocks of client and server may disagree a little; never go negative.
+    elapsed_at_attach_ =
+        std::max<int64_t>(0, now_ms - proto_.start_time_ms()) / 1000.0;
+  }
+  for (const v1::Measurement& m : proto_.measurements()) {
+    last_step_ = std::max(last_step_, m.step());
+  }
+}
+
+namespace {
+
+absl::StatusOr<const v1::ParameterValue*> Find(const v1::Trial& trial,
+                                               std::string_view wanted) {
+  absl::string_view name(wanted.data(), wanted.size());
+  std::vector<absl::string_view> names;
+  for (const v1::ParameterValue& value : trial.parameters()) {
+    if (value.name() == name) {
+      if (value.value_case() == v1::ParameterValue::VALUE_NOT_SET) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "trial ", trial.id(), ": parameter \"", name, "\" has no value"));
+      }
+      return &value;
+    }
+    names.push_back(value.name());
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "trial ", trial.id(), " has no parameter \"", name, "\" (it has: ",
+      names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
+}
+
+absl::Status WrongKind(const v1::Trial& trial, const v1::ParameterValue& value,
+                       const char* wanted) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("trial ", trial.id(), ": parameter \"", value.name(),
+                   "\" is ", Describe(value), ", not ", wanted));
+}
+
+}  // namespace
+
+absl::StatusOr<double> Trial::Double(std::string_view name) const {
+  absl::StatusOr<const v1::ParameterValue*> value = Find(proto_, name);
+  if (!value.ok()) return value.status();
+  switch ((*value)->value_case()) {
+    case v1::ParameterValue::kDoubleValue:
+      return (*value)->double_value();
+    case v1::ParameterValue::kIntValue:
+      return static_cast<double>((*value)->int_value());
+    default:
+      return WrongKind(proto_, **value, "a number");
+  }
+}
+
+absl::StatusOr<int64_t> Trial::Int(std::string_view name) const {
+  absl::StatusOr<const v1::ParameterValue*> value = Find(proto_, name);
+  if (!value.ok()) return value.status();
+  switch ((*value)->value_case()) {
+    case v1::ParameterValue::kIntValue:
+      return (*value)->int_value();
+    case v1::ParameterValue::kDoubleValue: {
+      // A DISCRETE value such as a batch size of 64.
+      double d = (*value)->double_value();
+      // 2^63 is exactly representable; anything at or past it overflows.
+      constexpr double kLimit = 9223372036854775808.0;
+      if (d == std::trunc(d) && d >= -kLimit && d < kLimit) {
+        return static_cast<int64_t>(d);
+      }
+      return WrongKind(proto_, **value, "an integer");
+    }
+    default:
+      return WrongKind(proto_, **value, "an integer");
+  }
+}
+
+absl::StatusOr<std::string> Trial::String(std::string_view name) const {
+  absl::StatusOr<const v1::ParameterValue*> value = Find(proto_, name);
+  if (!value.ok()) return value.status();
+  if ((*value)->value_case() != v1::ParameterValue::kStringValue) {
+    return WrongKind(proto_, **value, "a category");
+  }
+  return (*value)->string_value();
+}
+
+absl::StatusOr<Client> Trial::Attached() const {
+  if (core_ != nullptr) return Client(core_);
+  return absl::FailedPreconditionError(
+      absl::StrCat("trial ", proto_.id(),
+                   " is a detached handle (built from a proto, not obtained "
+                   "from a Client)"));
+}
+
+double Trial::ElapsedSeconds() const {
+  return elapsed_at_attach_ +
+         std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       attached_at_)
+             .count();
+}
+
+absl::Status Trial::Report(int64_t step, const Metrics& metrics) {
+  absl::StatusOr<Client> client = Attached();
+  if (!client.ok()) return client.status();
+  std::string where = absl::StrCat("trial ", proto_.id(), " step ", step);
+  if (metrics.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": no metrics"));
+  }
+  if (absl::Status s = CheckNoNaN(metrics, where); !s.ok()) return s;
+  v1::AddMeasurementRequest request;
+  request.set_study_name(proto_.study_name());
+  request.set_trial_id(proto_.id());
+  request.set_lease_epoch(proto_.lease_epoch());
+  v1::Measurement* m = request.mutable_measurement();
+  m->set_step(step);
+  m->set_elapsed_seconds(ElapsedSeconds());
+  m->mutable_metrics()->insert(metrics.begin(), metrics.end());
+  absl::StatusOr<v1::Trial> response = client->AddMeasurement(request);
+  if (!response.ok()) return response.status();
+  proto_ = std::move(*response);
+  last_step_ = std::max(last_step_, step);
+  return absl::OkStatus();
+}
+
+absl::Status Trial::Complete(const Metrics& metrics) {
+  if (absl::Status s = Attached().status(); !s.ok()) return s;
+  std::string where = absl::StrCat("trial ", proto_.id(), " final");
+  if (metrics.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": no metrics"));
+  }
+  for (const auto& [name, value] : metrics) {
+    if (std::isnan(value)) {
+      return MarkInfeasible(absl::StrCat("metric \"", name, "\" is NaN"));
+    }
+  }
+  v1::CompleteTrialRequest request;
+  v1::Measurement* m = request.mutable_final_measurement();
+  m->set_step(last_step_);
+  m->set_elapsed_seconds(ElapsedSeconds());
+  m->mutable_metrics()->insert(metrics.begin(), metrics.end());
+  return Finish(std::move(request));
+}
+
+absl::Status Trial::MarkInfeasible(const std::string& reason) {
+  if (absl::Status s = Attached().status(); !s.ok()) return s;
+  v1::CompleteTrialRequest request;
+  request.set_infeasible(true);
+  request.set_infeasible_reason(reason);
+  return Finish(std::move(request));
+}
+
+absl::Status Trial::Finish(v1::CompleteTrialRequest request) {
+  request.set_study_name(proto_.study_name());
+  request.set_trial_id(proto_.id());
+  request.set_lease_epoch(proto_.lease_epoch());
+  absl::StatusOr<Client> client = Attached();
+  if (!client.ok()) return client.status();
+  absl::StatusOr<v1::Trial> response = client->CompleteTrial(request);
+  if (response.ok() ||
+      response.status().code() == absl::StatusCode::kFailedPrecondition) {
+    // Either way the trial is no longer this caller's to run.
+    if (slot_ != nullptr) slot_->Release();
+  }
+  if (!response.ok()) return response.status();
+  proto_ = std::move(*response);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Trial::Heartbeat(const std::string& checkpoint_uri) {
+  absl::StatusOr<Client> client = Attached();
+  if (!client.ok()) return client.status();
+  v1::HeartbeatRequest request;
+  request.set_study_name(proto_.study_name());
+  request.set_trial_id(proto_.id());
+  request.set_lease_epoch(proto_.lease_epoch());
+  request.set_client_id(proto_.client_id());
+  request.set_checkpoint_uri(checkpoint_uri);
+  absl::StatusOr<v1::HeartbeatResponse> response = client->Heartbeat(request);
+  if (!response.ok()) return response.status();
+  proto_.set_lease_expire_time_ms(response->lease_expire_time_ms());
+  if (!checkpoint_uri.empty()) proto_.set_checkpoint_uri(checkpoint_uri);
+  return response->should_stop();
+}
+
+}  // namespace hypertune
