@@ -126,7 +126,7 @@ absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message) {
   options.preserve_proto_field_names = true;
   std::string json;
   auto status =
-      google::protobuf::util::MessageToJsonString(message, &json, &options);
+      google::protobuf::util::MessageToJsonString(message, &json, options);
   if (!status.ok()) {
     return absl::InternalError(absl::StrCat(
         "cannot print ", message.GetTypeName(), " as JSON: ",

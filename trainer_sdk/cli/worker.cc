@@ -1,0 +1,707 @@
+#include "trainer_sdk/cli/worker.h"
+
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <thread>
+
+#include "absl/random/random.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "trainer_sdk/cli/args.h"
+#include "trainer_sdk/cli/format.h"
+#include "trainer_sdk/cli/subprocess.h"
+#include "trainer_sdk/cli/trial_outcome.h"
+#include "trainer_sdk/cli/worker_protocol.h"
+#include "trainer_sdk/client_core.h"
+
+extern char** environ;
+
+namespace hypertune::cli {
+
+const char kWorkerUsage[] =
+    "usage: hypertune worker NAME [--parallel N] [--max-trials M] "
+    "[--timeout S]\n"
+    "                        [--log-dir DIR] -- CMD [ARG...]\n"
+    "\n"
+    "Runs CMD once per trial of study NAME, N trials at a time (default 1),\n"
+    "until the study's budget is spent or M trials have run.\n"
+    "\n"
+    "CMD gets the trial in its environment: HYPERTUNE_SERVER, HYPERTUNE_STUDY,\n"
+    "HYPERTUNE_TRIAL_ID, HYPERTUNE_LEASE_EPOCH, HYPERTUNE_CLIENT_ID and\n"
+    "HYPERTUNE_PARAMS (a JSON object {name: value}); `{name}` in ARGs is\n"
+    "replaced by the parameter's value. CMD reports either through the SDK\n"
+    "(Client::NextTrial attaches to the trial) or by printing lines\n"
+    "  hypertune: loss=0.31 step=3     (an intermediate measurement)\n"
+    "  hypertune: loss=0.27            (the final metrics)\n"
+    "When CMD exits 0 the trial completes with its final metrics (or its\n"
+    "last step's); a non-zero exit, a signal, or no metric at all make the\n"
+    "trial infeasible. --timeout S ends CMD (and its children) after S\n"
+    "seconds: infeasible, \"timeout\". Output goes to stdout prefixed with the\n"
+    "trial id and to DIR/trial-<id>.log (default ./hypertune-logs/NAME).\n"
+    "Ctrl-C passes the signal on to the programs and waits for them; their\n"
+    "trials are left to their leases. A second Ctrl-C kills them.\n";
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// While the study is at its parallel limit or paused.
+constexpr std::chrono::milliseconds kWaitInitial{200};
+constexpr std::chrono::milliseconds kWaitMax{2000};
+// How often a running program's slot looks at signals and heartbeats.
+constexpr std::chrono::milliseconds kTick{200};
+// The worker outlives short server restarts.
+constexpr int kWorkerMaxAttempts = 20;
+
+std::atomic<int> g_stop_signals{0};
+std::atomic<int> g_last_signal{0};
+
+void OnStopSignal(int signal) {
+  g_last_signal.store(signal);
+  g_stop_signals.fetch_add(1);
+}
+
+// SIGINT/SIGTERM handlers for the worker's run; the previous ones after.
+class SignalScope {
+ public:
+  SignalScope() {
+    g_stop_signals = 0;
+    struct sigaction action = {};
+    action.sa_handler = OnStopSignal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~SignalScope() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ = {};
+  struct sigaction old_term_ = {};
+};
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int TerminalWidth() {
+  winsize size = {};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
+    return size.ws_col;
+  }
+  return 80;
+}
+
+// Lines from all slots, and on a terminal one status line kept below them.
+class Console {
+ public:
+  Console(std::ostream& out, std::ostream& err, bool status_line)
+      : out_(out), err_(err), status_line_(status_line) {}
+
+  void Out(const std::string& line) {
+    absl::MutexLock lock(&mu_);
+    ClearLocked();
+    out_ << line << '\n';
+    DrawLocked();
+  }
+  void Err(const std::string& line) {
+    absl::MutexLock lock(&mu_);
+    ClearLocked();
+    out_.flush();
+    err_ << line << '\n';
+    err_.flush();
+    DrawLocked();
+  }
+  void Status(std::string status) {
+    absl::MutexLock lock(&mu_);
+    if (!status_line_) return;
+    status_ = std::move(status);
+    ClearLocked();
+    DrawLocked();
+  }
+  void Close() {
+    absl::MutexLock lock(&mu_);
+    ClearLocked();
+    status_line_ = false;
+    out_.flush();
+  }
+
+ private:
+  void ClearLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (drawn_) out_ << "\r\033[K";
+    drawn_ = false;
+  }
+  void DrawLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (status_line_ && !status_.empty()) {
+      size_t width = static_cast<size_t>(TerminalWidth() - 1);
+      out_ << (status_.size() > width ? status_.substr(0, width) : status_);
+      drawn_ = true;
+    }
+    out_.flush();
+  }
+
+  absl::Mutex mu_;
+  std::ostream& out_ ABSL_GUARDED_BY(mu_);
+  std::ostream& err_ ABSL_GUARDED_BY(mu_);
+  bool status_line_ ABSL_GUARDED_BY(mu_);
+  bool drawn_ ABSL_GUARDED_BY(mu_) = false;
+  std::string status_ ABSL_GUARDED_BY(mu_);
+};
+
+std::string MetricsText(const Metrics& metrics) {
+  return absl::StrJoin(metrics, " ", [](std::string* out, const auto& m) {
+    absl::StrAppend(out, m.first, "=", FormatShort(m.second));
+  });
+}
+
+std::string ParametersText(const v1::Trial& trial) {
+  return absl::StrJoin(trial.parameters(), " ",
+                       [](std::string* out, const v1::ParameterValue& p) {
+                         absl::StrAppend(out, p.name(), "=",
+                                         FormatParameterValue(p));
+                       });
+}
+
+class Worker {
+ public:
+  Worker(WorkerOptions options, Client client, v1::Study study,
+         Console& console)
+      : options_(std::move(options)),
+        client_(std::move(client)),
+        study_(std::move(study)),
+        console_(console),
+        tickets_(options_.max_trials.value_or(
+            std::numeric_limits<int64_t>::max())) {
+    if (study_.spec().metrics_size() > 0) {
+      objective_ = study_.spec().metrics(0).name();
+      maximize_ = study_.spec().metrics(0).goal() == v1::MetricSpec::MAXIMIZE;
+    }
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      base_env_.emplace_back(*e);
+    }
+    budget_ = options_.max_trials.value_or(study_.spec().max_trials());
+  }
+
+  absl::Status Run() {
+    UpdateStatus();
+    std::vector<std::thread> slots;
+    for (int slot = 1; slot <= options_.parallel; ++slot) {
+      slots.emplace_back([this, slot] { SlotLoop(slot); });
+    }
+    for (std::thread& t : slots) t.join();
+
+    absl::MutexLock lock(&mu_);
+    std::string why = !fatal_.ok()                ? "stopped by an error"
+                      : g_stop_signals.load() > 0 ? "interrupted"
+                      : study_completed_          ? "study budget spent"
+                                                  : "--max-trials reached";
+    std::string summary = absl::StrCat(
+        "worker done (", why, "): ", completed_ + infeasible_ + other_,
+        " trials, ", completed_, " completed, ", infeasible_, " infeasible");
+    if (best_.has_value()) {
+      absl::StrAppend(&summary, "; best ", objective_, "=",
+                      FormatShort(*best_), " (trial ", best_trial_, ")");
+    }
+    console_.Close();
+    console_.Out(summary);
+    if (!fatal_.ok()) return fatal_;
+    if (g_stop_signals.load() > 0) {
+      return absl::CancelledError(
+          absl::StrCat("interrupted by signal ", g_last_signal.load()));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  bool Stopping() {
+    absl::MutexLock lock(&mu_);
+    return g_stop_signals.load() > 0 || !fatal_.ok();
+  }
+
+  void SetFatal(absl::Status status) {
+    absl::MutexLock lock(&mu_);
+    if (fatal_.ok()) fatal_ = std::move(status);
+  }
+
+  bool TakeTicket() {
+    if (tickets_.fetch_sub(1) > 0) return true;
+    tickets_.fetch_add(1);
+    return false;
+  }
+  void ReturnTicket() { tickets_.fetch_add(1); }
+
+  // Sleeps `duration`, or less if the worker is told to stop.
+  void SleepUnlessStopping(std::chrono::milliseconds duration) {
+    Clock::time_point end = Clock::now() + duration;
+    while (Clock::now() < end && !Stopping()) {
+      std::this_thread::sleep_for(
+          std::min<Clock::duration>(std::chrono::milliseconds(50),
+                                    end - Clock::now()));
+    }
+  }
+
+  void SlotLoop(int slot) {
+    std::string client_id =
+        absl::StrCat(client_.client_id(), "-", slot);
+    int waits = 0;
+    bool told_paused = false;
+    while (!Stopping()) {
+      if (!TakeTicket()) break;
+      absl::StatusOr<v1::SuggestTrialsResponse> response =
+          client_.Suggest(options_.study, 1, client_id);
+      if (!response.ok()) {
+        ReturnTicket();
+        SetFatal(response.status());
+        break;
+      }
+      if (response->trials_size() == 0) {
+        ReturnTicket();
+        if (response->study_state() == v1::Study::COMPLETED) {
+          absl::MutexLock lock(&mu_);
+          study_completed_ = true;
+          break;
+        }
+        if (response->study_state() == v1::Study::PAUSED && !told_paused) {
+          console_.Out(absl::StrCat("slot ", slot, ": study \"",
+                                    options_.study,
+                                    "\" is paused; waiting"));
+          told_paused = true;
+        }
+        thread_local absl::BitGen bitgen;
+        SleepUnlessStopping(internal::BackoffDelay(
+            ++waits, kWaitInitial, kWaitMax, absl::Uniform(bitgen, 0.5, 1.0)));
+        continue;
+      }
+      waits = 0;
+      told_paused = false;
+      const v1::Trial& trial = response->trials(0);
+      if (Stopping()) {
+        console_.Out(absl::StrCat("trial ", trial.id(),
+                                  " left to its lease: the worker is stopping"));
+        break;
+      }
+      if (absl::Status s = RunTrial(slot, client_id, trial); !s.ok()) {
+        SetFatal(std::move(s));
+        break;
+      }
+    }
+  }
+
+  // Runs the trial's program and settles the trial. Errors only for what
+  // stops the whole worker (the program cannot be started).
+  absl::Status RunTrial(int slot, const std::string& client_id,
+                        const v1::Trial& trial) {
+    const int64_t id = trial.id();
+    const std::string prefix = absl::StrCat("[trial ", id, "] ");
+    std::filesystem::path log_path =
+        std::filesystem::path(options_.log_dir) /
+        absl::StrCat("trial-", id, ".log");
+    std::ofstream log(log_path, std::ios::app);
+    if (!log) {
+      console_.Err(absl::StrCat("warning: trial ", id, ": cannot write ",
+                                log_path.string(), "; output not kept"));
+    }
+
+    SubprocessOptions program;
+    for (const std::string& arg : options_.command) {
+      program.argv.push_back(SubstituteParameters(arg, trial.parameters()));
+    }
+    program.env = ProgramEnvironment(
+        base_env_, {{"HYPERTUNE_SERVER", client_.options().server},
+                    {"HYPERTUNE_STUDY", options_.study},
+                    {"HYPERTUNE_TRIAL_ID", absl::StrCat(id)},
+                    {"HYPERTUNE_LEASE_EPOCH", absl::StrCat(trial.lease_epoch())},
+                    {"HYPERTUNE_CLIENT_ID", client_id},
+                    {"HYPERTUNE_PARAMS", ParametersJson(trial.parameters())}});
+    if (options_.timeout_seconds.has_value()) {
+      program.timeout =
+          std::chrono::duration<double>(*options_.timeout_seconds);
+    }
+    log << "[hypertune worker] trial " << id << " of study " << options_.study
+        << ", epoch " << trial.lease_epoch() << ", client " << client_id
+        << ": " << absl::StrJoin(program.argv, " ") << std::endl;
+
+    absl::StatusOr<std::unique_ptr<Subprocess>> process =
+        Subprocess::Start(program);
+    if (!process.ok()) {
+      log << "[hypertune worker] " << process.status().message() << std::endl;
+      console_.Err(absl::StrCat("trial ", id, " left to its lease: ",
+                                process.status().message()));
+      return process.status();
+    }
+    console_.Out(absl::StrCat("trial ", id, " started (slot ", slot, "): ",
+                              ParametersText(trial), "; log ",
+                              log_path.string()));
+    {
+      absl::MutexLock lock(&mu_);
+      ++running_;
+    }
+    UpdateStatus();
+
+    Clock::time_point started = Clock::now();
+    TrialRun run;
+    int signals_passed_on = 0;
+    bool heartbeats = true;
+    Clock::time_point next_heartbeat =
+        Clock::now() + HeartbeatInterval(trial.lease_expire_time_ms(), NowMs());
+    auto renewed = [&](int64_t expire_ms) {
+      next_heartbeat = Clock::now() + HeartbeatInterval(expire_ms, NowMs());
+    };
+
+    auto on_stdout = [&](std::string_view line) {
+      log << line << '\n';
+      console_.Out(absl::StrCat(prefix, absl::string_view(line.data(), line.size())));
+      absl::StatusOr<std::optional<MetricsLine>> parsed = ParseMetricsLine(line);
+      if (!parsed.ok()) {
+        console_.Err(absl::StrCat("warning: trial ", id,
+                                  ": ignoring a malformed metrics line: ",
+                                  parsed.status().message()));
+        return;
+      }
+      if (!parsed->has_value()) return;
+      MetricsLine& metrics = **parsed;
+      if (!metrics.step.has_value()) {
+        run.final_metrics = std::move(metrics.metrics);
+        return;
+      }
+      run.step_metrics = metrics.metrics;
+      run.last_step = *metrics.step;
+      // NaN cannot be stored; the trial's end decides what NaN means.
+      Metrics storable;
+      for (const auto& [name, value] : metrics.metrics) {
+        if (!std::isnan(value)) storable.emplace(name, value);
+      }
+      if (storable.empty()) return;
+      v1::AddMeasurementRequest request;
+      request.set_study_name(options_.study);
+      request.set_trial_id(id);
+      request.set_lease_epoch(trial.lease_epoch());
+      v1::Measurement* m = request.mutable_measurement();
+      m->set_step(*metrics.step);
+      m->set_elapsed_seconds(ElapsedSeconds(trial, started));
+      m->mutable_metrics()->insert(storable.begin(), storable.end());
+      absl::StatusOr<v1::Trial> updated = client_.AddMeasurement(request);
+      if (updated.ok()) {
+        renewed(updated->lease_expire_time_ms());
+      } else {
+        console_.Err(absl::StrCat("warning: trial ", id, " step ",
+                                  *metrics.step, ": ",
+                                  absl::StatusCodeToString(updated.status().code()),
+                                  ": ", updated.status().message()));
+      }
+    };
+    auto on_stderr = [&](std::string_view line) {
+      log << line << '\n';
+      console_.Err(absl::StrCat(prefix, absl::string_view(line.data(), line.size())));
+    };
+    auto on_tick = [&] {
+      int signals = g_stop_signals.load();
+      if (signals > signals_passed_on) {
+        (*process)->Signal(signals >= 2 ? SIGKILL : g_last_signal.load());
+        signals_passed_on = signals;
+        run.interrupted = true;
+      }
+      if (!heartbeats || Clock::now() < next_heartbeat) return;
+      v1::HeartbeatRequest request;
+      request.set_study_name(options_.study);
+      request.set_trial_id(id);
+      request.set_lease_epoch(trial.lease_epoch());
+      request.set_client_id(client_id);
+      absl::StatusOr<v1::HeartbeatResponse> beat = client_.Heartbeat(request);
+      if (beat.ok()) {
+        renewed(beat->lease_expire_time_ms());
+        if (beat->should_stop() && !run.stop_requested) {
+          console_.Out(absl::StrCat("trial ", id,
+                                    ": the server stops it early"));
+          run.stop_requested = true;
+          (*process)->Terminate();
+        }
+        return;
+      }
+      absl::StatusCode code = beat.status().code();
+      if (code == absl::StatusCode::kUnimplemented ||
+          code == absl::StatusCode::kFailedPrecondition ||
+          code == absl::StatusCode::kNotFound) {
+        // No heartbeats on this server, or the trial is no longer ours
+        // (perhaps the program completed it): stop renewing.
+        heartbeats = false;
+      } else {
+        renewed(0);
+      }
+      if (code != absl::StatusCode::kFailedPrecondition) {
+        console_.Err(absl::StrCat("warning: trial ", id, " heartbeat: ",
+                                  absl::StatusCodeToString(code), ": ",
+                                  beat.status().message()));
+      }
+    };
+    run.exit = (*process)->Wait(on_stdout, on_stderr, on_tick, kTick);
+    process->reset();
+    {
+      absl::MutexLock lock(&mu_);
+      --running_;
+    }
+    Settle(trial, run, ElapsedSeconds(trial, started), log);
+    return absl::OkStatus();
+  }
+
+  // Seconds since the trial started (server's start time when known).
+  static double ElapsedSeconds(const v1::Trial& trial,
+                               Clock::time_point program_start) {
+    double program =
+        std::chrono::duration<double>(Clock::now() - program_start).count();
+    if (trial.start_time_ms() <= 0) return program;
+    return std::max(program, (NowMs() - trial.start_time_ms()) / 1000.0);
+  }
+
+  // Completes, marks infeasible or leaves the trial after its program ended.
+  void Settle(const v1::Trial& trial, const TrialRun& run, double elapsed,
+              std::ofstream& log) {
+    const int64_t id = trial.id();
+    std::string how = run.exit.signaled
+                          ? absl::StrCat("killed by signal ", run.exit.code)
+                          : absl::StrCat("exit status ", run.exit.code);
+    std::string took = absl::StrCat(FormatShort(elapsed), " s");
+
+    // The program may have settled the trial itself through the SDK.
+    absl::StatusOr<Trial> stored = client_.GetTrial(options_.study, id);
+    if (stored.ok()) {
+      const v1::Trial& now = stored->proto();
+      if (now.state() != v1::Trial::ACTIVE &&
+          now.state() != v1::Trial::STOPPING) {
+        Record(now, absl::StrCat("trial ", id, " ",
+                                 v1::Trial::State_Name(now.state()),
+                                 " by the program: ", Describe(now), " (", how,
+                                 ", ", took, ")"),
+               log);
+        return;
+      }
+      if (now.lease_epoch() != trial.lease_epoch()) {
+        Record(now, absl::StrCat("trial ", id, " now belongs to lease epoch ",
+                                 now.lease_epoch(), "; leaving it (", how, ")"),
+               log, /*counted=*/false);
+        return;
+      }
+    } else {
+      console_.Err(absl::StrCat("warning: trial ", id, ": ",
+                                stored.status().message()));
+    }
+
+    TrialOutcome outcome = DecideOutcome(run, objective_);
+    if (outcome.kind == TrialOutcome::Kind::kLeave) {
+      Record(trial, absl::StrCat("trial ", id, " left to its lease: ",
+                                 outcome.reason, " (", how, ")"),
+             log, /*counted=*/false);
+      return;
+    }
+    v1::CompleteTrialRequest request;
+    request.set_study_name(options_.study);
+    request.set_trial_id(id);
+    request.set_lease_epoch(trial.lease_epoch());
+    if (outcome.kind == TrialOutcome::Kind::kComplete) {
+      v1::Measurement* m = request.mutable_final_measurement();
+      m->set_step(outcome.step);
+      m->set_elapsed_seconds(elapsed);
+      m->mutable_metrics()->insert(outcome.metrics.begin(),
+                                   outcome.metrics.end());
+    } else {
+      request.set_infeasible(true);
+      request.set_infeasible_reason(outcome.reason);
+    }
+    absl::StatusOr<v1::Trial> done = client_.CompleteTrial(request);
+    if (!done.ok() && outcome.kind == TrialOutcome::Kind::kComplete &&
+        done.status().code() == absl::StatusCode::kInvalidArgument) {
+      // Metrics the server refuses are the program's fault, not a reason to
+      // leave the trial hanging until its lease runs out.
+      request.clear_final_measurement();
+      request.set_infeasible(true);
+      request.set_infeasible_reason(absl::StrCat(
+          "the server refused the final metrics: ", done.status().message()));
+      done = client_.CompleteTrial(request);
+    }
+    if (!done.ok()) {
+      std::string message = absl::StrCat(
+          "trial ", id, " could not be settled: ",
+          absl::StatusCodeToString(done.status().code()), ": ",
+          done.status().message());
+      console_.Err(message);
+      log << "[hypertune worker] " << message << std::endl;
+      absl::MutexLock lock(&mu_);
+      ++other_;
+      return;
+    }
+    Record(*done, absl::StrCat("trial ", id, " ",
+                               v1::Trial::State_Name(done->state()), ": ",
+                               Describe(*done), " (", how, ", ", took, ")"),
+           log);
+  }
+
+  std::string Describe(const v1::Trial& trial) {
+    if (trial.state() == v1::Trial::INFEASIBLE) return trial.infeasible_reason();
+    Metrics metrics(trial.final_measurement().metrics().begin(),
+                    trial.final_measurement().metrics().end());
+    return metrics.empty() ? "no final metrics" : MetricsText(metrics);
+  }
+
+  void Record(const v1::Trial& trial, const std::string& message,
+              std::ofstream& log, bool counted = true) {
+    log << "[hypertune worker] " << message << std::endl;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!counted) {
+        ++other_;
+      } else if (trial.state() == v1::Trial::INFEASIBLE) {
+        ++infeasible_;
+      } else if (trial.state() == v1::Trial::COMPLETED ||
+                 trial.state() == v1::Trial::STOPPED) {
+        ++completed_;
+        const auto& metrics = trial.final_measurement().metrics();
+        auto it = metrics.find(objective_);
+        if (it != metrics.end() &&
+            (!best_.has_value() ||
+             (maximize_ ? it->second > *best_ : it->second < *best_))) {
+          best_ = it->second;
+          best_trial_ = trial.id();
+        }
+      } else {
+        ++other_;
+      }
+    }
+    console_.Out(message);
+    UpdateStatus();
+  }
+
+  void UpdateStatus() {
+    absl::MutexLock lock(&mu_);
+    std::string text = absl::StrCat(options_.study, ": ",
+                                    completed_ + infeasible_ + other_);
+    if (budget_ > 0) absl::StrAppend(&text, "/", budget_);
+    absl::StrAppend(&text, " done (", completed_, " completed, ", infeasible_,
+                    " infeasible), ", running_, " running");
+    if (best_.has_value()) {
+      absl::StrAppend(&text, ", best ", objective_, "=", FormatShort(*best_),
+                      " (trial ", best_trial_, ")");
+    }
+    console_.Status(std::move(text));
+  }
+
+  WorkerOptions options_;
+  Client client_;
+  v1::Study study_;
+  Console& console_;
+  std::string objective_;
+  bool maximize_ = false;
+  int64_t budget_ = 0;
+  std::vector<std::string> base_env_;
+  std::atomic<int64_t> tickets_;
+
+  absl::Mutex mu_;
+  int running_ ABSL_GUARDED_BY(mu_) = 0;
+  int completed_ ABSL_GUARDED_BY(mu_) = 0;
+  int infeasible_ ABSL_GUARDED_BY(mu_) = 0;
+  // Left to their leases, or settled by someone else.
+  int other_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<double> best_ ABSL_GUARDED_BY(mu_);
+  int64_t best_trial_ ABSL_GUARDED_BY(mu_) = 0;
+  bool study_completed_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status fatal_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+absl::StatusOr<WorkerOptions> ParseWorkerArgs(const Args& args) {
+  absl::StatusOr<ParsedArgs> parsed = ParseArgs(
+      args, {{"parallel"}, {"max-trials"}, {"timeout"}, {"log-dir"}},
+      /*allow_separator=*/true);
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->positional.size() != 1) {
+    return UsageError(parsed->positional.empty()
+                          ? "worker needs a study NAME"
+                          : "worker takes one study NAME; put the command "
+                            "after \"--\"");
+  }
+  if (parsed->rest.empty()) {
+    return UsageError("worker needs a command after \"--\"");
+  }
+  WorkerOptions options;
+  options.study = parsed->positional[0];
+  options.command = parsed->rest;
+  absl::StatusOr<int64_t> parallel = parsed->GetInt("parallel", 1, 1);
+  if (!parallel.ok()) return parallel.status();
+  if (*parallel > 1024) return UsageError("--parallel: at most 1024");
+  options.parallel = static_cast<int>(*parallel);
+  if (parsed->Has("max-trials")) {
+    absl::StatusOr<int64_t> max_trials = parsed->GetInt("max-trials", 0, 1);
+    if (!max_trials.ok()) return max_trials.status();
+    options.max_trials = *max_trials;
+  }
+  absl::StatusOr<std::optional<double>> timeout =
+      parsed->GetPositiveDouble("timeout");
+  if (!timeout.ok()) return timeout.status();
+  options.timeout_seconds = *timeout;
+  options.log_dir = parsed->Get("log-dir").value_or(
+      (std::filesystem::path("hypertune-logs") / options.study).string());
+  if (options.log_dir.empty()) return UsageError("--log-dir: empty");
+  return options;
+}
+
+std::vector<std::string> ProgramEnvironment(
+    const std::vector<std::string>& base,
+    const std::vector<std::pair<std::string, std::string>>& vars) {
+  std::vector<std::string> env;
+  for (const std::string& entry : base) {
+    bool replaced = std::any_of(vars.begin(), vars.end(), [&](const auto& v) {
+      return entry.size() > v.first.size() && entry[v.first.size()] == '=' &&
+             absl::StartsWith(entry, v.first);
+    });
+    if (!replaced) env.push_back(entry);
+  }
+  for (const auto& [name, value] : vars) env.push_back(absl::StrCat(name, "=", value));
+  return env;
+}
+
+std::chrono::milliseconds HeartbeatInterval(int64_t expire_ms, int64_t now_ms) {
+  if (expire_ms <= 0) return std::chrono::seconds(10);
+  return std::clamp(std::chrono::milliseconds((expire_ms - now_ms) / 3),
+                    std::chrono::milliseconds(1000),
+                    std::chrono::milliseconds(60000));
+}
+
+absl::Status RunWorkerCommand(const CommandContext& context, const Args& args) {
+  absl::StatusOr<WorkerOptions> options = ParseWorkerArgs(args);
+  if (!options.ok()) return options.status();
+  ClientOptions client_options = context.options;
+  client_options.max_attempts =
+      std::max(client_options.max_attempts, kWorkerMaxAttempts);
+  Client client(client_options);
+  absl::StatusOr<v1::Study> study = client.GetStudy(options->study);
+  if (!study.ok()) return study.status();
+  std::error_code error;
+  std::filesystem::create_directories(options->log_dir, error);
+  if (error) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--log-dir: cannot create \"", options->log_dir, "\": ",
+        error.message()));
+  }
+  Console console(context.out, context.err, context.interactive);
+  SignalScope signals;
+  Worker worker(*std::move(options), std::move(client), *std::move(study),
+                console);
+  return worker.Run();
+}
+
+}  // namespace hypertune::cli
