@@ -24,14 +24,14 @@ export HYPERTUNE_SERVER=$address
 echo "== hypertuned is serving $address on $db"
 
 echo "== hypertune study create --config examples/study.json"
-"$bin/hypertune" study create --config examples/study.json
+"$bin/hypertune" study create --config examples/study.json --format table
 
 echo "== hypertune worker quickstart --parallel 4 -- hypertune-quickstart"
 "$bin/hypertune" worker quickstart --parallel 4 --log-dir "$demo_dir/logs" \
   -- "$bin/hypertune-quickstart"
 
 echo "== hypertune study get quickstart"
-"$bin/hypertune" study get quickstart
+"$bin/hypertune" study get quickstart --format table
 echo "== hypertune study best quickstart"
 "$bin/hypertune" study best quickstart
 

@@ -1,7 +1,6 @@
 // Trial: typed parameter access and the calls that report on one trial.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"

@@ -151,3 +151,22 @@ TEST(HeartbeatInterval, AThirdOfTheLeaseClamped) {
 
 }  // namespace
 }  // namespace hypertune::cli
+
+namespace hypertune::cli {
+namespace {
+
+TEST(CheckProgram, FindsExecutablesDirectlyOrInPath) {
+  EXPECT_TRUE(CheckProgram("/bin/sh").ok());
+  EXPECT_TRUE(CheckProgram("sh").ok());
+  EXPECT_TRUE(CheckProgram("{program}").ok());
+  absl::Status missing = CheckProgram("./surely-not-here");
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(missing.message()),
+              HasSubstr("cannot run \"./surely-not-here\""));
+  EXPECT_EQ(CheckProgram("surely-not-in-path-either").code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(CheckProgram("/").code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace hypertune::cli

@@ -19,7 +19,7 @@ struct Output {
   int ticks = 0;
 };
 
-ProgramExit Run(SubprocessOptions options, Output* output,
+ProgramExit RunProgram(SubprocessOptions options, Output* output,
                 const std::function<void(Subprocess&)>& on_tick = nullptr) {
   auto process = Subprocess::Start(options);
   EXPECT_TRUE(process.ok()) << process.status();
@@ -44,7 +44,7 @@ SubprocessOptions Shell(const std::string& script) {
 
 TEST(Subprocess, CapturesLinesOfBothStreamsAndTheExitStatus) {
   Output output;
-  ProgramExit exit = Run(
+  ProgramExit exit = RunProgram(
       Shell("echo \"$GREETING\"; echo oops >&2; printf 'a\\nb\\nno-newline'; "
             "exit 3"),
       &output);
@@ -58,14 +58,14 @@ TEST(Subprocess, CapturesLinesOfBothStreamsAndTheExitStatus) {
 
 TEST(Subprocess, StdinIsEmpty) {
   Output output;
-  ProgramExit exit = Run(Shell("cat; echo done"), &output);
+  ProgramExit exit = RunProgram(Shell("cat; echo done"), &output);
   EXPECT_EQ(exit.code, 0);
   EXPECT_THAT(output.out, ElementsAre("done"));
 }
 
 TEST(Subprocess, ReportsTheKillingSignal) {
   Output output;
-  ProgramExit exit = Run(Shell("kill -9 $$"), &output);
+  ProgramExit exit = RunProgram(Shell("kill -9 $$"), &output);
   EXPECT_TRUE(exit.signaled);
   EXPECT_EQ(exit.code, SIGKILL);
 }
@@ -75,7 +75,7 @@ TEST(Subprocess, TimeoutEndsTheWholeProcessGroup) {
   SubprocessOptions options = Shell("sleep 100 & echo started; wait");
   options.timeout = std::chrono::duration<double>(0.2);
   Output output;
-  ProgramExit exit = Run(options, &output);
+  ProgramExit exit = RunProgram(options, &output);
   EXPECT_TRUE(exit.timed_out);
   EXPECT_TRUE(exit.signaled);
   EXPECT_EQ(exit.code, SIGTERM);
@@ -89,7 +89,7 @@ TEST(Subprocess, TerminateEscalatesToKill) {
   options.kill_grace = std::chrono::duration<double>(0.1);
   Output output;
   bool terminated = false;
-  ProgramExit exit = Run(options, &output, [&](Subprocess& p) {
+  ProgramExit exit = RunProgram(options, &output, [&](Subprocess& p) {
     if (!terminated && !output.out.empty()) {
       p.Terminate();
       terminated = true;
@@ -107,7 +107,7 @@ TEST(Subprocess, SignalReachesTheProgram) {
             "while :; do sleep 0.05; done");
   Output output;
   bool sent = false;
-  ProgramExit exit = Run(options, &output, [&](Subprocess& p) {
+  ProgramExit exit = RunProgram(options, &output, [&](Subprocess& p) {
     if (!sent && !output.out.empty()) {
       p.Signal(SIGINT);
       sent = true;

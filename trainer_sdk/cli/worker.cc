@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -17,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "trainer_sdk/cli/args.h"
 #include "trainer_sdk/cli/format.h"
@@ -210,13 +212,8 @@ class Worker {
                       : g_stop_signals.load() > 0 ? "interrupted"
                       : study_completed_          ? "study budget spent"
                                                   : "--max-trials reached";
-    std::string summary = absl::StrCat(
-        "worker done (", why, "): ", completed_ + infeasible_ + other_,
-        " trials, ", completed_, " completed, ", infeasible_, " infeasible");
-    if (best_.has_value()) {
-      absl::StrAppend(&summary, "; best ", objective_, "=",
-                      FormatShort(*best_), " (trial ", best_trial_, ")");
-    }
+    std::string summary =
+        absl::StrCat("worker done (", why, "): ", ProgressLocked());
     console_.Close();
     console_.Out(summary);
     if (!fatal_.ok()) return fatal_;
@@ -416,7 +413,10 @@ class Worker {
         signals_passed_on = signals;
         run.interrupted = true;
       }
-      if (!heartbeats || Clock::now() < next_heartbeat) return;
+      if (!heartbeats || heartbeats_unsupported_.load() ||
+          Clock::now() < next_heartbeat) {
+        return;
+      }
       v1::HeartbeatRequest request;
       request.set_study_name(options_.study);
       request.set_trial_id(id);
@@ -443,6 +443,8 @@ class Worker {
       } else {
         renewed(0);
       }
+      bool unsupported = code == absl::StatusCode::kUnimplemented;
+      if (unsupported && heartbeats_unsupported_.exchange(true)) return;
       if (code != absl::StatusCode::kFailedPrecondition) {
         console_.Err(absl::StrCat("warning: trial ", id, " heartbeat: ",
                                   absl::StatusCodeToString(code), ": ",
@@ -544,9 +546,10 @@ class Worker {
       ++other_;
       return;
     }
+    std::string what = Describe(*done);
     Record(*done, absl::StrCat("trial ", id, " ",
-                               v1::Trial::State_Name(done->state()), ": ",
-                               Describe(*done), " (", how, ", ", took, ")"),
+                               v1::Trial::State_Name(done->state()), ": ", what,
+                               " (", what == how ? "" : how + ", ", took, ")"),
            log);
   }
 
@@ -585,16 +588,29 @@ class Worker {
     UpdateStatus();
   }
 
-  void UpdateStatus() {
-    absl::MutexLock lock(&mu_);
+  // "<study>: 3/30 done (1 infeasible), 2 running, best loss=0.1 (trial 2)"
+  std::string ProgressLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::string text = absl::StrCat(options_.study, ": ",
                                     completed_ + infeasible_ + other_);
     if (budget_ > 0) absl::StrAppend(&text, "/", budget_);
-    absl::StrAppend(&text, " done (", completed_, " completed, ", infeasible_,
-                    " infeasible), ", running_, " running");
+    absl::StrAppend(&text, " done");
+    std::vector<std::string> notes;
+    if (infeasible_ > 0) notes.push_back(absl::StrCat(infeasible_, " infeasible"));
+    if (other_ > 0) notes.push_back(absl::StrCat(other_, " left or taken over"));
+    if (!notes.empty()) absl::StrAppend(&text, " (", absl::StrJoin(notes, ", "), ")");
+    absl::StrAppend(&text, ", ", running_, " running");
     if (best_.has_value()) {
       absl::StrAppend(&text, ", best ", objective_, "=", FormatShort(*best_),
                       " (trial ", best_trial_, ")");
+    }
+    return text;
+  }
+
+  void UpdateStatus() {
+    std::string text;
+    {
+      absl::MutexLock lock(&mu_);
+      text = ProgressLocked();
     }
     console_.Status(std::move(text));
   }
@@ -608,6 +624,8 @@ class Worker {
   int64_t budget_ = 0;
   std::vector<std::string> base_env_;
   std::atomic<int64_t> tickets_;
+  // The server answered Heartbeat with UNIMPLEMENTED: said once, not retried.
+  std::atomic<bool> heartbeats_unsupported_{false};
 
   absl::Mutex mu_;
   int running_ ABSL_GUARDED_BY(mu_) = 0;
@@ -681,9 +699,37 @@ std::chrono::milliseconds HeartbeatInterval(int64_t expire_ms, int64_t now_ms) {
                     std::chrono::milliseconds(60000));
 }
 
+absl::Status CheckProgram(const std::string& program) {
+  // A placeholder in the program itself is resolved per trial.
+  if (program.find('{') != std::string::npos) return absl::OkStatus();
+  std::vector<std::string> candidates;
+  if (program.find('/') != std::string::npos) {
+    candidates.push_back(program);
+  } else {
+    const char* path = std::getenv("PATH");
+    for (absl::string_view dir :
+         absl::StrSplit(path != nullptr ? path : "/usr/bin:/bin", ':')) {
+      candidates.push_back(absl::StrCat(dir.empty() ? "." : dir, "/", program));
+    }
+  }
+  for (const std::string& candidate : candidates) {
+    if (access(candidate.c_str(), X_OK) == 0 &&
+        !std::filesystem::is_directory(candidate)) {
+      return absl::OkStatus();
+    }
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "cannot run \"", program, "\": ",
+      program.find('/') != std::string::npos
+          ? "no executable file there"
+          : "no executable of that name in PATH"));
+}
+
 absl::Status RunWorkerCommand(const CommandContext& context, const Args& args) {
   absl::StatusOr<WorkerOptions> options = ParseWorkerArgs(args);
   if (!options.ok()) return options.status();
+  // Before taking any trial: a typo must not hold one until its lease ends.
+  if (absl::Status s = CheckProgram(options->command[0]); !s.ok()) return s;
   ClientOptions client_options = context.options;
   client_options.max_attempts =
       std::max(client_options.max_attempts, kWorkerMaxAttempts);

@@ -45,6 +45,11 @@ struct WorkerOptions {
 // dir defaults to ./hypertune-logs/<study>. Usage errors otherwise.
 absl::StatusOr<WorkerOptions> ParseWorkerArgs(const Args& args);
 
+// OK if `program` (a worker's CMD) names an executable file, directly or
+// through PATH, or holds a `{param}` placeholder; NOT_FOUND naming it
+// otherwise.
+absl::Status CheckProgram(const std::string& program);
+
 // The program's environment: `base` (NAME=value entries, e.g. environ)
 // with each of `vars` set, replacing an entry of the same name.
 std::vector<std::string> ProgramEnvironment(

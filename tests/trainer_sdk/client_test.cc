@@ -1,0 +1,453 @@
+// The SDK's Client and Trial against an in-process fake of the service that
+// can inject failures (UNAVAILABLE, lost replies) no real server would give
+// on demand. The real server is covered by the service's integration tests.
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <memory>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/synchronization/mutex.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "hypertune/v1/hypertune.grpc.pb.h"
+#include "trainer_sdk/hypertune.h"
+
+namespace hypertune {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Studies are not modelled: one study "s" whose SuggestTrials hands each
+// client id its own trial, up to `budget` trials.
+class FakeService final : public v1::HyperTune::Service {
+ public:
+  // The next `n` calls (any RPC) fail with UNAVAILABLE before doing anything.
+  void FailNext(int n) {
+    absl::MutexLock lock(&mu_);
+    fail_next_ = n;
+  }
+  // The next call of `rpc` does its work, then replies UNAVAILABLE.
+  void LoseReplyOf(const std::string& rpc) {
+    absl::MutexLock lock(&mu_);
+    lose_reply_of_ = rpc;
+  }
+  void SetBudget(int budget) {
+    absl::MutexLock lock(&mu_);
+    budget_ = budget;
+  }
+  // SuggestTrials answers "none, still ACTIVE" this many times first.
+  void SetBusyRounds(int rounds) {
+    absl::MutexLock lock(&mu_);
+    busy_rounds_ = rounds;
+  }
+  void AddTrial(v1::Trial trial) {
+    absl::MutexLock lock(&mu_);
+    trials_[trial.id()] = trial;
+    next_id_ = std::max(next_id_, trial.id() + 1);
+  }
+  int Calls(const std::string& rpc) {
+    absl::MutexLock lock(&mu_);
+    return calls_[rpc];
+  }
+  std::vector<v1::AddMeasurementRequest> measurements() {
+    absl::MutexLock lock(&mu_);
+    return measurements_;
+  }
+  std::vector<v1::CompleteTrialRequest> completions() {
+    absl::MutexLock lock(&mu_);
+    return completions_;
+  }
+
+  grpc::Status GetStudy(grpc::ServerContext*, const v1::GetStudyRequest* request,
+                        v1::Study* response) override {
+    return Handle("GetStudy", [&] {
+      if (request->name() != "s") {
+        return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such study");
+      }
+      response->set_name("s");
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status CreateStudy(grpc::ServerContext*,
+                           const v1::CreateStudyRequest* request,
+                           v1::Study* response) override {
+    return Handle("CreateStudy", [&] {
+      if (created_) {
+        return grpc::Status(grpc::StatusCode::ALREADY_EXISTS, "exists");
+      }
+      created_ = true;
+      *response = request->study();
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status DeleteStudy(grpc::ServerContext*, const v1::DeleteStudyRequest*,
+                           v1::DeleteStudyResponse*) override {
+    return Handle("DeleteStudy", [&] {
+      if (deleted_) return grpc::Status(grpc::StatusCode::NOT_FOUND, "gone");
+      deleted_ = true;
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status SuggestTrials(grpc::ServerContext*,
+                             const v1::SuggestTrialsRequest* request,
+                             v1::SuggestTrialsResponse* response) override {
+    return Handle("SuggestTrials", [&] {
+      response->set_study_state(v1::Study::ACTIVE);
+      for (const auto& [id, trial] : trials_) {
+        if (trial.state() == v1::Trial::ACTIVE &&
+            trial.client_id() == request->client_id()) {
+          *response->add_trials() = trial;
+          return grpc::Status::OK;
+        }
+      }
+      if (busy_rounds_ > 0) {
+        --busy_rounds_;
+        return grpc::Status::OK;
+      }
+      if (static_cast<int>(trials_.size()) >= budget_) {
+        response->set_study_state(v1::Study::COMPLETED);
+        return grpc::Status::OK;
+      }
+      v1::Trial& trial = trials_[next_id_];
+      trial.set_study_name("s");
+      trial.set_id(next_id_++);
+      trial.set_state(v1::Trial::ACTIVE);
+      trial.set_client_id(request->client_id());
+      trial.set_lease_epoch(1);
+      v1::ParameterValue* x = trial.add_parameters();
+      x->set_name("x");
+      x->set_double_value(0.5);
+      *response->add_trials() = trial;
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status GetTrial(grpc::ServerContext*, const v1::GetTrialRequest* request,
+                        v1::Trial* response) override {
+    return Handle("GetTrial", [&] {
+      auto it = trials_.find(request->trial_id());
+      if (it == trials_.end()) {
+        return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such trial");
+      }
+      *response = it->second;
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status ListTrials(grpc::ServerContext*,
+                          const v1::ListTrialsRequest* request,
+                          v1::ListTrialsResponse* response) override {
+    return Handle("ListTrials", [&] {
+      // Pages of two, whatever the page size asked.
+      int64_t after = request->page_token().empty()
+                          ? 0
+                          : std::stoll(request->page_token());
+      for (auto it = trials_.upper_bound(after);
+           it != trials_.end() && response->trials_size() < 2; ++it) {
+        *response->add_trials() = it->second;
+      }
+      if (response->trials_size() == 2 &&
+          trials_.upper_bound(response->trials(1).id()) != trials_.end()) {
+        response->set_next_page_token(
+            std::to_string(response->trials(1).id()));
+      }
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status AddMeasurement(grpc::ServerContext*,
+                              const v1::AddMeasurementRequest* request,
+                              v1::Trial* response) override {
+    return Handle("AddMeasurement", [&] {
+      measurements_.push_back(*request);
+      v1::Trial& trial = trials_[request->trial_id()];
+      *trial.add_measurements() = request->measurement();
+      *response = trial;
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status CompleteTrial(grpc::ServerContext*,
+                             const v1::CompleteTrialRequest* request,
+                             v1::Trial* response) override {
+    return Handle("CompleteTrial", [&] {
+      v1::Trial& trial = trials_[request->trial_id()];
+      if (trial.state() != v1::Trial::ACTIVE) {
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                            "trial is not ACTIVE");
+      }
+      completions_.push_back(*request);
+      trial.set_state(request->infeasible() ? v1::Trial::INFEASIBLE
+                                            : v1::Trial::COMPLETED);
+      trial.set_infeasible_reason(request->infeasible_reason());
+      *trial.mutable_final_measurement() = request->final_measurement();
+      *response = trial;
+      return grpc::Status::OK;
+    });
+  }
+
+ private:
+  template <typename Work>
+  grpc::Status Handle(const std::string& rpc, Work work) {
+    absl::MutexLock lock(&mu_);
+    ++calls_[rpc];
+    if (fail_next_ > 0) {
+      --fail_next_;
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "injected");
+    }
+    grpc::Status status = work();
+    if (lose_reply_of_ == rpc) {
+      lose_reply_of_.clear();
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "reply lost");
+    }
+    return status;
+  }
+
+  absl::Mutex mu_;
+  int fail_next_ = 0;
+  std::string lose_reply_of_;
+  int budget_ = 100;
+  int busy_rounds_ = 0;
+  bool created_ = false;
+  bool deleted_ = false;
+  int64_t next_id_ = 1;
+  std::map<int64_t, v1::Trial> trials_;
+  std::map<std::string, int> calls_;
+  std::vector<v1::AddMeasurementRequest> measurements_;
+  std::vector<v1::CompleteTrialRequest> completions_;
+};
+
+class ClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port_);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_GT(port_, 0);
+  }
+  void TearDown() override { server_->Shutdown(); }
+
+  ClientOptions Options() {
+    ClientOptions options;
+    options.server = "127.0.0.1:" + std::to_string(port_);
+    // Per test: the ids NextTrial holds are process-wide.
+    options.client_id =
+        ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    options.initial_backoff = std::chrono::milliseconds(1);
+    options.max_backoff = std::chrono::milliseconds(2);
+    return options;
+  }
+
+  FakeService service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+TEST_F(ClientTest, RetriesUnavailable) {
+  Client client(Options());
+  service_.FailNext(2);
+  absl::StatusOr<v1::Study> study = client.GetStudy("s");
+  ASSERT_TRUE(study.ok()) << study.status();
+  EXPECT_EQ(study->name(), "s");
+  EXPECT_EQ(service_.Calls("GetStudy"), 3);
+}
+
+TEST_F(ClientTest, GivesUpAfterMaxAttemptsNamingTheServer) {
+  ClientOptions options = Options();
+  options.max_attempts = 3;
+  Client client(options);
+  service_.FailNext(100);
+  absl::StatusOr<v1::Study> study = client.GetStudy("s");
+  ASSERT_FALSE(study.ok());
+  EXPECT_EQ(study.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(study.status().message()),
+              HasSubstr("GetStudy to " + options.server +
+                        " failed after 3 attempts: injected"));
+  EXPECT_EQ(service_.Calls("GetStudy"), 3);
+}
+
+TEST_F(ClientTest, OtherErrorsAreReturnedAsTheyAre) {
+  Client client(Options());
+  absl::StatusOr<v1::Study> study = client.GetStudy("nope");
+  EXPECT_EQ(study.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(study.status().message(), "no such study");
+  EXPECT_EQ(service_.Calls("GetStudy"), 1);
+}
+
+TEST_F(ClientTest, NextTrialWaitsWhileTheStudyIsBusy) {
+  Client client(Options());
+  service_.SetBusyRounds(2);
+  auto trial = client.NextTrial("s");
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  ASSERT_TRUE(trial->has_value());
+  EXPECT_EQ((*trial)->id(), 1);
+  EXPECT_EQ(*(*trial)->Double("x"), 0.5);
+  EXPECT_EQ(service_.Calls("SuggestTrials"), 3);
+}
+
+TEST_F(ClientTest, NextTrialIsNulloptWhenTheBudgetIsSpent) {
+  Client client(Options());
+  service_.SetBudget(0);
+  auto trial = client.NextTrial("s");
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  EXPECT_FALSE(trial->has_value());
+}
+
+TEST_F(ClientTest, UnfinishedTrialsGiveLaterCallersTheirOwnIds) {
+  Client client(Options());
+  Client same_id(Options());
+  auto first = client.NextTrial("s");
+  auto second = client.NextTrial("s");
+  auto third = same_id.NextTrial("s");
+  ASSERT_TRUE(first.ok() && second.ok() && third.ok());
+  const std::string base = client.client_id();
+  EXPECT_EQ((*first)->proto().client_id(), base);
+  EXPECT_EQ((*second)->proto().client_id(), base + "-1");
+  EXPECT_EQ((*third)->proto().client_id(), base + "-2");
+  EXPECT_EQ((*first)->id(), 1);
+  EXPECT_EQ((*second)->id(), 2);
+  EXPECT_EQ((*third)->id(), 3);
+  // Finishing the first frees its id for the next caller.
+  ASSERT_TRUE((*first)->Complete({{"loss", 1.0}}).ok());
+  auto fourth = client.NextTrial("s");
+  ASSERT_TRUE(fourth.ok());
+  EXPECT_EQ((*fourth)->proto().client_id(), base);
+  EXPECT_EQ((*fourth)->id(), 4);
+}
+
+TEST_F(ClientTest, ReportAndCompleteCarryEpochStepAndMetrics) {
+  Client client(Options());
+  auto trial = client.NextTrial("s");
+  ASSERT_TRUE(trial.ok() && trial->has_value());
+  Trial& t = **trial;
+  ASSERT_TRUE(t.Report(1, {{"loss", 0.9}}).ok());
+  ASSERT_TRUE(t.Report(2, {{"loss", 0.5}, {"acc", 0.7}}).ok());
+  ASSERT_TRUE(t.Complete({{"loss", 0.4}}).ok());
+  std::vector<v1::AddMeasurementRequest> reports = service_.measurements();
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[1].lease_epoch(), 1);
+  EXPECT_EQ(reports[1].measurement().step(), 2);
+  EXPECT_EQ(reports[1].measurement().metrics().at("acc"), 0.7);
+  EXPECT_GE(reports[1].measurement().elapsed_seconds(),
+            reports[0].measurement().elapsed_seconds());
+  std::vector<v1::CompleteTrialRequest> done = service_.completions();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_FALSE(done[0].infeasible());
+  EXPECT_EQ(done[0].final_measurement().step(), 2);
+  EXPECT_EQ(done[0].final_measurement().metrics().at("loss"), 0.4);
+  EXPECT_EQ(t.proto().state(), v1::Trial::COMPLETED);
+}
+
+TEST_F(ClientTest, NaNIsRefusedInReportsAndMakesCompletionInfeasible) {
+  Client client(Options());
+  auto trial = client.NextTrial("s");
+  ASSERT_TRUE(trial.ok() && trial->has_value());
+  absl::Status report = (*trial)->Report(1, {{"loss", std::nan("")}});
+  EXPECT_EQ(report.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(report.message()), HasSubstr("\"loss\" is NaN"));
+  EXPECT_EQ(service_.Calls("AddMeasurement"), 0);
+  EXPECT_EQ((*trial)->Report(1, {}).code(), absl::StatusCode::kInvalidArgument);
+
+  ASSERT_TRUE((*trial)->Complete({{"loss", std::nan("")}}).ok());
+  std::vector<v1::CompleteTrialRequest> done = service_.completions();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_TRUE(done[0].infeasible());
+  EXPECT_EQ(done[0].infeasible_reason(), "metric \"loss\" is NaN");
+}
+
+TEST_F(ClientTest, LostCompletionReplyCountsAsSuccess) {
+  Client client(Options());
+  auto trial = client.NextTrial("s");
+  ASSERT_TRUE(trial.ok() && trial->has_value());
+  service_.LoseReplyOf("CompleteTrial");
+  absl::Status status = (*trial)->MarkInfeasible("diverged");
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(service_.Calls("CompleteTrial"), 2);
+  EXPECT_EQ(service_.completions().size(), 1u);
+  EXPECT_EQ((*trial)->proto().state(), v1::Trial::INFEASIBLE);
+}
+
+TEST_F(ClientTest, ACompletionRefusedOnTheFirstAttemptStaysAnError) {
+  Client client(Options());
+  auto trial = client.NextTrial("s");
+  ASSERT_TRUE(trial.ok() && trial->has_value());
+  ASSERT_TRUE((*trial)->Complete({{"loss", 1.0}}).ok());
+  absl::Status again = (*trial)->Complete({{"loss", 2.0}});
+  EXPECT_EQ(again.code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ClientTest, LostCreateAndDeleteRepliesCountAsSuccess) {
+  Client client(Options());
+  v1::Study study;
+  study.set_name("s");
+  service_.LoseReplyOf("CreateStudy");
+  absl::StatusOr<v1::Study> created = client.CreateStudy(study);
+  EXPECT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(client.CreateStudy(study).status().code(),
+            absl::StatusCode::kAlreadyExists);
+
+  service_.LoseReplyOf("DeleteStudy");
+  EXPECT_TRUE(client.DeleteStudy("s").ok());
+  EXPECT_EQ(client.DeleteStudy("s").code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ClientTest, ListAllTrialsPagesThroughEverything) {
+  for (int64_t id = 1; id <= 5; ++id) {
+    v1::Trial trial;
+    trial.set_id(id);
+    service_.AddTrial(trial);
+  }
+  Client client(Options());
+  auto trials = client.ListAllTrials("s");
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  ASSERT_EQ(trials->size(), 5u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ((*trials)[i].id(), i + 1);
+  EXPECT_EQ(service_.Calls("ListTrials"), 3);
+}
+
+// The only test that takes this process's worker trial (process-wide once).
+TEST_F(ClientTest, UnderAWorkerNextTrialAttachesToItsTrialOnce) {
+  v1::Trial held;
+  held.set_study_name("s");
+  held.set_id(42);
+  held.set_state(v1::Trial::ACTIVE);
+  held.set_lease_epoch(3);
+  held.set_client_id("host-1-2");
+  service_.AddTrial(held);
+  setenv("HYPERTUNE_STUDY", "s", 1);
+  setenv("HYPERTUNE_TRIAL_ID", "42", 1);
+  setenv("HYPERTUNE_LEASE_EPOCH", "2", 1);
+  Client client(Options());
+
+  // Another study is not the worker's: asked for as usual.
+  auto other = client.NextTrial("other");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_NE((*other)->id(), 42);
+
+  auto first = client.NextTrial("s");
+  auto second = client.NextTrial("s");
+  unsetenv("HYPERTUNE_STUDY");
+  unsetenv("HYPERTUNE_TRIAL_ID");
+  unsetenv("HYPERTUNE_LEASE_EPOCH");
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(first->has_value());
+  EXPECT_EQ((*first)->id(), 42);
+  // The worker's epoch, not the stored one: a newer holder would refuse us.
+  EXPECT_EQ((*first)->lease_epoch(), 2);
+  ASSERT_TRUE(second.ok());
+  EXPECT_FALSE(second->has_value());
+
+  ASSERT_TRUE((*first)->Report(1, {{"loss", 0.3}}).ok());
+  EXPECT_EQ(service_.measurements().back().lease_epoch(), 2);
+}
+
+}  // namespace
+}  // namespace hypertune
