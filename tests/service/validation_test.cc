@@ -63,6 +63,9 @@ std::function<void(v1::Study&)> WithParameters(std::vector<std::string> texts) {
   };
 }
 
+// Names the case in test output instead of dumping its bytes.
+void PrintTo(const BadStudyCase& c, std::ostream* os) { *os << c.label; }
+
 class BadStudyTest : public ::testing::TestWithParam<BadStudyCase> {};
 
 TEST_P(BadStudyTest, NamesTheFieldWithInvalidArgument) {
