@@ -110,9 +110,9 @@ grpc::Status GrpcService::StopTrial(grpc::ServerContext*,
 }
 
 grpc::Status GrpcService::Heartbeat(grpc::ServerContext*,
-                                    const v1::HeartbeatRequest*,
-                                    v1::HeartbeatResponse*) {
-  return NotBuiltYet("Heartbeat (lease renewal)");
+                                    const v1::HeartbeatRequest* request,
+                                    v1::HeartbeatResponse* response) {
+  return Reply(service_->Heartbeat(*request), response);
 }
 
 grpc::Status GrpcService::WatchTrials(grpc::ServerContext*,

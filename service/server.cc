@@ -19,6 +19,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   server->service_ =
       std::make_unique<StudyService>(server->store_.get(), options.service);
   server->grpc_service_ = std::make_unique<GrpcService>(server->service_.get());
+  if (absl::Status s = server->service_->ExtendLeasesOnStart(); !s.ok()) {
+    return s;
+  }
+  server->sweeper_ = std::make_unique<LeaseSweeper>(
+      server->service_.get(), options.lease_sweep_interval);
 
   int port = 0;
   grpc::ServerBuilder builder;
@@ -49,6 +54,7 @@ void Server::Shutdown() {
 
 void Server::Wait() {
   if (server_ != nullptr) server_->Wait();
+  sweeper_.reset();
 }
 
 }  // namespace hypertune::service

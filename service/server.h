@@ -10,7 +10,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "service/grpc_service.h"
+#include "service/lease_sweeper.h"
 #include "service/study_service.h"
 #include "storage/study_store.h"
 
@@ -24,6 +26,8 @@ struct ServerOptions {
   // synchronous=FULL instead of NORMAL (NORMAL already survives kill -9).
   bool durable_full = false;
   ServiceOptions service;
+  // How often run-out leases are expired.
+  absl::Duration lease_sweep_interval = absl::Milliseconds(250);
 };
 
 class Server {
@@ -51,6 +55,7 @@ class Server {
   std::unique_ptr<storage::StudyStore> store_;
   std::unique_ptr<StudyService> service_;
   std::unique_ptr<GrpcService> grpc_service_;
+  std::unique_ptr<LeaseSweeper> sweeper_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
 };

@@ -39,12 +39,15 @@ std::string TrialRef(const v1::Trial& trial) {
                          trial.study_name());
 }
 
-// FAILED_PRECONDITION unless the caller's epoch is the trial's current one;
-// epoch 0 is an operator acting by hand.
+// Fencing: FAILED_PRECONDITION unless the caller's epoch is the trial's
+// current one, so a worker that lost its lease can never overwrite the work of
+// the trial's next owner. (CLI users acting by hand pass the current epoch.)
 absl::Status CheckEpoch(const v1::Trial& trial, int64_t lease_epoch) {
-  if (lease_epoch == 0 || lease_epoch == trial.lease_epoch()) {
-    return absl::OkStatus();
+  if (lease_epoch < 1) {
+    return absl::InvalidArgumentError(
+        "lease_epoch: required; the epoch the trial was granted under");
   }
+  if (lease_epoch == trial.lease_epoch()) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrFormat(
       "lease_epoch: %s is held under epoch %d, not %d (a newer worker owns it)",
       TrialRef(trial), trial.lease_epoch(), lease_epoch));
@@ -173,13 +176,90 @@ absl::StatusOr<v1::Study> StudyService::SetStudyState(
   return LoadStudyWithCounts(request.name());
 }
 
-void StudyService::Grant(v1::Trial& trial, const std::string& client_id,
-                         int64_t now) {
+int64_t StudyService::LeaseMs(const v1::Study& study) const {
+  return study.spec().lease_seconds() > 0
+             ? int64_t{study.spec().lease_seconds()} * 1000
+             : options_.lease_ms;
+}
+
+void StudyService::Grant(const v1::Study& study, v1::Trial& trial,
+                         const std::string& client_id, int64_t now) const {
   trial.set_state(v1::Trial::ACTIVE);
   trial.set_client_id(client_id);
   trial.set_lease_epoch(trial.lease_epoch() + 1);
-  trial.set_lease_expire_time_ms(now + options_.lease_ms);
+  trial.set_lease_expire_time_ms(now + LeaseMs(study));
   if (trial.start_time_ms() == 0) trial.set_start_time_ms(now);
+}
+
+v1::Trial StudyService::Release(const v1::Study& study, v1::Trial trial,
+                                const std::string& reason) const {
+  const int max_retries = study.spec().has_max_retries()
+                              ? study.spec().max_retries()
+                              : options_.max_retries;
+  trial.set_retry_count(trial.retry_count() + 1);
+  trial.set_lease_expire_time_ms(0);
+  if (trial.retry_count() > max_retries) {
+    trial.set_state(v1::Trial::FAILED);
+    trial.set_failure_reason(absl::StrFormat(
+        "%s; the worker was lost %d times (max_retries %d)", reason,
+        trial.retry_count(), max_retries));
+    trial.set_end_time_ms(Now());
+  } else {
+    // Queued for the next worker, which resumes from the checkpoint.
+    trial.set_state(v1::Trial::REQUESTED);
+    trial.set_failure_reason(reason);
+  }
+  return trial;
+}
+
+absl::Status StudyService::ExpireLeasesLocked(const v1::Study& study,
+                                              int64_t now) {
+  storage::TrialQuery running;
+  running.states = {v1::Trial::ACTIVE, v1::Trial::STOPPING};
+  absl::StatusOr<std::vector<v1::Trial>> trials =
+      store_->ListTrials(study.name(), running);
+  if (!trials.ok()) return trials.status();
+  for (v1::Trial& t : *trials) {
+    if (t.lease_expire_time_ms() > now) continue;
+    if (absl::Status s =
+            store_->UpdateTrial(Release(study, std::move(t), "lease expired"));
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StudyService::ExpireLeases() {
+  absl::StatusOr<std::vector<v1::Study>> studies = store_->ListStudies();
+  if (!studies.ok()) return studies.status();
+  for (const v1::Study& listed : *studies) {
+    absl::MutexLock lock(&locks_.For(listed.name()));
+    absl::StatusOr<v1::Study> study = store_->GetStudy(listed.name());
+    if (absl::IsNotFound(study.status())) continue;  // deleted meanwhile
+    if (!study.ok()) return study.status();
+    if (absl::Status s = ExpireLeasesLocked(*study, Now()); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StudyService::ExtendLeasesOnStart() {
+  absl::StatusOr<std::vector<v1::Study>> studies = store_->ListStudies();
+  if (!studies.ok()) return studies.status();
+  for (const v1::Study& study : *studies) {
+    absl::MutexLock lock(&locks_.For(study.name()));
+    storage::TrialQuery running;
+    running.states = {v1::Trial::ACTIVE, v1::Trial::STOPPING};
+    absl::StatusOr<std::vector<v1::Trial>> trials =
+        store_->ListTrials(study.name(), running);
+    if (!trials.ok()) return trials.status();
+    const int64_t expiry = Now() + LeaseMs(study);
+    for (v1::Trial& t : *trials) {
+      t.set_lease_expire_time_ms(std::max(t.lease_expire_time_ms(), expiry));
+      if (absl::Status s = store_->UpdateTrial(t); !s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<v1::Trial>> StudyService::ProposeTrials(
@@ -244,6 +324,8 @@ absl::StatusOr<v1::SuggestTrialsResponse> StudyService::SuggestTrials(
   }
   response.set_study_state(study->state());
   if (study->state() != v1::Study::ACTIVE) return response;
+  const int64_t now = Now();
+  if (absl::Status s = ExpireLeasesLocked(*study, now); !s.ok()) return s;
 
   auto counts = store_->CountTrials(name);
   if (!counts.ok()) return counts.status();
@@ -262,7 +344,6 @@ absl::StatusOr<v1::SuggestTrialsResponse> StudyService::SuggestTrials(
   }
   if (wanted <= 0) return response;
 
-  const int64_t now = Now();
   // Queued trials (enqueued by hand) go first.
   if (queued > 0) {
     storage::TrialQuery queued_query;
@@ -272,7 +353,7 @@ absl::StatusOr<v1::SuggestTrialsResponse> StudyService::SuggestTrials(
         store_->ListTrials(name, queued_query);
     if (!waiting.ok()) return waiting.status();
     for (v1::Trial& t : *waiting) {
-      Grant(t, request.client_id(), now);
+      Grant(*study, t, request.client_id(), now);
       if (absl::Status s = store_->UpdateTrial(t); !s.ok()) return s;
       *response.add_trials() = std::move(t);
     }
@@ -291,7 +372,7 @@ absl::StatusOr<v1::SuggestTrialsResponse> StudyService::SuggestTrials(
     if (!proposed.ok()) return proposed.status();
     for (v1::Trial& t : *proposed) {
       t.set_create_time_ms(now);
-      Grant(t, request.client_id(), now);
+      Grant(*study, t, request.client_id(), now);
     }
     absl::StatusOr<std::vector<v1::Trial>> stored =
         store_->CreateTrials(name, *std::move(proposed));
@@ -299,8 +380,11 @@ absl::StatusOr<v1::SuggestTrialsResponse> StudyService::SuggestTrials(
     for (v1::Trial& t : *stored) *response.add_trials() = std::move(t);
   }
 
-  // Budget spent and nothing queued: the study is done.
-  if (response.trials().empty() && budget_left <= 0 && queued == 0) {
+  // Budget spent and every trial finished: the study is done. While trials
+  // still run, a lost worker's trial may come back to REQUESTED, so idle
+  // workers wait instead of leaving.
+  if (response.trials().empty() && budget_left <= 0 && queued == 0 &&
+      running == 0) {
     study->set_state(v1::Study::COMPLETED);
     if (absl::Status s = store_->UpdateStudy(*study); !s.ok()) return s;
     response.set_study_state(v1::Study::COMPLETED);
@@ -461,8 +545,10 @@ absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
           m.step(), latest, TrialRef(*trial)));
     }
   }
+  absl::StatusOr<v1::Study> study = store_->GetStudy(request.study_name());
+  if (!study.ok()) return study.status();
   *trial->add_measurements() = m;
-  trial->set_lease_expire_time_ms(Now() + options_.lease_ms);
+  trial->set_lease_expire_time_ms(Now() + LeaseMs(*study));
   if (absl::Status s = store_->UpdateTrial(*trial); !s.ok()) return s;
   return trial;
 }
@@ -481,12 +567,33 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
       !s.ok()) {
     return s;
   }
+  if (request.infeasible() && request.worker_failed()) {
+    return absl::InvalidArgumentError(
+        "worker_failed: a trial is either infeasible (its parameters) or its "
+        "worker failed, not both");
+  }
   absl::MutexLock lock(&locks_.For(request.study_name()));
   absl::StatusOr<v1::Study> study = store_->GetStudy(request.study_name());
   if (!study.ok()) return study.status();
   absl::StatusOr<v1::Trial> trial =
       store_->GetTrial(request.study_name(), request.trial_id());
   if (!trial.ok()) return trial.status();
+
+  if (request.worker_failed()) {
+    if (absl::Status s = CheckRunning(*trial, "its worker can give it up");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = CheckEpoch(*trial, request.lease_epoch()); !s.ok()) {
+      return s;
+    }
+    v1::Trial released =
+        Release(*study, *std::move(trial),
+                request.failure_reason().empty() ? "worker failed"
+                                                 : request.failure_reason());
+    if (absl::Status s = store_->UpdateTrial(released); !s.ok()) return s;
+    return released;
+  }
 
   // The outcome this request asks for, computed as if the trial were running.
   v1::Trial done = *trial;
@@ -533,6 +640,40 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
   done.set_lease_expire_time_ms(0);
   if (absl::Status s = store_->UpdateTrial(done); !s.ok()) return s;
   return done;
+}
+
+absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
+    const v1::HeartbeatRequest& request) {
+  if (absl::Status s = ValidateStudyName("study_name", request.study_name());
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateTrialId("trial_id", request.trial_id()); !s.ok()) {
+    return s;
+  }
+  absl::MutexLock lock(&locks_.For(request.study_name()));
+  absl::StatusOr<v1::Study> study = store_->GetStudy(request.study_name());
+  if (!study.ok()) return study.status();
+  absl::StatusOr<v1::Trial> trial =
+      store_->GetTrial(request.study_name(), request.trial_id());
+  if (!trial.ok()) return trial.status();
+  if (absl::Status s = CheckRunning(*trial, "its lease can be renewed");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckEpoch(*trial, request.lease_epoch()); !s.ok()) {
+    return s;
+  }
+  trial->set_lease_expire_time_ms(Now() + LeaseMs(*study));
+  if (!request.checkpoint_uri().empty()) {
+    trial->set_checkpoint_uri(request.checkpoint_uri());
+  }
+  if (!request.log_path().empty()) trial->set_log_path(request.log_path());
+  if (absl::Status s = store_->UpdateTrial(*trial); !s.ok()) return s;
+  v1::HeartbeatResponse response;
+  response.set_should_stop(trial->state() == v1::Trial::STOPPING);
+  response.set_lease_expire_time_ms(trial->lease_expire_time_ms());
+  return response;
 }
 
 absl::StatusOr<v1::ListOptimalTrialsResponse> StudyService::ListOptimalTrials(

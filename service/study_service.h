@@ -22,8 +22,12 @@ namespace hypertune::service {
 struct ServiceOptions {
   // The algorithm of studies that name none. Default QUASI_RANDOM.
   v1::Algorithm default_algorithm = v1::QUASI_RANDOM;
-  // How long a granted trial is held before its lease runs out. Default 60 s.
+  // How long a granted trial is held before its lease runs out, for studies
+  // that set no lease_seconds. Default 60 s.
   int64_t lease_ms = 60'000;
+  // Retries of a trial whose worker was lost, for studies that set no
+  // max_retries. Default 2.
+  int max_retries = 2;
   // The clock, in unix milliseconds. Default: the system clock.
   std::function<int64_t()> now_ms;
 };
@@ -54,13 +58,32 @@ class StudyService {
       const v1::CompleteTrialRequest& request);
   absl::StatusOr<v1::ListOptimalTrialsResponse> ListOptimalTrials(
       const v1::ListOptimalTrialsRequest& request);
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
+      const v1::HeartbeatRequest& request);
+
+  // Leases. A running trial whose lease ran out goes back to REQUESTED
+  // (keeping its measurements and checkpoint) while it has retries left, else
+  // it is FAILED. ExpireLeases does this for every study; a sweeper calls it
+  // periodically, and SuggestTrials does it for its own study first.
+  absl::Status ExpireLeases();
+  // Gives every running trial a full lease from now: server downtime never
+  // costs a worker its trial. Called once when the server starts.
+  absl::Status ExtendLeasesOnStart();
 
  private:
   int64_t Now() const;
   // The study with its trial counts filled in.
   absl::StatusOr<v1::Study> LoadStudyWithCounts(const std::string& name);
   // Grants `trial` to `client_id`: ACTIVE, a new lease epoch and expiry.
-  void Grant(v1::Trial& trial, const std::string& client_id, int64_t now);
+  void Grant(const v1::Study& study, v1::Trial& trial,
+             const std::string& client_id, int64_t now) const;
+  int64_t LeaseMs(const v1::Study& study) const;
+  // The worker holding `trial` is gone (`reason`): back to REQUESTED while
+  // retries remain, else FAILED. Returns the trial to store.
+  v1::Trial Release(const v1::Study& study, v1::Trial trial,
+                    const std::string& reason) const;
+  // Expires the run-out leases of `study`. REQUIRES: the study's lock held.
+  absl::Status ExpireLeasesLocked(const v1::Study& study, int64_t now);
   // New trials from the study's algorithm. REQUIRES: the study's lock held.
   absl::StatusOr<std::vector<v1::Trial>> ProposeTrials(const v1::Study& study,
                                                        int count,

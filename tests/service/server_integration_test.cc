@@ -265,14 +265,25 @@ TEST(ServerIntegrationTest, MalformedRequestsGetTheirCodes) {
          return stub->GetTrial(&ctx, r, &out);
        },
        grpc::StatusCode::NOT_FOUND, "999"},
-      {"heartbeat not built yet",
+      {"early stopping not built yet",
+       [&] {
+         grpc::ClientContext ctx;
+         v1::CheckEarlyStoppingRequest r;
+         v1::CheckEarlyStoppingResponse out;
+         return stub->CheckEarlyStopping(&ctx, r, &out);
+       },
+       grpc::StatusCode::UNIMPLEMENTED, "not built yet"},
+      {"heartbeat with a stale epoch",
        [&] {
          grpc::ClientContext ctx;
          v1::HeartbeatRequest r;
+         r.set_study_name("s");
+         r.set_trial_id(1);
+         r.set_lease_epoch(5);
          v1::HeartbeatResponse out;
          return stub->Heartbeat(&ctx, r, &out);
        },
-       grpc::StatusCode::UNIMPLEMENTED, "not built yet"},
+       grpc::StatusCode::FAILED_PRECONDITION, "epoch"},
   };
   for (const Case& c : cases) {
     grpc::Status s = c.call();

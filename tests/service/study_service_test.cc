@@ -57,11 +57,21 @@ class StudyServiceTest : public ::testing::Test {
     return service_.SuggestTrials(request);
   }
 
+  // The trial's current lease epoch, as its owner knows it.
+  int64_t Epoch(const std::string& study, int64_t id) {
+    v1::GetTrialRequest get;
+    get.set_study_name(study);
+    get.set_trial_id(id);
+    auto trial = service_.GetTrial(get);
+    return trial.ok() ? trial->lease_epoch() : 1;
+  }
+
   absl::StatusOr<v1::Trial> Complete(const std::string& study, int64_t id,
                                      double loss) {
     v1::CompleteTrialRequest request;
     request.set_study_name(study);
     request.set_trial_id(id);
+    request.set_lease_epoch(Epoch(study, id));
     (*request.mutable_final_measurement()->mutable_metrics())["loss"] = loss;
     return service_.CompleteTrial(request);
   }
@@ -71,6 +81,7 @@ class StudyServiceTest : public ::testing::Test {
     v1::AddMeasurementRequest request;
     request.set_study_name(study);
     request.set_trial_id(id);
+    request.set_lease_epoch(Epoch(study, id));
     request.mutable_measurement()->set_step(step);
     (*request.mutable_measurement()->mutable_metrics())["loss"] = loss;
     return service_.AddMeasurement(request);
@@ -168,6 +179,13 @@ TEST_F(StudyServiceTest, ParallelLimitAndBudgetCompleteTheStudy) {
   ASSERT_TRUE(third.ok());
   EXPECT_EQ(third->trials_size(), 1);  // budget of 3
   ASSERT_TRUE(Complete("s", 2, 0.5).ok());
+  // Budget spent but trial 3 still runs: its worker could yet be lost, so
+  // the study stays open and idle workers wait.
+  auto waiting = Suggest("s", 1, "");
+  ASSERT_TRUE(waiting.ok());
+  EXPECT_EQ(waiting->trials_size(), 0);
+  EXPECT_EQ(waiting->study_state(), v1::Study::ACTIVE);
+  ASSERT_TRUE(Complete("s", 3, 0.1).ok());
   auto done = Suggest("s", 1, "");
   ASSERT_TRUE(done.ok());
   EXPECT_EQ(done->trials_size(), 0);
@@ -177,10 +195,7 @@ TEST_F(StudyServiceTest, ParallelLimitAndBudgetCompleteTheStudy) {
   auto study = service_.GetStudy(get);
   ASSERT_TRUE(study.ok());
   EXPECT_EQ(study->state(), v1::Study::COMPLETED);
-  EXPECT_EQ(study->trial_counts().at("COMPLETED"), 2);
-  EXPECT_EQ(study->trial_counts().at("ACTIVE"), 1);
-  // The running trial may still finish after the study completed.
-  EXPECT_TRUE(Complete("s", 3, 0.1).ok());
+  EXPECT_EQ(study->trial_counts().at("COMPLETED"), 3);
 }
 
 TEST_F(StudyServiceTest, PausedStudySuggestsNothing) {
@@ -291,6 +306,7 @@ TEST_F(StudyServiceTest, CompleteUsesLastMeasurementOrMarksInfeasible) {
   v1::CompleteTrialRequest request;
   request.set_study_name("s");
   request.set_trial_id(1);
+  request.set_lease_epoch(1);
   auto t = service_.CompleteTrial(request);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->final_measurement().metrics().at("loss"), 0.7);
@@ -298,6 +314,7 @@ TEST_F(StudyServiceTest, CompleteUsesLastMeasurementOrMarksInfeasible) {
   request.set_trial_id(2);
   EXPECT_THAT(std::string(service_.CompleteTrial(request).status().message()),
               HasSubstr("objective \"loss\""));
+  request.set_lease_epoch(1);
   request.set_infeasible(true);
   request.set_infeasible_reason("out of memory");
   auto bad = service_.CompleteTrial(request);
@@ -317,8 +334,132 @@ TEST_F(StudyServiceTest, StaleEpochIsRefused) {
   (*request.mutable_measurement()->mutable_metrics())["loss"] = 1;
   EXPECT_EQ(service_.AddMeasurement(request).status().code(),
             absl::StatusCode::kFailedPrecondition);
+  request.set_lease_epoch(0);
+  EXPECT_EQ(service_.AddMeasurement(request).status().code(),
+            absl::StatusCode::kInvalidArgument);
   request.set_lease_epoch(1);
   EXPECT_TRUE(service_.AddMeasurement(request).ok());
+}
+
+class LeaseTest : public StudyServiceTest {
+ protected:
+  // A study with 10-s leases and one retry.
+  void SetUp() override {
+    v1::Study study = Create("s", 0, 0);
+    study.mutable_spec()->set_lease_seconds(10);
+    study.mutable_spec()->set_max_retries(1);
+    v1::DeleteStudyRequest del;
+    del.set_name("s");
+    ASSERT_TRUE(service_.DeleteStudy(del).ok());
+    v1::CreateStudyRequest create;
+    *create.mutable_study() = study;
+    ASSERT_TRUE(service_.CreateStudy(create).ok());
+  }
+
+  v1::Trial Get(int64_t id) {
+    v1::GetTrialRequest get;
+    get.set_study_name("s");
+    get.set_trial_id(id);
+    auto trial = service_.GetTrial(get);
+    EXPECT_TRUE(trial.ok()) << trial.status();
+    return *trial;
+  }
+
+  absl::StatusOr<v1::HeartbeatResponse> Beat(int64_t id, int64_t epoch,
+                                             const std::string& checkpoint) {
+    v1::HeartbeatRequest beat;
+    beat.set_study_name("s");
+    beat.set_trial_id(id);
+    beat.set_lease_epoch(epoch);
+    beat.set_checkpoint_uri(checkpoint);
+    return service_.Heartbeat(beat);
+  }
+};
+
+TEST_F(LeaseTest, ExpiredTrialIsRequeuedWithItsCheckpointThenFails) {
+  ASSERT_TRUE(Suggest("s", 1, "w1").ok());
+  ASSERT_TRUE(Beat(1, 1, "file:///ckpt/1").ok());
+  ASSERT_TRUE(Report("s", 1, 1, 0.9).ok());
+  now_ms_ += 10'001;
+  ASSERT_TRUE(service_.ExpireLeases().ok());
+  v1::Trial requeued = Get(1);
+  EXPECT_EQ(requeued.state(), v1::Trial::REQUESTED);
+  EXPECT_EQ(requeued.retry_count(), 1);
+  EXPECT_EQ(requeued.checkpoint_uri(), "file:///ckpt/1");
+  EXPECT_EQ(requeued.measurements_size(), 1);
+
+  // The lost worker is fenced off; the next one resumes the same trial.
+  EXPECT_EQ(Beat(1, 1, "").status().code(), absl::StatusCode::kFailedPrecondition);
+  auto next = Suggest("s", 1, "w2");
+  ASSERT_TRUE(next.ok());
+  ASSERT_EQ(next->trials_size(), 1);
+  EXPECT_EQ(next->trials(0).id(), 1);
+  EXPECT_EQ(next->trials(0).lease_epoch(), 2);
+  EXPECT_EQ(next->trials(0).checkpoint_uri(), "file:///ckpt/1");
+  v1::CompleteTrialRequest zombie;
+  zombie.set_study_name("s");
+  zombie.set_trial_id(1);
+  zombie.set_lease_epoch(1);
+  (*zombie.mutable_final_measurement()->mutable_metrics())["loss"] = 0.1;
+  EXPECT_EQ(service_.CompleteTrial(zombie).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Get(1).state(), v1::Trial::ACTIVE);
+
+  // Lost again: past max_retries it fails, out of the model.
+  now_ms_ += 10'001;
+  auto after = Suggest("s", 1, "w3");
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->trials_size(), 1);
+  EXPECT_EQ(after->trials(0).id(), 2);
+  v1::Trial failed = Get(1);
+  EXPECT_EQ(failed.state(), v1::Trial::FAILED);
+  EXPECT_THAT(failed.failure_reason(), HasSubstr("lease expired"));
+  EXPECT_THAT(failed.failure_reason(), HasSubstr("2 times"));
+}
+
+TEST_F(LeaseTest, ReportsAndHeartbeatsRenewTheLease) {
+  ASSERT_TRUE(Suggest("s", 1, "w").ok());
+  now_ms_ += 8'000;
+  auto beat = Beat(1, 1, "");
+  ASSERT_TRUE(beat.ok());
+  EXPECT_EQ(beat->lease_expire_time_ms(), now_ms_ + 10'000);
+  EXPECT_FALSE(beat->should_stop());
+  now_ms_ += 8'000;
+  ASSERT_TRUE(Report("s", 1, 1, 0.5).ok());
+  now_ms_ += 8'000;
+  ASSERT_TRUE(service_.ExpireLeases().ok());
+  EXPECT_EQ(Get(1).state(), v1::Trial::ACTIVE);
+  now_ms_ += 3'000;
+  ASSERT_TRUE(service_.ExpireLeases().ok());
+  EXPECT_EQ(Get(1).state(), v1::Trial::REQUESTED);
+}
+
+TEST_F(LeaseTest, RestartExtendsEveryRunningLease) {
+  ASSERT_TRUE(Suggest("s", 2, "w").ok());
+  now_ms_ += 60'000;  // the server was down for a minute
+  ASSERT_TRUE(service_.ExtendLeasesOnStart().ok());
+  ASSERT_TRUE(service_.ExpireLeases().ok());
+  EXPECT_EQ(Get(1).state(), v1::Trial::ACTIVE);
+  EXPECT_EQ(Get(2).lease_expire_time_ms(), now_ms_ + 10'000);
+  EXPECT_EQ(Get(2).lease_epoch(), 1);
+}
+
+TEST_F(LeaseTest, PreemptedWorkerGivesTheTrialBack) {
+  ASSERT_TRUE(Suggest("s", 1, "w").ok());
+  v1::CompleteTrialRequest gone;
+  gone.set_study_name("s");
+  gone.set_trial_id(1);
+  gone.set_lease_epoch(1);
+  gone.set_worker_failed(true);
+  gone.set_failure_reason("preempted (SIGTERM from the spot scheduler)");
+  auto released = service_.CompleteTrial(gone);
+  ASSERT_TRUE(released.ok()) << released.status();
+  EXPECT_EQ(released->state(), v1::Trial::REQUESTED);
+  EXPECT_EQ(released->failure_reason(),
+            "preempted (SIGTERM from the spot scheduler)");
+  gone.set_infeasible(true);
+  EXPECT_EQ(service_.CompleteTrial(gone).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(StudyServiceTest, ListTrialsPagesAndFilters) {
