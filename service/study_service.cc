@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <limits>
 
 #include "absl/strings/numbers.h"
@@ -150,7 +151,7 @@ absl::StatusOr<v1::DeleteStudyResponse> StudyService::DeleteStudy(
   if (absl::Status s = ValidateStudyName("name", request.name()); !s.ok()) {
     return s;
   }
-  absl::MutexLock lock(&locks_.For(request.name()));
+  absl::MutexLock lock(&runtimes_.For(request.name()).mu);
   if (absl::Status s = store_->DeleteStudy(request.name()); !s.ok()) return s;
   return v1::DeleteStudyResponse();
 }
@@ -167,7 +168,7 @@ absl::StatusOr<v1::Study> StudyService::SetStudyState(
         "state: must be ACTIVE, PAUSED or COMPLETED");
   }
   {
-    absl::MutexLock lock(&locks_.For(request.name()));
+    absl::MutexLock lock(&runtimes_.For(request.name()).mu);
     absl::StatusOr<v1::Study> study = store_->GetStudy(request.name());
     if (!study.ok()) return study.status();
     study->set_state(request.state());
@@ -234,7 +235,7 @@ absl::Status StudyService::ExpireLeases() {
   absl::StatusOr<std::vector<v1::Study>> studies = store_->ListStudies();
   if (!studies.ok()) return studies.status();
   for (const v1::Study& listed : *studies) {
-    absl::MutexLock lock(&locks_.For(listed.name()));
+    absl::MutexLock lock(&runtimes_.For(listed.name()).mu);
     absl::StatusOr<v1::Study> study = store_->GetStudy(listed.name());
     if (absl::IsNotFound(study.status())) continue;  // deleted meanwhile
     if (!study.ok()) return study.status();
@@ -247,7 +248,7 @@ absl::Status StudyService::ExtendLeasesOnStart() {
   absl::StatusOr<std::vector<v1::Study>> studies = store_->ListStudies();
   if (!studies.ok()) return studies.status();
   for (const v1::Study& study : *studies) {
-    absl::MutexLock lock(&locks_.For(study.name()));
+    absl::MutexLock lock(&runtimes_.For(study.name()).mu);
     storage::TrialQuery running;
     running.states = {v1::Trial::ACTIVE, v1::Trial::STOPPING};
     absl::StatusOr<std::vector<v1::Trial>> trials =
@@ -262,34 +263,6 @@ absl::Status StudyService::ExtendLeasesOnStart() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<v1::Trial>> StudyService::ProposeTrials(
-    const v1::Study& study, int count, int64_t trials_created) {
-  absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
-  if (!space.ok()) return space.status();
-  absl::StatusOr<optimizer::Algorithm> algorithm =
-      ToOptimizerAlgorithm(study.spec().algorithm());
-  if (!algorithm.ok()) return algorithm.status();
-  absl::StatusOr<std::vector<v1::Trial>> trials =
-      store_->ListTrials(study.name(), {});
-  if (!trials.ok()) return trials.status();
-
-  optimizer::SuggestRequest request;
-  request.space = &*space;
-  request.history = ToHistory(study.spec(), *space, *trials);
-  request.trials_created = trials_created;
-  request.count = count;
-  request.seed = study.spec().seed();
-  absl::StatusOr<std::vector<optimizer::Assignment>> points =
-      optimizer::MakeSuggester(*algorithm)->Suggest(request);
-  if (!points.ok()) return points.status();
-
-  std::vector<v1::Trial> proposed(points->size());
-  for (size_t i = 0; i < points->size(); ++i) {
-    *proposed[i].mutable_parameters() = ToParameterValues(*space, (*points)[i]);
-  }
-  return proposed;
-}
-
 absl::StatusOr<v1::SuggestTrialsResponse> StudyService::SuggestTrials(
     const v1::SuggestTrialsRequest& request) {
   if (absl::Status s = ValidateStudyName("study_name", request.study_name());
@@ -301,95 +274,208 @@ absl::StatusOr<v1::SuggestTrialsResponse> StudyService::SuggestTrials(
         "count: must be between 1 and ", kMaxSuggestCount, ", got ",
         request.count()));
   }
-  const std::string& name = request.study_name();
-  absl::MutexLock lock(&locks_.For(name));
-  absl::StatusOr<v1::Study> study = store_->GetStudy(name);
-  if (!study.ok()) return study.status();
-  v1::SuggestTrialsResponse response;
+  StudyRuntime& runtime = runtimes_.For(request.study_name());
+  return runtime.suggestions.Submit(
+      request, [&](const std::vector<SuggestQueue::Ticket*>& batch) {
+        ServeSuggestions(runtime, request.study_name(), batch);
+      });
+}
 
-  // A worker asking again gets back what it already holds (as in Vizier).
-  if (!request.client_id().empty()) {
-    storage::TrialQuery held_query;
-    held_query.states = {v1::Trial::ACTIVE, v1::Trial::STOPPING};
-    held_query.client_id = request.client_id();
-    held_query.limit = request.count();
-    absl::StatusOr<std::vector<v1::Trial>> held =
-        store_->ListTrials(name, held_query);
-    if (!held.ok()) return held.status();
-    if (!held->empty()) {
-      for (v1::Trial& t : *held) *response.add_trials() = std::move(t);
-      response.set_study_state(study->state());
-      return response;
-    }
-  }
-  response.set_study_state(study->state());
-  if (study->state() != v1::Study::ACTIVE) return response;
-  const int64_t now = Now();
-  if (absl::Status s = ExpireLeasesLocked(*study, now); !s.ok()) return s;
-
-  auto counts = store_->CountTrials(name);
-  if (!counts.ok()) return counts.status();
-  auto count_of = [&](v1::Trial::State s) {
-    auto it = counts->find(s);
-    return it == counts->end() ? int64_t{0} : it->second;
+// A batch of suggestion requests is served in three steps, so that the model
+// fit (the slow part) runs without the study's lock and reports keep flowing:
+//   1. under the lock: hand back held and queued trials, share out how many
+//      new trials each request gets, snapshot the history;
+//   2. without it: one fit proposes all the new points, pending-aware;
+//   3. under the lock: store them as ACTIVE trials of their requesters.
+void StudyService::ServeSuggestions(
+    StudyRuntime& runtime, const std::string& name,
+    const std::vector<SuggestQueue::Ticket*>& batch) {
+  struct Plan {
+    v1::SuggestTrialsResponse response;
+    int fresh = 0;  // New trials to propose for this request.
   };
+  std::vector<Plan> plans(batch.size());
+  auto fail_all = [&](const absl::Status& status) {
+    for (SuggestQueue::Ticket* t : batch) t->result = status;
+  };
+
+  v1::Study study;
+  std::vector<v1::Trial> snapshot;
   int64_t created = 0;
-  for (const auto& [state, n] : *counts) created += n;
-  int64_t running = count_of(v1::Trial::ACTIVE) + count_of(v1::Trial::STOPPING);
-  int64_t queued = count_of(v1::Trial::REQUESTED);
-
-  int64_t wanted = request.count();
-  if (study->spec().max_parallel_trials() > 0) {
-    wanted = std::min(wanted, study->spec().max_parallel_trials() - running);
-  }
-  if (wanted <= 0) return response;
-
-  // Queued trials (enqueued by hand) go first.
-  if (queued > 0) {
-    storage::TrialQuery queued_query;
-    queued_query.states = {v1::Trial::REQUESTED};
-    queued_query.limit = static_cast<int>(wanted);
-    absl::StatusOr<std::vector<v1::Trial>> waiting =
-        store_->ListTrials(name, queued_query);
-    if (!waiting.ok()) return waiting.status();
-    for (v1::Trial& t : *waiting) {
-      Grant(*study, t, request.client_id(), now);
-      if (absl::Status s = store_->UpdateTrial(t); !s.ok()) return s;
-      *response.add_trials() = std::move(t);
+  int total_fresh = 0;
+  {
+    absl::MutexLock lock(&runtime.mu);
+    absl::StatusOr<v1::Study> loaded = store_->GetStudy(name);
+    if (!loaded.ok()) return fail_all(loaded.status());
+    study = *std::move(loaded);
+    const int64_t now = Now();
+    if (study.state() == v1::Study::ACTIVE) {
+      if (absl::Status s = ExpireLeasesLocked(study, now); !s.ok()) {
+        return fail_all(s);
+      }
     }
-    wanted -= static_cast<int64_t>(waiting->size());
-    queued -= static_cast<int64_t>(waiting->size());
+    auto counts = store_->CountTrials(name);
+    if (!counts.ok()) return fail_all(counts.status());
+    auto count_of = [&](v1::Trial::State s) {
+      auto it = counts->find(s);
+      return it == counts->end() ? int64_t{0} : it->second;
+    };
+    for (const auto& [state, n] : *counts) created += n;
+    const int64_t running =
+        count_of(v1::Trial::ACTIVE) + count_of(v1::Trial::STOPPING);
+    int64_t room = study.spec().max_parallel_trials() > 0
+                       ? study.spec().max_parallel_trials() - running
+                       : std::numeric_limits<int64_t>::max();
+    int64_t budget_left = study.spec().max_trials() > 0
+                              ? study.spec().max_trials() - created
+                              : std::numeric_limits<int64_t>::max();
+    std::deque<v1::Trial> queued;
+    if (count_of(v1::Trial::REQUESTED) > 0) {
+      storage::TrialQuery query;
+      query.states = {v1::Trial::REQUESTED};
+      absl::StatusOr<std::vector<v1::Trial>> waiting =
+          store_->ListTrials(name, query);
+      if (!waiting.ok()) return fail_all(waiting.status());
+      queued.assign(waiting->begin(), waiting->end());
+    }
+
+    bool granted_any = false;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const v1::SuggestTrialsRequest& request = *batch[i]->request;
+      v1::SuggestTrialsResponse& response = plans[i].response;
+      response.set_study_state(study.state());
+      // A worker asking again gets back what it already holds (as Vizier).
+      if (!request.client_id().empty()) {
+        storage::TrialQuery held_query;
+        held_query.states = {v1::Trial::ACTIVE, v1::Trial::STOPPING};
+        held_query.client_id = request.client_id();
+        held_query.limit = request.count();
+        absl::StatusOr<std::vector<v1::Trial>> held =
+            store_->ListTrials(name, held_query);
+        if (!held.ok()) return fail_all(held.status());
+        if (!held->empty()) {
+          for (v1::Trial& t : *held) *response.add_trials() = std::move(t);
+          continue;
+        }
+      }
+      if (study.state() != v1::Study::ACTIVE) continue;
+      int64_t wanted = std::min<int64_t>(request.count(), room);
+      // Queued trials (enqueued by hand, or back from a lost worker) first.
+      while (wanted > 0 && !queued.empty()) {
+        v1::Trial t = std::move(queued.front());
+        queued.pop_front();
+        Grant(study, t, request.client_id(), now);
+        if (absl::Status s = store_->UpdateTrial(t); !s.ok()) {
+          return fail_all(s);
+        }
+        *response.add_trials() = std::move(t);
+        --wanted;
+        --room;
+        granted_any = true;
+      }
+      const int64_t fresh = std::min(wanted, budget_left);
+      if (fresh > 0) {
+        plans[i].fresh = static_cast<int>(fresh);
+        total_fresh += static_cast<int>(fresh);
+        room -= fresh;
+        budget_left -= fresh;
+      }
+    }
+
+    if (total_fresh > 0) {
+      absl::StatusOr<std::vector<v1::Trial>> trials =
+          store_->ListTrials(name, {});
+      if (!trials.ok()) return fail_all(trials.status());
+      snapshot = *std::move(trials);
+    } else if (study.state() == v1::Study::ACTIVE && !granted_any &&
+               budget_left <= 0 && queued.empty() && running == 0) {
+      // Budget spent and every trial finished: the study is done. While
+      // trials still run, a lost worker's trial may come back to REQUESTED,
+      // so idle workers wait instead of leaving.
+      study.set_state(v1::Study::COMPLETED);
+      if (absl::Status s = store_->UpdateStudy(study); !s.ok()) {
+        return fail_all(s);
+      }
+      for (Plan& plan : plans) {
+        if (plan.response.trials().empty()) {
+          plan.response.set_study_state(v1::Study::COMPLETED);
+        }
+      }
+    }
   }
 
-  int64_t budget_left = std::numeric_limits<int64_t>::max();
-  if (study->spec().max_trials() > 0) {
-    budget_left = study->spec().max_trials() - created;
-  }
-  int64_t fresh = std::min(wanted, budget_left);
-  if (fresh > 0) {
+  absl::Status proposal_error;
+  if (total_fresh > 0) {
     absl::StatusOr<std::vector<v1::Trial>> proposed =
-        ProposeTrials(*study, static_cast<int>(fresh), created);
-    if (!proposed.ok()) return proposed.status();
-    for (v1::Trial& t : *proposed) {
-      t.set_create_time_ms(now);
-      Grant(*study, t, request.client_id(), now);
+        ProposeTrials(runtime, study, snapshot, total_fresh, created);
+    if (proposed.ok()) {
+      absl::MutexLock lock(&runtime.mu);
+      const int64_t now = Now();
+      size_t next = 0;
+      for (size_t i = 0; i < batch.size(); ++i) {
+        for (int k = 0; k < plans[i].fresh; ++k) {
+          v1::Trial& t = (*proposed)[next++];
+          t.set_create_time_ms(now);
+          Grant(study, t, batch[i]->request->client_id(), now);
+        }
+      }
+      // One transaction for the whole batch; ids follow request order.
+      absl::StatusOr<std::vector<v1::Trial>> stored =
+          store_->CreateTrials(name, *std::move(proposed));
+      if (stored.ok()) {
+        next = 0;
+        for (size_t i = 0; i < batch.size(); ++i) {
+          for (int k = 0; k < plans[i].fresh; ++k) {
+            *plans[i].response.add_trials() = std::move((*stored)[next++]);
+          }
+        }
+      } else {
+        proposal_error = stored.status();
+      }
+    } else {
+      proposal_error = proposed.status();
     }
-    absl::StatusOr<std::vector<v1::Trial>> stored =
-        store_->CreateTrials(name, *std::move(proposed));
-    if (!stored.ok()) return stored.status();
-    for (v1::Trial& t : *stored) *response.add_trials() = std::move(t);
   }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    // A request that got nothing because the proposal failed sees why; the
+    // others keep what they were granted.
+    if (!proposal_error.ok() && plans[i].fresh > 0 &&
+        plans[i].response.trials().empty()) {
+      batch[i]->result = proposal_error;
+    } else {
+      batch[i]->result = std::move(plans[i].response);
+    }
+  }
+}
 
-  // Budget spent and every trial finished: the study is done. While trials
-  // still run, a lost worker's trial may come back to REQUESTED, so idle
-  // workers wait instead of leaving.
-  if (response.trials().empty() && budget_left <= 0 && queued == 0 &&
-      running == 0) {
-    study->set_state(v1::Study::COMPLETED);
-    if (absl::Status s = store_->UpdateStudy(*study); !s.ok()) return s;
-    response.set_study_state(v1::Study::COMPLETED);
+absl::StatusOr<std::vector<v1::Trial>> StudyService::ProposeTrials(
+    StudyRuntime& runtime, const v1::Study& study,
+    const std::vector<v1::Trial>& snapshot, int count, int64_t trials_created) {
+  absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
+  if (!space.ok()) return space.status();
+  if (runtime.suggester == nullptr ||
+      runtime.suggester_study_created_ms != study.create_time_ms()) {
+    absl::StatusOr<optimizer::Algorithm> algorithm =
+        ToOptimizerAlgorithm(study.spec().algorithm());
+    if (!algorithm.ok()) return algorithm.status();
+    runtime.suggester = optimizer::MakeSuggester(*algorithm);
+    runtime.suggester_study_created_ms = study.create_time_ms();
   }
-  return response;
+  optimizer::SuggestRequest request;
+  request.space = &*space;
+  request.history = ToHistory(study.spec(), *space, snapshot);
+  request.trials_created = trials_created;
+  request.count = count;
+  request.seed = study.spec().seed();
+  absl::StatusOr<std::vector<optimizer::Assignment>> points =
+      runtime.suggester->Suggest(request);
+  if (!points.ok()) return points.status();
+
+  std::vector<v1::Trial> proposed(points->size());
+  for (size_t i = 0; i < points->size(); ++i) {
+    *proposed[i].mutable_parameters() = ToParameterValues(*space, (*points)[i]);
+  }
+  return proposed;
 }
 
 absl::StatusOr<v1::Trial> StudyService::CreateTrial(
@@ -414,7 +500,7 @@ absl::StatusOr<v1::Trial> StudyService::CreateTrial(
           "result)");
   }
   const std::string& name = request.study_name();
-  absl::MutexLock lock(&locks_.For(name));
+  absl::MutexLock lock(&runtimes_.For(name).mu);
   absl::StatusOr<v1::Study> study = store_->GetStudy(name);
   if (!study.ok()) return study.status();
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study->spec());
@@ -515,7 +601,7 @@ absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
   if (absl::Status s = ValidateMeasurement("measurement", m, true); !s.ok()) {
     return s;
   }
-  absl::MutexLock lock(&locks_.For(request.study_name()));
+  absl::MutexLock lock(&runtimes_.For(request.study_name()).mu);
   absl::StatusOr<v1::Trial> trial =
       store_->GetTrial(request.study_name(), request.trial_id());
   if (!trial.ok()) return trial.status();
@@ -572,7 +658,7 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
         "worker_failed: a trial is either infeasible (its parameters) or its "
         "worker failed, not both");
   }
-  absl::MutexLock lock(&locks_.For(request.study_name()));
+  absl::MutexLock lock(&runtimes_.For(request.study_name()).mu);
   absl::StatusOr<v1::Study> study = store_->GetStudy(request.study_name());
   if (!study.ok()) return study.status();
   absl::StatusOr<v1::Trial> trial =
@@ -651,7 +737,7 @@ absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
   if (absl::Status s = ValidateTrialId("trial_id", request.trial_id()); !s.ok()) {
     return s;
   }
-  absl::MutexLock lock(&locks_.For(request.study_name()));
+  absl::MutexLock lock(&runtimes_.For(request.study_name()).mu);
   absl::StatusOr<v1::Study> study = store_->GetStudy(request.study_name());
   if (!study.ok()) return study.status();
   absl::StatusOr<v1::Trial> trial =

@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "hypertune/v1/hypertune.pb.h"
-#include "service/study_locks.h"
+#include "service/study_runtime.h"
 #include "storage/study_store.h"
 
 namespace hypertune::service {
@@ -84,14 +84,22 @@ class StudyService {
                     const std::string& reason) const;
   // Expires the run-out leases of `study`. REQUIRES: the study's lock held.
   absl::Status ExpireLeasesLocked(const v1::Study& study, int64_t now);
-  // New trials from the study's algorithm. REQUIRES: the study's lock held.
-  absl::StatusOr<std::vector<v1::Trial>> ProposeTrials(const v1::Study& study,
-                                                       int count,
-                                                       int64_t trials_created);
+  // Serves a batch of coalesced SuggestTrials requests on study `name`,
+  // setting each ticket's result. REQUIRES: the caller leads `runtime`'s
+  // suggestion queue.
+  void ServeSuggestions(StudyRuntime& runtime, const std::string& name,
+                        const std::vector<SuggestQueue::Ticket*>& batch);
+  // `count` new trials (parameters only) from the study's algorithm, given
+  // the history in `snapshot`. REQUIRES: as ServeSuggestions; not the
+  // study's lock (a fit may take a while).
+  absl::StatusOr<std::vector<v1::Trial>> ProposeTrials(
+      StudyRuntime& runtime, const v1::Study& study,
+      const std::vector<v1::Trial>& snapshot, int count,
+      int64_t trials_created);
 
   storage::StudyStore* const store_;
   const ServiceOptions options_;
-  StudyLocks locks_;
+  StudyRuntimes runtimes_;
 };
 
 }  // namespace hypertune::service

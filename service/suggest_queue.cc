@@ -1,0 +1,32 @@
+#include "service/suggest_queue.h"
+
+#include <utility>
+
+namespace hypertune::service {
+
+absl::StatusOr<v1::SuggestTrialsResponse> SuggestQueue::Submit(
+    const v1::SuggestTrialsRequest& request, ServeFn serve) {
+  Ticket ticket{&request, absl::UnknownError("not served")};
+  absl::MutexLock lock(&mu_);
+  queued_.push_back(&ticket);
+  while (!ticket.done) {
+    if (serving_) {
+      served_.Wait(&mu_);
+      continue;
+    }
+    // Lead: serve everything queued so far (this ticket included, unless a
+    // previous leader already did).
+    serving_ = true;
+    std::vector<Ticket*> batch;
+    batch.swap(queued_);
+    mu_.Unlock();
+    serve(batch);
+    mu_.Lock();
+    for (Ticket* t : batch) t->done = true;
+    serving_ = false;
+    served_.SignalAll();
+  }
+  return std::move(ticket.result);
+}
+
+}  // namespace hypertune::service
