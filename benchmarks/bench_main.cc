@@ -34,8 +34,7 @@ namespace {
 
 using optimizer::Algorithm;
 
-// Until GP_BANDIT exists, the best algorithm the optimizer has.
-constexpr Algorithm kDefaultAlgorithm = Algorithm::kQuasiRandom;
+constexpr Algorithm kDefaultAlgorithm = Algorithm::kGpBandit;
 
 constexpr int kUsageError = 2;
 
@@ -45,7 +44,7 @@ constexpr char kUsage[] =
     "[--seeds N]\n"
     "                         [--parallel P] [--algorithm A]\n"
     "  hypertune-bench latency [--dim D] [--history N] [--algorithm A]\n"
-    "algorithms: RANDOM, QUASI_RANDOM (default QUASI_RANDOM)\n";
+    "algorithms: GP_BANDIT (default), TPE, RANDOM, QUASI_RANDOM\n";
 
 // `--name value` or `--name=value` flags, checked against the names a
 // subcommand knows.

@@ -17,7 +17,7 @@
 namespace hypertune::bench {
 
 struct RegretOptions {
-  optimizer::Algorithm algorithm = optimizer::Algorithm::kQuasiRandom;
+  optimizer::Algorithm algorithm = optimizer::Algorithm::kGpBandit;
   // Trials per run (default 100).
   int trials = 100;
   // Simulated workers (default 1): each suggestion is made while

@@ -9,7 +9,7 @@
 namespace hypertune::optimizer {
 
 absl::StatusOr<std::vector<Assignment>> QuasiRandomSuggester::Suggest(
-    const SuggestRequest& request) const {
+    const SuggestRequest& request) {
   if (absl::Status s = ValidateRequest(request); !s.ok()) return s;
   const SearchSpace& space = *request.space;
   if (space.dim() > SobolSequence::kMaxDimension) {

@@ -18,7 +18,7 @@ class QuasiRandomSuggester final : public Suggester {
   // INVALID_ARGUMENT also when the space has more than
   // SobolSequence::kMaxDimension parameters.
   absl::StatusOr<std::vector<Assignment>> Suggest(
-      const SuggestRequest& request) const override;
+      const SuggestRequest& request) override;
 };
 
 }  // namespace hypertune::optimizer

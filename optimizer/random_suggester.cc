@@ -9,7 +9,7 @@
 namespace hypertune::optimizer {
 
 absl::StatusOr<std::vector<Assignment>> RandomSuggester::Suggest(
-    const SuggestRequest& request) const {
+    const SuggestRequest& request) {
   if (absl::Status s = ValidateRequest(request); !s.ok()) return s;
   const SearchSpace& space = *request.space;
   std::mt19937_64 rng(

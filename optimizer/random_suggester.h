@@ -16,7 +16,7 @@ namespace hypertune::optimizer {
 class RandomSuggester final : public Suggester {
  public:
   absl::StatusOr<std::vector<Assignment>> Suggest(
-      const SuggestRequest& request) const override;
+      const SuggestRequest& request) override;
 };
 
 }  // namespace hypertune::optimizer

@@ -6,14 +6,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "optimizer/gp_bandit_suggester.h"
 #include "optimizer/quasi_random_suggester.h"
 #include "optimizer/random_suggester.h"
+#include "optimizer/tpe_suggester.h"
 
 namespace hypertune::optimizer {
 namespace {
 
 constexpr Algorithm kAlgorithms[] = {Algorithm::kRandom,
-                                     Algorithm::kQuasiRandom};
+                                     Algorithm::kQuasiRandom,
+                                     Algorithm::kGpBandit, Algorithm::kTpe};
 
 }  // namespace
 
@@ -23,6 +26,10 @@ std::unique_ptr<Suggester> MakeSuggester(Algorithm algorithm) {
       return std::make_unique<RandomSuggester>();
     case Algorithm::kQuasiRandom:
       return std::make_unique<QuasiRandomSuggester>();
+    case Algorithm::kGpBandit:
+      return std::make_unique<GpBanditSuggester>();
+    case Algorithm::kTpe:
+      return std::make_unique<TpeSuggester>();
   }
   return std::make_unique<RandomSuggester>();
 }
@@ -55,6 +62,10 @@ std::string_view AlgorithmName(Algorithm algorithm) {
       return "RANDOM";
     case Algorithm::kQuasiRandom:
       return "QUASI_RANDOM";
+    case Algorithm::kGpBandit:
+      return "GP_BANDIT";
+    case Algorithm::kTpe:
+      return "TPE";
   }
   return "UNKNOWN";
 }

@@ -1,9 +1,16 @@
 // The interface every search algorithm implements: given a study's search
 // space and history, propose the next points.
 //
-// Implementations are stateless between calls (everything they need is in the
-// request), so one instance may serve many studies; Suggest must be
-// deterministic: same request, same answer.
+// Suggest must be deterministic: same request, same answer, whether the
+// instance is fresh or has served earlier requests. Model-based algorithms
+// (GP_BANDIT) keep caches between calls (hyperparameters, Cholesky factors)
+// that only make later calls faster, never different. Hence the contract:
+// the service keeps one Suggester per study and calls it under that study's
+// lock (Suggest is not thread-safe), passing the full history every time.
+// Histories are append-only in practice (new trials appended, pending ones
+// turning completed); a suggester detects a matching prefix to update its
+// model incrementally and otherwise rebuilds it. Instances of the stateless
+// algorithms (RANDOM, QUASI_RANDOM) may be shared freely.
 #ifndef HYPERTUNE_OPTIMIZER_SUGGESTER_H_
 #define HYPERTUNE_OPTIMIZER_SUGGESTER_H_
 
@@ -18,7 +25,7 @@
 
 namespace hypertune::optimizer {
 
-enum class Algorithm { kRandom, kQuasiRandom };
+enum class Algorithm { kRandom, kQuasiRandom, kGpBandit, kTpe };
 
 // What became of a trial, as far as the model is concerned.
 enum class Outcome {
@@ -50,9 +57,10 @@ struct SuggestRequest {
 class Suggester {
  public:
   virtual ~Suggester() = default;
-  // Returns `request.count` valid assignments of `*request.space`.
+  // Returns `request.count` valid assignments of `*request.space`. Non-const:
+  // implementations may update caches (see above).
   virtual absl::StatusOr<std::vector<Assignment>> Suggest(
-      const SuggestRequest& request) const = 0;
+      const SuggestRequest& request) = 0;
 };
 
 // Returns the suggester for `algorithm`; never null.
@@ -63,7 +71,8 @@ std::unique_ptr<Suggester> MakeSuggester(Algorithm algorithm);
 // Returns INVALID_ARGUMENT naming the field otherwise.
 absl::Status ValidateRequest(const SuggestRequest& request);
 
-// The algorithm's name as the API spells it: "RANDOM", "QUASI_RANDOM".
+// The algorithm's name as the API spells it: "RANDOM", "QUASI_RANDOM",
+// "GP_BANDIT", "TPE".
 std::string_view AlgorithmName(Algorithm algorithm);
 
 // The inverse of AlgorithmName; INVALID_ARGUMENT listing the known names for

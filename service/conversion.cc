@@ -87,10 +87,14 @@ absl::StatusOr<opt::Algorithm> ToOptimizerAlgorithm(v1::Algorithm algorithm) {
       return opt::Algorithm::kRandom;
     case v1::QUASI_RANDOM:
       return opt::Algorithm::kQuasiRandom;
+    case v1::GP_BANDIT:
+      return opt::Algorithm::kGpBandit;
+    case v1::TPE:
+      return opt::Algorithm::kTpe;
     default:
-      return absl::UnimplementedError(absl::StrCat(
-          "study.spec.algorithm: ", v1::Algorithm_Name(algorithm),
-          " is not built yet; use RANDOM or QUASI_RANDOM"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("study.spec.algorithm: unknown algorithm ",
+                       static_cast<int>(algorithm)));
   }
 }
 

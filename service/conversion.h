@@ -20,8 +20,8 @@ using ParameterValues = google::protobuf::RepeatedPtrField<v1::ParameterValue>;
 // `study.spec.parameters[i]` if a parameter is unusable.
 absl::StatusOr<optimizer::SearchSpace> ToSearchSpace(const v1::StudySpec& spec);
 
-// The optimizer's algorithm for `algorithm`; UNIMPLEMENTED for algorithms
-// not built yet. REQUIRES: algorithm != ALGORITHM_UNSPECIFIED.
+// The optimizer's algorithm for `algorithm`; INVALID_ARGUMENT for values
+// the API does not define. REQUIRES: algorithm != ALGORITHM_UNSPECIFIED.
 absl::StatusOr<optimizer::Algorithm> ToOptimizerAlgorithm(v1::Algorithm algorithm);
 
 // The assignment that `values` gives: every parameter of `space` exactly once,

@@ -20,8 +20,8 @@
 namespace hypertune::service {
 
 struct ServiceOptions {
-  // The algorithm of studies that name none. Default QUASI_RANDOM.
-  v1::Algorithm default_algorithm = v1::QUASI_RANDOM;
+  // The algorithm of studies that name none. Default GP_BANDIT.
+  v1::Algorithm default_algorithm = v1::GP_BANDIT;
   // How long a granted trial is held before its lease runs out, for studies
   // that set no lease_seconds. Default 60 s.
   int64_t lease_ms = 60'000;

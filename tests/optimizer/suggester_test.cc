@@ -85,11 +85,12 @@ TEST_P(SuggesterTest, IsDeterministic) {
 }
 
 TEST_P(SuggesterTest, ConsecutiveRequestsAndSeedsDiffer) {
-  SuggestRequest request = Request(&space_, 0, 1, 3);
+  // From trial 1 on: GP_BANDIT's trial 0 is the centre whatever the seed.
+  SuggestRequest request = Request(&space_, 1, 1, 3);
   const Assignment a = suggester_->Suggest(request).value()[0];
-  request.trials_created = 1;
+  request.trials_created = 2;
   const Assignment b = suggester_->Suggest(request).value()[0];
-  request.trials_created = 0;
+  request.trials_created = 1;
   request.seed = 4;
   const Assignment c = suggester_->Suggest(request).value()[0];
   // The log-scaled double is continuous: equal values would mean equal
@@ -139,12 +140,21 @@ TEST_P(SuggesterTest, CoversTheRangeOfEachParameter) {
 
 INSTANTIATE_TEST_SUITE_P(AllAlgorithms, SuggesterTest,
                          ::testing::Values(Algorithm::kRandom,
-                                           Algorithm::kQuasiRandom),
+                                           Algorithm::kQuasiRandom,
+                                           Algorithm::kGpBandit,
+                                           Algorithm::kTpe),
                          [](const auto& info) {
-                           return std::string(AlgorithmName(info.param)) ==
-                                          "RANDOM"
-                                      ? "Random"
-                                      : "QuasiRandom";
+                           switch (info.param) {
+                             case Algorithm::kRandom:
+                               return "Random";
+                             case Algorithm::kQuasiRandom:
+                               return "QuasiRandom";
+                             case Algorithm::kGpBandit:
+                               return "GpBandit";
+                             case Algorithm::kTpe:
+                               return "Tpe";
+                           }
+                           return "Unknown";
                          });
 
 TEST(QuasiRandomSuggesterTest, CoversEveryCategoryWithinTheFirstFour) {
@@ -190,11 +200,12 @@ TEST(QuasiRandomSuggesterTest, RejectsTooManyDimensions) {
 }
 
 TEST(AlgorithmNameTest, RoundTrips) {
-  for (Algorithm a : {Algorithm::kRandom, Algorithm::kQuasiRandom}) {
+  for (Algorithm a : {Algorithm::kRandom, Algorithm::kQuasiRandom,
+                      Algorithm::kGpBandit, Algorithm::kTpe}) {
     EXPECT_EQ(ParseAlgorithm(AlgorithmName(a)).value(), a);
   }
   EXPECT_THAT(ParseAlgorithm("random").status().message(),
-              HasSubstr("expected one of RANDOM, QUASI_RANDOM"));
+              HasSubstr("expected one of RANDOM, QUASI_RANDOM, GP_BANDIT, TPE"));
 }
 
 }  // namespace

@@ -1,0 +1,63 @@
+// Maximizes an acquisition function over a mixed domain (numeric
+// coordinates in a box, categorical ones as category indices), the way
+// Ax/BoTorch and Optuna's GPSampler do: score ~1k scrambled-Sobol points
+// plus perturbations of the best observed points, polish the best few by
+// L-BFGS-B with analytic gradients on the numeric coordinates, then improve
+// categorical coordinates by enumeration.
+// Pure function of its inputs; thread-compatible.
+#ifndef HYPERTUNE_OPTIMIZER_ACQUISITION_OPTIMIZER_H_
+#define HYPERTUNE_OPTIMIZER_ACQUISITION_OPTIMIZER_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "optimizer/acquisition.h"
+
+namespace hypertune::optimizer {
+
+struct AcquisitionDomain {
+  // Per dimension: 0 for a numeric coordinate, else the number of
+  // categories (the coordinate is then an index 0..k-1).
+  std::vector<int> categories;
+  // The box for numeric coordinates (unit cube or a trust region); ignored
+  // on categorical dimensions.
+  Eigen::VectorXd lower, upper;
+  // Optional: moves a point onto the nearest point the search space can
+  // represent (e.g. the centre of an integer's cell).
+  std::function<void(Eigen::VectorXd&)> snap;
+};
+
+struct AcquisitionOptimizerOptions {
+  // Scrambled-Sobol candidates (default 1024).
+  int raw_samples = 1024;
+  // Perturbations of the anchors, in all (default 256).
+  int perturbations = 256;
+  // Best candidates polished by L-BFGS-B (default 5).
+  int polish_starts = 5;
+  // Iterations per polish (default 40).
+  int polish_iterations = 40;
+  // Points returned, best first (default 16).
+  int max_results = 16;
+};
+
+struct ScoredPoint {
+  Eigen::VectorXd x;
+  double value;
+};
+
+// Returns up to options.max_results points of the domain sorted by
+// decreasing acquisition (the first is the best found). `anchors` (rows,
+// best first; may be empty) seed the perturbation candidates, perturbed by
+// N(0, scale_j^2) on numeric dimension j (scale: perturbation_scale).
+// REQUIRES: domain sizes agree; perturbation_scale.size() == dimension.
+std::vector<ScoredPoint> MaximizeAcquisition(
+    const AcquisitionFunction& acquisition, const AcquisitionDomain& domain,
+    const Eigen::MatrixXd& anchors, const Eigen::VectorXd& perturbation_scale,
+    uint64_t seed, const AcquisitionOptimizerOptions& options = {});
+
+}  // namespace hypertune::optimizer
+
+#endif  // HYPERTUNE_OPTIMIZER_ACQUISITION_OPTIMIZER_H_

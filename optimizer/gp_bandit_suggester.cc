@@ -1,0 +1,464 @@
+#include "optimizer/gp_bandit_suggester.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <numeric>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "optimizer/initial_design.h"
+#include "optimizer/kernel.h"
+#include "optimizer/output_transform.h"
+#include "optimizer/sobol.h"
+#include "optimizer/splitmix.h"
+
+namespace hypertune::optimizer {
+namespace {
+
+// The model's coordinates: the unit-cube encoding for numeric parameters,
+// the category index for categorical ones (compared for equality only).
+struct Coordinates {
+  std::vector<int> categories;    // 0 for numeric dimensions.
+  std::vector<bool> categorical;  // categories[j] > 0.
+  std::vector<bool> snapped;      // Integer and discrete: decode rounds.
+
+  explicit Coordinates(const SearchSpace& space) {
+    for (const ParameterConfig& p : space.parameters()) {
+      const bool is_cat = p.type == ParameterType::kCategorical;
+      categories.push_back(is_cat ? static_cast<int>(p.categories.size()) : 0);
+      categorical.push_back(is_cat);
+      snapped.push_back(p.type == ParameterType::kInteger ||
+                        p.type == ParameterType::kDiscrete);
+    }
+  }
+  int dim() const { return static_cast<int>(categories.size()); }
+
+  Eigen::VectorXd FromUnit(const Eigen::VectorXd& unit) const {
+    Eigen::VectorXd x = unit;
+    for (int j = 0; j < dim(); ++j) {
+      if (categorical[j]) {
+        x[j] = std::min(std::floor(std::clamp(unit[j], 0.0, 1.0) *
+                                   categories[j]),
+                        categories[j] - 1.0);
+      }
+    }
+    return x;
+  }
+  Eigen::VectorXd ToUnit(const Eigen::VectorXd& x) const {
+    Eigen::VectorXd unit = x;
+    for (int j = 0; j < dim(); ++j) {
+      if (categorical[j]) unit[j] = (x[j] + 0.5) / categories[j];
+    }
+    return unit;
+  }
+  Eigen::VectorXd FromAssignment(const SearchSpace& space,
+                                 const Assignment& a) const {
+    Eigen::VectorXd x = space.Encode(a);
+    for (int j = 0; j < dim(); ++j) {
+      if (categorical[j]) x[j] = a[j];
+    }
+    return x;
+  }
+  // Moves integer and discrete coordinates to the centre of their cell.
+  void Snap(const SearchSpace& space, Eigen::VectorXd& x) const {
+    if (std::none_of(snapped.begin(), snapped.end(), [](bool b) { return b; })) {
+      return;
+    }
+    const Eigen::VectorXd centred = space.Encode(space.Decode(ToUnit(x)));
+    for (int j = 0; j < dim(); ++j) {
+      if (snapped[j]) x[j] = centred[j];
+    }
+  }
+};
+
+// Squared distance with per-dimension weights on numeric coordinates and
+// weight categorical_weight per differing category.
+double Distance2(const Coordinates& c, const Eigen::VectorXd& a,
+                 const Eigen::VectorXd& b, const Eigen::VectorXd& weights,
+                 double categorical_weight) {
+  double d2 = 0;
+  for (int j = 0; j < c.dim(); ++j) {
+    if (c.categorical[j]) {
+      d2 += a[j] != b[j] ? categorical_weight : 0.0;
+    } else {
+      d2 += weights[j] * (a[j] - b[j]) * (a[j] - b[j]);
+    }
+  }
+  return d2;
+}
+
+// Indices of the `count` rows of x nearest to row `centre`, ties by index,
+// in increasing index order (so subsets keep history order).
+std::vector<int> Nearest(const Coordinates& c, const Eigen::MatrixXd& x,
+                         int centre, int count, const Eigen::VectorXd& weights,
+                         double categorical_weight) {
+  const Eigen::VectorXd centre_x = x.row(centre).transpose();
+  std::vector<std::pair<double, int>> d(x.rows());
+  for (int i = 0; i < x.rows(); ++i) {
+    d[i] = {Distance2(c, x.row(i).transpose(), centre_x, weights,
+                      categorical_weight),
+            i};
+  }
+  const int k = std::min<int>(count, static_cast<int>(d.size()));
+  std::partial_sort(d.begin(), d.begin() + k, d.end());
+  std::vector<int> out(k);
+  for (int i = 0; i < k; ++i) out[i] = d[i].second;
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Eigen::MatrixXd Rows(const Eigen::MatrixXd& x, const std::vector<int>& rows) {
+  Eigen::MatrixXd out(rows.size(), x.cols());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    out.row(static_cast<Eigen::Index>(i)) = x.row(rows[i]);
+  }
+  return out;
+}
+
+Eigen::VectorXd Entries(const Eigen::VectorXd& y,
+                        const std::vector<int>& rows) {
+  Eigen::VectorXd out(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    out[static_cast<Eigen::Index>(i)] = y[rows[i]];
+  }
+  return out;
+}
+
+int ArgMax(const Eigen::VectorXd& y) {
+  Eigen::Index i = 0;
+  y.maxCoeff(&i);
+  return static_cast<int>(i);
+}
+
+// Numeric lengthscales per dimension (categorical dimensions: 1): the
+// Matérn's parameters come first in MakeMixedKernel's layout.
+Eigen::VectorXd NumericLengthscales(const Coordinates& c,
+                                    const GpParams& params) {
+  Eigen::VectorXd l = Eigen::VectorXd::Ones(c.dim());
+  int k = 0;
+  for (int j = 0; j < c.dim(); ++j) {
+    if (!c.categorical[j]) l[j] = std::exp(params.kernel[k++]);
+  }
+  return l;
+}
+
+constexpr int kMinModelPoints = 2;
+constexpr int kAnchors = 5;
+// Feasibility GP: labels +-1 with this noise variance, unit signal.
+constexpr double kFeasibilityNoise = 1e-2;
+// Fantasies (kriging believer) are noise-free: the pending evaluation will
+// reveal f there, so the acquisition should see no uncertainty left.
+constexpr double kFantasyNoise = 1e-8;
+
+}  // namespace
+
+struct GpBanditSuggester::Model {
+  GaussianProcess gp;
+  std::optional<GaussianProcess> feasibility;
+  double best;
+  Eigen::MatrixXd anchors;
+  Eigen::VectorXd lower, upper;
+  Eigen::VectorXd perturbation_scale;
+};
+
+GpBanditSuggester::GpBanditSuggester(GpBanditOptions options)
+    : options_(std::move(options)) {}
+
+int GpBanditSuggester::LastRefitCheckpoint(int n) {
+  int c = kMinModelPoints;
+  while (true) {
+    const int next = c < 20 ? c + 1 : c + std::max(5, c / 10);
+    if (next > n) return c;
+    c = next;
+  }
+}
+
+GpParams GpBanditSuggester::CheckpointParams(const SearchSpace& space,
+                                             uint64_t seed,
+                                             const Eigen::MatrixXd& x,
+                                             const Eigen::VectorXd& y, int c) {
+  const Coordinates coords(space);
+  Eigen::MatrixXd xc = x.topRows(c);
+  Eigen::VectorXd yc = y.head(c);
+  if (c > options_.max_fit_points) {
+    const std::vector<int> rows =
+        Nearest(coords, xc, ArgMax(yc), options_.max_fit_points,
+                Eigen::VectorXd::Ones(coords.dim()), 1.0);
+    xc = Rows(xc, rows);
+    yc = Entries(yc, rows);
+  }
+  if (fit_cache_ && fit_cache_->checkpoint == c && fit_cache_->seed == seed &&
+      fit_cache_->x.rows() == xc.rows() && fit_cache_->x.cols() == xc.cols() &&
+      fit_cache_->x == xc && fit_cache_->y == yc) {
+    return fit_cache_->params;
+  }
+  const std::unique_ptr<Kernel> kernel = MakeMixedKernel(coords.categorical);
+  const GpPrior prior = GpPrior::ForDimension(coords.dim());
+  std::vector<GpParams> starts = {prior.Mode(kernel->num_params())};
+  SplitMix64 rng(MixSeeds(seed, static_cast<uint64_t>(c)));
+  for (int r = 0; r < options_.fit_restarts; ++r) {
+    starts.push_back(prior.Sample(kernel->num_params(), rng));
+  }
+  const GpParams params =
+      FitGpParams(*kernel, xc, TransformOutputs(yc), starts, prior,
+                  options_.min_noise_variance, options_.fit_iterations);
+  fit_cache_ = FitCache{c, seed, std::move(xc), std::move(yc), params};
+  return params;
+}
+
+absl::StatusOr<GpBanditSuggester::Model> GpBanditSuggester::BuildModel(
+    const SearchSpace& space, uint64_t seed, const Eigen::MatrixXd& x,
+    const Eigen::VectorXd& y, const Eigen::MatrixXd& infeasible) {
+  const Coordinates coords(space);
+  const int n = static_cast<int>(x.rows());
+  const int c = LastRefitCheckpoint(n);
+  const std::unique_ptr<Kernel> kernel = MakeMixedKernel(coords.categorical);
+  const GpParams checkpoint = CheckpointParams(space, seed, x, y, c);
+  GpParams params = checkpoint;
+  if (n > c && n <= options_.warm_refit_below) {
+    const GpPrior prior = GpPrior::ForDimension(coords.dim());
+    params = FitGpParams(*kernel, x, TransformOutputs(y), {checkpoint}, prior,
+                         options_.min_noise_variance,
+                         options_.warm_fit_iterations);
+  }
+  const Eigen::VectorXd lengthscales = NumericLengthscales(coords, params);
+
+  Eigen::VectorXd lower = Eigen::VectorXd::Zero(coords.dim());
+  Eigen::VectorXd upper = Eigen::VectorXd::Ones(coords.dim());
+  Eigen::MatrixXd data_x;
+  Eigen::VectorXd targets;
+  std::optional<GaussianProcess> gp;
+  if (n > options_.max_local_points) {
+    // Local model: the nearest points to the incumbent in lengthscale units,
+    // searched within their bounding box.
+    const std::vector<int> rows =
+        Nearest(coords, x, ArgMax(y), options_.max_local_points,
+                lengthscales.cwiseInverse().cwiseAbs2(), 1.0);
+    data_x = Rows(x, rows);
+    targets = TransformOutputs(Entries(y, rows));
+    absl::StatusOr<GaussianProcess> local =
+        GaussianProcess::Create(*kernel, params, data_x, targets);
+    if (!local.ok()) return local.status();
+    gp = *std::move(local);
+    for (int j = 0; j < coords.dim(); ++j) {
+      if (coords.categorical[j]) continue;
+      const double pad = 0.02;
+      lower[j] = std::max(0.0, data_x.col(j).minCoeff() - pad);
+      upper[j] = std::min(1.0, data_x.col(j).maxCoeff() + pad);
+    }
+  } else {
+    data_x = x;
+    targets = TransformOutputs(y);
+    if (!(params == checkpoint)) {
+      absl::StatusOr<GaussianProcess> full =
+          GaussianProcess::Create(*kernel, params, x, targets);
+      if (!full.ok()) return full.status();
+      gp = *std::move(full);
+    } else {
+      // Factor the checkpoint's prefix, then append the rest in order:
+      // the same operations whether or not the cache holds a prefix.
+      int m = 0;
+      if (factor_cache_ && factor_cache_->params() == checkpoint &&
+          factor_cache_->size() >= c && factor_cache_->size() <= n &&
+          factor_cache_->x().cols() == x.cols() &&
+          factor_cache_->x() == x.topRows(factor_cache_->size())) {
+        gp = *std::move(factor_cache_);
+        m = gp->size();
+      } else {
+        absl::StatusOr<GaussianProcess> prefix = GaussianProcess::Create(
+            *kernel, checkpoint, x.topRows(c), Eigen::VectorXd::Zero(c));
+        if (!prefix.ok()) return prefix.status();
+        gp = *std::move(prefix);
+        m = c;
+      }
+      factor_cache_.reset();
+      for (int i = m; i < n; ++i) {
+        if (absl::Status s = gp->AddPoint(x.row(i).transpose(), 0.0); !s.ok()) {
+          return s;
+        }
+      }
+      factor_cache_ = *gp;
+    }
+    gp->SetTargets(targets);
+  }
+
+  Model model{*std::move(gp), std::nullopt, targets.maxCoeff(),
+              Eigen::MatrixXd(), lower, upper,
+              Eigen::VectorXd::Zero(coords.dim())};
+  // Anchors: the best observed points, best first.
+  std::vector<int> order(targets.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return targets[a] > targets[b]; });
+  order.resize(std::min<size_t>(order.size(), kAnchors));
+  model.anchors = Rows(data_x, order);
+  for (int j = 0; j < coords.dim(); ++j) {
+    if (!coords.categorical[j]) {
+      model.perturbation_scale[j] = std::clamp(0.5 * lengthscales[j], 0.01, 0.5);
+    }
+  }
+
+  if (infeasible.rows() > 0) {
+    Eigen::MatrixXd fx(data_x.rows() + infeasible.rows(), data_x.cols());
+    fx << data_x, infeasible;
+    Eigen::VectorXd labels(fx.rows());
+    labels << Eigen::VectorXd::Ones(data_x.rows()),
+        -Eigen::VectorXd::Ones(infeasible.rows());
+    // The objective's lengthscales, capped at the prior's mode: a smooth
+    // objective must not make the feasible region's edge look smooth too.
+    GpParams fparams = params;
+    fparams.kernel = fparams.kernel.cwiseMin(
+        GpPrior::ForDimension(coords.dim()).Mode(kernel->num_params()).kernel);
+    fparams.log_signal_variance = 0;
+    fparams.log_noise_variance = std::log(kFeasibilityNoise);
+    fparams.mean = 0;
+    absl::StatusOr<GaussianProcess> feasibility =
+        GaussianProcess::Create(*kernel, fparams, fx, labels);
+    if (feasibility.ok()) model.feasibility = *std::move(feasibility);
+  }
+  return model;
+}
+
+absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
+    const SuggestRequest& request) {
+  if (absl::Status s = ValidateRequest(request); !s.ok()) return s;
+  const SearchSpace& space = *request.space;
+  if (space.dim() > SobolSequence::kMaxDimension) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GP_BANDIT supports at most ", SobolSequence::kMaxDimension,
+        " parameters, the search space has ", space.dim()));
+  }
+  constexpr int64_t kMaxIndex = (int64_t{1} << SobolSequence::kBits) - 1;
+  if (request.trials_created > kMaxIndex - request.count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trials_created: ", request.trials_created,
+                     " is past the end of the Sobol sequence"));
+  }
+  const Coordinates coords(space);
+  const int d = coords.dim();
+  fallback_reason_.clear();
+
+  std::vector<Eigen::VectorXd> completed_x, infeasible_x, pending_x;
+  std::vector<double> completed_y;
+  std::set<Assignment> taken;
+  for (const Observation& o : request.history) {
+    taken.insert(o.x);
+    const Eigen::VectorXd x = coords.FromAssignment(space, o.x);
+    switch (o.outcome) {
+      case Outcome::kCompleted:
+        if (std::isfinite(o.value)) {
+          completed_x.push_back(x);
+          completed_y.push_back(o.value);
+        }
+        break;
+      case Outcome::kInfeasible:
+        infeasible_x.push_back(x);
+        break;
+      case Outcome::kPending:
+        pending_x.push_back(x);
+        break;
+    }
+  }
+  const int n = static_cast<int>(completed_x.size());
+  if (options_.tpe_fallback_above > 0 && n > options_.tpe_fallback_above) {
+    return tpe_.Suggest(request);
+  }
+  auto to_matrix = [d](const std::vector<Eigen::VectorXd>& rows) {
+    Eigen::MatrixXd m(rows.size(), d);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      m.row(static_cast<Eigen::Index>(i)) = rows[i].transpose();
+    }
+    return m;
+  };
+
+  const int initial =
+      options_.initial_trials > 0 ? options_.initial_trials : InitialDesignSize(d);
+  const int64_t history_size = static_cast<int64_t>(request.history.size());
+  std::vector<Assignment> out;
+  std::vector<Eigen::VectorXd> picks;  // This batch's points, model coords.
+  std::optional<Model> model;
+  auto fallback = [&](int i, const std::string& reason) {
+    if (fallback_reason_.empty()) {
+      fallback_reason_ = reason;
+      std::cerr << "hypertune: GP_BANDIT fell back to quasi-random points: "
+                << reason << "\n";
+    }
+    return space.Decode(
+        SobolSequence(d, request.seed).Point(request.trials_created + i));
+  };
+
+  for (int i = 0; i < request.count; ++i) {
+    Assignment a;
+    if (history_size + i < initial || n < kMinModelPoints) {
+      a = space.Decode(
+          InitialDesignPoint(d, request.seed, request.trials_created + i));
+    } else {
+      if (!model) {
+        absl::StatusOr<Model> built = BuildModel(
+            space, request.seed, to_matrix(completed_x),
+            Eigen::Map<const Eigen::VectorXd>(completed_y.data(), n),
+            to_matrix(infeasible_x));
+        if (built.ok()) {
+          model = *std::move(built);
+          std::vector<Eigen::VectorXd> fantasies = pending_x;
+          fantasies.insert(fantasies.end(), picks.begin(), picks.end());
+          for (const Eigen::VectorXd& p : fantasies) {
+            Eigen::VectorXd mean, var;
+            model->gp.Predict(p.transpose(), &mean, &var);
+            // The believer's value counts as observed: EI is measured
+            // against it too.
+            if (model->gp.AddPoint(p, mean[0], kFantasyNoise).ok()) {
+              model->best = std::max(model->best, mean[0]);
+            }
+          }
+        }
+        if (!built.ok()) {
+          a = fallback(i, std::string(built.status().message()));
+        }
+      }
+      if (model) {
+        const AcquisitionFunction acquisition(
+            &model->gp, model->feasibility ? &*model->feasibility : nullptr,
+            options_.acquisition, model->best, options_.ucb_beta);
+        AcquisitionDomain domain{coords.categories, model->lower, model->upper,
+                                 [&](Eigen::VectorXd& x) { coords.Snap(space, x); }};
+        const std::vector<ScoredPoint> ranked = MaximizeAcquisition(
+            acquisition, domain, model->anchors, model->perturbation_scale,
+            MixSeeds(request.seed,
+                     static_cast<uint64_t>(request.trials_created + i)),
+            options_.acquisition_optimizer);
+        bool found = false;
+        for (const ScoredPoint& p : ranked) {
+          if (!std::isfinite(p.value) || !p.x.allFinite()) continue;
+          Assignment candidate = space.Decode(coords.ToUnit(p.x));
+          if (taken.contains(candidate)) continue;
+          a = std::move(candidate);
+          found = true;
+          break;
+        }
+        if (!found) {
+          a = fallback(i, "no finite, new point maximizes the acquisition");
+        }
+      }
+    }
+    taken.insert(a);
+    const Eigen::VectorXd x = coords.FromAssignment(space, a);
+    picks.push_back(x);
+    if (model) {
+      Eigen::VectorXd mean, var;
+      model->gp.Predict(x.transpose(), &mean, &var);
+      if (model->gp.AddPoint(x, mean[0], kFantasyNoise).ok()) {
+        model->best = std::max(model->best, mean[0]);
+      }
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+}  // namespace hypertune::optimizer

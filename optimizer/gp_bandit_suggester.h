@@ -1,0 +1,118 @@
+// GP_BANDIT: Bayesian optimization with a Gaussian process (gp.h), LogEI
+// (acquisition.h) and a multi-start acquisition optimizer
+// (acquisition_optimizer.h), following GP_NOTES.md's recipe. One Suggest:
+//
+//   if the history is shorter than the initial design: centre, then Sobol;
+//   y  <- winsorize, Yeo-Johnson, standardize (output_transform.h)
+//   hyperparameters <- MAP fit at scheduled history sizes, warm refit
+//                      in between while the history is small
+//   model <- GP on the completed trials (a local subset near the incumbent
+//            past max_local_points), Cholesky extended in O(n^2) per trial
+//   pending trials -> fantasies at the posterior mean (kriging believer)
+//   infeasible trials -> a feasibility GP weighting the acquisition
+//   repeat count times: x <- argmax acquisition; add x as a fantasy.
+//
+// Determinism: the schedule, the fit starts and the factor's construction
+// order are functions of the history alone, so a fresh instance replaying a
+// request computes bit-for-bit what a long-lived one computes from its
+// caches. Not thread-safe (see suggester.h: one instance per study, called
+// under the study's lock).
+#ifndef HYPERTUNE_OPTIMIZER_GP_BANDIT_SUGGESTER_H_
+#define HYPERTUNE_OPTIMIZER_GP_BANDIT_SUGGESTER_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "absl/status/statusor.h"
+#include "optimizer/acquisition.h"
+#include "optimizer/acquisition_optimizer.h"
+#include "optimizer/gp.h"
+#include "optimizer/suggester.h"
+#include "optimizer/tpe_suggester.h"
+
+namespace hypertune::optimizer {
+
+struct GpBanditOptions {
+  // The acquisition (default LogEI).
+  AcquisitionKind acquisition = AcquisitionKind::kLogEi;
+  // UCB's coefficient on standardized outputs (default 1.8, Vizier's).
+  double ucb_beta = 1.8;
+  // Initial design size; 0 means InitialDesignSize(d) (default 0).
+  int initial_trials = 0;
+  // Floor on the noise variance of the standardized outputs (default 1e-6).
+  double min_noise_variance = 1e-6;
+  // Prior draws used as fit starts besides the prior's mode (default 3).
+  int fit_restarts = 3;
+  // L-BFGS-B iterations per start of a full fit (default 60).
+  int fit_iterations = 60;
+  // Iterations of the warm refit between full fits (default 30).
+  int warm_fit_iterations = 30;
+  // Below this many completed trials the hyperparameters are refitted,
+  // warm, at every suggestion (default 100).
+  int warm_refit_below = 100;
+  // Full fits use at most this many points, the nearest to the incumbent
+  // (default 256).
+  int max_fit_points = 256;
+  // Past this many completed trials the GP is local: the nearest
+  // max_local_points to the incumbent, searched within their bounding box
+  // (TuRBO-like trust region; default 400).
+  int max_local_points = 400;
+  // Past this many completed trials, delegate to TPE; 0 never (default 0).
+  int tpe_fallback_above = 0;
+  AcquisitionOptimizerOptions acquisition_optimizer;
+};
+
+class GpBanditSuggester final : public Suggester {
+ public:
+  explicit GpBanditSuggester(GpBanditOptions options = {});
+
+  absl::StatusOr<std::vector<Assignment>> Suggest(
+      const SuggestRequest& request) override;
+
+  // Why the last Suggest fell back to quasi-random points; empty if it did
+  // not.
+  const std::string& last_fallback_reason() const { return fallback_reason_; }
+
+  // The history size (completed trials) of the last full hyperparameter fit
+  // at or before n: every size below 20, then steps of max(5, c / 10), so
+  // full fits come every ~10% of growth. REQUIRES: n >= 2
+  static int LastRefitCheckpoint(int n);
+
+ private:
+  struct Model;
+  // The model of the completed trials (rows of x in model coordinates, raw
+  // values y) and the infeasible ones.
+  absl::StatusOr<Model> BuildModel(const SearchSpace& space, uint64_t seed,
+                                   const Eigen::MatrixXd& x,
+                                   const Eigen::VectorXd& y,
+                                   const Eigen::MatrixXd& infeasible);
+  // The hyperparameters at checkpoint c (the first c completed trials),
+  // from the cache when it holds the same data.
+  GpParams CheckpointParams(const SearchSpace& space, uint64_t seed,
+                            const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
+                            int c);
+
+  GpBanditOptions options_;
+  TpeSuggester tpe_;
+  std::string fallback_reason_;
+
+  // Caches; each is checked against the request before use.
+  struct FitCache {
+    int checkpoint;
+    uint64_t seed;
+    Eigen::MatrixXd x;  // The data fitted (model coordinates), raw values.
+    Eigen::VectorXd y;
+    GpParams params;
+  };
+  std::optional<FitCache> fit_cache_;
+  // A GP with the checkpoint's parameters on a prefix of the completed
+  // trials, built as "factor the checkpoint's prefix, then append".
+  std::optional<GaussianProcess> factor_cache_;
+};
+
+}  // namespace hypertune::optimizer
+
+#endif  // HYPERTUNE_OPTIMIZER_GP_BANDIT_SUGGESTER_H_

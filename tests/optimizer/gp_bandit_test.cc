@@ -1,0 +1,235 @@
+#include "optimizer/gp_bandit_suggester.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "optimizer/initial_design.h"
+#include "optimizer/tpe_suggester.h"
+
+namespace hypertune::optimizer {
+namespace {
+
+SearchSpace Box(int d, double lo = 0, double hi = 1) {
+  std::vector<ParameterConfig> params(d);
+  for (int j = 0; j < d; ++j) {
+    params[j].name = absl::StrCat("x", j);
+    params[j].min = lo;
+    params[j].max = hi;
+  }
+  return SearchSpace::Create(params).value();
+}
+
+// Maximized: -(x - 0.3)^2 - (y + 0.7)^2 on [-2, 2]^2, optimum 0.
+double Quadratic(const Assignment& a) {
+  return -std::pow(a[0] - 0.3, 2) - std::pow(a[1] + 0.7, 2);
+}
+
+// Runs `trials` sequential trials of `f`; returns the history.
+std::vector<Observation> RunStudy(Suggester& s, const SearchSpace& space,
+                             double (*f)(const Assignment&), int trials,
+                             uint64_t seed) {
+  std::vector<Observation> history;
+  for (int t = 0; t < trials; ++t) {
+    SuggestRequest r;
+    r.space = &space;
+    r.history = history;
+    r.trials_created = t;
+    r.seed = seed;
+    const Assignment a = s.Suggest(r).value().front();
+    history.push_back({a, Outcome::kCompleted, f(a)});
+  }
+  return history;
+}
+
+double Best(const std::vector<Observation>& h) {
+  double best = -1e300;
+  for (const Observation& o : h) best = std::max(best, o.value);
+  return best;
+}
+
+TEST(GpBanditTest, FindsTheOptimumOfAQuadraticWithin30Trials) {
+  const SearchSpace space = Box(2, -2, 2);
+  for (uint64_t seed : {0, 1, 2}) {
+    GpBanditSuggester gp;
+    const std::vector<Observation> h = RunStudy(gp, space, Quadratic, 30, seed);
+    EXPECT_GT(Best(h), -1e-3) << "seed " << seed;
+    EXPECT_TRUE(gp.last_fallback_reason().empty());
+  }
+}
+
+TEST(GpBanditTest, RefitCheckpointsEveryTrialThenEveryTenPercent) {
+  EXPECT_EQ(GpBanditSuggester::LastRefitCheckpoint(2), 2);
+  EXPECT_EQ(GpBanditSuggester::LastRefitCheckpoint(19), 19);
+  EXPECT_EQ(GpBanditSuggester::LastRefitCheckpoint(20), 20);
+  EXPECT_EQ(GpBanditSuggester::LastRefitCheckpoint(24), 20);
+  EXPECT_EQ(GpBanditSuggester::LastRefitCheckpoint(25), 25);
+  // Steps of c / 10 past 50.
+  EXPECT_EQ(GpBanditSuggester::LastRefitCheckpoint(1000) + 
+            std::max(5, GpBanditSuggester::LastRefitCheckpoint(1000) / 10) > 1000,
+            true);
+}
+
+// A long-lived instance (with caches) and a fresh one for every request
+// must agree bit for bit, across the warm-refit, incremental and local
+// regimes (small thresholds reach all three quickly).
+TEST(GpBanditTest, FreshInstanceReplayingARequestAgrees) {
+  GpBanditOptions options;
+  options.warm_refit_below = 12;
+  options.max_local_points = 30;
+  options.max_fit_points = 25;
+  options.acquisition_optimizer.raw_samples = 128;
+  const SearchSpace space = Box(3);
+  GpBanditSuggester long_lived(options);
+  std::vector<Observation> history;
+  for (int t = 0; t < 40; ++t) {
+    SuggestRequest r;
+    r.space = &space;
+    r.history = history;
+    r.trials_created = t;
+    r.seed = 5;
+    // Every third request is a batch of 2 with one trial pending.
+    r.count = t % 3 == 0 ? 2 : 1;
+    const std::vector<Assignment> a = long_lived.Suggest(r).value();
+    GpBanditSuggester fresh(options);
+    EXPECT_EQ(fresh.Suggest(r).value(), a) << "trial " << t;
+    EXPECT_EQ(long_lived.Suggest(r).value(), a) << "trial " << t;
+    const Assignment& x = a.front();
+    history.push_back(
+        {x, Outcome::kCompleted, -std::pow(x[0] - 0.2, 2) - x[1] * x[2]});
+  }
+}
+
+// Maximized: a bumpy function on [-2, 2]^2 with several local optima.
+double Bumpy(const Assignment& a) {
+  return std::sin(3 * a[0]) * std::cos(2 * a[1]) - 0.1 * (a[0] * a[0] + a[1] * a[1]);
+}
+
+TEST(GpBanditTest, BatchesAndPendingTrialsAreNotNearDuplicates) {
+  const SearchSpace space = Box(2, -2, 2);
+  auto distance = [](const Assignment& a, const Assignment& b) {
+    return std::hypot(a[0] - b[0], a[1] - b[1]) / 4;  // Unit-cube units.
+  };
+  for (uint64_t seed : {3, 4}) {
+    GpBanditSuggester gp;
+    const std::vector<Observation> history = RunStudy(gp, space, Bumpy, 12, seed);
+    SuggestRequest r;
+    r.space = &space;
+    r.history = history;
+    r.trials_created = 12;
+    r.count = 4;
+    r.seed = seed;
+    const std::vector<Assignment> batch = gp.Suggest(r).value();
+    ASSERT_EQ(batch.size(), 4u);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        EXPECT_GT(distance(batch[i], batch[j]), 0.01) << i << " " << j << " seed " << seed << " (" << batch[i][0] << "," << batch[i][1] << ") (" << batch[j][0] << "," << batch[j][1] << ")";
+      }
+    }
+    // One at a time with the earlier picks pending: the same behaviour.
+    SuggestRequest single = r;
+    single.count = 1;
+    std::vector<Assignment> picks;
+    for (int i = 0; i < 4; ++i) {
+      picks.push_back(gp.Suggest(single).value().front());
+      for (size_t j = 0; j + 1 < picks.size(); ++j) {
+        EXPECT_GT(distance(picks.back(), picks[j]), 0.01) << i << " " << j;
+      }
+      single.history.push_back({picks.back(), Outcome::kPending, 0});
+      ++single.trials_created;
+    }
+  }
+}
+
+TEST(GpBanditTest, SteersAwayFromInfeasibleRegion) {
+  // Maximize x0 + x1 on [0,1]^2, but x0 > 0.7 is infeasible.
+  const SearchSpace space = Box(2);
+  GpBanditSuggester gp;
+  std::vector<Observation> history;
+  int infeasible_after_design = 0;
+  for (int t = 0; t < 30; ++t) {
+    SuggestRequest r;
+    r.space = &space;
+    r.history = history;
+    r.trials_created = t;
+    r.seed = 1;
+    const Assignment a = gp.Suggest(r).value().front();
+    if (a[0] > 0.7) {
+      history.push_back({a, Outcome::kInfeasible, 0});
+      // The optimum sits on the boundary, so probing just past it is fine;
+      // deep inside the infeasible region is not.
+      if (t >= 10 && a[0] > 0.8) ++infeasible_after_design;
+    } else {
+      history.push_back({a, Outcome::kCompleted, a[0] + a[1]});
+    }
+  }
+  EXPECT_LE(infeasible_after_design, 3);
+  EXPECT_GT(Best(history), 1.6);
+}
+
+TEST(GpBanditTest, MixedSpaceFindsTheGoodCategory) {
+  ParameterConfig x, n, c;
+  x.name = "x";
+  n.name = "n";
+  n.type = ParameterType::kInteger;
+  n.min = 1;
+  n.max = 8;
+  c.name = "c";
+  c.type = ParameterType::kCategorical;
+  c.categories = {"a", "b", "c", "d"};
+  const SearchSpace space = SearchSpace::Create({x, n, c}).value();
+  auto f = [](const Assignment& a) {
+    return -std::pow(a[0] - 0.6, 2) - 0.05 * std::abs(a[1] - 3) +
+           (a[2] == 2 ? 1.0 : 0.0);
+  };
+  GpBanditSuggester gp;
+  std::vector<Observation> history;
+  for (int t = 0; t < 25; ++t) {
+    SuggestRequest r;
+    r.space = &space;
+    r.history = history;
+    r.trials_created = t;
+    const Assignment a = gp.Suggest(r).value().front();
+    ASSERT_TRUE(space.Validate(a).ok());
+    history.push_back({a, Outcome::kCompleted, f(a)});
+  }
+  EXPECT_GT(Best(history), 0.95);
+}
+
+// Minimized sphere on [0,1]^5 as a maximization.
+double NegSphere(const Assignment& a) {
+  double s = 0;
+  for (double v : a) s += (v - 0.37) * (v - 0.37);
+  return -s;
+}
+
+TEST(TpeTest, BeatsRandomOnASimpleFunctionAcrossSeeds) {
+  const SearchSpace space = Box(5);
+  std::vector<double> tpe_best, random_best;
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    TpeSuggester tpe;
+    tpe_best.push_back(Best(RunStudy(tpe, space, NegSphere, 60, seed)));
+    auto random = MakeSuggester(Algorithm::kRandom);
+    random_best.push_back(Best(RunStudy(*random, space, NegSphere, 60, seed)));
+  }
+  std::sort(tpe_best.begin(), tpe_best.end());
+  std::sort(random_best.begin(), random_best.end());
+  // Medians (maximized): TPE clearly ahead.
+  EXPECT_GT(tpe_best[4], random_best[4]);
+  int wins = 0;
+  for (size_t i = 0; i < tpe_best.size(); ++i) wins += tpe_best[i] > random_best[i];
+  EXPECT_GE(wins, 6);
+}
+
+TEST(InitialDesignTest, CentreThenSobol) {
+  EXPECT_EQ(InitialDesignSize(1), 5);
+  EXPECT_EQ(InitialDesignSize(4), 8);
+  EXPECT_EQ(InitialDesignSize(30), 10);
+  EXPECT_EQ(InitialDesignPoint(3, 7, 0), Eigen::VectorXd::Constant(3, 0.5));
+  EXPECT_NE(InitialDesignPoint(3, 7, 1), InitialDesignPoint(3, 8, 1));
+}
+
+}  // namespace
+}  // namespace hypertune::optimizer
