@@ -11,6 +11,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "optimizer/suggester.h"
 #include "service/conversion.h"
+#include "service/status_macros.h"
 #include "service/validation.h"
 
 namespace hypertune::service {
@@ -90,20 +91,17 @@ StudyService::StudyService(storage::StudyStore* store, ServiceOptions options)
 absl::StatusOr<v1::Study> StudyService::CreateStudy(
     const v1::CreateStudyRequest& request) {
   v1::Study study = request.study();
-  if (absl::Status s = ValidateStudy(study); !s.ok()) return s;
+  HT_RETURN_IF_ERROR(ValidateStudy(study));
   v1::StudySpec& spec = *study.mutable_spec();
   if (spec.algorithm() == v1::ALGORITHM_UNSPECIFIED) {
     spec.set_algorithm(options_.default_algorithm);
   }
-  if (absl::Status s = ToOptimizerAlgorithm(spec.algorithm()).status();
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ToSearchSpace(spec).status(); !s.ok()) return s;
+  HT_RETURN_IF_ERROR(ToOptimizerAlgorithm(spec.algorithm()).status());
+  HT_RETURN_IF_ERROR(ToSearchSpace(spec).status());
   study.set_state(v1::Study::ACTIVE);
   study.set_create_time_ms(Now());
   study.clear_trial_counts();
-  if (absl::Status s = store_->CreateStudy(study); !s.ok()) return s;
+  HT_RETURN_IF_ERROR(store_->CreateStudy(study));
   return study;
 }
 
@@ -125,9 +123,7 @@ absl::StatusOr<v1::Study> StudyService::LoadStudyWithCounts(
 
 absl::StatusOr<v1::Study> StudyService::GetStudy(
     const v1::GetStudyRequest& request) {
-  if (absl::Status s = ValidateStudyName("name", request.name()); !s.ok()) {
-    return s;
-  }
+  HT_RETURN_IF_ERROR(ValidateStudyName("name", request.name()));
   return LoadStudyWithCounts(request.name());
 }
 
@@ -148,19 +144,15 @@ absl::StatusOr<v1::ListStudiesResponse> StudyService::ListStudies(
 
 absl::StatusOr<v1::DeleteStudyResponse> StudyService::DeleteStudy(
     const v1::DeleteStudyRequest& request) {
-  if (absl::Status s = ValidateStudyName("name", request.name()); !s.ok()) {
-    return s;
-  }
+  HT_RETURN_IF_ERROR(ValidateStudyName("name", request.name()));
   absl::MutexLock lock(&runtimes_.For(request.name()).mu);
-  if (absl::Status s = store_->DeleteStudy(request.name()); !s.ok()) return s;
+  HT_RETURN_IF_ERROR(store_->DeleteStudy(request.name()));
   return v1::DeleteStudyResponse();
 }
 
 absl::StatusOr<v1::Study> StudyService::SetStudyState(
     const v1::SetStudyStateRequest& request) {
-  if (absl::Status s = ValidateStudyName("name", request.name()); !s.ok()) {
-    return s;
-  }
+  HT_RETURN_IF_ERROR(ValidateStudyName("name", request.name()));
   if (request.state() != v1::Study::ACTIVE &&
       request.state() != v1::Study::PAUSED &&
       request.state() != v1::Study::COMPLETED) {
@@ -172,7 +164,7 @@ absl::StatusOr<v1::Study> StudyService::SetStudyState(
     absl::StatusOr<v1::Study> study = store_->GetStudy(request.name());
     if (!study.ok()) return study.status();
     study->set_state(request.state());
-    if (absl::Status s = store_->UpdateStudy(*study); !s.ok()) return s;
+    HT_RETURN_IF_ERROR(store_->UpdateStudy(*study));
   }
   return LoadStudyWithCounts(request.name());
 }
@@ -201,9 +193,9 @@ v1::Trial StudyService::Release(const v1::Study& study, v1::Trial trial,
   trial.set_lease_expire_time_ms(0);
   if (trial.retry_count() > max_retries) {
     trial.set_state(v1::Trial::FAILED);
-    trial.set_failure_reason(absl::StrFormat(
-        "%s; the worker was lost %d times (max_retries %d)", reason,
-        trial.retry_count(), max_retries));
+    trial.set_failure_reason(
+        absl::StrFormat("%s; the worker was lost %d times (max_retries %d)",
+                        reason, trial.retry_count(), max_retries));
     trial.set_end_time_ms(Now());
   } else {
     // Queued for the next worker, which resumes from the checkpoint.
@@ -222,11 +214,8 @@ absl::Status StudyService::ExpireLeasesLocked(const v1::Study& study,
   if (!trials.ok()) return trials.status();
   for (v1::Trial& t : *trials) {
     if (t.lease_expire_time_ms() > now) continue;
-    if (absl::Status s =
-            store_->UpdateTrial(Release(study, std::move(t), "lease expired"));
-        !s.ok()) {
-      return s;
-    }
+    HT_RETURN_IF_ERROR(
+        store_->UpdateTrial(Release(study, std::move(t), "lease expired")));
   }
   return absl::OkStatus();
 }
@@ -239,7 +228,7 @@ absl::Status StudyService::ExpireLeases() {
     absl::StatusOr<v1::Study> study = store_->GetStudy(listed.name());
     if (absl::IsNotFound(study.status())) continue;  // deleted meanwhile
     if (!study.ok()) return study.status();
-    if (absl::Status s = ExpireLeasesLocked(*study, Now()); !s.ok()) return s;
+    HT_RETURN_IF_ERROR(ExpireLeasesLocked(*study, Now()));
   }
   return absl::OkStatus();
 }
@@ -257,7 +246,7 @@ absl::Status StudyService::ExtendLeasesOnStart() {
     const int64_t expiry = Now() + LeaseMs(study);
     for (v1::Trial& t : *trials) {
       t.set_lease_expire_time_ms(std::max(t.lease_expire_time_ms(), expiry));
-      if (absl::Status s = store_->UpdateTrial(t); !s.ok()) return s;
+      HT_RETURN_IF_ERROR(store_->UpdateTrial(t));
     }
   }
   return absl::OkStatus();
@@ -265,14 +254,11 @@ absl::Status StudyService::ExtendLeasesOnStart() {
 
 absl::StatusOr<v1::SuggestTrialsResponse> StudyService::SuggestTrials(
     const v1::SuggestTrialsRequest& request) {
-  if (absl::Status s = ValidateStudyName("study_name", request.study_name());
-      !s.ok()) {
-    return s;
-  }
+  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   if (request.count() < 1 || request.count() > kMaxSuggestCount) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "count: must be between 1 and ", kMaxSuggestCount, ", got ",
-        request.count()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("count: must be between 1 and ", kMaxSuggestCount,
+                     ", got ", request.count()));
   }
   StudyRuntime& runtime = runtimes_.For(request.study_name());
   return runtime.suggestions.Submit(
@@ -480,10 +466,7 @@ absl::StatusOr<std::vector<v1::Trial>> StudyService::ProposeTrials(
 
 absl::StatusOr<v1::Trial> StudyService::CreateTrial(
     const v1::CreateTrialRequest& request) {
-  if (absl::Status s = ValidateStudyName("study_name", request.study_name());
-      !s.ok()) {
-    return s;
-  }
+  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   const v1::Trial& given = request.trial();
   v1::Trial trial;
   switch (given.state()) {
@@ -514,11 +497,8 @@ absl::StatusOr<v1::Trial> StudyService::CreateTrial(
   const int64_t now = Now();
   trial.set_create_time_ms(now);
   if (trial.state() == v1::Trial::COMPLETED) {
-    if (absl::Status s = ValidateMeasurement("trial.final_measurement",
-                                             given.final_measurement(), true);
-        !s.ok()) {
-      return s;
-    }
+    HT_RETURN_IF_ERROR(ValidateMeasurement("trial.final_measurement",
+                                           given.final_measurement(), true));
     if (!MaximizedObjective(study->spec(), given.final_measurement())) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "trial.final_measurement.metrics: missing the objective \"%s\"",
@@ -536,22 +516,14 @@ absl::StatusOr<v1::Trial> StudyService::CreateTrial(
 
 absl::StatusOr<v1::Trial> StudyService::GetTrial(
     const v1::GetTrialRequest& request) {
-  if (absl::Status s = ValidateStudyName("study_name", request.study_name());
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ValidateTrialId("trial_id", request.trial_id()); !s.ok()) {
-    return s;
-  }
+  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
+  HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
   return store_->GetTrial(request.study_name(), request.trial_id());
 }
 
 absl::StatusOr<v1::ListTrialsResponse> StudyService::ListTrials(
     const v1::ListTrialsRequest& request) {
-  if (absl::Status s = ValidateStudyName("study_name", request.study_name());
-      !s.ok()) {
-    return s;
-  }
+  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   if (request.page_size() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("page_size: must be >= 0, got ", request.page_size()));
@@ -590,28 +562,16 @@ absl::StatusOr<v1::ListTrialsResponse> StudyService::ListTrials(
 
 absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
     const v1::AddMeasurementRequest& request) {
-  if (absl::Status s = ValidateStudyName("study_name", request.study_name());
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ValidateTrialId("trial_id", request.trial_id()); !s.ok()) {
-    return s;
-  }
+  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
+  HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
   const v1::Measurement& m = request.measurement();
-  if (absl::Status s = ValidateMeasurement("measurement", m, true); !s.ok()) {
-    return s;
-  }
+  HT_RETURN_IF_ERROR(ValidateMeasurement("measurement", m, true));
   absl::MutexLock lock(&runtimes_.For(request.study_name()).mu);
   absl::StatusOr<v1::Trial> trial =
       store_->GetTrial(request.study_name(), request.trial_id());
   if (!trial.ok()) return trial.status();
-  if (absl::Status s = CheckRunning(*trial, "measurements are accepted");
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = CheckEpoch(*trial, request.lease_epoch()); !s.ok()) {
-    return s;
-  }
+  HT_RETURN_IF_ERROR(CheckRunning(*trial, "measurements are accepted"));
+  HT_RETURN_IF_ERROR(CheckEpoch(*trial, request.lease_epoch()));
   // A step already recorded: the same payload is a retry, anything else an
   // error; steps never go backwards.
   for (const v1::Measurement& old : trial->measurements()) {
@@ -623,8 +583,7 @@ absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
         m.step(), TrialRef(*trial)));
   }
   if (trial->measurements_size() > 0) {
-    int64_t latest =
-        trial->measurements(trial->measurements_size() - 1).step();
+    int64_t latest = trial->measurements(trial->measurements_size() - 1).step();
     if (m.step() < latest) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "measurement.step: %d is below the latest recorded step %d of %s",
@@ -635,24 +594,16 @@ absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
   if (!study.ok()) return study.status();
   *trial->add_measurements() = m;
   trial->set_lease_expire_time_ms(Now() + LeaseMs(*study));
-  if (absl::Status s = store_->UpdateTrial(*trial); !s.ok()) return s;
+  HT_RETURN_IF_ERROR(store_->UpdateTrial(*trial));
   return trial;
 }
 
 absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
     const v1::CompleteTrialRequest& request) {
-  if (absl::Status s = ValidateStudyName("study_name", request.study_name());
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ValidateTrialId("trial_id", request.trial_id()); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ValidateMeasurement(
-          "final_measurement", request.final_measurement(), false);
-      !s.ok()) {
-    return s;
-  }
+  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
+  HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
+  HT_RETURN_IF_ERROR(ValidateMeasurement("final_measurement",
+                                         request.final_measurement(), false));
   if (request.infeasible() && request.worker_failed()) {
     return absl::InvalidArgumentError(
         "worker_failed: a trial is either infeasible (its parameters) or its "
@@ -666,18 +617,13 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
   if (!trial.ok()) return trial.status();
 
   if (request.worker_failed()) {
-    if (absl::Status s = CheckRunning(*trial, "its worker can give it up");
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = CheckEpoch(*trial, request.lease_epoch()); !s.ok()) {
-      return s;
-    }
+    HT_RETURN_IF_ERROR(CheckRunning(*trial, "its worker can give it up"));
+    HT_RETURN_IF_ERROR(CheckEpoch(*trial, request.lease_epoch()));
     v1::Trial released =
         Release(*study, *std::move(trial),
                 request.failure_reason().empty() ? "worker failed"
                                                  : request.failure_reason());
-    if (absl::Status s = store_->UpdateTrial(released); !s.ok()) return s;
+    HT_RETURN_IF_ERROR(store_->UpdateTrial(released));
     return released;
   }
 
@@ -700,62 +646,50 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
           "the trial infeasible)",
           study->spec().metrics(0).name()));
     }
-    done.set_state(trial->state() == v1::Trial::STOPPING ? v1::Trial::STOPPED
-                                                         : v1::Trial::COMPLETED);
+    done.set_state(trial->state() == v1::Trial::STOPPING
+                       ? v1::Trial::STOPPED
+                       : v1::Trial::COMPLETED);
     *done.mutable_final_measurement() = std::move(final_m);
     done.clear_infeasible_reason();
   }
 
   if (IsFinished(trial->state())) {
     // A retry of the call that finished it returns the trial unchanged.
-    bool same = trial->state() == done.state() &&
-                trial->infeasible_reason() == done.infeasible_reason() &&
-                SameMetrics(trial->final_measurement(), done.final_measurement());
+    bool same =
+        trial->state() == done.state() &&
+        trial->infeasible_reason() == done.infeasible_reason() &&
+        SameMetrics(trial->final_measurement(), done.final_measurement());
     if (same) return trial;
     return absl::FailedPreconditionError(absl::StrFormat(
         "%s is already %s with a different result", TrialRef(*trial),
         v1::Trial::State_Name(trial->state())));
   }
-  if (absl::Status s = CheckRunning(*trial, "it can be completed"); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = CheckEpoch(*trial, request.lease_epoch()); !s.ok()) {
-    return s;
-  }
+  HT_RETURN_IF_ERROR(CheckRunning(*trial, "it can be completed"));
+  HT_RETURN_IF_ERROR(CheckEpoch(*trial, request.lease_epoch()));
   done.set_end_time_ms(Now());
   done.set_lease_expire_time_ms(0);
-  if (absl::Status s = store_->UpdateTrial(done); !s.ok()) return s;
+  HT_RETURN_IF_ERROR(store_->UpdateTrial(done));
   return done;
 }
 
 absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
     const v1::HeartbeatRequest& request) {
-  if (absl::Status s = ValidateStudyName("study_name", request.study_name());
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ValidateTrialId("trial_id", request.trial_id()); !s.ok()) {
-    return s;
-  }
+  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
+  HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
   absl::MutexLock lock(&runtimes_.For(request.study_name()).mu);
   absl::StatusOr<v1::Study> study = store_->GetStudy(request.study_name());
   if (!study.ok()) return study.status();
   absl::StatusOr<v1::Trial> trial =
       store_->GetTrial(request.study_name(), request.trial_id());
   if (!trial.ok()) return trial.status();
-  if (absl::Status s = CheckRunning(*trial, "its lease can be renewed");
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = CheckEpoch(*trial, request.lease_epoch()); !s.ok()) {
-    return s;
-  }
+  HT_RETURN_IF_ERROR(CheckRunning(*trial, "its lease can be renewed"));
+  HT_RETURN_IF_ERROR(CheckEpoch(*trial, request.lease_epoch()));
   trial->set_lease_expire_time_ms(Now() + LeaseMs(*study));
   if (!request.checkpoint_uri().empty()) {
     trial->set_checkpoint_uri(request.checkpoint_uri());
   }
   if (!request.log_path().empty()) trial->set_log_path(request.log_path());
-  if (absl::Status s = store_->UpdateTrial(*trial); !s.ok()) return s;
+  HT_RETURN_IF_ERROR(store_->UpdateTrial(*trial));
   v1::HeartbeatResponse response;
   response.set_should_stop(trial->state() == v1::Trial::STOPPING);
   response.set_lease_expire_time_ms(trial->lease_expire_time_ms());
@@ -764,10 +698,7 @@ absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
 
 absl::StatusOr<v1::ListOptimalTrialsResponse> StudyService::ListOptimalTrials(
     const v1::ListOptimalTrialsRequest& request) {
-  if (absl::Status s = ValidateStudyName("study_name", request.study_name());
-      !s.ok()) {
-    return s;
-  }
+  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   absl::StatusOr<v1::Study> study = store_->GetStudy(request.study_name());
   if (!study.ok()) return study.status();
   storage::TrialQuery query;
