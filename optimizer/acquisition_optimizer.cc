@@ -97,9 +97,23 @@ std::vector<ScoredPoint> MaximizeAcquisition(
                    [&](int a, int b) { return values[a] > values[b]; });
 
   std::vector<ScoredPoint> results;
-  // Polish the best starts on the numeric coordinates.
-  const int starts =
-      std::min<int>(options.polish_starts, static_cast<int>(order.size()));
+  // Polish the best starts on the numeric coordinates: the best Sobol
+  // candidates first (global ones), then the best others.
+  std::vector<int> start_rows;
+  for (int i : order) {
+    if (static_cast<int>(start_rows.size()) >= options.global_starts) break;
+    if (i < options.raw_samples) start_rows.push_back(i);
+  }
+  for (int i : order) {
+    if (static_cast<int>(start_rows.size()) >= options.polish_starts) break;
+    if (std::find(start_rows.begin(), start_rows.end(), i) == start_rows.end()) {
+      start_rows.push_back(i);
+    }
+  }
+  std::sort(start_rows.begin(), start_rows.end(), [&](int a, int b) {
+    return values[a] > values[b] || (values[a] == values[b] && a < b);
+  });
+  const int starts = static_cast<int>(start_rows.size());
   Eigen::VectorXd lower(numeric.size()), upper(numeric.size());
   for (size_t k = 0; k < numeric.size(); ++k) {
     lower[k] = domain.lower[numeric[k]];
@@ -110,8 +124,8 @@ std::vector<ScoredPoint> MaximizeAcquisition(
   polish.gradient_tolerance = 1e-6;
   polish.relative_tolerance = 1e-10;
   for (int s = 0; s < starts; ++s) {
-    Eigen::VectorXd x = candidates.row(order[s]).transpose();
-    double value = values[order[s]];
+    Eigen::VectorXd x = candidates.row(start_rows[s]).transpose();
+    double value = values[start_rows[s]];
     if (!numeric.empty()) {
       auto objective = [&](const Eigen::VectorXd& z, Eigen::VectorXd& grad) {
         Eigen::VectorXd full = x;

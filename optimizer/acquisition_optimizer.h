@@ -37,6 +37,10 @@ struct AcquisitionOptimizerOptions {
   int perturbations = 256;
   // Best candidates polished by L-BFGS-B (default 5).
   int polish_starts = 5;
+  // Of the polish starts, how many are the best Sobol candidates rather than
+  // the best candidates overall (which cluster near the incumbent), so that
+  // other basins get polished too (default 0).
+  int global_starts = 0;
   // Iterations per polish (default 40).
   int polish_iterations = 40;
   // Points returned, best first (default 16).

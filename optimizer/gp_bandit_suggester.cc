@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <set>
@@ -147,7 +148,18 @@ Eigen::VectorXd NumericLengthscales(const Coordinates& c,
   return l;
 }
 
+// The hyperparameter prior: an additive kernel's lengthscales are those of
+// one-dimensional functions, so its prior is the d = 1 prior.
+GpPrior PriorFor(const Coordinates& c, KernelStructure structure) {
+  return GpPrior::ForDimension(structure == KernelStructure::kAdditive ? 1
+                                                                       : c.dim());
+}
+
 constexpr int kMinModelPoints = 2;
+// The log Bayes factor the additive kernel must win by ("positive evidence",
+// Kass and Raftery 1995): early, weak preferences for it sent non-separable
+// objectives down worse paths (hartmann6 in benchmarks/README.md).
+constexpr double kAdditiveMargin = 2.0;
 constexpr int kAnchors = 5;
 // Feasibility GP: labels +-1 with this noise variance, unit signal.
 constexpr double kFeasibilityNoise = 1e-2;
@@ -178,10 +190,9 @@ int GpBanditSuggester::LastRefitCheckpoint(int n) {
   }
 }
 
-GpParams GpBanditSuggester::CheckpointParams(const SearchSpace& space,
-                                             uint64_t seed,
-                                             const Eigen::MatrixXd& x,
-                                             const Eigen::VectorXd& y, int c) {
+GpBanditSuggester::Fit GpBanditSuggester::CheckpointParams(
+    const SearchSpace& space, uint64_t seed, const Eigen::MatrixXd& x,
+    const Eigen::VectorXd& y, int c, bool allow_additive) {
   const Coordinates coords(space);
   Eigen::MatrixXd xc = x.topRows(c);
   Eigen::VectorXd yc = y.head(c);
@@ -194,21 +205,48 @@ GpParams GpBanditSuggester::CheckpointParams(const SearchSpace& space,
   }
   if (fit_cache_ && fit_cache_->checkpoint == c && fit_cache_->seed == seed &&
       fit_cache_->x.rows() == xc.rows() && fit_cache_->x.cols() == xc.cols() &&
-      fit_cache_->x == xc && fit_cache_->y == yc) {
-    return fit_cache_->params;
+      fit_cache_->allow_additive == allow_additive && fit_cache_->x == xc &&
+      fit_cache_->y == yc) {
+    return fit_cache_->fit;
   }
-  const std::unique_ptr<Kernel> kernel = MakeMixedKernel(coords.categorical);
-  const GpPrior prior = GpPrior::ForDimension(coords.dim());
-  std::vector<GpParams> starts = {prior.Mode(kernel->num_params())};
-  SplitMix64 rng(MixSeeds(seed, static_cast<uint64_t>(c)));
-  for (int r = 0; r < options_.fit_restarts; ++r) {
-    starts.push_back(prior.Sample(kernel->num_params(), rng));
+  const Eigen::VectorXd targets = TransformOutputs(yc);
+  const int numeric_dims = static_cast<int>(
+      std::count(coords.categorical.begin(), coords.categorical.end(), false));
+  std::vector<KernelStructure> structures = {KernelStructure::kProduct};
+  if (allow_additive && numeric_dims >= 2) {
+    structures.push_back(KernelStructure::kAdditive);
   }
-  const GpParams params =
-      FitGpParams(*kernel, xc, TransformOutputs(yc), starts, prior,
-                  options_.min_noise_variance, options_.fit_iterations);
-  fit_cache_ = FitCache{c, seed, std::move(xc), std::move(yc), params};
-  return params;
+  Fit best{KernelStructure::kProduct, GpParams()};
+  double best_value = std::numeric_limits<double>::infinity();
+  for (const KernelStructure structure : structures) {
+    const std::unique_ptr<Kernel> kernel =
+        MakeMixedKernel(coords.categorical, structure);
+    const GpPrior prior = PriorFor(coords, structure);
+    std::vector<GpParams> starts = {prior.Mode(kernel->num_params())};
+    SplitMix64 rng(MixSeeds(seed, static_cast<uint64_t>(c)));
+    // Large fits are the latency spikes: one restart there.
+    const int restarts = c > options_.warm_refit_below
+                             ? std::min(options_.fit_restarts, 1)
+                             : options_.fit_restarts;
+    for (int r = 0; r < restarts; ++r) {
+      starts.push_back(prior.Sample(kernel->num_params(), rng));
+    }
+    const GpParams params =
+        FitGpParams(*kernel, xc, targets, starts, prior,
+                    options_.min_noise_variance, options_.fit_iterations);
+    const double value =
+        NegLogPosterior(*kernel, xc, targets, params.Flat(), prior, nullptr);
+    // The product kernel, the default, unless the additive one is clearly
+    // better: a log Bayes factor above kAdditiveMargin.
+    if (structure == KernelStructure::kProduct ||
+        value < best_value - kAdditiveMargin) {
+      best = Fit{structure, params};
+      best_value = value;
+    }
+  }
+  fit_cache_ =
+      FitCache{c, seed, allow_additive, std::move(xc), std::move(yc), best};
+  return best;
 }
 
 absl::StatusOr<GpBanditSuggester::Model> GpBanditSuggester::BuildModel(
@@ -217,11 +255,19 @@ absl::StatusOr<GpBanditSuggester::Model> GpBanditSuggester::BuildModel(
   const Coordinates coords(space);
   const int n = static_cast<int>(x.rows());
   const int c = LastRefitCheckpoint(n);
-  const std::unique_ptr<Kernel> kernel = MakeMixedKernel(coords.categorical);
-  const GpParams checkpoint = CheckpointParams(space, seed, x, y, c);
+  // The additive kernel costs d times the product's per kernel entry: not
+  // past max_local_points, where latency matters more than sample
+  // efficiency.
+  const Fit fit =
+      CheckpointParams(space, seed, x, y, c,
+                       options_.select_additive &&
+                           n <= options_.max_local_points);
+  const std::unique_ptr<Kernel> kernel =
+      MakeMixedKernel(coords.categorical, fit.structure);
+  const GpParams& checkpoint = fit.params;
   GpParams params = checkpoint;
   if (n > c && n <= options_.warm_refit_below) {
-    const GpPrior prior = GpPrior::ForDimension(coords.dim());
+    const GpPrior prior = PriorFor(coords, fit.structure);
     params = FitGpParams(*kernel, x, TransformOutputs(y), {checkpoint}, prior,
                          options_.min_noise_variance,
                          options_.warm_fit_iterations);
@@ -263,7 +309,8 @@ absl::StatusOr<GpBanditSuggester::Model> GpBanditSuggester::BuildModel(
       // Factor the checkpoint's prefix, then append the rest in order:
       // the same operations whether or not the cache holds a prefix.
       int m = 0;
-      if (factor_cache_ && factor_cache_->params() == checkpoint &&
+      if (factor_cache_ && factor_structure_ == fit.structure &&
+          factor_cache_->params() == checkpoint &&
           factor_cache_->size() >= c && factor_cache_->size() <= n &&
           factor_cache_->x().cols() == x.cols() &&
           factor_cache_->x() == x.topRows(factor_cache_->size())) {
@@ -283,6 +330,7 @@ absl::StatusOr<GpBanditSuggester::Model> GpBanditSuggester::BuildModel(
         }
       }
       factor_cache_ = *gp;
+      factor_structure_ = fit.structure;
     }
     gp->SetTargets(targets);
   }
@@ -309,19 +357,36 @@ absl::StatusOr<GpBanditSuggester::Model> GpBanditSuggester::BuildModel(
     Eigen::VectorXd labels(fx.rows());
     labels << Eigen::VectorXd::Ones(data_x.rows()),
         -Eigen::VectorXd::Ones(infeasible.rows());
-    // The objective's lengthscales, capped at the prior's mode: a smooth
-    // objective must not make the feasible region's edge look smooth too.
+    // The product kernel with the objective's lengthscales (an additive
+    // fit's are not comparable: the prior's mode instead), capped at the
+    // prior's mode: a smooth objective must not make the feasible region's
+    // edge look smooth too.
+    const std::unique_ptr<Kernel> fkernel = MakeMixedKernel(coords.categorical);
+    const Eigen::VectorXd mode =
+        GpPrior::ForDimension(coords.dim()).Mode(fkernel->num_params()).kernel;
     GpParams fparams = params;
-    fparams.kernel = fparams.kernel.cwiseMin(
-        GpPrior::ForDimension(coords.dim()).Mode(kernel->num_params()).kernel);
+    fparams.kernel = fit.structure == KernelStructure::kProduct
+                         ? Eigen::VectorXd(fparams.kernel.cwiseMin(mode))
+                         : mode;
     fparams.log_signal_variance = 0;
     fparams.log_noise_variance = std::log(kFeasibilityNoise);
     fparams.mean = 0;
     absl::StatusOr<GaussianProcess> feasibility =
-        GaussianProcess::Create(*kernel, fparams, fx, labels);
+        GaussianProcess::Create(*fkernel, fparams, fx, labels);
     if (feasibility.ok()) model.feasibility = *std::move(feasibility);
   }
   return model;
+}
+
+void GpBanditSuggester::AddFantasy(const Eigen::VectorXd& x, Model& model) {
+  Eigen::VectorXd mean, var;
+  model.gp.Predict(x.transpose(), &mean, &var);
+  // A constant liar that never improves: the pending evaluation counts as
+  // min(posterior mean, incumbent), noise-free, so the acquisition is ~0 at
+  // the pending point and recovers over about a lengthscale (a local
+  // penalty), while the incumbent stays the observed best. A liar above
+  // the incumbent would pull the next pick right next to it instead.
+  (void)model.gp.AddPoint(x, std::min(mean[0], model.best), kFantasyNoise);
 }
 
 absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
@@ -408,13 +473,7 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
           std::vector<Eigen::VectorXd> fantasies = pending_x;
           fantasies.insert(fantasies.end(), picks.begin(), picks.end());
           for (const Eigen::VectorXd& p : fantasies) {
-            Eigen::VectorXd mean, var;
-            model->gp.Predict(p.transpose(), &mean, &var);
-            // The believer's value counts as observed: EI is measured
-            // against it too.
-            if (model->gp.AddPoint(p, mean[0], kFantasyNoise).ok()) {
-              model->best = std::max(model->best, mean[0]);
-            }
+            AddFantasy(p, *model);
           }
         }
         if (!built.ok()) {
@@ -449,13 +508,7 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
     taken.insert(a);
     const Eigen::VectorXd x = coords.FromAssignment(space, a);
     picks.push_back(x);
-    if (model) {
-      Eigen::VectorXd mean, var;
-      model->gp.Predict(x.transpose(), &mean, &var);
-      if (model->gp.AddPoint(x, mean[0], kFantasyNoise).ok()) {
-        model->best = std::max(model->best, mean[0]);
-      }
-    }
+    if (model) AddFantasy(x, *model);
     out.push_back(std::move(a));
   }
   return out;

@@ -4,11 +4,14 @@
 //
 //   if the history is shorter than the initial design: centre, then Sobol;
 //   y  <- winsorize, Yeo-Johnson, standardize (output_transform.h)
-//   hyperparameters <- MAP fit at scheduled history sizes, warm refit
-//                      in between while the history is small
+//   hyperparameters <- MAP fit at scheduled history sizes of both the
+//                      Matérn ARD and an additive kernel, the additive one
+//                      kept only if clearly more likely; warm refit in
+//                      between while the history is small
 //   model <- GP on the completed trials (a local subset near the incumbent
 //            past max_local_points), Cholesky extended in O(n^2) per trial
-//   pending trials -> fantasies at the posterior mean (kriging believer)
+//   pending trials -> noise-free fantasies at min(posterior mean,
+//                     incumbent): a constant liar that never improves
 //   infeasible trials -> a feasibility GP weighting the acquisition
 //   repeat count times: x <- argmax acquisition; add x as a fantasy.
 //
@@ -44,7 +47,8 @@ struct GpBanditOptions {
   int initial_trials = 0;
   // Floor on the noise variance of the standardized outputs (default 1e-6).
   double min_noise_variance = 1e-6;
-  // Prior draws used as fit starts besides the prior's mode (default 3).
+  // Prior draws used as fit starts besides the prior's mode (default 3; at
+  // most 1 for fits past warm_refit_below trials).
   int fit_restarts = 3;
   // L-BFGS-B iterations per start of a full fit (default 60).
   int fit_iterations = 60;
@@ -60,6 +64,11 @@ struct GpBanditOptions {
   // max_local_points to the incumbent, searched within their bounding box
   // (TuRBO-like trust region; default 400).
   int max_local_points = 400;
+  // At each full fit, also fit a first-order additive kernel (kernel.h) and
+  // keep whichever has the higher log posterior (default true). Separable
+  // objectives need far fewer trials under the additive model. Not past
+  // max_local_points trials (its kernel costs d times more).
+  bool select_additive = true;
   // Past this many completed trials, delegate to TPE; 0 never (default 0).
   int tpe_fallback_above = 0;
   AcquisitionOptimizerOptions acquisition_optimizer;
@@ -91,9 +100,16 @@ class GpBanditSuggester final : public Suggester {
                                    const Eigen::MatrixXd& infeasible);
   // The hyperparameters at checkpoint c (the first c completed trials),
   // from the cache when it holds the same data.
-  GpParams CheckpointParams(const SearchSpace& space, uint64_t seed,
-                            const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
-                            int c);
+  struct Fit {
+    KernelStructure structure;
+    GpParams params;
+  };
+  Fit CheckpointParams(const SearchSpace& space, uint64_t seed,
+                       const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
+                       int c, bool allow_additive);
+
+  // Conditions the model on a pending evaluation at x (model coordinates).
+  void AddFantasy(const Eigen::VectorXd& x, Model& model);
 
   GpBanditOptions options_;
   TpeSuggester tpe_;
@@ -103,14 +119,16 @@ class GpBanditSuggester final : public Suggester {
   struct FitCache {
     int checkpoint;
     uint64_t seed;
+    bool allow_additive;
     Eigen::MatrixXd x;  // The data fitted (model coordinates), raw values.
     Eigen::VectorXd y;
-    GpParams params;
+    Fit fit;
   };
   std::optional<FitCache> fit_cache_;
   // A GP with the checkpoint's parameters on a prefix of the completed
   // trials, built as "factor the checkpoint's prefix, then append".
   std::optional<GaussianProcess> factor_cache_;
+  KernelStructure factor_structure_ = KernelStructure::kProduct;
 };
 
 }  // namespace hypertune::optimizer

@@ -93,6 +93,78 @@ Eigen::MatrixXd Matern52Kernel::InputGradient(const Eigen::VectorXd& x,
   return grad;
 }
 
+AdditiveMatern52Kernel::AdditiveMatern52Kernel(std::vector<int> dims)
+    : dims_(std::move(dims)),
+      log_l_(Eigen::VectorXd::Zero(static_cast<Eigen::Index>(dims_.size()))),
+      inv_l_(Eigen::VectorXd::Ones(static_cast<Eigen::Index>(dims_.size()))) {
+  assert(!dims_.empty());
+}
+
+std::unique_ptr<Kernel> AdditiveMatern52Kernel::Clone() const {
+  return std::make_unique<AdditiveMatern52Kernel>(*this);
+}
+
+int AdditiveMatern52Kernel::num_params() const {
+  return static_cast<int>(dims_.size());
+}
+
+void AdditiveMatern52Kernel::set_log_params(const Eigen::VectorXd& p) {
+  assert(p.size() == num_params());
+  log_l_ = p;
+  inv_l_ = (-p.array()).exp();
+}
+
+Eigen::MatrixXd AdditiveMatern52Kernel::Matrix(const Eigen::MatrixXd& a,
+                                               const Eigen::MatrixXd& b) const {
+  Eigen::ArrayXXd k = Eigen::ArrayXXd::Zero(a.rows(), b.rows());
+  Eigen::ArrayXXd r(a.rows(), b.rows());
+  for (size_t j = 0; j < dims_.size(); ++j) {
+    const double inv_l = inv_l_[static_cast<Eigen::Index>(j)];
+    const int c = dims_[j];
+    for (Eigen::Index i = 0; i < b.rows(); ++i) {
+      r.col(i) = (a.col(c).array() - b(i, c)).abs() * inv_l;
+    }
+    k += (1.0 + kSqrt5 * r + (5.0 / 3.0) * r.square()) * (-kSqrt5 * r).exp();
+  }
+  return (k / static_cast<double>(dims_.size())).matrix();
+}
+
+Eigen::VectorXd AdditiveMatern52Kernel::ContractGradient(
+    const Eigen::MatrixXd& x, const Eigen::MatrixXd& w) const {
+  Eigen::VectorXd g(static_cast<Eigen::Index>(dims_.size()));
+  Eigen::ArrayXXd r(x.rows(), x.rows());
+  for (size_t j = 0; j < dims_.size(); ++j) {
+    const double inv_l = inv_l_[static_cast<Eigen::Index>(j)];
+    const int c = dims_[j];
+    for (Eigen::Index i = 0; i < x.rows(); ++i) {
+      r.col(i) = (x.col(c).array() - x(i, c)).abs() * inv_l;
+    }
+    // dm / d log l = s(r) r^2.
+    g[static_cast<Eigen::Index>(j)] =
+        (w.array() * (5.0 / 3.0) * (1.0 + kSqrt5 * r) * (-kSqrt5 * r).exp() *
+         r.square())
+            .sum() /
+        static_cast<double>(dims_.size());
+  }
+  return g;
+}
+
+Eigen::MatrixXd AdditiveMatern52Kernel::InputGradient(
+    const Eigen::VectorXd& x, const Eigen::MatrixXd& b) const {
+  Eigen::MatrixXd grad = Eigen::MatrixXd::Zero(b.rows(), b.cols());
+  const double scale = 1.0 / static_cast<double>(dims_.size());
+  for (size_t j = 0; j < dims_.size(); ++j) {
+    const double inv_l = inv_l_[static_cast<Eigen::Index>(j)];
+    const int c = dims_[j];
+    const Eigen::ArrayXd diff = (x[c] - b.col(c).array()) * inv_l;
+    const Eigen::ArrayXd r = diff.abs();
+    grad.col(c) = (-scale * (5.0 / 3.0) * (1.0 + kSqrt5 * r) *
+                   (-kSqrt5 * r).exp() * diff * inv_l)
+                      .matrix();
+  }
+  return grad;
+}
+
 HammingKernel::HammingKernel(std::vector<int> dims)
     : dims_(std::move(dims)),
       log_l_(Eigen::VectorXd::Zero(static_cast<Eigen::Index>(dims_.size()))) {
@@ -194,22 +266,26 @@ Eigen::MatrixXd ProductKernel::InputGradient(const Eigen::VectorXd& x,
          v1.asDiagonal() * k2_->InputGradient(x, b);
 }
 
-std::unique_ptr<Kernel> MakeMixedKernel(const std::vector<bool>& categorical) {
+std::unique_ptr<Kernel> MakeMixedKernel(const std::vector<bool>& categorical,
+                                        KernelStructure structure) {
   assert(!categorical.empty());
   std::vector<int> numeric_dims, categorical_dims;
   for (size_t j = 0; j < categorical.size(); ++j) {
     (categorical[j] ? categorical_dims : numeric_dims)
         .push_back(static_cast<int>(j));
   }
-  if (categorical_dims.empty()) {
-    return std::make_unique<Matern52Kernel>(std::move(numeric_dims));
-  }
+  auto numeric = [&]() -> std::unique_ptr<Kernel> {
+    if (structure == KernelStructure::kAdditive) {
+      return std::make_unique<AdditiveMatern52Kernel>(numeric_dims);
+    }
+    return std::make_unique<Matern52Kernel>(numeric_dims);
+  };
+  if (categorical_dims.empty()) return numeric();
   if (numeric_dims.empty()) {
     return std::make_unique<HammingKernel>(std::move(categorical_dims));
   }
   return std::make_unique<ProductKernel>(
-      std::make_unique<Matern52Kernel>(std::move(numeric_dims)),
-      std::make_unique<HammingKernel>(std::move(categorical_dims)));
+      numeric(), std::make_unique<HammingKernel>(std::move(categorical_dims)));
 }
 
 }  // namespace hypertune::optimizer

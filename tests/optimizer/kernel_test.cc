@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -23,13 +24,19 @@ Eigen::MatrixXd RandomPoints(int n, const std::vector<bool>& categorical,
   return x;
 }
 
-class KernelGradientTest
-    : public ::testing::TestWithParam<std::vector<bool>> {};
+struct KernelCase {
+  const char* name;
+  std::vector<bool> categorical;
+  KernelStructure structure = KernelStructure::kProduct;
+};
+
+class KernelGradientTest : public ::testing::TestWithParam<KernelCase> {};
 
 TEST_P(KernelGradientTest, ParameterGradientMatchesFiniteDifferences) {
   std::mt19937_64 rng(1);
-  const std::vector<bool>& categorical = GetParam();
-  std::unique_ptr<Kernel> k = MakeMixedKernel(categorical);
+  const std::vector<bool>& categorical = GetParam().categorical;
+  std::unique_ptr<Kernel> k =
+      MakeMixedKernel(categorical, GetParam().structure);
   Eigen::VectorXd p(k->num_params());
   for (int i = 0; i < p.size(); ++i) p[i] = -1.0 + 0.3 * i;
   k->set_log_params(p);
@@ -55,8 +62,9 @@ TEST_P(KernelGradientTest, ParameterGradientMatchesFiniteDifferences) {
 
 TEST_P(KernelGradientTest, InputGradientMatchesFiniteDifferences) {
   std::mt19937_64 rng(2);
-  const std::vector<bool>& categorical = GetParam();
-  std::unique_ptr<Kernel> k = MakeMixedKernel(categorical);
+  const std::vector<bool>& categorical = GetParam().categorical;
+  std::unique_ptr<Kernel> k =
+      MakeMixedKernel(categorical, GetParam().structure);
   Eigen::VectorXd p(k->num_params());
   for (int i = 0; i < p.size(); ++i) p[i] = -0.5 - 0.2 * i;
   k->set_log_params(p);
@@ -84,16 +92,17 @@ TEST_P(KernelGradientTest, InputGradientMatchesFiniteDifferences) {
   }
 }
 
+const KernelCase kKernelCases[] = {
+    {"Matern", {false, false, false}},
+    {"Hamming", {true, true}},
+    {"Product", {false, true, false, true}},
+    {"Additive", {false, false, false}, KernelStructure::kAdditive},
+    {"AdditiveProduct", {false, true, false, true}, KernelStructure::kAdditive},
+};
+
 INSTANTIATE_TEST_SUITE_P(
-    Kernels, KernelGradientTest,
-    ::testing::Values(std::vector<bool>{false, false, false},
-                      std::vector<bool>{true, true},
-                      std::vector<bool>{false, true, false, true}),
-    [](const auto& info) {
-      return info.index == 0   ? "Matern"
-             : info.index == 1 ? "Hamming"
-                               : "Product";
-    });
+    Kernels, KernelGradientTest, ::testing::ValuesIn(kKernelCases),
+    [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Matern52KernelTest, KnownValues) {
   Matern52Kernel k({0, 1});
@@ -108,6 +117,26 @@ TEST(Matern52KernelTest, KnownValues) {
   const double r = std::sqrt(0.52), s5 = std::sqrt(5.0);
   EXPECT_NEAR(kab(0, 1), (1 + s5 * r + 5 * r * r / 3) * std::exp(-s5 * r),
               1e-14);
+}
+
+TEST(AdditiveMatern52KernelTest, AveragesOneDimensionalKernels) {
+  AdditiveMatern52Kernel k({0, 1});
+  k.set_log_params(Eigen::Vector2d(std::log(0.5), std::log(2.0)));
+  Eigen::MatrixXd a(1, 2), b(2, 2);
+  a << 0.1, 0.2;
+  b << 0.1, 0.2,  //
+      0.4, 1.0;
+  const Eigen::MatrixXd kab = k.Matrix(a, b);
+  EXPECT_DOUBLE_EQ(kab(0, 0), 1.0);
+  const double s5 = std::sqrt(5.0);
+  auto m = [s5](double r) {
+    return (1 + s5 * r + 5 * r * r / 3) * std::exp(-s5 * r);
+  };
+  EXPECT_NEAR(kab(0, 1), (m(0.3 / 0.5) + m(0.8 / 2)) / 2, 1e-14);
+  // Points differing in one dimension only stay correlated at least 1/2.
+  Eigen::MatrixXd far(1, 2);
+  far << 100.0, 0.2;
+  EXPECT_NEAR(k.Matrix(a, far)(0, 0), 0.5, 1e-12);
 }
 
 TEST(HammingKernelTest, DependsOnlyOnEquality) {
