@@ -19,6 +19,7 @@ class QuasiRandomSuggester final : public Suggester {
   // SobolSequence::kMaxDimension parameters.
   absl::StatusOr<std::vector<Assignment>> Suggest(
       const SuggestRequest& request) override;
+  bool UsesHistory() const override { return false; }
 };
 
 }  // namespace hypertune::optimizer

@@ -17,6 +17,7 @@ class RandomSuggester final : public Suggester {
  public:
   absl::StatusOr<std::vector<Assignment>> Suggest(
       const SuggestRequest& request) override;
+  bool UsesHistory() const override { return false; }
 };
 
 }  // namespace hypertune::optimizer

@@ -61,6 +61,9 @@ class Suggester {
   // implementations may update caches (see above).
   virtual absl::StatusOr<std::vector<Assignment>> Suggest(
       const SuggestRequest& request) = 0;
+  // Whether Suggest reads `request.history`; callers may leave it empty when
+  // not (the history of a large study is costly to load).
+  virtual bool UsesHistory() const { return true; }
 };
 
 // Returns the suggester for `algorithm`; never null.

@@ -369,10 +369,15 @@ void StudyService::ServeSuggestions(
     }
 
     if (total_fresh > 0) {
-      absl::StatusOr<std::vector<v1::Trial>> trials =
-          store_->ListTrials(name, {});
-      if (!trials.ok()) return fail_all(trials.status());
-      snapshot = *std::move(trials);
+      if (absl::Status s = PrepareSuggester(runtime, study); !s.ok()) {
+        return fail_all(s);
+      }
+      if (runtime.suggester->UsesHistory()) {
+        absl::StatusOr<std::vector<v1::Trial>> trials =
+            store_->ListTrials(name, {});
+        if (!trials.ok()) return fail_all(trials.status());
+        snapshot = *std::move(trials);
+      }
     } else if (study.state() == v1::Study::ACTIVE && !granted_any &&
                budget_left <= 0 && queued.empty() && running == 0) {
       // Budget spent and every trial finished: the study is done. While
@@ -434,19 +439,25 @@ void StudyService::ServeSuggestions(
   }
 }
 
+absl::Status StudyService::PrepareSuggester(StudyRuntime& runtime,
+                                            const v1::Study& study) {
+  if (runtime.suggester != nullptr &&
+      runtime.suggester_study_created_ms == study.create_time_ms()) {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<optimizer::Algorithm> algorithm =
+      ToOptimizerAlgorithm(study.spec().algorithm());
+  if (!algorithm.ok()) return algorithm.status();
+  runtime.suggester = optimizer::MakeSuggester(*algorithm);
+  runtime.suggester_study_created_ms = study.create_time_ms();
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<v1::Trial>> StudyService::ProposeTrials(
     StudyRuntime& runtime, const v1::Study& study,
     const std::vector<v1::Trial>& snapshot, int count, int64_t trials_created) {
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
   if (!space.ok()) return space.status();
-  if (runtime.suggester == nullptr ||
-      runtime.suggester_study_created_ms != study.create_time_ms()) {
-    absl::StatusOr<optimizer::Algorithm> algorithm =
-        ToOptimizerAlgorithm(study.spec().algorithm());
-    if (!algorithm.ok()) return algorithm.status();
-    runtime.suggester = optimizer::MakeSuggester(*algorithm);
-    runtime.suggester_study_created_ms = study.create_time_ms();
-  }
   optimizer::SuggestRequest request;
   request.space = &*space;
   request.history = ToHistory(study.spec(), *space, snapshot);

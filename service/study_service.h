@@ -89,6 +89,9 @@ class StudyService {
   // suggestion queue.
   void ServeSuggestions(StudyRuntime& runtime, const std::string& name,
                         const std::vector<SuggestQueue::Ticket*>& batch);
+  // Makes runtime.suggester the model of `study`'s current incarnation.
+  // REQUIRES: as ServeSuggestions.
+  absl::Status PrepareSuggester(StudyRuntime& runtime, const v1::Study& study);
   // `count` new trials (parameters only) from the study's algorithm, given
   // the history in `snapshot`. REQUIRES: as ServeSuggestions; not the
   // study's lock (a fit may take a while).
