@@ -10,7 +10,7 @@ PACKAGES := g++ cmake ninja-build pkg-config \
   libabsl-dev libeigen3-dev libboost-dev libsqlite3-dev nlohmann-json3-dev \
   liblbfgspp-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
 
-.PHONY: all deps configure build test demo install clean
+.PHONY: all deps configure build test demo install clean fuzz
 
 all: build
 
@@ -41,6 +41,23 @@ test: build
 
 demo: build
 	examples/demo.sh $(BUILD)
+
+# libFuzzer over the service (tests/fuzz): its own clang build in
+# $(FUZZ_BUILD), the regression inputs, then FUZZ_SECONDS of fuzzing.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+FUZZ_CXX ?= clang++
+fuzz: deps
+	@if ! command -v $(FUZZ_CXX) >/dev/null 2>&1; then \
+	  echo "make fuzz: SKIPPED, $(FUZZ_CXX) not found (apt-get install clang)"; \
+	  exit 0; \
+	fi; \
+	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_C_COMPILER=$(FUZZ_CC) -DCMAKE_CXX_COMPILER=$(FUZZ_CXX) \
+	  -DHYPERTUNE_FUZZ=ON >/dev/null && \
+	cmake --build $(FUZZ_BUILD) --target service_fuzzer -j $(JOBS) && \
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 install: build
 	cmake --install $(BUILD)

@@ -3,12 +3,20 @@
 //   hypertune-bench regret [--functions branin2,hartmann6] [--trials 100]
 //                          [--seeds 20] [--parallel 1] [--algorithm A]
 //   hypertune-bench latency [--dim 5] [--history 1000] [--algorithm A]
+//   hypertune-bench service [--workers 16] [--trials 800] [--reports 3]
+//                           [--algorithm RANDOM] [--durability normal|full]
+//                           [--hypertuned PATH]
+//   hypertune-bench soak [--minutes 10] [--workers 64] [--reports 5]
+//                        [--report-ms 200] [--algorithm RANDOM] [--seed 1]
 //
 // Prints one JSON object per line in the schema of shared/peers/
 // optuna_peer.py. Usage errors: a message on stderr and exit status 2;
 // failures while running: exit status 1.
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -25,8 +33,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "benchmarks/chaos.h"
 #include "benchmarks/functions.h"
 #include "benchmarks/regret.h"
+#include "benchmarks/service_load.h"
 #include "optimizer/suggester.h"
 
 namespace hypertune::bench {
@@ -44,6 +54,11 @@ constexpr char kUsage[] =
     "[--seeds N]\n"
     "                         [--parallel P] [--algorithm A]\n"
     "  hypertune-bench latency [--dim D] [--history N] [--algorithm A]\n"
+    "  hypertune-bench service [--workers W] [--trials T] [--reports R]\n"
+    "                          [--algorithm A] [--durability normal|full]\n"
+    "                          [--hypertuned PATH]\n"
+    "  hypertune-bench soak [--minutes M] [--workers W] [--reports R]\n"
+    "                       [--report-ms MS] [--algorithm A] [--seed S]\n"
     "algorithms: GP_BANDIT (default), TPE, RANDOM, QUASI_RANDOM\n";
 
 // `--name value` or `--name=value` flags, checked against the names a
@@ -194,6 +209,131 @@ int Latency(const std::vector<std::string>& args) {
   return 0;
 }
 
+int Service(const std::vector<std::string>& args) {
+  absl::StatusOr<Flags> flags =
+      Flags::Parse(args, {"workers", "trials", "reports", "algorithm",
+                          "durability", "hypertuned"});
+  if (!flags.ok()) return UsageError(flags.status());
+  const absl::StatusOr<int> workers = flags->Int("workers", 16, 1);
+  const absl::StatusOr<int> trials = flags->Int("trials", 800, 1);
+  const absl::StatusOr<int> reports = flags->Int("reports", 3, 0);
+  const absl::StatusOr<Algorithm> algorithm = flags->Algo();
+  for (const absl::Status& s : {workers.status(), trials.status(),
+                                reports.status(), algorithm.status()}) {
+    if (!s.ok()) return UsageError(s);
+  }
+  const std::string durability = flags->String("durability", "normal");
+  if (durability != "normal" && durability != "full") {
+    return UsageError(absl::InvalidArgumentError(
+        absl::StrCat("--durability: normal or full, got \"", durability, "\"")));
+  }
+  ServiceLoadOptions options;
+  options.workers = *workers;
+  options.trials = *trials;
+  options.reports = *reports;
+  // The service benchmark isolates the service with RANDOM by default.
+  options.algorithm = flags->String("algorithm", "RANDOM");
+  options.durable_full = durability == "full";
+  // By default the hypertuned built next to this program.
+  std::error_code ignored;
+  options.hypertuned = flags->String(
+      "hypertuned",
+      (std::filesystem::read_symlink("/proc/self/exe", ignored).parent_path() /
+       "hypertuned")
+          .string());
+  absl::StatusOr<ServiceLoadResult> result = RunServiceLoad(options);
+  if (!result.ok()) return Failure(result.status());
+  nlohmann::ordered_json line = {
+      {"optimizer", absl::StrCat("hypertune-", options.algorithm)},
+      {"workers", options.workers},
+      {"trials", result->trials},
+      {"seconds", result->seconds},
+      {"trials_per_s", result->trials / result->seconds},
+      {"rpc_p50_ms", result->rpc_p50_ms},
+      {"rpc_p99_ms", result->rpc_p99_ms},
+      {"errors", result->errors}};
+  std::cout << line.dump() << std::endl;
+  return 0;
+}
+
+// The chaos soak (benchmarks/chaos.h): hypertuned SIGKILLed every 20-40 s
+// (down 0.5 s each time) and a worker every 3-8 s for --minutes, then every promise checked. Prints
+// the figures as one JSON line; broken promises go to stderr, exit status 1.
+int Soak(const std::vector<std::string>& args) {
+  absl::StatusOr<Flags> flags = Flags::Parse(
+      args, {"minutes", "workers", "reports", "report-ms", "algorithm", "seed"});
+  if (!flags.ok()) return UsageError(flags.status());
+  const absl::StatusOr<int> minutes = flags->Int("minutes", 10, 1);
+  const absl::StatusOr<int> workers = flags->Int("workers", 64, 1);
+  const absl::StatusOr<int> reports = flags->Int("reports", 5, 0);
+  const absl::StatusOr<int> report_ms = flags->Int("report-ms", 200, 0);
+  const absl::StatusOr<int> seed = flags->Int("seed", 1, 0);
+  for (const absl::Status& s : {minutes.status(), workers.status(),
+                                reports.status(), report_ms.status(),
+                                seed.status()}) {
+    if (!s.ok()) return UsageError(s);
+  }
+  ChaosOptions options;
+  // RANDOM by default, so that the soak stresses the service, not the model.
+  options.algorithm = flags->String("algorithm", "RANDOM");
+  if (absl::Status s = optimizer::ParseAlgorithm(options.algorithm).status();
+      !s.ok()) {
+    return UsageError(absl::InvalidArgumentError(absl::StrCat("--", s.message())));
+  }
+  // The programs built next to this one.
+  std::error_code ignored;
+  const std::filesystem::path bin =
+      std::filesystem::read_symlink("/proc/self/exe", ignored).parent_path();
+  options.hypertuned = (bin / "hypertuned").string();
+  options.worker = (bin / "hypertune-chaos-worker").string();
+  std::string dir =
+      (std::filesystem::temp_directory_path() / "hypertune-soak-XXXXXX")
+          .string();
+  if (mkdtemp(dir.data()) == nullptr) {
+    return Failure(absl::InternalError(absl::StrCat("mkdtemp ", dir)));
+  }
+  options.dir = dir;
+  options.workers = *workers;
+  options.trials = 0;  // Unlimited: the soak ends by time.
+  options.reports = *reports;
+  options.report_ms = *report_ms;
+  options.server_kill_min = std::chrono::seconds(20);
+  options.server_kill_max = std::chrono::seconds(40);
+  options.server_downtime = std::chrono::milliseconds(500);
+  options.worker_kill_min = std::chrono::seconds(3);
+  options.worker_kill_max = std::chrono::seconds(8);
+  options.duration = std::chrono::minutes(*minutes);
+  options.seed = static_cast<uint64_t>(*seed);
+  options.log = &std::cerr;
+  absl::StatusOr<ChaosResult> result = RunChaos(options);
+  if (!result.ok()) return Failure(result.status());
+  nlohmann::ordered_json line = {
+      {"benchmark", "soak"},
+      {"optimizer", absl::StrCat("hypertune-", options.algorithm)},
+      {"minutes", *minutes},
+      {"workers", options.workers},
+      {"seconds", result->seconds},
+      {"trials", result->trials},
+      {"acknowledged", result->acknowledged},
+      {"completed", result->completed},
+      {"requeued", result->requeued},
+      {"failed", result->failed},
+      {"server_kills", result->server_kills},
+      {"worker_kills", result->worker_kills},
+      {"unexpected_errors", result->unexpected_errors},
+      {"violations", result->violations.size()}};
+  std::cout << line.dump() << std::endl;
+  if (!result->violations.empty()) {
+    for (const std::string& v : result->violations) {
+      std::cerr << "soak: violation: " << v << "\n";
+    }
+    std::cerr << "soak: files kept in " << dir << "\n";
+    return 1;
+  }
+  std::filesystem::remove_all(dir, ignored);
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   if (argc < 2) {
     return UsageError(absl::InvalidArgumentError("missing subcommand"));
@@ -206,6 +346,8 @@ int Main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "regret") return Regret(args);
   if (command == "latency") return Latency(args);
+  if (command == "service") return Service(args);
+  if (command == "soak") return Soak(args);
   return UsageError(absl::InvalidArgumentError(
       absl::StrCat("unknown subcommand \"", argv[1], "\"")));
 }

@@ -13,12 +13,12 @@
 namespace hypertune::service {
 namespace {
 
-constexpr std::string_view kBearer = "bearer ";
+constexpr absl::string_view kBearer = "bearer ";
 
 }  // namespace
 
-absl::StatusOr<TokenTable> TokenTable::Parse(std::string_view text,
-                                             std::string_view source) {
+absl::StatusOr<TokenTable> TokenTable::Parse(absl::string_view text,
+                                             absl::string_view source) {
   TokenTable table;
   int line_number = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
@@ -51,8 +51,8 @@ absl::StatusOr<TokenTable> TokenTable::Parse(std::string_view text,
     table.entries_.push_back(std::move(entry));
   }
   if (table.entries_.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": no tokens (expected lines \"TOKEN OWNER\")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": no tokens (expected lines \"TOKEN OWNER\")"));
   }
   return table;
 }
@@ -71,7 +71,7 @@ absl::StatusOr<TokenTable> TokenTable::Load(const std::string& path) {
   return Parse(text.str(), absl::StrCat("auth token file \"", path, "\""));
 }
 
-std::optional<std::string> TokenTable::OwnerOf(std::string_view token) const {
+std::optional<std::string> TokenTable::OwnerOf(absl::string_view token) const {
   // The presented token's length is the caller's own knowledge, not a secret.
   if (token.size() > kMaxTokenBytes) return std::nullopt;
   std::array<unsigned char, kMaxTokenBytes> presented;
@@ -91,7 +91,7 @@ std::optional<std::string> TokenTable::OwnerOf(std::string_view token) const {
 }
 
 absl::StatusOr<std::string> Authorizer::Authenticate(
-    std::optional<std::string_view> authorization) const {
+    std::optional<absl::string_view> authorization) const {
   if (!tokens_.has_value()) return std::string();
   if (!authorization.has_value()) {
     return absl::UnauthenticatedError(

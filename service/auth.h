@@ -14,11 +14,11 @@
 #include <cstddef>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace hypertune::service {
 
@@ -31,14 +31,14 @@ class TokenTable {
   // lines starting with `#` are skipped. INVALID_ARGUMENT naming `source` and
   // the line number for a malformed line, a token over kMaxTokenBytes, a
   // token given twice, or a table without any token.
-  static absl::StatusOr<TokenTable> Parse(std::string_view text,
-                                          std::string_view source);
+  static absl::StatusOr<TokenTable> Parse(absl::string_view text,
+                                          absl::string_view source);
   // Parse() of the file at `path`; NOT_FOUND / PERMISSION_DENIED if it cannot
   // be read.
   static absl::StatusOr<TokenTable> Load(const std::string& path);
 
   // The owner of `token`, or nullopt if it is not in the table.
-  std::optional<std::string> OwnerOf(std::string_view token) const;
+  std::optional<std::string> OwnerOf(absl::string_view token) const;
 
   size_t size() const { return entries_.size(); }
 
@@ -68,7 +68,7 @@ class Authorizer {
   // header (nullopt if it sent none): "" when auth is off; UNAUTHENTICATED
   // unless it is `Bearer TOKEN` with a known TOKEN.
   absl::StatusOr<std::string> Authenticate(
-      std::optional<std::string_view> authorization) const;
+      std::optional<absl::string_view> authorization) const;
 
   // OK if `caller` may touch a study owned by `owner`: auth off, the same
   // owner, or a study without owner (created while auth was off, so open to

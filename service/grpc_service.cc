@@ -1,7 +1,6 @@
 #include "service/grpc_service.h"
 
 #include <string>
-#include <string_view>
 
 namespace hypertune::service {
 namespace {
@@ -31,9 +30,9 @@ absl::StatusOr<std::string> GrpcService::Caller(
     const grpc::ServerContext* context) const {
   const auto& metadata = context->client_metadata();
   auto it = metadata.find("authorization");
-  std::optional<std::string_view> authorization;
+  std::optional<absl::string_view> authorization;
   if (it != metadata.end()) {
-    authorization = std::string_view(it->second.data(), it->second.size());
+    authorization = absl::string_view(it->second.data(), it->second.size());
   }
   return authorizer_.Authenticate(authorization);
 }

@@ -7,7 +7,8 @@
 // Ownership (auth on): CreateStudy records the caller as the study's owner;
 // a call naming another owner's study is PERMISSION_DENIED, one naming a
 // study that does not exist NOT_FOUND (as without auth); ListStudies shows
-// the caller's studies only. Owners are cached by study name; the cache
+// the caller's studies only. A study created while auth was off has no owner
+// and stays open to every caller. Owners are cached by study name; the cache
 // follows this server's CreateStudy and DeleteStudy, the only ways an owner
 // changes.
 //

@@ -1,6 +1,8 @@
 // hypertuned: the hypertune server.
 //
 //   hypertuned --db PATH [--listen HOST:PORT] [--durability normal|full]
+//              [--auth-token-file F] [--tls-cert F --tls-key F
+//              [--tls-client-ca F]]
 //
 // Prints "hypertuned listening on HOST:PORT" once serving; SIGTERM or SIGINT
 // shut it down gracefully (calls in flight finish, the database is closed).
@@ -19,11 +21,21 @@ namespace {
 constexpr char kUsage[] =
     "usage: hypertuned --db PATH [--listen HOST:PORT] [--durability "
     "normal|full]\n"
+    "                  [--auth-token-file F] [--tls-cert F --tls-key F "
+    "[--tls-client-ca F]]\n"
     "  --db PATH            SQLite database file (created if absent)\n"
     "  --listen HOST:PORT   gRPC address (default 127.0.0.1:50051; port 0 "
     "picks one)\n"
     "  --durability MODE    normal (default; survives kill -9) or full "
-    "(also survives power loss)\n";
+    "(also survives power loss)\n"
+    "  --auth-token-file F  lines \"TOKEN OWNER\" (# comments); every call "
+    "then needs\n"
+    "                       \"authorization: Bearer TOKEN\" and sees only its "
+    "owner's studies\n"
+    "  --tls-cert F         PEM certificate (chain) of the server: serve TLS\n"
+    "  --tls-key F          PEM private key of that certificate\n"
+    "  --tls-client-ca F    PEM CA bundle: require client certificates it "
+    "signed (mutual TLS)\n";
 
 int UsageError(const std::string& message) {
   std::cerr << "hypertuned: " << message << "\n" << kUsage;
@@ -56,6 +68,22 @@ int main(int argc, char** argv) {
                           durability);
       }
       options.durable_full = durability == "full";
+    } else if (arg == "--auth-token-file") {
+      if (!value(&options.auth_token_file)) {
+        return UsageError("--auth-token-file needs a file");
+      }
+    } else if (arg == "--tls-cert") {
+      if (!value(&options.tls_cert_file)) {
+        return UsageError("--tls-cert needs a file");
+      }
+    } else if (arg == "--tls-key") {
+      if (!value(&options.tls_key_file)) {
+        return UsageError("--tls-key needs a file");
+      }
+    } else if (arg == "--tls-client-ca") {
+      if (!value(&options.tls_client_ca_file)) {
+        return UsageError("--tls-client-ca needs a file");
+      }
     } else {
       return UsageError("unknown argument " + std::string(arg));
     }
@@ -76,7 +104,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::cout << "hypertuned listening on " << (*server)->address()
-            << " (database " << options.db_path << ")" << std::endl;
+            << " (database " << options.db_path
+            << (options.auth_token_file.empty() ? "" : ", token auth")
+            << (options.tls_cert_file.empty()        ? ", plaintext"
+                : options.tls_client_ca_file.empty() ? ", TLS"
+                                                     : ", mutual TLS")
+            << ")" << std::endl;
 
   std::thread signal_waiter([&] {
     int signal = 0;

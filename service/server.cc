@@ -1,14 +1,85 @@
 #include "service/server.h"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/security/server_credentials.h"
 #include "storage/sqlite_store.h"
+#include "service/parse_error_interceptor.h"
 
 namespace hypertune::service {
+namespace {
+
+// The text of PEM file `path`; `what` names it in errors.
+absl::StatusOr<std::string> ReadPem(const char* what, const std::string& path) {
+  std::ifstream file(path);
+  if (!file) {
+    return absl::NotFoundError(
+        absl::StrCat(what, " \"", path, "\": ", std::strerror(errno)));
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  if (!absl::StrContains(text.str(), "-----BEGIN ")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " \"", path, "\": not a PEM file"));
+  }
+  return text.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
+    const ServerOptions& options) {
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "TLS: the certificate and its private key go together (--tls-cert "
+        "and --tls-key)");
+  }
+  if (options.tls_cert_file.empty()) {
+    if (!options.tls_client_ca_file.empty()) {
+      return absl::InvalidArgumentError(
+          "TLS: verifying client certificates (--tls-client-ca) needs the "
+          "server's own certificate and key (--tls-cert, --tls-key)");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  absl::StatusOr<std::string> cert =
+      ReadPem("TLS certificate", options.tls_cert_file);
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = ReadPem("TLS key", options.tls_key_file);
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({*std::move(key), *std::move(cert)});
+  if (!options.tls_client_ca_file.empty()) {
+    absl::StatusOr<std::string> ca =
+        ReadPem("TLS client CA", options.tls_client_ca_file);
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *std::move(ca);
+    ssl.client_certificate_request =
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
+  // Configuration errors first: nothing is opened for a typo.
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      Credentials(options);
+  if (!credentials.ok()) return credentials.status();
+  Authorizer authorizer;
+  if (!options.auth_token_file.empty()) {
+    absl::StatusOr<TokenTable> tokens =
+        TokenTable::Load(options.auth_token_file);
+    if (!tokens.ok()) return tokens.status();
+    authorizer = Authorizer(*std::move(tokens));
+  }
+
   storage::SqliteOptions db_options;
   db_options.durable_full = options.durable_full;
   auto store = storage::SqliteStore::Open(options.db_path, db_options);
@@ -18,7 +89,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   server->store_ = *std::move(store);
   server->service_ =
       std::make_unique<StudyService>(server->store_.get(), options.service);
-  server->grpc_service_ = std::make_unique<GrpcService>(server->service_.get());
+  server->grpc_service_ = std::make_unique<GrpcService>(server->service_.get(),
+                                                        std::move(authorizer));
   if (absl::Status s = server->service_->ExtendLeasesOnStart(); !s.ok()) {
     return s;
   }
@@ -27,13 +99,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
 
   int port = 0;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
-                           &port);
+  builder.AddListeningPort(options.listen, *credentials, &port);
   builder.RegisterService(server->grpc_service_.get());
+  builder.experimental().SetInterceptorCreators(ParseErrorInterceptors());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || port == 0) {
     return absl::UnavailableError(
-        absl::StrCat("listen: cannot bind ", options.listen));
+        absl::StrCat("listen: cannot bind ", options.listen,
+                     options.tls_cert_file.empty()
+                         ? ""
+                         : " (or the TLS certificate and key were refused)"));
   }
   std::string host = options.listen.substr(0, options.listen.rfind(':'));
   server->address_ = absl::StrCat(host, ":", port);

@@ -1,6 +1,7 @@
 // Server: a running hypertuned — the SQLite store, the study service and the
-// gRPC server listening on one address. Used by the hypertuned program and by
-// tests that need a real server in-process.
+// gRPC server listening on one address, optionally behind bearer-token auth
+// (auth.h) and TLS. Used by the hypertuned program and by tests that need a
+// real server in-process.
 //
 // Thread-safe: Shutdown may be called from any thread, once.
 #ifndef HYPERTUNE_SERVICE_SERVER_H_
@@ -28,13 +29,25 @@ struct ServerOptions {
   ServiceOptions service;
   // How often run-out leases are expired.
   absl::Duration lease_sweep_interval = absl::Milliseconds(250);
+  // Lines `TOKEN OWNER` (auth.h); every call then needs `authorization:
+  // Bearer TOKEN`. Empty (default): no auth, studies have no owner.
+  std::string auth_token_file;
+  // PEM files of the server's certificate (chain) and private key: TLS.
+  // Both or neither; neither (default) serves plaintext.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // PEM file of the CAs whose client certificates are accepted: mutual TLS,
+  // clients without such a certificate are refused. Requires the two above.
+  std::string tls_client_ca_file;
 };
 
 class Server {
  public:
   // Opens the database and starts serving. Errors: the database cannot be
-  // opened (its message says why), or the address cannot be bound
-  // (UNAVAILABLE).
+  // opened (its message says why), a token, certificate or key file cannot be
+  // read or is malformed (its message names the file, never a token), TLS
+  // options that do not go together (INVALID_ARGUMENT), or the address
+  // cannot be bound (UNAVAILABLE).
   static absl::StatusOr<std::unique_ptr<Server>> Start(ServerOptions options);
 
   ~Server();

@@ -173,4 +173,19 @@ MemoryStore::CountTrials(std::string_view study_name) {
   return counts;
 }
 
+absl::StatusOr<std::vector<v1::Trial>> MemoryStore::ListTrialsInStates(
+    const std::vector<v1::Trial::State>& states) {
+  TrialQuery query;
+  query.states = states;
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::Trial> result;
+  // studies_ is ordered by name and each study's trials by id.
+  for (const auto& [name, entry] : studies_) {
+    for (const auto& [id, trial] : entry.trials) {
+      if (Matches(trial, query)) result.push_back(trial);
+    }
+  }
+  return result;
+}
+
 }  // namespace hypertune::storage

@@ -38,6 +38,8 @@ class MemoryStore : public StudyStore {
       std::string_view study_name, const TrialQuery& query) override;
   absl::StatusOr<absl::flat_hash_map<v1::Trial::State, int64_t>> CountTrials(
       std::string_view study_name) override;
+  absl::StatusOr<std::vector<v1::Trial>> ListTrialsInStates(
+      const std::vector<v1::Trial::State>& states) override;
 
  private:
   struct Entry {

@@ -81,6 +81,12 @@ class StudyStore {
   // NOT_FOUND if the study is absent.
   virtual absl::StatusOr<absl::flat_hash_map<v1::Trial::State, int64_t>>
   CountTrials(std::string_view study_name) = 0;
+
+  // Every trial of every study whose state is one of `states` (empty: all
+  // states, as in TrialQuery), ordered by study name, then id. Cheap when
+  // few trials match: the lease sweeper calls it for ACTIVE trials.
+  virtual absl::StatusOr<std::vector<v1::Trial>> ListTrialsInStates(
+      const std::vector<v1::Trial::State>& states) = 0;
 };
 
 }  // namespace hypertune::storage

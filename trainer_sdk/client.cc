@@ -10,6 +10,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "trainer_sdk/client_core.h"
 #include "trainer_sdk/hypertune.h"
+#include "trainer_sdk/lease_keeper.h"
 
 namespace hypertune {
 namespace {
@@ -44,6 +45,12 @@ ClientOptions ResolveClientOptions(ClientOptions options) {
     options.client_id = EnvOr("HYPERTUNE_CLIENT_ID",
                               absl::StrCat(HostName(), "-", getpid()));
   }
+  if (options.token.empty()) options.token = EnvOr("HYPERTUNE_TOKEN", "");
+  if (options.tls_ca.empty()) options.tls_ca = EnvOr("HYPERTUNE_TLS_CA", "");
+  if (options.tls_cert.empty()) {
+    options.tls_cert = EnvOr("HYPERTUNE_TLS_CERT", "");
+  }
+  if (options.tls_key.empty()) options.tls_key = EnvOr("HYPERTUNE_TLS_KEY", "");
   if (options.max_attempts < 1) options.max_attempts = 1;
   return options;
 }
@@ -70,16 +77,18 @@ absl::StatusOr<std::optional<Trial>> Client::NextTrial(
       return absl::InvalidArgumentError(absl::StrCat(
           "HYPERTUNE_TRIAL_ID: \"", env_trial, "\" is not a trial id"));
     }
-    absl::StatusOr<Trial> trial = GetTrial(study, id);
-    if (!trial.ok()) return trial.status();
+    absl::StatusOr<Trial> stored = GetTrial(study, id);
+    if (!stored.ok()) return stored.status();
+    v1::Trial proto = stored->proto();
     // Act under the worker's epoch: if the trial has moved on to another
     // holder since, the server refuses our reports instead of mixing them in.
     int64_t epoch = 0;
     const char* env_epoch = std::getenv("HYPERTUNE_LEASE_EPOCH");
     if (env_epoch != nullptr && absl::SimpleAtoi(env_epoch, &epoch)) {
-      trial->proto_.set_lease_epoch(epoch);
+      proto.set_lease_epoch(epoch);
     }
-    return std::optional<Trial>(std::move(*trial));
+    // The worker renews the lease; this handle only reports.
+    return std::optional<Trial>(Trial(core_, std::move(proto), nullptr));
   }
 
   std::shared_ptr<internal::ClientIdSlot> slot =
@@ -92,8 +101,10 @@ absl::StatusOr<std::optional<Trial>> Client::NextTrial(
       return response.status();
     }
     if (response->trials_size() > 0) {
-      return std::optional<Trial>(
-          Trial(core_, std::move(*response->mutable_trials(0)), slot));
+      std::optional<std::chrono::milliseconds> renew_every;
+      if (options().heartbeats) renew_every = RenewalInterval(study);
+      return std::optional<Trial>(Trial(
+          core_, std::move(*response->mutable_trials(0)), slot, renew_every));
     }
     if (response->study_state() == v1::Study::COMPLETED) {
       slot->Release();
@@ -101,6 +112,23 @@ absl::StatusOr<std::optional<Trial>> Client::NextTrial(
     }
     internal::SleepBackoff(wait, kWaitInitial, kWaitMax);
   }
+}
+
+Trial Client::Hold(v1::Trial trial) const {
+  std::optional<std::chrono::milliseconds> renew_every;
+  if (options().heartbeats) renew_every = RenewalInterval(trial.study_name());
+  return Trial(core_, std::move(trial), nullptr, renew_every);
+}
+
+std::chrono::milliseconds Client::RenewalInterval(
+    const std::string& study) const {
+  if (options().heartbeat_interval.count() > 0) {
+    return options().heartbeat_interval;
+  }
+  absl::StatusOr<v1::Study> spec = GetStudy(study);
+  // Without the study (an older or busy server), the server's default lease.
+  return internal::RenewalInterval(spec.ok() ? spec->spec().lease_seconds()
+                                             : 0);
 }
 
 absl::StatusOr<Trial> Client::GetTrial(const std::string& study,
@@ -306,12 +334,15 @@ absl::StatusOr<v1::Trial> Client::CompleteTrial(
     absl::StatusOr<Trial> stored =
         GetTrial(request.study_name(), request.trial_id());
     if (stored.ok()) {
-      v1::Trial::State state = stored->proto().state();
-      bool as_asked = request.infeasible()
-                          ? state == v1::Trial::INFEASIBLE
-                          : (state == v1::Trial::COMPLETED ||
-                             state == v1::Trial::STOPPED);
-      if (as_asked) return stored->proto();
+      const v1::Trial& now = stored->proto();
+      bool as_asked =
+          request.worker_failed() ? (now.state() == v1::Trial::REQUESTED ||
+                                     now.state() == v1::Trial::FAILED ||
+                                     now.lease_epoch() > request.lease_epoch())
+          : request.infeasible()  ? now.state() == v1::Trial::INFEASIBLE
+                                  : (now.state() == v1::Trial::COMPLETED ||
+                                    now.state() == v1::Trial::STOPPED);
+      if (as_asked) return now;
     }
   }
   if (!status.ok()) return status;

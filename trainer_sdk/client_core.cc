@@ -1,6 +1,10 @@
 #include "trainer_sdk/client_core.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -58,14 +62,72 @@ ClientIdTable& Table() {
   return *table;
 }
 
+// The contents of the file named by option `field`.
+absl::StatusOr<std::string> ReadFile(const char* field,
+                                     const std::string& path) {
+  std::ifstream file(path);
+  if (!file) {
+    // Not FAILED_PRECONDITION: to a trial's calls that means a lost lease.
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": cannot read \"", path, "\": ", std::strerror(errno)));
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
+    const ClientOptions& options) {
+  if (options.tls_ca.empty()) {
+    if (!options.tls_cert.empty() || !options.tls_key.empty()) {
+      return absl::InvalidArgumentError(
+          "tls_cert, tls_key: a client certificate needs TLS; give the "
+          "server's CA too (tls_ca)");
+    }
+    return grpc::InsecureChannelCredentials();
+  }
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    return absl::InvalidArgumentError(
+        "tls_cert, tls_key: the client certificate and its key go together");
+  }
+  grpc::SslCredentialsOptions ssl;
+  absl::StatusOr<std::string> ca = ReadFile("tls_ca", options.tls_ca);
+  if (!ca.ok()) return ca.status();
+  ssl.pem_root_certs = *std::move(ca);
+  if (!options.tls_cert.empty()) {
+    absl::StatusOr<std::string> cert = ReadFile("tls_cert", options.tls_cert);
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = ReadFile("tls_key", options.tls_key);
+    if (!key.ok()) return key.status();
+    ssl.pem_cert_chain = *std::move(cert);
+    ssl.pem_private_key = *std::move(key);
+  }
+  return grpc::SslCredentials(ssl);
+}
+
 }  // namespace
 
 ClientCore::ClientCore(ClientOptions resolved) : options_(std::move(resolved)) {
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      Credentials(options_);
+  if (!credentials.ok()) {
+    setup_error_ = credentials.status();
+    credentials = grpc::InsecureChannelCredentials();  // Never used.
+  }
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
-  channel_ = grpc::CreateCustomChannel(
-      options_.server, grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(options_.server, *credentials, args);
   stub_ = v1::HyperTune::NewStub(channel_);
+}
+
+absl::Status ClientCore::PrepareContext(
+    grpc::ClientContext& context, std::chrono::milliseconds timeout) const {
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  if (!options_.token.empty()) {
+    context.AddMetadata("authorization",
+                        absl::StrCat("Bearer ", options_.token));
+  }
+  return setup_error_;
 }
 
 absl::Status ClientCore::Call(
@@ -76,8 +138,10 @@ absl::Status ClientCore::Call(
   int made = 0;
   while (true) {
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() +
-                         options_.call_timeout);
+    if (absl::Status s = PrepareContext(context, options_.call_timeout);
+        !s.ok()) {
+      return s;
+    }
     status = ToAbslStatus(attempt(context));
     ++made;
     if (status.ok() || !Retryable(status.code(), retry) ||

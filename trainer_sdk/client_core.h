@@ -1,6 +1,7 @@
-// Internals of the SDK shared by Client and Trial: the channel and stub, the
-// retry loop every RPC goes through, and the process-wide table of client
-// ids that lets concurrent NextTrial callers hold distinct trials.
+// Internals of the SDK shared by Client and Trial: the channel (plaintext or
+// TLS) and stub, the retry loop every RPC goes through (each attempt carrying
+// the bearer token), and the process-wide table of client ids that lets
+// concurrent NextTrial callers hold distinct trials.
 //
 // Thread safety: ClientCore is immutable after construction and safe to share;
 // the client id table is guarded by its own mutex.
@@ -33,11 +34,20 @@ enum class Retry {
 
 class ClientCore {
  public:
-  // REQUIRES: `resolved` went through ResolveClientOptions.
+  // REQUIRES: `resolved` went through ResolveClientOptions. TLS files that
+  // cannot be read make every call fail with setup_error().
   explicit ClientCore(ClientOptions resolved);
 
   const ClientOptions& options() const { return options_; }
+  // REQUIRES: setup_error() is OK.
   v1::HyperTune::Stub& stub() const { return *stub_; }
+  // Why no call can be made (a TLS file could not be read), or OK.
+  const absl::Status& setup_error() const { return setup_error_; }
+
+  // Readies `context` for one attempt: a deadline `timeout` from now and the
+  // bearer token. Returns setup_error().
+  absl::Status PrepareContext(grpc::ClientContext& context,
+                              std::chrono::milliseconds timeout) const;
 
   // Runs `attempt` (one RPC on a fresh context carrying the deadline) until it
   // succeeds, fails in a way `retry` does not cover, or max_attempts are
@@ -50,6 +60,7 @@ class ClientCore {
 
  private:
   ClientOptions options_;
+  absl::Status setup_error_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::HyperTune::Stub> stub_;
 };

@@ -15,10 +15,18 @@
 // jittered exponential backoff where a retry is safe. Errors are absl::Status
 // carrying the gRPC code and message; nothing throws.
 //
+// Leases: a trial from NextTrial is held under a lease that a background
+// thread renews (Heartbeat, every third of the study's lease) until the trial
+// is completed, marked infeasible, given back, or its last handle destroyed;
+// a trial dropped unfinished is handed to another worker once its lease runs
+// out. A trial handed out again after its worker died carries that worker's
+// measurements and checkpoint_uri(), so the trainer can resume.
+//
 // Thread safety: a Client may be shared by any number of threads (it owns one
-// channel; copies share it). A Trial is a value-like handle: distinct Trial
-// objects may be used from distinct threads, one Trial object from one thread
-// at a time.
+// channel; copies share it). A Trial is a handle: copies share its lease (one
+// renewal thread, which keeps the channel alive and is joined when the last
+// copy goes); distinct Trial objects may be used from distinct threads, one
+// Trial object from one thread at a time.
 #ifndef HYPERTUNE_TRAINER_SDK_HYPERTUNE_H_
 #define HYPERTUNE_TRAINER_SDK_HYPERTUNE_H_
 
@@ -43,6 +51,7 @@ namespace v1 = ::hypertune::v1;
 namespace internal {
 class ClientCore;
 class ClientIdSlot;
+class LeaseKeeper;
 }  // namespace internal
 
 // Metric name -> value, e.g. {{"loss", 0.31}, {"accuracy", 0.92}}.
@@ -64,10 +73,27 @@ struct ClientOptions {
   // Backoff between attempts: doubles from initial to max, with jitter.
   std::chrono::milliseconds initial_backoff{100};
   std::chrono::milliseconds max_backoff{5000};
+  // Bearer token sent with every call, for servers run with an auth token
+  // file; "" -> $HYPERTUNE_TOKEN; empty = none.
+  std::string token;
+  // PEM file of the CA that signed the server's certificate: talk TLS.
+  // "" -> $HYPERTUNE_TLS_CA; empty = plaintext.
+  std::string tls_ca;
+  // PEM files of this client's certificate and private key, for servers that
+  // require client certificates (mutual TLS); need tls_ca.
+  // "" -> $HYPERTUNE_TLS_CERT / $HYPERTUNE_TLS_KEY; empty = none.
+  std::string tls_cert;
+  std::string tls_key;
+  // Trials from NextTrial renew their lease from a background thread.
+  // Default true; false leaves renewal to Report and Heartbeat calls.
+  bool heartbeats = true;
+  // Between background renewals; 0 (default) = a third of the study's lease.
+  std::chrono::milliseconds heartbeat_interval{0};
 };
 
-// Returns `options` with server and client_id filled in from the environment
-// or the defaults where empty, and max_attempts at least 1.
+// Returns `options` with server, client_id, token and TLS files filled in
+// from the environment or the defaults where empty, and max_attempts at
+// least 1.
 ClientOptions ResolveClientOptions(ClientOptions options);
 
 class Trial;
@@ -83,17 +109,26 @@ class Client {
   // Under `hypertune worker` ($HYPERTUNE_TRIAL_ID set and $HYPERTUNE_STUDY
   // equal to `study`) the first call returns the trial the worker holds, with
   // the worker's lease epoch, and later calls return nullopt: the worker runs
-  // one program per trial. Otherwise it asks SuggestTrials, waiting (0.2 s
-  // doubling to 2 s) while the study is at its parallel limit or paused.
+  // one program per trial and renews its lease. Otherwise it asks
+  // SuggestTrials, waiting (0.2 s doubling to 2 s) while the study is at its
+  // parallel limit or paused, and the trial's lease is renewed in the
+  // background (ClientOptions::heartbeats).
   //
   // Threads may call NextTrial concurrently on one Client (or on Clients with
   // the same client_id): each concurrent caller asks under its own id
   // (client_id, client_id-1, client_id-2, ...), so each gets its own trial;
-  // an id is reused once its trial is completed or marked infeasible.
+  // an id is reused once its trial is completed, marked infeasible or given
+  // back.
   absl::StatusOr<std::optional<Trial>> NextTrial(const std::string& study) const;
 
   // The trial as stored; the handle mutates with the stored lease epoch.
   absl::StatusOr<Trial> GetTrial(const std::string& study, int64_t id) const;
+
+  // A handle on `trial`, granted to this client by Suggest, that holds its
+  // lease as NextTrial's trials do (renewed in the background unless
+  // ClientOptions::heartbeats is false). For runners such as `hypertune
+  // worker` that ask for trials themselves.
+  Trial Hold(v1::Trial trial) const;
 
   // One call per RPC, each with the deadline and retry policy above.
   absl::StatusOr<v1::Study> CreateStudy(const v1::Study& study) const;
@@ -134,12 +169,18 @@ class Client {
   friend class Trial;
   explicit Client(std::shared_ptr<internal::ClientCore> core)
       : core_(std::move(core)) {}
+  // How often NextTrial's trials on `study` renew their lease.
+  std::chrono::milliseconds RenewalInterval(const std::string& study) const;
 
   std::shared_ptr<internal::ClientCore> core_;
 };
 
 // A handle on one trial: its parameters, and the calls that report on it.
-// Copies share the Client's channel (and the NextTrial id it was given).
+// Copies share the Client's channel, the NextTrial id it was given and its
+// lease. Once the lease is lost (the server refuses our epoch: the trial
+// went to another worker, or was finished by someone else), renewals stop
+// and Report, Complete, MarkInfeasible, GiveBack and SetCheckpoint return
+// that FAILED_PRECONDITION without calling the server.
 class Trial {
  public:
   // A detached handle on `proto`: typed access works, calls that reach the
@@ -173,23 +214,50 @@ class Trial {
   // A NaN metric marks the trial INFEASIBLE instead: the parameters diverged.
   absl::Status Complete(const Metrics& metrics);
   absl::Status MarkInfeasible(const std::string& reason);
-  // Renews the lease (for long steps without a Report), optionally recording
-  // a checkpoint to resume from. Returns whether the server asks the trial
-  // to stop early.
+  // Gives the trial back because this worker cannot finish it (preempted,
+  // shutting down), not because of its parameters: the server queues it for
+  // another worker, keeping its measurements and checkpoint, while it has
+  // retries left, else marks it FAILED. Stops the renewals.
+  absl::Status GiveBack(const std::string& reason);
+  // Renews the lease now, optionally recording a checkpoint to resume from.
+  // Returns whether the server asks the trial to stop early.
   absl::StatusOr<bool> Heartbeat(const std::string& checkpoint_uri = "");
+  // Records `uri` as the place to resume this trial from should its worker
+  // die (a Heartbeat carrying it). INVALID_ARGUMENT if empty.
+  absl::Status SetCheckpoint(const std::string& uri);
+
+  // The checkpoint to resume from: left by an earlier holder of the trial,
+  // or set by SetCheckpoint. Empty if none.
+  const std::string& checkpoint_uri() const { return proto_.checkpoint_uri(); }
+  // Whether the server asked the trial to stop early, as of the last renewal
+  // (background or Heartbeat).
+  bool should_stop() const;
+  // Whether a background thread renews the lease now.
+  bool heartbeating() const;
+  // OK while the lease may still be this handle's; once it is lost, the
+  // error that showed it (FAILED_PRECONDITION or NOT_FOUND). Detached
+  // handles: FAILED_PRECONDITION.
+  absl::Status lease_status() const { return Usable(); }
 
  private:
   friend class Client;
+  // `renew_every`: renew the lease from a background thread at that period.
   Trial(std::shared_ptr<internal::ClientCore> core, v1::Trial proto,
-        std::shared_ptr<internal::ClientIdSlot> slot);
+        std::shared_ptr<internal::ClientIdSlot> slot,
+        std::optional<std::chrono::milliseconds> renew_every = std::nullopt);
 
   // The client this handle calls through; FAILED_PRECONDITION if detached.
   absl::StatusOr<Client> Attached() const;
   double ElapsedSeconds() const;
+  // Whether calls may still reach the server: attached and the lease not
+  // known to be lost.
+  absl::Status Usable() const;
   absl::Status Finish(v1::CompleteTrialRequest request);
 
   std::shared_ptr<internal::ClientCore> core_;
   v1::Trial proto_;
+  // The lease this handle (and its copies) holds; null when detached.
+  std::shared_ptr<internal::LeaseKeeper> lease_;
   // Set when the trial came from NextTrial: released when it is finished.
   std::shared_ptr<internal::ClientIdSlot> slot_;
   std::chrono::steady_clock::time_point attached_at_;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "trainer_sdk/client_core.h"
 #include "trainer_sdk/hypertune.h"
+#include "trainer_sdk/lease_keeper.h"
 
 namespace hypertune {
 namespace {
@@ -41,11 +42,18 @@ absl::Status CheckNoNaN(const Metrics& metrics, const std::string& where) {
 Trial::Trial(v1::Trial proto) : Trial(nullptr, std::move(proto), nullptr) {}
 
 Trial::Trial(std::shared_ptr<internal::ClientCore> core, v1::Trial proto,
-             std::shared_ptr<internal::ClientIdSlot> slot)
+             std::shared_ptr<internal::ClientIdSlot> slot,
+             std::optional<std::chrono::milliseconds> renew_every)
     : core_(std::move(core)),
       proto_(std::move(proto)),
       slot_(std::move(slot)),
       attached_at_(std::chrono::steady_clock::now()) {
+  if (core_ != nullptr) {
+    lease_ = std::make_shared<internal::LeaseKeeper>(
+        core_, proto_.study_name(), proto_.id(), proto_.lease_epoch(),
+        proto_.client_id());
+    if (renew_every.has_value()) lease_->Start(*renew_every);
+  }
   if (proto_.start_time_ms() > 0) {
     int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                          std::chrono::system_clock::now().time_since_epoch())
@@ -140,6 +148,19 @@ absl::StatusOr<Client> Trial::Attached() const {
                    "from a Client)"));
 }
 
+absl::Status Trial::Usable() const {
+  if (absl::Status s = Attached().status(); !s.ok()) return s;
+  return lease_->lost();
+}
+
+bool Trial::should_stop() const {
+  return lease_ != nullptr && lease_->should_stop();
+}
+
+bool Trial::heartbeating() const {
+  return lease_ != nullptr && lease_->running();
+}
+
 double Trial::ElapsedSeconds() const {
   return elapsed_at_attach_ +
          std::chrono::duration<double>(std::chrono::steady_clock::now() -
@@ -148,8 +169,8 @@ double Trial::ElapsedSeconds() const {
 }
 
 absl::Status Trial::Report(int64_t step, const Metrics& metrics) {
+  if (absl::Status s = Usable(); !s.ok()) return s;
   absl::StatusOr<Client> client = Attached();
-  if (!client.ok()) return client.status();
   std::string where = absl::StrCat("trial ", proto_.id(), " step ", step);
   if (metrics.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": no metrics"));
@@ -164,6 +185,7 @@ absl::Status Trial::Report(int64_t step, const Metrics& metrics) {
   m->set_elapsed_seconds(ElapsedSeconds());
   m->mutable_metrics()->insert(metrics.begin(), metrics.end());
   absl::StatusOr<v1::Trial> response = client->AddMeasurement(request);
+  lease_->Observe(response.status());
   if (!response.ok()) return response.status();
   proto_ = std::move(*response);
   last_step_ = std::max(last_step_, step);
@@ -171,7 +193,7 @@ absl::Status Trial::Report(int64_t step, const Metrics& metrics) {
 }
 
 absl::Status Trial::Complete(const Metrics& metrics) {
-  if (absl::Status s = Attached().status(); !s.ok()) return s;
+  if (absl::Status s = Usable(); !s.ok()) return s;
   std::string where = absl::StrCat("trial ", proto_.id(), " final");
   if (metrics.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": no metrics"));
@@ -190,10 +212,18 @@ absl::Status Trial::Complete(const Metrics& metrics) {
 }
 
 absl::Status Trial::MarkInfeasible(const std::string& reason) {
-  if (absl::Status s = Attached().status(); !s.ok()) return s;
+  if (absl::Status s = Usable(); !s.ok()) return s;
   v1::CompleteTrialRequest request;
   request.set_infeasible(true);
   request.set_infeasible_reason(reason);
+  return Finish(std::move(request));
+}
+
+absl::Status Trial::GiveBack(const std::string& reason) {
+  if (absl::Status s = Usable(); !s.ok()) return s;
+  v1::CompleteTrialRequest request;
+  request.set_worker_failed(true);
+  request.set_failure_reason(reason);
   return Finish(std::move(request));
 }
 
@@ -204,9 +234,11 @@ absl::Status Trial::Finish(v1::CompleteTrialRequest request) {
   absl::StatusOr<Client> client = Attached();
   if (!client.ok()) return client.status();
   absl::StatusOr<v1::Trial> response = client->CompleteTrial(request);
-  if (response.ok() ||
-      response.status().code() == absl::StatusCode::kFailedPrecondition) {
-    // Either way the trial is no longer this caller's to run.
+  lease_->Observe(response.status());
+  if (response.ok() || !lease_->lost().ok()) {
+    // Either way the trial is no longer this caller's to run. (Other errors
+    // keep the lease renewed, so that the caller may try again.)
+    lease_->Stop();
     if (slot_ != nullptr) slot_->Release();
   }
   if (!response.ok()) return response.status();
@@ -215,19 +247,21 @@ absl::Status Trial::Finish(v1::CompleteTrialRequest request) {
 }
 
 absl::StatusOr<bool> Trial::Heartbeat(const std::string& checkpoint_uri) {
-  absl::StatusOr<Client> client = Attached();
-  if (!client.ok()) return client.status();
-  v1::HeartbeatRequest request;
-  request.set_study_name(proto_.study_name());
-  request.set_trial_id(proto_.id());
-  request.set_lease_epoch(proto_.lease_epoch());
-  request.set_client_id(proto_.client_id());
-  request.set_checkpoint_uri(checkpoint_uri);
-  absl::StatusOr<v1::HeartbeatResponse> response = client->Heartbeat(request);
+  if (absl::Status s = Usable(); !s.ok()) return s;
+  absl::StatusOr<v1::HeartbeatResponse> response =
+      lease_->Renew(checkpoint_uri);
   if (!response.ok()) return response.status();
   proto_.set_lease_expire_time_ms(response->lease_expire_time_ms());
   if (!checkpoint_uri.empty()) proto_.set_checkpoint_uri(checkpoint_uri);
   return response->should_stop();
+}
+
+absl::Status Trial::SetCheckpoint(const std::string& uri) {
+  if (uri.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trial ", proto_.id(), ": checkpoint uri is empty"));
+  }
+  return Heartbeat(uri).status();
 }
 
 }  // namespace hypertune

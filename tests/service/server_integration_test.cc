@@ -1,13 +1,9 @@
 // Integration tests over a real server: gRPC on a loopback port, a temporary
 // SQLite file, the SDK as the client.
 #include <signal.h>
-#include <stdlib.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
 #include <limits>
 #include <map>
 #include <string>
@@ -21,27 +17,14 @@
 #include "gtest/gtest.h"
 #include "hypertune/v1/hypertune.grpc.pb.h"
 #include "service/server.h"
+#include "tests/service/test_server.h"
 #include "trainer_sdk/hypertune.h"
 
 namespace hypertune {
 namespace {
 
-namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-
-// A fresh directory under the system temp dir, removed at the end.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "hypertune-XXXXXX").string();
-    path_ = mkdtemp(pattern.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using test::TempDir;
 
 v1::Study QuadraticStudy(const std::string& name, int max_trials, int parallel) {
   v1::Study study;
@@ -299,63 +282,25 @@ TEST(ServerIntegrationTest, MalformedRequestsGetTheirCodes) {
   }
 }
 
-// hypertuned as a separate process, so that it can be killed with SIGKILL.
-class ServerProcess {
- public:
-  ServerProcess(const std::string& db) {
-    int out[2];
-    EXPECT_EQ(pipe(out), 0);
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], STDOUT_FILENO);
-      close(out[0]);
-      close(out[1]);
-      execl(HYPERTUNED_PATH, HYPERTUNED_PATH, "--db", db.c_str(), "--listen",
-            "127.0.0.1:0", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    close(out[1]);
-    output_ = fdopen(out[0], "r");
-    // The first line says where it listens.
-    char line[512] = {0};
-    if (fgets(line, sizeof line, output_) != nullptr) {
-      std::string text = line;
-      const std::string marker = "listening on ";
-      size_t at = text.find(marker);
-      if (at != std::string::npos) {
-        address_ = text.substr(at + marker.size());
-        address_ = address_.substr(0, address_.find_first_of(" \n"));
-      }
-    }
-  }
-  ~ServerProcess() {
-    if (pid_ > 0) Kill(SIGKILL);
-    if (output_ != nullptr) fclose(output_);
-  }
-  const std::string& address() const { return address_; }
-  // Sends `signal` and reaps the process; returns its wait status.
-  int Kill(int signal) {
-    kill(pid_, signal);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return status;
-  }
-
- private:
-  pid_t pid_ = -1;
-  FILE* output_ = nullptr;
-  std::string address_;
-};
+// hypertuned as a separate process on a free port, so that it can be killed
+// with SIGKILL.
+std::unique_ptr<test::ServerProcess> StartServerProcess(const std::string& db) {
+  test::ServerProcessOptions options;
+  options.program = HYPERTUNED_PATH;
+  options.db_path = db;
+  auto server = test::ServerProcess::Start(options);
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? *std::move(server) : nullptr;
+}
 
 TEST(ServerIntegrationTest, KillNineLosesNoAcknowledgedCompletion) {
   TempDir dir;
   const std::string db = dir.File("kill.db");
   std::map<int64_t, double> acknowledged;
   {
-    ServerProcess server(db);
-    ASSERT_FALSE(server.address().empty());
-    Client client = MakeClient(server.address(), "w");
+    auto server = StartServerProcess(db);
+    ASSERT_NE(server, nullptr);
+    Client client = MakeClient(server->address(), "w");
     ASSERT_TRUE(client.CreateStudy(QuadraticStudy("k", 0, 0)).ok());
     for (int i = 0; i < 15; ++i) {
       auto next = client.NextTrial("k");
@@ -367,12 +312,12 @@ TEST(ServerIntegrationTest, KillNineLosesNoAcknowledgedCompletion) {
     }
     // One more in flight when the server dies.
     ASSERT_TRUE(client.NextTrial("k").ok());
-    int status = server.Kill(SIGKILL);
+    int status = server->Kill(SIGKILL);
     ASSERT_TRUE(WIFSIGNALED(status));
   }
-  ServerProcess restarted(db);
-  ASSERT_FALSE(restarted.address().empty());
-  Client client = MakeClient(restarted.address(), "reader");
+  auto restarted = StartServerProcess(db);
+  ASSERT_NE(restarted, nullptr);
+  Client client = MakeClient(restarted->address(), "reader");
   std::vector<v1::Trial> trials = AllTrials(client, "k");
   ASSERT_EQ(trials.size(), 16u);
   for (const auto& [id, loss] : acknowledged) {
@@ -382,7 +327,7 @@ TEST(ServerIntegrationTest, KillNineLosesNoAcknowledgedCompletion) {
   }
   EXPECT_EQ(trials.back().state(), v1::Trial::ACTIVE);
   // SIGTERM shuts down cleanly.
-  int status = restarted.Kill(SIGTERM);
+  int status = restarted->Kill(SIGTERM);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 

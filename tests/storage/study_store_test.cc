@@ -3,11 +3,15 @@
 #include "storage/study_store.h"
 
 #include <sqlite3.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -31,6 +35,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Pair;
+using ::testing::StartsWith;
 using ::testing::UnorderedElementsAre;
 
 // ----- Helpers -----
@@ -129,18 +134,29 @@ std::vector<int64_t> Range(int64_t first, int64_t last) {
 
 // ----- The typed suite -----
 
+// A SqliteStore on ":memory:", where one connection serves reads and writes.
+struct SqliteInMemory {};
+
 template <typename Store>
-std::unique_ptr<Store> MakeStore(const TempDir& dir);
+std::unique_ptr<StudyStore> MakeStore(const TempDir& dir);
 
 template <>
-std::unique_ptr<MemoryStore> MakeStore<MemoryStore>(const TempDir&) {
+std::unique_ptr<StudyStore> MakeStore<MemoryStore>(const TempDir&) {
   return std::make_unique<MemoryStore>();
 }
 
 template <>
-std::unique_ptr<SqliteStore> MakeStore<SqliteStore>(const TempDir& dir) {
+std::unique_ptr<StudyStore> MakeStore<SqliteStore>(const TempDir& dir) {
   absl::StatusOr<std::unique_ptr<SqliteStore>> store =
       SqliteStore::Open(dir.File("studies.db"));
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? std::move(*store) : nullptr;
+}
+
+template <>
+std::unique_ptr<StudyStore> MakeStore<SqliteInMemory>(const TempDir&) {
+  absl::StatusOr<std::unique_ptr<SqliteStore>> store =
+      SqliteStore::Open(":memory:");
   EXPECT_TRUE(store.ok()) << store.status();
   return store.ok() ? std::move(*store) : nullptr;
 }
@@ -158,16 +174,26 @@ class StudyStoreTest : public ::testing::Test {
     ASSERT_TRUE(store_->CreateStudy(MakeStudy(name)).ok());
   }
 
+  // For a SqliteStore, checks that the file is sound.
+  void ExpectIntegrityOk() {
+    if (auto* sqlite = dynamic_cast<SqliteStore*>(store_.get())) {
+      absl::StatusOr<std::string> report = sqlite->IntegrityCheck();
+      ASSERT_TRUE(report.ok()) << report.status();
+      EXPECT_EQ(*report, "ok");
+    }
+  }
+
   TempDir dir_;
   std::unique_ptr<StudyStore> store_;
 };
 
-using StoreTypes = ::testing::Types<MemoryStore, SqliteStore>;
+using StoreTypes = ::testing::Types<MemoryStore, SqliteStore, SqliteInMemory>;
 class StoreNames {
  public:
   template <typename T>
   static std::string GetName(int) {
-    return std::is_same_v<T, MemoryStore> ? "Memory" : "Sqlite";
+    if (std::is_same_v<T, MemoryStore>) return "Memory";
+    return std::is_same_v<T, SqliteStore> ? "Sqlite" : "SqliteInMemory";
   }
 };
 TYPED_TEST_SUITE(StudyStoreTest, StoreTypes, StoreNames);
@@ -677,6 +703,178 @@ TYPED_TEST(StudyStoreTest, ConcurrentCreateTrialsGetDistinctDenseIds) {
   EXPECT_EQ(Ids(*mine), expected);
 }
 
+TYPED_TEST(StudyStoreTest, ConcurrentWritesOnOwnTrialsAllLand) {
+  StudyStore& store = *this->store_;
+  this->Create("even");
+  this->Create("odd");
+  constexpr int kThreads = 64;
+  constexpr int kTrialsPerThread = 10;
+  constexpr int kReportsPerTrial = 4;  // 10 * (1 + 4) = 50 writes a thread.
+  std::vector<int> failures(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string study = t % 2 == 0 ? "even" : "odd";
+      const std::string client = "worker-" + std::to_string(t);
+      for (int i = 0; i < kTrialsPerThread; ++i) {
+        std::vector<v1::Trial> input = MakeTrials(1, v1::Trial::ACTIVE, client);
+        input[0].set_checkpoint_uri(client + "/" + std::to_string(i));
+        absl::StatusOr<std::vector<v1::Trial>> created =
+            store.CreateTrials(study, input);
+        if (!created.ok() || created->size() != 1) {
+          ++failures[t];
+          continue;
+        }
+        v1::Trial trial = (*created)[0];
+        for (int step = 1; step <= kReportsPerTrial; ++step) {
+          v1::Measurement* m = trial.add_measurements();
+          m->set_step(step);
+          (*m->mutable_metrics())["accuracy"] = 0.1 * step;
+          if (step == kReportsPerTrial) trial.set_state(v1::Trial::COMPLETED);
+          if (!store.UpdateTrial(trial).ok()) ++failures[t];
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], 0) << t;
+
+  for (const std::string study : {"even", "odd"}) {
+    SCOPED_TRACE(study);
+    absl::StatusOr<std::vector<v1::Trial>> trials = store.ListTrials(study, {});
+    ASSERT_TRUE(trials.ok()) << trials.status();
+    EXPECT_EQ(Ids(*trials), Range(1, kThreads / 2 * kTrialsPerThread));
+    std::set<std::string> uris;
+    for (const v1::Trial& trial : *trials) {
+      EXPECT_EQ(trial.state(), v1::Trial::COMPLETED) << trial.id();
+      ASSERT_EQ(trial.measurements_size(), kReportsPerTrial) << trial.id();
+      EXPECT_EQ(trial.measurements(kReportsPerTrial - 1).step(),
+                kReportsPerTrial);
+      // The trial is the one its client created.
+      EXPECT_THAT(trial.checkpoint_uri(),
+                  StartsWith(trial.client_id() + "/"));
+      uris.insert(trial.checkpoint_uri());
+    }
+    std::set<std::string> expected;
+    for (int t = study == "even" ? 0 : 1; t < kThreads; t += 2) {
+      for (int i = 0; i < kTrialsPerThread; ++i) {
+        expected.insert("worker-" + std::to_string(t) + "/" +
+                        std::to_string(i));
+      }
+    }
+    EXPECT_EQ(uris, expected);
+    EXPECT_THAT(*store.CountTrials(study),
+                UnorderedElementsAre(Pair(v1::Trial::COMPLETED,
+                                          kThreads / 2 * kTrialsPerThread)));
+  }
+  this->ExpectIntegrityOk();
+}
+
+TYPED_TEST(StudyStoreTest, ReadYourWritesFromManyThreads) {
+  StudyStore& store = *this->store_;
+  this->Create("mnist");
+  constexpr int kThreads = 16;
+  constexpr int kRounds = 20;
+  std::vector<int> failures(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string client = "worker-" + std::to_string(t);
+      absl::StatusOr<std::vector<v1::Trial>> created =
+          store.CreateTrials("mnist", MakeTrials(1, v1::Trial::ACTIVE, client));
+      if (!created.ok()) {
+        ++failures[t];
+        return;
+      }
+      v1::Trial trial = (*created)[0];
+      TrialQuery mine;
+      mine.client_id = client;
+      for (int round = 1; round <= kRounds; ++round) {
+        trial.add_measurements()->set_step(round);
+        if (round == kRounds) trial.set_state(v1::Trial::COMPLETED);
+        if (!store.UpdateTrial(trial).ok()) ++failures[t];
+        // Each read starts after the write returned, so it sees the write.
+        absl::StatusOr<v1::Trial> got = store.GetTrial("mnist", trial.id());
+        if (!got.ok() || got->measurements_size() != round) ++failures[t];
+        absl::StatusOr<std::vector<v1::Trial>> listed =
+            store.ListTrials("mnist", mine);
+        if (!listed.ok() || listed->size() != 1 ||
+            (*listed)[0].measurements_size() != round) {
+          ++failures[t];
+        }
+      }
+      absl::StatusOr<std::vector<v1::Trial>> completed =
+          store.ListTrialsInStates({v1::Trial::COMPLETED});
+      if (!completed.ok() || std::none_of(completed->begin(), completed->end(),
+                                          [&](const v1::Trial& other) {
+                                            return other.id() == trial.id();
+                                          })) {
+        ++failures[t];
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], 0) << t;
+  EXPECT_THAT(*store.CountTrials("mnist"),
+              UnorderedElementsAre(Pair(v1::Trial::COMPLETED, kThreads)));
+}
+
+TYPED_TEST(StudyStoreTest, ListTrialsInStatesSpansStudies) {
+  StudyStore& store = *this->store_;
+  for (const char* name : {"b", "a", "c"}) this->Create(name);
+  // b: 1 ACTIVE, 2 REQUESTED, 3 ACTIVE; a: 1 COMPLETED, 2 ACTIVE;
+  // c: 1 REQUESTED.
+  for (v1::Trial::State state :
+       {v1::Trial::ACTIVE, v1::Trial::REQUESTED, v1::Trial::ACTIVE}) {
+    ASSERT_TRUE(store.CreateTrials("b", MakeTrials(1, state)).ok());
+  }
+  ASSERT_TRUE(
+      store.CreateTrials("a", MakeTrials(1, v1::Trial::COMPLETED)).ok());
+  ASSERT_TRUE(store.CreateTrials("a", MakeTrials(1, v1::Trial::ACTIVE)).ok());
+  ASSERT_TRUE(
+      store.CreateTrials("c", MakeTrials(1, v1::Trial::REQUESTED)).ok());
+
+  using Key = std::pair<std::string, int64_t>;
+  auto list = [&](std::vector<v1::Trial::State> states) {
+    absl::StatusOr<std::vector<v1::Trial>> trials =
+        store.ListTrialsInStates(states);
+    EXPECT_TRUE(trials.ok()) << trials.status();
+    std::vector<Key> keys;
+    if (!trials.ok()) return keys;
+    for (const v1::Trial& trial : *trials) {
+      keys.emplace_back(trial.study_name(), trial.id());
+    }
+    return keys;
+  };
+  EXPECT_THAT(list({v1::Trial::ACTIVE}),
+              ElementsAre(Key("a", 2), Key("b", 1), Key("b", 3)));
+  EXPECT_THAT(
+      list({v1::Trial::REQUESTED, v1::Trial::ACTIVE, v1::Trial::ACTIVE}),
+      ElementsAre(Key("a", 2), Key("b", 1), Key("b", 2), Key("b", 3),
+                  Key("c", 1)));
+  EXPECT_THAT(list({v1::Trial::STOPPED}), IsEmpty());
+  // No states: all of them, as in TrialQuery.
+  EXPECT_THAT(list({}), ElementsAre(Key("a", 1), Key("a", 2), Key("b", 1),
+                                    Key("b", 2), Key("b", 3), Key("c", 1)));
+
+  // The trials come whole.
+  absl::StatusOr<std::vector<v1::Trial>> active =
+      store.ListTrialsInStates({v1::Trial::ACTIVE});
+  ASSERT_TRUE(active.ok()) << active.status();
+  ASSERT_EQ(active->size(), 3u);
+  EXPECT_THAT((*active)[2], EqualsProto(*store.GetTrial("b", 3)));
+
+  // It follows updates and deletions.
+  absl::StatusOr<v1::Trial> trial = store.GetTrial("b", 1);
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  trial->set_state(v1::Trial::COMPLETED);
+  ASSERT_TRUE(store.UpdateTrial(*trial).ok());
+  EXPECT_THAT(list({v1::Trial::ACTIVE}), ElementsAre(Key("a", 2), Key("b", 3)));
+  ASSERT_TRUE(store.DeleteStudy("a").ok());
+  EXPECT_THAT(list({v1::Trial::ACTIVE}), ElementsAre(Key("b", 3)));
+  EXPECT_THAT(list({v1::Trial::COMPLETED}), ElementsAre(Key("b", 1)));
+}
+
 // ----- SqliteStore only -----
 
 // A second, raw connection to look at the file from outside the store.
@@ -855,6 +1053,391 @@ TEST_F(SqliteStoreTest, UnparseableBlobsAreDataLoss) {
   EXPECT_EQ(study.code(), absl::StatusCode::kDataLoss) << study;
   EXPECT_THAT(study.message(), HasSubstr("study \"mnist\""));
   EXPECT_EQ(store->ListStudies().status().code(), absl::StatusCode::kDataLoss);
+}
+
+// Queues writes, each on its own thread, while the store's commits are
+// paused, one after another in the order added; Commit resumes, so that they
+// are committed together, and waits for them all.
+class PausedBatch {
+ public:
+  explicit PausedBatch(SqliteStore& store) : store_(store) {
+    store_.PauseCommitsForTesting();
+  }
+  PausedBatch(const PausedBatch&) = delete;
+  PausedBatch& operator=(const PausedBatch&) = delete;
+  ~PausedBatch() { Commit(); }
+
+  // Runs `write` on a new thread; returns once it is queued.
+  // REQUIRES: `write` makes exactly one write call, which reaches the queue
+  // (it is not refused before, as invalid UTF-8 would be).
+  void Add(std::function<void()> write) {
+    threads_.emplace_back(std::move(write));
+    store_.AwaitQueuedWritesForTesting(static_cast<int>(threads_.size()));
+  }
+
+  void Commit() {
+    store_.ResumeCommitsForTesting();
+    for (std::thread& thread : threads_) thread.join();
+    threads_.clear();
+  }
+
+ private:
+  SqliteStore& store_;
+  std::vector<std::thread> threads_;
+};
+
+TEST_F(SqliteStoreTest, OneBatchFailsOnlyItsFailingWrites) {
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateStudy(MakeStudy("mnist")).ok());
+  ASSERT_TRUE(
+      store->CreateTrials("mnist", MakeTrials(2, v1::Trial::ACTIVE)).ok());
+  const SqliteStore::CommitStats before = store->GetCommitStats();
+
+  v1::Trial missing = MakeTrial(v1::Trial::COMPLETED);
+  missing.set_study_name("mnist");
+  missing.set_id(99);
+  v1::Trial completed = *store->GetTrial("mnist", 1);
+  completed.set_state(v1::Trial::COMPLETED);
+  v1::Study paused = MakeStudy("mnist");
+  paused.set_state(v1::Study::PAUSED);
+  // The second trial cannot be stored: the first, inserted before it, must
+  // be undone with it.
+  std::vector<v1::Trial> half_bad = MakeTrials(2, v1::Trial::REQUESTED);
+  half_bad[1].set_checkpoint_uri("\xff not utf-8");
+
+  absl::Status create_new, create_duplicate, update_missing, update_completed,
+      delete_missing, update_study;
+  absl::StatusOr<std::vector<v1::Trial>> new_trials, bad_trials;
+  {
+    PausedBatch batch(*store);
+    batch.Add([&] { create_new = store->CreateStudy(MakeStudy("new")); });
+    batch.Add(
+        [&] { create_duplicate = store->CreateStudy(MakeStudy("mnist")); });
+    // Applied in queue order: "new" exists by now.
+    batch.Add([&] {
+      new_trials = store->CreateTrials("new", MakeTrials(2, v1::Trial::ACTIVE));
+    });
+    batch.Add([&] { update_missing = store->UpdateTrial(missing); });
+    batch.Add([&] { bad_trials = store->CreateTrials("mnist", half_bad); });
+    batch.Add([&] { update_completed = store->UpdateTrial(completed); });
+    batch.Add([&] { delete_missing = store->DeleteStudy("gone"); });
+    batch.Add([&] { update_study = store->UpdateStudy(paused); });
+    batch.Commit();
+  }
+  const SqliteStore::CommitStats after = store->GetCommitStats();
+  EXPECT_EQ(after.batches - before.batches, 1);
+  EXPECT_EQ(after.writes - before.writes, 8);
+  EXPECT_EQ(after.largest_batch, 8);
+
+  EXPECT_TRUE(create_new.ok()) << create_new;
+  EXPECT_EQ(create_duplicate.code(), absl::StatusCode::kAlreadyExists)
+      << create_duplicate;
+  ASSERT_TRUE(new_trials.ok()) << new_trials.status();
+  EXPECT_THAT(Ids(*new_trials), ElementsAre(1, 2));
+  EXPECT_EQ(update_missing.code(), absl::StatusCode::kNotFound)
+      << update_missing;
+  EXPECT_THAT(update_missing.message(), HasSubstr("trial 99"));
+  EXPECT_EQ(bad_trials.status().code(), absl::StatusCode::kInvalidArgument)
+      << bad_trials.status();
+  EXPECT_THAT(bad_trials.status().message(),
+              HasSubstr("trial 4 of study \"mnist\""));
+  EXPECT_TRUE(update_completed.ok()) << update_completed;
+  EXPECT_EQ(delete_missing.code(), absl::StatusCode::kNotFound)
+      << delete_missing;
+  EXPECT_TRUE(update_study.ok()) << update_study;
+
+  // What succeeded is stored, also after reopening; nothing of the rest.
+  for (int pass = 0; pass < 2; ++pass) {
+    SCOPED_TRACE(pass == 0 ? "open" : "reopened");
+    if (pass == 1) {
+      store.reset();
+      store = OpenOrDie();
+      ASSERT_NE(store, nullptr);
+    }
+    EXPECT_EQ(store->GetStudy("mnist")->state(), v1::Study::PAUSED);
+    EXPECT_EQ(Ids(*store->ListTrials("mnist", {})), Range(1, 2));
+    EXPECT_EQ(store->GetTrial("mnist", 1)->state(), v1::Trial::COMPLETED);
+    EXPECT_EQ(Ids(*store->ListTrials("new", {})), Range(1, 2));
+    EXPECT_EQ(store->ListStudies()->size(), 2u);
+    EXPECT_EQ(*store->IntegrityCheck(), "ok");
+  }
+}
+
+TEST_F(SqliteStoreTest, QueuedWritesShareCommitsUpToTheLimit) {
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateStudy(MakeStudy("mnist")).ok());
+  constexpr int kWrites = SqliteStore::kMaxBatchWrites + 10;
+  absl::StatusOr<std::vector<v1::Trial>> trials =
+      store->CreateTrials("mnist", MakeTrials(kWrites, v1::Trial::ACTIVE));
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  const SqliteStore::CommitStats before = store->GetCommitStats();
+
+  std::vector<absl::Status> statuses(kWrites);
+  {
+    PausedBatch batch(*store);
+    for (int i = 0; i < kWrites; ++i) {
+      batch.Add([&, i] {
+        v1::Trial trial = (*trials)[i];
+        trial.set_state(v1::Trial::COMPLETED);
+        statuses[i] = store->UpdateTrial(trial);
+      });
+    }
+  }
+  for (int i = 0; i < kWrites; ++i) EXPECT_TRUE(statuses[i].ok()) << i;
+  // The first batch takes as many as it may; the next, the rest.
+  const SqliteStore::CommitStats after = store->GetCommitStats();
+  EXPECT_EQ(after.batches - before.batches, 2);
+  EXPECT_EQ(after.writes - before.writes, kWrites);
+  EXPECT_EQ(after.largest_batch, SqliteStore::kMaxBatchWrites);
+  EXPECT_THAT(*store->CountTrials("mnist"),
+              UnorderedElementsAre(Pair(v1::Trial::COMPLETED, kWrites)));
+}
+
+TEST_F(SqliteStoreTest, AFailedTransactionFailsEveryWriteOfTheBatch) {
+  // No waiting for locks: the batch's BEGIN fails at once.
+  std::unique_ptr<SqliteStore> store = OpenOrDie({.busy_timeout_ms = 0});
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateStudy(MakeStudy("mnist")).ok());
+  ASSERT_TRUE(
+      store->CreateTrials("mnist", MakeTrials(2, v1::Trial::ACTIVE)).ok());
+  v1::Trial completed = *store->GetTrial("mnist", 1);
+  completed.set_state(v1::Trial::COMPLETED);
+
+  RawDb intruder(path_);
+  intruder.Query("BEGIN IMMEDIATE");  // Holds the write lock.
+  absl::Status update, create_study;
+  absl::StatusOr<std::vector<v1::Trial>> create_trials;
+  {
+    PausedBatch batch(*store);
+    batch.Add([&] { update = store->UpdateTrial(completed); });
+    batch.Add([&] {
+      create_trials =
+          store->CreateTrials("mnist", MakeTrials(1, v1::Trial::ACTIVE));
+    });
+    batch.Add([&] { create_study = store->CreateStudy(MakeStudy("new")); });
+  }
+  for (const absl::Status& status :
+       {update, create_trials.status(), create_study}) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+    EXPECT_THAT(status.message(), HasSubstr("database is locked"));
+  }
+  EXPECT_THAT(update.message(), HasSubstr("updating trial 1 of study"));
+  EXPECT_THAT(create_study.message(), HasSubstr("creating study \"new\""));
+
+  intruder.Query("ROLLBACK");
+  EXPECT_EQ(store->GetTrial("mnist", 1)->state(), v1::Trial::ACTIVE);
+  EXPECT_EQ(store->ListTrials("mnist", {})->size(), 2u);
+  EXPECT_EQ(store->GetStudy("new").status().code(),
+            absl::StatusCode::kNotFound);
+  // Writing works again.
+  EXPECT_TRUE(store->UpdateTrial(completed).ok());
+  EXPECT_EQ(store->GetTrial("mnist", 1)->state(), v1::Trial::COMPLETED);
+}
+
+TEST_F(SqliteStoreTest, ReadsDoNotWaitForQueuedWrites) {
+  for (const std::string& path : {path_, std::string(":memory:")}) {
+    SCOPED_TRACE(path);
+    absl::StatusOr<std::unique_ptr<SqliteStore>> opened =
+        SqliteStore::Open(path);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    SqliteStore& store = **opened;
+    ASSERT_TRUE(store.CreateStudy(MakeStudy("mnist")).ok());
+    ASSERT_TRUE(
+        store.CreateTrials("mnist", MakeTrials(1, v1::Trial::ACTIVE)).ok());
+    v1::Trial completed = *store.GetTrial("mnist", 1);
+    completed.set_state(v1::Trial::COMPLETED);
+
+    absl::Status update;
+    PausedBatch batch(store);
+    batch.Add([&] { update = store.UpdateTrial(completed); });
+    // The write is queued, not committed: reads go on and do not see it.
+    EXPECT_EQ(store.GetTrial("mnist", 1)->state(), v1::Trial::ACTIVE);
+    EXPECT_THAT(*store.ListTrialsInStates({v1::Trial::COMPLETED}), IsEmpty());
+    EXPECT_EQ(*store.IntegrityCheck(), "ok");
+    batch.Commit();
+    EXPECT_TRUE(update.ok()) << update;
+    EXPECT_EQ(store.GetTrial("mnist", 1)->state(), v1::Trial::COMPLETED);
+  }
+}
+
+TEST_F(SqliteStoreTest, ReopenAfterManyConcurrentWritesKeepsEverything) {
+  constexpr int kThreads = 32;
+  constexpr int kWritesPerThread = 50;  // One create, then updates.
+  {
+    std::unique_ptr<SqliteStore> store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->CreateStudy(MakeStudy("mnist")).ok());
+    std::vector<int> failures(kThreads, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        absl::StatusOr<std::vector<v1::Trial>> created = store->CreateTrials(
+            "mnist",
+            MakeTrials(1, v1::Trial::ACTIVE, "worker-" + std::to_string(t)));
+        if (!created.ok()) {
+          ++failures[t];
+          return;
+        }
+        v1::Trial trial = (*created)[0];
+        for (int step = 1; step < kWritesPerThread; ++step) {
+          trial.add_measurements()->set_step(step);
+          if (!store->UpdateTrial(trial).ok()) ++failures[t];
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], 0) << t;
+    EXPECT_EQ(store->GetCommitStats().writes, 1 + kThreads * kWritesPerThread);
+  }
+  std::unique_ptr<SqliteStore> store = OpenOrDie({.durable_full = true});
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<std::vector<v1::Trial>> trials =
+      store->ListTrials("mnist", {});
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  EXPECT_EQ(Ids(*trials), Range(1, kThreads));
+  std::set<std::string> clients;
+  for (const v1::Trial& trial : *trials) {
+    EXPECT_EQ(trial.measurements_size(), kWritesPerThread - 1) << trial.id();
+    clients.insert(trial.client_id());
+  }
+  EXPECT_EQ(clients.size(), static_cast<size_t>(kThreads));
+  EXPECT_EQ(*store->IntegrityCheck(), "ok");
+  absl::StatusOr<std::vector<v1::Trial>> more =
+      store->CreateTrials("mnist", MakeTrials(1, v1::Trial::REQUESTED));
+  ASSERT_TRUE(more.ok()) << more.status();
+  EXPECT_THAT(Ids(*more), ElementsAre(kThreads + 1));
+}
+
+// Reads exactly `size` bytes; false at end of file or on error.
+bool ReadFully(int fd, void* data, size_t size) {
+  char* next = static_cast<char*>(data);
+  while (size > 0) {
+    const ssize_t got = read(fd, next, size);
+    if (got <= 0) return false;
+    next += got;
+    size -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+TEST_F(SqliteStoreTest, AcknowledgedWritesSurviveKillNine) {
+  constexpr int kThreads = 8;
+  constexpr int kAcksBeforeKill = 400;
+  {
+    std::unique_ptr<SqliteStore> store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->CreateStudy(MakeStudy("mnist")).ok());
+    ASSERT_TRUE(
+        store->CreateTrials("mnist", MakeTrials(kThreads, v1::Trial::ACTIVE))
+            .ok());
+  }
+  int acks[2];
+  ASSERT_EQ(pipe(acks), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child reports each update once UpdateTrial returned, until killed.
+    close(acks[0]);
+    absl::StatusOr<std::unique_ptr<SqliteStore>> store =
+        SqliteStore::Open(path_);
+    if (!store.ok()) _exit(1);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        absl::StatusOr<v1::Trial> trial = (*store)->GetTrial("mnist", t + 1);
+        if (!trial.ok()) _exit(2);
+        for (int64_t step = 1; step <= 100'000; ++step) {
+          trial->add_measurements()->set_step(step);
+          if (!(*store)->UpdateTrial(*trial).ok()) _exit(3);
+          const int64_t ack[2] = {trial->id(), step};
+          if (write(acks[1], ack, sizeof ack) != sizeof ack) _exit(4);
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    _exit(0);
+  }
+  close(acks[1]);
+  std::vector<int64_t> acked(kThreads + 1, 0);  // By trial id.
+  int received = 0;
+  int64_t ack[2];
+  while (received < kAcksBeforeKill && ReadFully(acks[0], ack, sizeof ack)) {
+    ASSERT_TRUE(ack[0] >= 1 && ack[0] <= kThreads) << ack[0];
+    acked[ack[0]] = std::max(acked[ack[0]], ack[1]);
+    ++received;
+  }
+  kill(child, SIGKILL);
+  int wait_status = 0;
+  ASSERT_EQ(waitpid(child, &wait_status, 0), child);
+  close(acks[0]);
+  ASSERT_EQ(received, kAcksBeforeKill) << "the writer stopped early";
+  EXPECT_TRUE(WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGKILL);
+
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->IntegrityCheck(), "ok");
+  for (int64_t id = 1; id <= kThreads; ++id) {
+    absl::StatusOr<v1::Trial> trial = store->GetTrial("mnist", id);
+    ASSERT_TRUE(trial.ok()) << trial.status();
+    // Every acknowledged report is there (later ones may be too).
+    EXPECT_GE(trial->measurements_size(), acked[id]) << id;
+    for (int i = 0; i < trial->measurements_size(); ++i) {
+      EXPECT_EQ(trial->measurements(i).step(), i + 1) << id;
+    }
+  }
+}
+
+TEST_F(SqliteStoreTest, MigratesAVersionOneFile) {
+  {
+    std::unique_ptr<SqliteStore> store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->CreateStudy(MakeStudy("mnist")).ok());
+    ASSERT_TRUE(
+        store->CreateTrials("mnist", MakeTrials(2, v1::Trial::ACTIVE)).ok());
+  }
+  {
+    // Back to what version 1 wrote.
+    RawDb raw(path_);
+    raw.Query("DROP INDEX trials_in_state");
+    raw.Query("DELETE FROM schema_version WHERE version = 2");
+  }
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  RawDb raw(path_);
+  EXPECT_EQ(raw.Query("SELECT MAX(version) FROM schema_version"), "2");
+  EXPECT_EQ(raw.Query("SELECT COUNT(*) FROM sqlite_master "
+                      "WHERE type = 'index' AND name = 'trials_in_state'"),
+            "1");
+  absl::StatusOr<std::vector<v1::Trial>> active =
+      store->ListTrialsInStates({v1::Trial::ACTIVE});
+  ASSERT_TRUE(active.ok()) << active.status();
+  EXPECT_EQ(Ids(*active), Range(1, 2));
+}
+
+TEST_F(SqliteStoreTest, ReadConnectionsAreBounded) {
+  EXPECT_EQ(
+      SqliteStore::Open(path_, {.max_read_connections = 0}).status().code(),
+      absl::StatusCode::kInvalidArgument);
+
+  // One read connection serves many threads in turn.
+  std::unique_ptr<SqliteStore> store = OpenOrDie({.max_read_connections = 1});
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateStudy(MakeStudy("mnist")).ok());
+  constexpr int kThreads = 8;
+  std::vector<int> failures(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        if (!store->GetStudy("mnist").ok()) ++failures[t];
+        if (!store->ListTrials("mnist", {}).ok()) ++failures[t];
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], 0) << t;
 }
 
 }  // namespace

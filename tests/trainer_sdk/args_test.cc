@@ -140,15 +140,6 @@ TEST(ProgramEnvironment, SetsAndReplaces) {
                                "HYPERTUNE_PARAMS={\"a\":1}"));
 }
 
-TEST(HeartbeatInterval, AThirdOfTheLeaseClamped) {
-  using std::chrono::milliseconds;
-  EXPECT_EQ(HeartbeatInterval(0, 1000), milliseconds(10000));
-  EXPECT_EQ(HeartbeatInterval(1000 + 30000, 1000), milliseconds(10000));
-  EXPECT_EQ(HeartbeatInterval(1000 + 600000, 1000), milliseconds(60000));
-  EXPECT_EQ(HeartbeatInterval(1000 + 600, 1000), milliseconds(1000));
-  EXPECT_EQ(HeartbeatInterval(500, 1000), milliseconds(1000));  // Past.
-}
-
 }  // namespace
 }  // namespace hypertune::cli
 

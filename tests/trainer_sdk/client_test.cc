@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <thread>
 
 #include <grpcpp/grpcpp.h>
 
@@ -18,6 +19,17 @@ namespace hypertune {
 namespace {
 
 using ::testing::HasSubstr;
+
+// Polls `done` until it holds or 10 s have passed; returns whether it held.
+template <typename Condition>
+bool Eventually(Condition done) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
 
 // Studies are not modelled: one study "s" whose SuggestTrials hands each
 // client id its own trial, up to `budget` trials.
@@ -59,10 +71,30 @@ class FakeService final : public v1::HyperTune::Service {
     absl::MutexLock lock(&mu_);
     return completions_;
   }
+  std::vector<v1::HeartbeatRequest> heartbeats() {
+    absl::MutexLock lock(&mu_);
+    return heartbeats_;
+  }
+  // The `authorization` metadata of the last call of `rpc`.
+  std::string Authorization(const std::string& rpc) {
+    absl::MutexLock lock(&mu_);
+    return authorization_[rpc];
+  }
+  // Heartbeats answer should_stop with `stop`.
+  void SetShouldStop(bool stop) {
+    absl::MutexLock lock(&mu_);
+    should_stop_ = stop;
+  }
+  // Trial `id` is granted again to another worker: a new lease epoch.
+  void TakeOver(int64_t id) {
+    absl::MutexLock lock(&mu_);
+    trials_[id].set_lease_epoch(trials_[id].lease_epoch() + 1);
+  }
 
-  grpc::Status GetStudy(grpc::ServerContext*, const v1::GetStudyRequest* request,
+  grpc::Status GetStudy(grpc::ServerContext* context,
+                        const v1::GetStudyRequest* request,
                         v1::Study* response) override {
-    return Handle("GetStudy", [&] {
+    return Handle(context, "GetStudy", [&] {
       if (request->name() != "s") {
         return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such study");
       }
@@ -71,10 +103,10 @@ class FakeService final : public v1::HyperTune::Service {
     });
   }
 
-  grpc::Status CreateStudy(grpc::ServerContext*,
+  grpc::Status CreateStudy(grpc::ServerContext* context,
                            const v1::CreateStudyRequest* request,
                            v1::Study* response) override {
-    return Handle("CreateStudy", [&] {
+    return Handle(context, "CreateStudy", [&] {
       if (created_) {
         return grpc::Status(grpc::StatusCode::ALREADY_EXISTS, "exists");
       }
@@ -84,19 +116,20 @@ class FakeService final : public v1::HyperTune::Service {
     });
   }
 
-  grpc::Status DeleteStudy(grpc::ServerContext*, const v1::DeleteStudyRequest*,
+  grpc::Status DeleteStudy(grpc::ServerContext* context,
+                           const v1::DeleteStudyRequest*,
                            v1::DeleteStudyResponse*) override {
-    return Handle("DeleteStudy", [&] {
+    return Handle(context, "DeleteStudy", [&] {
       if (deleted_) return grpc::Status(grpc::StatusCode::NOT_FOUND, "gone");
       deleted_ = true;
       return grpc::Status::OK;
     });
   }
 
-  grpc::Status SuggestTrials(grpc::ServerContext*,
+  grpc::Status SuggestTrials(grpc::ServerContext* context,
                              const v1::SuggestTrialsRequest* request,
                              v1::SuggestTrialsResponse* response) override {
-    return Handle("SuggestTrials", [&] {
+    return Handle(context, "SuggestTrials", [&] {
       response->set_study_state(v1::Study::ACTIVE);
       for (const auto& [id, trial] : trials_) {
         if (trial.state() == v1::Trial::ACTIVE &&
@@ -127,9 +160,10 @@ class FakeService final : public v1::HyperTune::Service {
     });
   }
 
-  grpc::Status GetTrial(grpc::ServerContext*, const v1::GetTrialRequest* request,
+  grpc::Status GetTrial(grpc::ServerContext* context,
+                        const v1::GetTrialRequest* request,
                         v1::Trial* response) override {
-    return Handle("GetTrial", [&] {
+    return Handle(context, "GetTrial", [&] {
       auto it = trials_.find(request->trial_id());
       if (it == trials_.end()) {
         return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such trial");
@@ -139,10 +173,10 @@ class FakeService final : public v1::HyperTune::Service {
     });
   }
 
-  grpc::Status ListTrials(grpc::ServerContext*,
+  grpc::Status ListTrials(grpc::ServerContext* context,
                           const v1::ListTrialsRequest* request,
                           v1::ListTrialsResponse* response) override {
-    return Handle("ListTrials", [&] {
+    return Handle(context, "ListTrials", [&] {
       // Pages of two, whatever the page size asked.
       int64_t after = request->page_token().empty()
                           ? 0
@@ -160,10 +194,10 @@ class FakeService final : public v1::HyperTune::Service {
     });
   }
 
-  grpc::Status AddMeasurement(grpc::ServerContext*,
+  grpc::Status AddMeasurement(grpc::ServerContext* context,
                               const v1::AddMeasurementRequest* request,
                               v1::Trial* response) override {
-    return Handle("AddMeasurement", [&] {
+    return Handle(context, "AddMeasurement", [&] {
       measurements_.push_back(*request);
       v1::Trial& trial = trials_[request->trial_id()];
       *trial.add_measurements() = request->measurement();
@@ -172,30 +206,65 @@ class FakeService final : public v1::HyperTune::Service {
     });
   }
 
-  grpc::Status CompleteTrial(grpc::ServerContext*,
+  grpc::Status CompleteTrial(grpc::ServerContext* context,
                              const v1::CompleteTrialRequest* request,
                              v1::Trial* response) override {
-    return Handle("CompleteTrial", [&] {
+    return Handle(context, "CompleteTrial", [&] {
       v1::Trial& trial = trials_[request->trial_id()];
       if (trial.state() != v1::Trial::ACTIVE) {
         return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                             "trial is not ACTIVE");
       }
       completions_.push_back(*request);
-      trial.set_state(request->infeasible() ? v1::Trial::INFEASIBLE
-                                            : v1::Trial::COMPLETED);
-      trial.set_infeasible_reason(request->infeasible_reason());
-      *trial.mutable_final_measurement() = request->final_measurement();
+      if (request->worker_failed()) {
+        trial.set_state(v1::Trial::REQUESTED);
+        trial.set_failure_reason(request->failure_reason());
+      } else {
+        trial.set_state(request->infeasible() ? v1::Trial::INFEASIBLE
+                                              : v1::Trial::COMPLETED);
+        trial.set_infeasible_reason(request->infeasible_reason());
+        *trial.mutable_final_measurement() = request->final_measurement();
+      }
       *response = trial;
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status Heartbeat(grpc::ServerContext* context,
+                         const v1::HeartbeatRequest* request,
+                         v1::HeartbeatResponse* response) override {
+    return Handle(context, "Heartbeat", [&] {
+      heartbeats_.push_back(*request);
+      auto it = trials_.find(request->trial_id());
+      if (it == trials_.end()) {
+        return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such trial");
+      }
+      v1::Trial& trial = it->second;
+      if (trial.state() != v1::Trial::ACTIVE ||
+          trial.lease_epoch() != request->lease_epoch()) {
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                            "lease_epoch: a newer worker owns it");
+      }
+      if (!request->checkpoint_uri().empty()) {
+        trial.set_checkpoint_uri(request->checkpoint_uri());
+      }
+      response->set_should_stop(should_stop_);
+      response->set_lease_expire_time_ms(1);
       return grpc::Status::OK;
     });
   }
 
  private:
   template <typename Work>
-  grpc::Status Handle(const std::string& rpc, Work work) {
+  grpc::Status Handle(grpc::ServerContext* context, const std::string& rpc,
+                      Work work) {
     absl::MutexLock lock(&mu_);
     ++calls_[rpc];
+    auto auth = context->client_metadata().find("authorization");
+    authorization_[rpc] =
+        auth == context->client_metadata().end()
+            ? ""
+            : std::string(auth->second.data(), auth->second.size());
     if (fail_next_ > 0) {
       --fail_next_;
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "injected");
@@ -218,6 +287,9 @@ class FakeService final : public v1::HyperTune::Service {
   int64_t next_id_ = 1;
   std::map<int64_t, v1::Trial> trials_;
   std::map<std::string, int> calls_;
+  std::map<std::string, std::string> authorization_;
+  bool should_stop_ = false;
+  std::vector<v1::HeartbeatRequest> heartbeats_;
   std::vector<v1::AddMeasurementRequest> measurements_;
   std::vector<v1::CompleteTrialRequest> completions_;
 };
@@ -447,6 +519,164 @@ TEST_F(ClientTest, UnderAWorkerNextTrialAttachesToItsTrialOnce) {
 
   ASSERT_TRUE((*first)->Report(1, {{"loss", 0.3}}).ok());
   EXPECT_EQ(service_.measurements().back().lease_epoch(), 2);
+  // The worker renews the lease, not the program.
+  EXPECT_FALSE((*first)->heartbeating());
+}
+
+// Background renewals every few ms, so that tests see several quickly.
+ClientOptions Fast(ClientOptions options) {
+  options.heartbeat_interval = std::chrono::milliseconds(2);
+  return options;
+}
+
+TEST_F(ClientTest, NextTrialRenewsItsLeaseUntilCompleted) {
+  Client client(Fast(Options()));
+  auto trial = client.NextTrial("s");
+  ASSERT_TRUE(trial.ok() && trial->has_value()) << trial.status();
+  Trial& t = **trial;
+  EXPECT_TRUE(t.heartbeating());
+  ASSERT_TRUE(Eventually([&] { return service_.Calls("Heartbeat") >= 3; }));
+  v1::HeartbeatRequest beat = service_.heartbeats().back();
+  EXPECT_EQ(beat.study_name(), "s");
+  EXPECT_EQ(beat.trial_id(), t.id());
+  EXPECT_EQ(beat.lease_epoch(), 1);
+  EXPECT_EQ(beat.client_id(), client.client_id());
+  EXPECT_EQ(beat.checkpoint_uri(), "");
+
+  ASSERT_TRUE(t.Complete({{"loss", 0.5}}).ok());
+  EXPECT_FALSE(t.heartbeating());
+  EXPECT_TRUE(t.lease_status().ok());
+}
+
+TEST_F(ClientTest, CopiesShareOneLease) {
+  Client client(Fast(Options()));
+  auto trial = client.NextTrial("s");
+  ASSERT_TRUE(trial.ok() && trial->has_value());
+  Trial copy = **trial;
+  EXPECT_TRUE(copy.heartbeating());
+  ASSERT_TRUE((*trial)->MarkInfeasible("diverged").ok());
+  // One renewal thread, stopped for every copy.
+  EXPECT_FALSE(copy.heartbeating());
+}
+
+TEST_F(ClientTest, ShouldStopComesFromTheRenewals) {
+  Client client(Fast(Options()));
+  auto trial = client.NextTrial("s");
+  ASSERT_TRUE(trial.ok() && trial->has_value());
+  EXPECT_FALSE((*trial)->should_stop());
+  service_.SetShouldStop(true);
+  EXPECT_TRUE(Eventually([&] { return (*trial)->should_stop(); }));
+  // Asked to stop, the trial still reports and completes as usual.
+  EXPECT_TRUE((*trial)->heartbeating());
+  EXPECT_TRUE((*trial)->Complete({{"loss", 0.2}}).ok());
+}
+
+TEST_F(ClientTest, ALostLeaseStopsRenewalsAndLaterCalls) {
+  Client client(Fast(Options()));
+  auto trial = client.NextTrial("s");
+  ASSERT_TRUE(trial.ok() && trial->has_value());
+  Trial& t = **trial;
+  ASSERT_TRUE(t.Report(1, {{"loss", 0.9}}).ok());
+  service_.TakeOver(t.id());
+  ASSERT_TRUE(Eventually([&] { return !t.heartbeating(); }));
+  EXPECT_EQ(t.lease_status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(t.lease_status().message()), HasSubstr("newer"));
+
+  // Refused here, without asking the server.
+  EXPECT_EQ(t.Report(2, {{"loss", 0.8}}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(t.Complete({{"loss", 0.8}}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(t.SetCheckpoint("file:///c").code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(service_.measurements().size(), 1u);
+  EXPECT_EQ(service_.Calls("CompleteTrial"), 0);
+}
+
+TEST_F(ClientTest, SetCheckpointRenewsTheLeaseCarryingIt) {
+  ClientOptions options = Options();
+  options.heartbeats = false;
+  Client client(options);
+  auto trial = client.NextTrial("s");
+  ASSERT_TRUE(trial.ok() && trial->has_value());
+  Trial& t = **trial;
+  EXPECT_FALSE(t.heartbeating());
+  EXPECT_EQ(t.checkpoint_uri(), "");
+  EXPECT_EQ(t.SetCheckpoint("").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(service_.Calls("Heartbeat"), 0);
+
+  ASSERT_TRUE(t.SetCheckpoint("file:///ckpt/trial-1/step-4").ok());
+  EXPECT_EQ(t.checkpoint_uri(), "file:///ckpt/trial-1/step-4");
+  std::vector<v1::HeartbeatRequest> beats = service_.heartbeats();
+  ASSERT_EQ(beats.size(), 1u);
+  EXPECT_EQ(beats[0].checkpoint_uri(), "file:///ckpt/trial-1/step-4");
+  EXPECT_EQ(beats[0].lease_epoch(), 1);
+  auto stored = client.GetTrial("s", t.id());
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->checkpoint_uri(), "file:///ckpt/trial-1/step-4");
+}
+
+TEST_F(ClientTest, AResumedTrialCarriesItsCheckpointAndMeasurements) {
+  Client client(Options());
+  v1::Trial resumed;
+  resumed.set_study_name("s");
+  resumed.set_id(7);
+  resumed.set_state(v1::Trial::ACTIVE);
+  resumed.set_client_id(client.client_id());
+  resumed.set_lease_epoch(2);
+  resumed.set_retry_count(1);
+  resumed.set_checkpoint_uri("s3://ckpt/7");
+  v1::Measurement* m = resumed.add_measurements();
+  m->set_step(3);
+  (*m->mutable_metrics())["loss"] = 0.6;
+  service_.AddTrial(resumed);
+
+  auto trial = client.NextTrial("s");
+  ASSERT_TRUE(trial.ok() && trial->has_value());
+  Trial& t = **trial;
+  EXPECT_EQ(t.id(), 7);
+  EXPECT_EQ(t.lease_epoch(), 2);
+  EXPECT_EQ(t.checkpoint_uri(), "s3://ckpt/7");
+  ASSERT_EQ(t.proto().measurements_size(), 1);
+  ASSERT_TRUE(t.Complete({{"loss", 0.4}}).ok());
+  // The final measurement continues from the resumed step.
+  EXPECT_EQ(service_.completions().back().final_measurement().step(), 3);
+  EXPECT_EQ(service_.completions().back().lease_epoch(), 2);
+}
+
+TEST_F(ClientTest, GiveBackReportsTheWorkersFailure) {
+  Client client(Fast(Options()));
+  auto trial = client.NextTrial("s");
+  ASSERT_TRUE(trial.ok() && trial->has_value());
+  ASSERT_TRUE((*trial)->GiveBack("worker preempted").ok());
+  EXPECT_FALSE((*trial)->heartbeating());
+  v1::CompleteTrialRequest done = service_.completions().back();
+  EXPECT_TRUE(done.worker_failed());
+  EXPECT_FALSE(done.infeasible());
+  EXPECT_EQ(done.failure_reason(), "worker preempted");
+  EXPECT_EQ((*trial)->proto().state(), v1::Trial::REQUESTED);
+  // Its id is free again: the next caller gets it.
+  auto next = client.NextTrial("s");
+  ASSERT_TRUE(next.ok() && next->has_value());
+  EXPECT_EQ((*next)->proto().client_id(), client.client_id());
+}
+
+TEST_F(ClientTest, TheTokenGoesWithEveryCall) {
+  ClientOptions options = Fast(Options());
+  options.token = "s3cret-token";
+  Client client(options);
+  ASSERT_TRUE(client.GetStudy("s").ok());
+  EXPECT_EQ(service_.Authorization("GetStudy"), "Bearer s3cret-token");
+  auto trial = client.NextTrial("s");
+  ASSERT_TRUE(trial.ok() && trial->has_value());
+  ASSERT_TRUE(Eventually([&] { return service_.Calls("Heartbeat") >= 1; }));
+  EXPECT_EQ(service_.Authorization("Heartbeat"), "Bearer s3cret-token");
+  ASSERT_TRUE((*trial)->Complete({{"loss", 1.0}}).ok());
+  EXPECT_EQ(service_.Authorization("CompleteTrial"), "Bearer s3cret-token");
+
+  Client anonymous(Options());
+  ASSERT_TRUE(anonymous.GetStudy("s").ok());
+  EXPECT_EQ(service_.Authorization("GetStudy"), "");
 }
 
 }  // namespace

@@ -184,7 +184,10 @@ TEST(Json, ParseErrorsNameTheSource) {
 }
 
 TEST(Json, ExampleStudyConfigsParse) {
-  for (const char* path : {"examples/study.json", "examples/shell/study.json"}) {
+  const std::pair<const char*, v1::Algorithm> kExamples[] = {
+      {"examples/study.json", v1::GP_BANDIT},
+      {"examples/shell/study.json", v1::QUASI_RANDOM}};
+  for (const auto& [path, algorithm] : kExamples) {
     std::string full = std::string(HYPERTUNE_SOURCE_DIR) + "/" + path;
     FILE* f = std::fopen(full.c_str(), "r");
     ASSERT_NE(f, nullptr) << full;
@@ -198,7 +201,7 @@ TEST(Json, ExampleStudyConfigsParse) {
     absl::Status status = FromJson(text, path, &study);
     ASSERT_TRUE(status.ok()) << status;
     EXPECT_EQ(study.spec().metrics(0).name(), "loss");
-    EXPECT_EQ(study.spec().algorithm(), v1::QUASI_RANDOM);
+    EXPECT_EQ(study.spec().algorithm(), algorithm) << path;
   }
 }
 

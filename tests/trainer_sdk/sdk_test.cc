@@ -8,6 +8,7 @@
 #include "trainer_sdk/client_core.h"
 #include "trainer_sdk/grpc_status.h"
 #include "trainer_sdk/hypertune.h"
+#include "trainer_sdk/lease_keeper.h"
 
 namespace hypertune {
 namespace {
@@ -104,16 +105,37 @@ TEST(Trial, DetachedHandleRefusesServerCalls) {
   Trial trial(TrialProto());
   for (const absl::Status& s :
        {trial.Report(1, {{"loss", 1.0}}), trial.Complete({{"loss", 1.0}}),
-        trial.MarkInfeasible("x"), trial.Heartbeat().status()}) {
+        trial.MarkInfeasible("x"), trial.Heartbeat().status(),
+        trial.GiveBack("x"), trial.SetCheckpoint("file:///c"),
+        trial.lease_status()}) {
     EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_THAT(std::string(s.message()), HasSubstr("detached"));
   }
+  EXPECT_FALSE(trial.should_stop());
+  EXPECT_FALSE(trial.heartbeating());
+}
+
+TEST(Trial, CheckpointUriIsTheStoredOne) {
+  v1::Trial proto = TrialProto();
+  EXPECT_EQ(Trial(proto).checkpoint_uri(), "");
+  proto.set_checkpoint_uri("s3://bucket/trial-7/epoch-3");
+  EXPECT_EQ(Trial(proto).checkpoint_uri(), "s3://bucket/trial-7/epoch-3");
+}
+
+TEST(RenewalInterval, AThirdOfTheStudysLease) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(internal::RenewalInterval(30), milliseconds(10000));
+  EXPECT_EQ(internal::RenewalInterval(1), milliseconds(333));
+  // 0: the server's default lease of 60 s.
+  EXPECT_EQ(internal::RenewalInterval(0), milliseconds(20000));
 }
 
 class EnvTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* name : {"HYPERTUNE_SERVER", "HYPERTUNE_CLIENT_ID"}) {
+    for (const char* name :
+         {"HYPERTUNE_SERVER", "HYPERTUNE_CLIENT_ID", "HYPERTUNE_TOKEN",
+          "HYPERTUNE_TLS_CA", "HYPERTUNE_TLS_CERT", "HYPERTUNE_TLS_KEY"}) {
       const char* value = std::getenv(name);
       saved_.emplace_back(name, value ? std::optional<std::string>(value)
                                       : std::nullopt);
@@ -153,6 +175,45 @@ TEST_F(EnvTest, ClientIdFromOptionsThenEnvThenHostAndPid) {
   given.client_id = "mine";
   EXPECT_EQ(ResolveClientOptions(given).client_id, "mine");
   EXPECT_EQ(Client(given).client_id(), "mine");
+}
+
+TEST_F(EnvTest, TokenAndTlsFilesFromOptionsThenEnv) {
+  ClientOptions resolved = ResolveClientOptions({});
+  EXPECT_EQ(resolved.token, "");
+  EXPECT_EQ(resolved.tls_ca, "");
+  setenv("HYPERTUNE_TOKEN", "env-token", 1);
+  setenv("HYPERTUNE_TLS_CA", "/etc/ca.pem", 1);
+  setenv("HYPERTUNE_TLS_CERT", "/etc/me.pem", 1);
+  setenv("HYPERTUNE_TLS_KEY", "/etc/me.key", 1);
+  resolved = ResolveClientOptions({});
+  EXPECT_EQ(resolved.token, "env-token");
+  EXPECT_EQ(resolved.tls_ca, "/etc/ca.pem");
+  EXPECT_EQ(resolved.tls_cert, "/etc/me.pem");
+  EXPECT_EQ(resolved.tls_key, "/etc/me.key");
+  ClientOptions given;
+  given.token = "flag-token";
+  given.tls_ca = "/mine/ca.pem";
+  resolved = ResolveClientOptions(given);
+  EXPECT_EQ(resolved.token, "flag-token");
+  EXPECT_EQ(resolved.tls_ca, "/mine/ca.pem");
+}
+
+TEST_F(EnvTest, UnreadableTlsFilesFailEveryCallNamingTheFile) {
+  ClientOptions options;
+  options.server = "127.0.0.1:1";
+  options.tls_ca = "/surely/not/here/ca.pem";
+  Client client(options);
+  absl::Status status = client.GetStudy("s").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("tls_ca: cannot read \"/surely/not/here/ca.pem\""));
+
+  ClientOptions cert_without_tls;
+  cert_without_tls.server = "127.0.0.1:1";
+  cert_without_tls.tls_cert = "/some/cert.pem";
+  cert_without_tls.tls_key = "/some/key.pem";
+  EXPECT_EQ(Client(cert_without_tls).ListStudies().status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(EnvTest, MaxAttemptsAtLeastOne) {

@@ -1,7 +1,9 @@
 #include "trainer_sdk/cli/trial_outcome.h"
 
 #include <cmath>
+#include <csignal>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -52,13 +54,28 @@ TEST(DecideOutcome, NonZeroExitIsInfeasibleEvenWithMetrics) {
   EXPECT_EQ(outcome.reason, "exit status 3");
 }
 
-TEST(DecideOutcome, SignalIsInfeasible) {
+TEST(DecideOutcome, ASignalFromOutsideIsTheWorkersFailure) {
+  for (int signal : {SIGKILL, SIGTERM, SIGINT, SIGHUP}) {
+    TrialRun run;
+    run.exit.signaled = true;
+    run.exit.code = signal;
+    run.step_metrics = Metrics{{"loss", 0.3}};
+    TrialOutcome outcome = DecideOutcome(run, "loss");
+    EXPECT_EQ(outcome.kind, Kind::kWorkerFailed) << signal;
+    EXPECT_EQ(outcome.reason, absl::StrCat("killed by signal ", signal));
+  }
+}
+
+TEST(DecideOutcome, ACrashIsTheParametersFault) {
   TrialRun run;
   run.exit.signaled = true;
-  run.exit.code = 9;
+  run.exit.code = SIGSEGV;
   TrialOutcome outcome = DecideOutcome(run, "loss");
   EXPECT_EQ(outcome.kind, Kind::kInfeasible);
-  EXPECT_EQ(outcome.reason, "killed by signal 9");
+  EXPECT_EQ(outcome.reason,
+            absl::StrCat("crashed with signal ", SIGSEGV, " (SIGSEGV)"));
+  run.exit.code = SIGABRT;
+  EXPECT_EQ(DecideOutcome(run, "loss").kind, Kind::kInfeasible);
 }
 
 TEST(DecideOutcome, TimeoutWins) {
@@ -89,18 +106,52 @@ TEST(DecideOutcome, MissingObjectiveIsInfeasible) {
   EXPECT_THAT(outcome.reason, HasSubstr("acc, f1"));
 }
 
-TEST(DecideOutcome, InterruptedIsLeftUnlessItFinishedCleanly) {
+TEST(DecideOutcome, PreemptedWorkerGivesTheTrialBackUnlessItFinished) {
   TrialRun run;
-  run.interrupted = true;
+  run.worker_signal = SIGTERM;
   run.exit.signaled = true;
-  run.exit.code = 2;
+  run.exit.code = SIGTERM;
   run.step_metrics = Metrics{{"loss", 0.3}};
-  EXPECT_EQ(DecideOutcome(run, "loss").kind, Kind::kLeave);
+  TrialOutcome outcome = DecideOutcome(run, "loss");
+  EXPECT_EQ(outcome.kind, Kind::kWorkerFailed);
+  EXPECT_EQ(outcome.reason, "worker preempted");
+
+  // The program caught the signal and exited non-zero: still preempted.
+  TrialRun caught = Exited(1);
+  caught.worker_signal = SIGTERM;
+  EXPECT_EQ(DecideOutcome(caught, "loss").reason, "worker preempted");
+
+  TrialRun interrupted;
+  interrupted.worker_signal = SIGINT;
+  interrupted.exit.signaled = true;
+  interrupted.exit.code = SIGINT;
+  outcome = DecideOutcome(interrupted, "loss");
+  EXPECT_EQ(outcome.kind, Kind::kWorkerFailed);
+  EXPECT_EQ(outcome.reason,
+            absl::StrCat("worker interrupted by signal ", SIGINT));
 
   TrialRun finished = Exited(0);
-  finished.interrupted = true;
+  finished.worker_signal = SIGTERM;
   finished.final_metrics = Metrics{{"loss", 0.1}};
   EXPECT_EQ(DecideOutcome(finished, "loss").kind, Kind::kComplete);
+}
+
+TEST(DecideOutcome, TimeoutWinsOverThePreemption) {
+  TrialRun run;
+  run.worker_signal = SIGTERM;
+  run.exit.signaled = true;
+  run.exit.code = SIGKILL;
+  run.exit.timed_out = true;
+  EXPECT_EQ(DecideOutcome(run, "loss").reason, "timeout");
+}
+
+TEST(DecideOutcome, ALostLeaseLeavesTheTrialToItsNewHolder) {
+  TrialRun run;
+  run.lease_lost = true;
+  run.exit.signaled = true;
+  run.exit.code = SIGTERM;
+  run.final_metrics = Metrics{{"loss", 0.1}};
+  EXPECT_EQ(DecideOutcome(run, "loss").kind, Kind::kLeave);
 }
 
 TEST(DecideOutcome, StoppedEarlyCompletesWithWhatItReached) {

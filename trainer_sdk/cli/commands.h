@@ -37,6 +37,8 @@ absl::Status RunSuggestCommand(const CommandContext& context, const Args& args);
 absl::Status RunReportCommand(const CommandContext& context, const Args& args);
 absl::Status RunCompleteCommand(const CommandContext& context,
                                 const Args& args);
+absl::Status RunHeartbeatCommand(const CommandContext& context,
+                                 const Args& args);
 absl::Status RunWorkerCommand(const CommandContext& context, const Args& args);
 
 extern const char kStudyUsage[];
@@ -44,6 +46,7 @@ extern const char kTrialsUsage[];
 extern const char kSuggestUsage[];
 extern const char kReportUsage[];
 extern const char kCompleteUsage[];
+extern const char kHeartbeatUsage[];
 extern const char kWorkerUsage[];
 
 }  // namespace hypertune::cli

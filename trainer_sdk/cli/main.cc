@@ -16,10 +16,16 @@ using hypertune::cli::Args;
 using hypertune::cli::CommandContext;
 
 constexpr char kUsage[] =
-    "usage: hypertune [--server HOST:PORT] <command> [args]\n"
+    "usage: hypertune [--server HOST:PORT] [--token T] [--tls-ca F\n"
+    "                 [--tls-cert F --tls-key F]] <command> [args]\n"
     "\n"
     "Talks to hypertuned at --server, else $HYPERTUNE_SERVER, else\n"
-    "127.0.0.1:50051.\n"
+    "127.0.0.1:50051. --token (else $HYPERTUNE_TOKEN) is the bearer token of\n"
+    "servers with auth; prefer the variable, which `ps` does not show.\n"
+    "--tls-ca (else $HYPERTUNE_TLS_CA) is the PEM file of the CA that signed\n"
+    "the server's certificate: talk TLS. --tls-cert and --tls-key (else\n"
+    "$HYPERTUNE_TLS_CERT, $HYPERTUNE_TLS_KEY) are this client's certificate\n"
+    "and key, for servers that require one (mutual TLS).\n"
     "\n"
     "Studies:\n"
     "  study create --config FILE     create a study from its JSON config\n"
@@ -34,7 +40,10 @@ constexpr char kUsage[] =
     "  report NAME TRIAL_ID --step N METRIC=VALUE...\n"
     "                                 record an intermediate measurement\n"
     "  complete NAME TRIAL_ID METRIC=VALUE... | --infeasible REASON\n"
-    "                                 finish a trial\n"
+    "           | --worker-failed REASON\n"
+    "                                 finish a trial, or give it back\n"
+    "  heartbeat NAME TRIAL_ID [--checkpoint URI]\n"
+    "                                 renew a trial's lease\n"
     "Running:\n"
     "  worker NAME [--parallel N] -- CMD [ARG...]\n"
     "                                 run CMD once per trial of the study\n"
@@ -57,6 +66,8 @@ const Command kCommands[] = {
     {"report", hypertune::cli::RunReportCommand, hypertune::cli::kReportUsage},
     {"complete", hypertune::cli::RunCompleteCommand,
      hypertune::cli::kCompleteUsage},
+    {"heartbeat", hypertune::cli::RunHeartbeatCommand,
+     hypertune::cli::kHeartbeatUsage},
     {"worker", hypertune::cli::RunWorkerCommand, hypertune::cli::kWorkerUsage},
 };
 
@@ -87,24 +98,43 @@ int main(int argc, char** argv) {
   Args args(argv + 1, argv + argc);
   hypertune::ClientOptions options;
   size_t i = 0;
+  // The flags before the command, each `--name value` or `--name=value`.
+  const struct {
+    const char* name;
+    std::string* value;
+    const char* wants;
+  } kGlobalFlags[] = {
+      {"--server", &options.server, "HOST:PORT"},
+      {"--token", &options.token, "a token"},
+      {"--tls-ca", &options.tls_ca, "a PEM file"},
+      {"--tls-cert", &options.tls_cert, "a PEM file"},
+      {"--tls-key", &options.tls_key, "a PEM file"},
+  };
   for (; i < args.size() && absl::StartsWith(args[i], "-"); ++i) {
     const std::string& arg = args[i];
     if (arg == "--help" || arg == "-h") {
       std::cout << kUsage;
       return 0;
     }
-    if (arg == "--server" && i + 1 < args.size()) {
-      options.server = args[++i];
-    } else if (absl::StartsWith(arg, "--server=")) {
-      options.server = arg.substr(9);
-    } else if (arg == "--server") {
-      return UsageFailure("--server needs HOST:PORT", kUsage);
-    } else {
-      return UsageFailure("unknown flag " + arg, kUsage);
+    bool known = false;
+    for (const auto& flag : kGlobalFlags) {
+      const std::string name = flag.name;
+      std::string value;
+      if (arg == name) {
+        if (i + 1 < args.size()) value = args[++i];
+      } else if (absl::StartsWith(arg, name + "=")) {
+        value = arg.substr(name.size() + 1);
+      } else {
+        continue;
+      }
+      if (value.empty()) {
+        return UsageFailure(name + " needs " + flag.wants, kUsage);
+      }
+      *flag.value = std::move(value);
+      known = true;
+      break;
     }
-    if (options.server.empty()) {
-      return UsageFailure("--server needs HOST:PORT", kUsage);
-    }
+    if (!known) return UsageFailure("unknown flag " + arg, kUsage);
   }
   if (i == args.size()) return UsageFailure("no command given", kUsage);
   const std::string& name = args[i];

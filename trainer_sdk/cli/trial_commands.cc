@@ -1,4 +1,4 @@
-// `hypertune trials|suggest|report|complete`.
+// `hypertune trials|suggest|report|complete|heartbeat`.
 #include <algorithm>
 #include <chrono>
 
@@ -39,10 +39,23 @@ const char kCompleteUsage[] =
     "usage: hypertune complete NAME TRIAL_ID [--step N] [--epoch E] "
     "METRIC=VALUE...\n"
     "       hypertune complete NAME TRIAL_ID [--epoch E] --infeasible REASON\n"
+    "       hypertune complete NAME TRIAL_ID [--epoch E] --worker-failed "
+    "REASON\n"
     "\n"
     "Completes a trial with its final metrics (at step N, default the latest\n"
-    "reported), or marks it infeasible. --epoch is the lease epoch to act\n"
-    "under (default: the trial's current one).\n";
+    "reported), or marks it infeasible (its parameters are bad), or gives it\n"
+    "back because its worker failed (the trial is queued again, keeping its\n"
+    "measurements and checkpoint, while it has retries left; else FAILED).\n"
+    "--epoch is the lease epoch to act under (default: the trial's current\n"
+    "one).\n";
+
+const char kHeartbeatUsage[] =
+    "usage: hypertune heartbeat NAME TRIAL_ID [--epoch E] [--checkpoint URI]\n"
+    "\n"
+    "Renews the lease of a running trial, optionally recording the URI of a\n"
+    "checkpoint to resume it from, and prints the HeartbeatResponse as JSON\n"
+    "(should_stop: the server asks it to stop early). --epoch is the lease\n"
+    "epoch to act under (default: the trial's current one).\n";
 
 namespace {
 
@@ -179,7 +192,7 @@ absl::Status RunReportCommand(const CommandContext& context, const Args& args) {
 absl::Status RunCompleteCommand(const CommandContext& context,
                                 const Args& args) {
   absl::StatusOr<ParsedArgs> parsed =
-      ParseArgs(args, {{"step"}, {"epoch"}, {"infeasible"}});
+      ParseArgs(args, {{"step"}, {"epoch"}, {"infeasible"}, {"worker-failed"}});
   if (!parsed.ok()) return parsed.status();
   std::string study;
   int64_t trial_id = 0;
@@ -193,12 +206,23 @@ absl::Status RunCompleteCommand(const CommandContext& context,
   if (!step.ok()) return step.status();
   Args assignments(parsed->positional.begin() + 2, parsed->positional.end());
   std::optional<std::string> infeasible = parsed->Get("infeasible");
+  std::optional<std::string> worker_failed = parsed->Get("worker-failed");
   Metrics metrics;
-  if (infeasible.has_value()) {
+  if (infeasible.has_value() && worker_failed.has_value()) {
+    return UsageError(
+        "--infeasible (the parameters) and --worker-failed (the worker) "
+        "exclude each other");
+  }
+  if (infeasible.has_value() || worker_failed.has_value()) {
+    const char* flag =
+        infeasible.has_value() ? "--infeasible" : "--worker-failed";
     if (!assignments.empty() || parsed->Has("step")) {
-      return UsageError("--infeasible takes no METRIC=VALUE and no --step");
+      return UsageError(
+          absl::StrCat(flag, " takes no METRIC=VALUE and no --step"));
     }
-    if (infeasible->empty()) return UsageError("--infeasible needs a REASON");
+    if ((infeasible.has_value() ? *infeasible : *worker_failed).empty()) {
+      return UsageError(absl::StrCat(flag, " needs a REASON"));
+    }
   } else {
     absl::StatusOr<Metrics> parsed_metrics = ParseMetricAssignments(assignments);
     if (!parsed_metrics.ok()) return AsUsageError(parsed_metrics.status());
@@ -215,6 +239,9 @@ absl::Status RunCompleteCommand(const CommandContext& context,
   if (infeasible.has_value()) {
     request.set_infeasible(true);
     request.set_infeasible_reason(*infeasible);
+  } else if (worker_failed.has_value()) {
+    request.set_worker_failed(true);
+    request.set_failure_reason(*worker_failed);
   } else {
     v1::Measurement* m = request.mutable_final_measurement();
     m->set_step(parsed->Has("step") ? *step : LatestStep(trial->proto()));
@@ -224,6 +251,42 @@ absl::Status RunCompleteCommand(const CommandContext& context,
   absl::StatusOr<v1::Trial> updated = context.client.CompleteTrial(request);
   if (!updated.ok()) return updated.status();
   return Print(context, *updated);
+}
+
+absl::Status RunHeartbeatCommand(const CommandContext& context,
+                                 const Args& args) {
+  absl::StatusOr<ParsedArgs> parsed =
+      ParseArgs(args, {{"epoch"}, {"checkpoint"}});
+  if (!parsed.ok()) return parsed.status();
+  std::string study;
+  int64_t trial_id = 0;
+  if (absl::Status s = StudyAndTrial(*parsed, "heartbeat", &study, &trial_id);
+      !s.ok()) {
+    return s;
+  }
+  if (parsed->positional.size() > 2) {
+    return UsageError("heartbeat takes only NAME and TRIAL_ID");
+  }
+  absl::StatusOr<int64_t> epoch = parsed->GetInt("epoch", 0, 1);
+  if (!epoch.ok()) return epoch.status();
+  std::optional<std::string> checkpoint = parsed->Get("checkpoint");
+  if (checkpoint.has_value() && checkpoint->empty()) {
+    return UsageError("--checkpoint needs a URI");
+  }
+
+  absl::StatusOr<Trial> trial = context.client.GetTrial(study, trial_id);
+  if (!trial.ok()) return trial.status();
+  v1::HeartbeatRequest request;
+  request.set_study_name(study);
+  request.set_trial_id(trial_id);
+  request.set_lease_epoch(parsed->Has("epoch") ? *epoch
+                                               : trial->proto().lease_epoch());
+  request.set_client_id(trial->proto().client_id());
+  request.set_checkpoint_uri(checkpoint.value_or(""));
+  absl::StatusOr<v1::HeartbeatResponse> response =
+      context.client.Heartbeat(request);
+  if (!response.ok()) return response.status();
+  return Print(context, *response);
 }
 
 }  // namespace hypertune::cli

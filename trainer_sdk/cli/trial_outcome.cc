@@ -1,6 +1,7 @@
 #include "trainer_sdk/cli/trial_outcome.h"
 
 #include <cmath>
+#include <csignal>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -13,6 +14,36 @@ TrialOutcome Infeasible(std::string reason) {
   outcome.kind = TrialOutcome::Kind::kInfeasible;
   outcome.reason = std::move(reason);
   return outcome;
+}
+
+TrialOutcome WorkerFailed(std::string reason) {
+  TrialOutcome outcome;
+  outcome.kind = TrialOutcome::Kind::kWorkerFailed;
+  outcome.reason = std::move(reason);
+  return outcome;
+}
+
+// The name of a signal a program raises on itself through a fault of its
+// own, or nullptr for the others.
+const char* FaultSignalName(int signal) {
+  switch (signal) {
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGILL:
+      return "SIGILL";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGTRAP:
+      return "SIGTRAP";
+    case SIGSYS:
+      return "SIGSYS";
+    default:
+      return nullptr;
+  }
 }
 
 TrialOutcome Leave(std::string reason) {
@@ -53,13 +84,17 @@ TrialOutcome DecideOutcome(const TrialRun& run, const std::string& objective) {
   const ProgramExit& exit = run.exit;
   bool clean_exit = !exit.signaled && exit.code == 0;
   if (exit.timed_out) return Infeasible("timeout");
-  if (run.interrupted) {
+  if (run.lease_lost) return Leave("the lease was lost to another worker");
+  if (run.worker_signal != 0) {
     // A program that finished cleanly despite the interruption has a result;
-    // any other is left to its lease, so the trial runs again elsewhere.
+    // any other goes back to the queue, to run again elsewhere.
     if (clean_exit && run.final_metrics.has_value()) {
       return Complete(*run.final_metrics, run.last_step, objective);
     }
-    return Leave("the worker was interrupted");
+    return WorkerFailed(
+        run.worker_signal == SIGTERM
+            ? "worker preempted"
+            : absl::StrCat("worker interrupted by signal ", run.worker_signal));
   }
   const std::optional<Metrics>& metrics =
       run.final_metrics.has_value() ? run.final_metrics : run.step_metrics;
@@ -71,7 +106,11 @@ TrialOutcome DecideOutcome(const TrialRun& run, const std::string& objective) {
     return Leave("stopped early before reporting a metric");
   }
   if (exit.signaled) {
-    return Infeasible(absl::StrCat("killed by signal ", exit.code));
+    if (const char* fault = FaultSignalName(exit.code)) {
+      return Infeasible(
+          absl::StrCat("crashed with signal ", exit.code, " (", fault, ")"));
+    }
+    return WorkerFailed(absl::StrCat("killed by signal ", exit.code));
   }
   if (exit.code != 0) return Infeasible(absl::StrCat("exit status ", exit.code));
   if (!metrics.has_value()) {

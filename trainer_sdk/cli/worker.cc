@@ -47,12 +47,17 @@ const char kWorkerUsage[] =
     "  hypertune: loss=0.31 step=3     (an intermediate measurement)\n"
     "  hypertune: loss=0.27            (the final metrics)\n"
     "When CMD exits 0 the trial completes with its final metrics (or its\n"
-    "last step's); a non-zero exit, a signal, or no metric at all make the\n"
-    "trial infeasible. --timeout S ends CMD (and its children) after S\n"
-    "seconds: infeasible, \"timeout\". Output goes to stdout prefixed with the\n"
-    "trial id and to DIR/trial-<id>.log (default ./hypertune-logs/NAME).\n"
-    "Ctrl-C passes the signal on to the programs and waits for them; their\n"
-    "trials are left to their leases. A second Ctrl-C kills them.\n";
+    "last step's); a non-zero exit, a crash (SIGSEGV, SIGABRT...), or no\n"
+    "metric at all make the trial infeasible. CMD killed by another signal\n"
+    "from outside gives the trial back to the queue (the worker failed, not\n"
+    "the parameters). --timeout S ends CMD (and its children) after S\n"
+    "seconds: infeasible, \"timeout\". Output goes to stdout prefixed with\n"
+    "the trial id and to DIR/trial-<id>.log (default ./hypertune-logs/NAME),\n"
+    "whose path is recorded on the trial. The worker renews each trial's\n"
+    "lease while CMD runs. SIGTERM (e.g. a spot preemption notice) or Ctrl-C\n"
+    "is passed on to the programs; the worker waits for them and gives their\n"
+    "trials back unless they finished (\"worker preempted\"). A second\n"
+    "signal kills them.\n";
 
 namespace {
 
@@ -288,8 +293,7 @@ class Worker {
       told_paused = false;
       const v1::Trial& trial = response->trials(0);
       if (Stopping()) {
-        console_.Out(absl::StrCat("trial ", trial.id(),
-                                  " left to its lease: the worker is stopping"));
+        GiveBack(trial, "the worker stopped before running it");
         break;
       }
       if (absl::Status s = RunTrial(slot, client_id, trial); !s.ok()) {
@@ -297,6 +301,21 @@ class Worker {
         break;
       }
     }
+  }
+
+  // Returns `trial`, which this worker will not run, to the queue.
+  void GiveBack(const v1::Trial& trial, const std::string& reason) {
+    v1::CompleteTrialRequest request;
+    request.set_study_name(options_.study);
+    request.set_trial_id(trial.id());
+    request.set_lease_epoch(trial.lease_epoch());
+    request.set_worker_failed(true);
+    request.set_failure_reason(reason);
+    absl::StatusOr<v1::Trial> done = client_.CompleteTrial(request);
+    console_.Out(absl::StrCat(
+        "trial ", trial.id(),
+        done.ok() ? " given back: " : " left to its lease: ", reason,
+        done.ok() ? "" : absl::StrCat(" (", done.status().message(), ")")));
   }
 
   // Runs the trial's program and settles the trial. Errors only for what
@@ -312,19 +331,31 @@ class Worker {
     if (!log) {
       console_.Err(absl::StrCat("warning: trial ", id, ": cannot write ",
                                 log_path.string(), "; output not kept"));
+    } else {
+      RecordLogPath(trial, log_path);
     }
 
     SubprocessOptions program;
     for (const std::string& arg : options_.command) {
       program.argv.push_back(SubstituteParameters(arg, trial.parameters()));
     }
-    program.env = ProgramEnvironment(
-        base_env_, {{"HYPERTUNE_SERVER", client_.options().server},
-                    {"HYPERTUNE_STUDY", options_.study},
-                    {"HYPERTUNE_TRIAL_ID", absl::StrCat(id)},
-                    {"HYPERTUNE_LEASE_EPOCH", absl::StrCat(trial.lease_epoch())},
-                    {"HYPERTUNE_CLIENT_ID", client_id},
-                    {"HYPERTUNE_PARAMS", ParametersJson(trial.parameters())}});
+    const ClientOptions& client_options = client_.options();
+    std::vector<std::pair<std::string, std::string>> vars = {
+        {"HYPERTUNE_SERVER", client_options.server},
+        {"HYPERTUNE_STUDY", options_.study},
+        {"HYPERTUNE_TRIAL_ID", absl::StrCat(id)},
+        {"HYPERTUNE_LEASE_EPOCH", absl::StrCat(trial.lease_epoch())},
+        {"HYPERTUNE_CLIENT_ID", client_id},
+        {"HYPERTUNE_PARAMS", ParametersJson(trial.parameters())}};
+    // The SDK in the program reaches the server as the worker does.
+    for (const auto& [name, value] :
+         {std::pair{"HYPERTUNE_TOKEN", &client_options.token},
+          std::pair{"HYPERTUNE_TLS_CA", &client_options.tls_ca},
+          std::pair{"HYPERTUNE_TLS_CERT", &client_options.tls_cert},
+          std::pair{"HYPERTUNE_TLS_KEY", &client_options.tls_key}}) {
+      if (!value->empty()) vars.emplace_back(name, *value);
+    }
+    program.env = ProgramEnvironment(base_env_, vars);
     if (options_.timeout_seconds.has_value()) {
       program.timeout =
           std::chrono::duration<double>(*options_.timeout_seconds);
@@ -337,8 +368,7 @@ class Worker {
         Subprocess::Start(program);
     if (!process.ok()) {
       log << "[hypertune worker] " << process.status().message() << std::endl;
-      console_.Err(absl::StrCat("trial ", id, " left to its lease: ",
-                                process.status().message()));
+      GiveBack(trial, "the worker could not start the program");
       return process.status();
     }
     console_.Out(absl::StrCat("trial ", id, " started (slot ", slot, "): ",
@@ -353,12 +383,9 @@ class Worker {
     Clock::time_point started = Clock::now();
     TrialRun run;
     int signals_passed_on = 0;
-    bool heartbeats = true;
-    Clock::time_point next_heartbeat =
-        Clock::now() + HeartbeatInterval(trial.lease_expire_time_ms(), NowMs());
-    auto renewed = [&](int64_t expire_ms) {
-      next_heartbeat = Clock::now() + HeartbeatInterval(expire_ms, NowMs());
-    };
+    // Renews the lease in the background while the program runs.
+    Trial lease = client_.Hold(trial);
+    bool lease_checked = false;
 
     auto on_stdout = [&](std::string_view line) {
       log << line << '\n';
@@ -393,9 +420,7 @@ class Worker {
       m->set_elapsed_seconds(ElapsedSeconds(trial, started));
       m->mutable_metrics()->insert(storable.begin(), storable.end());
       absl::StatusOr<v1::Trial> updated = client_.AddMeasurement(request);
-      if (updated.ok()) {
-        renewed(updated->lease_expire_time_ms());
-      } else {
+      if (!updated.ok()) {
         console_.Err(absl::StrCat("warning: trial ", id, " step ",
                                   *metrics.step, ": ",
                                   absl::StatusCodeToString(updated.status().code()),
@@ -411,44 +436,22 @@ class Worker {
       if (signals > signals_passed_on) {
         (*process)->Signal(signals >= 2 ? SIGKILL : g_last_signal.load());
         signals_passed_on = signals;
-        run.interrupted = true;
+        run.worker_signal = g_last_signal.load();
       }
-      if (!heartbeats || heartbeats_unsupported_.load() ||
-          Clock::now() < next_heartbeat) {
-        return;
+      if (lease.should_stop() && !run.stop_requested) {
+        console_.Out(absl::StrCat("trial ", id, ": the server stops it early"));
+        run.stop_requested = true;
+        (*process)->Terminate();
       }
-      v1::HeartbeatRequest request;
-      request.set_study_name(options_.study);
-      request.set_trial_id(id);
-      request.set_lease_epoch(trial.lease_epoch());
-      request.set_client_id(client_id);
-      absl::StatusOr<v1::HeartbeatResponse> beat = client_.Heartbeat(request);
-      if (beat.ok()) {
-        renewed(beat->lease_expire_time_ms());
-        if (beat->should_stop() && !run.stop_requested) {
-          console_.Out(absl::StrCat("trial ", id,
-                                    ": the server stops it early"));
-          run.stop_requested = true;
+      if (!lease_checked && !lease.lease_status().ok()) {
+        lease_checked = true;
+        if (TakenOver(trial)) {
+          console_.Err(absl::StrCat("trial ", id, ": the lease is lost (",
+                                    lease.lease_status().message(),
+                                    "); ending its program"));
+          run.lease_lost = true;
           (*process)->Terminate();
         }
-        return;
-      }
-      absl::StatusCode code = beat.status().code();
-      if (code == absl::StatusCode::kUnimplemented ||
-          code == absl::StatusCode::kFailedPrecondition ||
-          code == absl::StatusCode::kNotFound) {
-        // No heartbeats on this server, or the trial is no longer ours
-        // (perhaps the program completed it): stop renewing.
-        heartbeats = false;
-      } else {
-        renewed(0);
-      }
-      bool unsupported = code == absl::StatusCode::kUnimplemented;
-      if (unsupported && heartbeats_unsupported_.exchange(true)) return;
-      if (code != absl::StatusCode::kFailedPrecondition) {
-        console_.Err(absl::StrCat("warning: trial ", id, " heartbeat: ",
-                                  absl::StatusCodeToString(code), ": ",
-                                  beat.status().message()));
       }
     };
     run.exit = (*process)->Wait(on_stdout, on_stderr, on_tick, kTick);
@@ -520,6 +523,9 @@ class Worker {
       m->set_elapsed_seconds(elapsed);
       m->mutable_metrics()->insert(outcome.metrics.begin(),
                                    outcome.metrics.end());
+    } else if (outcome.kind == TrialOutcome::Kind::kWorkerFailed) {
+      request.set_worker_failed(true);
+      request.set_failure_reason(outcome.reason);
     } else {
       request.set_infeasible(true);
       request.set_infeasible_reason(outcome.reason);
@@ -547,14 +553,52 @@ class Worker {
       return;
     }
     std::string what = Describe(*done);
-    Record(*done, absl::StrCat("trial ", id, " ",
-                               v1::Trial::State_Name(done->state()), ": ", what,
-                               " (", what == how ? "" : how + ", ", took, ")"),
+    std::string state = done->state() == v1::Trial::REQUESTED
+                            ? "given back to the queue"
+                            : v1::Trial::State_Name(done->state());
+    Record(*done,
+           absl::StrCat("trial ", id, " ", state, ": ", what, " (",
+                        what == how ? "" : how + ", ", took, ")"),
            log);
+  }
+
+  // Whether `trial`, whose lease renewal was refused, went to another worker
+  // or away (rather than being finished by its own program).
+  bool TakenOver(const v1::Trial& trial) {
+    absl::StatusOr<Trial> stored = client_.GetTrial(options_.study, trial.id());
+    if (!stored.ok()) return absl::IsNotFound(stored.status());
+    const v1::Trial& now = stored->proto();
+    return now.lease_epoch() != trial.lease_epoch() ||
+           now.state() == v1::Trial::REQUESTED ||
+           now.state() == v1::Trial::FAILED;
+  }
+
+  // Records the trial's log file on it, for whoever reads the trial later.
+  void RecordLogPath(const v1::Trial& trial,
+                     const std::filesystem::path& log_path) {
+    std::error_code error;
+    std::filesystem::path absolute = std::filesystem::absolute(log_path, error);
+    v1::HeartbeatRequest request;
+    request.set_study_name(options_.study);
+    request.set_trial_id(trial.id());
+    request.set_lease_epoch(trial.lease_epoch());
+    request.set_client_id(trial.client_id());
+    request.set_log_path(error ? log_path.string() : absolute.string());
+    absl::StatusOr<v1::HeartbeatResponse> noted = client_.Heartbeat(request);
+    if (!noted.ok() &&
+        noted.status().code() != absl::StatusCode::kUnimplemented) {
+      console_.Err(absl::StrCat(
+          "warning: trial ", trial.id(),
+          ": cannot record its log path: ", noted.status().message()));
+    }
   }
 
   std::string Describe(const v1::Trial& trial) {
     if (trial.state() == v1::Trial::INFEASIBLE) return trial.infeasible_reason();
+    if (trial.state() == v1::Trial::REQUESTED ||
+        trial.state() == v1::Trial::FAILED) {
+      return trial.failure_reason();
+    }
     Metrics metrics(trial.final_measurement().metrics().begin(),
                     trial.final_measurement().metrics().end());
     return metrics.empty() ? "no final metrics" : MetricsText(metrics);
@@ -596,7 +640,9 @@ class Worker {
     absl::StrAppend(&text, " done");
     std::vector<std::string> notes;
     if (infeasible_ > 0) notes.push_back(absl::StrCat(infeasible_, " infeasible"));
-    if (other_ > 0) notes.push_back(absl::StrCat(other_, " left or taken over"));
+    if (other_ > 0) {
+      notes.push_back(absl::StrCat(other_, " given back or left"));
+    }
     if (!notes.empty()) absl::StrAppend(&text, " (", absl::StrJoin(notes, ", "), ")");
     absl::StrAppend(&text, ", ", running_, " running");
     if (best_.has_value()) {
@@ -624,14 +670,12 @@ class Worker {
   int64_t budget_ = 0;
   std::vector<std::string> base_env_;
   std::atomic<int64_t> tickets_;
-  // The server answered Heartbeat with UNIMPLEMENTED: said once, not retried.
-  std::atomic<bool> heartbeats_unsupported_{false};
 
   absl::Mutex mu_;
   int running_ ABSL_GUARDED_BY(mu_) = 0;
   int completed_ ABSL_GUARDED_BY(mu_) = 0;
   int infeasible_ ABSL_GUARDED_BY(mu_) = 0;
-  // Left to their leases, or settled by someone else.
+  // Given back, left to their leases, or settled by someone else.
   int other_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<double> best_ ABSL_GUARDED_BY(mu_);
   int64_t best_trial_ ABSL_GUARDED_BY(mu_) = 0;
@@ -692,13 +736,6 @@ std::vector<std::string> ProgramEnvironment(
   return env;
 }
 
-std::chrono::milliseconds HeartbeatInterval(int64_t expire_ms, int64_t now_ms) {
-  if (expire_ms <= 0) return std::chrono::seconds(10);
-  return std::clamp(std::chrono::milliseconds((expire_ms - now_ms) / 3),
-                    std::chrono::milliseconds(1000),
-                    std::chrono::milliseconds(60000));
-}
-
 absl::Status CheckProgram(const std::string& program) {
   // A placeholder in the program itself is resolved per trial.
   if (program.find('{') != std::string::npos) return absl::OkStatus();
@@ -733,6 +770,7 @@ absl::Status RunWorkerCommand(const CommandContext& context, const Args& args) {
   ClientOptions client_options = context.options;
   client_options.max_attempts =
       std::max(client_options.max_attempts, kWorkerMaxAttempts);
+  client_options.heartbeats = true;
   Client client(client_options);
   absl::StatusOr<v1::Study> study = client.GetStudy(options->study);
   if (!study.ok()) return study.status();

@@ -2,19 +2,21 @@
 // parallel slots, and reports what the programs print.
 //
 // Each slot asks SuggestTrials for one trial under its own client id
-// (<host>-<pid>-<slot>), runs the command with the trial's parameters in its
-// environment and `{param}` arguments, heartbeats the lease meanwhile, turns
-// `hypertune:` lines into measurements, and completes the trial from the way
-// the program ended (trial_outcome.h) unless the program completed it itself.
+// (<host>-<pid>-<slot>), records the trial's log file on it, runs the command
+// with the trial's parameters in its environment and `{param}` arguments,
+// holds the lease meanwhile (the SDK renews it; a lease lost to another
+// worker ends the program), turns `hypertune:` lines into measurements, and
+// completes the trial from the way the program ended (trial_outcome.h)
+// unless the program completed it itself.
 //
 // Thread safety: RunWorkerCommand runs on the main thread and joins its slot
 // threads before returning. It installs SIGINT/SIGTERM handlers for its run:
-// the first signal is passed on to the programs and no new trial starts; a
-// second one kills them.
+// the first signal is passed on to the programs, no new trial starts, and
+// the trials the programs did not finish are given back to the queue; a
+// second signal kills the programs.
 #ifndef HYPERTUNE_TRAINER_SDK_CLI_WORKER_H_
 #define HYPERTUNE_TRAINER_SDK_CLI_WORKER_H_
 
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -55,11 +57,6 @@ absl::Status CheckProgram(const std::string& program);
 std::vector<std::string> ProgramEnvironment(
     const std::vector<std::string>& base,
     const std::vector<std::pair<std::string, std::string>>& vars);
-
-// How long to wait before renewing a lease that expires at `expire_ms`
-// (server clock, unix ms) when it is `now_ms`: a third of what is left,
-// between 1 s and 60 s; 10 s when the expiry is unknown (0).
-std::chrono::milliseconds HeartbeatInterval(int64_t expire_ms, int64_t now_ms);
 
 }  // namespace hypertune::cli
 

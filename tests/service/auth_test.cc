@@ -1,0 +1,457 @@
+// Auth and TLS at hypertuned's edge: the token table on its own, then a real
+// in-process server (loopback, temporary SQLite file) with two owners, and
+// with TLS and mutual TLS whose certificates the test makes with the openssl
+// command-line tool.
+#include "service/auth.h"
+
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+#include "service/server.h"
+#include "trainer_sdk/hypertune.h"
+
+namespace hypertune {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr char kAliceToken[] = "tok-alice-6f1c2b0e9d";
+constexpr char kBobToken[] = "tok-bob-31a7c44e02";
+
+// A fresh directory under the system temp dir, removed at the end.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern =
+        (fs::temp_directory_path() / "hypertune-auth-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string File(const std::string& name) const {
+    return (path_ / name).string();
+  }
+  std::string Write(const std::string& name, const std::string& text) const {
+    std::ofstream(File(name)) << text;
+    return File(name);
+  }
+
+ private:
+  fs::path path_;
+};
+
+// ----- TokenTable and Authorizer -----
+
+TEST(TokenTable, ParsesOwnersSkippingCommentsAndBlankLines) {
+  auto table = service::TokenTable::Parse(
+      "# team tokens\n\n  tok-a alice \n\ttok-b\tbob\r\n# end\n", "tokens");
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_EQ(table->size(), 2u);
+  EXPECT_EQ(table->OwnerOf("tok-a"), "alice");
+  EXPECT_EQ(table->OwnerOf("tok-b"), "bob");
+  // Exact matches only: no prefix, extension, or other case.
+  for (const char* other : {"tok-", "tok-a ", "tok-ab", "TOK-A", "", "bob"}) {
+    EXPECT_EQ(table->OwnerOf(other), std::nullopt) << other;
+  }
+  EXPECT_EQ(table->OwnerOf(std::string(1000, 'x')), std::nullopt);
+}
+
+TEST(TokenTable, AMalformedLineIsNamedByNumberWithoutItsToken) {
+  auto table = service::TokenTable::Parse(
+      "tok-a alice\n# comment\nsecret-token-xyz\n", "tokens.txt");
+  ASSERT_FALSE(table.ok());
+  EXPECT_EQ(table.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(table.status().message()),
+              HasSubstr("tokens.txt line 3"));
+  EXPECT_THAT(std::string(table.status().message()),
+              Not(HasSubstr("secret-token-xyz")));
+
+  auto three = service::TokenTable::Parse("tok-a alice extra\n", "f");
+  EXPECT_THAT(std::string(three.status().message()), HasSubstr("f line 1"));
+  EXPECT_THAT(std::string(three.status().message()), Not(HasSubstr("tok-a")));
+}
+
+TEST(TokenTable, RefusesDuplicatesOverlongTokensAndEmptyTables) {
+  auto twice = service::TokenTable::Parse("tok-a alice\ntok-a bob\n", "f");
+  EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(twice.status().message()), HasSubstr("f line 2"));
+  EXPECT_THAT(std::string(twice.status().message()), Not(HasSubstr("tok-a")));
+
+  auto long_token = service::TokenTable::Parse(
+      std::string(service::TokenTable::kMaxTokenBytes + 1, 't') + " alice",
+      "f");
+  EXPECT_EQ(long_token.status().code(), absl::StatusCode::kInvalidArgument);
+
+  auto empty = service::TokenTable::Parse("# nothing yet\n\n", "f");
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(empty.status().message()), HasSubstr("no tokens"));
+
+  EXPECT_EQ(service::TokenTable::Load("/surely/not/here").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(Authorizer, BearerTokensOnlyWhenEnabled) {
+  service::Authorizer off;
+  EXPECT_FALSE(off.enabled());
+  EXPECT_EQ(*off.Authenticate(std::nullopt), "");
+  EXPECT_TRUE(off.CheckOwner("", "alice", "s").ok());
+
+  service::Authorizer on(*service::TokenTable::Parse("tok-a alice", "f"));
+  EXPECT_EQ(*on.Authenticate("Bearer tok-a"), "alice");
+  EXPECT_EQ(*on.Authenticate("bearer tok-a"), "alice");
+  for (const char* bad : {"Bearer tok-b", "tok-a", "Basic tok-a", "Bearer "}) {
+    absl::StatusOr<std::string> who = on.Authenticate(bad);
+    EXPECT_EQ(who.status().code(), absl::StatusCode::kUnauthenticated) << bad;
+  }
+  EXPECT_EQ(on.Authenticate(std::nullopt).status().code(),
+            absl::StatusCode::kUnauthenticated);
+
+  EXPECT_TRUE(on.CheckOwner("alice", "alice", "s").ok());
+  // Studies made while auth was off have no owner: open to everyone.
+  EXPECT_TRUE(on.CheckOwner("alice", "", "s").ok());
+  absl::Status denied = on.CheckOwner("bob", "alice", "s");
+  EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(denied.message()), Not(HasSubstr("alice")));
+}
+
+// ----- A real server with two owners -----
+
+v1::Study SmallStudy(const std::string& name) {
+  v1::Study study;
+  google::protobuf::TextFormat::ParseFromString(R"pb(
+    spec {
+      parameters { name: "x" double_spec { min: 0 max: 1 } }
+      metrics { name: "loss" goal: MINIMIZE }
+      algorithm: QUASI_RANDOM
+    })pb", &study);
+  study.set_name(name);
+  return study;
+}
+
+std::unique_ptr<service::Server> StartServer(service::ServerOptions options) {
+  options.listen = "127.0.0.1:0";
+  auto server = service::Server::Start(std::move(options));
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? *std::move(server) : nullptr;
+}
+
+class AuthServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    service::ServerOptions options;
+    options.db_path = dir_.File("auth.db");
+    options.auth_token_file = dir_.Write(
+        "tokens", absl::StrCat("# owners\n", kAliceToken, " alice\n\n",
+                               kBobToken, " bob\n"));
+    server_ = StartServer(options);
+    ASSERT_NE(server_, nullptr);
+  }
+
+  Client As(const std::string& token) const {
+    ClientOptions options;
+    options.server = server_->address();
+    options.client_id = "c-" + token.substr(0, 7);
+    options.token = token;
+    options.max_attempts = 1;
+    return Client(options);
+  }
+
+  TempDir dir_;
+  std::unique_ptr<service::Server> server_;
+};
+
+TEST_F(AuthServerTest, NoTokenOrAnUnknownOneIsUnauthenticated) {
+  for (const std::string& token : {std::string(), std::string("tok-guess")}) {
+    Client client = As(token);
+    absl::Status status = client.ListStudies().status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated) << token;
+    EXPECT_EQ(client.CreateStudy(SmallStudy("s")).status().code(),
+              absl::StatusCode::kUnauthenticated);
+    EXPECT_EQ(client.GetStudy("s").status().code(),
+              absl::StatusCode::kUnauthenticated);
+    if (!token.empty()) {
+      EXPECT_THAT(std::string(status.message()), Not(HasSubstr(token)));
+    }
+  }
+}
+
+TEST_F(AuthServerTest, OwnersTouchOnlyTheirOwnStudies) {
+  Client alice = As(kAliceToken);
+  Client bob = As(kBobToken);
+  v1::Study claimed = SmallStudy("alices");
+  claimed.set_owner("bob");  // Ignored: the caller owns what it creates.
+  absl::StatusOr<v1::Study> created = alice.CreateStudy(claimed);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(created->owner(), "alice");
+  auto held = alice.NextTrial("alices");
+  ASSERT_TRUE(held.ok() && held->has_value()) << held.status();
+  const v1::Trial trial = (*held)->proto();
+
+  auto expect_denied = [](const absl::Status& status, const char* what) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied) << what;
+    EXPECT_THAT(std::string(status.message()), HasSubstr("another owner"))
+        << what;
+  };
+  expect_denied(bob.GetStudy("alices").status(), "GetStudy");
+  expect_denied(bob.Suggest("alices", 1).status(), "SuggestTrials");
+  expect_denied(bob.DeleteStudy("alices"), "DeleteStudy");
+  expect_denied(bob.ListAllTrials("alices").status(), "ListTrials");
+  expect_denied(bob.GetTrial("alices", trial.id()).status(), "GetTrial");
+  expect_denied(bob.SetStudyState("alices", v1::Study::PAUSED).status(),
+                "SetStudyState");
+  expect_denied(bob.CreateTrial("alices", trial).status(), "CreateTrial");
+  expect_denied(bob.ListOptimalTrials("alices").status(), "ListOptimalTrials");
+  v1::HeartbeatRequest beat;
+  beat.set_study_name("alices");
+  beat.set_trial_id(trial.id());
+  beat.set_lease_epoch(trial.lease_epoch());
+  expect_denied(bob.Heartbeat(beat).status(), "Heartbeat");
+  v1::CompleteTrialRequest complete;
+  complete.set_study_name("alices");
+  complete.set_trial_id(trial.id());
+  complete.set_lease_epoch(trial.lease_epoch());
+  complete.set_infeasible(true);
+  expect_denied(bob.CompleteTrial(complete).status(), "CompleteTrial");
+  // A study that does not exist is NOT_FOUND for everyone.
+  EXPECT_EQ(bob.GetStudy("nobodys").status().code(),
+            absl::StatusCode::kNotFound);
+
+  auto bobs_list = bob.ListStudies();
+  ASSERT_TRUE(bobs_list.ok()) << bobs_list.status();
+  EXPECT_TRUE(bobs_list->empty());
+  ASSERT_TRUE(bob.CreateStudy(SmallStudy("bobs")).ok());
+  auto alices_list = alice.ListStudies();
+  ASSERT_TRUE(alices_list.ok());
+  ASSERT_EQ(alices_list->size(), 1u);
+  EXPECT_EQ((*alices_list)[0].name(), "alices");
+  EXPECT_EQ((*alices_list)[0].owner(), "alice");
+
+  // Alice's own calls go through, Bob's refusals changed nothing.
+  ASSERT_TRUE((*held)->Report(1, {{"loss", 0.5}}).ok());
+  ASSERT_TRUE((*held)->Complete({{"loss", 0.4}}).ok());
+  auto study = alice.GetStudy("alices");
+  ASSERT_TRUE(study.ok());
+  EXPECT_EQ(study->state(), v1::Study::ACTIVE);
+  EXPECT_EQ(study->trial_counts().at("COMPLETED"), 1);
+
+  // Deleted, the name is free: whoever creates it next owns it.
+  ASSERT_TRUE(alice.DeleteStudy("alices").ok());
+  EXPECT_EQ(bob.GetStudy("alices").status().code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(bob.CreateStudy(SmallStudy("alices")).ok());
+  expect_denied(alice.GetStudy("alices").status(), "GetStudy after re-create");
+  EXPECT_TRUE(bob.GetStudy("alices").ok());
+}
+
+TEST(AuthServer, WithoutAuthStudiesHaveNoOwner) {
+  TempDir dir;
+  service::ServerOptions options;
+  options.db_path = dir.File("open.db");
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  ClientOptions client_options;
+  client_options.server = server->address();
+  client_options.token = "anything";  // Ignored by a server without auth.
+  Client client(client_options);
+  v1::Study claimed = SmallStudy("open");
+  claimed.set_owner("mallory");
+  auto created = client.CreateStudy(claimed);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_EQ(created->owner(), "");
+  EXPECT_EQ(client.GetStudy("open")->owner(), "");
+}
+
+TEST(AuthServer, AMalformedTokenFileStopsTheStartNamingTheLine) {
+  TempDir dir;
+  service::ServerOptions options;
+  options.db_path = dir.File("never.db");
+  options.listen = "127.0.0.1:0";
+  options.auth_token_file =
+      dir.Write("tokens", "tok-a alice\n\nlonely-secret-token\n");
+  auto server = service::Server::Start(options);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(server.status().message()), HasSubstr("line 3"));
+  EXPECT_THAT(std::string(server.status().message()),
+              Not(HasSubstr("lonely-secret-token")));
+  EXPECT_FALSE(fs::exists(options.db_path));
+}
+
+// ----- TLS -----
+
+// Certificates for a server at 127.0.0.1 and for clients, made by openssl.
+class Pki {
+ public:
+  explicit Pki(const TempDir& dir) : dir_(dir) {}
+
+  // Makes the CA of the servers, a server certificate, the CA of the
+  // clients and a client certificate; false (with the log) on failure.
+  bool Make(std::string* log) {
+    dir_.Write("server.ext",
+               "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
+    dir_.Write("client.ext", "extendedKeyUsage=clientAuth\n");
+    bool made = MakeCa("ca") && MakeCa("client-ca") &&
+                MakeCert("server", "ca", "server.ext") &&
+                MakeCert("client", "client-ca", "client.ext") &&
+                MakeCert("stranger", "ca", "client.ext");
+    if (!made) *log = ReadLog();
+    return made;
+  }
+  std::string Pem(const std::string& name) const {
+    return dir_.File(name + ".pem");
+  }
+  std::string Key(const std::string& name) const {
+    return dir_.File(name + ".key");
+  }
+
+ private:
+  bool Openssl(const std::string& args) const {
+    std::string command = absl::StrCat("cd '", dir_.File(""), "' && openssl ",
+                                       args, " >>openssl.log 2>&1");
+    return std::system(command.c_str()) == 0;
+  }
+  static std::string NewKey(const std::string& name) {
+    return absl::StrCat(
+        "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ",
+        name, ".key");
+  }
+  bool MakeCa(const std::string& name) const {
+    return Openssl(absl::StrCat("req -x509 ", NewKey(name), " -out ", name,
+                                ".pem -days 2 -subj /CN=hypertune-test-",
+                                name));
+  }
+  bool MakeCert(const std::string& name, const std::string& ca,
+                const std::string& ext) const {
+    return Openssl(absl::StrCat("req ", NewKey(name), " -out ", name,
+                                ".csr -subj /CN=", name)) &&
+           Openssl(absl::StrCat("x509 -req -in ", name, ".csr -CA ", ca,
+                                ".pem -CAkey ", ca, ".key -set_serial ",
+                                ++serial_, " -days 2 -out ", name,
+                                ".pem -extfile ", ext));
+  }
+  std::string ReadLog() const {
+    std::ifstream file(dir_.File("openssl.log"));
+    return std::string(std::istreambuf_iterator<char>(file), {});
+  }
+
+  const TempDir& dir_;
+  mutable int serial_ = 0;
+};
+
+bool HaveOpenssl() {
+  return std::system("openssl version >/dev/null 2>&1") == 0;
+}
+
+class TlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!HaveOpenssl()) {
+      GTEST_SKIP() << "the openssl command-line tool is not installed; the "
+                      "TLS tests need it to make their certificates";
+    }
+    std::string log;
+    ASSERT_TRUE(pki_.Make(&log)) << log;
+  }
+
+  std::unique_ptr<service::Server> StartTls(bool mutual) {
+    service::ServerOptions options;
+    options.db_path = dir_.File(mutual ? "mtls.db" : "tls.db");
+    options.tls_cert_file = pki_.Pem("server");
+    options.tls_key_file = pki_.Key("server");
+    if (mutual) options.tls_client_ca_file = pki_.Pem("client-ca");
+    return StartServer(options);
+  }
+
+  ClientOptions To(const service::Server& server) const {
+    ClientOptions options;
+    options.server = server.address();
+    options.max_attempts = 1;
+    options.call_timeout = std::chrono::seconds(10);
+    return options;
+  }
+
+  TempDir dir_;
+  Pki pki_{dir_};
+};
+
+TEST_F(TlsTest, ClientsThatTrustTheCaTalkPlaintextOnesCannot) {
+  auto server = StartTls(/*mutual=*/false);
+  ASSERT_NE(server, nullptr);
+  ClientOptions tls = To(*server);
+  tls.tls_ca = pki_.Pem("ca");
+  Client client(tls);
+  auto created = client.CreateStudy(SmallStudy("over-tls"));
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_TRUE(client.GetStudy("over-tls").ok());
+
+  Client plaintext(To(*server));
+  EXPECT_EQ(plaintext.GetStudy("over-tls").status().code(),
+            absl::StatusCode::kUnavailable);
+
+  // A CA that did not sign the server's certificate is not trusted.
+  ClientOptions wrong_ca = To(*server);
+  wrong_ca.tls_ca = pki_.Pem("client-ca");
+  EXPECT_EQ(Client(wrong_ca).GetStudy("over-tls").status().code(),
+            absl::StatusCode::kUnavailable);
+}
+
+TEST_F(TlsTest, MutualTlsNeedsACertificateFromTheClientCa) {
+  auto server = StartTls(/*mutual=*/true);
+  ASSERT_NE(server, nullptr);
+  ClientOptions no_cert = To(*server);
+  no_cert.tls_ca = pki_.Pem("ca");
+  EXPECT_EQ(Client(no_cert).ListStudies().status().code(),
+            absl::StatusCode::kUnavailable);
+
+  ClientOptions stranger = no_cert;
+  stranger.tls_cert = pki_.Pem("stranger");  // Signed by another CA.
+  stranger.tls_key = pki_.Key("stranger");
+  EXPECT_EQ(Client(stranger).ListStudies().status().code(),
+            absl::StatusCode::kUnavailable);
+
+  ClientOptions with_cert = no_cert;
+  with_cert.tls_cert = pki_.Pem("client");
+  with_cert.tls_key = pki_.Key("client");
+  Client client(with_cert);
+  auto created = client.CreateStudy(SmallStudy("mutual"));
+  ASSERT_TRUE(created.ok()) << created.status();
+  auto listed = client.ListStudies();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->size(), 1u);
+}
+
+TEST(TlsOptions, HalfAConfigurationIsRefusedAtStart) {
+  TempDir dir;
+  service::ServerOptions options;
+  options.db_path = dir.File("x.db");
+  options.listen = "127.0.0.1:0";
+  options.tls_cert_file = dir.Write("cert.pem", "-----BEGIN CERTIFICATE-----");
+  EXPECT_EQ(service::Server::Start(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.tls_cert_file.clear();
+  options.tls_client_ca_file =
+      dir.Write("ca.pem", "-----BEGIN CERTIFICATE-----");
+  EXPECT_EQ(service::Server::Start(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.tls_client_ca_file.clear();
+  options.tls_cert_file = dir.Write("not.pem", "hello");
+  options.tls_key_file = dir.File("not.pem");
+  absl::Status not_pem = service::Server::Start(options).status();
+  EXPECT_EQ(not_pem.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(not_pem.message()), HasSubstr("not a PEM file"));
+}
+
+}  // namespace
+}  // namespace hypertune

@@ -1,0 +1,63 @@
+// The chaos test: hypertuned as a process on a fixed port with a study of
+// 1 s leases, 8 chaos_worker processes, the server SIGKILLed twice (down
+// 0.3 s, then restarted on the same address and file) and a quarter of the
+// workers SIGKILLed mid-study (and replaced).
+// Every promise of benchmarks/chaos.h must hold: no acknowledged completion
+// lost or changed, no trial completed twice, no expired lease left ACTIVE,
+// retries within max_retries, a sound database file.
+//
+// The kills are tied to progress (fractions of the trials acknowledged), not
+// to time, so that a slow machine sees the same chaos; the only waits are
+// polls with deadlines and the leases running out.
+#include <iostream>
+
+#include "absl/strings/str_join.h"
+#include "benchmarks/chaos.h"
+#include "gtest/gtest.h"
+#include "tests/service/test_server.h"
+
+namespace hypertune {
+namespace {
+
+TEST(ChaosTest, KilledServerAndWorkersLoseNoAcknowledgedCompletion) {
+  test::TempDir dir;
+  bench::ChaosOptions options;
+  options.hypertuned = HYPERTUNED_PATH;
+  options.worker = CHAOS_WORKER_PATH;
+  options.dir = dir.path().string();
+  options.workers = 8;
+  options.trials = 120;
+  options.algorithm = "RANDOM";
+  options.lease_seconds = 1;
+  options.max_retries = 2;
+  options.reports = 3;
+  options.report_ms = 30;
+  options.server_kills_at = {0.3, 0.6};
+  options.worker_kills_at = {0.15, 0.45};
+  options.server_downtime = std::chrono::milliseconds(300);
+  options.duration = std::chrono::seconds(75);
+  options.seed = 7;
+  options.log = &std::cout;
+
+  absl::StatusOr<bench::ChaosResult> result = bench::RunChaos(options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  std::cout << "chaos: " << result->trials << " trials, "
+            << result->acknowledged << " acknowledged, " << result->completed
+            << " completed, " << result->requeued << " requeued, "
+            << result->failed << " failed; " << result->server_kills
+            << " server kills, " << result->worker_kills << " worker kills; "
+            << result->seconds << " s" << std::endl;
+
+  EXPECT_TRUE(result->violations.empty())
+      << absl::StrJoin(result->violations, "\n");
+  EXPECT_TRUE(result->study_completed);
+  EXPECT_EQ(result->trials, options.trials);
+  EXPECT_GE(result->server_kills, 2);
+  EXPECT_GE(result->worker_kills, 2);
+  // Most of the study ran to acknowledged completions despite the chaos.
+  EXPECT_GE(result->acknowledged, options.trials / 2);
+  EXPECT_EQ(result->unexpected_errors, 0);
+}
+
+}  // namespace
+}  // namespace hypertune

@@ -1,0 +1,98 @@
+// LeaseKeeper: the lease on one trial as the SDK holds it. It renews the
+// lease from a background thread (one Heartbeat attempt per period, retried
+// sooner after a transient failure) and keeps what renewals and other calls
+// learn: whether the server asks the trial to stop early, and whether the
+// lease is lost (FAILED_PRECONDITION or NOT_FOUND: the trial went to another
+// worker, or someone finished or deleted it), after which renewals stop.
+//
+// The keeper holds the ClientCore, so the channel outlives the thread; the
+// destructor stops and joins the thread (cancelling a renewal in flight).
+//
+// Thread safety: every method may be called from any thread.
+#ifndef HYPERTUNE_TRAINER_SDK_LEASE_KEEPER_H_
+#define HYPERTUNE_TRAINER_SDK_LEASE_KEEPER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "hypertune/v1/hypertune.pb.h"
+#include "trainer_sdk/client_core.h"
+
+namespace hypertune::internal {
+
+// The lease of studies that set no lease_seconds (the server's default).
+inline constexpr std::chrono::milliseconds kDefaultLease{60000};
+
+// How often to renew a lease of `lease_seconds` (0 = the server's default,
+// kDefaultLease): a third of it, so two renewals may fail before it runs out.
+std::chrono::milliseconds RenewalInterval(int32_t lease_seconds);
+
+class LeaseKeeper {
+ public:
+  // The lease on trial `trial_id` of `study` granted under `epoch` to
+  // `client_id`. REQUIRES: `core` is not null.
+  LeaseKeeper(std::shared_ptr<ClientCore> core, std::string study,
+              int64_t trial_id, int64_t epoch, std::string client_id);
+  ~LeaseKeeper();
+  LeaseKeeper(const LeaseKeeper&) = delete;
+  LeaseKeeper& operator=(const LeaseKeeper&) = delete;
+
+  // Starts renewing every `interval` from a background thread. Does nothing
+  // if it was started before or the lease is lost.
+  void Start(std::chrono::milliseconds interval);
+  // Stops renewing and joins the thread. Idempotent.
+  void Stop();
+  // Whether the background thread runs (started, not stopped, lease held).
+  bool running() const;
+
+  // One renewal now, with the Client's retries, recording `checkpoint_uri`
+  // and `log_path` on the trial where not empty. Returns the server's answer
+  // or its error, which Observe() has seen.
+  absl::StatusOr<v1::HeartbeatResponse> Renew(
+      const std::string& checkpoint_uri = "", const std::string& log_path = "");
+
+  // Takes note of the outcome of a call on the trial: one saying the lease
+  // is lost stops the renewals and is returned by lost() from then on.
+  void Observe(const absl::Status& status);
+
+  // OK while the lease may still be ours, else the error that showed it lost.
+  absl::Status lost() const;
+  // Whether the last renewal asked the trial to stop early.
+  bool should_stop() const;
+
+ private:
+  v1::HeartbeatRequest Request() const;
+  void Loop(std::chrono::milliseconds interval);
+  bool Done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || !lost_.ok();
+  }
+
+  const std::shared_ptr<ClientCore> core_;
+  const std::string study_;
+  const int64_t trial_id_;
+  const int64_t epoch_;
+  const std::string client_id_;
+
+  mutable absl::Mutex mu_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool should_stop_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status lost_ ABSL_GUARDED_BY(mu_);
+  // The background renewal in flight, cancelled by Stop().
+  grpc::ClientContext* in_flight_ ABSL_GUARDED_BY(mu_) = nullptr;
+
+  // Serializes joins of thread_ (Stop may run on several threads at once).
+  absl::Mutex join_mu_;
+  std::thread thread_ ABSL_GUARDED_BY(join_mu_);
+};
+
+}  // namespace hypertune::internal
+
+#endif  // HYPERTUNE_TRAINER_SDK_LEASE_KEEPER_H_
