@@ -33,6 +33,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "benchmarks/chaos.h"
 #include "benchmarks/functions.h"
 #include "benchmarks/regret.h"
@@ -355,4 +356,8 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace hypertune::bench
 
-int main(int argc, char** argv) { return hypertune::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // As in hypertuned: no run-time lock-order checks while measuring.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  return hypertune::bench::Main(argc, argv);
+}
