@@ -391,19 +391,10 @@ void GpBanditSuggester::AddFantasy(const Eigen::VectorXd& x, Model& model) {
 
 absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
     const SuggestRequest& request) {
-  if (absl::Status s = ValidateRequest(request); !s.ok()) return s;
+  if (absl::Status s = ValidateSobolRequest(request, "GP_BANDIT"); !s.ok()) {
+    return s;
+  }
   const SearchSpace& space = *request.space;
-  if (space.dim() > SobolSequence::kMaxDimension) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "GP_BANDIT supports at most ", SobolSequence::kMaxDimension,
-        " parameters, the search space has ", space.dim()));
-  }
-  constexpr int64_t kMaxIndex = (int64_t{1} << SobolSequence::kBits) - 1;
-  if (request.trials_created > kMaxIndex - request.count) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("trials_created: ", request.trials_created,
-                     " is past the end of the Sobol sequence"));
-  }
   const Coordinates coords(space);
   const int d = coords.dim();
   fallback_reason_.clear();

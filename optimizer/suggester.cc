@@ -9,6 +9,7 @@
 #include "optimizer/gp_bandit_suggester.h"
 #include "optimizer/quasi_random_suggester.h"
 #include "optimizer/random_suggester.h"
+#include "optimizer/sobol.h"
 #include "optimizer/tpe_suggester.h"
 
 namespace hypertune::optimizer {
@@ -79,6 +80,23 @@ absl::StatusOr<Algorithm> ParseAlgorithm(std::string_view name) {
       absl::StrJoin(kAlgorithms, ", ", [](std::string* out, Algorithm a) {
         out->append(AlgorithmName(a));
       })));
+}
+
+absl::Status ValidateSobolRequest(const SuggestRequest& request,
+                                  const std::string& algorithm) {
+  if (absl::Status s = ValidateRequest(request); !s.ok()) return s;
+  if (request.space->dim() > SobolSequence::kMaxDimension) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        algorithm, " supports at most ", SobolSequence::kMaxDimension,
+        " parameters, the search space has ", request.space->dim()));
+  }
+  constexpr int64_t kMaxIndex = (int64_t{1} << SobolSequence::kBits) - 1;
+  if (request.trials_created > kMaxIndex - request.count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trials_created: ", request.trials_created,
+                     " is past the end of the Sobol sequence"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace hypertune::optimizer

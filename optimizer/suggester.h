@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -73,6 +74,13 @@ std::unique_ptr<Suggester> MakeSuggester(Algorithm algorithm);
 // trials_created >= 0, and every history entry is a valid assignment.
 // Returns INVALID_ARGUMENT naming the field otherwise.
 absl::Status ValidateRequest(const SuggestRequest& request);
+
+// ValidateRequest plus the limits of the Sobol sequence that `algorithm`
+// (its name, for the message) draws points from: at most
+// SobolSequence::kMaxDimension parameters, and indices
+// trials_created .. trials_created + count - 1 inside the sequence.
+absl::Status ValidateSobolRequest(const SuggestRequest& request,
+                                  const std::string& algorithm);
 
 // The algorithm's name as the API spells it: "RANDOM", "QUASI_RANDOM",
 // "GP_BANDIT", "TPE".

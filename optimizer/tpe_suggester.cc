@@ -141,19 +141,10 @@ class CategoricalParzen {
 
 absl::StatusOr<std::vector<Assignment>> TpeSuggester::Suggest(
     const SuggestRequest& request) {
-  if (absl::Status s = ValidateRequest(request); !s.ok()) return s;
+  if (absl::Status s = ValidateSobolRequest(request, "TPE"); !s.ok()) {
+    return s;
+  }
   const SearchSpace& space = *request.space;
-  if (space.dim() > SobolSequence::kMaxDimension) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "TPE supports at most ", SobolSequence::kMaxDimension,
-        " parameters, the search space has ", space.dim()));
-  }
-  constexpr int64_t kMaxIndex = (int64_t{1} << SobolSequence::kBits) - 1;
-  if (request.trials_created > kMaxIndex - request.count) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("trials_created: ", request.trials_created,
-                     " is past the end of the Sobol sequence"));
-  }
   const int d = space.dim();
   // Per trial: model coordinates (unit cube; category index) and a score
   // for the split (higher is better; infeasible at -infinity).

@@ -582,10 +582,10 @@ std::vector<BadInputCase> Cases() {
          return t.RawCall("GetStudy", std::string("\xff\xff\xff\xff\x0f", 5),
                           &response);
        },
-       // Not a protobuf message at all: gRPC refuses it before any handler
-       // runs, with INTERNAL ("error parsing request proto" in gRPC's
-       // doc/statuscodes.md); INVALID_ARGUMENT would be better.
-       {Code::INVALID_ARGUMENT, Code::INTERNAL}, "", nullptr});
+       // Not a protobuf message at all. gRPC refuses it before any handler
+       // runs with a bare INTERNAL ("error parsing request proto"), which
+       // the server reports as the bad input it is.
+       {Code::INVALID_ARGUMENT}, "", nullptr});
   return cases;
 }
 
@@ -610,6 +610,7 @@ TEST_F(BadInputTest, NotUtf8ClientIdIsRefusedAsInvalidArgumentOrKept) {
               status.error_code() == grpc::StatusCode::INVALID_ARGUMENT)
       << "got code " << status.error_code() << ": \"" << status.error_message()
       << "\"";
+  EXPECT_TRUE(status.ok() || !status.error_message().empty());
   if (status.ok()) {
     std::vector<v1::Trial> trials = ListTrials("target");
     ASSERT_EQ(trials.size(), 2u);
@@ -626,6 +627,7 @@ TEST_F(BadInputTest, NotUtf8StudyNameIsRefusedAsInvalidArgument) {
       "CreateStudy", WithBytes(request, "QQQQQ", NotUtf8()), &response_bytes);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
       << status.error_message();
+  EXPECT_FALSE(status.error_message().empty());
   ExpectStillServingAndIntact();
 }
 
