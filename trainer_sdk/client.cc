@@ -35,6 +35,19 @@ std::string HostName() {
   return host;
 }
 
+
+// Whether `stored` holds exactly the metrics `sent` asked for; an empty
+// `sent` accepts whatever the server chose (the last measurement).
+bool HoldsMetrics(const v1::Measurement& stored, const v1::Measurement& sent) {
+  if (sent.metrics().empty()) return true;
+  if (stored.metrics().size() != sent.metrics().size()) return false;
+  for (const auto& [name, value] : sent.metrics()) {
+    auto it = stored.metrics().find(name);
+    if (it == stored.metrics().end() || !(it->second == value)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 ClientOptions ResolveClientOptions(ClientOptions options) {
@@ -335,13 +348,21 @@ absl::StatusOr<v1::Trial> Client::CompleteTrial(
         GetTrial(request.study_name(), request.trial_id());
     if (stored.ok()) {
       const v1::Trial& now = stored->proto();
+      // Finished under our epoch with our result: the lost reply was ours.
+      // Under a later epoch another worker finished it, whatever it stored.
+      const bool ours = now.lease_epoch() == request.lease_epoch();
       bool as_asked =
-          request.worker_failed() ? (now.state() == v1::Trial::REQUESTED ||
-                                     now.state() == v1::Trial::FAILED ||
-                                     now.lease_epoch() > request.lease_epoch())
-          : request.infeasible()  ? now.state() == v1::Trial::INFEASIBLE
-                                  : (now.state() == v1::Trial::COMPLETED ||
-                                    now.state() == v1::Trial::STOPPED);
+          request.worker_failed()
+              ? (now.state() == v1::Trial::REQUESTED ||
+                 now.state() == v1::Trial::FAILED ||
+                 now.lease_epoch() > request.lease_epoch())
+          : request.infeasible()
+              ? ours && now.state() == v1::Trial::INFEASIBLE
+              : ours &&
+                    (now.state() == v1::Trial::COMPLETED ||
+                     now.state() == v1::Trial::STOPPED) &&
+                    HoldsMetrics(now.final_measurement(),
+                                 request.final_measurement());
       if (as_asked) return now;
     }
   }

@@ -116,6 +116,12 @@ ClientCore::ClientCore(ClientOptions resolved) : options_(std::move(resolved)) {
   }
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
+  // Reconnect within ~0.1-1 s of a restarted server instead of gRPC's
+  // default backoff of several seconds, which can outlast a trial's lease.
+  args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 100);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   channel_ = grpc::CreateCustomChannel(options_.server, *credentials, args);
   stub_ = v1::HyperTune::NewStub(channel_);
 }
