@@ -778,11 +778,21 @@ absl::Status SqliteStore::Migrate(Connection& db) {
 
 // ----- Studies -----
 
-absl::Status SqliteStore::CreateStudy(const v1::Study& study) {
-  const std::string label = StudyLabel(study.name());
+namespace {
+
+// The stored form of `study`: trial_counts are derived on read, never kept.
+absl::StatusOr<std::string> StudyBytes(const v1::Study& study,
+                                       const std::string& label) {
   v1::Study stored = study;
   stored.clear_trial_counts();
-  absl::StatusOr<std::string> bytes = SerializeForStore(stored, label);
+  return SerializeForStore(stored, label);
+}
+
+}  // namespace
+
+absl::Status SqliteStore::CreateStudy(const v1::Study& study) {
+  const std::string label = StudyLabel(study.name());
+  absl::StatusOr<std::string> bytes = StudyBytes(study, label);
   if (!bytes.ok()) return bytes.status();
 
   const std::string what = absl::StrCat("creating ", label);
@@ -845,9 +855,7 @@ absl::StatusOr<std::vector<v1::Study>> SqliteStore::ListStudies() {
 
 absl::Status SqliteStore::UpdateStudy(const v1::Study& study) {
   const std::string label = StudyLabel(study.name());
-  v1::Study stored = study;
-  stored.clear_trial_counts();
-  absl::StatusOr<std::string> bytes = SerializeForStore(stored, label);
+  absl::StatusOr<std::string> bytes = StudyBytes(study, label);
   if (!bytes.ok()) return bytes.status();
 
   const std::string what = absl::StrCat("updating ", label);
