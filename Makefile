@@ -8,7 +8,8 @@ JOBS ?= $(shell nproc)
 PACKAGES := g++ cmake ninja-build pkg-config \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
   libabsl-dev libeigen3-dev libboost-dev libsqlite3-dev nlohmann-json3-dev \
-  liblbfgspp-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
+  liblbfgspp-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
+  libturbojpeg0-dev dataset-fashion-mnist libcpp-httplib-dev chromium
 
 .PHONY: all deps configure build test demo install clean fuzz
 

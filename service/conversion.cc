@@ -196,32 +196,46 @@ const v1::Measurement* ResultMeasurement(const v1::Trial& trial) {
   return nullptr;
 }
 
-std::vector<opt::Observation> ToHistory(const v1::StudySpec& spec,
-                                        const opt::SearchSpace& space,
-                                        const std::vector<v1::Trial>& trials) {
+std::vector<opt::Observation> ToHistory(
+    const v1::StudySpec& spec, const opt::SearchSpace& space,
+    const std::vector<v1::Trial>& trials,
+    const absl::flat_hash_map<int64_t, double>* values_at_rung) {
+  const bool minimize = spec.metrics_size() > 0 &&
+                        spec.metrics(0).goal() == v1::MetricSpec::MINIMIZE;
   std::vector<opt::Observation> history;
   history.reserve(trials.size());
   for (const v1::Trial& trial : trials) {
     opt::Observation obs;
-    switch (trial.state()) {
-      case v1::Trial::COMPLETED:
-      case v1::Trial::STOPPED: {
-        const v1::Measurement* m = ResultMeasurement(trial);
-        std::optional<double> y =
-            m == nullptr ? std::nullopt : MaximizedObjective(spec, *m);
-        if (!y) continue;
-        obs.outcome = opt::Outcome::kCompleted;
-        obs.value = *y;
-        break;
+    const double* at_rung = nullptr;
+    if (values_at_rung != nullptr) {
+      auto it = values_at_rung->find(trial.id());
+      if (it != values_at_rung->end()) at_rung = &it->second;
+    }
+    if (at_rung != nullptr) {
+      obs.outcome = opt::Outcome::kCompleted;
+      obs.value = minimize ? -*at_rung : *at_rung;
+    } else {
+      switch (trial.state()) {
+        case v1::Trial::COMPLETED:
+        case v1::Trial::STOPPED: {
+          if (values_at_rung != nullptr) continue;  // another fidelity
+          const v1::Measurement* m = ResultMeasurement(trial);
+          std::optional<double> y =
+              m == nullptr ? std::nullopt : MaximizedObjective(spec, *m);
+          if (!y) continue;
+          obs.outcome = opt::Outcome::kCompleted;
+          obs.value = *y;
+          break;
+        }
+        case v1::Trial::INFEASIBLE:
+          obs.outcome = opt::Outcome::kInfeasible;
+          break;
+        case v1::Trial::FAILED:
+          continue;
+        default:
+          obs.outcome = opt::Outcome::kPending;
+          break;
       }
-      case v1::Trial::INFEASIBLE:
-        obs.outcome = opt::Outcome::kInfeasible;
-        break;
-      case v1::Trial::FAILED:
-        continue;
-      default:
-        obs.outcome = opt::Outcome::kPending;
-        break;
     }
     absl::StatusOr<opt::Assignment> x =
         ToAssignment("trial.parameters", space, trial.parameters());
@@ -230,6 +244,79 @@ std::vector<opt::Observation> ToHistory(const v1::StudySpec& spec,
     history.push_back(std::move(obs));
   }
   return history;
+}
+
+opt::EarlyStoppingConfig ToEarlyStoppingConfig(const v1::StudySpec& spec) {
+  using Rule = opt::EarlyStoppingConfig::Rule;
+  const v1::EarlyStoppingSpec& es = spec.early_stopping();
+  opt::EarlyStoppingConfig config;
+  switch (es.rule()) {
+    case v1::EarlyStoppingSpec::MEDIAN:
+      config.rule = Rule::kMedian;
+      break;
+    case v1::EarlyStoppingSpec::PERCENTILE:
+      config.rule = Rule::kPercentile;
+      break;
+    case v1::EarlyStoppingSpec::ASHA:
+      config.rule = Rule::kAsha;
+      break;
+    case v1::EarlyStoppingSpec::HYPERBAND:
+      config.rule = Rule::kHyperband;
+      break;
+    default:
+      config.rule = Rule::kNone;
+      break;
+  }
+  config.maximize = !(spec.metrics_size() > 0 &&
+                      spec.metrics(0).goal() == v1::MetricSpec::MINIMIZE);
+  if (es.grace_steps() != 0) config.grace_steps = es.grace_steps();
+  if (es.min_trials() != 0) config.min_trials = es.min_trials();
+  if (es.percentile() != 0) config.percentile = es.percentile();
+  if (es.min_resource() != 0) config.min_resource = es.min_resource();
+  config.max_resource = es.max_resource();
+  if (es.reduction_factor() != 0) {
+    config.reduction_factor = es.reduction_factor();
+  }
+  config.brackets = es.brackets();
+  config.pause_at_rungs = es.pause_at_rungs();
+  return config;
+}
+
+std::vector<opt::TrialCurve> ToCurves(const v1::StudySpec& spec,
+                                      const std::vector<v1::Trial>& trials) {
+  using Status = opt::TrialCurve::Status;
+  std::vector<opt::TrialCurve> curves;
+  curves.reserve(trials.size());
+  if (spec.metrics_size() == 0) return curves;
+  const std::string& objective = spec.metrics(0).name();
+  for (const v1::Trial& trial : trials) {
+    opt::TrialCurve curve;
+    switch (trial.state()) {
+      case v1::Trial::COMPLETED:
+      case v1::Trial::STOPPED:
+        curve.status = Status::kFinished;
+        break;
+      case v1::Trial::STOPPING:
+        curve.status = Status::kStopping;
+        break;
+      case v1::Trial::PAUSED:
+        curve.status = Status::kPaused;
+        break;
+      case v1::Trial::REQUESTED:
+      case v1::Trial::ACTIVE:
+        curve.status = Status::kRunning;
+        break;
+      default:
+        continue;
+    }
+    curve.id = trial.id();
+    for (const v1::Measurement& m : trial.measurements()) {
+      auto it = m.metrics().find(objective);
+      if (it != m.metrics().end()) curve.points.emplace_back(m.step(), it->second);
+    }
+    curves.push_back(std::move(curve));
+  }
+  return curves;
 }
 
 }  // namespace hypertune::service

@@ -9,6 +9,8 @@
 #include "absl/status/statusor.h"
 #include "google/protobuf/repeated_field.h"
 #include "hypertune/v1/hypertune.pb.h"
+#include "absl/container/flat_hash_map.h"
+#include "optimizer/early_stopping.h"
 #include "optimizer/search_space.h"
 #include "optimizer/suggester.h"
 
@@ -46,9 +48,24 @@ const v1::Measurement* ResultMeasurement(const v1::Trial& trial);
 // What the model learns from `trials`: COMPLETED and STOPPED with an
 // objective as data, INFEASIBLE to avoid, unfinished ones as pending; FAILED
 // trials (and ones whose parameters no longer fit `space`) are left out.
-std::vector<optimizer::Observation> ToHistory(const v1::StudySpec& spec,
-                                              const optimizer::SearchSpace& space,
-                                              const std::vector<v1::Trial>& trials);
+// With `values_at_rung` (model-based multi-fidelity: trial id -> objective
+// at one rung, as measured), exactly those trials are data, whatever their
+// state, and other finished ones are left out: every value is of one
+// fidelity.
+std::vector<optimizer::Observation> ToHistory(
+    const v1::StudySpec& spec, const optimizer::SearchSpace& space,
+    const std::vector<v1::Trial>& trials,
+    const absl::flat_hash_map<int64_t, double>* values_at_rung = nullptr);
+
+// The early-stopping rule of `spec` with the API's defaults filled in
+// (Rule::kNone when it sets none). maximize follows the objective's goal.
+optimizer::EarlyStoppingConfig ToEarlyStoppingConfig(const v1::StudySpec& spec);
+
+// The learning curves of `trials` (the objective of each intermediate
+// measurement, as measured) for the early-stopping rules. FAILED and
+// INFEASIBLE trials are left out.
+std::vector<optimizer::TrialCurve> ToCurves(const v1::StudySpec& spec,
+                                            const std::vector<v1::Trial>& trials);
 
 }  // namespace hypertune::service
 

@@ -13,11 +13,6 @@ grpc::Status Reply(absl::StatusOr<T> result, T* response) {
   return grpc::Status::OK;
 }
 
-grpc::Status NotBuiltYet(const std::string& what) {
-  return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                      what + " is not built yet in this version of hypertuned");
-}
-
 }  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
@@ -207,20 +202,20 @@ grpc::Status GrpcService::ListOptimalTrials(
 
 grpc::Status GrpcService::CheckEarlyStopping(
     grpc::ServerContext* context, const v1::CheckEarlyStoppingRequest* request,
-    v1::CheckEarlyStoppingResponse*) {
+    v1::CheckEarlyStoppingResponse* response) {
   if (absl::Status s = Admit(context, request->study_name()); !s.ok()) {
     return ToGrpcStatus(s);
   }
-  return NotBuiltYet("CheckEarlyStopping (early-stopping rules)");
+  return Reply(service_->CheckEarlyStopping(*request), response);
 }
 
 grpc::Status GrpcService::StopTrial(grpc::ServerContext* context,
                                     const v1::StopTrialRequest* request,
-                                    v1::Trial*) {
+                                    v1::Trial* response) {
   if (absl::Status s = Admit(context, request->study_name()); !s.ok()) {
     return ToGrpcStatus(s);
   }
-  return NotBuiltYet("StopTrial (early stopping)");
+  return Reply(service_->StopTrial(*request), response);
 }
 
 grpc::Status GrpcService::Heartbeat(grpc::ServerContext* context,
@@ -232,13 +227,17 @@ grpc::Status GrpcService::Heartbeat(grpc::ServerContext* context,
   return Reply(service_->Heartbeat(*request), response);
 }
 
-grpc::Status GrpcService::WatchTrials(grpc::ServerContext* context,
-                                      const v1::WatchTrialsRequest* request,
-                                      grpc::ServerWriter<v1::TrialEvent>*) {
+grpc::Status GrpcService::WatchTrials(
+    grpc::ServerContext* context, const v1::WatchTrialsRequest* request,
+    grpc::ServerWriter<v1::TrialEvent>* writer) {
   if (absl::Status s = Admit(context, request->study_name()); !s.ok()) {
     return ToGrpcStatus(s);
   }
-  return NotBuiltYet("WatchTrials (the trial event stream)");
+  // A failed write means the watcher is gone; so does a cancelled call.
+  return ToGrpcStatus(service_->WatchTrials(
+      *request,
+      [writer](const v1::TrialEvent& event) { return writer->Write(event); },
+      [context] { return context->IsCancelled(); }));
 }
 
 }  // namespace hypertune::service

@@ -1,8 +1,7 @@
 // The gRPC face of hypertuned: each RPC authenticates its caller, checks that
 // the study it names is the caller's, calls StudyService and converts its
 // absl::Status to a grpc::Status (the codes are identical) — the one place
-// where errors become gRPC codes. RPCs whose capability is not built yet
-// answer UNIMPLEMENTED with a message saying so.
+// where errors become gRPC codes.
 //
 // Ownership (auth on): CreateStudy records the caller as the study's owner;
 // a call naming another owner's study is PERMISSION_DENIED, one naming a

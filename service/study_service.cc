@@ -8,7 +8,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "absl/container/flat_hash_map.h"
+#include "optimizer/early_stopping.h"
 #include "optimizer/suggester.h"
 #include "service/conversion.h"
 #include "service/status_macros.h"
@@ -20,6 +24,12 @@ namespace {
 constexpr int kMaxSuggestCount = 1000;
 constexpr int kDefaultPageSize = 100;
 constexpr int kMaxPageSize = 1000;
+// WatchTrials: changes read per store query, the pause after a read that
+// found changes, and how long to wait for a change before checking whether
+// the watcher is gone.
+constexpr int kWatchBatch = 500;
+constexpr absl::Duration kWatchPause = absl::Milliseconds(50);
+constexpr absl::Duration kWatchPoll = absl::Milliseconds(200);
 
 int64_t SystemNowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -73,6 +83,30 @@ bool SameMetrics(const v1::Measurement& a, const v1::Measurement& b) {
   return true;
 }
 
+bool HasEarlyStopping(const v1::StudySpec& spec) {
+  return spec.early_stopping().rule() !=
+         v1::EarlyStoppingSpec::RULE_UNSPECIFIED;
+}
+
+// Rules with rungs: ASHA and Hyperband.
+bool HasRungs(const v1::StudySpec& spec) {
+  return spec.early_stopping().rule() == v1::EarlyStoppingSpec::ASHA ||
+         spec.early_stopping().rule() == v1::EarlyStoppingSpec::HYPERBAND;
+}
+
+// `trial` finished early, without its worker: STOPPED, judged by its last
+// measurement.
+void StopNow(v1::Trial& trial, const std::string& reason, int64_t now) {
+  trial.set_state(v1::Trial::STOPPED);
+  trial.set_stop_reason(reason);
+  trial.set_lease_expire_time_ms(0);
+  trial.set_end_time_ms(now);
+  if (trial.measurements_size() > 0) {
+    *trial.mutable_final_measurement() =
+        trial.measurements(trial.measurements_size() - 1);
+  }
+}
+
 absl::StatusOr<int64_t> ParsePageToken(const std::string& token) {
   if (token.empty()) return 0;
   int64_t after_id = 0;
@@ -103,6 +137,20 @@ absl::StatusOr<v1::Study> StudyService::CreateStudy(
   study.clear_trial_counts();
   HT_RETURN_IF_ERROR(store_->CreateStudy(study));
   return study;
+}
+
+absl::Status StudyService::SaveTrial(const v1::Trial& trial) {
+  HT_RETURN_IF_ERROR(store_->UpdateTrial(trial));
+  changes_.Notify();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<v1::Trial>> StudyService::SaveNewTrials(
+    const std::string& study_name, std::vector<v1::Trial> trials) {
+  absl::StatusOr<std::vector<v1::Trial>> stored =
+      store_->CreateTrials(study_name, std::move(trials));
+  if (stored.ok()) changes_.Notify();
+  return stored;
 }
 
 int64_t StudyService::Now() const {
@@ -186,6 +234,11 @@ void StudyService::Grant(const v1::Study& study, v1::Trial& trial,
 
 v1::Trial StudyService::Release(const v1::Study& study, v1::Trial trial,
                                 const std::string& reason) const {
+  if (trial.state() == v1::Trial::STOPPING) {
+    // The stop was decided: no one needs to run it again.
+    StopNow(trial, trial.stop_reason(), Now());
+    return trial;
+  }
   const int max_retries = study.spec().has_max_retries()
                               ? study.spec().max_retries()
                               : options_.max_retries;
@@ -215,7 +268,7 @@ absl::Status StudyService::ExpireLeasesLocked(const v1::Study& study,
   for (v1::Trial& t : *trials) {
     if (t.lease_expire_time_ms() > now) continue;
     HT_RETURN_IF_ERROR(
-        store_->UpdateTrial(Release(study, std::move(t), "lease expired")));
+        SaveTrial(Release(study, std::move(t), "lease expired")));
   }
   return absl::OkStatus();
 }
@@ -246,7 +299,7 @@ absl::Status StudyService::ExtendLeasesOnStart() {
     const int64_t expiry = Now() + LeaseMs(study);
     for (v1::Trial& t : *trials) {
       t.set_lease_expire_time_ms(std::max(t.lease_expire_time_ms(), expiry));
-      HT_RETURN_IF_ERROR(store_->UpdateTrial(t));
+      HT_RETURN_IF_ERROR(store_->RenewTrialLease(t));
     }
   }
   return absl::OkStatus();
@@ -324,6 +377,30 @@ void StudyService::ServeSuggestions(
       if (!waiting.ok()) return fail_all(waiting.status());
       queued.assign(waiting->begin(), waiting->end());
     }
+    // ASHA's pause mode: paused trials to promote, after the queued ones and
+    // before new configurations.
+    const bool pauses = HasRungs(study.spec()) &&
+                        study.spec().early_stopping().pause_at_rungs();
+    const optimizer::EarlyStoppingConfig rule =
+        ToEarlyStoppingConfig(study.spec());
+    std::vector<v1::Trial> all_trials;
+    std::deque<v1::Trial> promoted;
+    if (pauses && count_of(v1::Trial::PAUSED) > 0 &&
+        study.state() == v1::Study::ACTIVE) {
+      absl::StatusOr<std::vector<v1::Trial>> trials =
+          store_->ListTrials(name, {});
+      if (!trials.ok()) return fail_all(trials.status());
+      all_trials = *std::move(trials);
+      absl::flat_hash_map<int64_t, const v1::Trial*> by_id;
+      for (const v1::Trial& t : all_trials) by_id[t.id()] = &t;
+      for (const optimizer::Promotion& p : optimizer::Promotions(
+               rule, ToCurves(study.spec(), all_trials),
+               /*draining=*/budget_left <= 0)) {
+        v1::Trial t = *by_id.at(p.trial_id);
+        t.set_stop_reason("");
+        promoted.push_back(std::move(t));
+      }
+    }
 
     bool granted_any = false;
     for (size_t i = 0; i < batch.size(); ++i) {
@@ -351,9 +428,19 @@ void StudyService::ServeSuggestions(
         v1::Trial t = std::move(queued.front());
         queued.pop_front();
         Grant(study, t, request.client_id(), now);
-        if (absl::Status s = store_->UpdateTrial(t); !s.ok()) {
+        if (absl::Status s = SaveTrial(t); !s.ok()) {
           return fail_all(s);
         }
+        *response.add_trials() = std::move(t);
+        --wanted;
+        --room;
+        granted_any = true;
+      }
+      while (wanted > 0 && !promoted.empty()) {
+        v1::Trial t = std::move(promoted.front());
+        promoted.pop_front();
+        Grant(study, t, request.client_id(), now);
+        if (absl::Status s = SaveTrial(t); !s.ok()) return fail_all(s);
         *response.add_trials() = std::move(t);
         --wanted;
         --room;
@@ -379,10 +466,25 @@ void StudyService::ServeSuggestions(
         snapshot = *std::move(trials);
       }
     } else if (study.state() == v1::Study::ACTIVE && !granted_any &&
-               budget_left <= 0 && queued.empty() && running == 0) {
-      // Budget spent and every trial finished: the study is done. While
+               budget_left <= 0 && queued.empty() && running == 0 &&
+               promoted.empty()) {
+      // Budget spent and every trial finished: the study is done, once the
+      // paused trials that no promotion will resume are stopped. While
       // trials still run, a lost worker's trial may come back to REQUESTED,
       // so idle workers wait instead of leaving.
+      if (!all_trials.empty()) {
+        const std::vector<int64_t> unpromotable = optimizer::UnpromotableTrials(
+            rule, ToCurves(study.spec(), all_trials));
+        for (v1::Trial& t : all_trials) {
+          if (t.state() != v1::Trial::PAUSED ||
+              !std::binary_search(unpromotable.begin(), unpromotable.end(),
+                                  t.id())) {
+            continue;
+          }
+          StopNow(t, absl::StrCat(t.stop_reason(), "; not promoted"), now);
+          if (absl::Status s = SaveTrial(t); !s.ok()) return fail_all(s);
+        }
+      }
       study.set_state(v1::Study::COMPLETED);
       if (absl::Status s = store_->UpdateStudy(study); !s.ok()) {
         return fail_all(s);
@@ -412,7 +514,7 @@ void StudyService::ServeSuggestions(
       }
       // One transaction for the whole batch; ids follow request order.
       absl::StatusOr<std::vector<v1::Trial>> stored =
-          store_->CreateTrials(name, *std::move(proposed));
+          SaveNewTrials(name, *std::move(proposed));
       if (stored.ok()) {
         next = 0;
         for (size_t i = 0; i < batch.size(); ++i) {
@@ -460,7 +562,20 @@ absl::StatusOr<std::vector<v1::Trial>> StudyService::ProposeTrials(
   if (!space.ok()) return space.status();
   optimizer::SuggestRequest request;
   request.space = &*space;
-  request.history = ToHistory(study.spec(), *space, snapshot);
+  if (HasRungs(study.spec())) {
+    // Model-based multi-fidelity (as BOHB): fit the highest rung that enough
+    // trials reached, so every value the model sees is of one fidelity.
+    const int min_points = std::max(4, space->dim() + 1);
+    absl::flat_hash_map<int64_t, double> at_rung;
+    for (const auto& [id, value] : optimizer::HighestRungObservations(
+             ToEarlyStoppingConfig(study.spec()),
+             ToCurves(study.spec(), snapshot), min_points)) {
+      at_rung[id] = value;
+    }
+    request.history = ToHistory(study.spec(), *space, snapshot, &at_rung);
+  } else {
+    request.history = ToHistory(study.spec(), *space, snapshot);
+  }
   request.trials_created = trials_created;
   request.count = count;
   request.seed = study.spec().seed();
@@ -520,7 +635,7 @@ absl::StatusOr<v1::Trial> StudyService::CreateTrial(
     trial.set_end_time_ms(now);
   }
   absl::StatusOr<std::vector<v1::Trial>> stored =
-      store_->CreateTrials(name, {std::move(trial)});
+      SaveNewTrials(name, {std::move(trial)});
   if (!stored.ok()) return stored.status();
   return std::move(stored->front());
 }
@@ -605,7 +720,10 @@ absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
   if (!study.ok()) return study.status();
   *trial->add_measurements() = m;
   trial->set_lease_expire_time_ms(Now() + LeaseMs(*study));
-  HT_RETURN_IF_ERROR(store_->UpdateTrial(*trial));
+  if (trial->state() == v1::Trial::ACTIVE) {
+    HT_RETURN_IF_ERROR(ApplyEarlyStopping(*study, *trial));
+  }
+  HT_RETURN_IF_ERROR(SaveTrial(*trial));
   return trial;
 }
 
@@ -627,6 +745,12 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
       store_->GetTrial(request.study_name(), request.trial_id());
   if (!trial.ok()) return trial.status();
 
+  if (trial->state() == v1::Trial::PAUSED &&
+      request.lease_epoch() == trial->lease_epoch()) {
+    // Its worker finishing after the pause: the pause stands, and the trial
+    // resumes from its checkpoint when promoted.
+    return trial;
+  }
   if (request.worker_failed()) {
     HT_RETURN_IF_ERROR(CheckRunning(*trial, "its worker can give it up"));
     HT_RETURN_IF_ERROR(CheckEpoch(*trial, request.lease_epoch()));
@@ -634,7 +758,7 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
         Release(*study, *std::move(trial),
                 request.failure_reason().empty() ? "worker failed"
                                                  : request.failure_reason());
-    HT_RETURN_IF_ERROR(store_->UpdateTrial(released));
+    HT_RETURN_IF_ERROR(SaveTrial(released));
     return released;
   }
 
@@ -679,7 +803,7 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
   HT_RETURN_IF_ERROR(CheckEpoch(*trial, request.lease_epoch()));
   done.set_end_time_ms(Now());
   done.set_lease_expire_time_ms(0);
-  HT_RETURN_IF_ERROR(store_->UpdateTrial(done));
+  HT_RETURN_IF_ERROR(SaveTrial(done));
   return done;
 }
 
@@ -693,18 +817,153 @@ absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
   absl::StatusOr<v1::Trial> trial =
       store_->GetTrial(request.study_name(), request.trial_id());
   if (!trial.ok()) return trial.status();
+  v1::HeartbeatResponse response;
+  if (trial->state() == v1::Trial::PAUSED &&
+      request.lease_epoch() == trial->lease_epoch()) {
+    // Paused at a rung: its worker should wrap up; nothing to renew.
+    response.set_should_stop(true);
+    response.set_state(v1::Trial::PAUSED);
+    return response;
+  }
   HT_RETURN_IF_ERROR(CheckRunning(*trial, "its lease can be renewed"));
   HT_RETURN_IF_ERROR(CheckEpoch(*trial, request.lease_epoch()));
   trial->set_lease_expire_time_ms(Now() + LeaseMs(*study));
-  if (!request.checkpoint_uri().empty()) {
+  // A bare renewal is not a change watchers need to see.
+  bool changed = false;
+  if (!request.checkpoint_uri().empty() &&
+      request.checkpoint_uri() != trial->checkpoint_uri()) {
     trial->set_checkpoint_uri(request.checkpoint_uri());
+    changed = true;
   }
-  if (!request.log_path().empty()) trial->set_log_path(request.log_path());
-  HT_RETURN_IF_ERROR(store_->UpdateTrial(*trial));
-  v1::HeartbeatResponse response;
+  if (!request.log_path().empty() && request.log_path() != trial->log_path()) {
+    trial->set_log_path(request.log_path());
+    changed = true;
+  }
+  HT_RETURN_IF_ERROR(changed ? SaveTrial(*trial)
+                             : store_->RenewTrialLease(*trial));
   response.set_should_stop(trial->state() == v1::Trial::STOPPING);
   response.set_lease_expire_time_ms(trial->lease_expire_time_ms());
+  response.set_state(trial->state());
   return response;
+}
+
+absl::Status StudyService::ApplyEarlyStopping(const v1::Study& study,
+                                              v1::Trial& trial) {
+  if (!HasEarlyStopping(study.spec())) return absl::OkStatus();
+  absl::StatusOr<std::vector<v1::Trial>> trials =
+      store_->ListTrials(study.name(), {});
+  if (!trials.ok()) return trials.status();
+  for (v1::Trial& t : *trials) {
+    if (t.id() == trial.id()) t = trial;  // with its newest measurement
+  }
+  const optimizer::Decision decision = optimizer::DecideTrial(
+      ToEarlyStoppingConfig(study.spec()), ToCurves(study.spec(), *trials),
+      trial.id());
+  switch (decision.action) {
+    case optimizer::Action::kContinue:
+      break;
+    case optimizer::Action::kStop:
+      trial.set_state(v1::Trial::STOPPING);
+      trial.set_stop_reason(decision.reason);
+      break;
+    case optimizer::Action::kPause:
+      trial.set_state(v1::Trial::PAUSED);
+      trial.set_stop_reason(decision.reason);
+      trial.set_lease_expire_time_ms(0);
+      break;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::CheckEarlyStoppingResponse> StudyService::CheckEarlyStopping(
+    const v1::CheckEarlyStoppingRequest& request) {
+  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
+  HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
+  absl::MutexLock lock(&runtimes_.For(request.study_name()).mu);
+  absl::StatusOr<v1::Study> study = store_->GetStudy(request.study_name());
+  if (!study.ok()) return study.status();
+  absl::StatusOr<v1::Trial> trial =
+      store_->GetTrial(request.study_name(), request.trial_id());
+  if (!trial.ok()) return trial.status();
+  if (trial->state() == v1::Trial::ACTIVE) {
+    // Judged again: trials finished since its last report may decide it.
+    const v1::Trial::State before = trial->state();
+    HT_RETURN_IF_ERROR(ApplyEarlyStopping(*study, *trial));
+    if (trial->state() != before) HT_RETURN_IF_ERROR(SaveTrial(*trial));
+  }
+  v1::CheckEarlyStoppingResponse response;
+  response.set_should_stop(trial->state() == v1::Trial::STOPPING ||
+                           trial->state() == v1::Trial::PAUSED);
+  response.set_reason(trial->stop_reason());
+  response.set_state(trial->state());
+  return response;
+}
+
+absl::StatusOr<v1::Trial> StudyService::StopTrial(
+    const v1::StopTrialRequest& request) {
+  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
+  HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
+  absl::MutexLock lock(&runtimes_.For(request.study_name()).mu);
+  absl::StatusOr<v1::Trial> trial =
+      store_->GetTrial(request.study_name(), request.trial_id());
+  if (!trial.ok()) return trial.status();
+  const std::string reason =
+      request.reason().empty() ? "stopped by request" : request.reason();
+  switch (trial->state()) {
+    case v1::Trial::ACTIVE:
+      // Its worker finishes it (STOPPED) when it hears should_stop.
+      trial->set_state(v1::Trial::STOPPING);
+      trial->set_stop_reason(reason);
+      break;
+    case v1::Trial::REQUESTED:
+    case v1::Trial::PAUSED:
+      StopNow(*trial, reason, Now());
+      break;
+    case v1::Trial::STOPPING:
+    case v1::Trial::STOPPED:
+      return trial;  // already stopped: a retry
+    default:
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "%s is %s; only REQUESTED, ACTIVE or PAUSED trials can be stopped",
+          TrialRef(*trial), v1::Trial::State_Name(trial->state())));
+  }
+  HT_RETURN_IF_ERROR(SaveTrial(*trial));
+  return trial;
+}
+
+absl::Status StudyService::WatchTrials(
+    const v1::WatchTrialsRequest& request,
+    const std::function<bool(const v1::TrialEvent&)>& emit,
+    const std::function<bool()>& cancelled) {
+  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
+  if (request.after_sequence() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "after_sequence: must be >= 0, got ", request.after_sequence()));
+  }
+  HT_RETURN_IF_ERROR(store_->GetStudy(request.study_name()).status());
+  int64_t after = request.after_sequence();
+  while (!cancelled()) {
+    // Read the generation before the store, so a write in between wakes us.
+    const uint64_t seen = changes_.generation();
+    absl::StatusOr<std::vector<storage::TrialChange>> changes =
+        store_->ListTrialChanges(request.study_name(), after, kWatchBatch);
+    if (!changes.ok()) return changes.status();
+    v1::TrialEvent event;
+    for (storage::TrialChange& change : *changes) {
+      event.set_sequence(change.sequence);
+      *event.mutable_trial() = std::move(change.trial);
+      if (!emit(event)) return absl::OkStatus();
+      after = change.sequence;
+    }
+    if (changes->size() == static_cast<size_t>(kWatchBatch)) continue;
+    if (!changes->empty()) {
+      // Busy studies change constantly: batch them rather than read the
+      // store after every write.
+      absl::SleepFor(kWatchPause);
+    }
+    changes_.WaitForChange(seen, kWatchPoll);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::ListOptimalTrialsResponse> StudyService::ListOptimalTrials(

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "hypertune/v1/hypertune.pb.h"
+#include "service/change_notifier.h"
 #include "service/study_runtime.h"
 #include "storage/study_store.h"
 
@@ -61,6 +62,29 @@ class StudyService {
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
       const v1::HeartbeatRequest& request);
 
+  // Early stopping. A study's rule (spec.early_stopping) judges each ACTIVE
+  // trial when it reports a measurement: STOPPING (its worker completes it,
+  // STOPPED) or, with ASHA's pause_at_rungs, PAUSED at a rung (resumed from
+  // its checkpoint when promoted: SuggestTrials hands promotions out before
+  // new configurations). CheckEarlyStopping judges the trial again now;
+  // StopTrial stops it by hand (REQUESTED and PAUSED ones at once).
+  absl::StatusOr<v1::CheckEarlyStoppingResponse> CheckEarlyStopping(
+      const v1::CheckEarlyStoppingRequest& request);
+  absl::StatusOr<v1::Trial> StopTrial(const v1::StopTrialRequest& request);
+
+  // Streams the study's trial changes after request.after_sequence: calls
+  // `emit` with each trial at its latest change, in sequence order, then
+  // waits for more. A trial that changes several times between two reads is
+  // sent once, as it is now, so a watcher that resumes from the last
+  // sequence it saw ends with every trial as stored, nothing missed or
+  // repeated. Returns OK once `emit` returns false or `cancelled` returns
+  // true (polled at least every 250 ms); NOT_FOUND if the study does not
+  // exist or is deleted meanwhile.
+  absl::Status WatchTrials(
+      const v1::WatchTrialsRequest& request,
+      const std::function<bool(const v1::TrialEvent&)>& emit,
+      const std::function<bool()>& cancelled);
+
   // Leases. A running trial whose lease ran out goes back to REQUESTED
   // (keeping its measurements and checkpoint) while it has retries left, else
   // it is FAILED. ExpireLeases does this for every study; a sweeper calls it
@@ -72,6 +96,14 @@ class StudyService {
 
  private:
   int64_t Now() const;
+  // Store writes of trials, waking the watchers.
+  absl::Status SaveTrial(const v1::Trial& trial);
+  absl::StatusOr<std::vector<v1::Trial>> SaveNewTrials(
+      const std::string& study_name, std::vector<v1::Trial> trials);
+  // Applies the study's early-stopping rule to ACTIVE `trial` (with its
+  // newest measurement, not yet saved): STOPPING or PAUSED with the reason,
+  // or unchanged. REQUIRES: the study's lock held.
+  absl::Status ApplyEarlyStopping(const v1::Study& study, v1::Trial& trial);
   // The study with its trial counts filled in.
   absl::StatusOr<v1::Study> LoadStudyWithCounts(const std::string& name);
   // Grants `trial` to `client_id`: ACTIVE, a new lease epoch and expiry.
@@ -103,6 +135,7 @@ class StudyService {
   storage::StudyStore* const store_;
   const ServiceOptions options_;
   StudyRuntimes runtimes_;
+  ChangeNotifier changes_;
 };
 
 }  // namespace hypertune::service

@@ -6,6 +6,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "optimizer/early_stopping.h"
+#include "service/conversion.h"
 
 namespace hypertune::service {
 namespace {
@@ -128,6 +130,44 @@ absl::Status ValidateStudy(const v1::Study& study) {
     return Invalid("study.spec.max_parallel_trials",
                    absl::StrCat("must be >= 0 (0 = unlimited), got ",
                                 spec.max_parallel_trials()));
+  }
+  return ValidateEarlyStopping(spec);
+}
+
+absl::Status ValidateEarlyStopping(const v1::StudySpec& spec) {
+  const v1::EarlyStoppingSpec& es = spec.early_stopping();
+  if (!v1::EarlyStoppingSpec::Rule_IsValid(es.rule())) {
+    return Invalid("study.spec.early_stopping.rule",
+                   absl::StrCat("unknown rule ", es.rule()));
+  }
+  const bool rungs = es.rule() == v1::EarlyStoppingSpec::ASHA ||
+                     es.rule() == v1::EarlyStoppingSpec::HYPERBAND;
+  if (rungs) {
+    if (es.max_resource() <= 0) {
+      return Invalid("study.spec.early_stopping.max_resource",
+                     absl::StrCat("required for ", v1::EarlyStoppingSpec::Rule_Name(es.rule()),
+                                  ": the steps of a full trial, got ",
+                                  es.max_resource()));
+    }
+    // DESIGN.md, "Multi-fidelity": the rule owns the resource.
+    for (int i = 0; i < spec.parameters_size(); ++i) {
+      if (spec.parameters(i).name() == "epochs") {
+        return Invalid(
+            absl::StrCat("study.spec.parameters[", i, "]"),
+            absl::StrCat("\"epochs\" cannot be tuned with ",
+                         v1::EarlyStoppingSpec::Rule_Name(es.rule()),
+                         "; early_stopping.max_resource sets the epochs"));
+      }
+    }
+  }
+  if (!rungs && es.pause_at_rungs()) {
+    return Invalid("study.spec.early_stopping.pause_at_rungs",
+                   "only ASHA and HYPERBAND have rungs to pause at");
+  }
+  if (absl::Status s =
+          optimizer::ValidateEarlyStoppingConfig(ToEarlyStoppingConfig(spec));
+      !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("study.spec.", s.message()));
   }
   return absl::OkStatus();
 }

@@ -18,9 +18,14 @@ absl::Status ValidateStudyName(const std::string& field, const std::string& name
 absl::Status ValidateTrialId(const std::string& field, int64_t id);
 
 // The parts of a study that the search space does not check: its name,
-// parameter and metric names, goals and budgets. Parameter ranges are checked
-// when the search space is built (see conversion.h).
+// parameter and metric names, goals, budgets and early-stopping rule.
+// Parameter ranges are checked when the search space is built (see
+// conversion.h).
 absl::Status ValidateStudy(const v1::Study& study);
+
+// The early-stopping rule of `spec`: known, with usable fields; ASHA and
+// HYPERBAND need max_resource and forbid tuning "epochs".
+absl::Status ValidateEarlyStopping(const v1::StudySpec& spec);
 
 // A measurement: non-negative step and elapsed time, named metrics, no NaN
 // (+-Infinity is allowed). `require_metrics`: at least one metric.

@@ -108,7 +108,10 @@ absl::StatusOr<std::vector<v1::Trial>> MemoryStore::CreateTrials(
       return s;
     }
   }
-  for (const v1::Trial& trial : trials) stored.emplace(trial.id(), trial);
+  for (const v1::Trial& trial : trials) {
+    stored.emplace(trial.id(), trial);
+    RecordChange(**entry, trial.id());
+  }
   return trials;
 }
 
@@ -125,7 +128,22 @@ absl::StatusOr<v1::Trial> MemoryStore::GetTrial(std::string_view study_name,
   return it->second;
 }
 
+void MemoryStore::RecordChange(Entry& entry, int64_t id) {
+  auto [it, inserted] = entry.sequence_of_trial.try_emplace(id, 0);
+  if (!inserted) entry.trial_by_sequence.erase(it->second);
+  it->second = ++entry.last_sequence;
+  entry.trial_by_sequence.emplace(it->second, id);
+}
+
 absl::Status MemoryStore::UpdateTrial(const v1::Trial& trial) {
+  return Replace(trial, /*record_change=*/true);
+}
+
+absl::Status MemoryStore::RenewTrialLease(const v1::Trial& trial) {
+  return Replace(trial, /*record_change=*/false);
+}
+
+absl::Status MemoryStore::Replace(const v1::Trial& trial, bool record_change) {
   if (absl::Status s =
           CheckStorable(trial, TrialLabel(trial.study_name(), trial.id()));
       !s.ok()) {
@@ -140,7 +158,27 @@ absl::Status MemoryStore::UpdateTrial(const v1::Trial& trial) {
         absl::StrCat(TrialLabel(trial.study_name(), trial.id()), " not found"));
   }
   it->second = trial;
+  if (record_change) RecordChange(**entry, trial.id());
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<TrialChange>> MemoryStore::ListTrialChanges(
+    std::string_view study_name, int64_t after_sequence, int limit) {
+  if (limit < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("limit: must be >= 0, got ", limit));
+  }
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Entry*> entry = Find(study_name);
+  if (!entry.ok()) return entry.status();
+  std::vector<TrialChange> changes;
+  const auto& by_sequence = (*entry)->trial_by_sequence;
+  for (auto it = by_sequence.upper_bound(after_sequence);
+       it != by_sequence.end(); ++it) {
+    if (limit > 0 && changes.size() >= static_cast<size_t>(limit)) break;
+    changes.push_back({it->first, (*entry)->trials.at(it->second)});
+  }
+  return changes;
 }
 
 absl::StatusOr<std::vector<v1::Trial>> MemoryStore::ListTrials(

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,10 @@ class MemoryStore : public StudyStore {
   absl::StatusOr<v1::Trial> GetTrial(std::string_view study_name,
                                      int64_t trial_id) override;
   absl::Status UpdateTrial(const v1::Trial& trial) override;
+  absl::Status RenewTrialLease(const v1::Trial& trial) override;
+  absl::StatusOr<std::vector<TrialChange>> ListTrialChanges(
+      std::string_view study_name, int64_t after_sequence,
+      int limit) override;
   absl::StatusOr<std::vector<v1::Trial>> ListTrials(
       std::string_view study_name, const TrialQuery& query) override;
   absl::StatusOr<absl::flat_hash_map<v1::Trial::State, int64_t>> CountTrials(
@@ -46,7 +51,16 @@ class MemoryStore : public StudyStore {
     v1::Study study;
     // By id; ids are dense from 1, the next one is the largest + 1.
     std::map<int64_t, v1::Trial> trials;
+    // The change sequence: trial id by the sequence of its latest change,
+    // and each trial's latest sequence.
+    std::map<int64_t, int64_t> trial_by_sequence;
+    std::map<int64_t, int64_t> sequence_of_trial;
+    int64_t last_sequence = 0;
   };
+  // Records a change of trial `id` in `entry`'s change sequence.
+  static void RecordChange(Entry& entry, int64_t id);
+  // UpdateTrial, recording the change or not.
+  absl::Status Replace(const v1::Trial& trial, bool record_change);
 
   // Returns the study's entry, or NOT_FOUND.
   absl::StatusOr<Entry*> Find(std::string_view name)

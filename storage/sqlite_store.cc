@@ -44,6 +44,15 @@ constexpr const char* kSchemaV2[] = {
     "CREATE INDEX trials_in_state ON trials(state)",
 };
 
+// Version 3: the change sequence (WatchTrials). Each trial row carries the
+// study-wide sequence number of its latest change; existing trials are
+// numbered by id.
+constexpr const char* kSchemaV3[] = {
+    "ALTER TABLE trials ADD COLUMN sequence INTEGER NOT NULL DEFAULT 0",
+    "UPDATE trials SET sequence = trial_id",
+    "CREATE INDEX trials_by_sequence ON trials(study_id, sequence)",
+};
+
 struct Migration {
   // The version the file has once `statements` have run.
   int version;
@@ -54,6 +63,7 @@ struct Migration {
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
+    {3, kSchemaV3},
 };
 static_assert(std::size(kMigrations) == SqliteStore::kSchemaVersion &&
                   kMigrations[std::size(kMigrations) - 1].version ==
@@ -90,25 +100,39 @@ constexpr char kUpdateStudy[] =
     "WHERE name = ?1";
 constexpr char kDeleteStudy[] = "DELETE FROM studies WHERE name = ?1";
 
-constexpr char kMaxTrialId[] =
-    "SELECT COALESCE(MAX(trial_id), 0) FROM trials WHERE study_id = ?1";
+constexpr char kMaxTrialIdAndSequence[] =
+    "SELECT COALESCE(MAX(trial_id), 0), COALESCE(MAX(sequence), 0) "
+    "FROM trials WHERE study_id = ?1";
 constexpr char kInsertTrial[] =
-    "INSERT INTO trials(study_id, trial_id, state, client_id, trial) "
-    "VALUES (?1, ?2, ?3, ?4, ?5)";
+    "INSERT INTO trials(study_id, trial_id, state, client_id, trial, sequence) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 constexpr char kSelectTrial[] =
     "SELECT t.trial FROM trials t JOIN studies s ON s.id = t.study_id "
     "WHERE s.name = ?1 AND t.trial_id = ?2";
+// Updates take the next number of the study's change sequence.
 constexpr char kUpdateTrial[] =
-    "UPDATE trials SET state = ?3, client_id = ?4, trial = ?5 "
+    "UPDATE trials SET state = ?3, client_id = ?4, trial = ?5, sequence = "
+    "(SELECT MAX(sequence) + 1 FROM trials WHERE study_id = "
+    "(SELECT id FROM studies WHERE name = ?1)) "
     "WHERE study_id = (SELECT id FROM studies WHERE name = ?1) "
     "AND trial_id = ?2";
 // kUpdateTrial when neither state nor client_id changes, else no change:
 // rewriting an indexed column rewrites its index entries, even to the same
 // value.
 constexpr char kUpdateTrialMessage[] =
+    "UPDATE trials SET trial = ?5, sequence = "
+    "(SELECT MAX(sequence) + 1 FROM trials WHERE study_id = "
+    "(SELECT id FROM studies WHERE name = ?1)) "
+    "WHERE study_id = (SELECT id FROM studies WHERE name = ?1) "
+    "AND trial_id = ?2 AND state = ?3 AND client_id = ?4";
+// Lease renewals: the message only, no change recorded.
+constexpr char kRenewTrialLease[] =
     "UPDATE trials SET trial = ?5 "
     "WHERE study_id = (SELECT id FROM studies WHERE name = ?1) "
     "AND trial_id = ?2 AND state = ?3 AND client_id = ?4";
+constexpr char kListTrialChanges[] =
+    "SELECT trial_id, sequence, trial FROM trials "
+    "WHERE study_id = ?1 AND sequence > ?2 ORDER BY sequence LIMIT ?3";
 constexpr char kCountTrials[] =
     "SELECT state, COUNT(*) FROM trials WHERE study_id = ?1 GROUP BY state";
 constexpr char kIntegrityCheck[] = "PRAGMA integrity_check";
@@ -908,14 +932,19 @@ absl::StatusOr<std::vector<v1::Trial>> SqliteStore::CreateTrials(
     if (!study_id.ok()) return study_id.status();
 
     int64_t last_id = 0;
+    int64_t last_sequence = 0;
     {
-      absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kMaxTrialId);
+      absl::StatusOr<sqlite3_stmt*> statement =
+          db.Prepared(kMaxTrialIdAndSequence);
       if (!statement.ok()) return statement.status();
       Query query(db.db(), *statement, what);
       query.BindInt(1, *study_id);
       absl::StatusOr<bool> row = query.Step();
       if (!row.ok()) return row.status();
-      if (*row) last_id = query.Int(0);
+      if (*row) {
+        last_id = query.Int(0);
+        last_sequence = query.Int(1);
+      }
     }
 
     absl::StatusOr<sqlite3_stmt*> insert = db.Prepared(kInsertTrial);
@@ -931,7 +960,8 @@ absl::StatusOr<std::vector<v1::Trial>> SqliteStore::CreateTrials(
           .BindInt(2, trial.id())
           .BindInt(3, trial.state())
           .BindBytes(4, trial.client_id())
-          .BindBytes(5, *bytes);
+          .BindBytes(5, *bytes)
+          .BindInt(6, ++last_sequence);
       if (absl::Status s = query.Run(); !s.ok()) return s;
     }
     return absl::OkStatus();
@@ -965,6 +995,15 @@ absl::StatusOr<v1::Trial> SqliteStore::GetTrial(std::string_view study_name,
 }
 
 absl::Status SqliteStore::UpdateTrial(const v1::Trial& trial) {
+  return ReplaceTrial(trial, /*record_change=*/true);
+}
+
+absl::Status SqliteStore::RenewTrialLease(const v1::Trial& trial) {
+  return ReplaceTrial(trial, /*record_change=*/false);
+}
+
+absl::Status SqliteStore::ReplaceTrial(const v1::Trial& trial,
+                                       bool record_change) {
   const std::string label = TrialLabel(trial.study_name(), trial.id());
   absl::StatusOr<std::string> bytes = SerializeForStore(trial, label);
   if (!bytes.ok()) return bytes.status();
@@ -987,7 +1026,8 @@ absl::Status SqliteStore::UpdateTrial(const v1::Trial& trial) {
   auto apply = [&](Connection& db) -> absl::Status {
     // Most updates (reports) keep the state and the client: then only the
     // message changes and no index needs rewriting.
-    absl::StatusOr<bool> changed = run(db, kUpdateTrialMessage);
+    absl::StatusOr<bool> changed =
+        run(db, record_change ? kUpdateTrialMessage : kRenewTrialLease);
     if (!changed.ok()) return changed.status();
     if (*changed) return absl::OkStatus();
     changed = run(db, kUpdateTrial);
@@ -1067,6 +1107,48 @@ absl::StatusOr<std::vector<v1::Trial>> SqliteStore::ListTrials(
   });
   if (!status.ok()) return status;
   return trials;
+}
+
+absl::StatusOr<std::vector<TrialChange>> SqliteStore::ListTrialChanges(
+    std::string_view study_name, int64_t after_sequence, int limit) {
+  if (limit < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("limit: must be >= 0, got ", limit));
+  }
+  const std::string what =
+      absl::StrCat("listing trial changes of ", StudyLabel(study_name));
+  std::vector<TrialChange> changes;
+  absl::Status status = Read([&](Connection& db) -> absl::Status {
+    Connection::Transaction transaction(db);
+    if (absl::Status s = transaction.Begin(kBeginRead, what); !s.ok()) {
+      return s;
+    }
+    absl::StatusOr<int64_t> study_id = db.StudyId(study_name);
+    if (!study_id.ok()) return study_id.status();
+    absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kListTrialChanges);
+    if (!statement.ok()) return statement.status();
+    {
+      Query rows(db.db(), *statement, what);
+      rows.BindInt(1, *study_id)
+          .BindInt(2, after_sequence)
+          .BindInt(3, limit == 0 ? -1 : limit);
+      while (true) {
+        absl::StatusOr<bool> row = rows.Step();
+        if (!row.ok()) return row.status();
+        if (!*row) break;
+        TrialChange& change = changes.emplace_back();
+        change.sequence = rows.Int(1);
+        if (absl::Status s = Parse(rows.Bytes(2), change.trial,
+                                   TrialLabel(study_name, rows.Int(0)));
+            !s.ok()) {
+          return s;
+        }
+      }
+    }
+    return transaction.Commit(what);
+  });
+  if (!status.ok()) return status;
+  return changes;
 }
 
 absl::StatusOr<absl::flat_hash_map<v1::Trial::State, int64_t>>

@@ -67,7 +67,7 @@ struct SqliteOptions {
 class SqliteStore : public StudyStore {
  public:
   // The schema version this build writes; Open migrates older files to it.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
   // The most writes one transaction takes; the rest wait for the next.
   static constexpr int kMaxBatchWrites = 256;
 
@@ -104,6 +104,10 @@ class SqliteStore : public StudyStore {
   absl::StatusOr<v1::Trial> GetTrial(std::string_view study_name,
                                      int64_t trial_id) override;
   absl::Status UpdateTrial(const v1::Trial& trial) override;
+  absl::Status RenewTrialLease(const v1::Trial& trial) override;
+  absl::StatusOr<std::vector<TrialChange>> ListTrialChanges(
+      std::string_view study_name, int64_t after_sequence,
+      int limit) override;
   absl::StatusOr<std::vector<v1::Trial>> ListTrials(
       std::string_view study_name, const TrialQuery& query) override;
   absl::StatusOr<absl::flat_hash_map<v1::Trial::State, int64_t>> CountTrials(
@@ -152,6 +156,9 @@ class SqliteStore : public StudyStore {
   // Applies `batch` in one transaction and sets each write's status.
   void CommitBatch(const std::vector<Write*>& batch)
       ABSL_LOCKS_EXCLUDED(queue_mu_);
+
+  // UpdateTrial, recording the change in the sequence or not.
+  absl::Status ReplaceTrial(const v1::Trial& trial, bool record_change);
 
   // Runs `read` on a read connection (waiting for a free one) and returns
   // its status, or the error that opening a connection met.

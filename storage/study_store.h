@@ -38,6 +38,14 @@ struct TrialQuery {
   int limit = 0;
 };
 
+// A trial as of its latest change. Every change to a study's trials gets
+// the next number of that study's change sequence (WatchTrials resumes from
+// one), so a trial appears once, at its newest sequence.
+struct TrialChange {
+  int64_t sequence = 0;
+  v1::Trial trial;
+};
+
 class StudyStore {
  public:
   virtual ~StudyStore() = default;
@@ -68,9 +76,19 @@ class StudyStore {
   virtual absl::StatusOr<v1::Trial> GetTrial(std::string_view study_name,
                                              int64_t trial_id) = 0;
 
-  // Replaces the stored trial (matched by study_name and id).
-  // NOT_FOUND if absent.
+  // Replaces the stored trial (matched by study_name and id) and records the
+  // change in the study's change sequence. NOT_FOUND if absent.
   virtual absl::Status UpdateTrial(const v1::Trial& trial) = 0;
+
+  // UpdateTrial without recording a change: for lease renewals, which
+  // watchers of the study need not see.
+  virtual absl::Status RenewTrialLease(const v1::Trial& trial) = 0;
+
+  // The study's trials changed after `after_sequence`, by increasing
+  // sequence; at most `limit` (0 means no limit). NOT_FOUND if the study is
+  // absent.
+  virtual absl::StatusOr<std::vector<TrialChange>> ListTrialChanges(
+      std::string_view study_name, int64_t after_sequence, int limit) = 0;
 
   // Trials matching `query`, by increasing id. NOT_FOUND if the study is
   // absent.

@@ -1,7 +1,9 @@
 // Client: one method per RPC, each through ClientCore::Call, and NextTrial.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -9,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "trainer_sdk/client_core.h"
+#include "trainer_sdk/grpc_status.h"
 #include "trainer_sdk/hypertune.h"
 #include "trainer_sdk/lease_keeper.h"
 
@@ -379,6 +382,76 @@ absl::StatusOr<v1::HeartbeatResponse> Client::Heartbeat(
       });
   if (!status.ok()) return status;
   return response;
+}
+
+absl::StatusOr<v1::CheckEarlyStoppingResponse> Client::CheckEarlyStopping(
+    const std::string& study, int64_t trial_id) const {
+  v1::CheckEarlyStoppingRequest request;
+  request.set_study_name(study);
+  request.set_trial_id(trial_id);
+  v1::CheckEarlyStoppingResponse response;
+  absl::Status status = core_->Call(
+      "CheckEarlyStopping", Retry::kIdempotent, [&](grpc::ClientContext& c) {
+        return core_->stub().CheckEarlyStopping(&c, request, &response);
+      });
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<v1::Trial> Client::StopTrial(const std::string& study,
+                                            int64_t trial_id,
+                                            const std::string& reason) const {
+  v1::StopTrialRequest request;
+  request.set_study_name(study);
+  request.set_trial_id(trial_id);
+  request.set_reason(reason);
+  v1::Trial response;
+  // Stopping a stopped trial returns it unchanged: safe to repeat.
+  absl::Status status = core_->Call(
+      "StopTrial", Retry::kIdempotent, [&](grpc::ClientContext& c) {
+        return core_->stub().StopTrial(&c, request, &response);
+      });
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::Status Client::WatchTrials(
+    const std::string& study, int64_t after_sequence,
+    const std::function<bool(const v1::TrialEvent&)>& on_event) const {
+  v1::WatchTrialsRequest request;
+  request.set_study_name(study);
+  int failures = 0;
+  while (true) {
+    request.set_after_sequence(after_sequence);
+    grpc::ClientContext context;
+    // A stream has no deadline of its own: it lasts while the caller wants.
+    if (absl::Status s =
+            core_->PrepareContext(context, std::chrono::hours(24 * 365));
+        !s.ok()) {
+      return s;
+    }
+    std::unique_ptr<grpc::ClientReader<v1::TrialEvent>> reader =
+        core_->stub().WatchTrials(&context, request);
+    v1::TrialEvent event;
+    bool wanted = true;
+    while (wanted && reader->Read(&event)) {
+      after_sequence = event.sequence();
+      failures = 0;
+      wanted = on_event(event);
+    }
+    if (!wanted) {
+      context.TryCancel();
+      reader->Finish();
+      return absl::OkStatus();
+    }
+    absl::Status status = ToAbslStatus(reader->Finish());
+    if (status.code() != absl::StatusCode::kUnavailable ||
+        ++failures >= core_->options().max_attempts) {
+      return status;
+    }
+    internal::SleepBackoff(failures, core_->options().initial_backoff,
+                           core_->options().max_backoff);
+  }
 }
 
 }  // namespace hypertune

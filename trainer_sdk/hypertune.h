@@ -32,6 +32,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -160,6 +161,20 @@ class Client {
       const v1::CompleteTrialRequest& request) const;
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
       const v1::HeartbeatRequest& request) const;
+  // Judges the trial by the study's early-stopping rule now.
+  absl::StatusOr<v1::CheckEarlyStoppingResponse> CheckEarlyStopping(
+      const std::string& study, int64_t trial_id) const;
+  // Stops the trial by hand ("" = "stopped by request").
+  absl::StatusOr<v1::Trial> StopTrial(const std::string& study,
+                                      int64_t trial_id,
+                                      const std::string& reason = "") const;
+  // Streams the study's trial changes after `after_sequence` to `on_event`
+  // until it returns false (then OK) or the stream fails in a way a retry
+  // does not cure. A dropped stream is opened again after the last sequence
+  // seen, so no change is missed or repeated (within max_attempts).
+  absl::Status WatchTrials(
+      const std::string& study, int64_t after_sequence,
+      const std::function<bool(const v1::TrialEvent&)>& on_event) const;
 
   const std::string& client_id() const;
   // The resolved options (server and client_id filled in).
@@ -229,9 +244,17 @@ class Trial {
   // The checkpoint to resume from: left by an earlier holder of the trial,
   // or set by SetCheckpoint. Empty if none.
   const std::string& checkpoint_uri() const { return proto_.checkpoint_uri(); }
-  // Whether the server asked the trial to stop early, as of the last renewal
-  // (background or Heartbeat).
+  // Whether the server asked the trial to stop early (or paused it at an
+  // ASHA rung), as of the last renewal or report. The program should then
+  // save what it has and finish: Complete with its last metrics (the trial
+  // becomes STOPPED; a paused one stays PAUSED, to be resumed from its
+  // checkpoint when promoted).
   bool should_stop() const;
+  // Whether the trial is paused at a rung (see should_stop).
+  bool paused() const { return proto_.state() == v1::Trial::PAUSED; }
+  // Asks the server now (CheckEarlyStopping): the rule judges the trial
+  // against the study's latest results. Returns should_stop() afterwards.
+  absl::StatusOr<bool> ShouldStop();
   // Whether a background thread renews the lease now.
   bool heartbeating() const;
   // OK while the lease may still be this handle's; once it is lost, the

@@ -154,7 +154,22 @@ absl::Status Trial::Usable() const {
 }
 
 bool Trial::should_stop() const {
-  return lease_ != nullptr && lease_->should_stop();
+  return proto_.state() == v1::Trial::STOPPING ||
+         proto_.state() == v1::Trial::PAUSED ||
+         (lease_ != nullptr && lease_->should_stop());
+}
+
+absl::StatusOr<bool> Trial::ShouldStop() {
+  absl::StatusOr<Client> client = Attached();
+  if (!client.ok()) return client.status();
+  absl::StatusOr<v1::CheckEarlyStoppingResponse> response =
+      client->CheckEarlyStopping(proto_.study_name(), proto_.id());
+  if (!response.ok()) return response.status();
+  if (response->should_stop()) {
+    proto_.set_state(response->state());
+    proto_.set_stop_reason(response->reason());
+  }
+  return should_stop();
 }
 
 bool Trial::heartbeating() const {

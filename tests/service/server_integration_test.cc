@@ -4,8 +4,10 @@
 #include <sys/wait.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -248,14 +250,25 @@ TEST(ServerIntegrationTest, MalformedRequestsGetTheirCodes) {
          return stub->GetTrial(&ctx, r, &out);
        },
        grpc::StatusCode::NOT_FOUND, "999"},
-      {"early stopping not built yet",
+      {"early-stopping check of a missing trial",
        [&] {
          grpc::ClientContext ctx;
          v1::CheckEarlyStoppingRequest r;
+         r.set_study_name("s");
+         r.set_trial_id(999);
          v1::CheckEarlyStoppingResponse out;
          return stub->CheckEarlyStopping(&ctx, r, &out);
        },
-       grpc::StatusCode::UNIMPLEMENTED, "not built yet"},
+       grpc::StatusCode::NOT_FOUND, "999"},
+      {"stopping a trial without an id",
+       [&] {
+         grpc::ClientContext ctx;
+         v1::StopTrialRequest r;
+         r.set_study_name("s");
+         v1::Trial out;
+         return stub->StopTrial(&ctx, r, &out);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "trial_id"},
       {"heartbeat with a stale epoch",
        [&] {
          grpc::ClientContext ctx;
@@ -280,6 +293,75 @@ TEST(ServerIntegrationTest, MalformedRequestsGetTheirCodes) {
     ASSERT_TRUE(stub->GetStudy(&ctx, r, &out).ok()) << "after " << c.label;
     EXPECT_EQ(out.trial_counts().at("ACTIVE"), 1) << "after " << c.label;
   }
+}
+
+// WatchTrials over gRPC: a watcher that disconnects and resumes from the last
+// sequence it saw ends up with every trial as stored, each change seen once.
+TEST(ServerIntegrationTest, WatchTrialsResumesAfterADisconnectWithoutGaps) {
+  TempDir dir;
+  std::unique_ptr<service::Server> server =
+      StartServer(dir.File("watch.db"));
+  ASSERT_NE(server, nullptr);
+  Client client = MakeClient(server->address(), "watcher");
+  ASSERT_TRUE(client.CreateStudy(QuadraticStudy("w", 12, 0)).ok());
+
+  std::map<int64_t, v1::Trial> seen;  // latest state by trial id
+  std::set<int64_t> sequences;
+  int64_t last = 0;
+  auto watch_until = [&](const std::function<bool()>& enough) {
+    return client.WatchTrials("w", last, [&](const v1::TrialEvent& event) {
+      EXPECT_TRUE(sequences.insert(event.sequence()).second)
+          << "sequence " << event.sequence() << " seen twice";
+      EXPECT_GT(event.sequence(), last);
+      last = event.sequence();
+      seen[event.trial().id()] = event.trial();
+      return !enough();
+    });
+  };
+
+  // Half the study, then a watcher that leaves once it has seen 6 trials.
+  int done = 0;
+  for (int i = 0; i < 6; ++i) {
+    auto trial = client.NextTrial("w");
+    ASSERT_TRUE(trial.ok() && trial->has_value());
+    ASSERT_TRUE((*trial)->Complete({{"loss", Loss((*trial)->proto())}}).ok());
+    ++done;
+  }
+  ASSERT_TRUE(watch_until([&] { return seen.size() >= 6; }).ok());
+
+  // While it is away the rest of the study runs; another watcher, live,
+  // sees the changes as they happen.
+  std::map<int64_t, v1::Trial> live;
+  std::thread live_watcher([&] {
+    absl::Status s = client.WatchTrials("w", 0, [&](const v1::TrialEvent& e) {
+      live[e.trial().id()] = e.trial();
+      int completed = 0;
+      for (const auto& [id, t] : live) completed += t.state() == v1::Trial::COMPLETED;
+      return completed < 12;
+    });
+    EXPECT_TRUE(s.ok()) << s;
+  });
+  WorkerLoop(client, "w", &done);
+  live_watcher.join();
+  EXPECT_EQ(live.size(), 12u);
+
+  // Resumed: the first watcher catches up.
+  ASSERT_TRUE(watch_until([&] {
+                int completed = 0;
+                for (const auto& [id, t] : seen) {
+                  completed += t.state() == v1::Trial::COMPLETED;
+                }
+                return completed >= 12;
+              }).ok());
+  auto stored = client.ListAllTrials("w");
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  ASSERT_EQ(seen.size(), stored->size());
+  for (const v1::Trial& t : *stored) {
+    ASSERT_TRUE(seen.count(t.id())) << "trial " << t.id();
+    EXPECT_EQ(seen[t.id()].state(), t.state()) << "trial " << t.id();
+    EXPECT_EQ(seen[t.id()].measurements_size(), t.measurements_size());
+  }
+  server->Shutdown();
 }
 
 // hypertuned as a separate process on a free port, so that it can be killed

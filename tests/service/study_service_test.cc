@@ -3,10 +3,12 @@
 
 #include <limits>
 #include <set>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
 #include "storage/memory_store.h"
 
 namespace hypertune::service {
@@ -550,6 +552,334 @@ TEST_F(StudyServiceTest, UnknownStudyAndTrialAreNotFound) {
   ASSERT_TRUE(service_.DeleteStudy(del).ok());
   EXPECT_EQ(service_.DeleteStudy(del).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+// ----- Early stopping -----
+
+class EarlyStoppingTest : public StudyServiceTest {
+ protected:
+  // A 1-parameter study minimizing "loss" under `rule` (text format of an
+  // EarlyStoppingSpec), QUASI_RANDOM, one trial at a time.
+  void CreateWithRule(const std::string& rule, int max_trials) {
+    v1::CreateStudyRequest request;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+      study {
+        name: "es"
+        spec {
+          parameters { name: "x" double_spec { min: 0 max: 1 } }
+          metrics { name: "loss" goal: MINIMIZE }
+          algorithm: QUASI_RANDOM
+          max_parallel_trials: 1
+        }
+      })pb", &request));
+    request.mutable_study()->mutable_spec()->set_max_trials(max_trials);
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+        rule, request.mutable_study()->mutable_spec()->mutable_early_stopping()));
+    auto study = service_.CreateStudy(request);
+    ASSERT_TRUE(study.ok()) << study.status();
+  }
+
+  // The one trial the worker gets next (asserting there is one).
+  v1::Trial Next() {
+    auto response = Suggest("es", 1, "w");
+    EXPECT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response.ok() ? response->trials_size() : 0, 1);
+    return response.ok() && response->trials_size() == 1 ? response->trials(0)
+                                                        : v1::Trial();
+  }
+
+  v1::Trial Get(int64_t id) {
+    v1::GetTrialRequest get;
+    get.set_study_name("es");
+    get.set_trial_id(id);
+    auto trial = service_.GetTrial(get);
+    EXPECT_TRUE(trial.ok()) << trial.status();
+    return trial.ok() ? *trial : v1::Trial();
+  }
+
+  // Runs the next trial to the end with loss `loss` at steps 1..steps.
+  int64_t RunToEnd(int steps, double loss) {
+    v1::Trial t = Next();
+    for (int step = 1; step <= steps; ++step) {
+      EXPECT_TRUE(Report("es", t.id(), step, loss).ok());
+    }
+    EXPECT_TRUE(Complete("es", t.id(), loss).ok());
+    return t.id();
+  }
+};
+
+TEST_F(EarlyStoppingTest, MedianStopsAPoorTrialWhichItsWorkerThenFinishes) {
+  CreateWithRule("rule: MEDIAN min_trials: 3", 0);
+  for (int i = 0; i < 3; ++i) RunToEnd(3, 1.0);
+
+  v1::Trial good = Next();
+  auto reported = Report("es", good.id(), 1, 0.5);
+  ASSERT_TRUE(reported.ok()) << reported.status();
+  EXPECT_EQ(reported->state(), v1::Trial::ACTIVE);
+  ASSERT_TRUE(Complete("es", good.id(), 0.5).ok());
+
+  v1::Trial poor = Next();
+  reported = Report("es", poor.id(), 1, 5.0);
+  ASSERT_TRUE(reported.ok()) << reported.status();
+  EXPECT_EQ(reported->state(), v1::Trial::STOPPING);
+  EXPECT_THAT(reported->stop_reason(), HasSubstr("median"));
+
+  // The worker hears it from a heartbeat and from CheckEarlyStopping.
+  v1::HeartbeatRequest beat;
+  beat.set_study_name("es");
+  beat.set_trial_id(poor.id());
+  beat.set_lease_epoch(poor.lease_epoch());
+  auto heard = service_.Heartbeat(beat);
+  ASSERT_TRUE(heard.ok()) << heard.status();
+  EXPECT_TRUE(heard->should_stop());
+  v1::CheckEarlyStoppingRequest check;
+  check.set_study_name("es");
+  check.set_trial_id(poor.id());
+  auto checked = service_.CheckEarlyStopping(check);
+  ASSERT_TRUE(checked.ok()) << checked.status();
+  EXPECT_TRUE(checked->should_stop());
+  EXPECT_EQ(checked->state(), v1::Trial::STOPPING);
+  EXPECT_THAT(checked->reason(), HasSubstr("median"));
+
+  // Completing it makes it STOPPED; late reports are refused.
+  auto done = Complete("es", poor.id(), 5.0);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::Trial::STOPPED);
+  auto late = Report("es", poor.id(), 2, 4.0);
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(EarlyStoppingTest, StoppingTrialWhoseWorkerVanishesEndsStopped) {
+  CreateWithRule("rule: MEDIAN min_trials: 1", 0);
+  RunToEnd(2, 1.0);
+  v1::Trial poor = Next();
+  auto reported = Report("es", poor.id(), 1, 9.0);
+  ASSERT_TRUE(reported.ok()) << reported.status();
+  ASSERT_EQ(reported->state(), v1::Trial::STOPPING);
+  now_ms_ += 61'000;  // past the lease
+  ASSERT_TRUE(service_.ExpireLeases().ok());
+  v1::Trial after = Get(poor.id());
+  EXPECT_EQ(after.state(), v1::Trial::STOPPED);
+  EXPECT_EQ(after.final_measurement().metrics().at("loss"), 9.0);
+}
+
+TEST_F(EarlyStoppingTest, AshaPausesAtRungsAndPromotesBeforeNewTrials) {
+  CreateWithRule(
+      "rule: ASHA min_resource: 1 max_resource: 9 reduction_factor: 3 "
+      "pause_at_rungs: true",
+      3);
+  // Three trials reach rung 1; each pauses there (its checkpoint kept).
+  const double losses[] = {0.5, 0.2, 0.9};
+  for (double loss : losses) {
+    v1::Trial t = Next();
+    v1::HeartbeatRequest beat;
+    beat.set_study_name("es");
+    beat.set_trial_id(t.id());
+    beat.set_lease_epoch(t.lease_epoch());
+    beat.set_checkpoint_uri(absl::StrCat("ckpt-", t.id()));
+    ASSERT_TRUE(service_.Heartbeat(beat).ok());
+    auto reported = Report("es", t.id(), 1, loss);
+    ASSERT_TRUE(reported.ok()) << reported.status();
+    EXPECT_EQ(reported->state(), v1::Trial::PAUSED) << "trial " << t.id();
+    // The worker wrapping up: its heartbeat says stop, its completion
+    // leaves the pause alone.
+    auto heard = service_.Heartbeat(beat);
+    ASSERT_TRUE(heard.ok()) << heard.status();
+    EXPECT_TRUE(heard->should_stop());
+    EXPECT_EQ(heard->state(), v1::Trial::PAUSED);
+    auto finished = Complete("es", t.id(), loss);
+    ASSERT_TRUE(finished.ok()) << finished.status();
+    EXPECT_EQ(finished->state(), v1::Trial::PAUSED);
+  }
+
+  // The best of rung 1 (trial 2) is promoted: same id, a new epoch, its
+  // checkpoint.
+  v1::Trial promoted = Next();
+  EXPECT_EQ(promoted.id(), 2);
+  EXPECT_EQ(promoted.state(), v1::Trial::ACTIVE);
+  EXPECT_EQ(promoted.lease_epoch(), 2);
+  EXPECT_EQ(promoted.checkpoint_uri(), "ckpt-2");
+  auto reported = Report("es", 2, 2, 0.15);
+  ASSERT_TRUE(reported.ok()) << reported.status();
+  EXPECT_EQ(reported->state(), v1::Trial::ACTIVE);
+  reported = Report("es", 2, 3, 0.1);
+  ASSERT_TRUE(reported.ok()) << reported.status();
+  EXPECT_EQ(reported->state(), v1::Trial::PAUSED);  // rung 3
+
+  // The budget is spent: the best of each rung still runs to the end.
+  promoted = Next();
+  EXPECT_EQ(promoted.id(), 2);
+  for (int step = 4; step <= 9; ++step) {
+    reported = Report("es", 2, step, 0.1 - 0.01 * step);
+    ASSERT_TRUE(reported.ok()) << reported.status();
+    EXPECT_EQ(reported->state(), v1::Trial::ACTIVE) << "step " << step;
+  }
+  ASSERT_TRUE(Complete("es", 2, 0.01).ok());
+
+  // Then the rest are stopped and the study is done.
+  auto last = Suggest("es", 1, "w");
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(last->trials_size(), 0);
+  EXPECT_EQ(last->study_state(), v1::Study::COMPLETED);
+  for (int64_t id : {1, 3}) {
+    v1::Trial t = Get(id);
+    EXPECT_EQ(t.state(), v1::Trial::STOPPED) << "trial " << id;
+    EXPECT_THAT(t.stop_reason(), HasSubstr("not promoted"));
+  }
+  EXPECT_EQ(Get(2).state(), v1::Trial::COMPLETED);
+}
+
+TEST_F(EarlyStoppingTest, StopTrialByHand) {
+  CreateWithRule("", 0);
+  v1::Trial running = Next();
+  v1::CreateTrialRequest queue;
+  queue.set_study_name("es");
+  auto* x = queue.mutable_trial()->add_parameters();
+  x->set_name("x");
+  x->set_double_value(0.5);
+  auto queued = service_.CreateTrial(queue);
+  ASSERT_TRUE(queued.ok()) << queued.status();
+
+  v1::StopTrialRequest stop;
+  stop.set_study_name("es");
+  stop.set_trial_id(running.id());
+  auto stopped = service_.StopTrial(stop);
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_EQ(stopped->state(), v1::Trial::STOPPING);
+  EXPECT_EQ(stopped->stop_reason(), "stopped by request");
+  stopped = service_.StopTrial(stop);  // a retry
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_EQ(stopped->state(), v1::Trial::STOPPING);
+
+  stop.set_trial_id(queued->id());
+  stop.set_reason("not needed");
+  stopped = service_.StopTrial(stop);
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_EQ(stopped->state(), v1::Trial::STOPPED);
+  EXPECT_EQ(stopped->stop_reason(), "not needed");
+
+  ASSERT_TRUE(Complete("es", running.id(), 1.0).ok());
+  stop.set_trial_id(RunToEnd(1, 1.0));
+  EXPECT_EQ(service_.StopTrial(stop).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  stop.set_trial_id(99);
+  EXPECT_EQ(service_.StopTrial(stop).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(EarlyStoppingTest, BadRulesAreRefusedNamingTheField) {
+  struct Case {
+    std::string rule;
+    std::string field;
+  };
+  const Case cases[] = {
+      {"rule: ASHA", "study.spec.early_stopping.max_resource"},
+      {"rule: ASHA max_resource: 9 reduction_factor: 1.5",
+       "early_stopping.reduction_factor"},
+      {"rule: MEDIAN pause_at_rungs: true",
+       "study.spec.early_stopping.pause_at_rungs"},
+      {"rule: PERCENTILE percentile: 150", "early_stopping.percentile"},
+  };
+  for (const Case& c : cases) {
+    v1::CreateStudyRequest request;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+      study {
+        name: "bad"
+        spec {
+          parameters { name: "x" double_spec { min: 0 max: 1 } }
+          metrics { name: "loss" goal: MINIMIZE }
+        }
+      })pb", &request));
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+        c.rule,
+        request.mutable_study()->mutable_spec()->mutable_early_stopping()));
+    absl::Status s = service_.CreateStudy(request).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.rule;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.field)) << c.rule;
+  }
+  // ASHA owns the epochs.
+  v1::CreateStudyRequest request;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    study {
+      name: "bad"
+      spec {
+        parameters { name: "epochs" integer_spec { min: 1 max: 9 } }
+        metrics { name: "loss" goal: MINIMIZE }
+        early_stopping { rule: ASHA max_resource: 9 }
+      }
+    })pb", &request));
+  absl::Status s = service_.CreateStudy(request).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("\"epochs\""));
+}
+
+// ----- WatchTrials -----
+
+TEST_F(StudyServiceTest, WatchTrialsStreamsChangesAndResumesWithoutGaps) {
+  Create("w", 0, 0);
+  auto first = Suggest("w", 2, "a");
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(Report("w", 1, 1, 0.5).ok());
+
+  // Reads what is there, then stops (emit returns false at `limit`).
+  auto watch = [&](int64_t after, size_t limit) {
+    std::vector<v1::TrialEvent> events;
+    v1::WatchTrialsRequest request;
+    request.set_study_name("w");
+    request.set_after_sequence(after);
+    absl::Status s = service_.WatchTrials(
+        request,
+        [&](const v1::TrialEvent& e) {
+          events.push_back(e);
+          return events.size() < limit;
+        },
+        [&] { return events.size() >= limit; });
+    EXPECT_TRUE(s.ok()) << s;
+    return events;
+  };
+  std::vector<v1::TrialEvent> events = watch(0, 2);
+  ASSERT_EQ(events.size(), 2u);
+  // Trial 2 as created, then trial 1 as measured (its latest change).
+  EXPECT_EQ(events[0].trial().id(), 2);
+  EXPECT_EQ(events[1].trial().id(), 1);
+  EXPECT_EQ(events[1].trial().measurements_size(), 1);
+  EXPECT_LT(events[0].sequence(), events[1].sequence());
+
+  // Resuming after the last sequence seen gets only what changed since.
+  const int64_t seen = events[1].sequence();
+  ASSERT_TRUE(Complete("w", 2, 0.25).ok());
+  events = watch(seen, 1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].trial().id(), 2);
+  EXPECT_EQ(events[0].trial().state(), v1::Trial::COMPLETED);
+  EXPECT_GT(events[0].sequence(), seen);
+
+  // A watcher waiting for a change is woken by it.
+  std::vector<v1::TrialEvent> live;
+  std::thread watcher([&] { live = watch(events[0].sequence(), 1); });
+  ASSERT_TRUE(Complete("w", 1, 0.75).ok());
+  watcher.join();
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live[0].trial().id(), 1);
+  EXPECT_EQ(live[0].trial().state(), v1::Trial::COMPLETED);
+
+  v1::WatchTrialsRequest missing;
+  missing.set_study_name("nope");
+  EXPECT_EQ(service_
+                .WatchTrials(
+                    missing, [](const v1::TrialEvent&) { return true; },
+                    [] { return false; })
+                .code(),
+            absl::StatusCode::kNotFound);
+  v1::WatchTrialsRequest negative;
+  negative.set_study_name("w");
+  negative.set_after_sequence(-1);
+  EXPECT_EQ(service_
+                .WatchTrials(
+                    negative, [](const v1::TrialEvent&) { return true; },
+                    [] { return false; })
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

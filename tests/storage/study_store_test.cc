@@ -626,6 +626,76 @@ TYPED_TEST(StudyStoreTest, CountTrialsByState) {
                                             Pair(v1::Trial::COMPLETED, 2)));
 }
 
+// (trial id, sequence) of each change.
+std::vector<std::pair<int64_t, int64_t>> IdsAndSequences(
+    const std::vector<TrialChange>& changes) {
+  std::vector<std::pair<int64_t, int64_t>> result;
+  for (const TrialChange& change : changes) {
+    result.emplace_back(change.trial.id(), change.sequence);
+  }
+  return result;
+}
+
+TYPED_TEST(StudyStoreTest, TrialChangesFollowTheStudysSequence) {
+  StudyStore& store = *this->store_;
+  this->Create("mnist");
+  this->Create("other");
+  ASSERT_TRUE(
+      store.CreateTrials("mnist", MakeTrials(3, v1::Trial::REQUESTED)).ok());
+  ASSERT_TRUE(
+      store.CreateTrials("other", MakeTrials(2, v1::Trial::REQUESTED)).ok());
+  absl::StatusOr<std::vector<TrialChange>> changes =
+      store.ListTrialChanges("mnist", 0, 0);
+  ASSERT_TRUE(changes.ok()) << changes.status();
+  EXPECT_EQ(IdsAndSequences(*changes),
+            (std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 2}, {3, 3}}));
+
+  // An update moves the trial to the end, once; a lease renewal does not.
+  absl::StatusOr<v1::Trial> first = store.GetTrial("mnist", 1);
+  ASSERT_TRUE(first.ok()) << first.status();
+  first->set_state(v1::Trial::ACTIVE);
+  ASSERT_TRUE(store.UpdateTrial(*first).ok());
+  first->set_lease_expire_time_ms(1234);
+  ASSERT_TRUE(store.RenewTrialLease(*first).ok());
+  changes = store.ListTrialChanges("mnist", 0, 0);
+  ASSERT_TRUE(changes.ok()) << changes.status();
+  EXPECT_EQ(IdsAndSequences(*changes),
+            (std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {3, 3}, {1, 4}}));
+  EXPECT_EQ(changes->back().trial.lease_expire_time_ms(), 1234);
+  EXPECT_EQ(changes->back().trial.state(), v1::Trial::ACTIVE);
+
+  // Resuming after a sequence number, with a limit.
+  changes = store.ListTrialChanges("mnist", 2, 1);
+  ASSERT_TRUE(changes.ok()) << changes.status();
+  EXPECT_EQ(IdsAndSequences(*changes),
+            (std::vector<std::pair<int64_t, int64_t>>{{3, 3}}));
+  changes = store.ListTrialChanges("mnist", 4, 0);
+  ASSERT_TRUE(changes.ok()) << changes.status();
+  EXPECT_THAT(*changes, IsEmpty());
+
+  // New trials continue the sequence; other studies have their own.
+  ASSERT_TRUE(
+      store.CreateTrials("mnist", MakeTrials(1, v1::Trial::REQUESTED)).ok());
+  changes = store.ListTrialChanges("mnist", 4, 0);
+  ASSERT_TRUE(changes.ok()) << changes.status();
+  EXPECT_EQ(IdsAndSequences(*changes),
+            (std::vector<std::pair<int64_t, int64_t>>{{4, 5}}));
+  changes = store.ListTrialChanges("other", 0, 0);
+  ASSERT_TRUE(changes.ok()) << changes.status();
+  EXPECT_EQ(IdsAndSequences(*changes),
+            (std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 2}}));
+
+  EXPECT_EQ(store.ListTrialChanges("missing", 0, 0).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store.ListTrialChanges("mnist", 0, -1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  v1::Trial missing = MakeTrial(v1::Trial::ACTIVE);
+  missing.set_study_name("mnist");
+  missing.set_id(99);
+  EXPECT_EQ(store.RenewTrialLease(missing).code(),
+            absl::StatusCode::kNotFound);
+}
+
 TYPED_TEST(StudyStoreTest, DeleteStudyRemovesItsTrials) {
   StudyStore& store = *this->store_;
   this->Create("mnist");
@@ -1401,12 +1471,15 @@ TEST_F(SqliteStoreTest, MigratesAVersionOneFile) {
     // Back to what version 1 wrote.
     RawDb raw(path_);
     raw.Query("DROP INDEX trials_in_state");
-    raw.Query("DELETE FROM schema_version WHERE version = 2");
+    raw.Query("DROP INDEX trials_by_sequence");
+    raw.Query("ALTER TABLE trials DROP COLUMN sequence");
+    raw.Query("DELETE FROM schema_version WHERE version >= 2");
   }
   std::unique_ptr<SqliteStore> store = OpenOrDie();
   ASSERT_NE(store, nullptr);
   RawDb raw(path_);
-  EXPECT_EQ(raw.Query("SELECT MAX(version) FROM schema_version"), "2");
+  EXPECT_EQ(raw.Query("SELECT MAX(version) FROM schema_version"),
+            std::to_string(SqliteStore::kSchemaVersion));
   EXPECT_EQ(raw.Query("SELECT COUNT(*) FROM sqlite_master "
                       "WHERE type = 'index' AND name = 'trials_in_state'"),
             "1");
@@ -1414,6 +1487,19 @@ TEST_F(SqliteStoreTest, MigratesAVersionOneFile) {
       store->ListTrialsInStates({v1::Trial::ACTIVE});
   ASSERT_TRUE(active.ok()) << active.status();
   EXPECT_EQ(Ids(*active), Range(1, 2));
+  // Trials from before the change sequence are numbered by id, and later
+  // changes continue after them.
+  absl::StatusOr<std::vector<TrialChange>> changes =
+      store->ListTrialChanges("mnist", 0, 0);
+  ASSERT_TRUE(changes.ok()) << changes.status();
+  ASSERT_EQ(changes->size(), 2u);
+  EXPECT_EQ((*changes)[1].sequence, 2);
+  ASSERT_TRUE(store->UpdateTrial((*changes)[0].trial).ok());
+  changes = store->ListTrialChanges("mnist", 2, 0);
+  ASSERT_TRUE(changes.ok()) << changes.status();
+  ASSERT_EQ(changes->size(), 1u);
+  EXPECT_EQ((*changes)[0].sequence, 3);
+  EXPECT_EQ((*changes)[0].trial.id(), 1);
 }
 
 TEST_F(SqliteStoreTest, ReadConnectionsAreBounded) {

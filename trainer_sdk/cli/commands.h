@@ -40,6 +40,8 @@ absl::Status RunCompleteCommand(const CommandContext& context,
 absl::Status RunHeartbeatCommand(const CommandContext& context,
                                  const Args& args);
 absl::Status RunWorkerCommand(const CommandContext& context, const Args& args);
+absl::Status RunWatchCommand(const CommandContext& context, const Args& args);
+absl::Status RunStopCommand(const CommandContext& context, const Args& args);
 
 extern const char kStudyUsage[];
 extern const char kTrialsUsage[];
@@ -48,6 +50,8 @@ extern const char kReportUsage[];
 extern const char kCompleteUsage[];
 extern const char kHeartbeatUsage[];
 extern const char kWorkerUsage[];
+extern const char kWatchUsage[];
+extern const char kStopUsage[];
 
 }  // namespace hypertune::cli
 

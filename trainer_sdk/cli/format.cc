@@ -120,9 +120,12 @@ absl::StatusOr<std::vector<v1::Trial::State>> ParseTrialStates(
   return states;
 }
 
-absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message) {
+namespace {
+
+absl::StatusOr<std::string> PrintJson(const google::protobuf::Message& message,
+                                      bool multiline) {
   google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
+  options.add_whitespace = multiline;
   options.preserve_proto_field_names = true;
   std::string json;
   auto status =
@@ -132,8 +135,19 @@ absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message) {
         "cannot print ", message.GetTypeName(), " as JSON: ",
         std::string(status.message())));
   }
-  if (json.empty() || json.back() != '\n') json += '\n';
   return json;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message) {
+  absl::StatusOr<std::string> json = PrintJson(message, /*multiline=*/true);
+  if (json.ok() && (json->empty() || json->back() != '\n')) *json += '\n';
+  return json;
+}
+
+absl::StatusOr<std::string> ToJsonLine(const google::protobuf::Message& message) {
+  return PrintJson(message, /*multiline=*/false);
 }
 
 absl::Status FromJson(std::string_view json, std::string_view source,
@@ -217,9 +231,8 @@ std::string FormatTimeMs(int64_t unix_ms) {
   return buffer;
 }
 
-Grid TrialGrid(const v1::Study* study, const std::vector<v1::Trial>& trials,
-               GridStyle style) {
-  bool csv = style == GridStyle::kCsv;
+TrialColumns ColumnsOf(const v1::Study* study,
+                       const std::vector<v1::Trial>& trials) {
   std::vector<std::string> params;
   std::vector<std::string> metrics;
   std::set<std::string> seen_params;
@@ -242,7 +255,19 @@ Grid TrialGrid(const v1::Study* study, const std::vector<v1::Trial>& trials,
     }
   }
   metrics.insert(metrics.end(), extra_metrics.begin(), extra_metrics.end());
+  return {std::move(params), std::move(metrics)};
+}
 
+Grid TrialGrid(const v1::Study* study, const std::vector<v1::Trial>& trials,
+               GridStyle style) {
+  return TrialGrid(ColumnsOf(study, trials), trials, style);
+}
+
+Grid TrialGrid(const TrialColumns& columns,
+               const std::vector<v1::Trial>& trials, GridStyle style) {
+  const bool csv = style == GridStyle::kCsv;
+  const std::vector<std::string>& params = columns.parameters;
+  const std::vector<std::string>& metrics = columns.metrics;
   Grid grid;
   Row header = {csv ? "id" : "ID", csv ? "state" : "STATE"};
   header.insert(header.end(), params.begin(), params.end());

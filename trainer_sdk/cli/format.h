@@ -40,6 +40,8 @@ absl::StatusOr<std::vector<v1::Trial::State>> ParseTrialStates(
 // `message` in protobuf's JSON mapping with snake_case field names, indented,
 // ending in a newline.
 absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message);
+// ToJson on one line, without the trailing newline (JSON Lines).
+absl::StatusOr<std::string> ToJsonLine(const google::protobuf::Message& message);
 
 // Parses `json` (the JSON mapping; unknown fields are errors) into `message`.
 // INVALID_ARGUMENT naming `source` and protobuf's complaint.
@@ -67,10 +69,22 @@ enum class GridStyle {
   kCsv,    // Lower-case headers, exact numbers, every column.
 };
 
-// One row per trial under a header: id, state, each parameter (the study's
-// order, then any others the trials carry), each final metric (the study's
-// metrics first, then others by name), then the latest step, and for CSV
-// elapsed_seconds and client_id; infeasible_reason last. `study` may be null.
+// The parameter and metric columns of a trial grid: the study's parameters
+// in order, then any others the trials carry; the study's metrics, then the
+// trials' other final metrics by name. `study` may be null.
+struct TrialColumns {
+  std::vector<std::string> parameters;
+  std::vector<std::string> metrics;
+};
+TrialColumns ColumnsOf(const v1::Study* study,
+                       const std::vector<v1::Trial>& trials);
+
+// One row per trial under a header: id, state, each parameter and final
+// metric of `columns`, then the latest step, and for CSV elapsed_seconds and
+// client_id; infeasible_reason last.
+Grid TrialGrid(const TrialColumns& columns,
+               const std::vector<v1::Trial>& trials, GridStyle style);
+// TrialGrid with the columns of `study` and `trials`.
 Grid TrialGrid(const v1::Study* study, const std::vector<v1::Trial>& trials,
                GridStyle style);
 

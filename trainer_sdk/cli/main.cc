@@ -44,6 +44,9 @@ constexpr char kUsage[] =
     "                                 finish a trial, or give it back\n"
     "  heartbeat NAME TRIAL_ID [--checkpoint URI]\n"
     "                                 renew a trial's lease\n"
+    "  stop NAME TRIAL_ID [--reason TEXT]\n"
+    "                                 stop a trial early\n"
+    "  watch NAME [--after SEQ]       print trial changes as they happen\n"
     "Running:\n"
     "  worker NAME [--parallel N] -- CMD [ARG...]\n"
     "                                 run CMD once per trial of the study\n"
@@ -69,6 +72,8 @@ const Command kCommands[] = {
     {"heartbeat", hypertune::cli::RunHeartbeatCommand,
      hypertune::cli::kHeartbeatUsage},
     {"worker", hypertune::cli::RunWorkerCommand, hypertune::cli::kWorkerUsage},
+    {"watch", hypertune::cli::RunWatchCommand, hypertune::cli::kWatchUsage},
+    {"stop", hypertune::cli::RunStopCommand, hypertune::cli::kStopUsage},
 };
 
 const Command* FindCommand(const std::string& name) {

@@ -1,8 +1,12 @@
 // `hypertune trials|suggest|report|complete|heartbeat`.
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "trainer_sdk/cli/args.h"
 #include "trainer_sdk/cli/commands.h"
@@ -27,6 +31,21 @@ const char kSuggestUsage[] =
     "process) and prints the SuggestTrialsResponse as JSON. No trials with\n"
     "study_state COMPLETED: the budget is spent; with ACTIVE: the study is at\n"
     "its parallel limit, ask again later.\n";
+
+const char kWatchUsage[] =
+    "usage: hypertune watch NAME [--after SEQ] [--format table|json]\n"
+    "\n"
+    "Prints the trial changes of study NAME as they happen (created, measured,\n"
+    "completed, stopped), each once, until interrupted. A trial that changed\n"
+    "several times between two reads is printed as it is now. --after SEQ\n"
+    "resumes after the sequence number SEQ (the first column; 0 = from the\n"
+    "start). JSON: one TrialEvent per line.\n";
+
+const char kStopUsage[] =
+    "usage: hypertune stop NAME TRIAL_ID [--reason TEXT]\n"
+    "\n"
+    "Stops a trial early: an ACTIVE one becomes STOPPING (its worker finishes\n"
+    "it, STOPPED), a REQUESTED or PAUSED one STOPPED at once.\n";
 
 const char kReportUsage[] =
     "usage: hypertune report NAME TRIAL_ID --step N [--epoch E] "
@@ -98,6 +117,80 @@ int64_t LatestStep(const v1::Trial& trial) {
   return step;
 }
 
+// JSON (the ListTrialsResponse mapping) or CSV, printed page by page as
+// they arrive, so a study of any size streams in constant memory. CSV columns
+// come from the study and the first page.
+absl::Status StreamTrials(const CommandContext& context,
+                          const std::string& name,
+                          const std::vector<v1::Trial::State>& states,
+                          OutputFormat format) {
+  absl::StatusOr<v1::Study> study = context.client.GetStudy(name);
+  if (!study.ok()) return study.status();
+  v1::ListTrialsRequest request;
+  request.set_study_name(name);
+  request.set_page_size(1000);
+  for (v1::Trial::State state : states) request.add_states(state);
+  std::optional<TrialColumns> columns;
+  bool first = true;
+  if (format == OutputFormat::kJson) context.out << "{\"trials\": [";
+  do {
+    absl::StatusOr<v1::ListTrialsResponse> page =
+        context.client.ListTrials(request);
+    if (!page.ok()) return page.status();
+    std::vector<v1::Trial> trials(page->trials().begin(), page->trials().end());
+    if (format == OutputFormat::kJson) {
+      for (const v1::Trial& trial : trials) {
+        absl::StatusOr<std::string> json = ToJson(trial);
+        if (!json.ok()) return json.status();
+        context.out << (first ? "\n" : ",\n")
+                    << absl::StripTrailingAsciiWhitespace(*json);
+        first = false;
+      }
+    } else {
+      if (!columns.has_value()) columns = ColumnsOf(&*study, trials);
+      Grid grid = TrialGrid(*columns, trials, GridStyle::kCsv);
+      if (!first) grid.erase(grid.begin());  // the header, printed once
+      context.out << FormatCsv(grid);
+      first = false;
+    }
+    context.out.flush();
+    request.set_page_token(page->next_page_token());
+  } while (!request.page_token().empty());
+  if (format == OutputFormat::kJson) context.out << "\n]}\n";
+  return absl::OkStatus();
+}
+
+// One line per trial change: "#SEQ trial ID STATE step N OBJECTIVE=V (reason)".
+std::string DescribeEvent(const v1::TrialEvent& event,
+                          const std::string& objective) {
+  const v1::Trial& trial = event.trial();
+  std::string line =
+      absl::StrCat("#", event.sequence(), " trial ", trial.id(), " ",
+                   v1::Trial::State_Name(trial.state()));
+  const v1::Measurement* m =
+      trial.has_final_measurement()
+          ? &trial.final_measurement()
+          : (trial.measurements_size() > 0
+                 ? &trial.measurements(trial.measurements_size() - 1)
+                 : nullptr);
+  if (m != nullptr) {
+    absl::StrAppend(&line, " step ", m->step());
+    auto it = m->metrics().find(objective);
+    if (it != m->metrics().end()) {
+      absl::StrAppend(&line, " ", objective, "=", FormatShort(it->second));
+    }
+  }
+  for (const std::string* reason :
+       {&trial.stop_reason(), &trial.infeasible_reason(),
+        &trial.failure_reason()}) {
+    if (!reason->empty()) {
+      absl::StrAppend(&line, " (", *reason, ")");
+      break;
+    }
+  }
+  return line;
+}
+
 }  // namespace
 
 absl::Status RunTrialsCommand(const CommandContext& context, const Args& args) {
@@ -116,25 +209,20 @@ absl::Status RunTrialsCommand(const CommandContext& context, const Args& args) {
       {OutputFormat::kTable, OutputFormat::kJson, OutputFormat::kCsv});
   if (!format.ok()) return format.status();
 
-  absl::StatusOr<std::vector<v1::Trial>> trials =
-      context.client.ListAllTrials(name, *states);
-  if (!trials.ok()) return trials.status();
-  if (*format == OutputFormat::kJson) {
-    v1::ListTrialsResponse all;
-    for (v1::Trial& trial : *trials) *all.add_trials() = std::move(trial);
-    return Print(context, all);
+  if (*format == OutputFormat::kTable) {
+    absl::StatusOr<std::vector<v1::Trial>> trials =
+        context.client.ListAllTrials(name, *states);
+    if (!trials.ok()) return trials.status();
+    absl::StatusOr<v1::Study> study = context.client.GetStudy(name);
+    if (!study.ok()) return study.status();
+    if (trials->empty()) {
+      context.out << "no trials\n";
+    } else {
+      context.out << FormatTable(TrialGrid(&*study, *trials, GridStyle::kTable));
+    }
+    return absl::OkStatus();
   }
-  // The study gives the column order of parameters and metrics.
-  absl::StatusOr<v1::Study> study = context.client.GetStudy(name);
-  if (!study.ok()) return study.status();
-  if (*format == OutputFormat::kCsv) {
-    context.out << FormatCsv(TrialGrid(&*study, *trials, GridStyle::kCsv));
-  } else if (trials->empty()) {
-    context.out << "no trials\n";
-  } else {
-    context.out << FormatTable(TrialGrid(&*study, *trials, GridStyle::kTable));
-  }
-  return absl::OkStatus();
+  return StreamTrials(context, name, *states, *format);
 }
 
 absl::Status RunSuggestCommand(const CommandContext& context,
@@ -287,6 +375,62 @@ absl::Status RunHeartbeatCommand(const CommandContext& context,
       context.client.Heartbeat(request);
   if (!response.ok()) return response.status();
   return Print(context, *response);
+}
+
+absl::Status RunWatchCommand(const CommandContext& context, const Args& args) {
+  absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, {{"after"}, {"format"}});
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->positional.size() != 1) {
+    return UsageError("watch takes one study NAME");
+  }
+  absl::StatusOr<int64_t> after = parsed->GetInt("after", 0, 0);
+  if (!after.ok()) return after.status();
+  absl::StatusOr<OutputFormat> format =
+      ParseFormat(parsed->Get("format"), OutputFormat::kTable,
+                  {OutputFormat::kTable, OutputFormat::kJson});
+  if (!format.ok()) return format.status();
+  const std::string& name = parsed->positional[0];
+  absl::StatusOr<v1::Study> study = context.client.GetStudy(name);
+  if (!study.ok()) return study.status();
+  const std::string objective =
+      study->spec().metrics_size() > 0 ? study->spec().metrics(0).name() : "";
+
+  absl::Status printed;
+  absl::Status watched = context.client.WatchTrials(
+      name, *after, [&](const v1::TrialEvent& event) {
+        if (*format == OutputFormat::kJson) {
+          absl::StatusOr<std::string> json = ToJsonLine(event);
+          if (!json.ok()) {
+            printed = json.status();
+            return false;
+          }
+          context.out << *json << '\n';
+        } else {
+          context.out << DescribeEvent(event, objective) << '\n';
+        }
+        context.out.flush();
+        return true;
+      });
+  if (!printed.ok()) return printed;
+  return watched;
+}
+
+absl::Status RunStopCommand(const CommandContext& context, const Args& args) {
+  absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, {{"reason"}});
+  if (!parsed.ok()) return parsed.status();
+  std::string study;
+  int64_t trial_id = 0;
+  if (absl::Status s = StudyAndTrial(*parsed, "stop", &study, &trial_id);
+      !s.ok()) {
+    return s;
+  }
+  if (parsed->positional.size() > 2) {
+    return UsageError("stop takes only NAME and TRIAL_ID");
+  }
+  absl::StatusOr<v1::Trial> trial = context.client.StopTrial(
+      study, trial_id, parsed->Get("reason").value_or(""));
+  if (!trial.ok()) return trial.status();
+  return Print(context, *trial);
 }
 
 }  // namespace hypertune::cli

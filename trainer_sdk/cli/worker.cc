@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <limits>
 #include <memory>
 #include <thread>
@@ -386,6 +387,8 @@ class Worker {
     // Renews the lease in the background while the program runs.
     Trial lease = client_.Hold(trial);
     bool lease_checked = false;
+    // Set when a report's answer stops (or pauses) the trial early.
+    std::optional<std::string> stop_reason;
 
     auto on_stdout = [&](std::string_view line) {
       log << line << '\n';
@@ -420,6 +423,11 @@ class Worker {
       m->set_elapsed_seconds(ElapsedSeconds(trial, started));
       m->mutable_metrics()->insert(storable.begin(), storable.end());
       absl::StatusOr<v1::Trial> updated = client_.AddMeasurement(request);
+      if (updated.ok() && (updated->state() == v1::Trial::STOPPING ||
+                           updated->state() == v1::Trial::PAUSED)) {
+        // The rule judged this report: no need to wait for a heartbeat.
+        stop_reason = updated->stop_reason();
+      }
       if (!updated.ok()) {
         console_.Err(absl::StrCat("warning: trial ", id, " step ",
                                   *metrics.step, ": ",
@@ -438,8 +446,12 @@ class Worker {
         signals_passed_on = signals;
         run.worker_signal = g_last_signal.load();
       }
-      if (lease.should_stop() && !run.stop_requested) {
-        console_.Out(absl::StrCat("trial ", id, ": the server stops it early"));
+      if ((lease.should_stop() || stop_reason.has_value()) &&
+          !run.stop_requested) {
+        console_.Out(absl::StrCat("trial ", id, ": the server stops it early",
+                                  stop_reason.has_value() && !stop_reason->empty()
+                                      ? absl::StrCat(" (", *stop_reason, ")")
+                                      : ""));
         run.stop_requested = true;
         (*process)->Terminate();
       }
