@@ -1,0 +1,160 @@
+// Early stopping end to end: SDK workers against an in-process server over
+// gRPC. With ASHA in pause mode, trials pause at their rungs and are resumed
+// from their checkpoints when promoted, never restarted.
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+#include "service/server.h"
+#include "tests/service/test_server.h"
+#include "trainer_sdk/hypertune.h"
+
+namespace hypertune {
+namespace {
+
+constexpr int kMaxResource = 9;
+
+// A learning curve whose ranking by x holds at every step: the best trials
+// are the same early and late, so the rungs' choices are checkable.
+double Loss(double x, int64_t step) {
+  return (x - 0.3) * (x - 0.3) + 1.0 / static_cast<double>(step);
+}
+
+// The step a checkpoint URI of this test names ("mem://trial-7/step-3").
+int64_t CheckpointStep(const std::string& uri) {
+  int64_t step = 0;
+  const size_t at = uri.rfind("step-");
+  if (at == std::string::npos) return 0;
+  EXPECT_TRUE(absl::SimpleAtoi(uri.substr(at + 5), &step)) << uri;
+  return step;
+}
+
+struct TrialRun {
+  int64_t trial_id;
+  int64_t first_step;  // 1, or one past the checkpoint it resumed from
+  int64_t last_step;
+  bool paused;
+};
+
+// Trains trials of `study` until it completes, as a checkpointing trainer
+// would: resume after the checkpoint, checkpoint then report each step,
+// finish when told to stop.
+void Worker(const Client& client, const std::string& study, absl::Mutex* mu,
+            std::vector<TrialRun>* runs) {
+  while (true) {
+    auto next = client.NextTrial(study);
+    ASSERT_TRUE(next.ok()) << next.status();
+    if (!next->has_value()) return;
+    Trial& trial = **next;
+    const double x = trial.Double("x").value();
+    const int64_t resume = CheckpointStep(trial.checkpoint_uri());
+    // The checkpoint is where its measurements end.
+    const auto& measured = trial.proto().measurements();
+    EXPECT_EQ(measured.empty() ? 0 : measured.rbegin()->step(), resume)
+        << "trial " << trial.id();
+    TrialRun run{trial.id(), resume + 1, resume, false};
+    for (int64_t step = resume + 1; step <= kMaxResource; ++step) {
+      ASSERT_TRUE(trial
+                      .SetCheckpoint(absl::StrCat("mem://trial-", trial.id(),
+                                                  "/step-", step))
+                      .ok());
+      ASSERT_TRUE(trial.Report(step, {{"loss", Loss(x, step)}}).ok());
+      run.last_step = step;
+      if (trial.should_stop()) break;
+    }
+    run.paused = trial.paused();
+    ASSERT_TRUE(trial.Complete({{"loss", Loss(x, run.last_step)}}).ok());
+    absl::MutexLock lock(mu);
+    runs->push_back(run);
+  }
+}
+
+TEST(EarlyStoppingIntegrationTest, AshaPausesAndResumesFromCheckpoints) {
+  test::TempDir dir;
+  service::ServerOptions options;
+  options.db_path = dir.File("asha.db");
+  options.listen = "127.0.0.1:0";
+  auto server = service::Server::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+
+  ClientOptions client_options;
+  client_options.server = (*server)->address();
+  client_options.client_id = "asha";
+  Client client(client_options);
+  v1::Study study;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    name: "asha"
+    spec {
+      parameters { name: "x" double_spec { min: 0 max: 1 } }
+      metrics { name: "loss" goal: MINIMIZE }
+      algorithm: QUASI_RANDOM
+      max_trials: 9
+      max_parallel_trials: 3
+      early_stopping {
+        rule: ASHA
+        min_resource: 1
+        max_resource: 9
+        reduction_factor: 3
+        pause_at_rungs: true
+      }
+    })pb", &study));
+  ASSERT_TRUE(client.CreateStudy(study).ok());
+
+  absl::Mutex mu;
+  std::vector<TrialRun> runs;
+  std::vector<std::thread> workers;
+  for (int i = 0; i < 3; ++i) {
+    workers.emplace_back(Worker, std::cref(client), "asha", &mu, &runs);
+  }
+  for (std::thread& w : workers) w.join();
+
+  auto trials = client.ListAllTrials("asha");
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  ASSERT_EQ(trials->size(), 9u);
+  int64_t steps_spent = 0;
+  std::map<int64_t, double> loss_at_1;
+  int completed = 0;
+  for (const v1::Trial& t : *trials) {
+    // Finished: the best ran to the end, the rest were stopped.
+    EXPECT_TRUE(t.state() == v1::Trial::COMPLETED ||
+                t.state() == v1::Trial::STOPPED)
+        << "trial " << t.id() << " is " << v1::Trial::State_Name(t.state());
+    completed += t.state() == v1::Trial::COMPLETED;
+    // Resumed, never restarted: each step measured once, in order.
+    for (int i = 0; i < t.measurements_size(); ++i) {
+      EXPECT_EQ(t.measurements(i).step(), i + 1) << "trial " << t.id();
+    }
+    steps_spent += t.measurements_size();
+    loss_at_1[t.id()] = t.measurements(0).metrics().at("loss");
+  }
+  EXPECT_GE(completed, 1);
+  EXPECT_LT(steps_spent, 9 * kMaxResource / 2);
+  // The trial that ran to the end is the best at the first rung.
+  int64_t best_at_1 = loss_at_1.begin()->first;
+  for (const auto& [id, loss] : loss_at_1) {
+    if (loss < loss_at_1[best_at_1]) best_at_1 = id;
+  }
+  for (const v1::Trial& t : *trials) {
+    if (t.id() == best_at_1) {
+      EXPECT_EQ(t.state(), v1::Trial::COMPLETED);
+      EXPECT_EQ(t.measurements_size(), kMaxResource);
+    }
+  }
+  // Some runs were resumptions of paused trials.
+  int resumed = 0;
+  for (const TrialRun& run : runs) resumed += run.first_step > 1;
+  EXPECT_GE(resumed, 1);
+  (*server)->Shutdown();
+}
+
+}  // namespace
+}  // namespace hypertune
