@@ -8,6 +8,9 @@
 //                           [--hypertuned PATH]
 //   hypertune-bench soak [--minutes 10] [--workers 64] [--reports 5]
 //                        [--report-ms 200] [--algorithm RANDOM] [--seed 1]
+//   hypertune-bench early-stopping [--configs 400] [--seeds 20]
+//                        [--workers 4] [--max-resource 81]
+//                        [--min-resource 1] [--eta 3] [--out suite.json]
 //
 // Prints one JSON object per line in the schema of shared/peers/
 // optuna_peer.py. Usage errors: a message on stderr and exit status 2;
@@ -35,9 +38,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "benchmarks/chaos.h"
+#include "benchmarks/early_stopping.h"
 #include "benchmarks/functions.h"
 #include "benchmarks/regret.h"
 #include "benchmarks/service_load.h"
+#include "optimizer/early_stopping.h"
 #include "optimizer/suggester.h"
 
 namespace hypertune::bench {
@@ -60,6 +65,9 @@ constexpr char kUsage[] =
     "                          [--hypertuned PATH]\n"
     "  hypertune-bench soak [--minutes M] [--workers W] [--reports R]\n"
     "                       [--report-ms MS] [--algorithm A] [--seed S]\n"
+    "  hypertune-bench early-stopping [--configs N] [--seeds S] [--workers W]\n"
+    "                       [--max-resource R] [--min-resource R] [--eta E]\n"
+    "                       [--out SUITE.json]\n"
     "algorithms: GP_BANDIT (default), TPE, RANDOM, QUASI_RANDOM\n";
 
 // `--name value` or `--name=value` flags, checked against the names a
@@ -335,6 +343,126 @@ int Soak(const std::vector<std::string>& args) {
   return 0;
 }
 
+// The early-stopping benchmark (benchmarks/early_stopping.h): every rule over
+// the same synthetic learning curves, epochs until the study's best is within
+// 1% of the pool's full-budget optimum. One JSON line per rule on stdout, a
+// table on stderr; --out writes the curves for peers_optuna_pruners.py.
+int EarlyStopping(const std::vector<std::string>& args) {
+  absl::StatusOr<Flags> flags =
+      Flags::Parse(args, {"configs", "seeds", "workers", "max-resource",
+                          "min-resource", "eta", "out"});
+  if (!flags.ok()) return UsageError(flags.status());
+  const absl::StatusOr<int> configs = flags->Int("configs", 400, 1);
+  const absl::StatusOr<int> seeds = flags->Int("seeds", 20, 1);
+  const absl::StatusOr<int> workers = flags->Int("workers", 4, 1);
+  const absl::StatusOr<int> max_resource = flags->Int("max-resource", 81, 1);
+  const absl::StatusOr<int> min_resource = flags->Int("min-resource", 1, 1);
+  for (const absl::Status& s :
+       {configs.status(), seeds.status(), workers.status(),
+        max_resource.status(), min_resource.status()}) {
+    if (!s.ok()) return UsageError(s);
+  }
+  double eta = 3;
+  if (const std::string e = flags->String("eta", "3");
+      !absl::SimpleAtod(e, &eta) || !(eta >= 2)) {
+    return UsageError(absl::InvalidArgumentError(
+        absl::StrCat("--eta: expected a number >= 2, got \"", e, "\"")));
+  }
+  constexpr double kTolerance = 0.01;
+  std::vector<CurveSuite> suites;
+  for (int seed = 0; seed < *seeds; ++seed) {
+    suites.push_back(MakeCurveSuite(*configs, *max_resource, seed));
+  }
+  if (const std::string out = flags->String("out", ""); !out.empty()) {
+    if (absl::Status s = WriteSuitesJson(suites, kTolerance, out); !s.ok()) {
+      return Failure(s);
+    }
+  }
+
+  using Rule = optimizer::EarlyStoppingConfig::Rule;
+  auto make = [&](std::string label, Rule rule, bool pause) {
+    StudySimOptions o;
+    o.label = std::move(label);
+    o.workers = *workers;
+    o.tolerance = kTolerance;
+    o.config.rule = rule;
+    o.config.maximize = true;
+    o.config.min_resource = *min_resource;
+    o.config.max_resource = *max_resource;
+    o.config.reduction_factor = eta;
+    o.config.pause_at_rungs = pause;
+    return o;
+  };
+  std::vector<StudySimOptions> runs = {
+      make("none", Rule::kNone, false),
+      make("median", Rule::kMedian, false),
+      make("percentile25", Rule::kPercentile, false),
+      make("asha", Rule::kAsha, false),
+      make("asha-pause", Rule::kAsha, true),
+      make("hyperband", Rule::kHyperband, false),
+      make("hyperband-pause", Rule::kHyperband, true)};
+  // min_trials stays 0, the rules' defaults (5 finished trials for median
+  // and percentile, as Optuna's MedianPruner; 1 for ASHA, as its
+  // SuccessiveHalvingPruner); percentile keeps the top quarter.
+  for (StudySimOptions& o : runs) o.config.percentile = 25;
+
+  struct Row {
+    std::string label;
+    double mean_epochs, median_epochs, reached, gap, trials;
+  };
+  std::vector<Row> rows;
+  for (const StudySimOptions& o : runs) {
+    std::vector<double> epochs;
+    double reached = 0, gap = 0, trials = 0, resumes = 0;
+    for (const CurveSuite& suite : suites) {
+      absl::StatusOr<StudySimResult> r = SimulateStudy(suite, o);
+      if (!r.ok()) return UsageError(r.status());
+      epochs.push_back(static_cast<double>(r->epochs_to_target));
+      reached += r->reached;
+      gap += (suite.optimum - r->final_quality) / std::abs(suite.optimum);
+      trials += r->trials;
+      resumes += r->paused_resumes;
+    }
+    const double n = static_cast<double>(suites.size());
+    double sum = 0;
+    for (double e : epochs) sum += e;
+    const Row row{.label = o.label,
+                  .mean_epochs = sum / n,
+                  .median_epochs = Percentile(epochs, 50),
+                  .reached = reached / n,
+                  .gap = gap / n,
+                  .trials = trials / n};
+    nlohmann::ordered_json line = {
+        {"benchmark", "early_stopping"},
+        {"optimizer", absl::StrCat("hypertune-", o.label)},
+        {"workers", o.workers},
+        {"configs", *configs},
+        {"seeds", *seeds},
+        {"max_resource", *max_resource},
+        {"min_resource", *min_resource},
+        {"eta", eta},
+        {"mean_epochs_to_target", row.mean_epochs},
+        {"median_epochs_to_target", row.median_epochs},
+        {"reached_fraction", row.reached},
+        {"mean_final_gap", row.gap},
+        {"mean_trials", row.trials},
+        {"mean_resumes", resumes / n},
+        {"epochs_to_target", epochs}};
+    std::cout << line.dump() << std::endl;
+    rows.push_back(row);
+  }
+  const double none = rows.front().mean_epochs;
+  std::fprintf(stderr, "%-22s %12s %12s %8s %10s %8s %9s\n", "rule",
+               "mean_epochs", "median", "reached", "final_gap", "trials",
+               "vs_none");
+  for (const Row& r : rows) {
+    std::fprintf(stderr, "%-22s %12.1f %12.1f %8.2f %9.3f%% %8.1f %8.2fx\n",
+                 r.label.c_str(), r.mean_epochs, r.median_epochs, r.reached,
+                 100 * r.gap, r.trials, none / r.mean_epochs);
+  }
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   if (argc < 2) {
     return UsageError(absl::InvalidArgumentError("missing subcommand"));
@@ -349,6 +477,7 @@ int Main(int argc, char** argv) {
   if (command == "latency") return Latency(args);
   if (command == "service") return Service(args);
   if (command == "soak") return Soak(args);
+  if (command == "early-stopping") return EarlyStopping(args);
   return UsageError(absl::InvalidArgumentError(
       absl::StrCat("unknown subcommand \"", argv[1], "\"")));
 }

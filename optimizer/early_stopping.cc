@@ -35,6 +35,12 @@ bool Better(double a, double b, bool maximize) {
   return maximize ? a > b : a < b;
 }
 
+// min_trials, 0 resolved to the rule's default.
+int MinTrials(const EarlyStoppingConfig& config) {
+  if (config.min_trials > 0) return config.min_trials;
+  return IsAsha(config) ? 1 : 5;
+}
+
 const TrialCurve* Find(std::span<const TrialCurve> study, int64_t id) {
   for (const TrialCurve& curve : study) {
     if (curve.id == id) return &curve;
@@ -53,7 +59,8 @@ int LastFinite(const TrialCurve& curve) {
 // The index of the first finite point at a step >= `step`, or -1.
 int FirstAtOrPast(const TrialCurve& curve, int64_t step) {
   for (size_t i = 0; i < curve.points.size(); ++i) {
-    if (curve.points[i].first >= step && std::isfinite(curve.points[i].second)) {
+    if (curve.points[i].first >= step &&
+        std::isfinite(curve.points[i].second)) {
       return static_cast<int>(i);
     }
   }
@@ -67,7 +74,8 @@ double Quantile(std::vector<double> values, double q) {
   const double pos = q * static_cast<double>(values.size() - 1);
   const size_t lo = static_cast<size_t>(std::floor(pos));
   const size_t hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (pos - static_cast<double>(lo)) * (values[hi] - values[lo]);
+  return values[lo] +
+         (pos - static_cast<double>(lo)) * (values[hi] - values[lo]);
 }
 
 std::string Num(double x) {
@@ -110,7 +118,7 @@ Decision PercentileDecision(const EarlyStoppingConfig& config,
     if (count > 0) averages.push_back(sum / count);
   }
   const int n = static_cast<int>(averages.size());
-  if (n < config.min_trials) return {};
+  if (n < MinTrials(config)) return {};
   const bool median = config.rule == Rule::kMedian;
   const double kept = (median ? 50.0 : config.percentile) / 100.0;
   // The cut the best `kept` share reaches: a high quantile when maximizing.
@@ -185,23 +193,25 @@ Decision AshaDecision(const EarlyStoppingConfig& config,
   size_t rank = 0;
   while (rank < n && standings[rank].id != trial.id) ++rank;
   assert(rank < n);
-  const std::string name =
-      config.rule == Rule::kAsha ? "asha" : absl::StrCat("hyperband[", bracket, "]");
-  const std::string where = absl::StrCat(
-      name, ": ", Num(standings[rank].value), " at rung ", *rung, " ranks ",
-      rank + 1, " of ", n);
+  const std::string name = config.rule == Rule::kAsha
+                               ? "asha"
+                               : absl::StrCat("hyperband[", bracket, "]");
+  const std::string where =
+      absl::StrCat(name, ": ", Num(standings[rank].value), " at rung ", *rung,
+                   " ranks ", rank + 1, " of ", n);
   const int top = TopCount(config, n, !config.pause_at_rungs);
   if (static_cast<int>(rank) < top) {
-    return {Action::kContinue, absl::StrCat(where, "; the top ", top, " go on")};
+    return {Action::kContinue,
+            absl::StrCat(where, "; the top ", top, " go on")};
   }
   if (config.pause_at_rungs) {
     return {Action::kPause,
             absl::StrCat(where, "; paused until in the top 1/",
                          Num(config.reduction_factor), " (now ", top, ")")};
   }
-  if (static_cast<int>(n) < config.min_trials) {
+  if (static_cast<int>(n) < MinTrials(config)) {
     return {Action::kContinue,
-            absl::StrCat(where, "; fewer than ", config.min_trials,
+            absl::StrCat(where, "; fewer than ", MinTrials(config),
                          " trials reached it")};
   }
   return {Action::kStop, absl::StrCat(where, "; only the top ", top, " go on")};
@@ -233,15 +243,16 @@ absl::Status ValidateEarlyStoppingConfig(const EarlyStoppingConfig& config) {
         return Invalid("grace_steps",
                        absl::StrCat("must be >= 0, got ", config.grace_steps));
       }
-      if (config.min_trials < 1) {
-        return Invalid("min_trials",
-                       absl::StrCat("must be >= 1, got ", config.min_trials));
+      if (config.min_trials < 0) {
+        return Invalid(
+            "min_trials",
+            absl::StrCat("must be >= 0 (0: the rule's default), got ",
+                         config.min_trials));
       }
       if (config.rule == Rule::kPercentile &&
           !(config.percentile > 0.0 && config.percentile < 100.0)) {
-        return Invalid("percentile",
-                       absl::StrCat("must be in (0, 100), got ",
-                                    Num(config.percentile)));
+        return Invalid("percentile", absl::StrCat("must be in (0, 100), got ",
+                                                  Num(config.percentile)));
       }
       if (config.pause_at_rungs) {
         return Invalid("pause_at_rungs",
@@ -257,30 +268,29 @@ absl::Status ValidateEarlyStoppingConfig(const EarlyStoppingConfig& config) {
                    absl::StrCat("must be >= 1, got ", config.min_resource));
   }
   if (config.max_resource < config.min_resource) {
-    return Invalid("max_resource",
-                   absl::StrCat("must be >= min_resource (",
-                                config.min_resource, "), got ",
-                                config.max_resource));
+    return Invalid("max_resource", absl::StrCat("must be >= min_resource (",
+                                                config.min_resource, "), got ",
+                                                config.max_resource));
   }
   if (!(config.reduction_factor >= 2.0) ||
       !std::isfinite(config.reduction_factor)) {
-    return Invalid("reduction_factor",
-                   absl::StrCat("must be >= 2, got ",
-                                Num(config.reduction_factor)));
+    return Invalid(
+        "reduction_factor",
+        absl::StrCat("must be >= 2, got ", Num(config.reduction_factor)));
   }
-  if (!config.pause_at_rungs && config.min_trials < 1) {
+  if (config.min_trials < 0) {
     return Invalid("min_trials",
-                   absl::StrCat("must be >= 1, got ", config.min_trials));
+                   absl::StrCat("must be >= 0 (0: the rule's default), got ",
+                                config.min_trials));
   }
   if (config.rule == Rule::kHyperband) {
     const int most = MaxBrackets(config);
     if (config.brackets < 0 || config.brackets > most) {
-      return Invalid(
-          "brackets",
-          absl::StrCat("must be in [0, ", most,
-                       "] (0 = all; floor(log_eta(max_resource / "
-                       "min_resource)) + 1 = ",
-                       most, "), got ", config.brackets));
+      return Invalid("brackets",
+                     absl::StrCat("must be in [0, ", most,
+                                  "] (0 = all; floor(log_eta(max_resource / "
+                                  "min_resource)) + 1 = ",
+                                  most, "), got ", config.brackets));
     }
   }
   return absl::OkStatus();
@@ -312,8 +322,8 @@ int BracketOf(const EarlyStoppingConfig& config, int64_t trial_id) {
   double total = 0.0;
   for (int b = 0; b < brackets; ++b) {
     const int s = s_max - b;
-    weights[b] = std::ceil((s_max + 1) * std::pow(config.reduction_factor, s) /
-                           (s + 1));
+    weights[b] =
+        std::ceil((s_max + 1) * std::pow(config.reduction_factor, s) / (s + 1));
     total += weights[b];
   }
   // A Weyl sequence (golden-ratio steps) over [0, 1): deterministic,

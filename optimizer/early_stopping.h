@@ -41,8 +41,11 @@ struct EarlyStoppingConfig {
   // Median/percentile: the finished trials that must have reached step s
   // before anyone is judged at s. ASHA/Hyperband without pause: the trials
   // (this one included) that must have reached a rung before anyone is
-  // stopped there. Default 3.
-  int min_trials = 3;
+  // stopped there. 0 (the default) means the rule's own: 5 for median and
+  // percentile (Optuna's n_startup_trials), 1 for ASHA/Hyperband (as
+  // Optuna's SuccessiveHalvingPruner: the second arrival is stopped when
+  // worse than the first).
+  int min_trials = 0;
   // Percentile rule, in (0, 100): the share (percent) of trials kept. A trial
   // is stopped when its best-so-far at s is worse than the value that the
   // best `percentile` percent of the finished trials' running averages reach

@@ -53,6 +53,39 @@ constexpr const char* kSchemaV3[] = {
     "CREATE INDEX trials_by_sequence ON trials(study_id, sequence)",
 };
 
+// Version 4: reads that stay cheap as a study grows. Trial counts by state
+// kept by triggers (CountTrials reads a few rows instead of every trial), and
+// indexes that find a study's trials in a few states, or a client's, in id
+// order.
+constexpr const char* kSchemaV4[] = {
+    R"sql(CREATE TABLE trial_counts(
+      study_id INTEGER NOT NULL REFERENCES studies(id) ON DELETE CASCADE,
+      state INTEGER NOT NULL,
+      n INTEGER NOT NULL,
+      PRIMARY KEY(study_id, state)) WITHOUT ROWID)sql",
+    "INSERT INTO trial_counts(study_id, state, n) "
+    "SELECT study_id, state, COUNT(*) FROM trials GROUP BY study_id, state",
+    R"sql(CREATE TRIGGER trial_counts_insert AFTER INSERT ON trials BEGIN
+      INSERT INTO trial_counts(study_id, state, n) VALUES (NEW.study_id, NEW.state, 1)
+        ON CONFLICT(study_id, state) DO UPDATE SET n = n + 1;
+    END)sql",
+    R"sql(CREATE TRIGGER trial_counts_delete AFTER DELETE ON trials BEGIN
+      UPDATE trial_counts SET n = n - 1
+        WHERE study_id = OLD.study_id AND state = OLD.state;
+    END)sql",
+    R"sql(CREATE TRIGGER trial_counts_update AFTER UPDATE OF state ON trials
+      WHEN OLD.state != NEW.state BEGIN
+      UPDATE trial_counts SET n = n - 1
+        WHERE study_id = OLD.study_id AND state = OLD.state;
+      INSERT INTO trial_counts(study_id, state, n) VALUES (NEW.study_id, NEW.state, 1)
+        ON CONFLICT(study_id, state) DO UPDATE SET n = n + 1;
+    END)sql",
+    "DROP INDEX trials_by_state",
+    "CREATE INDEX trials_by_state ON trials(study_id, state, trial_id)",
+    "DROP INDEX trials_by_client",
+    "CREATE INDEX trials_by_client ON trials(study_id, client_id, trial_id)",
+};
+
 struct Migration {
   // The version the file has once `statements` have run.
   int version;
@@ -64,6 +97,7 @@ constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
     {3, kSchemaV3},
+    {4, kSchemaV4},
 };
 static_assert(std::size(kMigrations) == SqliteStore::kSchemaVersion &&
                   kMigrations[std::size(kMigrations) - 1].version ==
@@ -100,9 +134,11 @@ constexpr char kUpdateStudy[] =
     "WHERE name = ?1";
 constexpr char kDeleteStudy[] = "DELETE FROM studies WHERE name = ?1";
 
+// Two subqueries: each MAX is then one index lookup, where a single SELECT
+// of both would scan the study's trials.
 constexpr char kMaxTrialIdAndSequence[] =
-    "SELECT COALESCE(MAX(trial_id), 0), COALESCE(MAX(sequence), 0) "
-    "FROM trials WHERE study_id = ?1";
+    "SELECT (SELECT COALESCE(MAX(trial_id), 0) FROM trials WHERE study_id = ?1), "
+    "(SELECT COALESCE(MAX(sequence), 0) FROM trials WHERE study_id = ?1)";
 constexpr char kInsertTrial[] =
     "INSERT INTO trials(study_id, trial_id, state, client_id, trial, sequence) "
     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
@@ -134,8 +170,15 @@ constexpr char kListTrialChanges[] =
     "SELECT trial_id, sequence, trial FROM trials "
     "WHERE study_id = ?1 AND sequence > ?2 ORDER BY sequence LIMIT ?3";
 constexpr char kCountTrials[] =
-    "SELECT state, COUNT(*) FROM trials WHERE study_id = ?1 GROUP BY state";
+    "SELECT state, n FROM trial_counts WHERE study_id = ?1 AND n > 0";
 constexpr char kIntegrityCheck[] = "PRAGMA integrity_check";
+
+// States a trial holds only while work on it is queued or running; a study
+// has few trials in them at any time.
+bool IsLiveState(int state) {
+  return state == v1::Trial::REQUESTED || state == v1::Trial::ACTIVE ||
+         state == v1::Trial::STOPPING || state == v1::Trial::PAUSED;
+}
 
 // ----- Errors -----
 
@@ -1054,9 +1097,19 @@ absl::StatusOr<std::vector<v1::Trial>> SqliteStore::ListTrials(
   // The text depends only on whether there is a client filter and on how
   // many states there are, so each shape is prepared once; the values
   // themselves are bound.
-  std::string sql =
-      "SELECT trial_id, trial FROM trials "
-      "WHERE study_id = ?1 AND trial_id > ?2";
+  // A client's trials, and trials in the states of running work, are few:
+  // find them by index, not by scanning the study in id order (which the
+  // planner would otherwise pick for the ORDER BY).
+  const char* index = "";
+  if (!query.client_id.empty()) {
+    index = " INDEXED BY trials_by_client";
+  } else if (!states.empty() &&
+             std::all_of(states.begin(), states.end(), IsLiveState)) {
+    index = " INDEXED BY trials_by_state";
+  }
+  std::string sql = absl::StrCat(
+      "SELECT trial_id, trial FROM trials", index,
+      " WHERE study_id = ?1 AND trial_id > ?2");
   int next_index = 4;  // ?3 is the limit.
   const int client_index = query.client_id.empty() ? 0 : next_index++;
   if (client_index != 0) {

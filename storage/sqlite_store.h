@@ -67,7 +67,7 @@ struct SqliteOptions {
 class SqliteStore : public StudyStore {
  public:
   // The schema version this build writes; Open migrates older files to it.
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
   // The most writes one transaction takes; the rest wait for the next.
   static constexpr int kMaxBatchWrites = 256;
 

@@ -624,6 +624,25 @@ TYPED_TEST(StudyStoreTest, CountTrialsByState) {
   ASSERT_TRUE(counts.ok()) << counts.status();
   EXPECT_THAT(*counts, UnorderedElementsAre(Pair(v1::Trial::REQUESTED, 3),
                                             Pair(v1::Trial::COMPLETED, 2)));
+
+  // Counts follow state changes (and not other updates), and deletions.
+  absl::StatusOr<v1::Trial> trial = store.GetTrial("mnist", 1);
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  trial->set_state(v1::Trial::ACTIVE);
+  ASSERT_TRUE(store.UpdateTrial(*trial).ok());
+  trial->set_client_id("w");
+  ASSERT_TRUE(store.UpdateTrial(*trial).ok());
+  counts = store.CountTrials("mnist");
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_THAT(*counts, UnorderedElementsAre(Pair(v1::Trial::REQUESTED, 2),
+                                            Pair(v1::Trial::ACTIVE, 1),
+                                            Pair(v1::Trial::COMPLETED, 2)));
+  ASSERT_TRUE(store.DeleteStudy("other").ok());
+  this->Create("other");
+  counts = store.CountTrials("other");
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_THAT(*counts, IsEmpty());
+  this->ExpectIntegrityOk();
 }
 
 // (trial id, sequence) of each change.
@@ -1470,6 +1489,14 @@ TEST_F(SqliteStoreTest, MigratesAVersionOneFile) {
   {
     // Back to what version 1 wrote.
     RawDb raw(path_);
+    raw.Query("DROP TRIGGER trial_counts_insert");
+    raw.Query("DROP TRIGGER trial_counts_delete");
+    raw.Query("DROP TRIGGER trial_counts_update");
+    raw.Query("DROP TABLE trial_counts");
+    raw.Query("DROP INDEX trials_by_state");
+    raw.Query("CREATE INDEX trials_by_state ON trials(study_id, state)");
+    raw.Query("DROP INDEX trials_by_client");
+    raw.Query("CREATE INDEX trials_by_client ON trials(study_id, client_id)");
     raw.Query("DROP INDEX trials_in_state");
     raw.Query("DROP INDEX trials_by_sequence");
     raw.Query("ALTER TABLE trials DROP COLUMN sequence");
@@ -1500,6 +1527,11 @@ TEST_F(SqliteStoreTest, MigratesAVersionOneFile) {
   ASSERT_EQ(changes->size(), 1u);
   EXPECT_EQ((*changes)[0].sequence, 3);
   EXPECT_EQ((*changes)[0].trial.id(), 1);
+  // The counts table starts from the trials already there.
+  absl::StatusOr<absl::flat_hash_map<v1::Trial::State, int64_t>> counts =
+      store->CountTrials("mnist");
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_THAT(*counts, UnorderedElementsAre(Pair(v1::Trial::ACTIVE, 2)));
 }
 
 TEST_F(SqliteStoreTest, ReadConnectionsAreBounded) {
