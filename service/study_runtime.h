@@ -31,6 +31,13 @@ struct StudyRuntime {
   // by the suggestion leader.
   std::unique_ptr<optimizer::Suggester> suggester;
   int64_t suggester_study_created_ms = 0;
+  // No lease of the study (incarnation) can run out before
+  // earliest_expiry_ms: lease checks before then skip the store.
+  struct LeaseCheck {
+    int64_t study_created_ms = 0;
+    int64_t earliest_expiry_ms = 0;
+  };
+  LeaseCheck lease_check ABSL_GUARDED_BY(mu);
 };
 
 class StudyRuntimes {

@@ -15,6 +15,7 @@
 #include "optimizer/early_stopping.h"
 #include "optimizer/suggester.h"
 #include "service/conversion.h"
+#include "service/metrics.h"
 #include "service/status_macros.h"
 #include "service/validation.h"
 
@@ -193,8 +194,10 @@ absl::StatusOr<v1::ListStudiesResponse> StudyService::ListStudies(
 absl::StatusOr<v1::DeleteStudyResponse> StudyService::DeleteStudy(
     const v1::DeleteStudyRequest& request) {
   HT_RETURN_IF_ERROR(ValidateStudyName("name", request.name()));
-  absl::MutexLock lock(&runtimes_.For(request.name()).mu);
+  StudyRuntime& runtime = runtimes_.For(request.name());
+  absl::MutexLock lock(&runtime.mu);
   HT_RETURN_IF_ERROR(store_->DeleteStudy(request.name()));
+  runtime.lease_check = {};  // a study of the same name starts afresh
   return v1::DeleteStudyResponse();
 }
 
@@ -258,18 +261,35 @@ v1::Trial StudyService::Release(const v1::Study& study, v1::Trial trial,
   return trial;
 }
 
-absl::Status StudyService::ExpireLeasesLocked(const v1::Study& study,
+absl::Status StudyService::ExpireLeasesLocked(StudyRuntime& runtime,
+                                              const v1::Study& study,
                                               int64_t now) {
+  // Expiries only move later (renewals, new grants a full lease from now),
+  // so until the earliest one seen no lease can have run out.
+  if (runtime.lease_check.study_created_ms == study.create_time_ms() &&
+      now < runtime.lease_check.earliest_expiry_ms) {
+    return absl::OkStatus();
+  }
   storage::TrialQuery running;
   running.states = {v1::Trial::ACTIVE, v1::Trial::STOPPING};
   absl::StatusOr<std::vector<v1::Trial>> trials =
       store_->ListTrials(study.name(), running);
   if (!trials.ok()) return trials.status();
+  int64_t earliest = std::numeric_limits<int64_t>::max();
   for (v1::Trial& t : *trials) {
-    if (t.lease_expire_time_ms() > now) continue;
+    if (t.lease_expire_time_ms() > now) {
+      earliest = std::min(earliest, t.lease_expire_time_ms());
+      continue;
+    }
     HT_RETURN_IF_ERROR(
         SaveTrial(Release(study, std::move(t), "lease expired")));
+    if (options_.metrics != nullptr) {
+      options_.metrics->CountLeaseExpiry(study.name());
+    }
   }
+  // Trials granted from now on expire a full lease from now at the earliest.
+  earliest = std::min(earliest, now + LeaseMs(study));
+  runtime.lease_check = {study.create_time_ms(), earliest};
   return absl::OkStatus();
 }
 
@@ -277,11 +297,12 @@ absl::Status StudyService::ExpireLeases() {
   absl::StatusOr<std::vector<v1::Study>> studies = store_->ListStudies();
   if (!studies.ok()) return studies.status();
   for (const v1::Study& listed : *studies) {
-    absl::MutexLock lock(&runtimes_.For(listed.name()).mu);
+    StudyRuntime& runtime = runtimes_.For(listed.name());
+    absl::MutexLock lock(&runtime.mu);
     absl::StatusOr<v1::Study> study = store_->GetStudy(listed.name());
     if (absl::IsNotFound(study.status())) continue;  // deleted meanwhile
     if (!study.ok()) return study.status();
-    HT_RETURN_IF_ERROR(ExpireLeasesLocked(*study, Now()));
+    HT_RETURN_IF_ERROR(ExpireLeasesLocked(runtime, *study, Now()));
   }
   return absl::OkStatus();
 }
@@ -314,10 +335,17 @@ absl::StatusOr<v1::SuggestTrialsResponse> StudyService::SuggestTrials(
                      ", got ", request.count()));
   }
   StudyRuntime& runtime = runtimes_.For(request.study_name());
-  return runtime.suggestions.Submit(
-      request, [&](const std::vector<SuggestQueue::Ticket*>& batch) {
-        ServeSuggestions(runtime, request.study_name(), batch);
-      });
+  const absl::Time start = absl::Now();
+  absl::StatusOr<v1::SuggestTrialsResponse> response =
+      runtime.suggestions.Submit(
+          request, [&](const std::vector<SuggestQueue::Ticket*>& batch) {
+            ServeSuggestions(runtime, request.study_name(), batch);
+          });
+  if (options_.metrics != nullptr) {
+    options_.metrics->ObserveSuggestSeconds(
+        absl::ToDoubleSeconds(absl::Now() - start));
+  }
+  return response;
 }
 
 // A batch of suggestion requests is served in three steps, so that the model
@@ -349,7 +377,7 @@ void StudyService::ServeSuggestions(
     study = *std::move(loaded);
     const int64_t now = Now();
     if (study.state() == v1::Study::ACTIVE) {
-      if (absl::Status s = ExpireLeasesLocked(study, now); !s.ok()) {
+      if (absl::Status s = ExpireLeasesLocked(runtime, study, now); !s.ok()) {
         return fail_all(s);
       }
     }

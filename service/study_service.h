@@ -20,6 +20,8 @@
 
 namespace hypertune::service {
 
+class Metrics;
+
 struct ServiceOptions {
   // The algorithm of studies that name none. Default GP_BANDIT.
   v1::Algorithm default_algorithm = v1::GP_BANDIT;
@@ -31,6 +33,9 @@ struct ServiceOptions {
   int max_retries = 2;
   // The clock, in unix milliseconds. Default: the system clock.
   std::function<int64_t()> now_ms;
+  // Where suggestion latencies and lease expiries are counted (/metrics);
+  // null: nowhere. REQUIRES: outlives the service.
+  Metrics* metrics = nullptr;
 };
 
 class StudyService {
@@ -114,8 +119,10 @@ class StudyService {
   // retries remain, else FAILED. Returns the trial to store.
   v1::Trial Release(const v1::Study& study, v1::Trial trial,
                     const std::string& reason) const;
-  // Expires the run-out leases of `study`. REQUIRES: the study's lock held.
-  absl::Status ExpireLeasesLocked(const v1::Study& study, int64_t now);
+  // Expires the run-out leases of `study`, whose runtime is `runtime`.
+  // REQUIRES: runtime.mu held.
+  absl::Status ExpireLeasesLocked(StudyRuntime& runtime, const v1::Study& study,
+                                  int64_t now);
   // Serves a batch of coalesced SuggestTrials requests on study `name`,
   // setting each ticket's result. REQUIRES: the caller leads `runtime`'s
   // suggestion queue.
