@@ -104,8 +104,9 @@ absl::StatusOr<opt::Assignment> ToAssignment(const std::string& field,
   absl::flat_hash_map<absl::string_view, const v1::ParameterValue*> by_name;
   for (const v1::ParameterValue& v : values) {
     if (!by_name.emplace(v.name(), &v).second) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: parameter \"%s\" given twice", field, absl::CHexEscape(v.name())));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: parameter \"%s\" given twice", field,
+                          absl::CHexEscape(v.name())));
     }
   }
   opt::Assignment assignment;
@@ -124,12 +125,12 @@ absl::StatusOr<opt::Assignment> ToAssignment(const std::string& field,
             "%s: parameter \"%s\" is categorical and needs string_value", field,
             p.name));
       }
-      auto cat = std::find(p.categories.begin(), p.categories.end(),
-                           v.string_value());
+      auto cat =
+          std::find(p.categories.begin(), p.categories.end(), v.string_value());
       if (cat == p.categories.end()) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "%s: parameter \"%s\": unknown category \"%s\"", field, p.name,
-            absl::CHexEscape(v.string_value())));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: parameter \"%s\": unknown category \"%s\"",
+                            field, p.name, absl::CHexEscape(v.string_value())));
       }
       assignment.push_back(static_cast<double>(cat - p.categories.begin()));
       continue;
@@ -182,7 +183,8 @@ std::optional<double> MaximizedObjective(const v1::StudySpec& spec,
   const v1::MetricSpec& objective = spec.metrics(0);
   auto it = measurement.metrics().find(objective.name());
   if (it == measurement.metrics().end()) return std::nullopt;
-  return objective.goal() == v1::MetricSpec::MINIMIZE ? -it->second : it->second;
+  return objective.goal() == v1::MetricSpec::MINIMIZE ? -it->second
+                                                      : it->second;
 }
 
 const v1::Measurement* ResultMeasurement(const v1::Trial& trial) {
@@ -312,7 +314,8 @@ std::vector<opt::TrialCurve> ToCurves(const v1::StudySpec& spec,
     curve.id = trial.id();
     for (const v1::Measurement& m : trial.measurements()) {
       auto it = m.metrics().find(objective);
-      if (it != m.metrics().end()) curve.points.emplace_back(m.step(), it->second);
+      if (it != m.metrics().end())
+        curve.points.emplace_back(m.step(), it->second);
     }
     curves.push_back(std::move(curve));
   }

@@ -6,10 +6,10 @@
 #include <optional>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "google/protobuf/repeated_field.h"
 #include "hypertune/v1/hypertune.pb.h"
-#include "absl/container/flat_hash_map.h"
 #include "optimizer/early_stopping.h"
 #include "optimizer/search_space.h"
 #include "optimizer/suggester.h"
@@ -24,7 +24,8 @@ absl::StatusOr<optimizer::SearchSpace> ToSearchSpace(const v1::StudySpec& spec);
 
 // The optimizer's algorithm for `algorithm`; INVALID_ARGUMENT for values
 // the API does not define. REQUIRES: algorithm != ALGORITHM_UNSPECIFIED.
-absl::StatusOr<optimizer::Algorithm> ToOptimizerAlgorithm(v1::Algorithm algorithm);
+absl::StatusOr<optimizer::Algorithm> ToOptimizerAlgorithm(
+    v1::Algorithm algorithm);
 
 // The assignment that `values` gives: every parameter of `space` exactly once,
 // each valid. INVALID_ARGUMENT naming `field` and the parameter otherwise.
@@ -64,8 +65,8 @@ optimizer::EarlyStoppingConfig ToEarlyStoppingConfig(const v1::StudySpec& spec);
 // The learning curves of `trials` (the objective of each intermediate
 // measurement, as measured) for the early-stopping rules. FAILED and
 // INFEASIBLE trials are left out.
-std::vector<optimizer::TrialCurve> ToCurves(const v1::StudySpec& spec,
-                                            const std::vector<v1::Trial>& trials);
+std::vector<optimizer::TrialCurve> ToCurves(
+    const v1::StudySpec& spec, const std::vector<v1::Trial>& trials);
 
 }  // namespace hypertune::service
 

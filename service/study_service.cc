@@ -5,13 +5,13 @@
 #include <deque>
 #include <limits>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "absl/container/flat_hash_map.h"
 #include "optimizer/early_stopping.h"
 #include "optimizer/suggester.h"
 #include "service/conversion.h"
@@ -152,6 +152,18 @@ absl::StatusOr<std::vector<v1::Trial>> StudyService::SaveNewTrials(
       store_->CreateTrials(study_name, std::move(trials));
   if (stored.ok()) changes_.Notify();
   return stored;
+}
+
+absl::StatusOr<StudyService::StudyAndTrial> StudyService::LoadStudyAndTrial(
+    const std::string& study_name, int64_t trial_id) {
+  StudyAndTrial loaded;
+  absl::StatusOr<v1::Study> study = store_->GetStudy(study_name);
+  if (!study.ok()) return study.status();
+  loaded.study = *std::move(study);
+  absl::StatusOr<v1::Trial> trial = store_->GetTrial(study_name, trial_id);
+  if (!trial.ok()) return trial.status();
+  loaded.trial = *std::move(trial);
+  return loaded;
 }
 
 int64_t StudyService::Now() const {
@@ -421,9 +433,9 @@ void StudyService::ServeSuggestions(
       all_trials = *std::move(trials);
       absl::flat_hash_map<int64_t, const v1::Trial*> by_id;
       for (const v1::Trial& t : all_trials) by_id[t.id()] = &t;
-      for (const optimizer::Promotion& p : optimizer::Promotions(
-               rule, ToCurves(study.spec(), all_trials),
-               /*draining=*/budget_left <= 0)) {
+      for (const optimizer::Promotion& p :
+           optimizer::Promotions(rule, ToCurves(study.spec(), all_trials),
+                                 /*draining=*/budget_left <= 0)) {
         v1::Trial t = *by_id.at(p.trial_id);
         t.set_stop_reason("");
         promoted.push_back(std::move(t));
@@ -767,23 +779,23 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
         "worker failed, not both");
   }
   absl::MutexLock lock(&runtimes_.For(request.study_name()).mu);
-  absl::StatusOr<v1::Study> study = store_->GetStudy(request.study_name());
-  if (!study.ok()) return study.status();
-  absl::StatusOr<v1::Trial> trial =
-      store_->GetTrial(request.study_name(), request.trial_id());
-  if (!trial.ok()) return trial.status();
+  absl::StatusOr<StudyAndTrial> loaded =
+      LoadStudyAndTrial(request.study_name(), request.trial_id());
+  if (!loaded.ok()) return loaded.status();
+  v1::Study& study = loaded->study;
+  v1::Trial& trial = loaded->trial;
 
-  if (trial->state() == v1::Trial::PAUSED &&
-      request.lease_epoch() == trial->lease_epoch()) {
+  if (trial.state() == v1::Trial::PAUSED &&
+      request.lease_epoch() == trial.lease_epoch()) {
     // Its worker finishing after the pause: the pause stands, and the trial
     // resumes from its checkpoint when promoted.
     return trial;
   }
   if (request.worker_failed()) {
-    HT_RETURN_IF_ERROR(CheckRunning(*trial, "its worker can give it up"));
-    HT_RETURN_IF_ERROR(CheckEpoch(*trial, request.lease_epoch()));
+    HT_RETURN_IF_ERROR(CheckRunning(trial, "its worker can give it up"));
+    HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
     v1::Trial released =
-        Release(*study, *std::move(trial),
+        Release(study, std::move(trial),
                 request.failure_reason().empty() ? "worker failed"
                                                  : request.failure_reason());
     HT_RETURN_IF_ERROR(SaveTrial(released));
@@ -791,7 +803,7 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
   }
 
   // The outcome this request asks for, computed as if the trial were running.
-  v1::Trial done = *trial;
+  v1::Trial done = trial;
   if (request.infeasible()) {
     done.set_state(v1::Trial::INFEASIBLE);
     done.set_infeasible_reason(request.infeasible_reason().empty()
@@ -800,35 +812,34 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
     done.clear_final_measurement();
   } else {
     v1::Measurement final_m = request.final_measurement();
-    if (final_m.metrics().empty() && trial->measurements_size() > 0) {
-      final_m = trial->measurements(trial->measurements_size() - 1);
+    if (final_m.metrics().empty() && trial.measurements_size() > 0) {
+      final_m = trial.measurements(trial.measurements_size() - 1);
     }
-    if (!MaximizedObjective(study->spec(), final_m)) {
+    if (!MaximizedObjective(study.spec(), final_m)) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "final_measurement.metrics: missing the objective \"%s\" (or mark "
           "the trial infeasible)",
-          study->spec().metrics(0).name()));
+          study.spec().metrics(0).name()));
     }
-    done.set_state(trial->state() == v1::Trial::STOPPING
-                       ? v1::Trial::STOPPED
-                       : v1::Trial::COMPLETED);
+    done.set_state(trial.state() == v1::Trial::STOPPING ? v1::Trial::STOPPED
+                                                        : v1::Trial::COMPLETED);
     *done.mutable_final_measurement() = std::move(final_m);
     done.clear_infeasible_reason();
   }
 
-  if (IsFinished(trial->state())) {
+  if (IsFinished(trial.state())) {
     // A retry of the call that finished it returns the trial unchanged.
     bool same =
-        trial->state() == done.state() &&
-        trial->infeasible_reason() == done.infeasible_reason() &&
-        SameMetrics(trial->final_measurement(), done.final_measurement());
+        trial.state() == done.state() &&
+        trial.infeasible_reason() == done.infeasible_reason() &&
+        SameMetrics(trial.final_measurement(), done.final_measurement());
     if (same) return trial;
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "%s is already %s with a different result", TrialRef(*trial),
-        v1::Trial::State_Name(trial->state())));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s is already %s with a different result",
+                        TrialRef(trial), v1::Trial::State_Name(trial.state())));
   }
-  HT_RETURN_IF_ERROR(CheckRunning(*trial, "it can be completed"));
-  HT_RETURN_IF_ERROR(CheckEpoch(*trial, request.lease_epoch()));
+  HT_RETURN_IF_ERROR(CheckRunning(trial, "it can be completed"));
+  HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
   done.set_end_time_ms(Now());
   done.set_lease_expire_time_ms(0);
   HT_RETURN_IF_ERROR(SaveTrial(done));
@@ -840,38 +851,38 @@ absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
   absl::MutexLock lock(&runtimes_.For(request.study_name()).mu);
-  absl::StatusOr<v1::Study> study = store_->GetStudy(request.study_name());
-  if (!study.ok()) return study.status();
-  absl::StatusOr<v1::Trial> trial =
-      store_->GetTrial(request.study_name(), request.trial_id());
-  if (!trial.ok()) return trial.status();
+  absl::StatusOr<StudyAndTrial> loaded =
+      LoadStudyAndTrial(request.study_name(), request.trial_id());
+  if (!loaded.ok()) return loaded.status();
+  v1::Study& study = loaded->study;
+  v1::Trial& trial = loaded->trial;
   v1::HeartbeatResponse response;
-  if (trial->state() == v1::Trial::PAUSED &&
-      request.lease_epoch() == trial->lease_epoch()) {
+  if (trial.state() == v1::Trial::PAUSED &&
+      request.lease_epoch() == trial.lease_epoch()) {
     // Paused at a rung: its worker should wrap up; nothing to renew.
     response.set_should_stop(true);
     response.set_state(v1::Trial::PAUSED);
     return response;
   }
-  HT_RETURN_IF_ERROR(CheckRunning(*trial, "its lease can be renewed"));
-  HT_RETURN_IF_ERROR(CheckEpoch(*trial, request.lease_epoch()));
-  trial->set_lease_expire_time_ms(Now() + LeaseMs(*study));
+  HT_RETURN_IF_ERROR(CheckRunning(trial, "its lease can be renewed"));
+  HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
+  trial.set_lease_expire_time_ms(Now() + LeaseMs(study));
   // A bare renewal is not a change watchers need to see.
   bool changed = false;
   if (!request.checkpoint_uri().empty() &&
-      request.checkpoint_uri() != trial->checkpoint_uri()) {
-    trial->set_checkpoint_uri(request.checkpoint_uri());
+      request.checkpoint_uri() != trial.checkpoint_uri()) {
+    trial.set_checkpoint_uri(request.checkpoint_uri());
     changed = true;
   }
-  if (!request.log_path().empty() && request.log_path() != trial->log_path()) {
-    trial->set_log_path(request.log_path());
+  if (!request.log_path().empty() && request.log_path() != trial.log_path()) {
+    trial.set_log_path(request.log_path());
     changed = true;
   }
-  HT_RETURN_IF_ERROR(changed ? SaveTrial(*trial)
-                             : store_->RenewTrialLease(*trial));
-  response.set_should_stop(trial->state() == v1::Trial::STOPPING);
-  response.set_lease_expire_time_ms(trial->lease_expire_time_ms());
-  response.set_state(trial->state());
+  HT_RETURN_IF_ERROR(changed ? SaveTrial(trial)
+                             : store_->RenewTrialLease(trial));
+  response.set_should_stop(trial.state() == v1::Trial::STOPPING);
+  response.set_lease_expire_time_ms(trial.lease_expire_time_ms());
+  response.set_state(trial.state());
   return response;
 }
 
@@ -884,9 +895,9 @@ absl::Status StudyService::ApplyEarlyStopping(const v1::Study& study,
   for (v1::Trial& t : *trials) {
     if (t.id() == trial.id()) t = trial;  // with its newest measurement
   }
-  const optimizer::Decision decision = optimizer::DecideTrial(
-      ToEarlyStoppingConfig(study.spec()), ToCurves(study.spec(), *trials),
-      trial.id());
+  const optimizer::Decision decision =
+      optimizer::DecideTrial(ToEarlyStoppingConfig(study.spec()),
+                             ToCurves(study.spec(), *trials), trial.id());
   switch (decision.action) {
     case optimizer::Action::kContinue:
       break;
@@ -908,22 +919,22 @@ absl::StatusOr<v1::CheckEarlyStoppingResponse> StudyService::CheckEarlyStopping(
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
   absl::MutexLock lock(&runtimes_.For(request.study_name()).mu);
-  absl::StatusOr<v1::Study> study = store_->GetStudy(request.study_name());
-  if (!study.ok()) return study.status();
-  absl::StatusOr<v1::Trial> trial =
-      store_->GetTrial(request.study_name(), request.trial_id());
-  if (!trial.ok()) return trial.status();
-  if (trial->state() == v1::Trial::ACTIVE) {
+  absl::StatusOr<StudyAndTrial> loaded =
+      LoadStudyAndTrial(request.study_name(), request.trial_id());
+  if (!loaded.ok()) return loaded.status();
+  v1::Study& study = loaded->study;
+  v1::Trial& trial = loaded->trial;
+  if (trial.state() == v1::Trial::ACTIVE) {
     // Judged again: trials finished since its last report may decide it.
-    const v1::Trial::State before = trial->state();
-    HT_RETURN_IF_ERROR(ApplyEarlyStopping(*study, *trial));
-    if (trial->state() != before) HT_RETURN_IF_ERROR(SaveTrial(*trial));
+    const v1::Trial::State before = trial.state();
+    HT_RETURN_IF_ERROR(ApplyEarlyStopping(study, trial));
+    if (trial.state() != before) HT_RETURN_IF_ERROR(SaveTrial(trial));
   }
   v1::CheckEarlyStoppingResponse response;
-  response.set_should_stop(trial->state() == v1::Trial::STOPPING ||
-                           trial->state() == v1::Trial::PAUSED);
-  response.set_reason(trial->stop_reason());
-  response.set_state(trial->state());
+  response.set_should_stop(trial.state() == v1::Trial::STOPPING ||
+                           trial.state() == v1::Trial::PAUSED);
+  response.set_reason(trial.stop_reason());
+  response.set_state(trial.state());
   return response;
 }
 

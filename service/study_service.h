@@ -109,6 +109,13 @@ class StudyService {
   // newest measurement, not yet saved): STOPPING or PAUSED with the reason,
   // or unchanged. REQUIRES: the study's lock held.
   absl::Status ApplyEarlyStopping(const v1::Study& study, v1::Trial& trial);
+  // The study and trial a request names. REQUIRES: the study's lock held.
+  struct StudyAndTrial {
+    v1::Study study;
+    v1::Trial trial;
+  };
+  absl::StatusOr<StudyAndTrial> LoadStudyAndTrial(const std::string& study_name,
+                                                  int64_t trial_id);
   // The study with its trial counts filled in.
   absl::StatusOr<v1::Study> LoadStudyWithCounts(const std::string& name);
   // Grants `trial` to `client_id`: ACTIVE, a new lease epoch and expiry.

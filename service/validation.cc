@@ -26,17 +26,18 @@ bool IsNameChar(char c) {
 // Parameter and metric names appear in `{name}` substitutions, `name=value`
 // metric lines and JSON keys, so they are identifiers: a letter or '_'
 // first, then letters, digits and "._-".
-absl::Status ValidateIdentifier(const std::string& field, const std::string& name) {
+absl::Status ValidateIdentifier(const std::string& field,
+                                const std::string& name) {
   if (name.empty()) return Invalid(field, "must not be empty");
   if (name.size() > kMaxNameLength) {
-    return Invalid(field, absl::StrFormat("longer than %d characters",
-                                          kMaxNameLength));
+    return Invalid(
+        field, absl::StrFormat("longer than %d characters", kMaxNameLength));
   }
   char first = name.front();
   if (!((first >= 'a' && first <= 'z') || (first >= 'A' && first <= 'Z') ||
         first == '_')) {
-    return Invalid(field, absl::StrFormat(
-                              "\"%s\" must start with a letter or '_'", name));
+    return Invalid(
+        field, absl::StrFormat("\"%s\" must start with a letter or '_'", name));
   }
   for (char c : name) {
     if (!IsNameChar(c)) {
@@ -50,18 +51,19 @@ absl::Status ValidateIdentifier(const std::string& field, const std::string& nam
 
 }  // namespace
 
-absl::Status ValidateStudyName(const std::string& field, const std::string& name) {
+absl::Status ValidateStudyName(const std::string& field,
+                               const std::string& name) {
   if (name.empty()) return Invalid(field, "must not be empty");
   if (name.size() > kMaxNameLength) {
-    return Invalid(field, absl::StrFormat("longer than %d characters",
-                                          kMaxNameLength));
+    return Invalid(
+        field, absl::StrFormat("longer than %d characters", kMaxNameLength));
   }
   for (char c : name) {
     if (!IsNameChar(c)) {
-      return Invalid(field, absl::StrFormat(
-                                "\"%s\" may contain only letters, digits and "
-                                "\"._-\"",
-                                absl::CHexEscape(name)));
+      return Invalid(
+          field, absl::StrFormat("\"%s\" may contain only letters, digits and "
+                                 "\"._-\"",
+                                 absl::CHexEscape(name)));
     }
   }
   return absl::OkStatus();
@@ -78,25 +80,28 @@ absl::Status ValidateStudy(const v1::Study& study) {
   }
   const v1::StudySpec& spec = study.spec();
   if (spec.parameters_size() == 0) {
-    return Invalid("study.spec.parameters", "at least one parameter is required");
+    return Invalid("study.spec.parameters",
+                   "at least one parameter is required");
   }
   absl::flat_hash_set<std::string> names;
   for (int i = 0; i < spec.parameters_size(); ++i) {
     const v1::ParameterSpec& p = spec.parameters(i);
     std::string field = absl::StrCat("study.spec.parameters[", i, "]");
-    if (absl::Status s = ValidateIdentifier(absl::StrCat(field, ".name"), p.name());
+    if (absl::Status s =
+            ValidateIdentifier(absl::StrCat(field, ".name"), p.name());
         !s.ok()) {
       return s;
     }
     if (!names.insert(p.name()).second) {
-      return Invalid(field, absl::StrFormat("duplicate parameter name \"%s\"",
-                                            p.name()));
+      return Invalid(
+          field, absl::StrFormat("duplicate parameter name \"%s\"", p.name()));
     }
     if (p.kind_case() == v1::ParameterSpec::KIND_NOT_SET) {
-      return Invalid(field, absl::StrFormat(
-                                "\"%s\" needs one of double_spec, integer_spec, "
-                                "discrete_spec or categorical_spec",
-                                p.name()));
+      return Invalid(
+          field,
+          absl::StrFormat("\"%s\" needs one of double_spec, integer_spec, "
+                          "discrete_spec or categorical_spec",
+                          p.name()));
     }
   }
   if (spec.metrics_size() == 0) {
@@ -108,7 +113,8 @@ absl::Status ValidateStudy(const v1::Study& study) {
   for (int i = 0; i < spec.metrics_size(); ++i) {
     const v1::MetricSpec& m = spec.metrics(i);
     std::string field = absl::StrCat("study.spec.metrics[", i, "]");
-    if (absl::Status s = ValidateIdentifier(absl::StrCat(field, ".name"), m.name());
+    if (absl::Status s =
+            ValidateIdentifier(absl::StrCat(field, ".name"), m.name());
         !s.ok()) {
       return s;
     }
@@ -118,13 +124,14 @@ absl::Status ValidateStudy(const v1::Study& study) {
     }
     if (m.goal() != v1::MetricSpec::MAXIMIZE &&
         m.goal() != v1::MetricSpec::MINIMIZE) {
-      return Invalid(absl::StrCat(field, ".goal"), "must be MAXIMIZE or MINIMIZE");
+      return Invalid(absl::StrCat(field, ".goal"),
+                     "must be MAXIMIZE or MINIMIZE");
     }
   }
   if (spec.max_trials() < 0) {
-    return Invalid("study.spec.max_trials",
-                   absl::StrCat("must be >= 0 (0 = unlimited), got ",
-                                spec.max_trials()));
+    return Invalid(
+        "study.spec.max_trials",
+        absl::StrCat("must be >= 0 (0 = unlimited), got ", spec.max_trials()));
   }
   if (spec.max_parallel_trials() < 0) {
     return Invalid("study.spec.max_parallel_trials",
@@ -144,10 +151,11 @@ absl::Status ValidateEarlyStopping(const v1::StudySpec& spec) {
                      es.rule() == v1::EarlyStoppingSpec::HYPERBAND;
   if (rungs) {
     if (es.max_resource() <= 0) {
-      return Invalid("study.spec.early_stopping.max_resource",
-                     absl::StrCat("required for ", v1::EarlyStoppingSpec::Rule_Name(es.rule()),
-                                  ": the steps of a full trial, got ",
-                                  es.max_resource()));
+      return Invalid(
+          "study.spec.early_stopping.max_resource",
+          absl::StrCat("required for ",
+                       v1::EarlyStoppingSpec::Rule_Name(es.rule()),
+                       ": the steps of a full trial, got ", es.max_resource()));
     }
     // DESIGN.md, "Multi-fidelity": the rule owns the resource.
     for (int i = 0; i < spec.parameters_size(); ++i) {
@@ -189,8 +197,8 @@ absl::Status ValidateMeasurement(const std::string& field,
                    "at least one metric is required");
   }
   for (const auto& [name, value] : measurement.metrics()) {
-    std::string metric_field = absl::StrFormat("%s.metrics[\"%s\"]", field,
-                                               absl::CHexEscape(name));
+    std::string metric_field =
+        absl::StrFormat("%s.metrics[\"%s\"]", field, absl::CHexEscape(name));
     if (absl::Status s = ValidateIdentifier(metric_field, name); !s.ok()) {
       return s;
     }

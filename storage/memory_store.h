@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <utility>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -37,8 +37,7 @@ class MemoryStore : public StudyStore {
   absl::Status UpdateTrial(const v1::Trial& trial) override;
   absl::Status RenewTrialLease(const v1::Trial& trial) override;
   absl::StatusOr<std::vector<TrialChange>> ListTrialChanges(
-      std::string_view study_name, int64_t after_sequence,
-      int limit) override;
+      std::string_view study_name, int64_t after_sequence, int limit) override;
   absl::StatusOr<std::vector<v1::Trial>> ListTrials(
       std::string_view study_name, const TrialQuery& query) override;
   absl::StatusOr<absl::flat_hash_map<v1::Trial::State, int64_t>> CountTrials(

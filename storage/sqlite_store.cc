@@ -137,7 +137,8 @@ constexpr char kDeleteStudy[] = "DELETE FROM studies WHERE name = ?1";
 // Two subqueries: each MAX is then one index lookup, where a single SELECT
 // of both would scan the study's trials.
 constexpr char kMaxTrialIdAndSequence[] =
-    "SELECT (SELECT COALESCE(MAX(trial_id), 0) FROM trials WHERE study_id = ?1), "
+    "SELECT (SELECT COALESCE(MAX(trial_id), 0) FROM trials WHERE study_id = "
+    "?1), "
     "(SELECT COALESCE(MAX(sequence), 0) FROM trials WHERE study_id = ?1)";
 constexpr char kInsertTrial[] =
     "INSERT INTO trials(study_id, trial_id, state, client_id, trial, sequence) "
@@ -1014,6 +1015,22 @@ absl::StatusOr<std::vector<v1::Trial>> SqliteStore::CreateTrials(
   return trials;
 }
 
+absl::Status SqliteStore::ReadStudy(
+    std::string_view study_name, const std::string& what,
+    absl::FunctionRef<absl::Status(Connection&, int64_t)> read) {
+  return Read([&](Connection& db) -> absl::Status {
+    // One read transaction: the study check and the rows agree.
+    Connection::Transaction transaction(db);
+    if (absl::Status s = transaction.Begin(kBeginRead, what); !s.ok()) {
+      return s;
+    }
+    absl::StatusOr<int64_t> study_id = db.StudyId(study_name);
+    if (!study_id.ok()) return study_id.status();
+    if (absl::Status s = read(db, *study_id); !s.ok()) return s;
+    return transaction.Commit(what);
+  });
+}
+
 absl::StatusOr<v1::Trial> SqliteStore::GetTrial(std::string_view study_name,
                                                 int64_t trial_id) {
   const std::string label = TrialLabel(study_name, trial_id);
@@ -1107,9 +1124,8 @@ absl::StatusOr<std::vector<v1::Trial>> SqliteStore::ListTrials(
              std::all_of(states.begin(), states.end(), IsLiveState)) {
     index = " INDEXED BY trials_by_state";
   }
-  std::string sql = absl::StrCat(
-      "SELECT trial_id, trial FROM trials", index,
-      " WHERE study_id = ?1 AND trial_id > ?2");
+  std::string sql = absl::StrCat("SELECT trial_id, trial FROM trials", index,
+                                 " WHERE study_id = ?1 AND trial_id > ?2");
   int next_index = 4;  // ?3 is the limit.
   const int client_index = query.client_id.empty() ? 0 : next_index++;
   if (client_index != 0) {
@@ -1125,39 +1141,33 @@ absl::StatusOr<std::vector<v1::Trial>> SqliteStore::ListTrials(
   const std::string what =
       absl::StrCat("listing trials of ", StudyLabel(study_name));
   std::vector<v1::Trial> trials;
-  absl::Status status = Read([&](Connection& db) -> absl::Status {
-    // One read transaction: the study check and the rows agree.
-    Connection::Transaction transaction(db);
-    if (absl::Status s = transaction.Begin(kBeginRead, what); !s.ok()) {
-      return s;
-    }
-    absl::StatusOr<int64_t> study_id = db.StudyId(study_name);
-    if (!study_id.ok()) return study_id.status();
-    absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(sql);
-    if (!statement.ok()) return statement.status();
-    {
-      Query rows(db.db(), *statement, what);
-      rows.BindInt(1, *study_id)
-          .BindInt(2, query.after_id)
-          .BindInt(3, query.limit == 0 ? -1 : query.limit);
-      if (client_index != 0) rows.BindBytes(client_index, query.client_id);
-      for (size_t i = 0; i < states.size(); ++i) {
-        rows.BindInt(first_state_index + static_cast<int>(i), states[i]);
-      }
-      while (true) {
-        absl::StatusOr<bool> row = rows.Step();
-        if (!row.ok()) return row.status();
-        if (!*row) break;
-        v1::Trial& trial = trials.emplace_back();
-        if (absl::Status s = Parse(rows.Bytes(1), trial,
-                                   TrialLabel(study_name, rows.Int(0)));
-            !s.ok()) {
-          return s;
+  absl::Status status = ReadStudy(
+      study_name, what, [&](Connection& db, int64_t study_id) -> absl::Status {
+        absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(sql);
+        if (!statement.ok()) return statement.status();
+        {
+          Query rows(db.db(), *statement, what);
+          rows.BindInt(1, study_id)
+              .BindInt(2, query.after_id)
+              .BindInt(3, query.limit == 0 ? -1 : query.limit);
+          if (client_index != 0) rows.BindBytes(client_index, query.client_id);
+          for (size_t i = 0; i < states.size(); ++i) {
+            rows.BindInt(first_state_index + static_cast<int>(i), states[i]);
+          }
+          while (true) {
+            absl::StatusOr<bool> row = rows.Step();
+            if (!row.ok()) return row.status();
+            if (!*row) break;
+            v1::Trial& trial = trials.emplace_back();
+            if (absl::Status s = Parse(rows.Bytes(1), trial,
+                                       TrialLabel(study_name, rows.Int(0)));
+                !s.ok()) {
+              return s;
+            }
+          }
         }
-      }
-    }
-    return transaction.Commit(what);
-  });
+        return absl::OkStatus();
+      });
   if (!status.ok()) return status;
   return trials;
 }
@@ -1171,35 +1181,31 @@ absl::StatusOr<std::vector<TrialChange>> SqliteStore::ListTrialChanges(
   const std::string what =
       absl::StrCat("listing trial changes of ", StudyLabel(study_name));
   std::vector<TrialChange> changes;
-  absl::Status status = Read([&](Connection& db) -> absl::Status {
-    Connection::Transaction transaction(db);
-    if (absl::Status s = transaction.Begin(kBeginRead, what); !s.ok()) {
-      return s;
-    }
-    absl::StatusOr<int64_t> study_id = db.StudyId(study_name);
-    if (!study_id.ok()) return study_id.status();
-    absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kListTrialChanges);
-    if (!statement.ok()) return statement.status();
-    {
-      Query rows(db.db(), *statement, what);
-      rows.BindInt(1, *study_id)
-          .BindInt(2, after_sequence)
-          .BindInt(3, limit == 0 ? -1 : limit);
-      while (true) {
-        absl::StatusOr<bool> row = rows.Step();
-        if (!row.ok()) return row.status();
-        if (!*row) break;
-        TrialChange& change = changes.emplace_back();
-        change.sequence = rows.Int(1);
-        if (absl::Status s = Parse(rows.Bytes(2), change.trial,
-                                   TrialLabel(study_name, rows.Int(0)));
-            !s.ok()) {
-          return s;
+  absl::Status status = ReadStudy(
+      study_name, what, [&](Connection& db, int64_t study_id) -> absl::Status {
+        absl::StatusOr<sqlite3_stmt*> statement =
+            db.Prepared(kListTrialChanges);
+        if (!statement.ok()) return statement.status();
+        {
+          Query rows(db.db(), *statement, what);
+          rows.BindInt(1, study_id)
+              .BindInt(2, after_sequence)
+              .BindInt(3, limit == 0 ? -1 : limit);
+          while (true) {
+            absl::StatusOr<bool> row = rows.Step();
+            if (!row.ok()) return row.status();
+            if (!*row) break;
+            TrialChange& change = changes.emplace_back();
+            change.sequence = rows.Int(1);
+            if (absl::Status s = Parse(rows.Bytes(2), change.trial,
+                                       TrialLabel(study_name, rows.Int(0)));
+                !s.ok()) {
+              return s;
+            }
+          }
         }
-      }
-    }
-    return transaction.Commit(what);
-  });
+        return absl::OkStatus();
+      });
   if (!status.ok()) return status;
   return changes;
 }
@@ -1209,27 +1215,22 @@ SqliteStore::CountTrials(std::string_view study_name) {
   const std::string what =
       absl::StrCat("counting trials of ", StudyLabel(study_name));
   absl::flat_hash_map<v1::Trial::State, int64_t> counts;
-  absl::Status status = Read([&](Connection& db) -> absl::Status {
-    Connection::Transaction transaction(db);
-    if (absl::Status s = transaction.Begin(kBeginRead, what); !s.ok()) {
-      return s;
-    }
-    absl::StatusOr<int64_t> study_id = db.StudyId(study_name);
-    if (!study_id.ok()) return study_id.status();
-    absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kCountTrials);
-    if (!statement.ok()) return statement.status();
-    {
-      Query query(db.db(), *statement, what);
-      query.BindInt(1, *study_id);
-      while (true) {
-        absl::StatusOr<bool> row = query.Step();
-        if (!row.ok()) return row.status();
-        if (!*row) break;
-        counts[static_cast<v1::Trial::State>(query.Int(0))] = query.Int(1);
-      }
-    }
-    return transaction.Commit(what);
-  });
+  absl::Status status = ReadStudy(
+      study_name, what, [&](Connection& db, int64_t study_id) -> absl::Status {
+        absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kCountTrials);
+        if (!statement.ok()) return statement.status();
+        {
+          Query query(db.db(), *statement, what);
+          query.BindInt(1, study_id);
+          while (true) {
+            absl::StatusOr<bool> row = query.Step();
+            if (!row.ok()) return row.status();
+            if (!*row) break;
+            counts[static_cast<v1::Trial::State>(query.Int(0))] = query.Int(1);
+          }
+        }
+        return absl::OkStatus();
+      });
   if (!status.ok()) return status;
   return counts;
 }

@@ -106,8 +106,7 @@ class SqliteStore : public StudyStore {
   absl::Status UpdateTrial(const v1::Trial& trial) override;
   absl::Status RenewTrialLease(const v1::Trial& trial) override;
   absl::StatusOr<std::vector<TrialChange>> ListTrialChanges(
-      std::string_view study_name, int64_t after_sequence,
-      int limit) override;
+      std::string_view study_name, int64_t after_sequence, int limit) override;
   absl::StatusOr<std::vector<v1::Trial>> ListTrials(
       std::string_view study_name, const TrialQuery& query) override;
   absl::StatusOr<absl::flat_hash_map<v1::Trial::State, int64_t>> CountTrials(
@@ -157,6 +156,12 @@ class SqliteStore : public StudyStore {
   void CommitBatch(const std::vector<Write*>& batch)
       ABSL_LOCKS_EXCLUDED(queue_mu_);
 
+  // Runs `read` with the id of study `study_name` on a read connection, in
+  // one read transaction so that the study check and the rows agree.
+  // NOT_FOUND if the study is absent; `what` names the work in errors.
+  absl::Status ReadStudy(
+      std::string_view study_name, const std::string& what,
+      absl::FunctionRef<absl::Status(Connection&, int64_t)> read);
   // UpdateTrial, recording the change in the sequence or not.
   absl::Status ReplaceTrial(const v1::Trial& trial, bool record_change);
 

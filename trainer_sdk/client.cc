@@ -38,7 +38,6 @@ std::string HostName() {
   return host;
 }
 
-
 // Whether `stored` holds exactly the metrics `sent` asked for; an empty
 // `sent` accepts whatever the server chose (the last measurement).
 bool HoldsMetrics(const v1::Measurement& stored, const v1::Measurement& sent) {
@@ -58,8 +57,8 @@ ClientOptions ResolveClientOptions(ClientOptions options) {
     options.server = EnvOr("HYPERTUNE_SERVER", kDefaultServer);
   }
   if (options.client_id.empty()) {
-    options.client_id = EnvOr("HYPERTUNE_CLIENT_ID",
-                              absl::StrCat(HostName(), "-", getpid()));
+    options.client_id =
+        EnvOr("HYPERTUNE_CLIENT_ID", absl::StrCat(HostName(), "-", getpid()));
   }
   if (options.token.empty()) options.token = EnvOr("HYPERTUNE_TOKEN", "");
   if (options.tls_ca.empty()) options.tls_ca = EnvOr("HYPERTUNE_TLS_CA", "");
@@ -354,18 +353,17 @@ absl::StatusOr<v1::Trial> Client::CompleteTrial(
       // Finished under our epoch with our result: the lost reply was ours.
       // Under a later epoch another worker finished it, whatever it stored.
       const bool ours = now.lease_epoch() == request.lease_epoch();
-      bool as_asked =
-          request.worker_failed()
-              ? (now.state() == v1::Trial::REQUESTED ||
-                 now.state() == v1::Trial::FAILED ||
-                 now.lease_epoch() > request.lease_epoch())
-          : request.infeasible()
-              ? ours && now.state() == v1::Trial::INFEASIBLE
-              : ours &&
-                    (now.state() == v1::Trial::COMPLETED ||
-                     now.state() == v1::Trial::STOPPED) &&
-                    HoldsMetrics(now.final_measurement(),
-                                 request.final_measurement());
+      bool as_asked = request.worker_failed()
+                          ? (now.state() == v1::Trial::REQUESTED ||
+                             now.state() == v1::Trial::FAILED ||
+                             now.lease_epoch() > request.lease_epoch())
+                      : request.infeasible()
+                          ? ours && now.state() == v1::Trial::INFEASIBLE
+                          : ours &&
+                                (now.state() == v1::Trial::COMPLETED ||
+                                 now.state() == v1::Trial::STOPPED) &&
+                                HoldsMetrics(now.final_measurement(),
+                                             request.final_measurement());
       if (as_asked) return now;
     }
   }
@@ -376,8 +374,8 @@ absl::StatusOr<v1::Trial> Client::CompleteTrial(
 absl::StatusOr<v1::HeartbeatResponse> Client::Heartbeat(
     const v1::HeartbeatRequest& request) const {
   v1::HeartbeatResponse response;
-  absl::Status status = core_->Call(
-      "Heartbeat", Retry::kIdempotent, [&](grpc::ClientContext& c) {
+  absl::Status status =
+      core_->Call("Heartbeat", Retry::kIdempotent, [&](grpc::ClientContext& c) {
         return core_->stub().Heartbeat(&c, request, &response);
       });
   if (!status.ok()) return status;
@@ -407,8 +405,8 @@ absl::StatusOr<v1::Trial> Client::StopTrial(const std::string& study,
   request.set_reason(reason);
   v1::Trial response;
   // Stopping a stopped trial returns it unchanged: safe to repeat.
-  absl::Status status = core_->Call(
-      "StopTrial", Retry::kIdempotent, [&](grpc::ClientContext& c) {
+  absl::Status status =
+      core_->Call("StopTrial", Retry::kIdempotent, [&](grpc::ClientContext& c) {
         return core_->stub().StopTrial(&c, request, &response);
       });
   if (!status.ok()) return status;

@@ -91,22 +91,27 @@ TEST(EarlyStoppingIntegrationTest, AshaPausesAndResumesFromCheckpoints) {
   client_options.client_id = "asha";
   Client client(client_options);
   v1::Study study;
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
-    name: "asha"
-    spec {
-      parameters { name: "x" double_spec { min: 0 max: 1 } }
-      metrics { name: "loss" goal: MINIMIZE }
-      algorithm: QUASI_RANDOM
-      max_trials: 9
-      max_parallel_trials: 3
-      early_stopping {
-        rule: ASHA
-        min_resource: 1
-        max_resource: 9
-        reduction_factor: 3
-        pause_at_rungs: true
-      }
-    })pb", &study));
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        name: "asha"
+        spec {
+          parameters {
+            name: "x"
+            double_spec { min: 0 max: 1 }
+          }
+          metrics { name: "loss" goal: MINIMIZE }
+          algorithm: QUASI_RANDOM
+          max_trials: 9
+          max_parallel_trials: 3
+          early_stopping {
+            rule: ASHA
+            min_resource: 1
+            max_resource: 9
+            reduction_factor: 3
+            pause_at_rungs: true
+          }
+        })pb",
+      &study));
   ASSERT_TRUE(client.CreateStudy(study).ok());
 
   absl::Mutex mu;

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "trainer_sdk/cli/args.h"
 #include "trainer_sdk/cli/commands.h"
@@ -35,7 +35,8 @@ const char kSuggestUsage[] =
 const char kWatchUsage[] =
     "usage: hypertune watch NAME [--after SEQ] [--format table|json]\n"
     "\n"
-    "Prints the trial changes of study NAME as they happen (created, measured,\n"
+    "Prints the trial changes of study NAME as they happen (created, "
+    "measured,\n"
     "completed, stopped), each once, until interrupted. A trial that changed\n"
     "several times between two reads is printed as it is now. --after SEQ\n"
     "resumes after the sequence number SEQ (the first column; 0 = from the\n"
@@ -164,9 +165,8 @@ absl::Status StreamTrials(const CommandContext& context,
 std::string DescribeEvent(const v1::TrialEvent& event,
                           const std::string& objective) {
   const v1::Trial& trial = event.trial();
-  std::string line =
-      absl::StrCat("#", event.sequence(), " trial ", trial.id(), " ",
-                   v1::Trial::State_Name(trial.state()));
+  std::string line = absl::StrCat("#", event.sequence(), " trial ", trial.id(),
+                                  " ", v1::Trial::State_Name(trial.state()));
   const v1::Measurement* m =
       trial.has_final_measurement()
           ? &trial.final_measurement()
@@ -218,7 +218,8 @@ absl::Status RunTrialsCommand(const CommandContext& context, const Args& args) {
     if (trials->empty()) {
       context.out << "no trials\n";
     } else {
-      context.out << FormatTable(TrialGrid(&*study, *trials, GridStyle::kTable));
+      context.out << FormatTable(
+          TrialGrid(&*study, *trials, GridStyle::kTable));
     }
     return absl::OkStatus();
   }
@@ -236,9 +237,9 @@ absl::Status RunSuggestCommand(const CommandContext& context,
   absl::StatusOr<int64_t> count = parsed->GetInt("count", 1, 1);
   if (!count.ok()) return count.status();
   if (*count > 1000) return UsageError("--count: at most 1000");
-  absl::StatusOr<v1::SuggestTrialsResponse> response = context.client.Suggest(
-      parsed->positional[0], static_cast<int>(*count),
-      parsed->Get("client-id").value_or(""));
+  absl::StatusOr<v1::SuggestTrialsResponse> response =
+      context.client.Suggest(parsed->positional[0], static_cast<int>(*count),
+                             parsed->Get("client-id").value_or(""));
   if (!response.ok()) return response.status();
   return Print(context, *response);
 }
@@ -312,7 +313,8 @@ absl::Status RunCompleteCommand(const CommandContext& context,
       return UsageError(absl::StrCat(flag, " needs a REASON"));
     }
   } else {
-    absl::StatusOr<Metrics> parsed_metrics = ParseMetricAssignments(assignments);
+    absl::StatusOr<Metrics> parsed_metrics =
+        ParseMetricAssignments(assignments);
     if (!parsed_metrics.ok()) return AsUsageError(parsed_metrics.status());
     metrics = std::move(*parsed_metrics);
   }
