@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,13 +58,18 @@ bool Eventually(const std::function<bool()>& done,
 
 v1::Study OneTrialStudy(const std::string& name, int lease_seconds) {
   v1::Study study;
-  google::protobuf::TextFormat::ParseFromString(R"pb(
-    spec {
-      parameters { name: "x" double_spec { min: 0 max: 1 } }
-      metrics { name: "loss" goal: MINIMIZE }
-      algorithm: QUASI_RANDOM
-      max_trials: 1
-    })pb", &study);
+  google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        spec {
+          parameters {
+            name: "x"
+            double_spec { min: 0 max: 1 }
+          }
+          metrics { name: "loss" goal: MINIMIZE }
+          algorithm: QUASI_RANDOM
+          max_trials: 1
+        })pb",
+      &study);
   study.set_name(name);
   study.mutable_spec()->set_lease_seconds(lease_seconds);
   return study;
@@ -187,12 +193,16 @@ TEST_F(LeaseTest, GivenBackATrialGoesToTheNextWorkerAtOnce) {
 // `hypertune worker` as a child process.
 class WorkerProcess {
  public:
+  // `flags` go between the study and "--".
   WorkerProcess(const std::string& server, const std::string& study,
                 const std::string& log_dir,
-                const std::vector<std::string>& command) {
+                const std::vector<std::string>& command,
+                const std::vector<std::string>& flags = {"--max-trials", "1"}) {
     std::vector<std::string> args = {
-        HYPERTUNE_CLI_PATH, "--server",   server, "worker",  study,
-        "--max-trials",     "1",          "--log-dir", log_dir, "--"};
+        HYPERTUNE_CLI_PATH, "--server", server, "worker", study,
+        "--log-dir",        log_dir};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("--");
     args.insert(args.end(), command.begin(), command.end());
     pid_ = fork();
     if (pid_ == 0) {
@@ -239,6 +249,30 @@ TEST_F(LeaseTest, WorkerGivesBackTheTrialOfAProgramKilledFromOutside) {
   EXPECT_TRUE(fs::path(trial.log_path()).is_absolute()) << trial.log_path();
   EXPECT_THAT(trial.log_path(), EndsWith("trial-1.log"));
   EXPECT_TRUE(fs::exists(trial.log_path()));
+}
+
+TEST_F(LeaseTest, WorkerRunsOneTrialPerGpuPinnedToIt) {
+  Client admin(Options("admin"));
+  v1::Study study = OneTrialStudy("gpus", 60);
+  study.mutable_spec()->set_max_trials(6);
+  ASSERT_TRUE(admin.CreateStudy(study).ok());
+  // Each program reports the GPU it sees as its loss.
+  WorkerProcess worker(
+      server_->address(), "gpus", dir_.File("gpu-logs"),
+      {"sh", "-c", "echo hypertune: loss=$CUDA_VISIBLE_DEVICES"},
+      {"--gpus", "3,5"});
+  int status = worker.Wait();
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  auto trials = admin.ListAllTrials("gpus");
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  ASSERT_EQ(trials->size(), 6u);
+  std::set<double> seen;
+  for (const v1::Trial& t : *trials) {
+    ASSERT_EQ(t.state(), v1::Trial::COMPLETED) << "trial " << t.id();
+    seen.insert(t.final_measurement().metrics().at("loss"));
+  }
+  EXPECT_EQ(seen, (std::set<double>{3, 5}));
 }
 
 TEST_F(LeaseTest, APreemptedWorkerGivesItsTrialsBack) {

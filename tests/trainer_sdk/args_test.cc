@@ -100,6 +100,18 @@ TEST(ParseWorkerArgs, FullCommandLine) {
   EXPECT_THAT(options->command, ElementsAre("python", "train.py", "--lr", "{lr}"));
 }
 
+TEST(ParseWorkerArgs, OneSlotPerGpu) {
+  auto options = ParseWorkerArgs(
+      {"mnist", "--gpus", "0,1,GPU-8f1e-22", "--", "./train"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->parallel, 3);
+  EXPECT_THAT(options->gpus, ElementsAre("0", "1", "GPU-8f1e-22"));
+  options = ParseWorkerArgs({"mnist", "--gpus", "2", "--parallel", "1", "--",
+                             "./train"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_THAT(options->gpus, ElementsAre("2"));
+}
+
 TEST(ParseWorkerArgs, Defaults) {
   auto options = ParseWorkerArgs({"mnist", "--", "./train"});
   ASSERT_TRUE(options.ok()) << options.status();
@@ -122,6 +134,10 @@ TEST(ParseWorkerArgs, UsageErrors) {
            Case{{"s", "--parallel", "0", "--", "x"}, "--parallel"},
            Case{{"s", "--max-trials", "-1", "--", "x"}, "--max-trials"},
            Case{{"s", "--timeout", "soon", "--", "x"}, "--timeout"},
+           Case{{"s", "--gpus", "0,,1", "--", "x"}, "--gpus"},
+           Case{{"s", "--gpus", "0;rm", "--", "x"}, "--gpus"},
+           Case{{"s", "--gpus", "0,1", "--parallel", "3", "--", "x"},
+                "--parallel"},
        }) {
     auto options = ParseWorkerArgs(c.args);
     ASSERT_FALSE(options.ok());

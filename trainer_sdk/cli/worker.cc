@@ -10,12 +10,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "absl/random/random.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -33,14 +34,17 @@ extern char** environ;
 namespace hypertune::cli {
 
 const char kWorkerUsage[] =
-    "usage: hypertune worker NAME [--parallel N] [--max-trials M] "
-    "[--timeout S]\n"
-    "                        [--log-dir DIR] -- CMD [ARG...]\n"
+    "usage: hypertune worker NAME [--parallel N | --gpus LIST] "
+    "[--max-trials M]\n"
+    "                        [--timeout S] [--log-dir DIR] -- CMD [ARG...]\n"
     "\n"
     "Runs CMD once per trial of study NAME, N trials at a time (default 1),\n"
-    "until the study's budget is spent or M trials have run.\n"
+    "until the study's budget is spent or M trials have run. --gpus 0,1,2,3\n"
+    "runs one trial per GPU at a time, each program seeing only its GPU\n"
+    "(CUDA_VISIBLE_DEVICES).\n"
     "\n"
-    "CMD gets the trial in its environment: HYPERTUNE_SERVER, HYPERTUNE_STUDY,\n"
+    "CMD gets the trial in its environment: HYPERTUNE_SERVER, "
+    "HYPERTUNE_STUDY,\n"
     "HYPERTUNE_TRIAL_ID, HYPERTUNE_LEASE_EPOCH, HYPERTUNE_CLIENT_ID and\n"
     "HYPERTUNE_PARAMS (a JSON object {name: value}); `{name}` in ARGs is\n"
     "replaced by the parameter's value. CMD reports either through the SDK\n"
@@ -193,8 +197,8 @@ class Worker {
         client_(std::move(client)),
         study_(std::move(study)),
         console_(console),
-        tickets_(options_.max_trials.value_or(
-            std::numeric_limits<int64_t>::max())) {
+        tickets_(
+            options_.max_trials.value_or(std::numeric_limits<int64_t>::max())) {
     if (study_.spec().metrics_size() > 0) {
       objective_ = study_.spec().metrics(0).name();
       maximize_ = study_.spec().metrics(0).goal() == v1::MetricSpec::MAXIMIZE;
@@ -252,15 +256,13 @@ class Worker {
   void SleepUnlessStopping(std::chrono::milliseconds duration) {
     Clock::time_point end = Clock::now() + duration;
     while (Clock::now() < end && !Stopping()) {
-      std::this_thread::sleep_for(
-          std::min<Clock::duration>(std::chrono::milliseconds(50),
-                                    end - Clock::now()));
+      std::this_thread::sleep_for(std::min<Clock::duration>(
+          std::chrono::milliseconds(50), end - Clock::now()));
     }
   }
 
   void SlotLoop(int slot) {
-    std::string client_id =
-        absl::StrCat(client_.client_id(), "-", slot);
+    std::string client_id = absl::StrCat(client_.client_id(), "-", slot);
     int waits = 0;
     bool told_paused = false;
     while (!Stopping()) {
@@ -280,8 +282,7 @@ class Worker {
           break;
         }
         if (response->study_state() == v1::Study::PAUSED && !told_paused) {
-          console_.Out(absl::StrCat("slot ", slot, ": study \"",
-                                    options_.study,
+          console_.Out(absl::StrCat("slot ", slot, ": study \"", options_.study,
                                     "\" is paused; waiting"));
           told_paused = true;
         }
@@ -325,9 +326,8 @@ class Worker {
                         const v1::Trial& trial) {
     const int64_t id = trial.id();
     const std::string prefix = absl::StrCat("[trial ", id, "] ");
-    std::filesystem::path log_path =
-        std::filesystem::path(options_.log_dir) /
-        absl::StrCat("trial-", id, ".log");
+    std::filesystem::path log_path = std::filesystem::path(options_.log_dir) /
+                                     absl::StrCat("trial-", id, ".log");
     std::ofstream log(log_path, std::ios::app);
     if (!log) {
       console_.Err(absl::StrCat("warning: trial ", id, ": cannot write ",
@@ -348,6 +348,9 @@ class Worker {
         {"HYPERTUNE_LEASE_EPOCH", absl::StrCat(trial.lease_epoch())},
         {"HYPERTUNE_CLIENT_ID", client_id},
         {"HYPERTUNE_PARAMS", ParametersJson(trial.parameters())}};
+    if (!options_.gpus.empty()) {
+      vars.emplace_back("CUDA_VISIBLE_DEVICES", options_.gpus[slot - 1]);
+    }
     // The SDK in the program reaches the server as the worker does.
     for (const auto& [name, value] :
          {std::pair{"HYPERTUNE_TOKEN", &client_options.token},
@@ -362,8 +365,8 @@ class Worker {
           std::chrono::duration<double>(*options_.timeout_seconds);
     }
     log << "[hypertune worker] trial " << id << " of study " << options_.study
-        << ", epoch " << trial.lease_epoch() << ", client " << client_id
-        << ": " << absl::StrJoin(program.argv, " ") << std::endl;
+        << ", epoch " << trial.lease_epoch() << ", client " << client_id << ": "
+        << absl::StrJoin(program.argv, " ") << std::endl;
 
     absl::StatusOr<std::unique_ptr<Subprocess>> process =
         Subprocess::Start(program);
@@ -372,8 +375,8 @@ class Worker {
       GiveBack(trial, "the worker could not start the program");
       return process.status();
     }
-    console_.Out(absl::StrCat("trial ", id, " started (slot ", slot, "): ",
-                              ParametersText(trial), "; log ",
+    console_.Out(absl::StrCat("trial ", id, " started (slot ", slot,
+                              "): ", ParametersText(trial), "; log ",
                               log_path.string()));
     {
       absl::MutexLock lock(&mu_);
@@ -392,8 +395,10 @@ class Worker {
 
     auto on_stdout = [&](std::string_view line) {
       log << line << '\n';
-      console_.Out(absl::StrCat(prefix, absl::string_view(line.data(), line.size())));
-      absl::StatusOr<std::optional<MetricsLine>> parsed = ParseMetricsLine(line);
+      console_.Out(
+          absl::StrCat(prefix, absl::string_view(line.data(), line.size())));
+      absl::StatusOr<std::optional<MetricsLine>> parsed =
+          ParseMetricsLine(line);
       if (!parsed.ok()) {
         console_.Err(absl::StrCat("warning: trial ", id,
                                   ": ignoring a malformed metrics line: ",
@@ -429,15 +434,16 @@ class Worker {
         stop_reason = updated->stop_reason();
       }
       if (!updated.ok()) {
-        console_.Err(absl::StrCat("warning: trial ", id, " step ",
-                                  *metrics.step, ": ",
-                                  absl::StatusCodeToString(updated.status().code()),
-                                  ": ", updated.status().message()));
+        console_.Err(
+            absl::StrCat("warning: trial ", id, " step ", *metrics.step, ": ",
+                         absl::StatusCodeToString(updated.status().code()),
+                         ": ", updated.status().message()));
       }
     };
     auto on_stderr = [&](std::string_view line) {
       log << line << '\n';
-      console_.Err(absl::StrCat(prefix, absl::string_view(line.data(), line.size())));
+      console_.Err(
+          absl::StrCat(prefix, absl::string_view(line.data(), line.size())));
     };
     auto on_tick = [&] {
       int signals = g_stop_signals.load();
@@ -448,10 +454,11 @@ class Worker {
       }
       if ((lease.should_stop() || stop_reason.has_value()) &&
           !run.stop_requested) {
-        console_.Out(absl::StrCat("trial ", id, ": the server stops it early",
-                                  stop_reason.has_value() && !stop_reason->empty()
-                                      ? absl::StrCat(" (", *stop_reason, ")")
-                                      : ""));
+        console_.Out(
+            absl::StrCat("trial ", id, ": the server stops it early",
+                         stop_reason.has_value() && !stop_reason->empty()
+                             ? absl::StrCat(" (", *stop_reason, ")")
+                             : ""));
         run.stop_requested = true;
         (*process)->Terminate();
       }
@@ -500,28 +507,31 @@ class Worker {
       const v1::Trial& now = stored->proto();
       if (now.state() != v1::Trial::ACTIVE &&
           now.state() != v1::Trial::STOPPING) {
-        Record(now, absl::StrCat("trial ", id, " ",
-                                 v1::Trial::State_Name(now.state()),
-                                 " by the program: ", Describe(now), " (", how,
-                                 ", ", took, ")"),
-               log);
+        Record(
+            now,
+            absl::StrCat("trial ", id, " ", v1::Trial::State_Name(now.state()),
+                         " by the program: ", Describe(now), " (", how, ", ",
+                         took, ")"),
+            log);
         return;
       }
       if (now.lease_epoch() != trial.lease_epoch()) {
-        Record(now, absl::StrCat("trial ", id, " now belongs to lease epoch ",
-                                 now.lease_epoch(), "; leaving it (", how, ")"),
+        Record(now,
+               absl::StrCat("trial ", id, " now belongs to lease epoch ",
+                            now.lease_epoch(), "; leaving it (", how, ")"),
                log, /*counted=*/false);
         return;
       }
     } else {
-      console_.Err(absl::StrCat("warning: trial ", id, ": ",
-                                stored.status().message()));
+      console_.Err(
+          absl::StrCat("warning: trial ", id, ": ", stored.status().message()));
     }
 
     TrialOutcome outcome = DecideOutcome(run, objective_);
     if (outcome.kind == TrialOutcome::Kind::kLeave) {
-      Record(trial, absl::StrCat("trial ", id, " left to its lease: ",
-                                 outcome.reason, " (", how, ")"),
+      Record(trial,
+             absl::StrCat("trial ", id, " left to its lease: ", outcome.reason,
+                          " (", how, ")"),
              log, /*counted=*/false);
       return;
     }
@@ -554,10 +564,10 @@ class Worker {
       done = client_.CompleteTrial(request);
     }
     if (!done.ok()) {
-      std::string message = absl::StrCat(
-          "trial ", id, " could not be settled: ",
-          absl::StatusCodeToString(done.status().code()), ": ",
-          done.status().message());
+      std::string message =
+          absl::StrCat("trial ", id, " could not be settled: ",
+                       absl::StatusCodeToString(done.status().code()), ": ",
+                       done.status().message());
       console_.Err(message);
       log << "[hypertune worker] " << message << std::endl;
       absl::MutexLock lock(&mu_);
@@ -606,7 +616,8 @@ class Worker {
   }
 
   std::string Describe(const v1::Trial& trial) {
-    if (trial.state() == v1::Trial::INFEASIBLE) return trial.infeasible_reason();
+    if (trial.state() == v1::Trial::INFEASIBLE)
+      return trial.infeasible_reason();
     if (trial.state() == v1::Trial::REQUESTED ||
         trial.state() == v1::Trial::FAILED) {
       return trial.failure_reason();
@@ -646,16 +657,18 @@ class Worker {
 
   // "<study>: 3/30 done (1 infeasible), 2 running, best loss=0.1 (trial 2)"
   std::string ProgressLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    std::string text = absl::StrCat(options_.study, ": ",
-                                    completed_ + infeasible_ + other_);
+    std::string text =
+        absl::StrCat(options_.study, ": ", completed_ + infeasible_ + other_);
     if (budget_ > 0) absl::StrAppend(&text, "/", budget_);
     absl::StrAppend(&text, " done");
     std::vector<std::string> notes;
-    if (infeasible_ > 0) notes.push_back(absl::StrCat(infeasible_, " infeasible"));
+    if (infeasible_ > 0)
+      notes.push_back(absl::StrCat(infeasible_, " infeasible"));
     if (other_ > 0) {
       notes.push_back(absl::StrCat(other_, " given back or left"));
     }
-    if (!notes.empty()) absl::StrAppend(&text, " (", absl::StrJoin(notes, ", "), ")");
+    if (!notes.empty())
+      absl::StrAppend(&text, " (", absl::StrJoin(notes, ", "), ")");
     absl::StrAppend(&text, ", ", running_, " running");
     if (best_.has_value()) {
       absl::StrAppend(&text, ", best ", objective_, "=", FormatShort(*best_),
@@ -699,7 +712,7 @@ class Worker {
 
 absl::StatusOr<WorkerOptions> ParseWorkerArgs(const Args& args) {
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(
-      args, {{"parallel"}, {"max-trials"}, {"timeout"}, {"log-dir"}},
+      args, {{"parallel"}, {"gpus"}, {"max-trials"}, {"timeout"}, {"log-dir"}},
       /*allow_separator=*/true);
   if (!parsed.ok()) return parsed.status();
   if (parsed->positional.size() != 1) {
@@ -718,6 +731,26 @@ absl::StatusOr<WorkerOptions> ParseWorkerArgs(const Args& args) {
   if (!parallel.ok()) return parallel.status();
   if (*parallel > 1024) return UsageError("--parallel: at most 1024");
   options.parallel = static_cast<int>(*parallel);
+  if (std::optional<std::string> gpus = parsed->Get("gpus"); gpus.has_value()) {
+    for (absl::string_view gpu : absl::StrSplit(*gpus, ',')) {
+      // An ordinal, or a UUID such as GPU-8f1e...: letters, digits, '-'.
+      if (gpu.empty() || !std::all_of(gpu.begin(), gpu.end(), [](char c) {
+            return absl::ascii_isalnum(c) || c == '-';
+          })) {
+        return UsageError(absl::StrCat(
+            "--gpus: expected a comma-separated list of GPU ordinals or "
+            "UUIDs, got \"",
+            *gpus, "\""));
+      }
+      options.gpus.emplace_back(gpu);
+    }
+    if (parsed->Has("parallel") &&
+        *parallel != static_cast<int64_t>(options.gpus.size())) {
+      return UsageError(
+          "--parallel: --gpus runs one trial per GPU; give one or the other");
+    }
+    options.parallel = static_cast<int>(options.gpus.size());
+  }
   if (parsed->Has("max-trials")) {
     absl::StatusOr<int64_t> max_trials = parsed->GetInt("max-trials", 0, 1);
     if (!max_trials.ok()) return max_trials.status();
@@ -744,7 +777,8 @@ std::vector<std::string> ProgramEnvironment(
     });
     if (!replaced) env.push_back(entry);
   }
-  for (const auto& [name, value] : vars) env.push_back(absl::StrCat(name, "=", value));
+  for (const auto& [name, value] : vars)
+    env.push_back(absl::StrCat(name, "=", value));
   return env;
 }
 
@@ -767,11 +801,11 @@ absl::Status CheckProgram(const std::string& program) {
       return absl::OkStatus();
     }
   }
-  return absl::NotFoundError(absl::StrCat(
-      "cannot run \"", program, "\": ",
-      program.find('/') != std::string::npos
-          ? "no executable file there"
-          : "no executable of that name in PATH"));
+  return absl::NotFoundError(
+      absl::StrCat("cannot run \"", program, "\": ",
+                   program.find('/') != std::string::npos
+                       ? "no executable file there"
+                       : "no executable of that name in PATH"));
 }
 
 absl::Status RunWorkerCommand(const CommandContext& context, const Args& args) {
@@ -789,9 +823,9 @@ absl::Status RunWorkerCommand(const CommandContext& context, const Args& args) {
   std::error_code error;
   std::filesystem::create_directories(options->log_dir, error);
   if (error) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--log-dir: cannot create \"", options->log_dir, "\": ",
-        error.message()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("--log-dir: cannot create \"", options->log_dir,
+                     "\": ", error.message()));
   }
   Console console(context.out, context.err, context.interactive);
   SignalScope signals;

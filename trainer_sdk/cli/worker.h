@@ -32,6 +32,9 @@ struct WorkerOptions {
   std::string study;
   // Trials run at once, each in its own slot.
   int parallel = 1;
+  // GPUs (ordinals or UUIDs), one slot each: slot k's program sees only
+  // gpus[k-1] (CUDA_VISIBLE_DEVICES). Empty: no pinning.
+  std::vector<std::string> gpus;
   // Trials this worker runs at most; none = until the study completes.
   std::optional<int64_t> max_trials;
   // A program running longer is ended and its trial made infeasible.
@@ -42,9 +45,10 @@ struct WorkerOptions {
   std::vector<std::string> command;
 };
 
-// Parses `worker NAME [--parallel N] [--max-trials M] [--timeout S]
-// [--log-dir DIR] -- CMD ARGS...` (the arguments after "worker"). The log
-// dir defaults to ./hypertune-logs/<study>. Usage errors otherwise.
+// Parses `worker NAME [--parallel N | --gpus LIST] [--max-trials M]
+// [--timeout S] [--log-dir DIR] -- CMD ARGS...` (the arguments after
+// "worker"). --gpus 0,1,2,3 runs one slot per GPU. The log dir defaults to
+// ./hypertune-logs/<study>. Usage errors otherwise.
 absl::StatusOr<WorkerOptions> ParseWorkerArgs(const Args& args);
 
 // OK if `program` (a worker's CMD) names an executable file, directly or
