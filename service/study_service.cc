@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <limits>
 
@@ -136,6 +137,8 @@ absl::StatusOr<v1::Study> StudyService::CreateStudy(
   study.set_state(v1::Study::ACTIVE);
   study.set_create_time_ms(Now());
   study.clear_trial_counts();
+  study.clear_device_seconds();
+  study.clear_cost();
   HT_RETURN_IF_ERROR(store_->CreateStudy(study));
   return study;
 }
@@ -164,6 +167,21 @@ absl::StatusOr<StudyService::StudyAndTrial> StudyService::LoadStudyAndTrial(
   if (!trial.ok()) return trial.status();
   loaded.trial = *std::move(trial);
   return loaded;
+}
+
+void StudyService::AddDeviceSeconds(double seconds, const v1::Study& study,
+                                    v1::Trial& trial) {
+  trial.set_device_seconds(trial.device_seconds() + seconds);
+  trial.set_cost(trial.device_seconds() / 3600.0 *
+                 study.spec().price_per_device_hour());
+}
+
+absl::Status StudyService::SaveStudyCost(v1::Study& study, double seconds) {
+  if (seconds <= 0) return absl::OkStatus();
+  study.set_device_seconds(study.device_seconds() + seconds);
+  study.set_cost(study.device_seconds() / 3600.0 *
+                 study.spec().price_per_device_hour());
+  return store_->UpdateStudy(study);
 }
 
 int64_t StudyService::Now() const {
@@ -408,6 +426,10 @@ void StudyService::ServeSuggestions(
     int64_t budget_left = study.spec().max_trials() > 0
                               ? study.spec().max_trials() - created
                               : std::numeric_limits<int64_t>::max();
+    if (study.spec().max_device_hours() > 0 &&
+        study.device_seconds() >= study.spec().max_device_hours() * 3600.0) {
+      budget_left = 0;  // the device-hours are spent
+    }
     std::deque<v1::Trial> queued;
     if (count_of(v1::Trial::REQUESTED) > 0) {
       storage::TrialQuery query;
@@ -773,6 +795,12 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
   HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
   HT_RETURN_IF_ERROR(ValidateMeasurement("final_measurement",
                                          request.final_measurement(), false));
+  if (!(request.device_seconds() >= 0) ||
+      std::isinf(request.device_seconds())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device_seconds: must be a finite number >= 0, got ",
+                     request.device_seconds()));
+  }
   if (request.infeasible() && request.worker_failed()) {
     return absl::InvalidArgumentError(
         "worker_failed: a trial is either infeasible (its parameters) or its "
@@ -794,6 +822,8 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
   if (request.worker_failed()) {
     HT_RETURN_IF_ERROR(CheckRunning(trial, "its worker can give it up"));
     HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
+    AddDeviceSeconds(request.device_seconds(), study, trial);
+    HT_RETURN_IF_ERROR(SaveStudyCost(study, request.device_seconds()));
     v1::Trial released =
         Release(study, std::move(trial),
                 request.failure_reason().empty() ? "worker failed"
@@ -840,6 +870,8 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
   }
   HT_RETURN_IF_ERROR(CheckRunning(trial, "it can be completed"));
   HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
+  AddDeviceSeconds(request.device_seconds(), study, done);
+  HT_RETURN_IF_ERROR(SaveStudyCost(study, request.device_seconds()));
   done.set_end_time_ms(Now());
   done.set_lease_expire_time_ms(0);
   HT_RETURN_IF_ERROR(SaveTrial(done));

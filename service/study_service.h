@@ -109,6 +109,12 @@ class StudyService {
   // newest measurement, not yet saved): STOPPING or PAUSED with the reason,
   // or unchanged. REQUIRES: the study's lock held.
   absl::Status ApplyEarlyStopping(const v1::Study& study, v1::Trial& trial);
+  // Cost accounting: `seconds` of device time more for `trial` (and its
+  // cost at the study's price); SaveStudyCost adds them to the study's
+  // totals and stores it. REQUIRES: the study's lock held.
+  static void AddDeviceSeconds(double seconds, const v1::Study& study,
+                               v1::Trial& trial);
+  absl::Status SaveStudyCost(v1::Study& study, double seconds);
   // The study and trial a request names. REQUIRES: the study's lock held.
   struct StudyAndTrial {
     v1::Study study;

@@ -138,6 +138,15 @@ absl::Status ValidateStudy(const v1::Study& study) {
                    absl::StrCat("must be >= 0 (0 = unlimited), got ",
                                 spec.max_parallel_trials()));
   }
+  for (const auto& [field, value] :
+       {std::pair{"study.spec.price_per_device_hour",
+                  spec.price_per_device_hour()},
+        std::pair{"study.spec.max_device_hours", spec.max_device_hours()}}) {
+    if (!(value >= 0) || std::isinf(value)) {
+      return Invalid(field,
+                     absl::StrCat("must be a finite number >= 0, got ", value));
+    }
+  }
   return ValidateEarlyStopping(spec);
 }
 

@@ -1,6 +1,7 @@
 // Client: one method per RPC, each through ClientCore::Call, and NextTrial.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -67,6 +68,14 @@ ClientOptions ResolveClientOptions(ClientOptions options) {
   }
   if (options.tls_key.empty()) options.tls_key = EnvOr("HYPERTUNE_TLS_KEY", "");
   if (options.max_attempts < 1) options.max_attempts = 1;
+  if (options.devices < 1) {
+    const std::string visible = EnvOr("CUDA_VISIBLE_DEVICES", "");
+    options.devices = visible.empty()
+                          ? 1
+                          : static_cast<int>(std::count(visible.begin(),
+                                                        visible.end(), ',')) +
+                                1;
+  }
   return options;
 }
 

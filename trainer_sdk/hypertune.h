@@ -90,11 +90,15 @@ struct ClientOptions {
   bool heartbeats = true;
   // Between background renewals; 0 (default) = a third of the study's lease.
   std::chrono::milliseconds heartbeat_interval{0};
+  // Devices a trial of this process uses: its device-seconds (what the
+  // server bills) are its wall seconds times this. 0 (default) = the number
+  // of entries in $CUDA_VISIBLE_DEVICES, else 1.
+  int devices = 0;
 };
 
 // Returns `options` with server, client_id, token and TLS files filled in
-// from the environment or the defaults where empty, and max_attempts at
-// least 1.
+// from the environment or the defaults where empty, devices counted, and
+// max_attempts at least 1.
 ClientOptions ResolveClientOptions(ClientOptions options);
 
 class Trial;

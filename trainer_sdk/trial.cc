@@ -248,6 +248,12 @@ absl::Status Trial::Finish(v1::CompleteTrialRequest request) {
   request.set_lease_epoch(proto_.lease_epoch());
   absl::StatusOr<Client> client = Attached();
   if (!client.ok()) return client.status();
+  // This attempt's device time: since this handle took the trial.
+  request.set_device_seconds(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                    attached_at_)
+          .count() *
+      client->options().devices);
   absl::StatusOr<v1::Trial> response = client->CompleteTrial(request);
   lease_->Observe(response.status());
   if (response.ok() || !lease_->lost().ok()) {

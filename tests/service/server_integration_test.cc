@@ -360,7 +360,12 @@ TEST(ServerIntegrationTest, WatchTrialsResumesAfterADisconnectWithoutGaps) {
     ASSERT_TRUE(seen.count(t.id())) << "trial " << t.id();
     EXPECT_EQ(seen[t.id()].state(), t.state()) << "trial " << t.id();
     EXPECT_EQ(seen[t.id()].measurements_size(), t.measurements_size());
+    EXPECT_GT(t.device_seconds(), 0) << "trial " << t.id();
   }
+  // The SDK billed each attempt's wall time; the study sums them.
+  auto study = client.GetStudy("w");
+  ASSERT_TRUE(study.ok()) << study.status();
+  EXPECT_GT(study->device_seconds(), 0);
   server->Shutdown();
 }
 

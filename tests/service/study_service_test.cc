@@ -813,6 +813,77 @@ TEST_F(EarlyStoppingTest, BadRulesAreRefusedNamingTheField) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("\"epochs\""));
 }
 
+// ----- Cost -----
+
+TEST_F(StudyServiceTest, DeviceHoursAreCostedAndCapTheStudy) {
+  v1::CreateStudyRequest request;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    study {
+      name: "spot"
+      spec {
+        parameters { name: "x" double_spec { min: 0 max: 1 } }
+        metrics { name: "loss" goal: MINIMIZE }
+        algorithm: QUASI_RANDOM
+        price_per_device_hour: 2.5
+        max_device_hours: 1
+      }
+    })pb", &request));
+  ASSERT_TRUE(service_.CreateStudy(request).ok());
+  auto complete = [&](int64_t id, double device_seconds, bool worker_failed) {
+    v1::CompleteTrialRequest done;
+    done.set_study_name("spot");
+    done.set_trial_id(id);
+    done.set_lease_epoch(Epoch("spot", id));
+    done.set_device_seconds(device_seconds);
+    if (worker_failed) {
+      done.set_worker_failed(true);
+    } else {
+      (*done.mutable_final_measurement()->mutable_metrics())["loss"] = 1;
+    }
+    return service_.CompleteTrial(done);
+  };
+
+  auto first = Suggest("spot", 2, "w");
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->trials_size(), 2);
+  // A preempted attempt's device time counts too.
+  ASSERT_TRUE(complete(1, 1800, /*worker_failed=*/true).ok());
+  auto done = complete(2, 1200, false);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_DOUBLE_EQ(done->device_seconds(), 1200);
+  EXPECT_DOUBLE_EQ(done->cost(), 2.5 / 3);
+  v1::GetStudyRequest get;
+  get.set_name("spot");
+  auto study = service_.GetStudy(get);
+  ASSERT_TRUE(study.ok()) << study.status();
+  EXPECT_DOUBLE_EQ(study->device_seconds(), 3000);
+  EXPECT_DOUBLE_EQ(study->cost(), 2.5 * 3000 / 3600);
+  // A retry of the completion is not billed twice.
+  ASSERT_TRUE(complete(2, 1200, false).ok());
+
+  // Trial 1 again (from the queue), then the hour is spent: no new trials,
+  // and the study completes once nothing runs.
+  auto again = Suggest("spot", 1, "w");
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->trials_size(), 1);
+  EXPECT_EQ(again->trials(0).id(), 1);
+  auto billed = complete(1, 900, false);
+  ASSERT_TRUE(billed.ok()) << billed.status();
+  EXPECT_DOUBLE_EQ(billed->device_seconds(), 2700);
+  auto last = Suggest("spot", 1, "w");
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(last->trials_size(), 0);
+  EXPECT_EQ(last->study_state(), v1::Study::COMPLETED);
+
+  EXPECT_EQ(complete(1, -1, false).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  request.mutable_study()->set_name("bad-price");
+  request.mutable_study()->mutable_spec()->set_price_per_device_hour(-1);
+  absl::Status s = service_.CreateStudy(request).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("price_per_device_hour"));
+}
+
 // ----- WatchTrials -----
 
 TEST_F(StudyServiceTest, WatchTrialsStreamsChangesAndResumesWithoutGaps) {

@@ -1,12 +1,12 @@
 #include "trainer_sdk/cli/format.h"
 
+#include <google/protobuf/util/json_util.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <map>
 #include <set>
-
-#include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -52,13 +52,12 @@ std::string ParameterText(const v1::ParameterSpec& p) {
                           p.integer_spec().max(), "]",
                           scale(p.integer_spec().scale()));
     case v1::ParameterSpec::kDiscreteSpec:
-      return absl::StrCat(
-          "discrete {",
-          absl::StrJoin(p.discrete_spec().values(), ", ",
-                        [](std::string* out, double v) {
-                          out->append(FormatDouble(v));
-                        }),
-          "}");
+      return absl::StrCat("discrete {",
+                          absl::StrJoin(p.discrete_spec().values(), ", ",
+                                        [](std::string* out, double v) {
+                                          out->append(FormatDouble(v));
+                                        }),
+                          "}");
     case v1::ParameterSpec::kCategoricalSpec:
       return absl::StrCat("categorical {",
                           absl::StrJoin(p.categorical_spec().values(), ", "),
@@ -99,15 +98,18 @@ absl::StatusOr<std::vector<v1::Trial::State>> ParseTrialStates(
     const std::vector<std::string>& values) {
   std::vector<v1::Trial::State> states;
   for (const std::string& value : values) {
-    for (absl::string_view piece : absl::StrSplit(value, ',', absl::SkipEmpty())) {
-      std::string name = absl::AsciiStrToUpper(absl::StripAsciiWhitespace(piece));
+    for (absl::string_view piece :
+         absl::StrSplit(value, ',', absl::SkipEmpty())) {
+      std::string name =
+          absl::AsciiStrToUpper(absl::StripAsciiWhitespace(piece));
       v1::Trial::State state;
       if (!v1::Trial::State_Parse(name, &state) ||
           state == v1::Trial::STATE_UNSPECIFIED) {
         std::vector<std::string> names;
         for (int i = v1::Trial::State_MIN + 1; i <= v1::Trial::State_MAX; ++i) {
           if (v1::Trial::State_IsValid(i)) {
-            names.push_back(v1::Trial::State_Name(static_cast<v1::Trial::State>(i)));
+            names.push_back(
+                v1::Trial::State_Name(static_cast<v1::Trial::State>(i)));
           }
         }
         return UsageError(absl::StrCat("--state: \"", piece,
@@ -131,9 +133,9 @@ absl::StatusOr<std::string> PrintJson(const google::protobuf::Message& message,
   auto status =
       google::protobuf::util::MessageToJsonString(message, &json, options);
   if (!status.ok()) {
-    return absl::InternalError(absl::StrCat(
-        "cannot print ", message.GetTypeName(), " as JSON: ",
-        std::string(status.message())));
+    return absl::InternalError(
+        absl::StrCat("cannot print ", message.GetTypeName(),
+                     " as JSON: ", std::string(status.message())));
   }
   return json;
 }
@@ -146,7 +148,8 @@ absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message) {
   return json;
 }
 
-absl::StatusOr<std::string> ToJsonLine(const google::protobuf::Message& message) {
+absl::StatusOr<std::string> ToJsonLine(
+    const google::protobuf::Message& message) {
   return PrintJson(message, /*multiline=*/false);
 }
 
@@ -158,9 +161,9 @@ absl::Status FromJson(std::string_view json, std::string_view source,
       google::protobuf::StringPiece(json.data(), json.size()), message,
       options);
   if (!status.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        AV(source), ": not a valid ", message->GetTypeName(),
-        " in JSON: ", std::string(status.message())));
+    return absl::InvalidArgumentError(
+        absl::StrCat(AV(source), ": not a valid ", message->GetTypeName(),
+                     " in JSON: ", std::string(status.message())));
   }
   return absl::OkStatus();
 }
@@ -280,7 +283,9 @@ Grid TrialGrid(const TrialColumns& columns,
   header.push_back(csv ? "infeasible_reason" : "REASON");
   grid.push_back(std::move(header));
 
-  auto number = [csv](double v) { return csv ? FormatDouble(v) : FormatShort(v); };
+  auto number = [csv](double v) {
+    return csv ? FormatDouble(v) : FormatShort(v);
+  };
   for (const v1::Trial& trial : trials) {
     Row row = {absl::StrCat(trial.id()), v1::Trial::State_Name(trial.state())};
     for (const std::string& name : params) {
@@ -302,13 +307,14 @@ Grid TrialGrid(const TrialColumns& columns,
     for (const v1::Measurement& m : trial.measurements()) {
       step = std::max(step, m.step());
     }
-    bool has_steps = trial.measurements_size() > 0 ||
-                     trial.has_final_measurement();
+    bool has_steps =
+        trial.measurements_size() > 0 || trial.has_final_measurement();
     row.push_back(has_steps ? absl::StrCat(step) : "");
     if (csv) {
-      row.push_back(trial.has_final_measurement()
-                        ? FormatDouble(trial.final_measurement().elapsed_seconds())
-                        : "");
+      row.push_back(
+          trial.has_final_measurement()
+              ? FormatDouble(trial.final_measurement().elapsed_seconds())
+              : "");
       row.push_back(trial.client_id());
     }
     row.push_back(trial.infeasible_reason());
@@ -340,18 +346,20 @@ Grid StudyDetailGrid(const v1::Study& study) {
   grid.push_back({"state", v1::Study::State_Name(study.state())});
   grid.push_back({"algorithm", v1::Algorithm_Name(spec.algorithm())});
   for (int i = 0; i < spec.metrics_size(); ++i) {
-    grid.push_back({i == 0 ? "objective" : "metric", MetricText(spec.metrics(i))});
+    grid.push_back(
+        {i == 0 ? "objective" : "metric", MetricText(spec.metrics(i))});
   }
   for (const v1::ParameterSpec& p : spec.parameters()) {
-    grid.push_back({"parameter", absl::StrCat(p.name(), ": ", ParameterText(p))});
+    grid.push_back(
+        {"parameter", absl::StrCat(p.name(), ": ", ParameterText(p))});
   }
   grid.push_back({"max_trials", spec.max_trials() > 0
                                     ? absl::StrCat(spec.max_trials())
                                     : "unlimited"});
-  grid.push_back({"max_parallel_trials",
-                  spec.max_parallel_trials() > 0
-                      ? absl::StrCat(spec.max_parallel_trials())
-                      : "unlimited"});
+  grid.push_back(
+      {"max_parallel_trials", spec.max_parallel_trials() > 0
+                                  ? absl::StrCat(spec.max_parallel_trials())
+                                  : "unlimited"});
   // Sorted by state for a stable listing.
   std::map<std::string, int64_t> counts(study.trial_counts().begin(),
                                         study.trial_counts().end());
@@ -359,10 +367,26 @@ Grid StudyDetailGrid(const v1::Study& study) {
   for (const auto& [state, count] : counts) {
     parts.push_back(absl::StrCat(state, "=", count));
   }
-  grid.push_back({"trials", absl::StrCat(TotalTrials(study),
-                                         parts.empty() ? "" : " (",
-                                         absl::StrJoin(parts, " "),
-                                         parts.empty() ? "" : ")")});
+  grid.push_back(
+      {"trials",
+       absl::StrCat(TotalTrials(study), parts.empty() ? "" : " (",
+                    absl::StrJoin(parts, " "), parts.empty() ? "" : ")")});
+  if (spec.has_early_stopping()) {
+    grid.push_back({"early_stopping", v1::EarlyStoppingSpec::Rule_Name(
+                                          spec.early_stopping().rule())});
+  }
+  std::string device_hours = FormatShort(study.device_seconds() / 3600.0);
+  if (spec.max_device_hours() > 0) {
+    absl::StrAppend(&device_hours, " of ",
+                    FormatShort(spec.max_device_hours()));
+  }
+  grid.push_back({"device_hours", device_hours});
+  if (spec.price_per_device_hour() > 0) {
+    grid.push_back(
+        {"cost", absl::StrCat(FormatShort(study.cost()), " at ",
+                              FormatShort(spec.price_per_device_hour()),
+                              " per device-hour")});
+  }
   grid.push_back({"created", FormatTimeMs(study.create_time_ms())});
   return grid;
 }

@@ -479,7 +479,8 @@ class Worker {
       absl::MutexLock lock(&mu_);
       --running_;
     }
-    Settle(trial, run, ElapsedSeconds(trial, started), log);
+    Settle(trial, run, ElapsedSeconds(trial, started),
+           std::chrono::duration<double>(Clock::now() - started).count(), log);
     return absl::OkStatus();
   }
 
@@ -493,8 +494,10 @@ class Worker {
   }
 
   // Completes, marks infeasible or leaves the trial after its program ended.
+  // `elapsed`: since the trial started; `program_seconds`: this program's
+  // run, its device time.
   void Settle(const v1::Trial& trial, const TrialRun& run, double elapsed,
-              std::ofstream& log) {
+              double program_seconds, std::ofstream& log) {
     const int64_t id = trial.id();
     std::string how = run.exit.signaled
                           ? absl::StrCat("killed by signal ", run.exit.code)
@@ -539,6 +542,8 @@ class Worker {
     request.set_study_name(options_.study);
     request.set_trial_id(id);
     request.set_lease_epoch(trial.lease_epoch());
+    // One device per slot (its GPU under --gpus).
+    request.set_device_seconds(program_seconds);
     if (outcome.kind == TrialOutcome::Kind::kComplete) {
       v1::Measurement* m = request.mutable_final_measurement();
       m->set_step(outcome.step);
