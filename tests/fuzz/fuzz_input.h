@@ -31,8 +31,10 @@ enum class Rpc : uint8_t {
   kCompleteTrial,
   kListOptimalTrials,
   kHeartbeat,
+  kCheckEarlyStopping,
+  kStopTrial,
 };
-inline constexpr int kRpcCount = 13;
+inline constexpr int kRpcCount = 15;
 
 inline constexpr uint8_t kRpcMask = 0x0f;
 inline constexpr uint8_t kJson = 0x10;

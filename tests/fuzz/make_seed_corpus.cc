@@ -113,6 +113,12 @@ std::vector<Seed> Seeds() {
         study_name: "s" trial_id: 4 lease_epoch: 1 client_id: "c3"
         checkpoint_uri: "file:///ckpt/4" log_path: "/tmp/4.log")pb",
        &v1::HeartbeatRequest::default_instance()},
+      {"check_early_stopping", Rpc::kCheckEarlyStopping,
+       R"pb(study_name: "s" trial_id: 4)pb",
+       &v1::CheckEarlyStoppingRequest::default_instance()},
+      {"stop_trial", Rpc::kStopTrial,
+       R"pb(study_name: "s" trial_id: 4 reason: "by hand")pb",
+       &v1::StopTrialRequest::default_instance()},
   };
 }
 

@@ -382,6 +382,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case Rpc::kHeartbeat:
       Call(fixture, payload, selector, "Heartbeat", &StudyService::Heartbeat);
       break;
+    case Rpc::kCheckEarlyStopping:
+      Call(fixture, payload, selector, "CheckEarlyStopping",
+           &StudyService::CheckEarlyStopping);
+      break;
+    case Rpc::kStopTrial:
+      Call(fixture, payload, selector, "StopTrial", &StudyService::StopTrial);
+      break;
   }
   CheckStatus(fixture.memory().service().ExpireLeases(), "ExpireLeases");
   CheckStatus(fixture.sqlite().service().ExpireLeases(), "ExpireLeases");
