@@ -2,9 +2,10 @@
 //
 //   hypertuned --db PATH [--listen HOST:PORT] [--durability normal|full]
 //              [--auth-token-file F] [--tls-cert F --tls-key F
-//              [--tls-client-ca F]]
+//              [--tls-client-ca F]] [--http HOST:PORT]
 //
-// Prints "hypertuned listening on HOST:PORT" once serving; SIGTERM or SIGINT
+// Prints "hypertuned listening on HOST:PORT" once serving (and, with --http,
+// "hypertuned: dashboard on http://HOST:PORT/" before it); SIGTERM or SIGINT
 // shut it down gracefully (calls in flight finish, the database is closed).
 #include <csignal>
 #include <cstdio>
@@ -24,6 +25,7 @@ constexpr char kUsage[] =
     "normal|full]\n"
     "                  [--auth-token-file F] [--tls-cert F --tls-key F "
     "[--tls-client-ca F]]\n"
+    "                  [--http HOST:PORT]\n"
     "  --db PATH            SQLite database file (created if absent)\n"
     "  --listen HOST:PORT   gRPC address (default 127.0.0.1:50051; port 0 "
     "picks one)\n"
@@ -36,7 +38,11 @@ constexpr char kUsage[] =
     "  --tls-cert F         PEM certificate (chain) of the server: serve TLS\n"
     "  --tls-key F          PEM private key of that certificate\n"
     "  --tls-client-ca F    PEM CA bundle: require client certificates it "
-    "signed (mutual TLS)\n";
+    "signed (mutual TLS)\n"
+    "  --http HOST:PORT     also serve the HTTP read API, /metrics and the "
+    "dashboard\n"
+    "                       (plain HTTP, same tokens; default off; port 0 "
+    "picks one)\n";
 
 int UsageError(const std::string& message) {
   std::cerr << "hypertuned: " << message << "\n" << kUsage;
@@ -89,6 +95,10 @@ int main(int argc, char** argv) {
       if (!value(&options.tls_client_ca_file)) {
         return UsageError("--tls-client-ca needs a file");
       }
+    } else if (arg == "--http") {
+      if (!value(&options.http_listen)) {
+        return UsageError("--http needs HOST:PORT");
+      }
     } else {
       return UsageError("unknown argument " + std::string(arg));
     }
@@ -107,6 +117,11 @@ int main(int argc, char** argv) {
   if (!server.ok()) {
     std::cerr << "hypertuned: " << server.status().message() << "\n";
     return 1;
+  }
+  // Before the "listening on" line, which tests and scripts wait for.
+  if (!(*server)->http_address().empty()) {
+    std::cout << "hypertuned: dashboard on http://"
+              << (*server)->http_address() << "/" << std::endl;
   }
   std::cout << "hypertuned listening on " << (*server)->address()
             << " (database " << options.db_path

@@ -44,16 +44,15 @@ std::string Labels(const std::vector<std::string>& names,
 
 void AppendHeader(const std::string& name, const std::string& help,
                   const char* type, std::string* out) {
-  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ",
-                  type, "\n");
+  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type,
+                  "\n");
 }
 
 }  // namespace
 
 std::vector<double> LatencyBuckets() {
-  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-          0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10,
-          30};
+  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+          0.1,    0.25,    0.5,    1,     2.5,    5,     10,   30};
 }
 
 std::string EscapeLabelValue(const std::string& value) {

@@ -28,8 +28,7 @@ class CounterFamily {
                 std::vector<std::string> label_names);
 
   // REQUIRES: label_values.size() equals the number of label names.
-  void Increment(const std::vector<std::string>& label_values,
-                 double by = 1.0);
+  void Increment(const std::vector<std::string>& label_values, double by = 1.0);
   // The current value; 0 for label values never incremented.
   double Value(const std::vector<std::string>& label_values) const;
   // Appends the HELP, TYPE and sample lines.

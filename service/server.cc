@@ -11,6 +11,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/security/server_credentials.h"
 #include "storage/sqlite_store.h"
+#include "service/http/rpc_metrics_interceptor.h"
 #include "service/parse_error_interceptor.h"
 
 namespace hypertune::service {
@@ -80,15 +81,20 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     authorizer = Authorizer(*std::move(tokens));
   }
 
+  std::unique_ptr<Server> server(new Server());
+  server->metrics_ = std::make_unique<Metrics>();
+  options.service.metrics = server->metrics_.get();
+
   storage::SqliteOptions db_options;
   db_options.durable_full = options.durable_full;
   auto store = storage::SqliteStore::Open(options.db_path, db_options);
   if (!store.ok()) return store.status();
 
-  std::unique_ptr<Server> server(new Server());
   server->store_ = *std::move(store);
   server->service_ =
       std::make_unique<StudyService>(server->store_.get(), options.service);
+  // The HTTP side checks the same tokens.
+  Authorizer http_authorizer = authorizer;
   server->grpc_service_ = std::make_unique<GrpcService>(server->service_.get(),
                                                         std::move(authorizer));
   if (absl::Status s = server->service_->ExtendLeasesOnStart(); !s.ok()) {
@@ -101,7 +107,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, *credentials, &port);
   builder.RegisterService(server->grpc_service_.get());
-  builder.experimental().SetInterceptorCreators(ParseErrorInterceptors());
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors = ParseErrorInterceptors();
+  interceptors.push_back(RpcMetricsInterceptorFactory(server->metrics_.get()));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || port == 0) {
     return absl::UnavailableError(
@@ -112,6 +122,20 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   }
   std::string host = options.listen.substr(0, options.listen.rfind(':'));
   server->address_ = absl::StrCat(host, ":", port);
+
+  if (!options.http_listen.empty()) {
+    HttpServerOptions http_options;
+    http_options.listen = options.http_listen;
+    http_options.threads = options.http_threads;
+    http_options.db_path = options.db_path;
+    absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+        server->service_.get(), server->store_.get(),
+        std::move(http_authorizer), server->metrics_.get(),
+        std::move(http_options));
+    if (!http.ok()) return http.status();
+    server->http_ = *std::move(http);
+    server->http_address_ = server->http_->address();
+  }
   return server;
 }
 
@@ -121,6 +145,9 @@ Server::~Server() {
 }
 
 void Server::Shutdown() {
+  // Event streams end first: they would hold the service past the gRPC
+  // server's deadline otherwise.
+  if (http_ != nullptr) http_->Shutdown();
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now() +
                       std::chrono::seconds(5));
@@ -129,6 +156,8 @@ void Server::Shutdown() {
 
 void Server::Wait() {
   if (server_ != nullptr) server_->Wait();
+  if (http_ != nullptr) http_->Shutdown();
+  http_.reset();
   sweeper_.reset();
 }
 

@@ -1,7 +1,9 @@
-// Server: a running hypertuned — the SQLite store, the study service and the
+// Server: a running hypertuned — the SQLite store, the study service, the
 // gRPC server listening on one address, optionally behind bearer-token auth
-// (auth.h) and TLS. Used by the hypertuned program and by tests that need a
-// real server in-process.
+// (auth.h) and TLS, and optionally the HTTP read API and dashboard
+// (http/http_server.h) on another, behind the same tokens. RPC counts and
+// latencies go to a Metrics registry that /metrics shows. Used by the
+// hypertuned program and by tests that need a real server in-process.
 //
 // Thread-safe: Shutdown may be called from any thread, once.
 #ifndef HYPERTUNE_SERVICE_SERVER_H_
@@ -13,7 +15,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "service/grpc_service.h"
+#include "service/http/http_server.h"
 #include "service/lease_sweeper.h"
+#include "service/metrics.h"
 #include "service/study_service.h"
 #include "storage/study_store.h"
 
@@ -39,6 +43,11 @@ struct ServerOptions {
   // PEM file of the CAs whose client certificates are accepted: mutual TLS,
   // clients without such a certificate are refused. Requires the two above.
   std::string tls_client_ca_file;
+  // HOST:PORT of the HTTP read API, /metrics and the dashboard (plain HTTP;
+  // port 0 picks one, see Server::http_address). Empty (default): off.
+  std::string http_listen;
+  // Handler threads of the HTTP server; each watching dashboard holds one.
+  int http_threads = 32;
 };
 
 class Server {
@@ -54,6 +63,10 @@ class Server {
 
   // The address actually bound, HOST:PORT.
   const std::string& address() const { return address_; }
+  // The HTTP address actually bound, HOST:PORT; empty when HTTP is off.
+  const std::string& http_address() const { return http_address_; }
+  // What /metrics reports; lives as long as the server.
+  Metrics* metrics() const { return metrics_.get(); }
 
   // Stops accepting calls, lets calls in flight finish (up to a few seconds)
   // and returns.
@@ -65,12 +78,15 @@ class Server {
  private:
   Server() = default;
 
+  std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<storage::StudyStore> store_;
   std::unique_ptr<StudyService> service_;
   std::unique_ptr<GrpcService> grpc_service_;
   std::unique_ptr<LeaseSweeper> sweeper_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<HttpServer> http_;
   std::string address_;
+  std::string http_address_;
 };
 
 }  // namespace hypertune::service

@@ -231,6 +231,8 @@ class Trial {
   absl::Status Report(int64_t step, const Metrics& metrics);
   // Completes the trial with its final metrics (at the last reported step).
   // A NaN metric marks the trial INFEASIBLE instead: the parameters diverged.
+  // On a trial paused at a rung (paused()), Complete and GiveBack only let go
+  // of it: the server resumes it when promoted.
   absl::Status Complete(const Metrics& metrics);
   absl::Status MarkInfeasible(const std::string& reason);
   // Gives the trial back because this worker cannot finish it (preempted,

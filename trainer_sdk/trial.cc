@@ -243,6 +243,13 @@ absl::Status Trial::GiveBack(const std::string& reason) {
 }
 
 absl::Status Trial::Finish(v1::CompleteTrialRequest request) {
+  if (paused() && !request.infeasible()) {
+    // Paused at a rung: it is resumed from its checkpoint when promoted
+    // (perhaps by another worker already), so there is nothing to settle.
+    lease_->Stop();
+    if (slot_ != nullptr) slot_->Release();
+    return absl::OkStatus();
+  }
   request.set_study_name(proto_.study_name());
   request.set_trial_id(proto_.id());
   request.set_lease_epoch(proto_.lease_epoch());

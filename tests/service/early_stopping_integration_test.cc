@@ -78,7 +78,12 @@ void Worker(const Client& client, const std::string& study, absl::Mutex* mu,
   }
 }
 
-TEST(EarlyStoppingIntegrationTest, AshaPausesAndResumesFromCheckpoints) {
+// With one worker the run is deterministic; with three, trials pause and
+// are promoted while others run.
+class EarlyStoppingIntegrationTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(EarlyStoppingIntegrationTest, AshaPausesAndResumesFromCheckpoints) {
+  const int workers_count = GetParam();
   test::TempDir dir;
   service::ServerOptions options;
   options.db_path = dir.File("asha.db");
@@ -117,7 +122,7 @@ TEST(EarlyStoppingIntegrationTest, AshaPausesAndResumesFromCheckpoints) {
   absl::Mutex mu;
   std::vector<TrialRun> runs;
   std::vector<std::thread> workers;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < workers_count; ++i) {
     workers.emplace_back(Worker, std::cref(client), "asha", &mu, &runs);
   }
   for (std::thread& w : workers) w.join();
@@ -154,12 +159,16 @@ TEST(EarlyStoppingIntegrationTest, AshaPausesAndResumesFromCheckpoints) {
       EXPECT_EQ(t.measurements_size(), kMaxResource);
     }
   }
-  // Some runs were resumptions of paused trials.
+  // Some runs were resumptions of paused trials (with several workers the
+  // top of a rung may instead go on at once each time).
   int resumed = 0;
   for (const TrialRun& run : runs) resumed += run.first_step > 1;
-  EXPECT_GE(resumed, 1);
+  if (workers_count == 1) EXPECT_GE(resumed, 1);
   (*server)->Shutdown();
 }
+
+INSTANTIATE_TEST_SUITE_P(Workers, EarlyStoppingIntegrationTest,
+                         ::testing::Values(1, 3));
 
 }  // namespace
 }  // namespace hypertune

@@ -1,3 +1,4 @@
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -39,7 +40,8 @@ std::string LabelsFile(const std::vector<uint8_t>& labels) {
 }
 
 std::string TempPath(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/train_data_idx";
+  const std::string dir =
+      ::testing::TempDir() + "/train_data_idx-" + std::to_string(getpid());
   std::filesystem::create_directories(dir);
   return dir + "/" + name;
 }

@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -21,7 +23,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 std::string FreshDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/train_data_jpeg/" + name;
+  const std::string dir = ::testing::TempDir() + "/train_data_jpeg-" +
+                          std::to_string(getpid()) + "/" + name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

@@ -1,0 +1,125 @@
+#include "service/http/csv.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace hypertune::service {
+namespace {
+
+constexpr const char* kFixedColumns[] = {"id",
+                                         "state",
+                                         "client_id",
+                                         "create_time_ms",
+                                         "start_time_ms",
+                                         "end_time_ms",
+                                         "retry_count",
+                                         "measurements",
+                                         "last_step",
+                                         "device_seconds",
+                                         "cost",
+                                         "infeasible_reason",
+                                         "failure_reason"};
+
+void AppendField(std::string_view field, std::string* out) {
+  if (field.find_first_of(",\"\r\n") == std::string_view::npos) {
+    out->append(field);
+    return;
+  }
+  out->push_back('"');
+  for (char c : field) {
+    if (c == '"') out->push_back('"');
+    out->push_back(c);
+  }
+  out->push_back('"');
+}
+
+}  // namespace
+
+std::string CsvField(std::string_view field) {
+  std::string out;
+  AppendField(field, &out);
+  return out;
+}
+
+std::string FormatDouble(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  char buffer[32];
+  auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return std::string(buffer, result.ptr);
+}
+
+void AppendCsvHeader(const v1::Study& study, std::string* out) {
+  bool first = true;
+  for (const char* column : kFixedColumns) {
+    if (!first) out->push_back(',');
+    first = false;
+    out->append(column);
+  }
+  for (const v1::ParameterSpec& p : study.spec().parameters()) {
+    out->push_back(',');
+    AppendField(absl::StrCat("param:", p.name()), out);
+  }
+  for (const v1::MetricSpec& m : study.spec().metrics()) {
+    out->push_back(',');
+    AppendField(absl::StrCat("metric:", m.name()), out);
+  }
+  out->append("\r\n");
+}
+
+void AppendCsvRow(const v1::Study& study, const v1::Trial& trial,
+                  std::string* out) {
+  const int64_t last_step =
+      trial.measurements_size() > 0
+          ? trial.measurements(trial.measurements_size() - 1).step()
+          : 0;
+  absl::StrAppend(out, trial.id(), ",", v1::Trial::State_Name(trial.state()),
+                  ",");
+  AppendField(trial.client_id(), out);
+  absl::StrAppend(out, ",", trial.create_time_ms(), ",", trial.start_time_ms(),
+                  ",", trial.end_time_ms(), ",", trial.retry_count(), ",",
+                  trial.measurements_size(), ",", last_step, ",",
+                  FormatDouble(trial.device_seconds()), ",",
+                  FormatDouble(trial.cost()), ",");
+  AppendField(trial.infeasible_reason(), out);
+  out->push_back(',');
+  AppendField(trial.failure_reason(), out);
+  // Parameters are stored in spec order, but match by name to be safe.
+  for (int i = 0; i < study.spec().parameters_size(); ++i) {
+    out->push_back(',');
+    const std::string& name = study.spec().parameters(i).name();
+    const v1::ParameterValue* value = nullptr;
+    if (i < trial.parameters_size() && trial.parameters(i).name() == name) {
+      value = &trial.parameters(i);
+    } else {
+      for (const v1::ParameterValue& v : trial.parameters()) {
+        if (v.name() == name) value = &v;
+      }
+    }
+    if (value == nullptr) continue;
+    switch (value->value_case()) {
+      case v1::ParameterValue::kDoubleValue:
+        out->append(FormatDouble(value->double_value()));
+        break;
+      case v1::ParameterValue::kIntValue:
+        absl::StrAppend(out, value->int_value());
+        break;
+      case v1::ParameterValue::kStringValue:
+        AppendField(value->string_value(), out);
+        break;
+      case v1::ParameterValue::VALUE_NOT_SET:
+        break;
+    }
+  }
+  const auto& metrics = trial.final_measurement().metrics();
+  for (const v1::MetricSpec& m : study.spec().metrics()) {
+    out->push_back(',');
+    auto it = metrics.find(m.name());
+    if (it != metrics.end()) out->append(FormatDouble(it->second));
+  }
+  out->append("\r\n");
+}
+
+}  // namespace hypertune::service
