@@ -10,7 +10,9 @@
 #
 # Small by default so that it fits 2 CPU cores in about a quarter of an
 # hour: TRIALS=12, EPOCHS=9, 4000 training and 2000 validation images
-# (TRAIN_SUBSET, VAL_SIZE in the environment change them).
+# (TRAIN_SUBSET, VAL_SIZE in the environment change them). ASHA_TRIALS gives
+# the ASHA study more trials (default TRIALS), to compare at equal epochs;
+# STUDIES=asha or STUDIES=full runs one of the two.
 set -euo pipefail
 build=${1:-build}
 trials=${2:-12}
@@ -31,8 +33,8 @@ done
 export HYPERTUNE_SERVER=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$work/hypertuned.log")
 
 # The example's search space, one trial at a time, with or without ASHA.
-make_config() {  # NAME RULE_JSON
-  python3 - "$1" "$2" "$trials" <<'PY'
+make_config() {  # NAME RULE_JSON TRIALS
+  python3 - "$1" "$2" "$3" <<'PY'
 import json, sys
 name, rule, trials = sys.argv[1], sys.argv[2], int(sys.argv[3])
 study = json.load(open("examples/fashion_mnist/study.json"))
@@ -45,8 +47,8 @@ print(json.dumps(study))
 PY
 }
 
-run_study() {  # NAME RULE_JSON
-  make_config "$1" "$2" > "$work/$1.json"
+run_study() {  # NAME RULE_JSON TRIALS
+  make_config "$1" "$2" "$3" > "$work/$1.json"
   "$bin/hypertune" study create --config "$work/$1.json" >/dev/null
   local start=$SECONDS
   "$bin/hypertune" worker "$1" --log-dir "$work/logs-$1" -- \
@@ -57,15 +59,23 @@ run_study() {  # NAME RULE_JSON
   "$bin/hypertune" trials "$1" --format json > "$work/$1.trials.json"
 }
 
-run_study fashion-full ""
-run_study fashion-asha "{\"rule\": \"ASHA\", \"min_resource\": 1, \"max_resource\": $epochs, \"reduction_factor\": 3, \"pause_at_rungs\": true}"
+studies=${STUDIES:-full,asha}
+names=()
+if [[ $studies == *full* ]]; then
+  run_study fashion-full "" "$trials"
+  names+=(fashion-full)
+fi
+if [[ $studies == *asha* ]]; then
+  run_study fashion-asha "{\"rule\": \"ASHA\", \"min_resource\": 1, \"max_resource\": $epochs, \"reduction_factor\": 3, \"pause_at_rungs\": true}" "${ASHA_TRIALS:-$trials}"
+  names+=(fashion-asha)
+fi
 
-python3 - "$work" <<'PY'
+python3 - "$work" "${names[@]}" <<'PY'
 import json, sys
-work = sys.argv[1]
+work, names = sys.argv[1], sys.argv[2:]
 seconds = dict(line.split() for line in open(f"{work}/seconds"))
 print(f"{'study':14} {'trials':>6} {'epochs':>7} {'best_val_acc':>13} {'full_budget':>11} {'seconds':>8}")
-for name in ("fashion-full", "fashion-asha"):
+for name in names:
     trials = json.load(open(f"{work}/{name}.trials.json"))["trials"]
     epochs = sum(len(t.get("measurements", [])) for t in trials)
     def acc(t):
