@@ -30,7 +30,7 @@ constexpr int kMaxPageSize = 1000;
 // found changes, and how long to wait for a change before checking whether
 // the watcher is gone.
 constexpr int kWatchBatch = 500;
-constexpr absl::Duration kWatchPause = absl::Milliseconds(50);
+constexpr absl::Duration kWatchPause = absl::Milliseconds(200);
 constexpr absl::Duration kWatchPoll = absl::Milliseconds(200);
 
 int64_t SystemNowMs() {
