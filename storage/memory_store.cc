@@ -164,10 +164,7 @@ absl::Status MemoryStore::Replace(const v1::Trial& trial, bool record_change) {
 
 absl::StatusOr<std::vector<TrialChange>> MemoryStore::ListTrialChanges(
     std::string_view study_name, int64_t after_sequence, int limit) {
-  if (limit < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("limit: must be >= 0, got ", limit));
-  }
+  if (absl::Status s = CheckLimit(limit); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Entry*> entry = Find(study_name);
   if (!entry.ok()) return entry.status();
@@ -183,10 +180,7 @@ absl::StatusOr<std::vector<TrialChange>> MemoryStore::ListTrialChanges(
 
 absl::StatusOr<std::vector<v1::Trial>> MemoryStore::ListTrials(
     std::string_view study_name, const TrialQuery& query) {
-  if (query.limit < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("limit: must be >= 0, got ", query.limit));
-  }
+  if (absl::Status s = CheckLimit(query.limit); !s.ok()) return s;
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Entry*> entry = Find(study_name);
   if (!entry.ok()) return entry.status();

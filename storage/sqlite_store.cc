@@ -1105,10 +1105,7 @@ absl::Status SqliteStore::ReplaceTrial(const v1::Trial& trial,
 
 absl::StatusOr<std::vector<v1::Trial>> SqliteStore::ListTrials(
     std::string_view study_name, const TrialQuery& query) {
-  if (query.limit < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("limit: must be >= 0, got ", query.limit));
-  }
+  if (absl::Status s = CheckLimit(query.limit); !s.ok()) return s;
   const std::vector<int> states = DistinctStates(query.states);
 
   // The text depends only on whether there is a client filter and on how
@@ -1174,10 +1171,7 @@ absl::StatusOr<std::vector<v1::Trial>> SqliteStore::ListTrials(
 
 absl::StatusOr<std::vector<TrialChange>> SqliteStore::ListTrialChanges(
     std::string_view study_name, int64_t after_sequence, int limit) {
-  if (limit < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("limit: must be >= 0, got ", limit));
-  }
+  if (absl::Status s = CheckLimit(limit); !s.ok()) return s;
   const std::string what =
       absl::StrCat("listing trial changes of ", StudyLabel(study_name));
   std::vector<TrialChange> changes;

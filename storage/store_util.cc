@@ -29,6 +29,12 @@ std::string TrialLabel(std::string_view study_name, int64_t trial_id) {
   return absl::StrCat("trial ", trial_id, " of study ", Quoted(study_name));
 }
 
+absl::Status CheckLimit(int limit) {
+  if (limit >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("limit: must be >= 0, got ", limit));
+}
+
 absl::StatusOr<std::string> SerializeForStore(
     const google::protobuf::Message& message, absl::string_view label) {
   const std::string type(message.GetDescriptor()->name());

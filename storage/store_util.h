@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
@@ -26,6 +27,9 @@ std::string StudyLabel(std::string_view study_name);
 
 // Returns `trial ID of study "NAME"`.
 std::string TrialLabel(std::string_view study_name, int64_t trial_id);
+
+// OK for a row limit >= 0 (0 means none); INVALID_ARGUMENT naming "limit".
+absl::Status CheckLimit(int limit);
 
 // Returns `message` serialized, after checking that the bytes parse back:
 // proto3 refuses to parse string fields that are not UTF-8, so such a

@@ -43,16 +43,17 @@ std::optional<std::string> FindChromium() {
   return std::nullopt;
 }
 
-// Runs `argv`, returning its stdout (stderr is dropped: Chromium is chatty).
-std::string RunProgram(const std::vector<std::string>& argv) {
-  int out[2];
-  if (pipe(out) != 0) return "";
+// Starts `argv` with its stdout on a pipe whose read end goes to *out (stderr
+// is dropped: Chromium is chatty). Returns the child's pid, or -1.
+pid_t Spawn(const std::vector<std::string>& argv, int* out) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
   pid_t pid = fork();
   if (pid == 0) {
-    dup2(out[1], 1);
+    dup2(fds[1], 1);
     FILE* null = std::fopen("/dev/null", "w");
     if (null != nullptr) dup2(fileno(null), 2);
-    close(out[0]);
+    close(fds[0]);
     std::vector<char*> args;
     for (const std::string& a : argv)
       args.push_back(const_cast<char*>(a.c_str()));
@@ -60,12 +61,27 @@ std::string RunProgram(const std::vector<std::string>& argv) {
     execv(args[0], args.data());
     _exit(127);
   }
-  close(out[1]);
+  close(fds[1]);
+  *out = fds[0];
+  return pid;
+}
+
+// Everything readable from `fd` until end of file; closes it.
+std::string ReadAll(int fd) {
   std::string text;
   char buffer[65536];
   ssize_t n;
-  while ((n = read(out[0], buffer, sizeof(buffer))) > 0) text.append(buffer, n);
-  close(out[0]);
+  while ((n = read(fd, buffer, sizeof(buffer))) > 0) text.append(buffer, n);
+  close(fd);
+  return text;
+}
+
+// Runs `argv`, returning its stdout.
+std::string RunProgram(const std::vector<std::string>& argv) {
+  int out = -1;
+  pid_t pid = Spawn(argv, &out);
+  if (pid < 0) return "";
+  std::string text = ReadAll(out);
   int status = 0;
   waitpid(pid, &status, 0);
   return text;
@@ -207,22 +223,9 @@ TEST_F(DashboardBrowserTest, LiveUpdatesArriveOverTheEventStream) {
   args.push_back("--dump-dom");
   args.push_back(absl::StrCat("http://", server_->http_address(),
                               "/#study=browser-study&token=", kAliceToken));
-  int out[2];
-  ASSERT_EQ(pipe(out), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out[1], 1);
-    FILE* null = std::fopen("/dev/null", "w");
-    if (null != nullptr) dup2(fileno(null), 2);
-    close(out[0]);
-    std::vector<char*> argv;
-    for (const std::string& a : args)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  close(out[1]);
+  int out = -1;
+  pid_t pid = Spawn(args, &out);
+  ASSERT_GT(pid, 0);
   auto stub = MakeStub(server_->address());
   int created = 0;
   std::thread writer([&] {
@@ -239,11 +242,7 @@ TEST_F(DashboardBrowserTest, LiveUpdatesArriveOverTheEventStream) {
     }
     kill(pid, SIGKILL);
   });
-  std::string dom;
-  char buffer[65536];
-  ssize_t n;
-  while ((n = read(out[0], buffer, sizeof(buffer))) > 0) dom.append(buffer, n);
-  close(out[0]);
+  const std::string dom = ReadAll(out);
   writer.join();
   waitpid(pid, nullptr, 0);
   std::printf("created %d trials while the page was open\n", created);
