@@ -399,10 +399,9 @@ int Run(int argc, char** argv) {
       lease_error = s;
       return false;
     }
-    if (trial->should_stop()) return false;
-    // Ask the study's early-stopping rule now; a failed check just goes on.
-    absl::StatusOr<bool> stop = trial->ShouldStop();
-    return !(stop.ok() && *stop);
+    // The report's answer carries the rule's decision on this very epoch
+    // (and heartbeats any later one): no separate CheckEarlyStopping.
+    return !trial->should_stop();
   };
 
   std::unique_ptr<Model> model;
