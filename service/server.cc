@@ -17,6 +17,9 @@
 namespace hypertune::service {
 namespace {
 
+// Idle gRPC worker threads kept waiting for calls (see Start).
+constexpr int kMaxIdlePollers = 64;
+
 // The text of PEM file `path`; `what` names it in errors.
 absl::StatusOr<std::string> ReadPem(const char* what, const std::string& path) {
   std::ifstream file(path);
@@ -107,6 +110,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, *credentials, &port);
   builder.RegisterService(server->grpc_service_.get());
+  // gRPC's default keeps at most 2 idle polling threads, so under load a
+  // thread is created for nearly every call and exits after it; keep the
+  // pool instead (threads grow to the number of calls in flight).
+  builder.SetSyncServerOption(
+      grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 2);
+  builder.SetSyncServerOption(
+      grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, kMaxIdlePollers);
   std::vector<
       std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       interceptors = ParseErrorInterceptors();

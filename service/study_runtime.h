@@ -1,4 +1,4 @@
-// What hypertuned keeps in memory per study: the mutex that makes a study's
+// What hypertuned keeps in memory per study: the locks that make its
 // read-decide-write sequences atomic, the queue that coalesces its
 // suggestions, and its algorithm's model, which only the queue's leader
 // touches. The database stays the source of truth: losing all of this (a
@@ -22,9 +22,14 @@
 namespace hypertune::service {
 
 struct StudyRuntime {
-  // Held around every read-decide-write sequence on the study's rows; never
-  // during a model fit.
+  // Held exclusively around every read-decide-write sequence that spans the
+  // study (suggestions, lease expiry, study updates), and shared by those
+  // that change one trial (reports, completion, heartbeats), which hold
+  // their trial's stripe too: reports on different trials then run, and
+  // commit, together. Never held during a model fit.
   absl::Mutex mu;
+  static constexpr int kTrialStripes = 64;
+  absl::Mutex trial_mu[kTrialStripes];
   SuggestQueue suggestions;
   // The model and the study incarnation it was built for (a study deleted
   // and created again under the same name gets a new one). Touched only
@@ -38,6 +43,30 @@ struct StudyRuntime {
     int64_t earliest_expiry_ms = 0;
   };
   LeaseCheck lease_check ABSL_GUARDED_BY(mu);
+};
+
+// Holds a study's lock shared and the stripe of one of its trials, for a
+// read-decide-write sequence on that trial alone.
+class ABSL_SCOPED_LOCKABLE TrialLock {
+ public:
+  TrialLock(StudyRuntime& runtime, int64_t trial_id)
+      ABSL_SHARED_LOCK_FUNCTION(runtime.mu)
+      : study_(runtime.mu),
+        trial_(runtime.trial_mu[static_cast<uint64_t>(trial_id) %
+                                StudyRuntime::kTrialStripes]) {
+    study_.ReaderLock();
+    trial_.Lock();
+  }
+  ~TrialLock() ABSL_UNLOCK_FUNCTION() {
+    trial_.Unlock();
+    study_.ReaderUnlock();
+  }
+  TrialLock(const TrialLock&) = delete;
+  TrialLock& operator=(const TrialLock&) = delete;
+
+ private:
+  absl::Mutex& study_;
+  absl::Mutex& trial_;
 };
 
 class StudyRuntimes {

@@ -176,12 +176,15 @@ void StudyService::AddDeviceSeconds(double seconds, const v1::Study& study,
                  study.spec().price_per_device_hour());
 }
 
-absl::Status StudyService::SaveStudyCost(v1::Study& study, double seconds) {
+absl::Status StudyService::SaveStudyCost(const std::string& study_name,
+                                         double seconds) {
   if (seconds <= 0) return absl::OkStatus();
-  study.set_device_seconds(study.device_seconds() + seconds);
-  study.set_cost(study.device_seconds() / 3600.0 *
-                 study.spec().price_per_device_hour());
-  return store_->UpdateStudy(study);
+  // Atomic in the store: completions of other trials run concurrently.
+  return store_->ModifyStudy(study_name, [seconds](v1::Study& study) {
+    study.set_device_seconds(study.device_seconds() + seconds);
+    study.set_cost(study.device_seconds() / 3600.0 *
+                   study.spec().price_per_device_hour());
+  });
 }
 
 int64_t StudyService::Now() const {
@@ -291,6 +294,20 @@ v1::Trial StudyService::Release(const v1::Study& study, v1::Trial trial,
   return trial;
 }
 
+absl::Status StudyService::ExpireLeasesIfDue(StudyRuntime& runtime,
+                                             const std::string& name,
+                                             int64_t now) {
+  {
+    absl::ReaderMutexLock lock(&runtime.mu);
+    if (now < runtime.lease_check.earliest_expiry_ms) return absl::OkStatus();
+  }
+  absl::MutexLock lock(&runtime.mu);
+  absl::StatusOr<v1::Study> study = store_->GetStudy(name);
+  if (!study.ok()) return study.status();
+  if (study->state() != v1::Study::ACTIVE) return absl::OkStatus();
+  return ExpireLeasesLocked(runtime, *study, now);
+}
+
 absl::Status StudyService::ExpireLeasesLocked(StudyRuntime& runtime,
                                               const v1::Study& study,
                                               int64_t now) {
@@ -380,10 +397,12 @@ absl::StatusOr<v1::SuggestTrialsResponse> StudyService::SuggestTrials(
 
 // A batch of suggestion requests is served in three steps, so that the model
 // fit (the slow part) runs without the study's lock and reports keep flowing:
-//   1. under the lock: hand back held and queued trials, share out how many
-//      new trials each request gets, snapshot the history;
+//   1. under the lock, shared: hand back held and queued trials, share out
+//      how many new trials each request gets, snapshot the history;
 //   2. without it: one fit proposes all the new points, pending-aware;
-//   3. under the lock: store them as ACTIVE trials of their requesters.
+//   3. under the lock, shared: store them as ACTIVE trials of their
+//      requesters.
+// Leases that ran out are expired first, under the lock held exclusively.
 void StudyService::ServeSuggestions(
     StudyRuntime& runtime, const std::string& name,
     const std::vector<SuggestQueue::Ticket*>& batch) {
@@ -400,17 +419,17 @@ void StudyService::ServeSuggestions(
   std::vector<v1::Trial> snapshot;
   int64_t created = 0;
   int total_fresh = 0;
+  const int64_t now = Now();
+  if (absl::Status s = ExpireLeasesIfDue(runtime, name, now); !s.ok()) {
+    return fail_all(s);
+  }
   {
-    absl::MutexLock lock(&runtime.mu);
+    // Shared: this writes only trials that no report can touch (queued,
+    // paused, new ones), and the queue's leadership keeps other batches out.
+    absl::ReaderMutexLock lock(&runtime.mu);
     absl::StatusOr<v1::Study> loaded = store_->GetStudy(name);
     if (!loaded.ok()) return fail_all(loaded.status());
     study = *std::move(loaded);
-    const int64_t now = Now();
-    if (study.state() == v1::Study::ACTIVE) {
-      if (absl::Status s = ExpireLeasesLocked(runtime, study, now); !s.ok()) {
-        return fail_all(s);
-      }
-    }
     auto counts = store_->CountTrials(name);
     if (!counts.ok()) return fail_all(counts.status());
     auto count_of = [&](v1::Trial::State s) {
@@ -548,7 +567,13 @@ void StudyService::ServeSuggestions(
         }
       }
       study.set_state(v1::Study::COMPLETED);
-      if (absl::Status s = store_->UpdateStudy(study); !s.ok()) {
+      // Modified in place: completions may be adding to its cost meanwhile.
+      if (absl::Status s = store_->ModifyStudy(
+              name,
+              [](v1::Study& stored) {
+                stored.set_state(v1::Study::COMPLETED);
+              });
+          !s.ok()) {
         return fail_all(s);
       }
       for (Plan& plan : plans) {
@@ -564,7 +589,7 @@ void StudyService::ServeSuggestions(
     absl::StatusOr<std::vector<v1::Trial>> proposed =
         ProposeTrials(runtime, study, snapshot, total_fresh, created);
     if (proposed.ok()) {
-      absl::MutexLock lock(&runtime.mu);
+      absl::ReaderMutexLock lock(&runtime.mu);
       const int64_t now = Now();
       size_t next = 0;
       for (size_t i = 0; i < batch.size(); ++i) {
@@ -754,7 +779,7 @@ absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
   HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
   const v1::Measurement& m = request.measurement();
   HT_RETURN_IF_ERROR(ValidateMeasurement("measurement", m, true));
-  absl::MutexLock lock(&runtimes_.For(request.study_name()).mu);
+  TrialLock lock(runtimes_.For(request.study_name()), request.trial_id());
   absl::StatusOr<v1::Trial> trial =
       store_->GetTrial(request.study_name(), request.trial_id());
   if (!trial.ok()) return trial.status();
@@ -806,7 +831,7 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
         "worker_failed: a trial is either infeasible (its parameters) or its "
         "worker failed, not both");
   }
-  absl::MutexLock lock(&runtimes_.For(request.study_name()).mu);
+  TrialLock lock(runtimes_.For(request.study_name()), request.trial_id());
   absl::StatusOr<StudyAndTrial> loaded =
       LoadStudyAndTrial(request.study_name(), request.trial_id());
   if (!loaded.ok()) return loaded.status();
@@ -823,7 +848,7 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
     HT_RETURN_IF_ERROR(CheckRunning(trial, "its worker can give it up"));
     HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
     AddDeviceSeconds(request.device_seconds(), study, trial);
-    HT_RETURN_IF_ERROR(SaveStudyCost(study, request.device_seconds()));
+    HT_RETURN_IF_ERROR(SaveStudyCost(request.study_name(), request.device_seconds()));
     v1::Trial released =
         Release(study, std::move(trial),
                 request.failure_reason().empty() ? "worker failed"
@@ -871,7 +896,7 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
   HT_RETURN_IF_ERROR(CheckRunning(trial, "it can be completed"));
   HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
   AddDeviceSeconds(request.device_seconds(), study, done);
-  HT_RETURN_IF_ERROR(SaveStudyCost(study, request.device_seconds()));
+  HT_RETURN_IF_ERROR(SaveStudyCost(request.study_name(), request.device_seconds()));
   done.set_end_time_ms(Now());
   done.set_lease_expire_time_ms(0);
   HT_RETURN_IF_ERROR(SaveTrial(done));
@@ -882,7 +907,7 @@ absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
     const v1::HeartbeatRequest& request) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
-  absl::MutexLock lock(&runtimes_.For(request.study_name()).mu);
+  TrialLock lock(runtimes_.For(request.study_name()), request.trial_id());
   absl::StatusOr<StudyAndTrial> loaded =
       LoadStudyAndTrial(request.study_name(), request.trial_id());
   if (!loaded.ok()) return loaded.status();
@@ -950,7 +975,7 @@ absl::StatusOr<v1::CheckEarlyStoppingResponse> StudyService::CheckEarlyStopping(
     const v1::CheckEarlyStoppingRequest& request) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
-  absl::MutexLock lock(&runtimes_.For(request.study_name()).mu);
+  TrialLock lock(runtimes_.For(request.study_name()), request.trial_id());
   absl::StatusOr<StudyAndTrial> loaded =
       LoadStudyAndTrial(request.study_name(), request.trial_id());
   if (!loaded.ok()) return loaded.status();

@@ -1,11 +1,13 @@
 // StudyService: the logic of every hypertune.v1 RPC, on API messages and
 // absl::Status, independent of gRPC so that tests and fuzzers can drive it
-// directly. Each method validates its request, takes the study's lock where
-// it reads and then writes, calls the optimizer and saves through the store.
+// directly. Each method validates its request, takes the study's locks
+// where it reads and then writes (study_runtime.h), calls the optimizer and
+// saves through the store.
 // grpc_service.h adapts it to gRPC.
 //
-// Thread-safe: methods may run concurrently; calls on one study that mutate
-// it are serialized by a per-study mutex.
+// Thread-safe: methods may run concurrently. Calls that change a study as a
+// whole are serialized per study; calls that change one trial only against
+// those and against calls on the same trial.
 #ifndef HYPERTUNE_SERVICE_STUDY_SERVICE_H_
 #define HYPERTUNE_SERVICE_STUDY_SERVICE_H_
 
@@ -107,15 +109,16 @@ class StudyService {
       const std::string& study_name, std::vector<v1::Trial> trials);
   // Applies the study's early-stopping rule to ACTIVE `trial` (with its
   // newest measurement, not yet saved): STOPPING or PAUSED with the reason,
-  // or unchanged. REQUIRES: the study's lock held.
+  // or unchanged. REQUIRES: the trial (TrialLock) or the study locked.
   absl::Status ApplyEarlyStopping(const v1::Study& study, v1::Trial& trial);
   // Cost accounting: `seconds` of device time more for `trial` (and its
-  // cost at the study's price); SaveStudyCost adds them to the study's
-  // totals and stores it. REQUIRES: the study's lock held.
+  // cost at the study's price); SaveStudyCost adds them to the stored
+  // study's totals.
   static void AddDeviceSeconds(double seconds, const v1::Study& study,
                                v1::Trial& trial);
-  absl::Status SaveStudyCost(v1::Study& study, double seconds);
-  // The study and trial a request names. REQUIRES: the study's lock held.
+  absl::Status SaveStudyCost(const std::string& study_name, double seconds);
+  // The study and trial a request names. REQUIRES: the trial (TrialLock) or
+  // the study locked.
   struct StudyAndTrial {
     v1::Study study;
     v1::Trial trial;
@@ -132,8 +135,12 @@ class StudyService {
   // retries remain, else FAILED. Returns the trial to store.
   v1::Trial Release(const v1::Study& study, v1::Trial trial,
                     const std::string& reason) const;
+  // Expires the run-out leases of active study `name` if any may have run
+  // out, taking runtime.mu exclusively only then.
+  absl::Status ExpireLeasesIfDue(StudyRuntime& runtime, const std::string& name,
+                                 int64_t now);
   // Expires the run-out leases of `study`, whose runtime is `runtime`.
-  // REQUIRES: runtime.mu held.
+  // REQUIRES: runtime.mu held exclusively.
   absl::Status ExpireLeasesLocked(StudyRuntime& runtime, const v1::Study& study,
                                   int64_t now);
   // Serves a batch of coalesced SuggestTrials requests on study `name`,

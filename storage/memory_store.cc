@@ -81,6 +81,21 @@ absl::Status MemoryStore::UpdateStudy(const v1::Study& study) {
   return absl::OkStatus();
 }
 
+absl::Status MemoryStore::ModifyStudy(
+    std::string_view name, absl::FunctionRef<void(v1::Study&)> modify) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Entry*> entry = Find(name);
+  if (!entry.ok()) return entry.status();
+  v1::Study study = (*entry)->study;
+  modify(study);
+  if (absl::Status s = CheckStorable(study, StudyLabel(name)); !s.ok()) {
+    return s;
+  }
+  (*entry)->study = std::move(study);
+  (*entry)->study.clear_trial_counts();
+  return absl::OkStatus();
+}
+
 absl::Status MemoryStore::DeleteStudy(std::string_view name) {
   absl::MutexLock lock(&mu_);
   auto it = studies_.find(name);

@@ -945,6 +945,42 @@ absl::Status SqliteStore::UpdateStudy(const v1::Study& study) {
   return Submit(write);
 }
 
+absl::Status SqliteStore::ModifyStudy(
+    std::string_view name, absl::FunctionRef<void(v1::Study&)> modify) {
+  const std::string label = StudyLabel(name);
+  const std::string what = absl::StrCat("modifying ", label);
+  // Read and written inside the batch's transaction: no other write can
+  // come in between.
+  auto apply = [&](Connection& db) -> absl::Status {
+    v1::Study study;
+    {
+      absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kSelectStudy);
+      if (!statement.ok()) return statement.status();
+      Query query(db.db(), *statement, what);
+      query.BindBytes(1, name);
+      absl::StatusOr<bool> row = query.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return absl::NotFoundError(absl::StrCat(label, " not found"));
+      if (absl::Status s = Parse(query.Bytes(0), study, label); !s.ok()) {
+        return s;
+      }
+    }
+    modify(study);
+    absl::StatusOr<std::string> bytes = StudyBytes(study, label);
+    if (!bytes.ok()) return bytes.status();
+    absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kUpdateStudy);
+    if (!statement.ok()) return statement.status();
+    Query query(db.db(), *statement, what);
+    query.BindBytes(1, name)
+        .BindInt(2, study.state())
+        .BindInt(3, study.create_time_ms())
+        .BindBytes(4, *bytes);
+    return query.Run();
+  };
+  Write write(what, apply);
+  return Submit(write);
+}
+
 absl::Status SqliteStore::DeleteStudy(std::string_view name) {
   const std::string label = StudyLabel(name);
   const std::string what = absl::StrCat("deleting ", label);

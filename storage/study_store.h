@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "hypertune/v1/hypertune.pb.h"
@@ -62,6 +63,13 @@ class StudyStore {
 
   // Replaces the stored study of the same name. NOT_FOUND if absent.
   virtual absl::Status UpdateStudy(const v1::Study& study) = 0;
+
+  // Applies `modify` to the stored study and stores the result, as one
+  // atomic step: concurrent calls on a study never lose each other's
+  // changes (running totals such as device_seconds). `modify` must not
+  // change the name. NOT_FOUND if absent.
+  virtual absl::Status ModifyStudy(
+      std::string_view name, absl::FunctionRef<void(v1::Study&)> modify) = 0;
 
   // Removes the study and all its trials. NOT_FOUND if absent.
   virtual absl::Status DeleteStudy(std::string_view name) = 0;

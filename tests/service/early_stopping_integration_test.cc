@@ -163,7 +163,9 @@ TEST_P(EarlyStoppingIntegrationTest, AshaPausesAndResumesFromCheckpoints) {
   // top of a rung may instead go on at once each time).
   int resumed = 0;
   for (const TrialRun& run : runs) resumed += run.first_step > 1;
-  if (workers_count == 1) EXPECT_GE(resumed, 1);
+  if (workers_count == 1) {
+    EXPECT_GE(resumed, 1);
+  }
   (*server)->Shutdown();
 }
 

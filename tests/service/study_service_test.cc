@@ -14,6 +14,7 @@
 namespace hypertune::service {
 namespace {
 
+using ::testing::Each;
 using ::testing::HasSubstr;
 
 class StudyServiceTest : public ::testing::Test {
@@ -882,6 +883,56 @@ TEST_F(StudyServiceTest, DeviceHoursAreCostedAndCapTheStudy) {
   absl::Status s = service_.CreateStudy(request).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("price_per_device_hour"));
+}
+
+TEST_F(StudyServiceTest, ConcurrentWorkersLoseNoReportAndNoCost) {
+  // Reports and completions on different trials run side by side (only the
+  // trial's own lock is exclusive); the study's cost still adds up exactly.
+  Create("many", 32, 0, v1::RANDOM);
+  constexpr int kWorkers = 8;
+  std::vector<int> failures(kWorkers, 0);
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers; ++w) {
+    workers.emplace_back([&, w] {
+      const std::string client = "w" + std::to_string(w);
+      for (int round = 0; round < 4; ++round) {
+        auto got = Suggest("many", 1, client);
+        if (!got.ok() || got->trials_size() != 1) {
+          ++failures[w];
+          return;
+        }
+        const int64_t id = got->trials(0).id();
+        for (int step = 1; step <= 3; ++step) {
+          if (!Report("many", id, step, 1.0 / step).ok()) ++failures[w];
+        }
+        v1::CompleteTrialRequest done;
+        done.set_study_name("many");
+        done.set_trial_id(id);
+        done.set_lease_epoch(got->trials(0).lease_epoch());
+        done.set_device_seconds(10);
+        if (!service_.CompleteTrial(done).ok()) ++failures[w];
+      }
+    });
+  }
+  for (std::thread& t : workers) t.join();
+  EXPECT_THAT(failures, Each(0));
+
+  v1::GetStudyRequest get;
+  get.set_name("many");
+  auto study = service_.GetStudy(get);
+  ASSERT_TRUE(study.ok()) << study.status();
+  EXPECT_DOUBLE_EQ(study->device_seconds(), 32 * 10);
+  EXPECT_EQ(study->trial_counts().at("COMPLETED"), 32);
+  v1::ListTrialsRequest list;
+  list.set_study_name("many");
+  auto trials = service_.ListTrials(list);
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  ASSERT_EQ(trials->trials_size(), 32);
+  for (const v1::Trial& t : trials->trials()) {
+    EXPECT_EQ(t.measurements_size(), 3) << t.id();
+    EXPECT_DOUBLE_EQ(t.final_measurement().metrics().at("loss"), 1.0 / 3)
+        << t.id();
+  }
 }
 
 // ----- WatchTrials -----

@@ -31,6 +31,7 @@
 namespace hypertune::storage {
 namespace {
 
+using ::testing::Each;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -249,6 +250,36 @@ TYPED_TEST(StudyStoreTest, UpdateStudyReplacesIt) {
   absl::StatusOr<v1::Study> got = this->store_->GetStudy("mnist");
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_THAT(*got, EqualsProto(changed));
+}
+
+TYPED_TEST(StudyStoreTest, ModifyStudyFromManyThreadsLosesNoChange) {
+  StudyStore& store = *this->store_;
+  this->Create("mnist");
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 25;
+  std::vector<int> failures(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < kRounds; ++round) {
+        absl::Status s = store.ModifyStudy("mnist", [](v1::Study& study) {
+          study.set_device_seconds(study.device_seconds() + 1);
+        });
+        if (!s.ok()) ++failures[t];
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_THAT(failures, Each(0));
+  absl::StatusOr<v1::Study> got = store.GetStudy("mnist");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->device_seconds(), kThreads * kRounds);
+  // The rest of the study is as created.
+  v1::Study expected = MakeStudy("mnist");
+  expected.set_device_seconds(kThreads * kRounds);
+  EXPECT_THAT(*got, EqualsProto(expected));
+  EXPECT_EQ(store.ModifyStudy("nope", [](v1::Study&) {}).code(),
+            absl::StatusCode::kNotFound);
 }
 
 TYPED_TEST(StudyStoreTest, DeleteStudyRemovesIt) {
