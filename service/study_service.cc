@@ -483,24 +483,30 @@ void StudyService::ServeSuggestions(
       }
     }
 
+    // A worker asking again gets back what it already holds (as Vizier):
+    // the running trials, read once for the batch, by holder.
+    absl::flat_hash_map<std::string, std::vector<v1::Trial>> held;
+    if (running > 0) {
+      storage::TrialQuery running_query;
+      running_query.states = {v1::Trial::ACTIVE, v1::Trial::STOPPING};
+      absl::StatusOr<std::vector<v1::Trial>> trials =
+          store_->ListTrials(name, running_query);
+      if (!trials.ok()) return fail_all(trials.status());
+      for (v1::Trial& t : *trials) {
+        if (!t.client_id().empty()) held[t.client_id()].push_back(std::move(t));
+      }
+    }
+
     bool granted_any = false;
     for (size_t i = 0; i < batch.size(); ++i) {
       const v1::SuggestTrialsRequest& request = *batch[i]->request;
       v1::SuggestTrialsResponse& response = plans[i].response;
       response.set_study_state(study.state());
-      // A worker asking again gets back what it already holds (as Vizier).
-      if (!request.client_id().empty()) {
-        storage::TrialQuery held_query;
-        held_query.states = {v1::Trial::ACTIVE, v1::Trial::STOPPING};
-        held_query.client_id = request.client_id();
-        held_query.limit = request.count();
-        absl::StatusOr<std::vector<v1::Trial>> held =
-            store_->ListTrials(name, held_query);
-        if (!held.ok()) return fail_all(held.status());
-        if (!held->empty()) {
-          for (v1::Trial& t : *held) *response.add_trials() = std::move(t);
-          continue;
-        }
+      if (auto it = held.find(request.client_id());
+          !request.client_id().empty() && it != held.end()) {
+        const int n = std::min<int>(request.count(), it->second.size());
+        for (int k = 0; k < n; ++k) *response.add_trials() = it->second[k];
+        continue;
       }
       if (study.state() != v1::Study::ACTIVE) continue;
       int64_t wanted = std::min<int64_t>(request.count(), room);
