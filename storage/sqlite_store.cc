@@ -173,8 +173,6 @@ constexpr char kListTrialChanges[] =
 constexpr char kCountTrials[] =
     "SELECT state, n FROM trial_counts WHERE study_id = ?1 AND n > 0";
 constexpr char kIntegrityCheck[] = "PRAGMA integrity_check";
-// Address space, not memory: pages are mapped as the file grows.
-constexpr char kMmapSize[] = "PRAGMA mmap_size=1073741824";
 
 // States a trial holds only while work on it is queued or running; a study
 // has few trials in them at any time.
@@ -355,14 +353,6 @@ class SqliteStore::Connection {
     }
     sqlite3_extended_result_codes(db, 1);
     sqlite3_busy_timeout(db, busy_timeout_ms);
-    // Reads of the database file through a memory map, not a read() per
-    // page: read connections reread pages after every commit of the writer.
-    const int mmap_rc = sqlite3_exec(db, kMmapSize, nullptr, nullptr, nullptr);
-    if (mmap_rc != SQLITE_OK) {
-      absl::Status status = SqliteError(db, mmap_rc, context);
-      sqlite3_close_v2(db);
-      return status;
-    }
     return std::unique_ptr<Connection>(new Connection(db));
   }
 
