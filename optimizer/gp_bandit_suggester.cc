@@ -155,6 +155,34 @@ GpPrior PriorFor(const Coordinates& c, KernelStructure structure) {
                                                                        : c.dim());
 }
 
+// Moves x's coordinates, one dimension at a time in index order, to the
+// incumbent's wherever the acquisition stays within `tolerance` of its
+// value at x. Returns the moved point (x itself if tolerance <= 0).
+// With few points in many dimensions the fit deems most dimensions
+// irrelevant (long lengthscales) and the acquisition is flat along them, so
+// its maximizer takes arbitrary values there, drawn from the Sobol
+// candidates; the incumbent's values are the best the data supports.
+Eigen::VectorXd PullTowardIncumbent(const AcquisitionFunction& acquisition,
+                                    const Coordinates& coords,
+                                    const SearchSpace& space,
+                                    const Eigen::VectorXd& incumbent,
+                                    const Eigen::VectorXd& x,
+                                    double tolerance) {
+  Eigen::VectorXd out = x;
+  if (!(tolerance > 0)) return out;
+  // Against x's value, so the total loss stays within the tolerance.
+  const double floor = acquisition.Evaluate(x, nullptr) - tolerance;
+  for (int j = 0; j < coords.dim(); ++j) {
+    if (out[j] == incumbent[j]) continue;
+    Eigen::VectorXd moved = out;
+    moved[j] = incumbent[j];
+    coords.Snap(space, moved);
+    const double v = acquisition.Evaluate(moved, nullptr);
+    if (std::isfinite(v) && v >= floor) out = std::move(moved);
+  }
+  return out;
+}
+
 constexpr int kMinModelPoints = 2;
 // The log Bayes factor the additive kernel must win by ("positive evidence",
 // Kass and Raftery 1995): early, weak preferences for it sent non-separable
@@ -385,7 +413,9 @@ void GpBanditSuggester::AddFantasy(const Eigen::VectorXd& x, Model& model) {
   // min(posterior mean, incumbent), noise-free, so the acquisition is ~0 at
   // the pending point and recovers over about a lengthscale (a local
   // penalty), while the incumbent stays the observed best. A liar above
-  // the incumbent would pull the next pick right next to it instead.
+  // the incumbent would pull the next pick right next to it instead; so
+  // does the plain kriging believer (the posterior mean): better regret at
+  // 50 trials with 4 workers, but near-duplicate batches.
   (void)model.gp.AddPoint(x, std::min(mean[0], model.best), kFantasyNoise);
 }
 
@@ -485,7 +515,14 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
         bool found = false;
         for (const ScoredPoint& p : ranked) {
           if (!std::isfinite(p.value) || !p.x.allFinite()) continue;
-          Assignment candidate = space.Decode(coords.ToUnit(p.x));
+          const Eigen::VectorXd px = PullTowardIncumbent(
+              acquisition, coords, space, model->anchors.row(0).transpose(),
+              p.x, options_.incumbent_pull_tolerance);
+          Assignment candidate = space.Decode(coords.ToUnit(px));
+          // Fully pulled onto a known point: the acquisition's own pick.
+          if (taken.contains(candidate)) {
+            candidate = space.Decode(coords.ToUnit(p.x));
+          }
           if (taken.contains(candidate)) continue;
           a = std::move(candidate);
           found = true;
