@@ -21,16 +21,8 @@ train_subset=${TRAIN_SUBSET:-4000}
 val_size=${VAL_SIZE:-2000}
 bin=$(cd "$build/bin" && pwd)
 work=$(mktemp -d /tmp/fashion-asha.XXXXXX)
-db=$work/studies.db
-
-"$bin/hypertuned" --db "$db" --listen 127.0.0.1:0 >"$work/hypertuned.log" 2>&1 &
-server_pid=$!
-trap 'kill "$server_pid" 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-  grep -q "listening on" "$work/hypertuned.log" && break
-  sleep 0.1
-done
-export HYPERTUNE_SERVER=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$work/hypertuned.log")
+source "$(dirname "$0")/start_hypertuned.sh"
+start_hypertuned "$bin" "$work"
 
 # The example's search space, one trial at a time, with or without ASHA.
 make_config() {  # NAME RULE_JSON TRIALS
@@ -87,4 +79,4 @@ for name in names:
     print(f"{name:14} {len(trials):6d} {epochs:7d} {best:13.4f} {full:11d} {seconds[name]:>8}")
 print(f"(work dir: {work})")
 PY
-kill -TERM "$server_pid"; wait "$server_pid" || true; trap - EXIT
+kill -TERM "$hypertuned_pid"; wait "$hypertuned_pid" || true; trap - EXIT

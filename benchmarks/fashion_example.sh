@@ -22,15 +22,8 @@ start=$SECONDS
   > "$work/default.log" 2> "$work/default.err"
 default_seconds=$((SECONDS - start))
 
-"$bin/hypertuned" --db "$work/studies.db" --listen 127.0.0.1:0 \
-  > "$work/hypertuned.log" 2>&1 &
-server_pid=$!
-trap 'kill "$server_pid" 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-  grep -q "listening on" "$work/hypertuned.log" && break
-  sleep 0.1
-done
-export HYPERTUNE_SERVER=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$work/hypertuned.log")
+source "$(dirname "$0")/start_hypertuned.sh"
+start_hypertuned "$bin" "$work"
 
 python3 - "${TRIALS:-}" > "$work/study.json" <<'PY'
 import json, sys
