@@ -129,8 +129,11 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvShape{2, 3, 6, 5, 4, 1, 2, 0},   // 1x1 stride 2
                       ConvShape{2, 3, 4, 4, 2, 1, 1, 0},   // 1x1 pointwise
                       ConvShape{1, 2, 9, 9, 3, 7, 2, 3},   // imagenet stem
-                      ConvShape{2, 8, 12, 12, 5, 3, 1, 1}, // shifted GEMMs
-                      ConvShape{2, 9, 14, 11, 4, 3, 1, 1}));
+                      ConvShape{2, 8, 12, 12, 5, 3, 1, 1},
+                      ConvShape{2, 9, 14, 11, 4, 3, 1, 1},
+                      ConvShape{2, 1, 6, 7, 16, 3, 1, 1},   // one input channel
+                      ConvShape{3, 18, 5, 5, 17, 3, 2, 1},  // partial tiles
+                      ConvShape{2, 5, 9, 8, 20, 1, 2, 0})); // 1x1 s2, odd h
 
 TEST(BatchNormTest, TrainForwardNormalizesAndUpdatesRunningStats) {
   BatchNormShape s{3, 2, 4};
@@ -202,6 +205,34 @@ TEST(BatchNormTest, BackwardMatchesFiniteDifferences) {
   ExpectGradient(loss, &in, d_in, "d_in", 1e-2, 3e-2);
   ExpectGradient(loss, &gamma, d_gamma, "d_gamma");
   ExpectGradient(loss, &beta, d_beta, "d_beta");
+}
+
+TEST(BatchNormTest, BitIdenticalForAnyThreadCount) {
+  BatchNormShape s{5, 3, 12000};  // one task per image
+  const auto in = Random(s.size(), 16, 3.0);
+  const auto residual = Random(s.size(), 17);
+  const auto d_out = Random(s.size(), 18);
+  const std::vector<float> gamma{0.5f, 1.5f, -1.0f}, beta{0.1f, -0.2f, 0.3f};
+  auto run = [&](ThreadPool* pool) {
+    std::vector<float> mean(3), inv_std(3), rm(3), rv(3, 1.0f), out(s.size());
+    std::vector<float> d_in(s.size()), d_gamma(3), d_beta(3);
+    BatchNormForwardTrain(out.data(), mean.data(), inv_std.data(), rm.data(),
+                          rv.data(), in.data(), gamma.data(), beta.data(),
+                          residual.data(), true, s, pool);
+    BatchNormBackward(d_in.data(), d_gamma.data(), d_beta.data(), d_out.data(),
+                      in.data(), gamma.data(), mean.data(), inv_std.data(), s,
+                      pool);
+    for (const auto* v :
+         {&mean, &inv_std, &rm, &rv, &d_in, &d_gamma, &d_beta}) {
+      out.insert(out.end(), v->begin(), v->end());
+    }
+    return out;
+  };
+  const std::vector<float> reference = run(nullptr);
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(run(&pool), reference) << threads;
+  }
 }
 
 TEST(ElementwiseTest, ReluAndAdd) {

@@ -1,8 +1,12 @@
-// CPU reference of ops.h. Convolutions are Eigen GEMMs: on im2col columns
-// per image, or, for stride-1 convolutions on large planes, one GEMM per
-// kernel tap over a zero-padded chunk of images (no im2col). The batch is
-// split into chunks of images fixed by the shape, and weight gradients are
-// summed chunk by chunk in order, whatever the thread count.
+// CPU reference of ops.h. The network's convolutions (3x3 pad 1 and 1x1,
+// stride 1 or 2) are computed directly on a zero-padded "grid" copy of a
+// chunk of images (see Grid below): small register-tiled loops of fused
+// multiply-adds, explicitly vectorized, with no im2col; other shapes (the
+// 7x7 imagenet stem) are Eigen GEMMs on im2col columns per image. The batch
+// is split into chunks of images fixed by the shape, and weight gradients
+// are summed chunk by chunk in order, whatever the thread count. Batch norm
+// streams image by image, its per-(image, channel) sums combined per
+// channel in image order.
 #include "trainer_sdk/train/ops.h"
 
 #include <algorithm>
@@ -26,9 +30,9 @@ using ConstMapRow = Eigen::Map<const RowMatrix>;
 
 // Elementwise loops are split into chunks of this many values.
 constexpr size_t kElementChunk = 1 << 15;
-// Images per conv task: as many as keep one task's widest matrix (channels
-// x padded pixels) near kConvChunkFloats, so GEMM operands stay in L2, but
-// at most kMaxConvChunks tasks (each holds a weight-gradient partial). A
+// Images per conv task: as many as keep one task's widest buffer (channels
+// x padded pixels) near kConvChunkFloats, so a task's operands stay in L2,
+// but at most kMaxConvChunks tasks (each holds a weight-gradient partial). A
 // function of the shape only, never of the thread count (determinism).
 constexpr size_t kConvChunkFloats = size_t(1) << 16;
 constexpr int kMaxConvChunks = 32;
@@ -36,12 +40,17 @@ constexpr int kMaxConvChunks = 32;
 int ConvChunk(const ConvShape& s) {
   const size_t plane = size_t(s.in_h + 2 * s.pad) * (s.in_w + 2 * s.pad);
   const size_t per_image = plane * size_t(std::max(s.in_c, s.out_c));
-  const int by_cache =
-      int(std::clamp<size_t>(kConvChunkFloats / std::max<size_t>(per_image, 1), 1, 8));
+  const int by_cache = int(std::clamp<size_t>(
+      kConvChunkFloats / std::max<size_t>(per_image, 1), 1, 8));
   return std::max(by_cache, (s.n + kMaxConvChunks - 1) / kMaxConvChunks);
 }
 
 int Chunks(size_t count, size_t chunk) { return int((count + chunk - 1) / chunk); }
+
+// Images per task of a per-image loop: about kElementChunk values.
+int ImagesPerTask(size_t image) {
+  return int(std::max<size_t>(1, kElementChunk / std::max<size_t>(image, 1)));
+}
 
 template <typename Fn>
 void ForChunks(ThreadPool* pool, size_t count, Fn fn) {
@@ -50,10 +59,6 @@ void ForChunks(ThreadPool* pool, size_t count, Fn fn) {
     size_t end = std::min(count, begin + kElementChunk);
     fn(begin, end);
   });
-}
-
-bool IsPointwise(const ConvShape& s) {
-  return s.kernel == 1 && s.stride == 1 && s.pad == 0;
 }
 
 // col [in_c * k * k][out_h * out_w] from one image [in_c][in_h][in_w].
@@ -144,195 +149,575 @@ void SumPartials(float* out, const float* partial, int count, size_t size,
 
 // Scratch reused by a thread across calls.
 std::vector<float>& Scratch(int which, size_t size) {
-  thread_local std::vector<float> buffers[3];
+  thread_local std::vector<float> buffers[4];
   std::vector<float>& b = buffers[which];
   if (b.size() < size) b.resize(size);
   return b;
 }
 
-// Sums of (x - shift) and (x - shift)^2 over n values, in 8 interleaved lanes
-// combined in a fixed order: the compiler vectorizes it without reordering
-// anything run to run.
-void ShiftedSums(const float* __restrict x, int n, float shift, float* sum,
+// Eight floats, for explicit SIMD through the GCC/Clang vector extension,
+// and its unaligned twin that may alias float, for loads and stores through
+// float pointers (as immintrin.h's _mm256_loadu_ps does).
+typedef float Vec8 __attribute__((vector_size(32)));
+typedef float UnalignedVec8
+    __attribute__((vector_size(32), aligned(4), may_alias));
+
+// The lanes' sum, in a fixed order.
+float SumLanes(const Vec8& v) {
+  return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+
+// Sums of (x - shift) and (x - shift)^2 over n values, in 8 lanes (value j
+// in lane j % 8) combined in a fixed order.
+void ShiftedSums(const float* x, int n, float shift, float* sum,
                  float* sum_sq) {
-  float a[8] = {}, b[8] = {};
+  Vec8 a = {}, b = {};
   int j = 0;
   for (; j + 8 <= n; j += 8) {
-    for (int l = 0; l < 8; ++l) {
-      const float d = x[j + l] - shift;
-      a[l] += d;
-      b[l] += d * d;
-    }
+    const Vec8 d = *reinterpret_cast<const UnalignedVec8*>(x + j) - shift;
+    a += d;
+    b += d * d;
   }
   for (; j < n; ++j) {
     const float d = x[j] - shift;
     a[j & 7] += d;
     b[j & 7] += d * d;
   }
-  *sum = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-  *sum_sq = ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]));
+  *sum = SumLanes(a);
+  *sum_sq = SumLanes(b);
 }
 
 // Sums of dy and dy * (x - mean) over n values, lanes as above.
-void GradientSums(const float* __restrict dy, const float* __restrict x, int n,
-                  float mean, float* sum_dy, float* sum_dy_x) {
-  float a[8] = {}, b[8] = {};
+void GradientSums(const float* dy, const float* x, int n, float mean,
+                  float* sum_dy, float* sum_dy_x) {
+  Vec8 a = {}, b = {};
   int j = 0;
   for (; j + 8 <= n; j += 8) {
-    for (int l = 0; l < 8; ++l) {
-      a[l] += dy[j + l];
-      b[l] += dy[j + l] * (x[j + l] - mean);
-    }
+    const Vec8 g = *reinterpret_cast<const UnalignedVec8*>(dy + j);
+    a += g;
+    b += g * (*reinterpret_cast<const UnalignedVec8*>(x + j) - mean);
   }
   for (; j < n; ++j) {
     a[j & 7] += dy[j];
     b[j & 7] += dy[j] * (x[j] - mean);
   }
-  *sum_dy = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-  *sum_dy_x = ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]));
+  *sum_dy = SumLanes(a);
+  *sum_dy_x = SumLanes(b);
 }
 
-// Stride-1 convolutions without im2col ("shifted GEMMs"): a chunk of images
-// is copied once into a zero-padded buffer [in_c][images * Hp * Wp + slack];
-// output pixel (y, x) of tap (ky, kx) reads flat index y*Wp + x + ky*Wp + kx,
-// so each tap is one GEMM of W[:, :, ky, kx] with a shifted window of that
-// buffer. Outputs are computed on the padded grid (columns x >= out_w and
-// rows y >= out_h are junk and dropped). Worth it where the padded grid is
-// not much bigger than the image.
-struct Padded {
-  int hp, wp, plane;  // padded height, width, hp * wp
-  int images;
-  int cols;           // images * plane: the GEMM width
-  int ld;             // row length of the input buffer (cols + slack)
-};
+// Direct convolution on a grid, for the network's own convolutions: 3x3
+// with pad 1 and 1x1 with pad 0, stride 1 or 2 (UseGrid). A chunk of images
+// is copied into a "grid" per channel: images one after another, each as
+// gh = out_h + 1 rows of gw = out_w + 1 values, whose first row and first
+// column are zeros. Output pixel (i, y, x) lives at grid position
+//   q = (i * gh + 1 + y) * gw + 1 + x,
+// and input pixel (stride * y + py, stride * x + px) at the same position of
+// input plane (py, px) (a strided conv reads stride^2 subsampled planes, so
+// that its taps become unit steps too). Tap (ky, kx) then reads the input at
+// q + shift, a constant per tap, the zero row and column serving as padding
+// on both sides; so the convolution is a sum of shifted rows scaled by
+// weights: contiguous loops of fused multiply-adds, no im2col copy. Grid
+// positions that are not output pixels are computed and dropped, the price
+// being (out_h + 1)(out_w + 1) / (out_h * out_w).
 
-bool UseShifted(const ConvShape& s) {
-  if (s.stride != 1 || s.kernel == 1 || s.in_c < 8) return false;
-  const double hp = s.in_h + 2 * s.pad, wp = s.in_w + 2 * s.pad;
-  return double(s.out_h()) * s.out_w() >= 0.7 * hp * wp;
+// A tile of ShiftedRows: kTileRows output rows by kTileVecs vectors, held in
+// registers while every input row and tap is accumulated.
+constexpr int kTileRows = 4;
+constexpr int kTileVecs = 3;
+constexpr int kTileCols = 8 * kTileVecs;
+// Floats of input per ShiftedRows column block (16 KiB).
+constexpr int kRowsBlockFloats = 4096;
+
+int RoundUp(int value, int multiple) {
+  return (value + multiple - 1) / multiple * multiple;
 }
 
-Padded PaddedLayout(const ConvShape& s, int images) {
-  Padded p;
-  p.hp = s.in_h + 2 * s.pad;
-  p.wp = s.in_w + 2 * s.pad;
-  p.plane = p.hp * p.wp;
-  p.images = images;
-  p.cols = images * p.plane;
-  p.ld = p.cols + (s.kernel - 1) * (p.wp + 1) + 1;
-  return p;
+// Where ShiftedRows reads weight (r, c, t) of its out_rows x in_rows x taps
+// weights: row tile after row tile (kTileRows rows, then single rows), each
+// [c][t][rows of the tile], so that a tile's weights are one contiguous run.
+size_t TileWeightIndex(int r, int c, int t, int out_rows, int in_rows,
+                       int taps) {
+  const int full = out_rows / kTileRows * kTileRows;
+  const int r0 = r < full ? r / kTileRows * kTileRows : r;
+  const int rows = r < full ? kTileRows : 1;
+  return size_t(r0) * in_rows * taps + (size_t(c) * taps + t) * rows + (r - r0);
 }
 
-// buffer [in_c][ld] <- the images, zero-padded.
-void PackPadded(float* buffer, const float* in, const ConvShape& s, const Padded& p) {
-  std::fill(buffer, buffer + size_t(s.in_c) * p.ld, 0.0f);
-  for (int g = 0; g < p.images; ++g) {
-    for (int c = 0; c < s.in_c; ++c) {
-      const float* src = in + (size_t(g) * s.in_c + c) * s.in_h * s.in_w;
-      float* dst = buffer + size_t(c) * p.ld + size_t(g) * p.plane + s.pad * p.wp + s.pad;
-      for (int y = 0; y < s.in_h; ++y) {
-        const float* __restrict from = src + y * s.in_w;
-        float* __restrict to = dst + y * p.wp;
-        for (int x = 0; x < s.in_w; ++x) to[x] = from[x];
-      }
-    }
-  }
-}
-
-using StridedConst = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
-using Strided = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
-
-// Weights OIHW -> [tap][out_c][in_c].
-std::vector<float> TapMajor(const float* weight, const ConvShape& s) {
-  const int taps = s.kernel * s.kernel;
-  std::vector<float> t(s.weight_size());
-  for (int o = 0; o < s.out_c; ++o)
-    for (int c = 0; c < s.in_c; ++c)
-      for (int k = 0; k < taps; ++k)
-        t[(size_t(k) * s.out_c + o) * s.in_c + c] = weight[(size_t(o) * s.in_c + c) * taps + k];
-  return t;
-}
-
-void ShiftedForward(float* out, const float* in, const std::vector<float>& taps,
-                    const ConvShape& s, const Padded& p) {
-  float* x = Scratch(0, size_t(s.in_c) * p.ld).data();
-  float* y = Scratch(1, size_t(s.out_c) * p.cols).data();
-  PackPadded(x, in, s, p);
-  MapRow result(y, s.out_c, p.cols);
-  for (int ky = 0; ky < s.kernel; ++ky) {
-    for (int kx = 0; kx < s.kernel; ++kx) {
-      const int k = ky * s.kernel + kx;
-      ConstMapRow w(taps.data() + size_t(k) * s.out_c * s.in_c, s.out_c, s.in_c);
-      StridedConst window(x + ky * p.wp + kx, s.in_c, p.cols, Eigen::OuterStride<>(p.ld));
-      if (k == 0) {
-        result.noalias() = w * window;
-      } else {
-        result.noalias() += w * window;
-      }
-    }
-  }
-  const int oh = s.out_h(), ow = s.out_w();
-  for (int g = 0; g < p.images; ++g) {
-    for (int o = 0; o < s.out_c; ++o) {
-      const float* src = y + size_t(o) * p.cols + size_t(g) * p.plane;
-      float* dst = out + (size_t(g) * s.out_c + o) * oh * ow;
-      for (int r = 0; r < oh; ++r) {
-        const float* __restrict from = src + r * p.wp;
-        float* __restrict to = dst + r * ow;
-        for (int c = 0; c < ow; ++c) to[c] = from[c];
-      }
-    }
-  }
-}
-
-// d_weight_taps [tap][out_c][in_c] (overwritten) and d_in for one chunk.
-void ShiftedBackward(float* d_in, float* d_weight_taps, const float* d_out,
-                     const float* in, const std::vector<float>& taps,
-                     const ConvShape& s, const Padded& p) {
-  const int oh = s.out_h(), ow = s.out_w();
-  float* dy = Scratch(1, size_t(s.out_c) * p.cols).data();
-  std::fill(dy, dy + size_t(s.out_c) * p.cols, 0.0f);
-  for (int g = 0; g < p.images; ++g) {
-    for (int o = 0; o < s.out_c; ++o) {
-      const float* src = d_out + (size_t(g) * s.out_c + o) * oh * ow;
-      float* dst = dy + size_t(o) * p.cols + size_t(g) * p.plane;
-      for (int r = 0; r < oh; ++r) {
-        const float* __restrict from = src + r * ow;
-        float* __restrict to = dst + r * p.wp;
-        for (int c = 0; c < ow; ++c) to[c] = from[c];
-      }
-    }
-  }
-  ConstMapRow grad(dy, s.out_c, p.cols);
-  if (d_weight_taps != nullptr) {
-    float* x = Scratch(0, size_t(s.in_c) * p.ld).data();
-    PackPadded(x, in, s, p);
-    for (int k = 0; k < s.kernel * s.kernel; ++k) {
-      const int ky = k / s.kernel, kx = k % s.kernel;
-      StridedConst window(x + ky * p.wp + kx, s.in_c, p.cols, Eigen::OuterStride<>(p.ld));
-      MapRow(d_weight_taps + size_t(k) * s.out_c * s.in_c, s.out_c, s.in_c).noalias() =
-          grad * window.transpose();
-    }
-  }
-  if (d_in != nullptr) {
-    float* dx = Scratch(2, size_t(s.in_c) * p.ld).data();
-    std::fill(dx, dx + size_t(s.in_c) * p.ld, 0.0f);
-    for (int k = 0; k < s.kernel * s.kernel; ++k) {
-      const int ky = k / s.kernel, kx = k % s.kernel;
-      ConstMapRow w(taps.data() + size_t(k) * s.out_c * s.in_c, s.out_c, s.in_c);
-      Strided window(dx + ky * p.wp + kx, s.in_c, p.cols, Eigen::OuterStride<>(p.ld));
-      window.noalias() += w.transpose() * grad;
-    }
-    for (int g = 0; g < p.images; ++g) {
-      for (int c = 0; c < s.in_c; ++c) {
-        const float* src = dx + size_t(c) * p.ld + size_t(g) * p.plane + s.pad * p.wp + s.pad;
-        float* dst = d_in + (size_t(g) * s.in_c + c) * s.in_h * s.in_w;
-        for (int r = 0; r < s.in_h; ++r) {
-          const float* __restrict from = src + r * p.wp;
-          float* __restrict to = dst + r * s.in_w;
-          for (int x = 0; x < s.in_w; ++x) to[x] = from[x];
+// out[r * ld_out + q] = sum over c < in_rows and t < taps of
+//   W(r, c, t) * in[c * ld_in + q + shift[t]]
+// for the rows r in [r0, r0 + R) and q in [q0, q1), where W(r, c, t) is
+// w[TileWeightIndex(r, c, t, ...)].
+// REQUIRES: q1 - q0 is a multiple of kTileCols; every in[...] read lies in
+// the buffer.
+template <int R>
+void ShiftedRowsTile(float* out, size_t ld_out, const float* in, size_t ld_in,
+                     int in_rows, const float* w, const int* shift, int taps,
+                     int q0, int q1, int r0) {
+  for (int q = q0; q < q1; q += kTileCols) {
+    Vec8 acc[R][kTileVecs] = {};
+    const float* tile = w + size_t(r0) * in_rows * taps;
+    for (int c = 0; c < in_rows; ++c) {
+      const float* x = in + c * ld_in + q;
+      const float* wc = tile + size_t(c) * taps * R;
+      for (int t = 0; t < taps; ++t) {
+        Vec8 xv[kTileVecs];
+        for (int j = 0; j < kTileVecs; ++j) {
+          xv[j] = *reinterpret_cast<const UnalignedVec8*>(x + shift[t] + 8 * j);
+        }
+        for (int r = 0; r < R; ++r) {
+          const float wv = wc[t * R + r];
+          for (int j = 0; j < kTileVecs; ++j) acc[r][j] += wv * xv[j];
         }
       }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < kTileVecs; ++j) {
+        float* to = out + (r0 + r) * ld_out + q + 8 * j;
+        *reinterpret_cast<UnalignedVec8*>(to) = acc[r][j];
+      }
+    }
+  }
+}
+
+// REQUIRES: cols % kTileCols == 0. Column blocks keep their slice of `in`
+// in L1 while every row tile passes over it.
+void ShiftedRows(float* out, size_t ld_out, const float* in, size_t ld_in,
+                 int in_rows, const float* w, int out_rows, const int* shift,
+                 int taps, int cols) {
+  const int block =
+      kTileCols * std::max(1, kRowsBlockFloats / (kTileCols * in_rows));
+  for (int q0 = 0; q0 < cols; q0 += block) {
+    const int q1 = std::min(cols, q0 + block);
+    int r = 0;
+    for (; r + kTileRows <= out_rows; r += kTileRows) {
+      ShiftedRowsTile<kTileRows>(out, ld_out, in, ld_in, in_rows, w, shift,
+                                 taps, q0, q1, r);
+    }
+    for (; r < out_rows; ++r) {
+      ShiftedRowsTile<1>(out, ld_out, in, ld_in, in_rows, w, shift, taps, q0,
+                         q1, r);
+    }
+  }
+}
+
+// dw[(r * b_rows + c) * taps + t] = sum over q < cols of
+//   at[q * ld_at + r] * b[c * ld_b + q + shift[t]]
+// (at is the first operand transposed) for rows r in [r0, r0 + 8 V) and the
+// CT (c, t) pairs from ct0 on, pairs numbered c * taps + t: a register tile
+// of V x CT vectors, each lane summing its products in order of q. Rows
+// from a_rows on are read (at must hold them) but not written. Out of line:
+// inlined into its caller, GCC spills the row pointers of the inner loop.
+template <int V, int CT>
+[[gnu::noinline]] void ShiftedDotsTile(float* dw, const float* at,
+                                       size_t ld_at, int a_rows, const float* b,
+                                       size_t ld_b, int b_rows,
+                                       const int* shift, int taps, int cols,
+                                       int r0, int ct0) {
+  const float* rows[CT];
+  for (int k = 0; k < CT; ++k) {
+    const int c = (ct0 + k) / taps, t = (ct0 + k) % taps;
+    rows[k] = b + c * ld_b + shift[t];
+  }
+  Vec8 acc[V][CT] = {};
+  for (int q = 0; q < cols; ++q) {
+    Vec8 av[V];
+    for (int v = 0; v < V; ++v) {
+      const float* from = at + q * ld_at + r0 + 8 * v;
+      av[v] = *reinterpret_cast<const UnalignedVec8*>(from);
+    }
+    for (int k = 0; k < CT; ++k) {
+      const float bv = rows[k][q];
+      for (int v = 0; v < V; ++v) acc[v][k] += av[v] * bv;
+    }
+  }
+  for (int v = 0; v < V; ++v) {
+    for (int l = 0; l < 8; ++l) {
+      const int r = r0 + 8 * v + l;
+      if (r >= a_rows) break;
+      for (int k = 0; k < CT; ++k) {
+        dw[size_t(r) * b_rows * taps + ct0 + k] = acc[v][k][l];
+      }
+    }
+  }
+}
+
+// REQUIRES: ld_at >= RoundUp(a_rows, 16).
+void ShiftedDots(float* dw, const float* at, size_t ld_at, int a_rows,
+                 const float* b, size_t ld_b, int b_rows, const int* shift,
+                 int taps, int cols) {
+  const int pairs = b_rows * taps;
+  for (int r = 0; r < a_rows; r += 16) {
+    int ct = 0;
+    for (; ct + 6 <= pairs; ct += 6) {
+      ShiftedDotsTile<2, 6>(dw, at, ld_at, a_rows, b, ld_b, b_rows, shift,
+                            taps, cols, r, ct);
+    }
+    for (; ct + 3 <= pairs; ct += 3) {
+      ShiftedDotsTile<2, 3>(dw, at, ld_at, a_rows, b, ld_b, b_rows, shift,
+                            taps, cols, r, ct);
+    }
+    for (; ct < pairs; ++ct) {
+      ShiftedDotsTile<2, 1>(dw, at, ld_at, a_rows, b, ld_b, b_rows, shift,
+                            taps, cols, r, ct);
+    }
+  }
+}
+
+#ifdef __has_builtin
+#if __has_builtin(__builtin_shufflevector)
+#define HYPERTUNE_TRAIN_SHUFFLEVECTOR 1
+#endif
+#endif
+
+// Transposes the 8 x 8 matrix whose rows are b[0..8), in place.
+void Transpose8(Vec8 (&b)[8]) {
+#ifdef HYPERTUNE_TRAIN_SHUFFLEVECTOR
+  // Interleave pairs of rows, then pairs of those, then swap 4 x 4 quarters.
+  Vec8 t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = __builtin_shufflevector(b[i], b[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[i + 1] =
+        __builtin_shufflevector(b[i], b[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = __builtin_shufflevector(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+    u[i + 1] =
+        __builtin_shufflevector(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    u[i + 2] =
+        __builtin_shufflevector(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+    u[i + 3] =
+        __builtin_shufflevector(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+  }
+  for (int i = 0; i < 4; ++i) {
+    b[i] = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    b[i + 4] =
+        __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+#else
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < i; ++j) {
+      const float x = b[i][j];
+      b[i][j] = b[j][i];
+      b[j][i] = x;
+    }
+  }
+#endif
+}
+
+// dst[q * ld_dst + r] = src[r * ld_src + q] for q < cols and r < ld_dst,
+// zero for the rows r >= rows. REQUIRES: cols and ld_dst multiples of 8.
+void Transpose(float* dst, size_t ld_dst, const float* src, size_t ld_src,
+               int rows, int cols) {
+  for (int r0 = 0; r0 < int(ld_dst); r0 += 8) {
+    for (int q0 = 0; q0 < cols; q0 += 8) {
+      Vec8 block[8];
+      for (int i = 0; i < 8; ++i) {
+        block[i] = Vec8{};
+        if (r0 + i < rows) {
+          const float* from = src + (r0 + i) * ld_src + q0;
+          block[i] = *reinterpret_cast<const UnalignedVec8*>(from);
+        }
+      }
+      Transpose8(block);
+      for (int i = 0; i < 8; ++i) {
+        float* to = dst + (q0 + i) * ld_dst + r0;
+        *reinterpret_cast<UnalignedVec8*>(to) = block[i];
+      }
+    }
+  }
+}
+
+bool UseGrid(const ConvShape& s) {
+  const bool k3 = s.kernel == 3 && s.pad == 1;
+  const bool k1 = s.kernel == 1 && s.pad == 0;
+  return (k3 || k1) && (s.stride == 1 || s.stride == 2);
+}
+
+// The grid of a chunk of `images` images of shape s (see above).
+struct Grid {
+  int stride = 1;
+  int phases = 1;      // input planes per channel
+  int gh = 0, gw = 0;  // rows per image, values per row
+  int images = 0;
+  int cols = 0;        // positions computed per row, a multiple of kTileCols
+  int front = 0;       // zeros before position 0 (taps reach back gw + 1)
+  size_t ld = 0;       // floats per plane
+  int taps = 0;
+  int phase[9];        // per tap: its input plane
+  int shift[9];        // per tap: its offset within that plane
+  int offset[9];       // per tap: phase * ld + shift
+};
+
+Grid MakeGrid(const ConvShape& s, int images) {
+  Grid g;
+  g.stride = s.stride;
+  g.phases = s.kernel == 1 ? 1 : s.stride * s.stride;
+  g.gh = s.out_h() + 1;
+  g.gw = s.out_w() + 1;
+  g.images = images;
+  g.cols = RoundUp(images * g.gh * g.gw, kTileCols);
+  g.front = RoundUp(g.gw + 1, 8);
+  g.ld = size_t(g.front) + g.cols + RoundUp(g.gw + 1, 8);
+  g.taps = s.kernel * s.kernel;
+  for (int ky = 0; ky < s.kernel; ++ky) {
+    for (int kx = 0; kx < s.kernel; ++kx) {
+      // Input row stride * oy - pad + ky = stride * (oy + dy) + py.
+      const int ry = ky - s.pad, rx = kx - s.pad;
+      const int dy = ry < 0 ? -1 : ry / s.stride, py = ry - dy * s.stride;
+      const int dx = rx < 0 ? -1 : rx / s.stride, px = rx - dx * s.stride;
+      const int t = ky * s.kernel + kx;
+      g.phase[t] = py * s.stride + px;
+      g.shift[t] = dy * g.gw + dx;
+      g.offset[t] = int(g.phase[t] * g.ld) + g.shift[t];
+    }
+  }
+  return g;
+}
+
+// row[0] = 0, then row[1 + x] = from[stride * x] for x < n and zero for
+// x in [n, row_len), or zero throughout when from is null (a padding row).
+// REQUIRES: stride 1 or 2 (spelled out below so that the loops vectorize).
+void CopyRow(float* __restrict row, const float* __restrict from, int stride,
+             int n, int row_len) {
+  row[0] = 0.0f;
+  int x = 0;
+  if (from != nullptr) {
+    if (stride == 1) {
+      for (; x < n; ++x) row[1 + x] = from[x];
+    } else {
+      for (; x < n; ++x) row[1 + x] = from[2 * x];
+    }
+  }
+  for (; x < row_len; ++x) row[1 + x] = 0.0f;
+}
+
+// CopyRow with stride 2 into two rows at once: even gets from[2x], odd
+// from[2x + 1].
+void CopyRowPair(float* __restrict even, float* __restrict odd,
+                 const float* __restrict from, int w, int row_len) {
+  even[0] = 0.0f;
+  odd[0] = 0.0f;
+  int x = 0;
+  if (from != nullptr) {
+    for (; x < std::min(row_len, w / 2); ++x) {
+      even[1 + x] = from[2 * x];
+      odd[1 + x] = from[2 * x + 1];
+    }
+    if (x < row_len && 2 * x < w) {
+      even[1 + x] = from[2 * x];
+      odd[1 + x] = 0.0f;
+      ++x;
+    }
+  }
+  for (; x < row_len; ++x) {
+    even[1 + x] = 0.0f;
+    odd[1 + x] = 0.0f;
+  }
+}
+
+// grid planes [channels][phases][ld] <- the images src [images][channels]
+// [h][w]: plane (py, px) holds pixel (stride * y + py, stride * x + px) at
+// the position of output (y, x), zeros elsewhere. With one plane (a 1x1
+// conv), only pixels (stride * y, stride * x). REQUIRES: stride 1 or 2.
+void PackGrid(float* grid, const float* src, int channels, int h, int w,
+              int stride, int phases, const Grid& g) {
+  const int rows = g.gh - 1, row_len = g.gw - 1;
+  const int planes_per_row = phases == 1 ? 1 : stride;  // px values
+  const int n = std::min(row_len, (w + stride - 1) / stride);  // x in the image
+  const size_t block = size_t(g.gh) * g.gw;
+  for (int c = 0; c < channels; ++c) {
+    float* planes = grid + size_t(c) * phases * g.ld;
+    for (int ph = 0; ph < phases; ++ph) {
+      // The slack, and the zero row above each image and after the last.
+      float* p = planes + ph * g.ld;
+      std::fill(p, p + g.front, 0.0f);
+      for (int i = 0; i <= g.images; ++i) {
+        float* top = p + g.front + i * block;
+        std::fill(top, top + g.gw, 0.0f);
+      }
+      std::fill(p + g.front + g.images * block + g.gw, p + g.ld, 0.0f);
+    }
+    for (int i = 0; i < g.images; ++i) {
+      const float* img = src + (size_t(i) * channels + c) * h * w;
+      for (int y = 0; y < rows; ++y) {
+        for (int py = 0; py < planes_per_row; ++py) {
+          const size_t at = g.front + i * block + size_t(y + 1) * g.gw;
+          float* even = planes + (py * planes_per_row) * g.ld + at;
+          const int iy = stride * y + py;
+          const float* from = iy < h ? img + size_t(iy) * w : nullptr;
+          if (planes_per_row == 2) {
+            CopyRowPair(even, even + g.ld, from, w, row_len);
+          } else {
+            CopyRow(even, from, stride, n, row_len);
+          }
+        }
+      }
+    }
+  }
+}
+
+// dst [images][channels][h][w] <- grid planes [channels][phases][ld_plane]
+// laid out as PackGrid's; pixels in no plane (a strided 1x1 conv's) get 0.
+void UnpackGrid(float* dst, const float* grid, size_t ld_plane, int channels,
+                int h, int w, int stride, int phases, const Grid& g) {
+  const int planes_per_row = phases == 1 ? 1 : stride;
+  for (int i = 0; i < g.images; ++i) {
+    for (int c = 0; c < channels; ++c) {
+      const float* planes = grid + size_t(c) * phases * ld_plane;
+      float* img = dst + (size_t(i) * channels + c) * h * w;
+      for (int iy = 0; iy < h; ++iy) {
+        const int py = iy % stride;
+        float* __restrict to = img + size_t(iy) * w;
+        if (py >= planes_per_row) {
+          std::fill(to, to + w, 0.0f);
+          continue;
+        }
+        const size_t at = (size_t(i) * g.gh + iy / stride + 1) * g.gw + 1;
+        const float* even = planes + py * planes_per_row * ld_plane + at;
+        if (stride == 1) {
+          for (int x = 0; x < w; ++x) to[x] = even[x];
+        } else if (planes_per_row == 1) {
+          int x = 0;
+          for (; 2 * x + 1 < w; ++x) {
+            to[2 * x] = even[x];
+            to[2 * x + 1] = 0.0f;
+          }
+          if (2 * x < w) to[2 * x] = even[x];
+        } else {
+          const float* __restrict odd = even + ld_plane;
+          int x = 0;
+          for (; 2 * x + 1 < w; ++x) {
+            to[2 * x] = even[x];
+            to[2 * x + 1] = odd[x];
+          }
+          if (2 * x < w) to[2 * x] = even[x];
+        }
+      }
+    }
+  }
+}
+
+// Weights for ShiftedRows, forward: W(o, c, t) = weight[o][c][t].
+std::vector<float> ForwardWeights(const float* weight, const ConvShape& s) {
+  const int taps = s.kernel * s.kernel;
+  std::vector<float> w(s.weight_size());
+  for (int o = 0; o < s.out_c; ++o)
+    for (int c = 0; c < s.in_c; ++c)
+      for (int t = 0; t < taps; ++t)
+        w[TileWeightIndex(o, c, t, s.out_c, s.in_c, taps)] =
+            weight[(size_t(o) * s.in_c + c) * taps + t];
+  return w;
+}
+
+// The transposed convolution of one input plane: its taps, their reversed
+// shifts, and weights for ShiftedRows from dY to dX:
+// W(c, o, j) = weight[o][c][tap[j]].
+struct PlaneTaps {
+  int count = 0;
+  int tap[9];
+  int shift[9];
+  std::vector<float> weights;
+};
+
+std::vector<PlaneTaps> BackwardTaps(const float* weight, const ConvShape& s,
+                                    const Grid& g) {
+  std::vector<PlaneTaps> planes(g.phases);
+  for (int t = 0; t < g.taps; ++t) {
+    PlaneTaps& p = planes[g.phase[t]];
+    p.tap[p.count] = t;
+    p.shift[p.count] = -g.shift[t];
+    ++p.count;
+  }
+  for (PlaneTaps& p : planes) {
+    p.weights.resize(size_t(s.out_c) * p.count * s.in_c);
+    for (int o = 0; o < s.out_c; ++o)
+      for (int j = 0; j < p.count; ++j)
+        for (int c = 0; c < s.in_c; ++c)
+          p.weights[TileWeightIndex(c, o, j, s.in_c, s.out_c, p.count)] =
+              weight[(size_t(o) * s.in_c + c) * g.taps + p.tap[j]];
+  }
+  return planes;
+}
+
+void GridForward(float* out, const float* in, const std::vector<float>& w,
+                 const ConvShape& s, const Grid& g) {
+  float* x = Scratch(0, size_t(s.in_c) * g.phases * g.ld).data();
+  float* y = Scratch(1, size_t(s.out_c) * g.cols).data();
+  PackGrid(x, in, s.in_c, s.in_h, s.in_w, s.stride, g.phases, g);
+  ShiftedRows(y, g.cols, x + g.front, g.phases * g.ld, s.in_c, w.data(),
+              s.out_c, g.offset, g.taps, g.cols);
+  UnpackGrid(out, y, g.cols, s.out_c, s.out_h(), s.out_w(), 1, 1, g);
+}
+
+// d_weight [out_c][in_c][taps] (overwritten) and d_in for one chunk.
+void GridBackward(float* d_in, float* d_weight, const float* d_out,
+                  const float* in, const std::vector<PlaneTaps>& planes,
+                  const ConvShape& s, const Grid& g) {
+  float* dy = Scratch(1, size_t(s.out_c) * g.ld).data();
+  PackGrid(dy, d_out, s.out_c, s.out_h(), s.out_w(), 1, 1, g);
+  if (d_weight != nullptr) {
+    float* x = Scratch(0, size_t(s.in_c) * g.phases * g.ld).data();
+    PackGrid(x, in, s.in_c, s.in_h, s.in_w, s.stride, g.phases, g);
+    const int ld_t = RoundUp(s.out_c, 16);
+    float* dy_t = Scratch(3, size_t(g.cols) * ld_t).data();
+    Transpose(dy_t, ld_t, dy + g.front, g.ld, s.out_c, g.cols);
+    ShiftedDots(d_weight, dy_t, ld_t, s.out_c, x + g.front, g.phases * g.ld,
+                s.in_c, g.offset, g.taps, g.cols);
+  }
+  if (d_in != nullptr) {
+    float* dx = Scratch(2, size_t(s.in_c) * g.phases * g.cols).data();
+    for (int ph = 0; ph < g.phases; ++ph) {
+      const PlaneTaps& p = planes[ph];
+      ShiftedRows(dx + size_t(ph) * g.cols, size_t(g.phases) * g.cols,
+                  dy + g.front, g.ld, s.out_c, p.weights.data(), s.in_c,
+                  p.shift, p.count, g.cols);
+    }
+    UnpackGrid(d_in, dx, g.cols, s.in_c, s.in_h, s.in_w, s.stride, g.phases, g);
+  }
+}
+
+// The general case, Eigen GEMMs per image: out = W [out_c][in_c k k] x
+// im2col(in) for `images` images.
+void GemmForward(float* out, const float* in, const float* weight,
+                 const ConvShape& s, int images) {
+  const int K = s.in_c * s.kernel * s.kernel;
+  const int plane = s.out_h() * s.out_w();
+  const size_t in_image = size_t(s.in_c) * s.in_h * s.in_w;
+  const size_t out_image = size_t(s.out_c) * plane;
+  ConstMapRow w(weight, s.out_c, K);
+  float* col = Scratch(0, size_t(K) * plane).data();
+  for (int i = 0; i < images; ++i) {
+    Im2Col(col, in + i * in_image, s);
+    MapRow(out + i * out_image, s.out_c, plane).noalias() =
+        w * ConstMapRow(col, K, plane);
+  }
+}
+
+// d_weight (overwritten, when not null) and d_in of `images` images.
+void GemmBackward(float* d_in, float* d_weight, const float* d_out,
+                  const float* in, const float* weight, const ConvShape& s,
+                  int images) {
+  const int K = s.in_c * s.kernel * s.kernel;
+  const int plane = s.out_h() * s.out_w();
+  const size_t in_image = size_t(s.in_c) * s.in_h * s.in_w;
+  const size_t out_image = size_t(s.out_c) * plane;
+  ConstMapRow w(weight, s.out_c, K);
+  float* col = Scratch(0, size_t(K) * plane).data();
+  if (d_weight != nullptr) {
+    std::fill(d_weight, d_weight + s.weight_size(), 0.0f);
+  }
+  for (int i = 0; i < images; ++i) {
+    ConstMapRow dout(d_out + i * out_image, s.out_c, plane);
+    if (d_weight != nullptr) {
+      Im2Col(col, in + i * in_image, s);
+      MapRow(d_weight, s.out_c, K).noalias() +=
+          dout * ConstMapRow(col, K, plane).transpose();
+    }
+    if (d_in != nullptr) {
+      float* din = d_in + i * in_image;
+      MapRow(col, K, plane).noalias() = w.transpose() * dout;
+      std::fill(din, din + in_image, 0.0f);
+      Col2ImAdd(din, col, s);
     }
   }
 }
@@ -341,33 +726,20 @@ void ShiftedBackward(float* d_in, float* d_weight_taps, const float* d_out,
 
 void Conv2dForward(float* out, const float* in, const float* weight,
                    const ConvShape& s, ThreadPool* pool) {
-  const int K = s.in_c * s.kernel * s.kernel;
-  const int plane = s.out_h() * s.out_w();
   const size_t in_image = size_t(s.in_c) * s.in_h * s.in_w;
-  const size_t out_image = size_t(s.out_c) * plane;
-  if (UseShifted(s)) {
-    const std::vector<float> taps = TapMajor(weight, s);
-    const int chunk = ConvChunk(s);
-    ParallelFor(pool, Chunks(s.n, chunk), [&](int t) {
-      const int first = t * chunk, last = std::min(s.n, first + chunk);
-      ShiftedForward(out + first * out_image, in + first * in_image, taps, s,
-                     PaddedLayout(s, last - first));
-    });
-    return;
-  }
-  ConstMapRow w(weight, s.out_c, K);
+  const size_t out_image = size_t(s.out_c) * s.out_h() * s.out_w();
   const int chunk = ConvChunk(s);
+  const bool grid = UseGrid(s);
+  const std::vector<float> w =
+      grid ? ForwardWeights(weight, s) : std::vector<float>();
   ParallelFor(pool, Chunks(s.n, chunk), [&](int t) {
     const int first = t * chunk, last = std::min(s.n, first + chunk);
-    for (int i = first; i < last; ++i) {
-      const float* col = in + i * in_image;
-      if (!IsPointwise(s)) {
-        std::vector<float>& buffer = Scratch(0, size_t(K) * plane);
-        Im2Col(buffer.data(), in + i * in_image, s);
-        col = buffer.data();
-      }
-      MapRow o(out + i * out_image, s.out_c, plane);
-      o.noalias() = w * ConstMapRow(col, K, plane);
+    if (grid) {
+      GridForward(out + first * out_image, in + first * in_image, w, s,
+                  MakeGrid(s, last - first));
+    } else {
+      GemmForward(out + first * out_image, in + first * in_image, weight, s,
+                  last - first);
     }
   });
 }
@@ -375,10 +747,8 @@ void Conv2dForward(float* out, const float* in, const float* weight,
 void Conv2dBackward(float* d_in, float* d_weight, const float* d_out,
                     const float* in, const float* weight, const ConvShape& s,
                     ThreadPool* pool) {
-  const int K = s.in_c * s.kernel * s.kernel;
-  const int plane = s.out_h() * s.out_w();
   const size_t in_image = size_t(s.in_c) * s.in_h * s.in_w;
-  const size_t out_image = size_t(s.out_c) * plane;
+  const size_t out_image = size_t(s.out_c) * s.out_h() * s.out_w();
   const int chunk = ConvChunk(s);
   const int chunks = Chunks(s.n, chunk);
   const size_t wsize = s.weight_size();
@@ -389,57 +759,20 @@ void Conv2dBackward(float* d_in, float* d_weight, const float* d_out,
     partial_buffer.resize(wsize * chunks);
   }
   float* partial = partial_buffer.data();
-  if (UseShifted(s)) {
-    const std::vector<float> taps = TapMajor(weight, s);
-    ParallelFor(pool, chunks, [&](int t) {
-      const int first = t * chunk, last = std::min(s.n, first + chunk);
-      ShiftedBackward(d_in != nullptr ? d_in + first * in_image : nullptr,
-                      d_weight != nullptr ? partial + wsize * t : nullptr,
-                      d_out + first * out_image, in + first * in_image, taps, s,
-                      PaddedLayout(s, last - first));
-    });
-    if (d_weight != nullptr) {
-      // Sum the chunks in order, then taps-major back to OIHW.
-      std::vector<float> sum(wsize);
-      SumPartials(sum.data(), partial, chunks, wsize, pool);
-      const int ntaps = s.kernel * s.kernel;
-      for (int o = 0; o < s.out_c; ++o)
-        for (int c = 0; c < s.in_c; ++c)
-          for (int k = 0; k < ntaps; ++k)
-            d_weight[(size_t(o) * s.in_c + c) * ntaps + k] =
-                sum[(size_t(k) * s.out_c + o) * s.in_c + c];
-    }
-    return;
-  }
-  ConstMapRow w(weight, s.out_c, K);
+  const bool grid = UseGrid(s);
+  const std::vector<PlaneTaps> planes =
+      grid ? BackwardTaps(weight, s, MakeGrid(s, chunk))
+           : std::vector<PlaneTaps>();
   ParallelFor(pool, chunks, [&](int t) {
     const int first = t * chunk, last = std::min(s.n, first + chunk);
-    MapRow dw(d_weight != nullptr ? partial + wsize * t : nullptr,
-              d_weight != nullptr ? s.out_c : 0, d_weight != nullptr ? K : 0);
-    if (d_weight != nullptr) dw.setZero();
-    for (int i = first; i < last; ++i) {
-      ConstMapRow dout(d_out + i * out_image, s.out_c, plane);
-      if (d_weight != nullptr) {
-        const float* col = in + i * in_image;
-        if (!IsPointwise(s)) {
-          std::vector<float>& buffer = Scratch(0, size_t(K) * plane);
-          Im2Col(buffer.data(), in + i * in_image, s);
-          col = buffer.data();
-        }
-        dw.noalias() += dout * ConstMapRow(col, K, plane).transpose();
-      }
-      if (d_in != nullptr) {
-        float* din = d_in + i * in_image;
-        if (IsPointwise(s)) {
-          MapRow(din, K, plane).noalias() = w.transpose() * dout;
-        } else {
-          std::vector<float>& buffer = Scratch(1, size_t(K) * plane);
-          MapRow dcol(buffer.data(), K, plane);
-          dcol.noalias() = w.transpose() * dout;
-          std::fill(din, din + in_image, 0.0f);
-          Col2ImAdd(din, buffer.data(), s);
-        }
-      }
+    float* chunk_d_in = d_in != nullptr ? d_in + first * in_image : nullptr;
+    float* chunk_d_weight = d_weight != nullptr ? partial + wsize * t : nullptr;
+    if (grid) {
+      GridBackward(chunk_d_in, chunk_d_weight, d_out + first * out_image,
+                   in + first * in_image, planes, s, MakeGrid(s, last - first));
+    } else {
+      GemmBackward(chunk_d_in, chunk_d_weight, d_out + first * out_image,
+                   in + first * in_image, weight, s, last - first);
     }
   });
   if (d_weight != nullptr) SumPartials(d_weight, partial, chunks, wsize, pool);
@@ -452,16 +785,29 @@ void BatchNormForwardTrain(float* out, float* save_mean, float* save_inv_std,
                            const BatchNormShape& s, ThreadPool* pool) {
   const size_t count = size_t(s.n) * s.hw;
   const size_t image = size_t(s.c) * s.hw;
-  ParallelFor(pool, s.c, [&](int c) {
-    // Shifted sums (by the first value) keep the variance accurate.
-    const float shift = in[size_t(c) * s.hw];
+  const int per_task = ImagesPerTask(image);
+  // Sums of (x - shift) and its square per (image, channel), shift being the
+  // channel's first value (keeps the variance accurate); then per channel,
+  // in image order, in double.
+  std::vector<float> sums(2 * size_t(s.n) * s.c);
+  ParallelFor(pool, Chunks(s.n, per_task), [&](int t) {
+    const int last = std::min(s.n, (t + 1) * per_task);
+    for (int i = t * per_task; i < last; ++i) {
+      for (int c = 0; c < s.c; ++c) {
+        float* pair = sums.data() + 2 * (size_t(i) * s.c + c);
+        ShiftedSums(in + i * image + size_t(c) * s.hw, s.hw,
+                    in[size_t(c) * s.hw], &pair[0], &pair[1]);
+      }
+    }
+  });
+  std::vector<float> scale(s.c), bias(s.c);
+  for (int c = 0; c < s.c; ++c) {
     double sum = 0.0, sum_sq = 0.0;
     for (int i = 0; i < s.n; ++i) {
-      float fs = 0.0f, fq = 0.0f;
-      ShiftedSums(in + i * image + size_t(c) * s.hw, s.hw, shift, &fs, &fq);
-      sum += fs;
-      sum_sq += fq;
+      sum += sums[2 * (size_t(i) * s.c + c)];
+      sum_sq += sums[2 * (size_t(i) * s.c + c) + 1];
     }
+    const double shift = in[size_t(c) * s.hw];
     const double mean_shifted = sum / double(count);
     double var = sum_sq / double(count) - mean_shifted * mean_shifted;
     if (var < 0.0) var = 0.0;
@@ -472,23 +818,29 @@ void BatchNormForwardTrain(float* out, float* save_mean, float* save_inv_std,
     const double unbiased = count > 1 ? var * double(count) / double(count - 1) : var;
     running_mean[c] = float((1.0 - s.momentum) * running_mean[c] + s.momentum * mean);
     running_var[c] = float((1.0 - s.momentum) * running_var[c] + s.momentum * unbiased);
-    const float scale = gamma[c] * inv_std;
-    const float bias = beta[c] - float(mean) * scale;
-    for (int i = 0; i < s.n; ++i) {
-      const size_t offset = i * image + size_t(c) * s.hw;
-      const float* __restrict x = in + offset;
-      const float* r = residual != nullptr ? residual + offset : nullptr;
-      float* y = out + offset;
-      if (r != nullptr) {
-        if (relu) {
-          for (int j = 0; j < s.hw; ++j) y[j] = std::max(x[j] * scale + bias + r[j], 0.0f);
+    scale[c] = gamma[c] * inv_std;
+    bias[c] = beta[c] - float(mean) * scale[c];
+  }
+  ParallelFor(pool, Chunks(s.n, per_task), [&](int t) {
+    const int last = std::min(s.n, (t + 1) * per_task);
+    for (int i = t * per_task; i < last; ++i) {
+      for (int c = 0; c < s.c; ++c) {
+        const size_t offset = i * image + size_t(c) * s.hw;
+        const float a = scale[c], b = bias[c];
+        const float* __restrict x = in + offset;
+        const float* r = residual != nullptr ? residual + offset : nullptr;
+        float* y = out + offset;
+        if (r != nullptr) {
+          if (relu) {
+            for (int j = 0; j < s.hw; ++j) y[j] = std::max(x[j] * a + b + r[j], 0.0f);
+          } else {
+            for (int j = 0; j < s.hw; ++j) y[j] = x[j] * a + b + r[j];
+          }
+        } else if (relu) {
+          for (int j = 0; j < s.hw; ++j) y[j] = std::max(x[j] * a + b, 0.0f);
         } else {
-          for (int j = 0; j < s.hw; ++j) y[j] = x[j] * scale + bias + r[j];
+          for (int j = 0; j < s.hw; ++j) y[j] = x[j] * a + b;
         }
-      } else if (relu) {
-        for (int j = 0; j < s.hw; ++j) y[j] = std::max(x[j] * scale + bias, 0.0f);
-      } else {
-        for (int j = 0; j < s.hw; ++j) y[j] = x[j] * scale + bias;
       }
     }
   });
@@ -520,33 +872,53 @@ void BatchNormBackward(float* d_in, float* d_gamma, float* d_beta,
                        const BatchNormShape& s, ThreadPool* pool) {
   const size_t count = size_t(s.n) * s.hw;
   const size_t image = size_t(s.c) * s.hw;
-  ParallelFor(pool, s.c, [&](int c) {
-    const float mean = save_mean[c], inv_std = save_inv_std[c];
+  const int per_task = ImagesPerTask(image);
+  // Sums of dy and dy * (x - mean) per (image, channel), then per channel
+  // in image order, in double.
+  std::vector<float> sums(2 * size_t(s.n) * s.c);
+  ParallelFor(pool, Chunks(s.n, per_task), [&](int t) {
+    const int last = std::min(s.n, (t + 1) * per_task);
+    for (int i = t * per_task; i < last; ++i) {
+      for (int c = 0; c < s.c; ++c) {
+        const size_t offset = i * image + size_t(c) * s.hw;
+        float* pair = sums.data() + 2 * (size_t(i) * s.c + c);
+        GradientSums(d_out + offset, in + offset, s.hw, save_mean[c], &pair[0],
+                     &pair[1]);
+      }
+    }
+  });
+  // d_in = gamma * inv_std * (dy - mean(dy) - xhat * mean(dy * xhat)),
+  // as a * dy + b * x + k per element.
+  std::vector<float> a(s.c), b(s.c), k(s.c);
+  for (int c = 0; c < s.c; ++c) {
     double sum_dy = 0.0, sum_dy_xhat = 0.0;
     for (int i = 0; i < s.n; ++i) {
-      const size_t offset = i * image + size_t(c) * s.hw;
-      float a = 0.0f, b = 0.0f;
-      GradientSums(d_out + offset, in + offset, s.hw, mean, &a, &b);
-      sum_dy += a;
-      sum_dy_xhat += b;
+      sum_dy += sums[2 * (size_t(i) * s.c + c)];
+      sum_dy_xhat += sums[2 * (size_t(i) * s.c + c) + 1];
     }
+    const float inv_std = save_inv_std[c];
     sum_dy_xhat *= inv_std;
     if (d_gamma != nullptr) d_gamma[c] = float(sum_dy_xhat);
     if (d_beta != nullptr) d_beta[c] = float(sum_dy);
-    if (d_in == nullptr) return;
-    // d_in = gamma * inv_std * (dy - mean(dy) - xhat * mean(dy * xhat)).
-    const float k = gamma[c] * inv_std;
+    const float scale = gamma[c] * inv_std;
     const float mean_dy = float(sum_dy / double(count));
     const float mean_dy_xhat = float(sum_dy_xhat / double(count));
-    // As a * dy + b * x + c per element.
-    const float a = k, b = -k * inv_std * mean_dy_xhat;
-    const float offset_c = -k * mean_dy - b * mean;
-    for (int i = 0; i < s.n; ++i) {
-      const size_t offset = i * image + size_t(c) * s.hw;
-      const float* __restrict dy = d_out + offset;
-      const float* __restrict x = in + offset;
-      float* __restrict dx = d_in + offset;
-      for (int j = 0; j < s.hw; ++j) dx[j] = a * dy[j] + b * x[j] + offset_c;
+    a[c] = scale;
+    b[c] = -scale * inv_std * mean_dy_xhat;
+    k[c] = -scale * mean_dy - b[c] * save_mean[c];
+  }
+  if (d_in == nullptr) return;
+  ParallelFor(pool, Chunks(s.n, per_task), [&](int t) {
+    const int last = std::min(s.n, (t + 1) * per_task);
+    for (int i = t * per_task; i < last; ++i) {
+      for (int c = 0; c < s.c; ++c) {
+        const size_t offset = i * image + size_t(c) * s.hw;
+        const float* __restrict dy = d_out + offset;
+        const float* __restrict x = in + offset;
+        float* __restrict dx = d_in + offset;
+        const float ac = a[c], bc = b[c], kc = k[c];
+        for (int j = 0; j < s.hw; ++j) dx[j] = ac * dy[j] + bc * x[j] + kc;
+      }
     }
   });
 }
