@@ -778,6 +778,35 @@ void Conv2dBackward(float* d_in, float* d_weight, const float* d_out,
   if (d_weight != nullptr) SumPartials(d_weight, partial, chunks, wsize, pool);
 }
 
+// Two sums per channel: `pair_sums(offset, c, pair)` fills a pair for the
+// plane of one (image, channel) at `offset`, on the pool; the pairs are then
+// added per channel in image order, in double, so the totals do not depend
+// on the thread count. Returns {first, second} of channel c at 2c, 2c + 1.
+template <typename PairSums>
+std::vector<double> ChannelPairSums(const BatchNormShape& s, ThreadPool* pool,
+                                    PairSums pair_sums) {
+  const size_t image = size_t(s.c) * s.hw;
+  const int per_task = ImagesPerTask(image);
+  std::vector<float> pairs(2 * size_t(s.n) * s.c);
+  ParallelFor(pool, Chunks(s.n, per_task), [&](int t) {
+    const int last = std::min(s.n, (t + 1) * per_task);
+    for (int i = t * per_task; i < last; ++i) {
+      for (int c = 0; c < s.c; ++c) {
+        pair_sums(i * image + size_t(c) * s.hw, c,
+                  pairs.data() + 2 * (size_t(i) * s.c + c));
+      }
+    }
+  });
+  std::vector<double> totals(2 * size_t(s.c), 0.0);
+  for (int c = 0; c < s.c; ++c) {
+    for (int i = 0; i < s.n; ++i) {
+      totals[2 * c] += pairs[2 * (size_t(i) * s.c + c)];
+      totals[2 * c + 1] += pairs[2 * (size_t(i) * s.c + c) + 1];
+    }
+  }
+  return totals;
+}
+
 void BatchNormForwardTrain(float* out, float* save_mean, float* save_inv_std,
                            float* running_mean, float* running_var,
                            const float* in, const float* gamma,
@@ -786,27 +815,16 @@ void BatchNormForwardTrain(float* out, float* save_mean, float* save_inv_std,
   const size_t count = size_t(s.n) * s.hw;
   const size_t image = size_t(s.c) * s.hw;
   const int per_task = ImagesPerTask(image);
-  // Sums of (x - shift) and its square per (image, channel), shift being the
-  // channel's first value (keeps the variance accurate); then per channel,
-  // in image order, in double.
-  std::vector<float> sums(2 * size_t(s.n) * s.c);
-  ParallelFor(pool, Chunks(s.n, per_task), [&](int t) {
-    const int last = std::min(s.n, (t + 1) * per_task);
-    for (int i = t * per_task; i < last; ++i) {
-      for (int c = 0; c < s.c; ++c) {
-        float* pair = sums.data() + 2 * (size_t(i) * s.c + c);
-        ShiftedSums(in + i * image + size_t(c) * s.hw, s.hw,
-                    in[size_t(c) * s.hw], &pair[0], &pair[1]);
-      }
-    }
-  });
+  // Sums of (x - shift) and its square, shift being the channel's first
+  // value (keeps the variance accurate).
+  const std::vector<double> sums =
+      ChannelPairSums(s, pool, [&](size_t offset, int c, float* pair) {
+        ShiftedSums(in + offset, s.hw, in[size_t(c) * s.hw], &pair[0],
+                    &pair[1]);
+      });
   std::vector<float> scale(s.c), bias(s.c);
   for (int c = 0; c < s.c; ++c) {
-    double sum = 0.0, sum_sq = 0.0;
-    for (int i = 0; i < s.n; ++i) {
-      sum += sums[2 * (size_t(i) * s.c + c)];
-      sum_sq += sums[2 * (size_t(i) * s.c + c) + 1];
-    }
+    const double sum = sums[2 * c], sum_sq = sums[2 * c + 1];
     const double shift = in[size_t(c) * s.hw];
     const double mean_shifted = sum / double(count);
     double var = sum_sq / double(count) - mean_shifted * mean_shifted;
@@ -873,29 +891,18 @@ void BatchNormBackward(float* d_in, float* d_gamma, float* d_beta,
   const size_t count = size_t(s.n) * s.hw;
   const size_t image = size_t(s.c) * s.hw;
   const int per_task = ImagesPerTask(image);
-  // Sums of dy and dy * (x - mean) per (image, channel), then per channel
-  // in image order, in double.
-  std::vector<float> sums(2 * size_t(s.n) * s.c);
-  ParallelFor(pool, Chunks(s.n, per_task), [&](int t) {
-    const int last = std::min(s.n, (t + 1) * per_task);
-    for (int i = t * per_task; i < last; ++i) {
-      for (int c = 0; c < s.c; ++c) {
-        const size_t offset = i * image + size_t(c) * s.hw;
-        float* pair = sums.data() + 2 * (size_t(i) * s.c + c);
+  // Sums of dy and dy * (x - mean).
+  const std::vector<double> sums =
+      ChannelPairSums(s, pool, [&](size_t offset, int c, float* pair) {
         GradientSums(d_out + offset, in + offset, s.hw, save_mean[c], &pair[0],
                      &pair[1]);
-      }
-    }
-  });
+      });
   // d_in = gamma * inv_std * (dy - mean(dy) - xhat * mean(dy * xhat)),
   // as a * dy + b * x + k per element.
   std::vector<float> a(s.c), b(s.c), k(s.c);
   for (int c = 0; c < s.c; ++c) {
-    double sum_dy = 0.0, sum_dy_xhat = 0.0;
-    for (int i = 0; i < s.n; ++i) {
-      sum_dy += sums[2 * (size_t(i) * s.c + c)];
-      sum_dy_xhat += sums[2 * (size_t(i) * s.c + c) + 1];
-    }
+    const double sum_dy = sums[2 * c];
+    double sum_dy_xhat = sums[2 * c + 1];
     const float inv_std = save_inv_std[c];
     sum_dy_xhat *= inv_std;
     if (d_gamma != nullptr) d_gamma[c] = float(sum_dy_xhat);
