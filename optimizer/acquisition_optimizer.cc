@@ -12,11 +12,6 @@
 namespace hypertune::optimizer {
 namespace {
 
-double Normal(SplitMix64& rng) {
-  const double u1 = 1.0 - rng.NextUnit(), u2 = rng.NextUnit();
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-}
-
 int RandomIndex(SplitMix64& rng, int n) {
   return std::min(static_cast<int>(rng.NextUnit() * n), n - 1);
 }
@@ -72,7 +67,7 @@ std::vector<ScoredPoint> MaximizeAcquisition(
     const double p_numeric = i % 2 == 0 ? p_dense : p_sparse;
     for (int j : numeric) {
       if (rng.NextUnit() < p_numeric) {
-        x[j] += factor * perturbation_scale[j] * Normal(rng);
+        x[j] += factor * perturbation_scale[j] * rng.NextNormal();
         moved = true;
       }
     }
@@ -84,7 +79,7 @@ std::vector<ScoredPoint> MaximizeAcquisition(
     }
     if (!moved && !numeric.empty()) {
       const int j = numeric[RandomIndex(rng, static_cast<int>(numeric.size()))];
-      x[j] += factor * perturbation_scale[j] * Normal(rng);
+      x[j] += factor * perturbation_scale[j] * rng.NextNormal();
     }
     snap(x);
     candidates.row(options.raw_samples + i) = x.transpose();

@@ -91,23 +91,17 @@ GpParams GpPrior::Mode(int num_kernel_params) const {
 }
 
 GpParams GpPrior::Sample(int num_kernel_params, SplitMix64& rng) const {
-  // Box-Muller from two uniforms per draw; deterministic across platforms
-  // given the stream.
-  auto normal = [&rng] {
-    const double u1 = 1.0 - rng.NextUnit(), u2 = rng.NextUnit();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  };
   GpParams p;
   p.kernel.resize(num_kernel_params);
   for (int i = 0; i < num_kernel_params; ++i) {
     // Half the prior's spread: full-width draws put lengthscales at the
     // bounds too often to be useful starts.
     p.kernel[i] = lengthscale_loc - lengthscale_scale * lengthscale_scale / 2 +
-                  0.5 * lengthscale_scale * normal();
+                  0.5 * lengthscale_scale * rng.NextNormal();
   }
-  p.log_signal_variance = signal_loc + signal_scale * 0.5 * normal();
-  p.log_noise_variance = noise_loc + noise_scale * normal();
-  p.mean = 0.5 * normal();
+  p.log_signal_variance = signal_loc + signal_scale * 0.5 * rng.NextNormal();
+  p.log_noise_variance = noise_loc + noise_scale * rng.NextNormal();
+  p.mean = 0.5 * rng.NextNormal();
   const ParamBounds b = GpParamBounds(num_kernel_params, 0.0);
   Eigen::VectorXd flat = p.Flat().cwiseMax(b.lower).cwiseMin(b.upper);
   return GpParams::FromFlat(flat);

@@ -5,6 +5,7 @@
 #ifndef HYPERTUNE_OPTIMIZER_SPLITMIX_H_
 #define HYPERTUNE_OPTIMIZER_SPLITMIX_H_
 
+#include <cmath>
 #include <cstdint>
 
 namespace hypertune::optimizer {
@@ -31,6 +32,13 @@ class SplitMix64 {
 
   // Uniform in [0, 1) with 53 random bits.
   double NextUnit() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+
+  // Standard normal by Box-Muller from two uniforms: the same stream gives
+  // the same draws on every platform, unlike std::normal_distribution.
+  double NextNormal() {
+    const double u1 = 1.0 - NextUnit(), u2 = NextUnit();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
 
  private:
   uint64_t state_;

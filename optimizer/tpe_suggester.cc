@@ -22,11 +22,6 @@ constexpr double kLogSqrt2Pi = 0.918938533204672742;
 
 double NormalCdf(double z) { return 0.5 * std::erfc(-z / kSqrt2); }
 
-double Normal(SplitMix64& rng) {
-  const double u1 = 1.0 - rng.NextUnit(), u2 = rng.NextUnit();
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-}
-
 double LogSumExp(const std::vector<double>& v) {
   const double m = *std::max_element(v.begin(), v.end());
   if (!std::isfinite(m)) return m;
@@ -103,7 +98,7 @@ class NumericParzen {
     size_t k = 0;
     while (k + 1 < weight_.size() && u >= weight_[k]) u -= weight_[k++];
     for (int attempt = 0; attempt < 100; ++attempt) {
-      const double x = mu_[k] + sigma_[k] * Normal(rng);
+      const double x = mu_[k] + sigma_[k] * rng.NextNormal();
       if (x >= 0 && x <= 1) return x;
     }
     return std::clamp(mu_[k], 0.0, 1.0);
