@@ -882,18 +882,45 @@ absl::Status SqliteStore::CreateStudy(const v1::Study& study) {
   return Submit(write);
 }
 
+absl::Status SqliteStore::LoadStudyRow(Connection& db, std::string_view name,
+                                       const std::string& label,
+                                       const std::string& what,
+                                       v1::Study& study) {
+  absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kSelectStudy);
+  if (!statement.ok()) return statement.status();
+  Query query(db.db(), *statement, what);
+  query.BindBytes(1, name);
+  absl::StatusOr<bool> row = query.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return absl::NotFoundError(absl::StrCat(label, " not found"));
+  return Parse(query.Bytes(0), study, label);
+}
+
+absl::Status SqliteStore::SaveStudyRow(Connection& db, const v1::Study& study,
+                                       const std::string& label,
+                                       const std::string& what) {
+  absl::StatusOr<std::string> bytes = StudyBytes(study, label);
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kUpdateStudy);
+  if (!statement.ok()) return statement.status();
+  Query query(db.db(), *statement, what);
+  query.BindBytes(1, study.name())
+      .BindInt(2, study.state())
+      .BindInt(3, study.create_time_ms())
+      .BindBytes(4, *bytes);
+  if (absl::Status s = query.Run(); !s.ok()) return s;
+  if (sqlite3_changes(db.db()) == 0) {
+    return absl::NotFoundError(absl::StrCat(label, " not found"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::Study> SqliteStore::GetStudy(std::string_view name) {
   const std::string label = StudyLabel(name);
+  const std::string what = absl::StrCat("reading ", label);
   v1::Study study;
-  absl::Status status = Read([&](Connection& db) -> absl::Status {
-    absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kSelectStudy);
-    if (!statement.ok()) return statement.status();
-    Query query(db.db(), *statement, absl::StrCat("reading ", label));
-    query.BindBytes(1, name);
-    absl::StatusOr<bool> row = query.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return absl::NotFoundError(absl::StrCat(label, " not found"));
-    return Parse(query.Bytes(0), study, label);
+  absl::Status status = Read([&](Connection& db) {
+    return LoadStudyRow(db, name, label, what, study);
   });
   if (!status.ok()) return status;
   return study;
@@ -923,23 +950,9 @@ absl::StatusOr<std::vector<v1::Study>> SqliteStore::ListStudies() {
 
 absl::Status SqliteStore::UpdateStudy(const v1::Study& study) {
   const std::string label = StudyLabel(study.name());
-  absl::StatusOr<std::string> bytes = StudyBytes(study, label);
-  if (!bytes.ok()) return bytes.status();
-
   const std::string what = absl::StrCat("updating ", label);
-  auto apply = [&](Connection& db) -> absl::Status {
-    absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kUpdateStudy);
-    if (!statement.ok()) return statement.status();
-    Query query(db.db(), *statement, what);
-    query.BindBytes(1, study.name())
-        .BindInt(2, study.state())
-        .BindInt(3, study.create_time_ms())
-        .BindBytes(4, *bytes);
-    if (absl::Status s = query.Run(); !s.ok()) return s;
-    if (sqlite3_changes(db.db()) == 0) {
-      return absl::NotFoundError(absl::StrCat(label, " not found"));
-    }
-    return absl::OkStatus();
+  auto apply = [&](Connection& db) {
+    return SaveStudyRow(db, study, label, what);
   };
   Write write(what, apply);
   return Submit(write);
@@ -953,29 +966,11 @@ absl::Status SqliteStore::ModifyStudy(
   // come in between.
   auto apply = [&](Connection& db) -> absl::Status {
     v1::Study study;
-    {
-      absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kSelectStudy);
-      if (!statement.ok()) return statement.status();
-      Query query(db.db(), *statement, what);
-      query.BindBytes(1, name);
-      absl::StatusOr<bool> row = query.Step();
-      if (!row.ok()) return row.status();
-      if (!*row) return absl::NotFoundError(absl::StrCat(label, " not found"));
-      if (absl::Status s = Parse(query.Bytes(0), study, label); !s.ok()) {
-        return s;
-      }
+    if (absl::Status s = LoadStudyRow(db, name, label, what, study); !s.ok()) {
+      return s;
     }
     modify(study);
-    absl::StatusOr<std::string> bytes = StudyBytes(study, label);
-    if (!bytes.ok()) return bytes.status();
-    absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kUpdateStudy);
-    if (!statement.ok()) return statement.status();
-    Query query(db.db(), *statement, what);
-    query.BindBytes(1, name)
-        .BindInt(2, study.state())
-        .BindInt(3, study.create_time_ms())
-        .BindBytes(4, *bytes);
-    return query.Run();
+    return SaveStudyRow(db, study, label, what);
   };
   Write write(what, apply);
   return Submit(write);

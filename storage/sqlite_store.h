@@ -165,6 +165,14 @@ class SqliteStore : public StudyStore {
   absl::Status ReadStudy(
       std::string_view study_name, const std::string& what,
       absl::FunctionRef<absl::Status(Connection&, int64_t)> read);
+  // The study row of `name`, parsed, and its replacement by `study`
+  // (NOT_FOUND if absent); `label` and `what` name them in errors.
+  static absl::Status LoadStudyRow(Connection& db, std::string_view name,
+                                   const std::string& label,
+                                   const std::string& what, v1::Study& study);
+  static absl::Status SaveStudyRow(Connection& db, const v1::Study& study,
+                                   const std::string& label,
+                                   const std::string& what);
   // UpdateTrial, recording the change in the sequence or not.
   absl::Status ReplaceTrial(const v1::Trial& trial, bool record_change);
 
