@@ -856,6 +856,16 @@ absl::StatusOr<std::string> StudyBytes(const v1::Study& study,
   return SerializeForStore(stored, label);
 }
 
+// Binds the studies row of kInsertStudy and kUpdateStudy: name, state,
+// create time and the stored form `bytes`.
+void BindStudyRow(Query& query, const v1::Study& study,
+                  const std::string& bytes) {
+  query.BindBytes(1, study.name())
+      .BindInt(2, study.state())
+      .BindInt(3, study.create_time_ms())
+      .BindBytes(4, bytes);
+}
+
 }  // namespace
 
 absl::Status SqliteStore::CreateStudy(const v1::Study& study) {
@@ -868,10 +878,7 @@ absl::Status SqliteStore::CreateStudy(const v1::Study& study) {
     absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kInsertStudy);
     if (!statement.ok()) return statement.status();
     Query query(db.db(), *statement, what);
-    query.BindBytes(1, study.name())
-        .BindInt(2, study.state())
-        .BindInt(3, study.create_time_ms())
-        .BindBytes(4, *bytes);
+    BindStudyRow(query, study, *bytes);
     absl::Status status = query.Run();
     if ((query.last_rc() & 0xff) == SQLITE_CONSTRAINT) {
       return absl::AlreadyExistsError(absl::StrCat(label, " already exists"));
@@ -904,10 +911,7 @@ absl::Status SqliteStore::SaveStudyRow(Connection& db, const v1::Study& study,
   absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kUpdateStudy);
   if (!statement.ok()) return statement.status();
   Query query(db.db(), *statement, what);
-  query.BindBytes(1, study.name())
-      .BindInt(2, study.state())
-      .BindInt(3, study.create_time_ms())
-      .BindBytes(4, *bytes);
+  BindStudyRow(query, study, *bytes);
   if (absl::Status s = query.Run(); !s.ok()) return s;
   if (sqlite3_changes(db.db()) == 0) {
     return absl::NotFoundError(absl::StrCat(label, " not found"));
