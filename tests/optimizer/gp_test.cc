@@ -150,6 +150,28 @@ TEST(GaussianProcessTest, PredictWithGradientMatchesPredictAndFiniteDifferences)
   }
 }
 
+TEST(GaussianProcessTest, PredictOfManyQueriesMatchesOneAtATime) {
+  // Predict works through queries in blocks: 300 cross two block edges and
+  // end in a partial block.
+  const Data data = SmoothData(50, 3, 6);
+  const auto kernel = MakeMixedKernel({false, false, false});
+  GpParams p = GpPrior::ForDimension(3).Mode(3);
+  p.mean = -0.4;
+  const GaussianProcess gp =
+      GaussianProcess::Create(*kernel, p, data.x, data.y).value();
+  const Eigen::MatrixXd queries = SmoothData(300, 3, 7).x;
+  Eigen::VectorXd mean, var;
+  gp.Predict(queries, &mean, &var);
+  ASSERT_EQ(mean.size(), 300);
+  ASSERT_EQ(var.size(), 300);
+  for (int i = 0; i < 300; ++i) {
+    Eigen::VectorXd m, v;
+    gp.Predict(queries.row(i), &m, &v);
+    EXPECT_NEAR(mean[i], m[0], 1e-12) << "query " << i;
+    EXPECT_NEAR(var[i], v[0], 1e-12) << "query " << i;
+  }
+}
+
 // The MAP objective of `structure` on (x, y), fitted from the prior's mode
 // (the additive kernel with the d = 1 prior, as the GP bandit does).
 double FittedNegLogPosterior(KernelStructure structure, const Data& data) {
