@@ -267,16 +267,23 @@ absl::Status ValidateEarlyStoppingConfig(const EarlyStoppingConfig& config) {
     return Invalid("min_resource",
                    absl::StrCat("must be >= 1, got ", config.min_resource));
   }
+  if (config.max_resource > EarlyStoppingConfig::kMaxResource) {
+    return Invalid("max_resource",
+                   absl::StrCat("must be <= 2^53 (",
+                                EarlyStoppingConfig::kMaxResource, "), got ",
+                                config.max_resource));
+  }
   if (config.max_resource < config.min_resource) {
     return Invalid("max_resource", absl::StrCat("must be >= min_resource (",
                                                 config.min_resource, "), got ",
                                                 config.max_resource));
   }
-  if (!(config.reduction_factor >= 2.0) ||
-      !std::isfinite(config.reduction_factor)) {
-    return Invalid(
-        "reduction_factor",
-        absl::StrCat("must be >= 2, got ", Num(config.reduction_factor)));
+  if (!(config.reduction_factor >= 2.0 &&
+        config.reduction_factor <= EarlyStoppingConfig::kMaxReductionFactor)) {
+    return Invalid("reduction_factor",
+                   absl::StrCat("must be in [2, ",
+                                Num(EarlyStoppingConfig::kMaxReductionFactor),
+                                "], got ", Num(config.reduction_factor)));
   }
   if (config.min_trials < 0) {
     return Invalid("min_trials",
@@ -298,9 +305,12 @@ absl::Status ValidateEarlyStoppingConfig(const EarlyStoppingConfig& config) {
 
 int MaxBrackets(const EarlyStoppingConfig& config) {
   if (!IsAsha(config)) return 1;
+  // In doubles: with the validated bounds r * eta stays finite and exact
+  // enough, where an integer product could overflow.
   int s = 0;
+  const double max = static_cast<double>(config.max_resource);
   double r = static_cast<double>(config.min_resource);
-  while (std::llround(r * config.reduction_factor) <= config.max_resource) {
+  while (std::round(r * config.reduction_factor) <= max) {
     r *= config.reduction_factor;
     ++s;
   }
@@ -345,9 +355,11 @@ std::vector<int64_t> RungResources(const EarlyStoppingConfig& config,
                                    int bracket) {
   std::vector<int64_t> rungs;
   if (!IsAsha(config)) return rungs;
+  const double max = static_cast<double>(config.max_resource);
   double r = static_cast<double>(config.min_resource) *
              std::pow(config.reduction_factor, bracket);
-  while (std::llround(r) < config.max_resource) {
+  // Compared as doubles: r may pass INT64_MAX before the loop ends.
+  while (std::round(r) < max) {
     rungs.push_back(std::llround(r));
     r *= config.reduction_factor;
   }

@@ -31,6 +31,10 @@
 namespace hypertune::optimizer {
 
 struct EarlyStoppingConfig {
+  // Bounds that keep every rung and bracket computation exact in doubles and
+  // free of overflow: 2^53 steps, eta up to 10^6, hence at most 54 rungs.
+  static constexpr int64_t kMaxResource = int64_t{1} << 53;
+  static constexpr double kMaxReductionFactor = 1e6;
   enum class Rule { kNone, kMedian, kPercentile, kAsha, kHyperband };
   Rule rule = Rule::kNone;
   // Whether larger objective values are better.
@@ -54,11 +58,12 @@ struct EarlyStoppingConfig {
   double percentile = 50.0;
   // ASHA/Hyperband: the first rung, in steps, >= 1. Default 1.
   int64_t min_resource = 1;
-  // ASHA/Hyperband: the full budget of a trial, in steps, >= min_resource.
-  // The trial's program should train for exactly this many steps. Default 81.
+  // ASHA/Hyperband: the full budget of a trial, in steps, in [min_resource,
+  // kMaxResource]. The trial's program should train for exactly this many
+  // steps. Default 81.
   int64_t max_resource = 81;
-  // ASHA/Hyperband: eta, >= 2: rungs grow by this factor and the top 1/eta
-  // of each rung goes on. Default 3.
+  // ASHA/Hyperband: eta, in [2, kMaxReductionFactor]: rungs grow by this
+  // factor and the top 1/eta of each rung goes on. Default 3.
   double reduction_factor = 3.0;
   // Hyperband: how many brackets, the most aggressive first; 0 means all
   // s_max + 1 of them (s_max = floor(log_eta(max_resource / min_resource))).

@@ -43,6 +43,12 @@ absl::Status CheckRange(size_t i, const ParameterConfig& p) {
                    absl::StrCat("min must not exceed max, got min ", p.min,
                                 " > max ", p.max));
   }
+  // Scaling to [0, 1] divides by the width.
+  if (!std::isfinite(p.max - p.min)) {
+    return Invalid(i, p.name,
+                   absl::StrCat("the width max - min must be finite, got [",
+                                p.min, ", ", p.max, "]"));
+  }
   if (p.type == ParameterType::kInteger) {
     if (!IsIntegral(p.min) || !IsIntegral(p.max)) {
       return Invalid(i, p.name,

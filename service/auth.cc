@@ -29,30 +29,37 @@ absl::StatusOr<TokenTable> TokenTable::Parse(absl::string_view text,
     std::string where = absl::StrCat(source, " line ", line_number);
     std::vector<absl::string_view> fields =
         absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
-    if (fields.size() != 2) {
+    if (fields.size() != 2 && fields.size() != 3) {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, ": expected \"TOKEN OWNER\", found ",
+          absl::StrCat(where, ": expected \"TOKEN OWNER [admin]\", found ",
                        fields.size(), " fields"));
+    }
+    if (fields.size() == 3 && fields[2] != "admin") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": the third field may only be \"admin\""));
     }
     absl::string_view token = fields[0];
     if (token.size() > kMaxTokenBytes) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, ": the token is longer than ", kMaxTokenBytes, " bytes"));
     }
-    if (std::optional<std::string> owner = table.OwnerOf(token)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": this token is already given (to owner \"", *owner, "\")"));
+    if (std::optional<Principal> holder = table.HolderOf(token)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": this token is already given (to owner \"",
+                       holder->owner, "\")"));
     }
     Entry entry;
     entry.padded.fill(0);
     std::memcpy(entry.padded.data(), token.data(), token.size());
     entry.length = token.size();
     entry.owner = std::string(fields[1]);
+    entry.admin = fields.size() == 3;
     table.entries_.push_back(std::move(entry));
   }
   if (table.entries_.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(source, ": no tokens (expected lines \"TOKEN OWNER\")"));
+        absl::StrCat(source,
+                     ": no tokens (expected lines \"TOKEN OWNER [admin]\")"));
   }
   return table;
 }
@@ -71,7 +78,7 @@ absl::StatusOr<TokenTable> TokenTable::Load(const std::string& path) {
   return Parse(text.str(), absl::StrCat("auth token file \"", path, "\""));
 }
 
-std::optional<std::string> TokenTable::OwnerOf(absl::string_view token) const {
+std::optional<Principal> TokenTable::HolderOf(absl::string_view token) const {
   // The presented token's length is the caller's own knowledge, not a secret.
   if (token.size() > kMaxTokenBytes) return std::nullopt;
   std::array<unsigned char, kMaxTokenBytes> presented;
@@ -87,12 +94,23 @@ std::optional<std::string> TokenTable::OwnerOf(absl::string_view token) const {
     if (differ == 0) match = &entry;
   }
   if (match == nullptr) return std::nullopt;
-  return match->owner;
+  Principal holder;
+  holder.owner = match->owner;
+  holder.checked = true;
+  holder.admin = match->admin;
+  return holder;
 }
 
-absl::StatusOr<std::string> Authorizer::Authenticate(
+bool TokenTable::HasOwner(absl::string_view owner) const {
+  for (const Entry& entry : entries_) {
+    if (entry.owner == owner) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<Principal> Authorizer::Authenticate(
     std::optional<absl::string_view> authorization) const {
-  if (!tokens_.has_value()) return std::string();
+  if (!tokens_.has_value()) return Principal::AuthOff();
   if (!authorization.has_value()) {
     return absl::UnauthenticatedError(
         "authorization: missing; this server needs \"authorization: Bearer "
@@ -104,22 +122,16 @@ absl::StatusOr<std::string> Authorizer::Authenticate(
         "authorization: expected \"Bearer TOKEN\"");
   }
   value.remove_prefix(kBearer.size());
-  std::optional<std::string> owner =
-      tokens_->OwnerOf(absl::StripAsciiWhitespace(value));
-  if (!owner.has_value()) {
+  std::optional<Principal> holder =
+      tokens_->HolderOf(absl::StripAsciiWhitespace(value));
+  if (!holder.has_value()) {
     return absl::UnauthenticatedError("authorization: unknown token");
   }
-  return *std::move(owner);
+  return *std::move(holder);
 }
 
-absl::Status Authorizer::CheckOwner(const std::string& caller,
-                                    const std::string& owner,
-                                    const std::string& study) const {
-  if (!tokens_.has_value() || owner.empty() || owner == caller) {
-    return absl::OkStatus();
-  }
-  return absl::PermissionDeniedError(
-      absl::StrCat("study \"", study, "\" belongs to another owner"));
+bool Authorizer::IsKnownOwner(absl::string_view owner) const {
+  return !tokens_.has_value() || tokens_->HasOwner(owner);
 }
 
 }  // namespace hypertune::service

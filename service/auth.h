@@ -1,6 +1,7 @@
 // Bearer-token authentication for hypertuned: a TokenTable maps secret
 // tokens to owners (loaded from `--auth-token-file`), and an Authorizer
-// turns a call's `authorization` header into the owner it acts as.
+// turns a call's `authorization` header into the Principal it acts as
+// (access.h says what a Principal may do).
 //
 // Tokens never appear in error messages or logs. Lookup compares the
 // presented token with every stored one, each over the same fixed-size
@@ -19,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "service/access.h"
 
 namespace hypertune::service {
 
@@ -27,18 +29,23 @@ class TokenTable {
   // Longer tokens are refused when loading and never match.
   static constexpr size_t kMaxTokenBytes = 512;
 
-  // Parses lines `TOKEN OWNER` (separated by spaces or tabs); blank lines and
-  // lines starting with `#` are skipped. INVALID_ARGUMENT naming `source` and
-  // the line number for a malformed line, a token over kMaxTokenBytes, a
-  // token given twice, or a table without any token.
+  // Parses lines `TOKEN OWNER [admin]` (separated by spaces or tabs); the
+  // third field makes OWNER an admin (access.h). Blank lines and lines
+  // starting with `#` are skipped. INVALID_ARGUMENT naming `source` and the
+  // line number for a malformed line, a token over kMaxTokenBytes, a token
+  // given twice, or a table without any token.
   static absl::StatusOr<TokenTable> Parse(absl::string_view text,
                                           absl::string_view source);
   // Parse() of the file at `path`; NOT_FOUND / PERMISSION_DENIED if it cannot
   // be read.
   static absl::StatusOr<TokenTable> Load(const std::string& path);
 
-  // The owner of `token`, or nullopt if it is not in the table.
-  std::optional<std::string> OwnerOf(absl::string_view token) const;
+  // Who holds `token` (checked, with its owner and admin flag), or nullopt
+  // if it is not in the table.
+  std::optional<Principal> HolderOf(absl::string_view token) const;
+
+  // Whether some token of the table belongs to `owner`.
+  bool HasOwner(absl::string_view owner) const;
 
   size_t size() const { return entries_.size(); }
 
@@ -48,6 +55,7 @@ class TokenTable {
     std::array<unsigned char, kMaxTokenBytes> padded;
     size_t length;
     std::string owner;
+    bool admin;
   };
   TokenTable() = default;
 
@@ -55,7 +63,7 @@ class TokenTable {
 };
 
 // Who may call: with a token table every call needs a known bearer token;
-// without one (auth off) every call is admitted as the empty owner.
+// without one (auth off) every call is admitted as Principal::AuthOff().
 class Authorizer {
  public:
   // Auth off.
@@ -64,17 +72,15 @@ class Authorizer {
 
   bool enabled() const { return tokens_.has_value(); }
 
-  // The owner the caller acts as, given the value of its `authorization`
-  // header (nullopt if it sent none): "" when auth is off; UNAUTHENTICATED
-  // unless it is `Bearer TOKEN` with a known TOKEN.
-  absl::StatusOr<std::string> Authenticate(
+  // The principal the caller acts as, given the value of its
+  // `authorization` header (nullopt if it sent none): AuthOff() when auth is
+  // off; UNAUTHENTICATED unless it is `Bearer TOKEN` with a known TOKEN.
+  absl::StatusOr<Principal> Authenticate(
       std::optional<absl::string_view> authorization) const;
 
-  // OK if `caller` may touch a study owned by `owner`: auth off, the same
-  // owner, or a study without owner (created while auth was off, so open to
-  // every authenticated caller). PERMISSION_DENIED naming `study` otherwise.
-  absl::Status CheckOwner(const std::string& caller, const std::string& owner,
-                          const std::string& study) const;
+  // Whether `owner` may own studies: with auth on, some token belongs to it;
+  // with auth off, any name.
+  bool IsKnownOwner(absl::string_view owner) const;
 
  private:
   std::optional<TokenTable> tokens_;

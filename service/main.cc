@@ -2,12 +2,15 @@
 //
 //   hypertuned --db PATH [--listen HOST:PORT] [--durability normal|full]
 //              [--auth-token-file F] [--tls-cert F --tls-key F
-//              [--tls-client-ca F]] [--http HOST:PORT]
+//              [--tls-client-ca F]] [--http HOST:PORT [--http-plaintext]]
 //
 // Prints "hypertuned listening on HOST:PORT" once serving (and, with --http,
-// "hypertuned: dashboard on http://HOST:PORT/" before it); SIGTERM or SIGINT
-// shut it down gracefully (calls in flight finish, the database is closed).
+// "hypertuned: dashboard on http(s)://HOST:PORT/" before it); SIGTERM or
+// SIGINT shut it down gracefully (calls in flight finish, the database is
+// closed), and a shutdown that hangs is cut short after kShutdownLimit.
+#include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -20,12 +23,15 @@
 
 namespace {
 
+// How long a graceful shutdown may take: calls get 5 s to finish.
+constexpr std::chrono::seconds kShutdownLimit{30};
+
 constexpr char kUsage[] =
     "usage: hypertuned --db PATH [--listen HOST:PORT] [--durability "
     "normal|full]\n"
     "                  [--auth-token-file F] [--tls-cert F --tls-key F "
     "[--tls-client-ca F]]\n"
-    "                  [--http HOST:PORT]\n"
+    "                  [--http HOST:PORT [--http-plaintext]]\n"
     "  --db PATH            SQLite database file (created if absent)\n"
     "  --listen HOST:PORT   gRPC address (default 127.0.0.1:50051; port 0 "
     "picks one)\n"
@@ -41,8 +47,12 @@ constexpr char kUsage[] =
     "signed (mutual TLS)\n"
     "  --http HOST:PORT     also serve the HTTP read API, /metrics and the "
     "dashboard\n"
-    "                       (plain HTTP, same tokens; default off; port 0 "
-    "picks one)\n";
+    "                       (same tokens; HTTPS with the TLS certificate when "
+    "there is one;\n"
+    "                       default off; port 0 picks one)\n"
+    "  --http-plaintext     serve --http as plain HTTP even with TLS (tokens "
+    "then cross\n"
+    "                       the network in the clear; prints a warning)\n";
 
 int UsageError(const std::string& message) {
   std::cerr << "hypertuned: " << message << "\n" << kUsage;
@@ -99,11 +109,16 @@ int main(int argc, char** argv) {
       if (!value(&options.http_listen)) {
         return UsageError("--http needs HOST:PORT");
       }
+    } else if (arg == "--http-plaintext") {
+      options.http_plaintext = true;
     } else {
       return UsageError("unknown argument " + std::string(arg));
     }
   }
   if (options.db_path.empty()) return UsageError("--db is required");
+  if (options.http_plaintext && options.http_listen.empty()) {
+    return UsageError("--http-plaintext needs --http");
+  }
 
   // Signals are taken synchronously by one thread, so shutdown runs outside
   // any signal handler.
@@ -120,7 +135,15 @@ int main(int argc, char** argv) {
   }
   // Before the "listening on" line, which tests and scripts wait for.
   if (!(*server)->http_address().empty()) {
-    std::cout << "hypertuned: dashboard on http://"
+    const bool tls = !options.tls_cert_file.empty();
+    if (tls && options.http_plaintext) {
+      std::cerr << "hypertuned: WARNING: --http-plaintext: the HTTP API on "
+                << (*server)->http_address()
+                << " is plain HTTP while gRPC runs TLS; bearer tokens sent "
+                   "to it cross the network in the clear\n";
+    }
+    std::cout << "hypertuned: dashboard on "
+              << (tls && !options.http_plaintext ? "https://" : "http://")
               << (*server)->http_address() << "/" << std::endl;
   }
   std::cout << "hypertuned listening on " << (*server)->address()
@@ -136,6 +159,15 @@ int main(int argc, char** argv) {
     sigwait(&signals, &signal);
     std::cout << "hypertuned: " << strsignal(signal) << ", shutting down"
               << std::endl;
+    // Everything acknowledged is in the database already: a shutdown stuck
+    // on a call that will not end must not keep the process (and its port
+    // and database) alive.
+    std::thread([] {
+      std::this_thread::sleep_for(kShutdownLimit);
+      std::cerr << "hypertuned: shutdown did not finish within "
+                << kShutdownLimit.count() << " s; exiting" << std::endl;
+      std::_Exit(1);
+    }).detach();
     (*server)->Shutdown();
   });
   (*server)->Wait();

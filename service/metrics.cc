@@ -109,7 +109,7 @@ double CounterFamily::Value(
   return it == values_.end() ? 0.0 : it->second;
 }
 
-void CounterFamily::Render(std::string* out) const {
+void CounterFamily::Render(std::string* out, const LabelFilter& keep) const {
   std::map<std::vector<std::string>, double> values;
   {
     absl::MutexLock lock(&mu_);
@@ -117,6 +117,7 @@ void CounterFamily::Render(std::string* out) const {
   }
   AppendHeader(name_, help_, "counter", out);
   for (const auto& [labels, value] : values) {
+    if (keep && !keep(labels)) continue;
     absl::StrAppend(out, name_, Labels(label_names_, labels), " ",
                     FormatValue(value), "\n");
   }
@@ -215,11 +216,15 @@ void Metrics::ObserveHttp(const std::string& route, int status,
   http_seconds_.Observe({route}, seconds);
 }
 
-void Metrics::Render(std::string* out) const {
+void Metrics::Render(
+    std::string* out,
+    const std::function<bool(const std::string& study)>& study_visible) const {
   rpc_requests_.Render(out);
   rpc_seconds_.Render(out);
   suggest_seconds_.Render(out);
-  lease_expiries_.Render(out);
+  lease_expiries_.Render(out, [&](const std::vector<std::string>& labels) {
+    return study_visible(labels[0]);
+  });
   http_requests_.Render(out);
   http_seconds_.Render(out);
 }

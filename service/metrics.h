@@ -11,6 +11,7 @@
 #define HYPERTUNE_SERVICE_METRICS_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -29,10 +30,15 @@ class CounterFamily {
 
   // REQUIRES: label_values.size() equals the number of label names.
   void Increment(const std::vector<std::string>& label_values, double by = 1.0);
+  // Whether a series (given its label values) is shown.
+  using LabelFilter =
+      std::function<bool(const std::vector<std::string>& label_values)>;
+
   // The current value; 0 for label values never incremented.
   double Value(const std::vector<std::string>& label_values) const;
-  // Appends the HELP, TYPE and sample lines.
-  void Render(std::string* out) const;
+  // Appends the HELP, TYPE and sample lines of the series `keep` accepts
+  // (all when it is empty).
+  void Render(std::string* out, const LabelFilter& keep = nullptr) const;
 
  private:
   const std::string name_;
@@ -108,8 +114,11 @@ class Metrics {
   const HistogramFamily& suggest_seconds() const { return suggest_seconds_; }
   const CounterFamily& lease_expiries() const { return lease_expiries_; }
 
-  // Appends every family in the text format.
-  void Render(std::string* out) const;
+  // Appends every family in the text format; per-study series only for the
+  // studies `study_visible` accepts (the scraper's own).
+  void Render(std::string* out,
+              const std::function<bool(const std::string& study)>&
+                  study_visible) const;
 
  private:
   CounterFamily rpc_requests_;

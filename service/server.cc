@@ -136,12 +136,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   if (!options.http_listen.empty()) {
     HttpServerOptions http_options;
     http_options.listen = options.http_listen;
-    http_options.threads = options.http_threads;
+    http_options.max_streams = options.http_max_streams;
+    http_options.max_streams_per_owner = options.http_max_streams_per_owner;
     http_options.db_path = options.db_path;
-    absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
-        server->service_.get(), server->store_.get(),
-        std::move(http_authorizer), server->metrics_.get(),
-        std::move(http_options));
+    if (!options.http_plaintext) {
+      http_options.tls_cert_file = options.tls_cert_file;
+      http_options.tls_key_file = options.tls_key_file;
+      http_options.tls_client_ca_file = options.tls_client_ca_file;
+    }
+    absl::StatusOr<std::unique_ptr<HttpServer>> http =
+        HttpServer::Start(server->service_.get(), std::move(http_authorizer),
+                          server->metrics_.get(), std::move(http_options));
     if (!http.ok()) return http.status();
     server->http_ = *std::move(http);
     server->http_address_ = server->http_->address();

@@ -43,11 +43,18 @@ struct ServerOptions {
   // PEM file of the CAs whose client certificates are accepted: mutual TLS,
   // clients without such a certificate are refused. Requires the two above.
   std::string tls_client_ca_file;
-  // HOST:PORT of the HTTP read API, /metrics and the dashboard (plain HTTP;
-  // port 0 picks one, see Server::http_address). Empty (default): off.
+  // HOST:PORT of the HTTP read API, /metrics and the dashboard (port 0
+  // picks one, see Server::http_address). Empty (default): off. With TLS
+  // on gRPC it serves HTTPS with the same certificate, key and client CA,
+  // unless http_plaintext.
   std::string http_listen;
-  // Handler threads of the HTTP server; each watching dashboard holds one.
-  int http_threads = 32;
+  // Plain HTTP even though gRPC runs TLS: the same tokens then cross the
+  // network in the clear. Default false.
+  bool http_plaintext = false;
+  // Event streams the HTTP server holds open, in all and per owner
+  // (HttpServerOptions).
+  int http_max_streams = 256;
+  int http_max_streams_per_owner = 16;
 };
 
 class Server {

@@ -78,6 +78,12 @@ class StudyRuntimes {
     if (r == nullptr) r = std::make_unique<StudyRuntime>();
     return *r;
   }
+  // The runtime of study `name` if one was made, else null.
+  StudyRuntime* Find(const std::string& name) {
+    absl::MutexLock lock(&mu_);
+    auto it = runtimes_.find(name);
+    return it == runtimes_.end() ? nullptr : it->second.get();
+  }
 
  private:
   absl::Mutex mu_;

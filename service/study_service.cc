@@ -23,9 +23,7 @@
 namespace hypertune::service {
 namespace {
 
-constexpr int kMaxSuggestCount = 1000;
 constexpr int kDefaultPageSize = 100;
-constexpr int kMaxPageSize = 1000;
 // WatchTrials: changes read per store query, the pause after a read that
 // found changes, and how long to wait for a change before checking whether
 // the watcher is gone.
@@ -109,6 +107,43 @@ void StopNow(v1::Trial& trial, const std::string& reason, int64_t now) {
   }
 }
 
+// Counts the bytes of an answer being built, so that lists end a page
+// before the answer would pass kMaxResponseBytes. The first item always
+// fits: no item is larger than a quarter of the limit.
+class ResponseBudget {
+ public:
+  // Whether `item` still fits; if so, it is counted.
+  bool Take(const google::protobuf::Message& item) {
+    // A repeated field's tag and length take at most 6 bytes.
+    const size_t bytes = item.ByteSizeLong() + 6;
+    if (used_ > 0 && used_ + bytes > kMaxResponseBytes) return false;
+    used_ += bytes;
+    return true;
+  }
+  // How many more items of at most `bytes` each fit.
+  int64_t Fits(size_t bytes) const {
+    return static_cast<int64_t>((kMaxResponseBytes - used_) / (bytes + 6));
+  }
+
+ private:
+  size_t used_ = 0;
+};
+
+// An upper bound on the bytes of a trial newly proposed for `study` and
+// granted to `client_id`: its parameters, ids, times and lease.
+size_t NewTrialBytesBound(const v1::Study& study,
+                          const std::string& client_id) {
+  size_t bytes = 128 + study.name().size() + client_id.size();
+  for (const v1::ParameterSpec& p : study.spec().parameters()) {
+    size_t value = 16;
+    for (const std::string& category : p.categorical_spec().values()) {
+      value = std::max(value, category.size() + 8);
+    }
+    bytes += p.name().size() + value + 8;
+  }
+  return bytes;
+}
+
 absl::StatusOr<int64_t> ParsePageToken(const std::string& token) {
   if (token.empty()) return 0;
   int64_t after_id = 0;
@@ -125,8 +160,10 @@ StudyService::StudyService(storage::StudyStore* store, ServiceOptions options)
     : store_(store), options_(std::move(options)) {}
 
 absl::StatusOr<v1::Study> StudyService::CreateStudy(
-    const v1::CreateStudyRequest& request) {
+    const v1::CreateStudyRequest& request, const Principal& caller) {
   v1::Study study = request.study();
+  // The owner is whoever calls, never what the request claims.
+  study.set_owner(caller.owner);
   HT_RETURN_IF_ERROR(ValidateStudy(study));
   v1::StudySpec& spec = *study.mutable_spec();
   if (spec.algorithm() == v1::ALGORITHM_UNSPECIFIED) {
@@ -139,6 +176,9 @@ absl::StatusOr<v1::Study> StudyService::CreateStudy(
   study.clear_trial_counts();
   study.clear_device_seconds();
   study.clear_cost();
+  // Under the study's lock: a call that found no such study a moment ago
+  // cannot act on this one before it exists with its owner.
+  absl::MutexLock lock(&runtimes_.For(study.name()).mu);
   HT_RETURN_IF_ERROR(store_->CreateStudy(study));
   return study;
 }
@@ -157,10 +197,26 @@ absl::StatusOr<std::vector<v1::Trial>> StudyService::SaveNewTrials(
   return stored;
 }
 
+absl::StatusOr<v1::Study> StudyService::LoadStudyFor(const Principal& caller,
+                                                     const std::string& name,
+                                                     Access access) {
+  absl::StatusOr<v1::Study> study = store_->GetStudy(name);
+  if (!study.ok()) return study.status();
+  HT_RETURN_IF_ERROR(CheckAccess(caller, *study, access));
+  return study;
+}
+
+absl::StatusOr<StudyRuntime*> StudyService::RuntimeOf(const std::string& name) {
+  if (StudyRuntime* runtime = runtimes_.Find(name)) return runtime;
+  HT_RETURN_IF_ERROR(store_->GetStudy(name).status());
+  return &runtimes_.For(name);
+}
+
 absl::StatusOr<StudyService::StudyAndTrial> StudyService::LoadStudyAndTrial(
-    const std::string& study_name, int64_t trial_id) {
+    const Principal& caller, const std::string& study_name, int64_t trial_id) {
   StudyAndTrial loaded;
-  absl::StatusOr<v1::Study> study = store_->GetStudy(study_name);
+  absl::StatusOr<v1::Study> study =
+      LoadStudyFor(caller, study_name, Access::kWrite);
   if (!study.ok()) return study.status();
   loaded.study = *std::move(study);
   absl::StatusOr<v1::Trial> trial = store_->GetTrial(study_name, trial_id);
@@ -192,8 +248,8 @@ int64_t StudyService::Now() const {
 }
 
 absl::StatusOr<v1::Study> StudyService::LoadStudyWithCounts(
-    const std::string& name) {
-  absl::StatusOr<v1::Study> study = store_->GetStudy(name);
+    const Principal& caller, const std::string& name) {
+  absl::StatusOr<v1::Study> study = LoadStudyFor(caller, name, Access::kRead);
   if (!study.ok()) return study.status();
   auto counts = store_->CountTrials(name);
   if (!counts.ok()) return counts.status();
@@ -204,38 +260,67 @@ absl::StatusOr<v1::Study> StudyService::LoadStudyWithCounts(
 }
 
 absl::StatusOr<v1::Study> StudyService::GetStudy(
-    const v1::GetStudyRequest& request) {
+    const v1::GetStudyRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("name", request.name()));
-  return LoadStudyWithCounts(request.name());
+  return LoadStudyWithCounts(caller, request.name());
 }
 
 absl::StatusOr<v1::ListStudiesResponse> StudyService::ListStudies(
-    const v1::ListStudiesRequest&) {
+    const v1::ListStudiesRequest& request, const Principal& caller) {
+  if (request.page_size() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size: must be >= 0, got ", request.page_size()));
+  }
+  const int page_size = request.page_size() == 0
+                            ? kMaxPageSize
+                            : std::min(request.page_size(), kMaxPageSize);
   absl::StatusOr<std::vector<v1::Study>> studies = store_->ListStudies();
   if (!studies.ok()) return studies.status();
   v1::ListStudiesResponse response;
+  ResponseBudget budget;
   for (const v1::Study& study : *studies) {
-    absl::StatusOr<v1::Study> full = LoadStudyWithCounts(study.name());
-    // A study deleted since the listing is simply left out.
-    if (absl::IsNotFound(full.status())) continue;
+    // By name: the token is the last name of the previous page.
+    if (!request.page_token().empty() && study.name() <= request.page_token()) {
+      continue;
+    }
+    if (!CheckAccess(caller, study, Access::kRead).ok()) continue;
+    if (response.studies_size() == page_size) {
+      response.set_next_page_token(
+          response.studies(response.studies_size() - 1).name());
+      break;
+    }
+    absl::StatusOr<v1::Study> full = LoadStudyWithCounts(caller, study.name());
+    // A study deleted (or given away) since the listing is left out.
+    if (absl::IsNotFound(full.status()) ||
+        absl::IsPermissionDenied(full.status())) {
+      continue;
+    }
     if (!full.ok()) return full.status();
+    if (!budget.Take(*full)) {
+      response.set_next_page_token(
+          response.studies(response.studies_size() - 1).name());
+      break;
+    }
     *response.add_studies() = *std::move(full);
   }
   return response;
 }
 
 absl::StatusOr<v1::DeleteStudyResponse> StudyService::DeleteStudy(
-    const v1::DeleteStudyRequest& request) {
+    const v1::DeleteStudyRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("name", request.name()));
-  StudyRuntime& runtime = runtimes_.For(request.name());
-  absl::MutexLock lock(&runtime.mu);
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.name());
+  if (!runtime.ok()) return runtime.status();
+  absl::MutexLock lock(&(*runtime)->mu);
+  HT_RETURN_IF_ERROR(
+      LoadStudyFor(caller, request.name(), Access::kWrite).status());
   HT_RETURN_IF_ERROR(store_->DeleteStudy(request.name()));
-  runtime.lease_check = {};  // a study of the same name starts afresh
+  (*runtime)->lease_check = {};  // a study of the same name starts afresh
   return v1::DeleteStudyResponse();
 }
 
 absl::StatusOr<v1::Study> StudyService::SetStudyState(
-    const v1::SetStudyStateRequest& request) {
+    const v1::SetStudyStateRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("name", request.name()));
   if (request.state() != v1::Study::ACTIVE &&
       request.state() != v1::Study::PAUSED &&
@@ -243,14 +328,33 @@ absl::StatusOr<v1::Study> StudyService::SetStudyState(
     return absl::InvalidArgumentError(
         "state: must be ACTIVE, PAUSED or COMPLETED");
   }
-  {
-    absl::MutexLock lock(&runtimes_.For(request.name()).mu);
-    absl::StatusOr<v1::Study> study = store_->GetStudy(request.name());
-    if (!study.ok()) return study.status();
-    study->set_state(request.state());
-    HT_RETURN_IF_ERROR(store_->UpdateStudy(*study));
-  }
-  return LoadStudyWithCounts(request.name());
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.name());
+  if (!runtime.ok()) return runtime.status();
+  absl::MutexLock lock(&(*runtime)->mu);
+  absl::StatusOr<v1::Study> study =
+      LoadStudyFor(caller, request.name(), Access::kWrite);
+  if (!study.ok()) return study.status();
+  study->set_state(request.state());
+  HT_RETURN_IF_ERROR(store_->UpdateStudy(*study));
+  return LoadStudyWithCounts(caller, request.name());
+}
+
+absl::StatusOr<v1::Study> StudyService::SetStudyOwner(
+    const v1::SetStudyOwnerRequest& request, const Principal& caller) {
+  HT_RETURN_IF_ERROR(ValidateStudyName("name", request.name()));
+  HT_RETURN_IF_ERROR(ValidateOwner("owner", request.owner()));
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.name());
+  if (!runtime.ok()) return runtime.status();
+  absl::MutexLock lock(&(*runtime)->mu);
+  absl::StatusOr<v1::Study> study =
+      LoadStudyFor(caller, request.name(), Access::kWrite);
+  if (!study.ok()) return study.status();
+  study->set_owner(request.owner());
+  HT_RETURN_IF_ERROR(store_->UpdateStudy(*study));
+  // Read back as the new owner: the caller may have just given it away.
+  Principal owner = caller;
+  owner.owner = request.owner();
+  return LoadStudyWithCounts(owner, request.name());
 }
 
 int64_t StudyService::LeaseMs(const v1::Study& study) const {
@@ -374,18 +478,25 @@ absl::Status StudyService::ExtendLeasesOnStart() {
 }
 
 absl::StatusOr<v1::SuggestTrialsResponse> StudyService::SuggestTrials(
-    const v1::SuggestTrialsRequest& request) {
+    const v1::SuggestTrialsRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   if (request.count() < 1 || request.count() > kMaxSuggestCount) {
     return absl::InvalidArgumentError(
         absl::StrCat("count: must be between 1 and ", kMaxSuggestCount,
                      ", got ", request.count()));
   }
-  StudyRuntime& runtime = runtimes_.For(request.study_name());
+  if (absl::Status s = ValidateClientId("client_id", request.client_id());
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<StudyRuntime*> found = RuntimeOf(request.study_name());
+  if (!found.ok()) return found.status();
+  StudyRuntime& runtime = **found;
   const absl::Time start = absl::Now();
   absl::StatusOr<v1::SuggestTrialsResponse> response =
       runtime.suggestions.Submit(
-          request, [&](const std::vector<SuggestQueue::Ticket*>& batch) {
+          request, caller,
+          [&](const std::vector<SuggestQueue::Ticket*>& batch) {
             ServeSuggestions(runtime, request.study_name(), batch);
           });
   if (options_.metrics != nullptr) {
@@ -407,6 +518,7 @@ void StudyService::ServeSuggestions(
     StudyRuntime& runtime, const std::string& name,
     const std::vector<SuggestQueue::Ticket*>& batch) {
   struct Plan {
+    absl::Status access;
     v1::SuggestTrialsResponse response;
     int fresh = 0;  // New trials to propose for this request.
   };
@@ -498,42 +610,53 @@ void StudyService::ServeSuggestions(
     }
 
     bool granted_any = false;
+    bool admitted_any = false;
     for (size_t i = 0; i < batch.size(); ++i) {
       const v1::SuggestTrialsRequest& request = *batch[i]->request;
       v1::SuggestTrialsResponse& response = plans[i].response;
+      // Checked on the row read under the lock, as every other call does.
+      plans[i].access =
+          CheckAccess(*batch[i]->caller, study, Access::kWrite);
+      if (!plans[i].access.ok()) continue;
+      admitted_any = true;
       response.set_study_state(study.state());
+      ResponseBudget bytes;
       if (auto it = held.find(request.client_id());
           !request.client_id().empty() && it != held.end()) {
         const int n = std::min<int>(request.count(), it->second.size());
-        for (int k = 0; k < n; ++k) *response.add_trials() = it->second[k];
+        for (int k = 0; k < n && bytes.Take(it->second[k]); ++k) {
+          *response.add_trials() = it->second[k];
+        }
         continue;
       }
       if (study.state() != v1::Study::ACTIVE) continue;
       int64_t wanted = std::min<int64_t>(request.count(), room);
-      // Queued trials (enqueued by hand, or back from a lost worker) first.
-      while (wanted > 0 && !queued.empty()) {
-        v1::Trial t = std::move(queued.front());
-        queued.pop_front();
-        Grant(study, t, request.client_id(), now);
-        if (absl::Status s = SaveTrial(t); !s.ok()) {
-          return fail_all(s);
+      // Grants trials of `source` while wanted and while the answer has
+      // room; the rest waits for the next call.
+      auto grant_from = [&](std::deque<v1::Trial>& source) {
+        while (wanted > 0 && !source.empty()) {
+          v1::Trial t = source.front();
+          Grant(study, t, request.client_id(), now);
+          if (!bytes.Take(t)) {
+            wanted = 0;
+            break;
+          }
+          source.pop_front();
+          HT_RETURN_IF_ERROR(SaveTrial(t));
+          *response.add_trials() = std::move(t);
+          --wanted;
+          --room;
+          granted_any = true;
         }
-        *response.add_trials() = std::move(t);
-        --wanted;
-        --room;
-        granted_any = true;
-      }
-      while (wanted > 0 && !promoted.empty()) {
-        v1::Trial t = std::move(promoted.front());
-        promoted.pop_front();
-        Grant(study, t, request.client_id(), now);
-        if (absl::Status s = SaveTrial(t); !s.ok()) return fail_all(s);
-        *response.add_trials() = std::move(t);
-        --wanted;
-        --room;
-        granted_any = true;
-      }
-      const int64_t fresh = std::min(wanted, budget_left);
+        return absl::OkStatus();
+      };
+      // Queued trials (enqueued by hand, or back from a lost worker) first,
+      // then promotions.
+      if (absl::Status s = grant_from(queued); !s.ok()) return fail_all(s);
+      if (absl::Status s = grant_from(promoted); !s.ok()) return fail_all(s);
+      const int64_t fresh =
+          std::min({wanted, budget_left,
+                    bytes.Fits(NewTrialBytesBound(study, request.client_id()))});
       if (fresh > 0) {
         plans[i].fresh = static_cast<int>(fresh);
         total_fresh += static_cast<int>(fresh);
@@ -552,7 +675,8 @@ void StudyService::ServeSuggestions(
         if (!trials.ok()) return fail_all(trials.status());
         snapshot = *std::move(trials);
       }
-    } else if (study.state() == v1::Study::ACTIVE && !granted_any &&
+    } else if (study.state() == v1::Study::ACTIVE && admitted_any &&
+               !granted_any &&
                budget_left <= 0 && queued.empty() && running == 0 &&
                promoted.empty()) {
       // Budget spent and every trial finished: the study is done, once the
@@ -594,8 +718,26 @@ void StudyService::ServeSuggestions(
   if (total_fresh > 0) {
     absl::StatusOr<std::vector<v1::Trial>> proposed =
         ProposeTrials(runtime, study, snapshot, total_fresh, created);
-    if (proposed.ok()) {
-      absl::ReaderMutexLock lock(&runtime.mu);
+    absl::ReaderMutexLock lock(&runtime.mu);
+    // The fit ran without the lock: the study may have been deleted (and a
+    // study of the same name made, perhaps by another owner) meanwhile.
+    absl::StatusOr<v1::Study> current = store_->GetStudy(name);
+    if (proposed.ok() && current.ok() &&
+        current->create_time_ms() != study.create_time_ms()) {
+      current = absl::NotFoundError(absl::StrCat(
+          "study \"", name, "\" was deleted while its trials were proposed"));
+    }
+    for (size_t i = 0; i < batch.size() && current.ok(); ++i) {
+      if (plans[i].fresh == 0) continue;
+      if (absl::Status s = CheckAccess(*batch[i]->caller, *current,
+                                       Access::kWrite);
+          !s.ok()) {
+        current = s;  // given away meanwhile
+      }
+    }
+    if (!current.ok()) {
+      proposal_error = current.status();
+    } else if (proposed.ok()) {
       const int64_t now = Now();
       size_t next = 0;
       for (size_t i = 0; i < batch.size(); ++i) {
@@ -623,6 +765,10 @@ void StudyService::ServeSuggestions(
     }
   }
   for (size_t i = 0; i < batch.size(); ++i) {
+    if (!plans[i].access.ok()) {
+      batch[i]->result = plans[i].access;
+      continue;
+    }
     // A request that got nothing because the proposal failed sees why; the
     // others keep what they were granted.
     if (!proposal_error.ok() && plans[i].fresh > 0 &&
@@ -684,7 +830,7 @@ absl::StatusOr<std::vector<v1::Trial>> StudyService::ProposeTrials(
 }
 
 absl::StatusOr<v1::Trial> StudyService::CreateTrial(
-    const v1::CreateTrialRequest& request) {
+    const v1::CreateTrialRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   const v1::Trial& given = request.trial();
   v1::Trial trial;
@@ -702,8 +848,10 @@ absl::StatusOr<v1::Trial> StudyService::CreateTrial(
           "result)");
   }
   const std::string& name = request.study_name();
-  absl::MutexLock lock(&runtimes_.For(name).mu);
-  absl::StatusOr<v1::Study> study = store_->GetStudy(name);
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(name);
+  if (!runtime.ok()) return runtime.status();
+  absl::MutexLock lock(&(*runtime)->mu);
+  absl::StatusOr<v1::Study> study = LoadStudyFor(caller, name, Access::kWrite);
   if (!study.ok()) return study.status();
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study->spec());
   if (!space.ok()) return space.status();
@@ -734,14 +882,19 @@ absl::StatusOr<v1::Trial> StudyService::CreateTrial(
 }
 
 absl::StatusOr<v1::Trial> StudyService::GetTrial(
-    const v1::GetTrialRequest& request) {
+    const v1::GetTrialRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
+  if (!runtime.ok()) return runtime.status();
+  absl::ReaderMutexLock lock(&(*runtime)->mu);
+  HT_RETURN_IF_ERROR(
+      LoadStudyFor(caller, request.study_name(), Access::kRead).status());
   return store_->GetTrial(request.study_name(), request.trial_id());
 }
 
 absl::StatusOr<v1::ListTrialsResponse> StudyService::ListTrials(
-    const v1::ListTrialsRequest& request) {
+    const v1::ListTrialsRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   if (request.page_size() < 0) {
     return absl::InvalidArgumentError(
@@ -764,64 +917,80 @@ absl::StatusOr<v1::ListTrialsResponse> StudyService::ListTrials(
   }
   query.after_id = *after_id;
   query.limit = page_size + 1;  // One more tells whether a next page exists.
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
+  if (!runtime.ok()) return runtime.status();
+  absl::ReaderMutexLock lock(&(*runtime)->mu);
+  HT_RETURN_IF_ERROR(
+      LoadStudyFor(caller, request.study_name(), Access::kRead).status());
   absl::StatusOr<std::vector<v1::Trial>> trials =
       store_->ListTrials(request.study_name(), query);
   if (!trials.ok()) return trials.status();
 
   v1::ListTrialsResponse response;
+  ResponseBudget budget;
   bool more = static_cast<int>(trials->size()) > page_size;
   if (more) trials->resize(page_size);
-  for (v1::Trial& t : *trials) *response.add_trials() = std::move(t);
+  for (v1::Trial& t : *trials) {
+    // A page ends early rather than outgrow a client's receive limit.
+    if (!budget.Take(t)) {
+      more = true;
+      break;
+    }
+    *response.add_trials() = std::move(t);
+  }
   if (more) {
     response.set_next_page_token(
-        absl::StrCat(response.trials(page_size - 1).id()));
+        absl::StrCat(response.trials(response.trials_size() - 1).id()));
   }
   return response;
 }
 
 absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
-    const v1::AddMeasurementRequest& request) {
+    const v1::AddMeasurementRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
   const v1::Measurement& m = request.measurement();
   HT_RETURN_IF_ERROR(ValidateMeasurement("measurement", m, true));
-  TrialLock lock(runtimes_.For(request.study_name()), request.trial_id());
-  absl::StatusOr<v1::Trial> trial =
-      store_->GetTrial(request.study_name(), request.trial_id());
-  if (!trial.ok()) return trial.status();
-  HT_RETURN_IF_ERROR(CheckRunning(*trial, "measurements are accepted"));
-  HT_RETURN_IF_ERROR(CheckEpoch(*trial, request.lease_epoch()));
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
+  if (!runtime.ok()) return runtime.status();
+  TrialLock lock(**runtime, request.trial_id());
+  absl::StatusOr<StudyAndTrial> loaded =
+      LoadStudyAndTrial(caller, request.study_name(), request.trial_id());
+  if (!loaded.ok()) return loaded.status();
+  const v1::Study& study = loaded->study;
+  v1::Trial& trial = loaded->trial;
+  HT_RETURN_IF_ERROR(CheckRunning(trial, "measurements are accepted"));
+  HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
   // A step already recorded: the same payload is a retry, anything else an
   // error; steps never go backwards.
-  for (const v1::Measurement& old : trial->measurements()) {
+  for (const v1::Measurement& old : trial.measurements()) {
     if (old.step() != m.step()) continue;
     if (SameMetrics(old, m)) return trial;
     return absl::InvalidArgumentError(absl::StrFormat(
         "measurement.step: step %d of %s was already recorded with other "
         "metrics",
-        m.step(), TrialRef(*trial)));
+        m.step(), TrialRef(trial)));
   }
-  if (trial->measurements_size() > 0) {
-    int64_t latest = trial->measurements(trial->measurements_size() - 1).step();
+  if (trial.measurements_size() > 0) {
+    int64_t latest = trial.measurements(trial.measurements_size() - 1).step();
     if (m.step() < latest) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "measurement.step: %d is below the latest recorded step %d of %s",
-          m.step(), latest, TrialRef(*trial)));
+          m.step(), latest, TrialRef(trial)));
     }
   }
-  absl::StatusOr<v1::Study> study = store_->GetStudy(request.study_name());
-  if (!study.ok()) return study.status();
-  *trial->add_measurements() = m;
-  trial->set_lease_expire_time_ms(Now() + LeaseMs(*study));
-  if (trial->state() == v1::Trial::ACTIVE) {
-    HT_RETURN_IF_ERROR(ApplyEarlyStopping(*study, *trial));
+  *trial.add_measurements() = m;
+  HT_RETURN_IF_ERROR(ValidateTrialSize("measurement", trial));
+  trial.set_lease_expire_time_ms(Now() + LeaseMs(study));
+  if (trial.state() == v1::Trial::ACTIVE) {
+    HT_RETURN_IF_ERROR(ApplyEarlyStopping(study, trial));
   }
-  HT_RETURN_IF_ERROR(SaveTrial(*trial));
+  HT_RETURN_IF_ERROR(SaveTrial(trial));
   return trial;
 }
 
 absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
-    const v1::CompleteTrialRequest& request) {
+    const v1::CompleteTrialRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
   HT_RETURN_IF_ERROR(ValidateMeasurement("final_measurement",
@@ -832,14 +1001,21 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
         absl::StrCat("device_seconds: must be a finite number >= 0, got ",
                      request.device_seconds()));
   }
+  HT_RETURN_IF_ERROR(ValidateText("infeasible_reason",
+                                  request.infeasible_reason(),
+                                  kMaxReasonBytes));
+  HT_RETURN_IF_ERROR(ValidateText("failure_reason", request.failure_reason(),
+                                  kMaxReasonBytes));
   if (request.infeasible() && request.worker_failed()) {
     return absl::InvalidArgumentError(
         "worker_failed: a trial is either infeasible (its parameters) or its "
         "worker failed, not both");
   }
-  TrialLock lock(runtimes_.For(request.study_name()), request.trial_id());
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
+  if (!runtime.ok()) return runtime.status();
+  TrialLock lock(**runtime, request.trial_id());
   absl::StatusOr<StudyAndTrial> loaded =
-      LoadStudyAndTrial(request.study_name(), request.trial_id());
+      LoadStudyAndTrial(caller, request.study_name(), request.trial_id());
   if (!loaded.ok()) return loaded.status();
   v1::Study& study = loaded->study;
   v1::Trial& trial = loaded->trial;
@@ -910,12 +1086,19 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
 }
 
 absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
-    const v1::HeartbeatRequest& request) {
+    const v1::HeartbeatRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
-  TrialLock lock(runtimes_.For(request.study_name()), request.trial_id());
+  HT_RETURN_IF_ERROR(ValidateClientId("client_id", request.client_id()));
+  HT_RETURN_IF_ERROR(
+      ValidateText("checkpoint_uri", request.checkpoint_uri(), kMaxUriBytes));
+  HT_RETURN_IF_ERROR(
+      ValidateText("log_path", request.log_path(), kMaxUriBytes));
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
+  if (!runtime.ok()) return runtime.status();
+  TrialLock lock(**runtime, request.trial_id());
   absl::StatusOr<StudyAndTrial> loaded =
-      LoadStudyAndTrial(request.study_name(), request.trial_id());
+      LoadStudyAndTrial(caller, request.study_name(), request.trial_id());
   if (!loaded.ok()) return loaded.status();
   v1::Study& study = loaded->study;
   v1::Trial& trial = loaded->trial;
@@ -978,12 +1161,14 @@ absl::Status StudyService::ApplyEarlyStopping(const v1::Study& study,
 }
 
 absl::StatusOr<v1::CheckEarlyStoppingResponse> StudyService::CheckEarlyStopping(
-    const v1::CheckEarlyStoppingRequest& request) {
+    const v1::CheckEarlyStoppingRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
-  TrialLock lock(runtimes_.For(request.study_name()), request.trial_id());
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
+  if (!runtime.ok()) return runtime.status();
+  TrialLock lock(**runtime, request.trial_id());
   absl::StatusOr<StudyAndTrial> loaded =
-      LoadStudyAndTrial(request.study_name(), request.trial_id());
+      LoadStudyAndTrial(caller, request.study_name(), request.trial_id());
   if (!loaded.ok()) return loaded.status();
   v1::Study& study = loaded->study;
   v1::Trial& trial = loaded->trial;
@@ -1002,10 +1187,15 @@ absl::StatusOr<v1::CheckEarlyStoppingResponse> StudyService::CheckEarlyStopping(
 }
 
 absl::StatusOr<v1::Trial> StudyService::StopTrial(
-    const v1::StopTrialRequest& request) {
+    const v1::StopTrialRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
-  absl::MutexLock lock(&runtimes_.For(request.study_name()).mu);
+  HT_RETURN_IF_ERROR(ValidateText("reason", request.reason(), kMaxReasonBytes));
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
+  if (!runtime.ok()) return runtime.status();
+  absl::MutexLock lock(&(*runtime)->mu);
+  HT_RETURN_IF_ERROR(
+      LoadStudyFor(caller, request.study_name(), Access::kWrite).status());
   absl::StatusOr<v1::Trial> trial =
       store_->GetTrial(request.study_name(), request.trial_id());
   if (!trial.ok()) return trial.status();
@@ -1033,22 +1223,54 @@ absl::StatusOr<v1::Trial> StudyService::StopTrial(
   return trial;
 }
 
+absl::StatusOr<std::vector<storage::TrialChange>>
+StudyService::ListTrialChanges(const std::string& study_name, int64_t after,
+                               int limit, const Principal& caller) {
+  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", study_name));
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(study_name);
+  if (!runtime.ok()) return runtime.status();
+  absl::ReaderMutexLock lock(&(*runtime)->mu);
+  HT_RETURN_IF_ERROR(LoadStudyFor(caller, study_name, Access::kRead).status());
+  return store_->ListTrialChanges(study_name, after, limit);
+}
+
 absl::Status StudyService::WatchTrials(
     const v1::WatchTrialsRequest& request,
     const std::function<bool(const v1::TrialEvent&)>& emit,
-    const std::function<bool()>& cancelled) {
+    const std::function<bool()>& cancelled, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   if (request.after_sequence() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "after_sequence: must be >= 0, got ", request.after_sequence()));
   }
-  HT_RETURN_IF_ERROR(store_->GetStudy(request.study_name()).status());
+  const std::string& name = request.study_name();
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(name);
+  if (!runtime.ok()) return runtime.status();
+  int64_t incarnation = 0;
+  {
+    absl::ReaderMutexLock lock(&(*runtime)->mu);
+    absl::StatusOr<v1::Study> study = LoadStudyFor(caller, name, Access::kRead);
+    if (!study.ok()) return study.status();
+    incarnation = study->create_time_ms();
+  }
   int64_t after = request.after_sequence();
   while (!cancelled()) {
     // Read the generation before the store, so a write in between wakes us.
     const uint64_t seen = changes_.generation();
-    absl::StatusOr<std::vector<storage::TrialChange>> changes =
-        store_->ListTrialChanges(request.study_name(), after, kWatchBatch);
+    absl::StatusOr<std::vector<storage::TrialChange>> changes;
+    {
+      // The study watched, not a study of the same name made since (which
+      // may be another owner's), with its access checked again.
+      absl::ReaderMutexLock lock(&(*runtime)->mu);
+      absl::StatusOr<v1::Study> study =
+          LoadStudyFor(caller, name, Access::kRead);
+      if (!study.ok()) return study.status();
+      if (study->create_time_ms() != incarnation) {
+        return absl::NotFoundError(
+            absl::StrCat("study \"", name, "\" was deleted"));
+      }
+      changes = store_->ListTrialChanges(name, after, kWatchBatch);
+    }
     if (!changes.ok()) return changes.status();
     v1::TrialEvent event;
     for (storage::TrialChange& change : *changes) {
@@ -1069,9 +1291,13 @@ absl::Status StudyService::WatchTrials(
 }
 
 absl::StatusOr<v1::ListOptimalTrialsResponse> StudyService::ListOptimalTrials(
-    const v1::ListOptimalTrialsRequest& request) {
+    const v1::ListOptimalTrialsRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
-  absl::StatusOr<v1::Study> study = store_->GetStudy(request.study_name());
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
+  if (!runtime.ok()) return runtime.status();
+  absl::ReaderMutexLock lock(&(*runtime)->mu);
+  absl::StatusOr<v1::Study> study =
+      LoadStudyFor(caller, request.study_name(), Access::kRead);
   if (!study.ok()) return study.status();
   storage::TrialQuery query;
   query.states = {v1::Trial::COMPLETED};

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "hypertune/v1/hypertune.pb.h"
+#include "service/access.h"
 #include "service/change_notifier.h"
 #include "service/study_runtime.h"
 #include "storage/study_store.h"
@@ -45,29 +46,55 @@ class StudyService {
   // REQUIRES: `store` outlives the service.
   StudyService(storage::StudyStore* store, ServiceOptions options);
 
-  absl::StatusOr<v1::Study> CreateStudy(const v1::CreateStudyRequest& request);
-  absl::StatusOr<v1::Study> GetStudy(const v1::GetStudyRequest& request);
+  // Every method acts for `caller` and checks its access (access.h) on the
+  // study row it reads under the same lock as the work it does. The default
+  // caller is a server without auth.
+  absl::StatusOr<v1::Study> CreateStudy(
+      const v1::CreateStudyRequest& request,
+      const Principal& caller = Principal::AuthOff());
+  absl::StatusOr<v1::Study> GetStudy(
+      const v1::GetStudyRequest& request,
+      const Principal& caller = Principal::AuthOff());
+  // The studies `caller` may read.
   absl::StatusOr<v1::ListStudiesResponse> ListStudies(
-      const v1::ListStudiesRequest& request);
+      const v1::ListStudiesRequest& request,
+      const Principal& caller = Principal::AuthOff());
   absl::StatusOr<v1::DeleteStudyResponse> DeleteStudy(
-      const v1::DeleteStudyRequest& request);
+      const v1::DeleteStudyRequest& request,
+      const Principal& caller = Principal::AuthOff());
   absl::StatusOr<v1::Study> SetStudyState(
-      const v1::SetStudyStateRequest& request);
+      const v1::SetStudyStateRequest& request,
+      const Principal& caller = Principal::AuthOff());
+  // Gives the study to request.owner: an admin may for any study, an owner
+  // for its own. The caller checks that the new owner is known.
+  absl::StatusOr<v1::Study> SetStudyOwner(
+      const v1::SetStudyOwnerRequest& request,
+      const Principal& caller = Principal::AuthOff());
 
   absl::StatusOr<v1::SuggestTrialsResponse> SuggestTrials(
-      const v1::SuggestTrialsRequest& request);
-  absl::StatusOr<v1::Trial> CreateTrial(const v1::CreateTrialRequest& request);
-  absl::StatusOr<v1::Trial> GetTrial(const v1::GetTrialRequest& request);
+      const v1::SuggestTrialsRequest& request,
+      const Principal& caller = Principal::AuthOff());
+  absl::StatusOr<v1::Trial> CreateTrial(
+      const v1::CreateTrialRequest& request,
+      const Principal& caller = Principal::AuthOff());
+  absl::StatusOr<v1::Trial> GetTrial(
+      const v1::GetTrialRequest& request,
+      const Principal& caller = Principal::AuthOff());
   absl::StatusOr<v1::ListTrialsResponse> ListTrials(
-      const v1::ListTrialsRequest& request);
+      const v1::ListTrialsRequest& request,
+      const Principal& caller = Principal::AuthOff());
   absl::StatusOr<v1::Trial> AddMeasurement(
-      const v1::AddMeasurementRequest& request);
+      const v1::AddMeasurementRequest& request,
+      const Principal& caller = Principal::AuthOff());
   absl::StatusOr<v1::Trial> CompleteTrial(
-      const v1::CompleteTrialRequest& request);
+      const v1::CompleteTrialRequest& request,
+      const Principal& caller = Principal::AuthOff());
   absl::StatusOr<v1::ListOptimalTrialsResponse> ListOptimalTrials(
-      const v1::ListOptimalTrialsRequest& request);
+      const v1::ListOptimalTrialsRequest& request,
+      const Principal& caller = Principal::AuthOff());
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
-      const v1::HeartbeatRequest& request);
+      const v1::HeartbeatRequest& request,
+      const Principal& caller = Principal::AuthOff());
 
   // Early stopping. A study's rule (spec.early_stopping) judges each ACTIVE
   // trial when it reports a measurement: STOPPING (its worker completes it,
@@ -76,8 +103,11 @@ class StudyService {
   // new configurations). CheckEarlyStopping judges the trial again now;
   // StopTrial stops it by hand (REQUESTED and PAUSED ones at once).
   absl::StatusOr<v1::CheckEarlyStoppingResponse> CheckEarlyStopping(
-      const v1::CheckEarlyStoppingRequest& request);
-  absl::StatusOr<v1::Trial> StopTrial(const v1::StopTrialRequest& request);
+      const v1::CheckEarlyStoppingRequest& request,
+      const Principal& caller = Principal::AuthOff());
+  absl::StatusOr<v1::Trial> StopTrial(
+      const v1::StopTrialRequest& request,
+      const Principal& caller = Principal::AuthOff());
 
   // Streams the study's trial changes after request.after_sequence: calls
   // `emit` with each trial at its latest change, in sequence order, then
@@ -90,7 +120,13 @@ class StudyService {
   absl::Status WatchTrials(
       const v1::WatchTrialsRequest& request,
       const std::function<bool(const v1::TrialEvent&)>& emit,
-      const std::function<bool()>& cancelled);
+      const std::function<bool()>& cancelled,
+      const Principal& caller = Principal::AuthOff());
+  // One page of the change feed WatchTrials streams: at most `limit` changes
+  // after sequence `after`.
+  absl::StatusOr<std::vector<storage::TrialChange>> ListTrialChanges(
+      const std::string& study_name, int64_t after, int limit,
+      const Principal& caller = Principal::AuthOff());
 
   // Leases. A running trial whose lease ran out goes back to REQUESTED
   // (keeping its measurements and checkpoint) while it has retries left, else
@@ -123,10 +159,21 @@ class StudyService {
     v1::Study study;
     v1::Trial trial;
   };
-  absl::StatusOr<StudyAndTrial> LoadStudyAndTrial(const std::string& study_name,
+  absl::StatusOr<StudyAndTrial> LoadStudyAndTrial(const Principal& caller,
+                                                  const std::string& study_name,
                                                   int64_t trial_id);
-  // The study with its trial counts filled in.
-  absl::StatusOr<v1::Study> LoadStudyWithCounts(const std::string& name);
+  // Study `name` if `caller` may `access` it. REQUIRES: the study's lock
+  // held (in some mode) when the caller goes on to act on the study.
+  absl::StatusOr<v1::Study> LoadStudyFor(const Principal& caller,
+                                         const std::string& name,
+                                         Access access);
+  // The study with its trial counts filled in, if `caller` may read it.
+  absl::StatusOr<v1::Study> LoadStudyWithCounts(const Principal& caller,
+                                                const std::string& name);
+  // The runtime of study `name`, made on first use of a study that exists
+  // (NOT_FOUND otherwise), so that calls naming studies that never existed
+  // leave nothing behind.
+  absl::StatusOr<StudyRuntime*> RuntimeOf(const std::string& name);
   // Grants `trial` to `client_id`: ACTIVE, a new lease epoch and expiry.
   void Grant(const v1::Study& study, v1::Trial& trial,
              const std::string& client_id, int64_t now) const;

@@ -5,8 +5,9 @@
 namespace hypertune::service {
 
 absl::StatusOr<v1::SuggestTrialsResponse> SuggestQueue::Submit(
-    const v1::SuggestTrialsRequest& request, ServeFn serve) {
-  Ticket ticket{&request, absl::UnknownError("not served")};
+    const v1::SuggestTrialsRequest& request, const Principal& caller,
+    ServeFn serve) {
+  Ticket ticket{&request, &caller, absl::UnknownError("not served")};
   absl::MutexLock lock(&mu_);
   queued_.push_back(&ticket);
   while (!ticket.done) {

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "hypertune/v1/hypertune.pb.h"
+#include "service/access.h"
 
 namespace hypertune::service {
 
@@ -22,15 +23,18 @@ class SuggestQueue {
  public:
   struct Ticket {
     const v1::SuggestTrialsRequest* request;
+    const Principal* caller;
     absl::StatusOr<v1::SuggestTrialsResponse> result;
     bool done = false;  // Guarded by the queue's mutex.
   };
   using ServeFn = absl::FunctionRef<void(const std::vector<Ticket*>& batch)>;
 
-  // Queues `request` and returns its result once a leader (perhaps this
-  // caller) has served it. `serve` must set every ticket's result.
+  // Queues `request` of `caller` and returns its result once a leader
+  // (perhaps this caller) has served it. `serve` must set every ticket's
+  // result.
   absl::StatusOr<v1::SuggestTrialsResponse> Submit(
-      const v1::SuggestTrialsRequest& request, ServeFn serve);
+      const v1::SuggestTrialsRequest& request, const Principal& caller,
+      ServeFn serve);
 
  private:
   absl::Mutex mu_;

@@ -5,14 +5,16 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/generated_enum_reflection.h"
 #include "optimizer/early_stopping.h"
 #include "service/conversion.h"
+#include "service/status_macros.h"
 
 namespace hypertune::service {
 namespace {
-
-constexpr size_t kMaxNameLength = 128;
 
 absl::Status Invalid(const std::string& field, const std::string& problem) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", problem));
@@ -29,9 +31,10 @@ bool IsNameChar(char c) {
 absl::Status ValidateIdentifier(const std::string& field,
                                 const std::string& name) {
   if (name.empty()) return Invalid(field, "must not be empty");
-  if (name.size() > kMaxNameLength) {
-    return Invalid(
-        field, absl::StrFormat("longer than %d characters", kMaxNameLength));
+  if (name.size() > kMaxNameBytes) {
+    return Invalid(field,
+                   absl::StrFormat("longer than %d characters (the limit)",
+                                   kMaxNameBytes));
   }
   char first = name.front();
   if (!((first >= 'a' && first <= 'z') || (first >= 'A' && first <= 'Z') ||
@@ -49,14 +52,67 @@ absl::Status ValidateIdentifier(const std::string& field,
   return absl::OkStatus();
 }
 
+// "A, B or C": the names of enum E's values, without its UNSPECIFIED.
+template <typename E>
+std::string EnumNames() {
+  const google::protobuf::EnumDescriptor* descriptor =
+      google::protobuf::GetEnumDescriptor<E>();
+  std::vector<std::string> names;
+  for (int i = 0; i < descriptor->value_count(); ++i) {
+    if (descriptor->value(i)->number() == 0) continue;
+    names.push_back(descriptor->value(i)->name());
+  }
+  return absl::StrJoin(names, ", ");
+}
+
+// What a parameter may hold: a known scale, at most kMaxValuesPerParameter
+// values, categories of at most kMaxCategoryBytes.
+absl::Status ValidateParameterLimits(const std::string& field,
+                                     const v1::ParameterSpec& p) {
+  auto check_scale = [&](const char* kind, v1::Scale scale) {
+    if (v1::Scale_IsValid(scale)) return absl::OkStatus();
+    return Invalid(absl::StrCat(field, ".", kind, ".scale"),
+                   absl::StrCat("unknown scale ", scale, " (one of ",
+                                EnumNames<v1::Scale>(), ")"));
+  };
+  auto check_count = [&](const char* kind, int count) {
+    if (count <= kMaxValuesPerParameter) return absl::OkStatus();
+    return Invalid(absl::StrCat(field, ".", kind, ".values"),
+                   absl::StrFormat("%d values, over the limit of %d", count,
+                                   kMaxValuesPerParameter));
+  };
+  switch (p.kind_case()) {
+    case v1::ParameterSpec::kDoubleSpec:
+      return check_scale("double_spec", p.double_spec().scale());
+    case v1::ParameterSpec::kIntegerSpec:
+      return check_scale("integer_spec", p.integer_spec().scale());
+    case v1::ParameterSpec::kDiscreteSpec:
+      return check_count("discrete_spec", p.discrete_spec().values_size());
+    case v1::ParameterSpec::kCategoricalSpec: {
+      const auto& values = p.categorical_spec().values();
+      HT_RETURN_IF_ERROR(check_count("categorical_spec", values.size()));
+      for (int k = 0; k < values.size(); ++k) {
+        HT_RETURN_IF_ERROR(ValidateText(
+            absl::StrCat(field, ".categorical_spec.values[", k, "]"),
+            values[k], kMaxCategoryBytes));
+      }
+      return absl::OkStatus();
+    }
+    case v1::ParameterSpec::KIND_NOT_SET:
+      break;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateStudyName(const std::string& field,
                                const std::string& name) {
   if (name.empty()) return Invalid(field, "must not be empty");
-  if (name.size() > kMaxNameLength) {
-    return Invalid(
-        field, absl::StrFormat("longer than %d characters", kMaxNameLength));
+  if (name.size() > kMaxNameBytes) {
+    return Invalid(field,
+                   absl::StrFormat("longer than %d characters (the limit)",
+                                   kMaxNameBytes));
   }
   for (char c : name) {
     if (!IsNameChar(c)) {
@@ -65,6 +121,45 @@ absl::Status ValidateStudyName(const std::string& field,
                                  "\"._-\"",
                                  absl::CHexEscape(name)));
     }
+  }
+  // Names become file names (trial logs) and CLI arguments.
+  if (!absl::ascii_isalnum(static_cast<unsigned char>(name.front()))) {
+    return Invalid(field, absl::StrFormat("\"%s\" must begin with a letter or "
+                                          "a digit",
+                                          name));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateOwner(const std::string& field, const std::string& owner) {
+  return ValidateStudyName(field, owner);
+}
+
+absl::Status ValidateClientId(const std::string& field, const std::string& id) {
+  return ValidateText(field, id, kMaxClientIdBytes);
+}
+
+absl::Status ValidateText(const std::string& field, const std::string& text,
+                          size_t max_bytes) {
+  if (text.size() <= max_bytes) return absl::OkStatus();
+  return Invalid(field, absl::StrFormat("%d bytes, over the limit of %d",
+                                        text.size(), max_bytes));
+}
+
+absl::Status ValidateTrialSize(const std::string& field,
+                               const v1::Trial& trial) {
+  if (trial.measurements_size() > kMaxMeasurementsPerTrial) {
+    return Invalid(field,
+                   absl::StrFormat("trial %d would hold %d measurements, over "
+                                   "the limit of %d per trial",
+                                   trial.id(), trial.measurements_size(),
+                                   kMaxMeasurementsPerTrial));
+  }
+  const size_t bytes = trial.ByteSizeLong();
+  if (bytes > kMaxTrialBytes) {
+    return Invalid(field, absl::StrFormat("trial %d would take %d bytes, over "
+                                          "the limit of %d per trial",
+                                          trial.id(), bytes, kMaxTrialBytes));
   }
   return absl::OkStatus();
 }
@@ -78,10 +173,20 @@ absl::Status ValidateStudy(const v1::Study& study) {
   if (absl::Status s = ValidateStudyName("study.name", study.name()); !s.ok()) {
     return s;
   }
+  if (const size_t bytes = study.ByteSizeLong(); bytes > kMaxStudyBytes) {
+    return Invalid("study", absl::StrFormat("%d bytes serialized, over the "
+                                            "limit of %d per study",
+                                            bytes, kMaxStudyBytes));
+  }
   const v1::StudySpec& spec = study.spec();
   if (spec.parameters_size() == 0) {
     return Invalid("study.spec.parameters",
                    "at least one parameter is required");
+  }
+  if (spec.parameters_size() > kMaxParameters) {
+    return Invalid("study.spec.parameters",
+                   absl::StrFormat("%d parameters, over the limit of %d",
+                                   spec.parameters_size(), kMaxParameters));
   }
   absl::flat_hash_set<std::string> names;
   for (int i = 0; i < spec.parameters_size(); ++i) {
@@ -103,11 +208,17 @@ absl::Status ValidateStudy(const v1::Study& study) {
                           "discrete_spec or categorical_spec",
                           p.name()));
     }
+    if (absl::Status s = ValidateParameterLimits(field, p); !s.ok()) return s;
   }
   if (spec.metrics_size() == 0) {
     return Invalid("study.spec.metrics",
                    "at least one metric is required (the first is the "
                    "objective)");
+  }
+  if (spec.metrics_size() > kMaxMetricsPerStudy) {
+    return Invalid("study.spec.metrics",
+                   absl::StrFormat("%d metrics, over the limit of %d",
+                                   spec.metrics_size(), kMaxMetricsPerStudy));
   }
   absl::flat_hash_set<std::string> metric_names;
   for (int i = 0; i < spec.metrics_size(); ++i) {
@@ -125,8 +236,26 @@ absl::Status ValidateStudy(const v1::Study& study) {
     if (m.goal() != v1::MetricSpec::MAXIMIZE &&
         m.goal() != v1::MetricSpec::MINIMIZE) {
       return Invalid(absl::StrCat(field, ".goal"),
-                     "must be MAXIMIZE or MINIMIZE");
+                     absl::StrCat("must be MAXIMIZE or MINIMIZE, got ",
+                                  m.goal()));
     }
+  }
+  if (!v1::Algorithm_IsValid(spec.algorithm())) {
+    return Invalid("study.spec.algorithm",
+                   absl::StrCat("unknown algorithm ", spec.algorithm(),
+                                " (one of ", EnumNames<v1::Algorithm>(), ")"));
+  }
+  if (spec.lease_seconds() < 0 || spec.lease_seconds() > kMaxLeaseSeconds) {
+    return Invalid("study.spec.lease_seconds",
+                   absl::StrCat("must be from 1 to ", kMaxLeaseSeconds,
+                                " (24 h), or 0 for the server's default; got ",
+                                spec.lease_seconds()));
+  }
+  if (spec.has_max_retries() &&
+      (spec.max_retries() < 0 || spec.max_retries() > kMaxRetries)) {
+    return Invalid("study.spec.max_retries",
+                   absl::StrCat("must be from 0 to ", kMaxRetries, ", got ",
+                                spec.max_retries()));
   }
   if (spec.max_trials() < 0) {
     return Invalid(
@@ -154,7 +283,9 @@ absl::Status ValidateEarlyStopping(const v1::StudySpec& spec) {
   const v1::EarlyStoppingSpec& es = spec.early_stopping();
   if (!v1::EarlyStoppingSpec::Rule_IsValid(es.rule())) {
     return Invalid("study.spec.early_stopping.rule",
-                   absl::StrCat("unknown rule ", es.rule()));
+                   absl::StrCat("unknown rule ", es.rule(), " (one of ",
+                                EnumNames<v1::EarlyStoppingSpec::Rule>(),
+                                ")"));
   }
   const bool rungs = es.rule() == v1::EarlyStoppingSpec::ASHA ||
                      es.rule() == v1::EarlyStoppingSpec::HYPERBAND;
@@ -204,6 +335,13 @@ absl::Status ValidateMeasurement(const std::string& field,
   if (require_metrics && measurement.metrics().empty()) {
     return Invalid(absl::StrCat(field, ".metrics"),
                    "at least one metric is required");
+  }
+  if (measurement.metrics_size() > kMaxMetricsPerMeasurement) {
+    return Invalid(absl::StrCat(field, ".metrics"),
+                   absl::StrFormat("%d metrics, over the limit of %d per "
+                                   "measurement",
+                                   measurement.metrics_size(),
+                                   kMaxMetricsPerMeasurement));
   }
   for (const auto& [name, value] : measurement.metrics()) {
     std::string metric_field =

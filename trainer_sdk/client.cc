@@ -205,15 +205,21 @@ absl::StatusOr<v1::Study> Client::GetStudy(const std::string& name) const {
 }
 
 absl::StatusOr<std::vector<v1::Study>> Client::ListStudies() const {
+  std::vector<v1::Study> studies;
   v1::ListStudiesRequest request;
-  v1::ListStudiesResponse response;
-  absl::Status status = core_->Call(
-      "ListStudies", Retry::kIdempotent, [&](grpc::ClientContext& c) {
-        return core_->stub().ListStudies(&c, request, &response);
-      });
-  if (!status.ok()) return status;
-  return std::vector<v1::Study>(response.studies().begin(),
-                                response.studies().end());
+  do {
+    v1::ListStudiesResponse response;
+    absl::Status status = core_->Call(
+        "ListStudies", Retry::kIdempotent, [&](grpc::ClientContext& c) {
+          return core_->stub().ListStudies(&c, request, &response);
+        });
+    if (!status.ok()) return status;
+    for (v1::Study& study : *response.mutable_studies()) {
+      studies.push_back(std::move(study));
+    }
+    request.set_page_token(response.next_page_token());
+  } while (!request.page_token().empty());
+  return studies;
 }
 
 absl::Status Client::DeleteStudy(const std::string& name) const {
@@ -243,6 +249,20 @@ absl::StatusOr<v1::Study> Client::SetStudyState(const std::string& name,
   absl::Status status = core_->Call(
       "SetStudyState", Retry::kIdempotent, [&](grpc::ClientContext& c) {
         return core_->stub().SetStudyState(&c, request, &response);
+      });
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<v1::Study> Client::SetStudyOwner(
+    const std::string& name, const std::string& owner) const {
+  v1::SetStudyOwnerRequest request;
+  request.set_name(name);
+  request.set_owner(owner);
+  v1::Study response;
+  absl::Status status = core_->Call(
+      "SetStudyOwner", Retry::kIdempotent, [&](grpc::ClientContext& c) {
+        return core_->stub().SetStudyOwner(&c, request, &response);
       });
   if (!status.ok()) return status;
   return response;

@@ -142,6 +142,9 @@ class Client {
   absl::Status DeleteStudy(const std::string& name) const;
   absl::StatusOr<v1::Study> SetStudyState(const std::string& name,
                                           v1::Study::State state) const;
+  // Gives study `name` to `owner` (an admin's call, or its owner's).
+  absl::StatusOr<v1::Study> SetStudyOwner(const std::string& name,
+                                          const std::string& owner) const;
   // Asks for up to `count` trials held by `client_id` ("" = this client's).
   absl::StatusOr<v1::SuggestTrialsResponse> Suggest(
       const std::string& study, int count,

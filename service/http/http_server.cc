@@ -1,5 +1,6 @@
 #include "service/http/http_server.h"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -16,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "httplib.h"
 #include "service/http/assets.h"
+#include "service/http/connection_pool.h"
 #include "service/http/csv.h"
 #include "service/http/json.h"
 
@@ -132,6 +135,14 @@ void AppendEvent(const v1::TrialEvent& event, std::string* out) {
   out->append("\n\n");
 }
 
+// The listening socket of an httplib server, which the library keeps to
+// itself (a protected member, reached through a member pointer).
+struct ListenSocket : httplib::Server {
+  static int Of(httplib::Server& server) {
+    return (server.*(&ListenSocket::svr_sock_)).load();
+  }
+};
+
 int64_t FileSize(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return 0;
@@ -141,7 +152,7 @@ int64_t FileSize(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
-    StudyService* service, storage::StudyStore* store, Authorizer authorizer,
+    StudyService* service, Authorizer authorizer,
     Metrics* metrics, HttpServerOptions options) {
   const size_t colon = options.listen.rfind(':');
   int port = -1;
@@ -161,15 +172,41 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
 
   std::unique_ptr<HttpServer> server(new HttpServer());
   server->service_ = service;
-  server->store_ = store;
   server->authorizer_ = std::move(authorizer);
   server->metrics_ = metrics;
   server->options_ = std::move(options);
-  server->http_ = std::make_unique<httplib::Server>();
-  const int threads = std::max(2, server->options_.threads);
-  server->http_->new_task_queue = [threads] {
-    return new httplib::ThreadPool(threads);
+  const HttpServerOptions& o = server->options_;
+  if (o.tls_cert_file.empty()) {
+    if (!o.tls_client_ca_file.empty()) {
+      return absl::InvalidArgumentError(
+          "http: client certificates need TLS (a certificate and key)");
+    }
+    server->http_ = std::make_unique<httplib::Server>();
+  } else {
+    auto https = std::make_unique<httplib::SSLServer>(
+        o.tls_cert_file.c_str(), o.tls_key_file.c_str(),
+        o.tls_client_ca_file.empty() ? nullptr : o.tls_client_ca_file.c_str());
+    if (!https->is_valid()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "http: TLS certificate \"", o.tls_cert_file, "\" or key \"",
+          o.tls_key_file, "\" was refused"));
+    }
+    server->http_ = std::move(https);
+  }
+  const int max_connections = std::max(2, o.max_connections);
+  server->http_->new_task_queue = [max_connections] {
+    return new ConnectionPool(max_connections, absl::Seconds(30));
   };
+  // Answers on a kept-alive connection go out at once, not after Nagle's
+  // delay (~40 ms a request).
+  server->http_->set_tcp_nodelay(true);
+  // A silent connection is closed after idle_timeout_s, waiting or not for
+  // its first request; a request must arrive within it too.
+  const int idle = std::max(1, o.idle_timeout_s);
+  server->http_->set_keep_alive_timeout(idle);
+  server->http_->set_read_timeout(idle, 0);
+  server->http_->set_write_timeout(30, 0);
+  server->http_->set_payload_max_length(64 << 10);
   server->Route();
 
   int bound = port == 0
@@ -178,6 +215,12 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   if (bound <= 0) {
     return absl::UnavailableError(
         absl::StrCat("http: cannot bind ", server->options_.listen));
+  }
+  // httplib listens with a backlog of 5: a burst of connections would be
+  // refused while the acceptor is busy.
+  if (::listen(ListenSocket::Of(*server->http_), SOMAXCONN) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("http: cannot listen on ", server->options_.listen));
   }
   server->address_ = absl::StrCat(host, ":", bound);
   httplib::Server* http = server->http_.get();
@@ -199,6 +242,34 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
 }
 
 HttpServer::~HttpServer() { Shutdown(); }
+
+absl::Status HttpServer::AcquireStream(const std::string& owner) {
+  absl::MutexLock lock(&streams_mu_);
+  int& mine = streams_by_owner_[owner];
+  if (open_streams_ >= options_.max_streams ||
+      mine >= options_.max_streams_per_owner) {
+    const bool all = open_streams_ >= options_.max_streams;
+    if (mine == 0) streams_by_owner_.erase(owner);
+    return absl::UnavailableError(absl::StrCat(
+        "events: ",
+        all ? absl::StrCat(options_.max_streams,
+                           " event streams are open, the most this server "
+                           "serves")
+            : absl::StrCat(options_.max_streams_per_owner,
+                           " event streams of this owner are open, the most "
+                           "one owner may hold"),
+        "; try again later"));
+  }
+  ++mine;
+  ++open_streams_;
+  return absl::OkStatus();
+}
+
+void HttpServer::ReleaseStream(const std::string& owner) {
+  absl::MutexLock lock(&streams_mu_);
+  if (--streams_by_owner_[owner] == 0) streams_by_owner_.erase(owner);
+  --open_streams_;
+}
 
 void HttpServer::Shutdown() {
   stopping_.store(true);
@@ -243,88 +314,101 @@ void HttpServer::Route() {
         });
   };
 
-  // Who calls: "" with auth off; UNAUTHENTICATED without a known token.
+  // Who calls: AuthOff() with auth off; UNAUTHENTICATED without a known
+  // token.
   auto caller =
-      [this](const httplib::Request& req) -> absl::StatusOr<std::string> {
+      [this](const httplib::Request& req) -> absl::StatusOr<Principal> {
     if (!req.has_header("Authorization")) {
       return authorizer_.Authenticate(std::nullopt);
     }
     const std::string value = req.get_header_value("Authorization");
     return authorizer_.Authenticate(value);
   };
-  // The study `name` if the caller may read it.
+  // Who calls, and the study `name` if they may read it.
+  struct Admitted {
+    Principal caller;
+    v1::Study study;
+  };
   auto admit = [this, caller](
                    const httplib::Request& req,
-                   const std::string& name) -> absl::StatusOr<v1::Study> {
-    absl::StatusOr<std::string> who = caller(req);
+                   const std::string& name) -> absl::StatusOr<Admitted> {
+    absl::StatusOr<Principal> who = caller(req);
     if (!who.ok()) return who.status();
     v1::GetStudyRequest request;
     request.set_name(name);
-    absl::StatusOr<v1::Study> study = service_->GetStudy(request);
+    absl::StatusOr<v1::Study> study = service_->GetStudy(request, *who);
     if (!study.ok()) return study.status();
-    if (absl::Status s = authorizer_.CheckOwner(*who, study->owner(), name);
-        !s.ok()) {
-      return s;
-    }
-    return study;
+    return Admitted{*std::move(who), *std::move(study)};
+  };
+  // Every study the caller may read, page by page.
+  auto visible_studies = [this](const Principal& who)
+      -> absl::StatusOr<v1::ListStudiesResponse> {
+    v1::ListStudiesResponse all;
+    v1::ListStudiesRequest request;
+    do {
+      absl::StatusOr<v1::ListStudiesResponse> page =
+          service_->ListStudies(request, who);
+      if (!page.ok()) return page.status();
+      for (v1::Study& study : *page->mutable_studies()) {
+        *all.add_studies() = std::move(study);
+      }
+      request.set_page_token(page->next_page_token());
+    } while (!request.page_token().empty());
+    return all;
   };
 
   get("/api/studies", "/api/studies",
-      [this, caller](const httplib::Request& req, httplib::Response& res) {
-        absl::StatusOr<std::string> who = caller(req);
+      [caller, visible_studies](const httplib::Request& req,
+                                httplib::Response& res) {
+        absl::StatusOr<Principal> who = caller(req);
         if (!who.ok()) return ReplyError(res, who.status());
-        absl::StatusOr<v1::ListStudiesResponse> all =
-            service_->ListStudies(v1::ListStudiesRequest());
-        if (!all.ok()) return ReplyError(res, all.status());
-        v1::ListStudiesResponse visible;
-        for (v1::Study& study : *all->mutable_studies()) {
-          if (authorizer_.CheckOwner(*who, study.owner(), study.name()).ok()) {
-            *visible.add_studies() = std::move(study);
-          }
-        }
-        ReplyJson(res, ToJson(visible));
+        absl::StatusOr<v1::ListStudiesResponse> visible =
+            visible_studies(*who);
+        if (!visible.ok()) return ReplyError(res, visible.status());
+        ReplyJson(res, ToJson(*visible));
       });
 
   get(R"(/api/studies/([^/]+))", "/api/studies/{name}",
       [admit](const httplib::Request& req, httplib::Response& res) {
-        absl::StatusOr<v1::Study> study = admit(req, req.matches[1]);
-        if (!study.ok()) return ReplyError(res, study.status());
-        ReplyJson(res, ToJson(*study));
+        absl::StatusOr<Admitted> admitted = admit(req, req.matches[1]);
+        if (!admitted.ok()) return ReplyError(res, admitted.status());
+        ReplyJson(res, ToJson(admitted->study));
       });
 
   get(R"(/api/studies/([^/]+)/trials)", "/api/studies/{name}/trials",
       [this, admit](const httplib::Request& req, httplib::Response& res) {
-        absl::StatusOr<v1::Study> study = admit(req, req.matches[1]);
-        if (!study.ok()) return ReplyError(res, study.status());
+        absl::StatusOr<Admitted> admitted = admit(req, req.matches[1]);
+        if (!admitted.ok()) return ReplyError(res, admitted.status());
         absl::StatusOr<int64_t> page_size =
             IntParam(req, "page_size", 1, kMaxPageSize, 100);
         if (!page_size.ok()) return ReplyError(res, page_size.status());
         absl::StatusOr<std::vector<v1::Trial::State>> states = StateParams(req);
         if (!states.ok()) return ReplyError(res, states.status());
         v1::ListTrialsRequest request;
-        request.set_study_name(study->name());
+        request.set_study_name(admitted->study.name());
         request.set_page_size(static_cast<int>(*page_size));
         request.set_page_token(req.get_param_value("page_token"));
         for (v1::Trial::State s : *states) request.add_states(s);
         absl::StatusOr<v1::ListTrialsResponse> page =
-            service_->ListTrials(request);
+            service_->ListTrials(request, admitted->caller);
         if (!page.ok()) return ReplyError(res, page.status());
         ReplyJson(res, ToJson(*page));
       });
 
   get(R"(/api/studies/([^/]+)/trials\.csv)", "/api/studies/{name}/trials.csv",
       [this, admit](const httplib::Request& req, httplib::Response& res) {
-        absl::StatusOr<v1::Study> study = admit(req, req.matches[1]);
-        if (!study.ok()) return ReplyError(res, study.status());
-        res.set_header(
-            "Content-Disposition",
-            absl::StrCat("attachment; filename=\"", study->name(), ".csv\""));
+        absl::StatusOr<Admitted> admitted = admit(req, req.matches[1]);
+        if (!admitted.ok()) return ReplyError(res, admitted.status());
+        res.set_header("Content-Disposition",
+                       absl::StrCat("attachment; filename=\"",
+                                    admitted->study.name(), ".csv\""));
         res.set_header("Cache-Control", "no-store");
         // Page by page: the header with the first, then a page per call.
         auto token = std::make_shared<std::optional<std::string>>();
         res.set_chunked_content_provider(
-            "text/csv; charset=utf-8", [this, study = *std::move(study), token](
-                                           size_t, httplib::DataSink& sink) {
+            "text/csv; charset=utf-8",
+            [this, study = admitted->study, who = admitted->caller, token](
+                size_t, httplib::DataSink& sink) {
               std::string chunk;
               if (!token->has_value()) AppendCsvHeader(study, &chunk);
               v1::ListTrialsRequest request;
@@ -332,7 +416,7 @@ void HttpServer::Route() {
               request.set_page_size(kMaxPageSize);
               request.set_page_token(token->value_or(""));
               absl::StatusOr<v1::ListTrialsResponse> page =
-                  service_->ListTrials(request);
+                  service_->ListTrials(request, who);
               // Mid-stream there is no status to send: end the connection
               // so that the client sees a truncated, not a complete, file.
               if (!page.ok()) return false;
@@ -354,28 +438,29 @@ void HttpServer::Route() {
 
   get(R"(/api/studies/([^/]+)/best)", "/api/studies/{name}/best",
       [this, admit](const httplib::Request& req, httplib::Response& res) {
-        absl::StatusOr<v1::Study> study = admit(req, req.matches[1]);
-        if (!study.ok()) return ReplyError(res, study.status());
+        absl::StatusOr<Admitted> admitted = admit(req, req.matches[1]);
+        if (!admitted.ok()) return ReplyError(res, admitted.status());
         v1::ListOptimalTrialsRequest request;
-        request.set_study_name(study->name());
+        request.set_study_name(admitted->study.name());
         absl::StatusOr<v1::ListOptimalTrialsResponse> best =
-            service_->ListOptimalTrials(request);
+            service_->ListOptimalTrials(request, admitted->caller);
         if (!best.ok()) return ReplyError(res, best.status());
         ReplyJson(res, ToJson(*best));
       });
 
   get(R"(/api/studies/([^/]+)/changes)", "/api/studies/{name}/changes",
       [this, admit](const httplib::Request& req, httplib::Response& res) {
-        absl::StatusOr<v1::Study> study = admit(req, req.matches[1]);
-        if (!study.ok()) return ReplyError(res, study.status());
+        absl::StatusOr<Admitted> admitted = admit(req, req.matches[1]);
+        if (!admitted.ok()) return ReplyError(res, admitted.status());
         absl::StatusOr<int64_t> after = IntParam(req, "after", 0, INT64_MAX, 0);
         if (!after.ok()) return ReplyError(res, after.status());
         absl::StatusOr<int64_t> limit =
             IntParam(req, "limit", 1, kMaxPageSize, kMaxPageSize);
         if (!limit.ok()) return ReplyError(res, limit.status());
         absl::StatusOr<std::vector<storage::TrialChange>> changes =
-            store_->ListTrialChanges(study->name(), *after,
-                                     static_cast<int>(*limit));
+            service_->ListTrialChanges(admitted->study.name(), *after,
+                                       static_cast<int>(*limit),
+                                       admitted->caller);
         if (!changes.ok()) return ReplyError(res, changes.status());
         int64_t last = *after;
         std::string body = "{\"events\":[";
@@ -396,8 +481,8 @@ void HttpServer::Route() {
 
   get(R"(/api/studies/([^/]+)/events)", "/api/studies/{name}/events",
       [this, admit](const httplib::Request& req, httplib::Response& res) {
-        absl::StatusOr<v1::Study> study = admit(req, req.matches[1]);
-        if (!study.ok()) return ReplyError(res, study.status());
+        absl::StatusOr<Admitted> admitted = admit(req, req.matches[1]);
+        if (!admitted.ok()) return ReplyError(res, admitted.status());
         absl::StatusOr<int64_t> after = IntParam(req, "after", 0, INT64_MAX, 0);
         if (!after.ok()) return ReplyError(res, after.status());
         // A reconnecting EventSource says where it was in Last-Event-ID.
@@ -412,22 +497,16 @@ void HttpServer::Route() {
           }
           *after = last;
         }
-        // Each stream holds a handler thread: keep some for everything else.
-        const int max_streams = std::max(1, options_.threads - 4);
-        if (open_streams_.fetch_add(1) >= max_streams) {
-          open_streams_.fetch_sub(1);
-          return ReplyError(res,
-                            absl::UnavailableError(absl::StrCat(
-                                "events: ", max_streams,
-                                " event streams are open, the most this server "
-                                "serves; try again later")));
+        const std::string owner = admitted->caller.owner;
+        if (absl::Status s = AcquireStream(owner); !s.ok()) {
+          return ReplyError(res, s);
         }
         res.set_header("Cache-Control", "no-store");
         res.set_header("X-Accel-Buffering", "no");
         res.set_chunked_content_provider(
             "text/event-stream",
-            [this, name = study->name(), after = *after](
-                size_t, httplib::DataSink& sink) {
+            [this, name = admitted->study.name(), who = admitted->caller,
+             after = *after](size_t, httplib::DataSink& sink) {
               Clock::time_point last_write = Clock::now();
               bool broken = false;
               // Events wait here until WatchTrials has emitted its batch (it
@@ -464,7 +543,8 @@ void HttpServer::Route() {
                       return !flush();
                     }
                     return false;
-                  });
+                  },
+                  who);
               flush();
               if (!status.ok()) {
                 pending = absl::StrCat(
@@ -477,22 +557,22 @@ void HttpServer::Route() {
             },
             // The stream's slot is freed however the answer ends (httplib
             // calls this when the response goes, even unsent).
-            [this](bool) { open_streams_.fetch_sub(1); });
+            [this, owner](bool) { ReleaseStream(owner); });
       });
 
   get("/metrics", "/metrics",
-      [this, caller](const httplib::Request& req, httplib::Response& res) {
-        absl::StatusOr<std::string> who = caller(req);
+      [this, caller, visible_studies](const httplib::Request& req,
+                                      httplib::Response& res) {
+        absl::StatusOr<Principal> who = caller(req);
         if (!who.ok()) return ReplyError(res, who.status());
-        absl::StatusOr<v1::ListStudiesResponse> all =
-            service_->ListStudies(v1::ListStudiesRequest());
-        if (!all.ok()) return ReplyError(res, all.status());
+        absl::StatusOr<v1::ListStudiesResponse> visible =
+            visible_studies(*who);
+        if (!visible.ok()) return ReplyError(res, visible.status());
         std::vector<std::pair<std::vector<std::string>, double>> trials;
         std::vector<std::pair<std::vector<std::string>, double>> studies;
-        for (const v1::Study& study : all->studies()) {
-          if (!authorizer_.CheckOwner(*who, study.owner(), study.name()).ok()) {
-            continue;
-          }
+        absl::flat_hash_set<std::string> names;
+        for (const v1::Study& study : visible->studies()) {
+          names.insert(study.name());
           studies.push_back(
               {{study.name(), v1::Study::State_Name(study.state())}, 1.0});
           // Every state, zeros included, so that series do not vanish.
@@ -521,7 +601,12 @@ void HttpServer::Route() {
                 static_cast<double>(FileSize(options_.db_path + "-wal"))}},
               &body);
         }
-        if (metrics_ != nullptr) metrics_->Render(&body);
+        // Every per-study series, only for the caller's studies.
+        if (metrics_ != nullptr) {
+          metrics_->Render(&body, [&](const std::string& study) {
+            return names.contains(study);
+          });
+        }
         res.status = 200;
         res.set_content(std::move(body), "text/plain; version=0.0.4");
       });

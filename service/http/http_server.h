@@ -20,12 +20,17 @@
 // prints it. Errors are {"error": {"code", "status", "message"}} with 400
 // (a bad query parameter, named), 401 (no or unknown bearer token when the
 // server has a token table), 403 (another owner's study), 404 (no such
-// study or route). Ownership follows the gRPC rule (Authorizer::CheckOwner).
-// Every read goes through the store's read connections: reads never wait for
-// writers.
+// study or route), 503 (too many event streams). Access follows the gRPC
+// rule (access.h): every read goes through StudyService with the caller's
+// principal. Reads never wait for writers.
 //
-// Thread-safe: Shutdown may be called from any thread; handlers run on a
-// pool of `threads` threads, a watching dashboard holding one.
+// Connections: each is served by a thread of its own (ConnectionPool, up to
+// `max_connections`), so silent or slow connections never hold up a ready
+// request; a connection that sends nothing for `idle_timeout_s` is closed.
+// Event streams are limited per owner and in all. With `tls_cert_file` the
+// server speaks HTTPS only. TCP_NODELAY: keep-alive answers go out at once.
+//
+// Thread-safe: Shutdown may be called from any thread.
 #ifndef HYPERTUNE_SERVICE_HTTP_HTTP_SERVER_H_
 #define HYPERTUNE_SERVICE_HTTP_HTTP_SERVER_H_
 
@@ -34,11 +39,12 @@
 #include <string>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "service/auth.h"
 #include "service/metrics.h"
 #include "service/study_service.h"
-#include "storage/study_store.h"
 
 namespace httplib {
 class Server;
@@ -49,8 +55,22 @@ namespace hypertune::service {
 struct HttpServerOptions {
   // HOST:PORT; port 0 picks a free one (see HttpServer::address).
   std::string listen = "127.0.0.1:8080";
-  // Handler threads; each open event stream holds one. Default 32.
-  int threads = 32;
+  // Connections served at once, each by its own thread (more wait for one
+  // to end). Default 512.
+  int max_connections = 512;
+  // Event streams open at once: in all (default 256) and per owner
+  // (default 16), so that one owner's dashboards cannot crowd out others.
+  int max_streams = 256;
+  int max_streams_per_owner = 16;
+  // Seconds a connection may stay silent (before and between requests) and
+  // a request may take to arrive. Default 5.
+  int idle_timeout_s = 5;
+  // PEM files of the certificate (chain) and key: serve HTTPS. Empty
+  // (default): plain HTTP.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // PEM CA bundle: require client certificates it signed (with TLS only).
+  std::string tls_client_ca_file;
   // The SQLite file whose size /metrics reports; empty: not reported.
   std::string db_path;
   // How often an idle event stream sends a comment line, which is how a
@@ -62,9 +82,9 @@ class HttpServer {
  public:
   // Binds and starts serving on a thread of its own. UNAVAILABLE if the
   // address cannot be bound, INVALID_ARGUMENT if it is not HOST:PORT.
-  // REQUIRES: `service`, `store` and `metrics` outlive the server.
+  // REQUIRES: `service` and `metrics` outlive the server.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
-      StudyService* service, storage::StudyStore* store, Authorizer authorizer,
+      StudyService* service, Authorizer authorizer,
       Metrics* metrics, HttpServerOptions options);
 
   // Shutdown().
@@ -83,17 +103,23 @@ class HttpServer {
  private:
   HttpServer() = default;
   void Route();
+  // Takes an event-stream slot for `owner`; UNAVAILABLE naming the limit
+  // when none is free. ReleaseStream gives it back.
+  absl::Status AcquireStream(const std::string& owner);
+  void ReleaseStream(const std::string& owner);
 
   StudyService* service_ = nullptr;
-  storage::StudyStore* store_ = nullptr;
   Authorizer authorizer_;
   Metrics* metrics_ = nullptr;
   HttpServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;
   std::atomic<bool> stopping_{false};
-  // Event streams being served (each holds a handler thread).
-  std::atomic<int> open_streams_{0};
+  // Event streams being served, by owner and in all.
+  absl::Mutex streams_mu_;
+  absl::flat_hash_map<std::string, int> streams_by_owner_
+      ABSL_GUARDED_BY(streams_mu_);
+  int open_streams_ ABSL_GUARDED_BY(streams_mu_) = 0;
   std::string address_;
 };
 

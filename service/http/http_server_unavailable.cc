@@ -11,7 +11,7 @@ class Server {};
 namespace hypertune::service {
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
-    StudyService*, storage::StudyStore*, Authorizer, Metrics*,
+    StudyService*, Authorizer, Metrics*,
     HttpServerOptions options) {
   return absl::UnimplementedError(
       "--http " + options.listen +

@@ -541,7 +541,7 @@ TEST(HttpStreamLimitTest, StreamsBeyondTheLimitAreTurnedAway) {
   options.db_path = dir.File("db");
   options.listen = "127.0.0.1:0";
   options.http_listen = "127.0.0.1:0";
-  options.http_threads = 6;  // Room for 2 streams.
+  options.http_max_streams = 2;
   auto server = service::Server::Start(options);
   ASSERT_TRUE(server.ok()) << server.status();
   const std::string http = (*server)->http_address();

@@ -8,6 +8,7 @@ namespace hypertune::service {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(CounterFamilyTest, CountsPerLabelValuesAndRendersSorted) {
   CounterFamily counter("x_total", "Things.", {"kind"});
@@ -47,7 +48,7 @@ TEST(MetricsTest, LabelValuesAreEscaped) {
   Metrics metrics;
   metrics.CountLeaseExpiry("odd\"name");
   std::string out;
-  metrics.Render(&out);
+  metrics.Render(&out, [](const std::string&) { return true; });
   EXPECT_THAT(
       out,
       HasSubstr("hypertune_lease_expiries_total{study=\"odd\\\"name\"} 1\n"));
@@ -62,8 +63,19 @@ TEST(MetricsTest, RecordsWhatTheServiceReports) {
   EXPECT_EQ(metrics.rpc_requests().Value({"SuggestTrials", "OK"}), 2);
   EXPECT_EQ(metrics.rpc_seconds().Count({"SuggestTrials"}), 2u);
   std::string out;
-  metrics.Render(&out);
+  metrics.Render(&out, [](const std::string&) { return true; });
   EXPECT_THAT(out, HasSubstr("hypertune_suggest_duration_seconds_count 1\n"));
+}
+
+// Per-study series show only the studies the scraper may see.
+TEST(MetricsTest, PerStudySeriesAreFiltered) {
+  Metrics metrics;
+  metrics.CountLeaseExpiry("mine");
+  metrics.CountLeaseExpiry("theirs");
+  std::string out;
+  metrics.Render(&out, [](const std::string& study) { return study == "mine"; });
+  EXPECT_THAT(out, HasSubstr("hypertune_lease_expiries_total{study=\"mine\"} 1"));
+  EXPECT_THAT(out, Not(HasSubstr("theirs")));
 }
 
 TEST(AppendGaugeTest, OneSamplePerRow) {

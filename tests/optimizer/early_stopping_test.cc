@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <utility>
 #include <vector>
@@ -483,6 +484,56 @@ TEST(HighestRungTest, PicksTheHighestRungWithEnoughTrials) {
 
 // --- Validation -------------------------------------------------------------
 
+// The outside review's hang: max_resource near INT64_MAX made the bracket
+// count's integer product wrap and its loop never end. Such specs are
+// refused, naming the limit, and every spec within the limits is computed
+// in bounded time with no overflow.
+TEST(ValidateTest, HugeResourcesAndFactorsAreRefusedNamingTheLimit) {
+  for (int64_t max : {int64_t{1} << 62, int64_t{4611686018427387904},
+                      std::numeric_limits<int64_t>::max(),
+                      EarlyStoppingConfig::kMaxResource + 1}) {
+    for (Rule rule : {Rule::kAsha, Rule::kHyperband}) {
+      EarlyStoppingConfig c = Hyperband();
+      c.rule = rule;
+      c.reduction_factor = 2;
+      c.max_resource = max;
+      const absl::Status status = ValidateEarlyStoppingConfig(c);
+      EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << max;
+      EXPECT_THAT(std::string(status.message()),
+                  HasSubstr("early_stopping.max_resource: must be <= 2^53"));
+    }
+  }
+  for (double eta : {1e7, 1e300, std::numeric_limits<double>::infinity(),
+                     std::numeric_limits<double>::quiet_NaN()}) {
+    EarlyStoppingConfig c = Hyperband();
+    c.reduction_factor = eta;
+    EXPECT_THAT(std::string(ValidateEarlyStoppingConfig(c).message()),
+                HasSubstr("early_stopping.reduction_factor: must be in [2, "))
+        << eta;
+  }
+}
+
+TEST(HyperbandTest, TheLargestResourcesStayExact) {
+  EarlyStoppingConfig c = Hyperband();
+  c.reduction_factor = 2;
+  c.max_resource = EarlyStoppingConfig::kMaxResource;
+  ASSERT_TRUE(ValidateEarlyStoppingConfig(c).ok());
+  EXPECT_EQ(MaxBrackets(c), 54);  // 2^0 .. 2^53
+  const std::vector<int64_t> rungs = RungResources(c, 0);
+  ASSERT_EQ(rungs.size(), 53u);
+  EXPECT_EQ(rungs.front(), 1);
+  EXPECT_EQ(rungs.back(), int64_t{1} << 52);
+  EXPECT_THAT(RungResources(c, 53), IsEmpty());
+  const int bracket = BracketOf(c, std::numeric_limits<int64_t>::max());
+  EXPECT_GE(bracket, 0);
+  EXPECT_LT(bracket, 54);
+  // The largest factor: one rung below max_resource.
+  c.reduction_factor = EarlyStoppingConfig::kMaxReductionFactor;
+  ASSERT_TRUE(ValidateEarlyStoppingConfig(c).ok());
+  EXPECT_EQ(MaxBrackets(c), 3);  // 1, 1e6, 1e12 <= 2^53 < 1e18
+  EXPECT_THAT(RungResources(c, 0), ElementsAre(1, 1'000'000, 1'000'000'000'000));
+}
+
 TEST(ValidateTest, NamesTheFieldAndTheProblem) {
   EXPECT_TRUE(ValidateEarlyStoppingConfig(EarlyStoppingConfig{}).ok());
   EXPECT_TRUE(ValidateEarlyStoppingConfig(Median()).ok());
@@ -505,7 +556,7 @@ TEST(ValidateTest, NamesTheFieldAndTheProblem) {
   c = Asha();
   c.reduction_factor = 1.5;
   EXPECT_EQ(message(c),
-            "early_stopping.reduction_factor: must be >= 2, got 1.5");
+            "early_stopping.reduction_factor: must be in [2, 1e+06], got 1.5");
   c = Hyperband(5);
   EXPECT_THAT(message(c),
               HasSubstr("early_stopping.brackets: must be in [0, 4]"));

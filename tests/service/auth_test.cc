@@ -13,12 +13,19 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "grpcpp/grpcpp.h"
+#include "service/grpc_service.h"
 #include "service/server.h"
+#include "service/study_service.h"
+#include "storage/memory_store.h"
 #include "trainer_sdk/hypertune.h"
 
 namespace hypertune {
@@ -56,16 +63,25 @@ class TempDir {
 
 TEST(TokenTable, ParsesOwnersSkippingCommentsAndBlankLines) {
   auto table = service::TokenTable::Parse(
-      "# team tokens\n\n  tok-a alice \n\ttok-b\tbob\r\n# end\n", "tokens");
+      "# team tokens\n\n  tok-a alice \n\ttok-b\tbob\r\ntok-c carol admin\n"
+      "# end\n",
+      "tokens");
   ASSERT_TRUE(table.ok()) << table.status();
-  EXPECT_EQ(table->size(), 2u);
-  EXPECT_EQ(table->OwnerOf("tok-a"), "alice");
-  EXPECT_EQ(table->OwnerOf("tok-b"), "bob");
+  EXPECT_EQ(table->size(), 3u);
+  ASSERT_TRUE(table->HolderOf("tok-a").has_value());
+  EXPECT_EQ(table->HolderOf("tok-a")->owner, "alice");
+  EXPECT_TRUE(table->HolderOf("tok-a")->checked);
+  EXPECT_FALSE(table->HolderOf("tok-a")->admin);
+  EXPECT_EQ(table->HolderOf("tok-b")->owner, "bob");
+  EXPECT_EQ(table->HolderOf("tok-c")->owner, "carol");
+  EXPECT_TRUE(table->HolderOf("tok-c")->admin);
+  EXPECT_TRUE(table->HasOwner("bob"));
+  EXPECT_FALSE(table->HasOwner("mallory"));
   // Exact matches only: no prefix, extension, or other case.
   for (const char* other : {"tok-", "tok-a ", "tok-ab", "TOK-A", "", "bob"}) {
-    EXPECT_EQ(table->OwnerOf(other), std::nullopt) << other;
+    EXPECT_FALSE(table->HolderOf(other).has_value()) << other;
   }
-  EXPECT_EQ(table->OwnerOf(std::string(1000, 'x')), std::nullopt);
+  EXPECT_FALSE(table->HolderOf(std::string(1000, 'x')).has_value());
 }
 
 TEST(TokenTable, AMalformedLineIsNamedByNumberWithoutItsToken) {
@@ -80,7 +96,10 @@ TEST(TokenTable, AMalformedLineIsNamedByNumberWithoutItsToken) {
 
   auto three = service::TokenTable::Parse("tok-a alice extra\n", "f");
   EXPECT_THAT(std::string(three.status().message()), HasSubstr("f line 1"));
+  EXPECT_THAT(std::string(three.status().message()), HasSubstr("admin"));
   EXPECT_THAT(std::string(three.status().message()), Not(HasSubstr("tok-a")));
+  auto four = service::TokenTable::Parse("tok-a alice admin x\n", "f");
+  EXPECT_THAT(std::string(four.status().message()), HasSubstr("f line 1"));
 }
 
 TEST(TokenTable, RefusesDuplicatesOverlongTokensAndEmptyTables) {
@@ -105,25 +124,53 @@ TEST(TokenTable, RefusesDuplicatesOverlongTokensAndEmptyTables) {
 TEST(Authorizer, BearerTokensOnlyWhenEnabled) {
   service::Authorizer off;
   EXPECT_FALSE(off.enabled());
-  EXPECT_EQ(*off.Authenticate(std::nullopt), "");
-  EXPECT_TRUE(off.CheckOwner("", "alice", "s").ok());
+  EXPECT_FALSE(off.Authenticate(std::nullopt)->checked);
+  EXPECT_EQ(off.Authenticate(std::nullopt)->owner, "");
+  EXPECT_TRUE(off.IsKnownOwner("anyone"));
 
   service::Authorizer on(*service::TokenTable::Parse("tok-a alice", "f"));
-  EXPECT_EQ(*on.Authenticate("Bearer tok-a"), "alice");
-  EXPECT_EQ(*on.Authenticate("bearer tok-a"), "alice");
+  EXPECT_EQ(on.Authenticate("Bearer tok-a")->owner, "alice");
+  EXPECT_EQ(on.Authenticate("bearer tok-a")->owner, "alice");
+  EXPECT_TRUE(on.Authenticate("bearer tok-a")->checked);
   for (const char* bad : {"Bearer tok-b", "tok-a", "Basic tok-a", "Bearer "}) {
-    absl::StatusOr<std::string> who = on.Authenticate(bad);
+    absl::StatusOr<service::Principal> who = on.Authenticate(bad);
     EXPECT_EQ(who.status().code(), absl::StatusCode::kUnauthenticated) << bad;
   }
   EXPECT_EQ(on.Authenticate(std::nullopt).status().code(),
             absl::StatusCode::kUnauthenticated);
+  EXPECT_TRUE(on.IsKnownOwner("alice"));
+  EXPECT_FALSE(on.IsKnownOwner("mallory"));
+}
 
-  EXPECT_TRUE(on.CheckOwner("alice", "alice", "s").ok());
-  // Studies made while auth was off have no owner: open to everyone.
-  EXPECT_TRUE(on.CheckOwner("alice", "", "s").ok());
-  absl::Status denied = on.CheckOwner("bob", "alice", "s");
-  EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_THAT(std::string(denied.message()), Not(HasSubstr("alice")));
+// The one access rule (access.h), for every kind of caller and study.
+TEST(CheckAccess, OwnersAdminsAndStudiesWithoutOwner) {
+  using service::Access;
+  using service::CheckAccess;
+  using service::Principal;
+  v1::Study alices;
+  alices.set_name("s");
+  alices.set_owner("alice");
+  v1::Study ownerless;
+  ownerless.set_name("open");
+  const Principal alice{"alice", /*checked=*/true, /*admin=*/false};
+  const Principal bob{"bob", true, false};
+  const Principal carol{"carol", true, /*admin=*/true};
+  for (Access access : {Access::kRead, Access::kWrite}) {
+    EXPECT_TRUE(CheckAccess(Principal::AuthOff(), alices, access).ok());
+    EXPECT_TRUE(CheckAccess(alice, alices, access).ok());
+    EXPECT_TRUE(CheckAccess(carol, alices, access).ok());
+    EXPECT_TRUE(CheckAccess(carol, ownerless, access).ok());
+    absl::Status denied = CheckAccess(bob, alices, access);
+    EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
+    EXPECT_THAT(std::string(denied.message()), HasSubstr("\"s\""));
+    EXPECT_THAT(std::string(denied.message()), Not(HasSubstr("alice")));
+  }
+  // Studies made while auth was off: everyone reads, only an admin writes.
+  EXPECT_TRUE(CheckAccess(bob, ownerless, Access::kRead).ok());
+  absl::Status write = CheckAccess(bob, ownerless, Access::kWrite);
+  EXPECT_EQ(write.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(write.message()), HasSubstr("only an admin"));
+  EXPECT_THAT(std::string(write.message()), HasSubstr("chown"));
 }
 
 // ----- A real server with two owners -----
@@ -211,7 +258,9 @@ TEST_F(AuthServerTest, OwnersTouchOnlyTheirOwnStudies) {
   expect_denied(bob.GetTrial("alices", trial.id()).status(), "GetTrial");
   expect_denied(bob.SetStudyState("alices", v1::Study::PAUSED).status(),
                 "SetStudyState");
-  expect_denied(bob.CreateTrial("alices", trial).status(), "CreateTrial");
+  v1::Trial queued;
+  *queued.mutable_parameters() = trial.parameters();
+  expect_denied(bob.CreateTrial("alices", queued).status(), "CreateTrial");
   expect_denied(bob.ListOptimalTrials("alices").status(), "ListOptimalTrials");
   v1::HeartbeatRequest beat;
   beat.set_study_name("alices");
@@ -271,6 +320,191 @@ TEST(AuthServer, WithoutAuthStudiesHaveNoOwner) {
   ASSERT_TRUE(created.ok()) << created.status();
   EXPECT_EQ(created->owner(), "");
   EXPECT_EQ(client.GetStudy("open")->owner(), "");
+}
+
+// A study made while auth was off, on a server restarted with auth: every
+// owner reads it, only the admin changes it, and the admin gives it an
+// owner (SetStudyOwner, `hypertune study chown`).
+TEST(AuthServer, StudiesWithoutOwnerAreReadByAllAndChangedByAnAdmin) {
+  TempDir dir;
+  service::ServerOptions options;
+  options.db_path = dir.File("shared.db");
+  {
+    auto open = StartServer(options);
+    ASSERT_NE(open, nullptr);
+    ClientOptions client_options;
+    client_options.server = open->address();
+    Client anyone(client_options);
+    ASSERT_TRUE(anyone.CreateStudy(SmallStudy("legacy")).ok());
+    ASSERT_TRUE(anyone.Suggest("legacy", 1).ok());
+  }
+  options.auth_token_file = dir.Write(
+      "tokens", absl::StrCat(kAliceToken, " alice\n", kBobToken,
+                             " bob\ntok-carol-77 carol admin\n"));
+  auto server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  auto as = [&](const std::string& token) {
+    ClientOptions o;
+    o.server = server->address();
+    o.token = token;
+    o.max_attempts = 1;
+    o.heartbeats = false;
+    return Client(o);
+  };
+  Client alice = as(kAliceToken);
+  Client bob = as(kBobToken);
+  Client carol = as("tok-carol-77");
+
+  // Readable by everyone, listed for everyone.
+  EXPECT_TRUE(alice.GetStudy("legacy").ok());
+  EXPECT_TRUE(bob.ListAllTrials("legacy").ok());
+  auto listed = bob.ListStudies();
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  // Writable only by the admin.
+  for (absl::Status status :
+       {alice.Suggest("legacy", 1).status(), bob.DeleteStudy("legacy"),
+        alice.SetStudyState("legacy", v1::Study::PAUSED).status(),
+        bob.SetStudyOwner("legacy", "bob").status()}) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied) << status;
+    EXPECT_THAT(std::string(status.message()), HasSubstr("only an admin"));
+  }
+  EXPECT_TRUE(carol.Suggest("legacy", 1).ok());
+
+  // The admin gives it to a known owner only.
+  EXPECT_EQ(carol.SetStudyOwner("legacy", "mallory").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto given = carol.SetStudyOwner("legacy", "alice");
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(given->owner(), "alice");
+  EXPECT_TRUE(alice.Suggest("legacy", 1).ok());
+  EXPECT_EQ(bob.GetStudy("legacy").status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(bob.ListStudies()->size(), 0u);
+  // An owner may give its own study away, and then it is no longer theirs.
+  ASSERT_TRUE(alice.SetStudyOwner("legacy", "bob").ok());
+  EXPECT_TRUE(bob.GetStudy("legacy").ok());
+  EXPECT_EQ(alice.GetStudy("legacy").status().code(),
+            absl::StatusCode::kPermissionDenied);
+  // The admin may act on every study.
+  EXPECT_TRUE(carol.GetStudy("legacy").ok());
+}
+
+// A store whose GetStudy of `name` runs a hook right after reading, on the
+// `fire_at`-th read after Arm: a window in which another call can create
+// the study.
+class HookedStore : public storage::MemoryStore {
+ public:
+  absl::StatusOr<v1::Study> GetStudy(std::string_view name) override {
+    absl::StatusOr<v1::Study> study = MemoryStore::GetStudy(name);
+    std::function<void()> hook;
+    {
+      absl::MutexLock lock(&mu_);
+      if (hook_ && name == name_ && ++reads_ == fire_at_) hook = hook_;
+    }
+    if (hook) hook();
+    return study;
+  }
+  void Arm(std::string name, int fire_at, std::function<void()> hook) {
+    absl::MutexLock lock(&mu_);
+    name_ = std::move(name);
+    fire_at_ = fire_at;
+    reads_ = 0;
+    hook_ = std::move(hook);
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::string name_ ABSL_GUARDED_BY(mu_);
+  int fire_at_ ABSL_GUARDED_BY(mu_) = 0;
+  int reads_ ABSL_GUARDED_BY(mu_) = 0;
+  std::function<void()> hook_ ABSL_GUARDED_BY(mu_);
+};
+
+// The outside review's race: Bob calls on a study that does not exist yet
+// while Alice creates it. Whatever read of Bob's call the creation lands
+// after, Bob's call never acts on (or reads) Alice's study: the owner is
+// checked on the row the call itself reads, under the study's lock.
+TEST(OwnershipRace, ACallNeverActsOnAStudyCreatedWhileItRuns) {
+  for (bool known_name : {false, true}) {
+    for (int fire_at = 1; fire_at <= 4; ++fire_at) {
+      SCOPED_TRACE(absl::StrCat(known_name ? "name used before" : "new name",
+                                ", creation after read ", fire_at));
+      TempDir dir;
+      HookedStore store;
+      service::StudyService study_service(&store, service::ServiceOptions());
+      service::GrpcService grpc_service(
+          &study_service,
+          service::Authorizer(*service::TokenTable::Parse(
+              absl::StrCat(kAliceToken, " alice\n", kBobToken, " bob\n"),
+              "tokens")));
+      int port = 0;
+      grpc::ServerBuilder builder;
+      builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                               &port);
+      builder.RegisterService(&grpc_service);
+      std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+      ASSERT_NE(server, nullptr);
+      auto as = [&](const char* token) {
+        ClientOptions o;
+        o.server = absl::StrCat("127.0.0.1:", port);
+        o.token = token;
+        o.max_attempts = 1;
+        o.heartbeats = false;
+        return Client(o);
+      };
+      Client alice = as(kAliceToken);
+      Client bob = as(kBobToken);
+      if (known_name) {  // the server has seen the name before
+        ASSERT_TRUE(alice.CreateStudy(SmallStudy("x")).ok());
+        ASSERT_TRUE(alice.DeleteStudy("x").ok());
+      }
+      for (int call = 0; call < 3; ++call) {
+        SCOPED_TRACE(absl::StrCat("call ", call));
+        std::thread creator;
+        absl::Notification created;
+        store.Arm("x", fire_at, [&] {
+          creator = std::thread([&] {
+            EXPECT_TRUE(alice.CreateStudy(SmallStudy("x")).ok());
+            created.Notify();
+          });
+          // Give the creation its chance to land inside Bob's call; if it
+          // waits for the study's lock, Bob's call goes on without it.
+          created.WaitForNotificationWithTimeout(absl::Milliseconds(200));
+        });
+        absl::Status status;
+        v1::Trial trial;
+        v1::ParameterValue* x = trial.add_parameters();
+        x->set_name("x");
+        x->set_double_value(0.5);
+        switch (call) {
+          case 0:
+            status = bob.CreateTrial("x", trial).status();
+            break;
+          case 1:
+            status = bob.Suggest("x", 1).status();
+            break;
+          case 2:
+            status = bob.GetStudy("x").status();
+            break;
+        }
+        store.Arm("", 0, nullptr);
+        if (creator.joinable()) {
+          creator.join();
+        } else {  // the call ended before that read: create it after
+          ASSERT_TRUE(alice.CreateStudy(SmallStudy("x")).ok());
+        }
+        EXPECT_TRUE(absl::IsNotFound(status) ||
+                    absl::IsPermissionDenied(status))
+            << status;
+        auto trials = alice.ListAllTrials("x");
+        ASSERT_TRUE(trials.ok()) << trials.status();
+        EXPECT_TRUE(trials->empty());
+        ASSERT_TRUE(alice.DeleteStudy("x").ok());
+      }
+      server->Shutdown();
+    }
+  }
 }
 
 TEST(AuthServer, AMalformedTokenFileStopsTheStartNamingTheLine) {

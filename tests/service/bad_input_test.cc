@@ -21,6 +21,8 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "hypertune/v1/hypertune.grpc.pb.h"
+#include "absl/strings/str_cat.h"
+#include "service/limits.h"
 #include "service/server.h"
 #include "tests/service/test_server.h"
 #include "trainer_sdk/hypertune.h"
@@ -515,12 +517,20 @@ std::vector<BadInputCase> Cases() {
 
   // ----- Free text, stored verbatim -----
   // Categories, client ids and checkpoint URIs are the caller's text: SQL,
-  // 10 KB and NUL bytes are data like any other.
-  for (const auto& [label, value] :
-       std::vector<std::pair<std::string, std::string>>{
-           {"Sql", kInjection},
-           {"TenKilobyte", LongString()},
-           {"Nul", WithNuls()}}) {
+  // NUL bytes and text of the field's longest length are data like any
+  // other.
+  struct Text {
+    std::string label;
+    std::string category, client_id, uri;
+  };
+  for (const Text& text : std::vector<Text>{
+           {"Sql", kInjection, kInjection, kInjection},
+           {"Longest", std::string(service::kMaxCategoryBytes, 'c'),
+            std::string(service::kMaxClientIdBytes, 'i'),
+            std::string(service::kMaxUriBytes, 'u')},
+           {"Nul", WithNuls(), WithNuls(), WithNuls()}}) {
+    const std::string& label = text.label;
+    std::string value = text.category;
     add({label + "CategoryIsStoredVerbatim",
          [value](BadInputCaseTest& t) {
            v1::Study study = TargetStudy("cats");
@@ -544,6 +554,7 @@ std::vector<BadInputCase> Cases() {
            ASSERT_TRUE(t.GetTrial("cats", 1, &trial).ok());
            EXPECT_EQ(trial.parameters(2).string_value(), value);
          }});
+    value = text.client_id;
     add({label + "ClientIdIsStoredVerbatim",
          [value](BadInputCaseTest& t) {
            v1::SuggestTrialsResponse out;
@@ -560,6 +571,7 @@ std::vector<BadInputCase> Cases() {
            ASSERT_EQ(again.trials_size(), 1);
            EXPECT_EQ(again.trials(0).id(), 2);
          }});
+    value = text.uri;
     add({label + "CheckpointUriIsStoredVerbatim",
          [value](BadInputCaseTest& t) { return t.Heartbeat(value); },
          {Code::OK}, "",
@@ -568,6 +580,158 @@ std::vector<BadInputCase> Cases() {
            ASSERT_TRUE(t.GetTrial("target", t.target_trial_.id(), &trial).ok());
            EXPECT_EQ(trial.checkpoint_uri(), value);
          }});
+  }
+
+  // ----- Limits (service/limits.h): refused naming the field and limit ----
+  add({"CategoryOverItsLimit",
+       [](BadInputCaseTest& t) {
+         v1::Study study = TargetStudy("cats");
+         study.mutable_spec()
+             ->mutable_parameters(2)
+             ->mutable_categorical_spec()
+             ->add_values(std::string(service::kMaxCategoryBytes + 1, 'c'));
+         return t.CreateStudy(study);
+       },
+       {Code::INVALID_ARGUMENT}, "categorical_spec.values[2]: 1025 bytes, over the limit", nullptr});
+  add({"ClientIdOverItsLimit",
+       [](BadInputCaseTest& t) {
+         v1::SuggestTrialsResponse out;
+         return t.Suggest("target",
+                          std::string(service::kMaxClientIdBytes + 1, 'i'),
+                          &out);
+       },
+       {Code::INVALID_ARGUMENT}, "client_id: 257 bytes, over the limit", nullptr});
+  add({"CheckpointUriOverItsLimit",
+       [](BadInputCaseTest& t) {
+         return t.Heartbeat(std::string(service::kMaxUriBytes + 1, 'u'));
+       },
+       {Code::INVALID_ARGUMENT}, "checkpoint_uri: 4097 bytes, over the limit",
+       nullptr});
+  add({"InfeasibleReasonOverItsLimit",
+       [](BadInputCaseTest& t) {
+         v1::CompleteTrialRequest request;
+         request.set_study_name("target");
+         request.set_trial_id(t.target_trial_.id());
+         request.set_lease_epoch(t.target_trial_.lease_epoch());
+         request.set_infeasible(true);
+         request.set_infeasible_reason(
+             std::string(service::kMaxReasonBytes + 1, 'r'));
+         v1::Trial out;
+         grpc::ClientContext ctx;
+         return t.stub_->CompleteTrial(&ctx, request, &out);
+       },
+       {Code::INVALID_ARGUMENT}, "infeasible_reason: 4097 bytes", nullptr});
+  // The outside review's 100k metric names in one measurement.
+  add({"HundredThousandMetricsInOneMeasurement",
+       [](BadInputCaseTest& t) {
+         grpc::ClientContext ctx;
+         v1::AddMeasurementRequest request;
+         request.set_study_name("target");
+         request.set_trial_id(t.target_trial_.id());
+         request.set_lease_epoch(t.target_trial_.lease_epoch());
+         request.mutable_measurement()->set_step(1);
+         auto& metrics = *request.mutable_measurement()->mutable_metrics();
+         for (int i = 0; i < 100'000; ++i) metrics["m" + std::to_string(i)] = i;
+         v1::Trial out;
+         return t.stub_->AddMeasurement(&ctx, request, &out);
+       },
+       {Code::INVALID_ARGUMENT}, "100000 metrics, over the limit of 200",
+       nullptr});
+  add({"TooManyParameters",
+       [](BadInputCaseTest& t) {
+         v1::Study study = TargetStudy("wide");
+         for (int i = 0; i < service::kMaxParameters; ++i) {
+           v1::ParameterSpec* p = study.mutable_spec()->add_parameters();
+           p->set_name("p" + std::to_string(i));
+           p->mutable_double_spec()->set_max(1);
+         }
+         return t.CreateStudy(study);
+       },
+       {Code::INVALID_ARGUMENT}, "503 parameters, over the limit of 500",
+       nullptr});
+
+  // ----- Validation gaps of the outside review -----
+  auto spec_case = [&](const std::string& name,
+                       std::function<void(v1::StudySpec&)> edit,
+                       const std::string& message) {
+    add({name,
+         [edit](BadInputCaseTest& t) {
+           v1::Study study = TargetStudy("edited");
+           edit(*study.mutable_spec());
+           return t.CreateStudy(study);
+         },
+         {Code::INVALID_ARGUMENT}, message, nullptr});
+  };
+  for (int64_t max : {int64_t{4611686018427387904},
+                      std::numeric_limits<int64_t>::max()}) {
+    // Once pinned a core forever (the bracket count overflowed).
+    spec_case(absl::StrCat("HyperbandMaxResource", max),
+              [max](v1::StudySpec& spec) {
+                auto* es = spec.mutable_early_stopping();
+                es->set_rule(v1::EarlyStoppingSpec::HYPERBAND);
+                es->set_min_resource(1);
+                es->set_max_resource(max);
+                es->set_reduction_factor(2);
+              },
+              "early_stopping.max_resource: must be <= 2^53");
+  }
+  spec_case("AshaReductionFactorOfTenToThe300",
+            [](v1::StudySpec& spec) {
+              auto* es = spec.mutable_early_stopping();
+              es->set_rule(v1::EarlyStoppingSpec::ASHA);
+              es->set_max_resource(81);
+              es->set_reduction_factor(1e300);
+            },
+            "early_stopping.reduction_factor: must be in [2, ");
+  spec_case("NegativeLeaseSeconds",
+            [](v1::StudySpec& spec) { spec.set_lease_seconds(-5); },
+            "study.spec.lease_seconds: must be from 1 to 86400");
+  spec_case("LeaseSecondsOfTwoToThe31",
+            [](v1::StudySpec& spec) { spec.set_lease_seconds(2147483647); },
+            "study.spec.lease_seconds: must be from 1 to 86400");
+  spec_case("NegativeMaxRetries",
+            [](v1::StudySpec& spec) { spec.set_max_retries(-1); },
+            "study.spec.max_retries: must be from 0 to 1000, got -1");
+  spec_case("UnknownScale",
+            [](v1::StudySpec& spec) {
+              spec.mutable_parameters(0)->mutable_double_spec()->set_scale(
+                  static_cast<v1::Scale>(99));
+            },
+            "double_spec.scale: unknown scale 99 (one of LINEAR, LOG)");
+  spec_case("UnknownAlgorithm",
+            [](v1::StudySpec& spec) {
+              spec.set_algorithm(static_cast<v1::Algorithm>(99));
+            },
+            "study.spec.algorithm: unknown algorithm 99");
+  spec_case("UnknownGoal",
+            [](v1::StudySpec& spec) {
+              spec.mutable_metrics(0)->set_goal(
+                  static_cast<v1::MetricSpec::Goal>(99));
+            },
+            "goal: must be MAXIMIZE or MINIMIZE, got 99");
+  spec_case("UnknownEarlyStoppingRule",
+            [](v1::StudySpec& spec) {
+              spec.mutable_early_stopping()->set_rule(
+                  static_cast<v1::EarlyStoppingSpec::Rule>(99));
+            },
+            "early_stopping.rule: unknown rule 99 (one of MEDIAN");
+  spec_case("DoubleRangeOfInfiniteWidth",
+            [](v1::StudySpec& spec) {
+              auto* x = spec.mutable_parameters(0)->mutable_double_spec();
+              x->set_min(-1.7e308);
+              x->set_max(1.7e308);
+            },
+            "the width max - min must be finite");
+  for (const char* name : {".", "..", "-dash", "_under", ".hidden"}) {
+    add({absl::StrCat("StudyNamed",
+                      std::string(name) == "." ? "Dot"
+                      : std::string(name) == ".." ? "DotDot"
+                                                  : name + 1),
+         [name](BadInputCaseTest& t) {
+           return t.CreateStudy(TargetStudy(name));
+         },
+         {Code::INVALID_ARGUMENT}, "must begin with a letter or a digit",
+         nullptr});
   }
 
   // ----- Size -----
@@ -647,6 +811,118 @@ TEST_F(BadInputTest, RawCallOfAValidRequestSucceeds) {
   ASSERT_EQ(response.trials_size(), 1);
   EXPECT_EQ(response.trials(0).client_id(), "raw-1");
   ExpectStillServingAndIntact();
+}
+
+// A measurement of `trial` under its epoch with 200 metrics whose names are
+// 100 characters long: about 23 KB.
+v1::AddMeasurementRequest BulkyMeasurement(const v1::Trial& trial,
+                                           int64_t step) {
+  v1::AddMeasurementRequest request;
+  request.set_study_name(trial.study_name());
+  request.set_trial_id(trial.id());
+  request.set_lease_epoch(trial.lease_epoch());
+  request.mutable_measurement()->set_step(step);
+  auto& metrics = *request.mutable_measurement()->mutable_metrics();
+  metrics["loss"] = 1.0 / step;
+  for (int i = 1; i < service::kMaxMetricsPerMeasurement; ++i) {
+    metrics[absl::StrCat("m", std::string(96, 'x'), i)] = i;
+  }
+  return request;
+}
+
+// A trial grows to its size limit and no further, and every acknowledged
+// write is answered, and the trial read back, within gRPC's default 4 MiB
+// receive limit (this fixture's channel keeps the default): the outside
+// review's client got RESOURCE_EXHAUSTED for writes that had committed.
+TEST_F(BadInputTest, ATrialStopsGrowingAtItsSizeLimit) {
+  int accepted = 0;
+  grpc::Status refused;
+  for (int64_t step = 1; step <= 100; ++step) {
+    grpc::ClientContext ctx;
+    v1::Trial out;
+    grpc::Status status = stub_->AddMeasurement(
+        &ctx, BulkyMeasurement(target_trial_, step), &out);
+    if (!status.ok()) {
+      refused = status;
+      break;
+    }
+    ++accepted;
+  }
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << refused.error_message();
+  EXPECT_THAT(refused.error_message(),
+              HasSubstr("over the limit of 1048576 per trial"));
+  EXPECT_GT(accepted, 30);
+  v1::Trial stored;
+  ASSERT_TRUE(GetTrial("target", target_trial_.id(), &stored).ok());
+  EXPECT_EQ(stored.measurements_size(), accepted);
+  EXPECT_LE(stored.ByteSizeLong(), service::kMaxTrialBytes);
+  ExpectStillServingAndIntact();
+}
+
+// Lists of large trials and studies come in pages that a default client
+// can receive.
+TEST_F(BadInputTest, PagesOfLargeTrialsAndStudiesFitTheDefaultReceiveLimit) {
+  ASSERT_TRUE(CreateStudy(TargetStudy("big")).ok());
+  constexpr int kTrials = 6;
+  for (int t = 0; t < kTrials; ++t) {
+    v1::SuggestTrialsResponse granted;
+    ASSERT_TRUE(Suggest("big", absl::StrCat("w", t), &granted).ok());
+    ASSERT_EQ(granted.trials_size(), 1);
+    for (int64_t step = 1; step <= 38; ++step) {  // ~880 KB
+      grpc::ClientContext ctx;
+      v1::Trial out;
+      ASSERT_TRUE(stub_
+                      ->AddMeasurement(
+                          &ctx, BulkyMeasurement(granted.trials(0), step), &out)
+                      .ok());
+    }
+  }
+  std::set<int64_t> seen;
+  v1::ListTrialsRequest request;
+  request.set_study_name("big");
+  request.set_page_size(1000);
+  int pages = 0;
+  do {
+    grpc::ClientContext ctx;
+    v1::ListTrialsResponse page;
+    grpc::Status status = stub_->ListTrials(&ctx, request, &page);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_GT(page.trials_size(), 0);
+    for (const v1::Trial& t : page.trials()) seen.insert(t.id());
+    request.set_page_token(page.next_page_token());
+    ++pages;
+  } while (!request.page_token().empty());
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kTrials));
+  EXPECT_GT(pages, 1);
+
+  // Studies near their size limit: 1000 categories of 900 bytes.
+  for (int i = 0; i < 6; ++i) {
+    v1::Study study = TargetStudy(absl::StrCat("wide", i));
+    auto* values = study.mutable_spec()
+                       ->mutable_parameters(2)
+                       ->mutable_categorical_spec();
+    for (int k = values->values_size(); k < service::kMaxValuesPerParameter;
+         ++k) {
+      values->add_values(absl::StrCat(k, std::string(900, 'v')));
+    }
+    grpc::Status status = CreateStudy(study);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  std::set<std::string> names;
+  v1::ListStudiesRequest list;
+  pages = 0;
+  do {
+    grpc::ClientContext ctx;
+    v1::ListStudiesResponse page;
+    grpc::Status status = stub_->ListStudies(&ctx, list, &page);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    for (const v1::Study& study : page.studies()) names.insert(study.name());
+    list.set_page_token(page.next_page_token());
+    ++pages;
+  } while (!list.page_token().empty());
+  EXPECT_EQ(names.size(), 9u);  // sentinel, target, big, wide0-5
+  EXPECT_GT(pages, 1);
 }
 
 // 32 workers, each with its own connection and client id, released together

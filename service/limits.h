@@ -1,0 +1,47 @@
+// What one request may carry and one study or trial may hold. Every limit
+// is enforced with INVALID_ARGUMENT naming the field and the limit
+// (validation.h); the README's "Limits" table lists them all.
+//
+// Sizes are chosen so that no answer is larger than gRPC's default receive
+// limit (4 MiB): a trial is at most 1 MiB, a study at most 1 MiB, and lists
+// stop a page before it would pass kMaxResponseBytes. So a client with
+// default settings never gets RESOURCE_EXHAUSTED for a write that committed.
+#ifndef HYPERTUNE_SERVICE_LIMITS_H_
+#define HYPERTUNE_SERVICE_LIMITS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hypertune::service {
+
+// Messages: the largest request the server reads, and the largest answer it
+// builds (both gRPC's default receive limit).
+inline constexpr int kMaxRequestBytes = 4 << 20;
+inline constexpr size_t kMaxResponseBytes = 4 << 20;
+
+// Studies.
+inline constexpr size_t kMaxNameBytes = 128;  // study, parameter, metric
+inline constexpr int kMaxParameters = 500;
+inline constexpr int kMaxValuesPerParameter = 1000;  // categories, numbers
+inline constexpr size_t kMaxCategoryBytes = 1024;
+inline constexpr int kMaxMetricsPerStudy = 100;
+inline constexpr size_t kMaxStudyBytes = 1 << 20;  // serialized
+inline constexpr int32_t kMaxLeaseSeconds = 24 * 3600;
+inline constexpr int32_t kMaxRetries = 1000;
+inline constexpr size_t kMaxOwnerBytes = 128;
+
+// Trials.
+inline constexpr int kMaxMetricsPerMeasurement = 200;
+inline constexpr int kMaxMeasurementsPerTrial = 10'000;
+inline constexpr size_t kMaxTrialBytes = 1 << 20;  // serialized
+inline constexpr size_t kMaxClientIdBytes = 256;
+inline constexpr size_t kMaxUriBytes = 4096;  // checkpoint URI, log path
+inline constexpr size_t kMaxReasonBytes = 4096;
+
+// Calls.
+inline constexpr int kMaxSuggestCount = 1000;
+inline constexpr int kMaxPageSize = 1000;
+
+}  // namespace hypertune::service
+
+#endif  // HYPERTUNE_SERVICE_LIMITS_H_
