@@ -26,6 +26,7 @@
 #include "service/server.h"
 #include "service/study_service.h"
 #include "storage/memory_store.h"
+#include "tests/service/test_certs.h"
 #include "trainer_sdk/hypertune.h"
 
 namespace hypertune {
@@ -526,72 +527,10 @@ TEST(AuthServer, AMalformedTokenFileStopsTheStartNamingTheLine) {
 // ----- TLS -----
 
 // Certificates for a server at 127.0.0.1 and for clients, made by openssl.
-class Pki {
- public:
-  explicit Pki(const TempDir& dir) : dir_(dir) {}
-
-  // Makes the CA of the servers, a server certificate, the CA of the
-  // clients and a client certificate; false (with the log) on failure.
-  bool Make(std::string* log) {
-    dir_.Write("server.ext",
-               "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
-    dir_.Write("client.ext", "extendedKeyUsage=clientAuth\n");
-    bool made = MakeCa("ca") && MakeCa("client-ca") &&
-                MakeCert("server", "ca", "server.ext") &&
-                MakeCert("client", "client-ca", "client.ext") &&
-                MakeCert("stranger", "ca", "client.ext");
-    if (!made) *log = ReadLog();
-    return made;
-  }
-  std::string Pem(const std::string& name) const {
-    return dir_.File(name + ".pem");
-  }
-  std::string Key(const std::string& name) const {
-    return dir_.File(name + ".key");
-  }
-
- private:
-  bool Openssl(const std::string& args) const {
-    std::string command = absl::StrCat("cd '", dir_.File(""), "' && openssl ",
-                                       args, " >>openssl.log 2>&1");
-    return std::system(command.c_str()) == 0;
-  }
-  static std::string NewKey(const std::string& name) {
-    return absl::StrCat(
-        "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ",
-        name, ".key");
-  }
-  bool MakeCa(const std::string& name) const {
-    return Openssl(absl::StrCat("req -x509 ", NewKey(name), " -out ", name,
-                                ".pem -days 2 -subj /CN=hypertune-test-",
-                                name));
-  }
-  bool MakeCert(const std::string& name, const std::string& ca,
-                const std::string& ext) const {
-    return Openssl(absl::StrCat("req ", NewKey(name), " -out ", name,
-                                ".csr -subj /CN=", name)) &&
-           Openssl(absl::StrCat("x509 -req -in ", name, ".csr -CA ", ca,
-                                ".pem -CAkey ", ca, ".key -set_serial ",
-                                ++serial_, " -days 2 -out ", name,
-                                ".pem -extfile ", ext));
-  }
-  std::string ReadLog() const {
-    std::ifstream file(dir_.File("openssl.log"));
-    return std::string(std::istreambuf_iterator<char>(file), {});
-  }
-
-  const TempDir& dir_;
-  mutable int serial_ = 0;
-};
-
-bool HaveOpenssl() {
-  return std::system("openssl version >/dev/null 2>&1") == 0;
-}
-
 class TlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!HaveOpenssl()) {
+    if (!test::HaveOpenssl()) {
       GTEST_SKIP() << "the openssl command-line tool is not installed; the "
                       "TLS tests need it to make their certificates";
     }
@@ -617,7 +556,7 @@ class TlsTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  Pki pki_{dir_};
+  test::TestPki pki_{dir_.File("")};
 };
 
 TEST_F(TlsTest, ClientsThatTrustTheCaTalkPlaintextOnesCannot) {
