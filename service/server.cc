@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/security/server_credentials.h"
+#include "service/limits.h"
 #include "storage/sqlite_store.h"
 #include "service/http/rpc_metrics_interceptor.h"
 #include "service/parse_error_interceptor.h"
@@ -110,6 +111,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, *credentials, &port);
   builder.RegisterService(server->grpc_service_.get());
+  // limits.h: requests up to 4 MiB; answers are built to fit 4 MiB, gRPC's
+  // default receive limit, so that no client misses the answer to a write
+  // that committed.
+  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
+  builder.SetMaxSendMessageSize(static_cast<int>(kMaxResponseBytes));
   // gRPC's default keeps at most 2 idle polling threads, so under load a
   // thread is created for nearly every call and exits after it; keep the
   // pool instead (threads grow to the number of calls in flight).

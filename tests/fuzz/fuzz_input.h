@@ -33,8 +33,9 @@ enum class Rpc : uint8_t {
   kHeartbeat,
   kCheckEarlyStopping,
   kStopTrial,
+  kSetStudyOwner,
 };
-inline constexpr int kRpcCount = 15;
+inline constexpr int kRpcCount = 16;
 
 inline constexpr uint8_t kRpcMask = 0x0f;
 inline constexpr uint8_t kJson = 0x10;

@@ -39,6 +39,26 @@ constexpr char kParams[] = R"pb(
   parameters { name: "act" string_value: "tanh" }
 )pb";
 
+// A CreateStudyRequest whose spec has the early-stopping rule `rule` (text
+// format of EarlyStoppingSpec) and boundary values in its other fields.
+std::string EarlyStoppingStudy(const std::string& rule) {
+  return R"pb(
+    study {
+      name: "bounds"
+      spec {
+        parameters { name: "x" double_spec { min: -1.7976931348623157e308 max: 1.7976931348623157e308 } }
+        parameters { name: "n" integer_spec { min: -9223372036854775808 max: 9223372036854775807 } }
+        metrics { name: "loss" goal: MINIMIZE }
+        max_trials: 2147483647
+        max_parallel_trials: -1
+        lease_seconds: 2147483647
+        max_retries: -1
+        price_per_device_hour: inf
+        max_device_hours: 9007199254740993
+        early_stopping {)pb" +
+         rule + "} } }";
+}
+
 std::vector<Seed> Seeds() {
   const std::string params = kParams;
   return {
@@ -119,6 +139,38 @@ std::vector<Seed> Seeds() {
       {"stop_trial", Rpc::kStopTrial,
        R"pb(study_name: "s" trial_id: 4 reason: "by hand")pb",
        &v1::StopTrialRequest::default_instance()},
+      {"set_study_owner", Rpc::kSetStudyOwner,
+       R"pb(name: "s" owner: "alice")pb",
+       &v1::SetStudyOwnerRequest::default_instance()},
+      // Early-stopping specs of every rule, at and past their bounds (a
+      // HYPERBAND max_resource near INT64_MAX once hung the server).
+      {"create_study_hyperband_huge", Rpc::kCreateStudy,
+       EarlyStoppingStudy("rule: HYPERBAND min_resource: 1 "
+                          "max_resource: 9223372036854775807 "
+                          "reduction_factor: 2 brackets: 2147483647"),
+       &v1::CreateStudyRequest::default_instance()},
+      {"create_study_hyperband_2_53", Rpc::kCreateStudy,
+       EarlyStoppingStudy("rule: HYPERBAND min_resource: 1 "
+                          "max_resource: 9007199254740992 "
+                          "reduction_factor: 2"),
+       &v1::CreateStudyRequest::default_instance()},
+      {"create_study_asha_pause", Rpc::kCreateStudy,
+       EarlyStoppingStudy("rule: ASHA min_resource: 1 max_resource: 27 "
+                          "reduction_factor: 3 pause_at_rungs: true "
+                          "min_trials: -1"),
+       &v1::CreateStudyRequest::default_instance()},
+      {"create_study_asha_huge_eta", Rpc::kCreateStudy,
+       EarlyStoppingStudy("rule: ASHA min_resource: 4611686018427387904 "
+                          "max_resource: 4611686018427387904 "
+                          "reduction_factor: 1.7976931348623157e308"),
+       &v1::CreateStudyRequest::default_instance()},
+      {"create_study_median", Rpc::kCreateStudy,
+       EarlyStoppingStudy("rule: MEDIAN grace_steps: -9223372036854775808 "
+                          "min_trials: 2147483647"),
+       &v1::CreateStudyRequest::default_instance()},
+      {"create_study_percentile", Rpc::kCreateStudy,
+       EarlyStoppingStudy("rule: PERCENTILE percentile: inf"),
+       &v1::CreateStudyRequest::default_instance()},
   };
 }
 

@@ -27,7 +27,8 @@ fi
 
 echo "fuzz: ${seconds} s of service_fuzzer from $here/corpus"
 if ! "$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
-    -max_len=4096 -print_final_stats=1 -artifact_prefix="$work/artifacts/" \
+    -max_len=4096 -print_final_stats=1 -dict="$here/service.dict" \
+    -artifact_prefix="$work/artifacts/" \
     "$work/corpus" "$here/corpus"; then
   echo "fuzz: FAILED; the input is in $work/artifacts/ (keep it in" \
        "tests/fuzz/regressions/ once reported)" >&2

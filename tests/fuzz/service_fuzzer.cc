@@ -295,14 +295,15 @@ template <typename Request, typename Response>
 void Call(Fixture& fixture, std::string_view payload, uint8_t selector,
           const char* rpc,
           absl::StatusOr<Response> (service::StudyService::*method)(
-              const Request&)) {
+              const Request&, const service::Principal&)) {
   Request request;
   if (!Parse(payload, (selector & kJson) != 0, request)) return;
   if (selector & kAim) fixture.memory().Aim(request, selector);
+  const service::Principal caller = service::Principal::AuthOff();
   absl::StatusOr<Response> response =
-      (fixture.memory().service().*method)(request);
+      (fixture.memory().service().*method)(request, caller);
   absl::StatusOr<Response> sqlite_response =
-      (fixture.sqlite().service().*method)(request);
+      (fixture.sqlite().service().*method)(request, caller);
   CheckStatus(response.status(), rpc);
   Check(response.status().code() == sqlite_response.status().code(),
         std::string(rpc) + ": MemoryStore answered " +
@@ -388,6 +389,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case Rpc::kStopTrial:
       Call(fixture, payload, selector, "StopTrial", &StudyService::StopTrial);
+      break;
+    case Rpc::kSetStudyOwner:
+      Call(fixture, payload, selector, "SetStudyOwner",
+           &StudyService::SetStudyOwner);
       break;
   }
   CheckStatus(fixture.memory().service().ExpireLeases(), "ExpireLeases");

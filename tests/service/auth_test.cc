@@ -5,6 +5,7 @@
 #include "service/auth.h"
 
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -323,6 +325,21 @@ TEST(AuthServer, WithoutAuthStudiesHaveNoOwner) {
   EXPECT_EQ(client.GetStudy("open")->owner(), "");
 }
 
+// Runs the hypertune CLI with `args`; returns its exit status, with its
+// stdout and stderr in `out`.
+int RunCli(const std::vector<std::string>& args, std::string* out) {
+  std::string command = HYPERTUNE_CLI_PATH;
+  for (const std::string& arg : args) absl::StrAppend(&command, " '", arg, "'");
+  absl::StrAppend(&command, " 2>&1");
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return -1;
+  out->clear();
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out->append(buffer, n);
+  const int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 // A study made while auth was off, on a server restarted with auth: every
 // owner reads it, only the admin changes it, and the admin gives it an
 // owner (SetStudyOwner, `hypertune study chown`).
@@ -375,7 +392,20 @@ TEST(AuthServer, StudiesWithoutOwnerAreReadByAllAndChangedByAnAdmin) {
   // The admin gives it to a known owner only.
   EXPECT_EQ(carol.SetStudyOwner("legacy", "mallory").status().code(),
             absl::StatusCode::kInvalidArgument);
-  auto given = carol.SetStudyOwner("legacy", "alice");
+  // By the CLI, as an admin would.
+  std::string out;
+  EXPECT_EQ(RunCli({"--server", server->address(), "--token", "tok-carol-77",
+                    "study", "chown", "legacy", "alice"},
+                   &out),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("study \"legacy\" belongs to \"alice\""));
+  EXPECT_NE(RunCli({"--server", server->address(), "--token", kBobToken,
+                    "study", "chown", "legacy", "bob"},
+                   &out),
+            0);
+  EXPECT_THAT(out, HasSubstr("PERMISSION_DENIED"));
+  auto given = carol.GetStudy("legacy");
   ASSERT_TRUE(given.ok()) << given.status();
   EXPECT_EQ(given->owner(), "alice");
   EXPECT_TRUE(alice.Suggest("legacy", 1).ok());

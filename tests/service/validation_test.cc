@@ -151,6 +151,36 @@ TEST(ValidateStudyTest, NaNBoundsAreRefused) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("parameters[0]"));
 }
 
+TEST(ValidateStudyNameTest, BeginsWithALetterOrDigit) {
+  for (const char* good : {"a", "Z9", "9lives", "a.b-c_d", "x..y"}) {
+    EXPECT_TRUE(ValidateStudyName("name", good).ok()) << good;
+  }
+  for (const char* bad : {".", "..", "-dash", "_x", ".hidden", "a/b", ""}) {
+    absl::Status s = ValidateStudyName("name", bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("name")) << bad;
+  }
+}
+
+TEST(ValidateTrialSizeTest, CountsMeasurementsAndBytes) {
+  v1::Trial trial;
+  trial.set_id(7);
+  for (int i = 0; i < kMaxMeasurementsPerTrial; ++i) {
+    trial.add_measurements()->set_step(i);
+  }
+  EXPECT_TRUE(ValidateTrialSize("measurement", trial).ok());
+  trial.add_measurements()->set_step(kMaxMeasurementsPerTrial);
+  absl::Status s = ValidateTrialSize("measurement", trial);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("measurement: trial 7 would hold 10001 measurements, "
+                        "over the limit of 10000 per trial"));
+  v1::Trial big;
+  big.set_checkpoint_uri(std::string(kMaxTrialBytes, 'u'));
+  EXPECT_THAT(std::string(ValidateTrialSize("x", big).message()),
+              HasSubstr("over the limit of 1048576 per trial"));
+}
+
 TEST(ValidateMeasurementTest, RefusesNaNAcceptsInfinity) {
   v1::Measurement m;
   (*m.mutable_metrics())["loss"] = std::numeric_limits<double>::infinity();

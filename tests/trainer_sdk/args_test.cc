@@ -129,6 +129,11 @@ TEST(ParseWorkerArgs, UsageErrors) {
   for (const Case& c : {
            Case{{"--", "x"}, "worker needs a study NAME"},
            Case{{"s"}, "worker needs a command after \"--\""},
+           // The review's `hypertune worker ..`: its log would have left
+           // hypertune-logs/.
+           Case{{"..", "--", "x"}, "is not a study name"},
+           Case{{".", "--", "x"}, "is not a study name"},
+           Case{{"a/../../etc", "--", "x"}, "is not a study name"},
            Case{{"s", "--"}, "worker needs a command after \"--\""},
            Case{{"s", "train.py", "--", "x"}, "put the command after \"--\""},
            Case{{"s", "--parallel", "0", "--", "x"}, "--parallel"},

@@ -34,6 +34,8 @@ constexpr char kUsage[] =
     "  study best NAME                show its best trials\n"
     "  study delete NAME              delete a study and its trials\n"
     "  study pause|resume NAME        stop or restart its suggestions\n"
+    "  study chown NAME OWNER         give a study to another owner (an\n"
+    "                                 admin's call, or its owner's)\n"
     "Trials:\n"
     "  trials NAME [--state S]        list a study's trials\n"
     "  suggest NAME [--count K]       ask for trials to run\n"

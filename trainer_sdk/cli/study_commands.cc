@@ -162,6 +162,21 @@ absl::Status SetState(const CommandContext& context, const Args& args,
   return absl::OkStatus();
 }
 
+absl::Status Chown(const CommandContext& context, const Args& args) {
+  absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, {});
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->positional.size() != 2) {
+    return UsageError("study chown takes a study NAME and an OWNER");
+  }
+  const std::string& name = parsed->positional[0];
+  absl::StatusOr<v1::Study> study =
+      context.client.SetStudyOwner(name, parsed->positional[1]);
+  if (!study.ok()) return study.status();
+  context.out << "study \"" << name << "\" belongs to \"" << study->owner()
+              << "\"\n";
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunStudyCommand(const CommandContext& context, const Args& args) {
@@ -175,6 +190,7 @@ absl::Status RunStudyCommand(const CommandContext& context, const Args& args) {
   if (sub == "delete") return Delete(context, rest);
   if (sub == "pause") return SetState(context, rest, sub, v1::Study::PAUSED);
   if (sub == "resume") return SetState(context, rest, sub, v1::Study::ACTIVE);
+  if (sub == "chown") return Chown(context, rest);
   return UsageError(absl::StrCat("unknown study subcommand \"", sub, "\""));
 }
 

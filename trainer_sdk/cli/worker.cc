@@ -731,6 +731,13 @@ absl::StatusOr<WorkerOptions> ParseWorkerArgs(const Args& args) {
   }
   WorkerOptions options;
   options.study = parsed->positional[0];
+  // The default log folder is named after the study: it must stay a folder
+  // under hypertune-logs/ (the server refuses such names too).
+  if (options.study.empty() || options.study == "." || options.study == ".." ||
+      options.study.find('/') != std::string::npos) {
+    return UsageError(absl::StrCat("worker: \"", options.study,
+                                   "\" is not a study name"));
+  }
   options.command = parsed->rest;
   absl::StatusOr<int64_t> parallel = parsed->GetInt("parallel", 1, 1);
   if (!parallel.ok()) return parallel.status();
