@@ -39,25 +39,35 @@ constexpr char kParams[] = R"pb(
   parameters { name: "act" string_value: "tanh" }
 )pb";
 
-// A CreateStudyRequest whose spec has the early-stopping rule `rule` (text
-// format of EarlyStoppingSpec) and boundary values in its other fields.
+// A valid CreateStudyRequest whose spec has the early-stopping rule `rule`
+// (text format of EarlyStoppingSpec).
 std::string EarlyStoppingStudy(const std::string& rule) {
   return R"pb(
     study {
-      name: "bounds"
+      name: "rules"
       spec {
-        parameters { name: "x" double_spec { min: -1.7976931348623157e308 max: 1.7976931348623157e308 } }
-        parameters { name: "n" integer_spec { min: -9223372036854775808 max: 9223372036854775807 } }
+        parameters { name: "x" double_spec { min: 0 max: 1 } }
         metrics { name: "loss" goal: MINIMIZE }
-        max_trials: 2147483647
-        max_parallel_trials: -1
-        lease_seconds: 2147483647
-        max_retries: -1
-        price_per_device_hour: inf
-        max_device_hours: 9007199254740993
         early_stopping {)pb" +
          rule + "} } }";
 }
+
+// A CreateStudyRequest with boundary values in every numeric field.
+constexpr char kBoundsStudy[] = R"pb(
+  study {
+    name: "bounds"
+    spec {
+      parameters { name: "x" double_spec { min: -1.7976931348623157e308 max: 1.7976931348623157e308 } }
+      parameters { name: "n" integer_spec { min: -9223372036854775808 max: 9223372036854775807 } }
+      metrics { name: "loss" goal: MINIMIZE }
+      max_trials: 2147483647
+      max_parallel_trials: -1
+      lease_seconds: 2147483647
+      max_retries: -1
+      price_per_device_hour: inf
+      max_device_hours: 9007199254740993
+    }
+  })pb";
 
 std::vector<Seed> Seeds() {
   const std::string params = kParams;
@@ -142,6 +152,8 @@ std::vector<Seed> Seeds() {
       {"set_study_owner", Rpc::kSetStudyOwner,
        R"pb(name: "s" owner: "alice")pb",
        &v1::SetStudyOwnerRequest::default_instance()},
+      {"create_study_bounds", Rpc::kCreateStudy, kBoundsStudy,
+       &v1::CreateStudyRequest::default_instance()},
       // Early-stopping specs of every rule, at and past their bounds (a
       // HYPERBAND max_resource near INT64_MAX once hung the server).
       {"create_study_hyperband_huge", Rpc::kCreateStudy,
