@@ -37,10 +37,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
-#include "benchmarks/chaos.h"
-#include "benchmarks/early_stopping.h"
-#include "benchmarks/functions.h"
-#include "benchmarks/regret.h"
+#include "testing/chaos.h"
+#include "testing/learning_curves.h"
+#include "testing/test_functions.h"
+#include "testing/regret.h"
 #include "benchmarks/service_load.h"
 #include "optimizer/early_stopping.h"
 #include "optimizer/suggester.h"
@@ -265,7 +265,7 @@ int Service(const std::vector<std::string>& args) {
   return 0;
 }
 
-// The chaos soak (benchmarks/chaos.h): hypertuned SIGKILLed every 20-40 s
+// The chaos soak (testing/chaos.h): hypertuned SIGKILLed every 20-40 s
 // (down 0.5 s each time) and a worker every 3-8 s for --minutes, then every promise checked. Prints
 // the figures as one JSON line; broken promises go to stderr, exit status 1.
 int Soak(const std::vector<std::string>& args) {
@@ -343,7 +343,7 @@ int Soak(const std::vector<std::string>& args) {
   return 0;
 }
 
-// The early-stopping benchmark (benchmarks/early_stopping.h): every rule over
+// The early-stopping benchmark (testing/learning_curves.h): every rule over
 // the same synthetic learning curves, epochs until the study's best is within
 // 1% of the pool's full-budget optimum. One JSON line per rule on stdout, a
 // table on stderr; --out writes the curves for peers_optuna_pruners.py.

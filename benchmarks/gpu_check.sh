@@ -94,8 +94,9 @@ step() {
 }
 
 # A throwaway top-level project around the sources in place: the core's own
-# CMakeLists (trainer_sdk/train, with cuda/), googletest from sources, and
-# tests/train's CMakeLists with the hypertune_test() helper it expects.
+# CMakeLists (trainer_sdk/trainer, with cuda/), googletest from sources, and
+# tests/trainer_sdk/trainer's CMakeLists with the hypertune_test() helper it
+# expects.
 cat > "$BUILD_DIR/wrapper/CMakeLists.txt" <<EOF
 cmake_minimum_required(VERSION 3.18)
 project(hypertune_gpu_check LANGUAGES C CXX)
@@ -118,7 +119,7 @@ foreach(lib gtest gtest_main gmock gmock_main)
 endforeach()
 add_compile_options(\$<\$<COMPILE_LANGUAGE:CXX>:-Wall> \$<\$<COMPILE_LANGUAGE:CXX>:-Wextra>)
 set(EIGEN3_INCLUDE_DIR "$EIGEN_DIR")
-add_subdirectory("$REPO/trainer_sdk/train" train)
+add_subdirectory("$REPO/trainer_sdk/trainer" trainer)
 enable_testing()
 include(GoogleTest)
 function(hypertune_test name)
@@ -131,7 +132,7 @@ function(hypertune_test name)
   endif()
   gtest_discover_tests(\${name} DISCOVERY_MODE PRE_TEST PROPERTIES \${properties})
 endfunction()
-add_subdirectory("$REPO/tests/train" tests_train)
+add_subdirectory("$REPO/tests/trainer_sdk/trainer" tests_trainer)
 EOF
 
 echo "gpu_check: repo $REPO, build $BUILD_DIR, nvcc $NVCC, Eigen $EIGEN_DIR, googletest $GTEST_DIR"

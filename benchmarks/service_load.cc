@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include <csignal>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -10,9 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
-#include "benchmarks/regret.h"
-#include "trainer_sdk/cli/subprocess.h"
+#include "testing/regret.h"
+#include "testing/test_server.h"
 #include "trainer_sdk/hypertune.h"
 
 namespace hypertune::bench {
@@ -20,69 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-// hypertuned in its own process, stopped (SIGTERM) on destruction.
-class ServerProcess {
- public:
-  static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
-      const std::string& program, const std::string& db, bool durable_full) {
-    cli::SubprocessOptions options;
-    options.argv = {program, "--db", db, "--listen", "127.0.0.1:0",
-                    "--durability", durable_full ? "full" : "normal"};
-    for (char** e = environ; *e != nullptr; ++e) options.env.push_back(*e);
-    options.kill_grace = std::chrono::seconds(10);
-    auto process = cli::Subprocess::Start(options);
-    if (!process.ok()) return process.status();
-    std::unique_ptr<ServerProcess> server(new ServerProcess());
-    server->process_ = *std::move(process);
-    server->pump_ = std::thread([s = server.get()] { s->Pump(); });
-    if (!server->ready_.WaitForNotificationWithTimeout(absl::Seconds(30)) ||
-        server->address_.empty()) {
-      return absl::UnavailableError(
-          absl::StrCat(program, " did not report its address"));
-    }
-    return server;
-  }
-
-  ~ServerProcess() {
-    stop_.Notify();
-    pump_.join();
-  }
-
-  const std::string& address() const { return address_; }
-
- private:
-  ServerProcess() = default;
-
-  // Reads the server's output until it exits; stops it when asked.
-  void Pump() {
-    const std::string marker = "listening on ";
-    process_->Wait(
-        [&](std::string_view line) {
-          size_t at = line.find(marker);
-          if (at == std::string_view::npos || ready_.HasBeenNotified()) return;
-          std::string_view rest = line.substr(at + marker.size());
-          address_ = std::string(rest.substr(0, rest.find(' ')));
-          ready_.Notify();
-        },
-        [](std::string_view) {},
-        [&] {
-          if (stop_.HasBeenNotified() && !terminated_) {
-            process_->Terminate();
-            terminated_ = true;
-          }
-        },
-        std::chrono::milliseconds(50));
-    if (!ready_.HasBeenNotified()) ready_.Notify();
-  }
-
-  std::unique_ptr<cli::Subprocess> process_;
-  std::thread pump_;
-  std::string address_;
-  absl::Notification ready_;
-  absl::Notification stop_;
-  bool terminated_ = false;
-};
 
 v1::Study LoadStudy(const ServiceLoadOptions& options) {
   v1::Study study;
@@ -158,9 +96,12 @@ absl::StatusOr<ServiceLoadResult> RunServiceLoad(
   const fs::path dir = dir_pattern;
   ServiceLoadResult result;
   {
-    auto server = ServerProcess::Start(options.hypertuned,
-                                       (dir / "load.db").string(),
-                                       options.durable_full);
+    test::ServerProcessOptions server_options;
+    server_options.program = options.hypertuned;
+    server_options.db_path = (dir / "load.db").string();
+    server_options.extra_args = {"--durability",
+                                 options.durable_full ? "full" : "normal"};
+    auto server = test::ServerProcess::Start(server_options);
     if (!server.ok()) return server.status();
     ClientOptions admin_options;
     admin_options.server = (*server)->address();
@@ -193,6 +134,7 @@ absl::StatusOr<ServiceLoadResult> RunServiceLoad(
     }
     result.rpc_p50_ms = Percentile(all, 50);
     result.rpc_p99_ms = Percentile(all, 99);
+    (*server)->Kill(SIGTERM);
   }
   fs::remove_all(dir);
   return result;

@@ -18,6 +18,8 @@
 #include "service/conversion.h"
 #include "service/metrics.h"
 #include "service/status_macros.h"
+#include "service/suggestion_plan.h"
+#include "service/trial_state.h"
 #include "service/validation.h"
 
 namespace hypertune::service {
@@ -39,11 +41,6 @@ int64_t SystemNowMs() {
 
 bool IsRunning(v1::Trial::State state) {
   return state == v1::Trial::ACTIVE || state == v1::Trial::STOPPING;
-}
-
-bool IsFinished(v1::Trial::State state) {
-  return state == v1::Trial::COMPLETED || state == v1::Trial::STOPPED ||
-         state == v1::Trial::INFEASIBLE || state == v1::Trial::FAILED;
 }
 
 std::string TrialRef(const v1::Trial& trial) {
@@ -96,8 +93,8 @@ bool HasRungs(const v1::StudySpec& spec) {
 
 // `trial` finished early, without its worker: STOPPED, judged by its last
 // measurement.
-void StopNow(v1::Trial& trial, const std::string& reason, int64_t now) {
-  trial.set_state(v1::Trial::STOPPED);
+absl::Status StopNow(v1::Trial& trial, const std::string& reason, int64_t now) {
+  HT_RETURN_IF_ERROR(Transition(trial, v1::Trial::STOPPED));
   trial.set_stop_reason(reason);
   trial.set_lease_expire_time_ms(0);
   trial.set_end_time_ms(now);
@@ -105,43 +102,7 @@ void StopNow(v1::Trial& trial, const std::string& reason, int64_t now) {
     *trial.mutable_final_measurement() =
         trial.measurements(trial.measurements_size() - 1);
   }
-}
-
-// Counts the bytes of an answer being built, so that lists end a page
-// before the answer would pass kMaxResponseBytes. The first item always
-// fits: no item is larger than a quarter of the limit.
-class ResponseBudget {
- public:
-  // Whether `item` still fits; if so, it is counted.
-  bool Take(const google::protobuf::Message& item) {
-    // A repeated field's tag and length take at most 6 bytes.
-    const size_t bytes = item.ByteSizeLong() + 6;
-    if (used_ > 0 && used_ + bytes > kMaxResponseBytes) return false;
-    used_ += bytes;
-    return true;
-  }
-  // How many more items of at most `bytes` each fit.
-  int64_t Fits(size_t bytes) const {
-    return static_cast<int64_t>((kMaxResponseBytes - used_) / (bytes + 6));
-  }
-
- private:
-  size_t used_ = 0;
-};
-
-// An upper bound on the bytes of a trial newly proposed for `study` and
-// granted to `client_id`: its parameters, ids, times and lease.
-size_t NewTrialBytesBound(const v1::Study& study,
-                          const std::string& client_id) {
-  size_t bytes = 128 + study.name().size() + client_id.size();
-  for (const v1::ParameterSpec& p : study.spec().parameters()) {
-    size_t value = 16;
-    for (const std::string& category : p.categorical_spec().values()) {
-      value = std::max(value, category.size() + 8);
-    }
-    bytes += p.name().size() + value + 8;
-  }
-  return bytes;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> ParsePageToken(const std::string& token) {
@@ -183,8 +144,9 @@ absl::StatusOr<v1::Study> StudyService::CreateStudy(
   return study;
 }
 
-absl::Status StudyService::SaveTrial(const v1::Trial& trial) {
-  HT_RETURN_IF_ERROR(store_->UpdateTrial(trial));
+absl::Status StudyService::SaveTrial(const storage::TrialVersion& read,
+                                     const v1::Trial& trial) {
+  HT_RETURN_IF_ERROR(store_->UpdateTrialIf(trial, read));
   changes_.Notify();
   return absl::OkStatus();
 }
@@ -363,39 +325,50 @@ int64_t StudyService::LeaseMs(const v1::Study& study) const {
              : options_.lease_ms;
 }
 
-void StudyService::Grant(const v1::Study& study, v1::Trial& trial,
-                         const std::string& client_id, int64_t now) const {
-  trial.set_state(v1::Trial::ACTIVE);
+absl::Status StudyService::Grant(const v1::Study& study, v1::Trial& trial,
+                                 const std::string& client_id,
+                                 int64_t now) const {
+  HT_RETURN_IF_ERROR(Transition(trial, v1::Trial::ACTIVE));
   trial.set_client_id(client_id);
   trial.set_lease_epoch(trial.lease_epoch() + 1);
   trial.set_lease_expire_time_ms(now + LeaseMs(study));
   if (trial.start_time_ms() == 0) trial.set_start_time_ms(now);
+  return absl::OkStatus();
 }
 
-v1::Trial StudyService::Release(const v1::Study& study, v1::Trial trial,
-                                const std::string& reason) const {
+absl::Status StudyService::Release(const v1::Study& study, v1::Trial& trial,
+                                   const std::string& reason) const {
   if (trial.state() == v1::Trial::STOPPING) {
     // The stop was decided: no one needs to run it again.
-    StopNow(trial, trial.stop_reason(), Now());
-    return trial;
+    return StopNow(trial, trial.stop_reason(), Now());
   }
   const int max_retries = study.spec().has_max_retries()
                               ? study.spec().max_retries()
                               : options_.max_retries;
+  const bool retry = trial.retry_count() + 1 <= max_retries;
+  // Queued for the next worker, which resumes from the checkpoint, or
+  // FAILED once the retries are spent.
+  HT_RETURN_IF_ERROR(
+      Transition(trial, retry ? v1::Trial::REQUESTED : v1::Trial::FAILED));
   trial.set_retry_count(trial.retry_count() + 1);
   trial.set_lease_expire_time_ms(0);
-  if (trial.retry_count() > max_retries) {
-    trial.set_state(v1::Trial::FAILED);
+  if (retry) {
+    trial.set_failure_reason(reason);
+  } else {
     trial.set_failure_reason(
         absl::StrFormat("%s; the worker was lost %d times (max_retries %d)",
                         reason, trial.retry_count(), max_retries));
     trial.set_end_time_ms(Now());
-  } else {
-    // Queued for the next worker, which resumes from the checkpoint.
-    trial.set_state(v1::Trial::REQUESTED);
-    trial.set_failure_reason(reason);
   }
-  return trial;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Trial> StudyService::ReleaseAndSave(
+    const v1::Study& study, const v1::Trial& read, const std::string& reason) {
+  v1::Trial released = read;
+  HT_RETURN_IF_ERROR(Release(study, released, reason));
+  HT_RETURN_IF_ERROR(SaveTrial(storage::TrialVersion::Of(read), released));
+  return released;
 }
 
 absl::Status StudyService::ExpireLeasesIfDue(StudyRuntime& runtime,
@@ -432,8 +405,7 @@ absl::Status StudyService::ExpireLeasesLocked(StudyRuntime& runtime,
       earliest = std::min(earliest, t.lease_expire_time_ms());
       continue;
     }
-    HT_RETURN_IF_ERROR(
-        SaveTrial(Release(study, std::move(t), "lease expired")));
+    HT_RETURN_IF_ERROR(ReleaseAndSave(study, t, "lease expired").status());
     if (options_.metrics != nullptr) {
       options_.metrics->CountLeaseExpiry(study.name());
     }
@@ -508,8 +480,9 @@ absl::StatusOr<v1::SuggestTrialsResponse> StudyService::SuggestTrials(
 
 // A batch of suggestion requests is served in three steps, so that the model
 // fit (the slow part) runs without the study's lock and reports keep flowing:
-//   1. under the lock, shared: hand back held and queued trials, share out
-//      how many new trials each request gets, snapshot the history;
+//   1. under the lock, shared: read the study's state, plan the batch
+//      (suggestion_plan.h), grant the queued and promoted trials it hands
+//      out, snapshot the history;
 //   2. without it: one fit proposes all the new points, pending-aware;
 //   3. under the lock, shared: store them as ACTIVE trials of their
 //      requesters.
@@ -517,156 +490,65 @@ absl::StatusOr<v1::SuggestTrialsResponse> StudyService::SuggestTrials(
 void StudyService::ServeSuggestions(
     StudyRuntime& runtime, const std::string& name,
     const std::vector<SuggestQueue::Ticket*>& batch) {
-  struct Plan {
-    absl::Status access;
-    v1::SuggestTrialsResponse response;
-    int fresh = 0;  // New trials to propose for this request.
-  };
-  std::vector<Plan> plans(batch.size());
   auto fail_all = [&](const absl::Status& status) {
     for (SuggestQueue::Ticket* t : batch) t->result = status;
   };
-
-  v1::Study study;
-  std::vector<v1::Trial> snapshot;
-  int64_t created = 0;
-  int total_fresh = 0;
   const int64_t now = Now();
   if (absl::Status s = ExpireLeasesIfDue(runtime, name, now); !s.ok()) {
     return fail_all(s);
   }
+
+  SuggestionState state;
+  std::vector<SuggestionAsk> asks(batch.size());
+  std::vector<absl::Status> access(batch.size());
+  SuggestionPlan plan;
+  std::vector<v1::SuggestTrialsResponse> responses(batch.size());
+  std::vector<v1::Trial> snapshot;
   {
     // Shared: this writes only trials that no report can touch (queued,
     // paused, new ones), and the queue's leadership keeps other batches out.
     absl::ReaderMutexLock lock(&runtime.mu);
-    absl::StatusOr<v1::Study> loaded = store_->GetStudy(name);
-    if (!loaded.ok()) return fail_all(loaded.status());
-    study = *std::move(loaded);
-    auto counts = store_->CountTrials(name);
-    if (!counts.ok()) return fail_all(counts.status());
-    auto count_of = [&](v1::Trial::State s) {
-      auto it = counts->find(s);
-      return it == counts->end() ? int64_t{0} : it->second;
-    };
-    for (const auto& [state, n] : *counts) created += n;
-    const int64_t running =
-        count_of(v1::Trial::ACTIVE) + count_of(v1::Trial::STOPPING);
-    int64_t room = study.spec().max_parallel_trials() > 0
-                       ? study.spec().max_parallel_trials() - running
-                       : std::numeric_limits<int64_t>::max();
-    int64_t budget_left = study.spec().max_trials() > 0
-                              ? study.spec().max_trials() - created
-                              : std::numeric_limits<int64_t>::max();
-    if (study.spec().max_device_hours() > 0 &&
-        study.device_seconds() >= study.spec().max_device_hours() * 3600.0) {
-      budget_left = 0;  // the device-hours are spent
+    if (absl::Status s = LoadSuggestionState(name, state); !s.ok()) {
+      return fail_all(s);
     }
-    std::deque<v1::Trial> queued;
-    if (count_of(v1::Trial::REQUESTED) > 0) {
-      storage::TrialQuery query;
-      query.states = {v1::Trial::REQUESTED};
-      absl::StatusOr<std::vector<v1::Trial>> waiting =
-          store_->ListTrials(name, query);
-      if (!waiting.ok()) return fail_all(waiting.status());
-      queued.assign(waiting->begin(), waiting->end());
-    }
-    // ASHA's pause mode: paused trials to promote, after the queued ones and
-    // before new configurations.
-    const bool pauses = HasRungs(study.spec()) &&
-                        study.spec().early_stopping().pause_at_rungs();
-    const optimizer::EarlyStoppingConfig rule =
-        ToEarlyStoppingConfig(study.spec());
-    std::vector<v1::Trial> all_trials;
-    std::deque<v1::Trial> promoted;
-    if (pauses && count_of(v1::Trial::PAUSED) > 0 &&
-        study.state() == v1::Study::ACTIVE) {
-      absl::StatusOr<std::vector<v1::Trial>> trials =
-          store_->ListTrials(name, {});
-      if (!trials.ok()) return fail_all(trials.status());
-      all_trials = *std::move(trials);
-      absl::flat_hash_map<int64_t, const v1::Trial*> by_id;
-      for (const v1::Trial& t : all_trials) by_id[t.id()] = &t;
-      for (const optimizer::Promotion& p :
-           optimizer::Promotions(rule, ToCurves(study.spec(), all_trials),
-                                 /*draining=*/budget_left <= 0)) {
-        v1::Trial t = *by_id.at(p.trial_id);
-        t.set_stop_reason("");
-        promoted.push_back(std::move(t));
-      }
-    }
-
-    // A worker asking again gets back what it already holds (as Vizier):
-    // the running trials, read once for the batch, by holder.
-    absl::flat_hash_map<std::string, std::vector<v1::Trial>> held;
-    if (running > 0) {
-      storage::TrialQuery running_query;
-      running_query.states = {v1::Trial::ACTIVE, v1::Trial::STOPPING};
-      absl::StatusOr<std::vector<v1::Trial>> trials =
-          store_->ListTrials(name, running_query);
-      if (!trials.ok()) return fail_all(trials.status());
-      for (v1::Trial& t : *trials) {
-        if (!t.client_id().empty()) held[t.client_id()].push_back(std::move(t));
-      }
-    }
-
-    bool granted_any = false;
-    bool admitted_any = false;
+    // Checked on the row read under the lock, as every other call does.
     for (size_t i = 0; i < batch.size(); ++i) {
-      const v1::SuggestTrialsRequest& request = *batch[i]->request;
-      v1::SuggestTrialsResponse& response = plans[i].response;
-      // Checked on the row read under the lock, as every other call does.
-      plans[i].access =
-          CheckAccess(*batch[i]->caller, study, Access::kWrite);
-      if (!plans[i].access.ok()) continue;
-      admitted_any = true;
-      response.set_study_state(study.state());
-      ResponseBudget bytes;
-      if (auto it = held.find(request.client_id());
-          !request.client_id().empty() && it != held.end()) {
-        const int n = std::min<int>(request.count(), it->second.size());
-        for (int k = 0; k < n && bytes.Take(it->second[k]); ++k) {
-          *response.add_trials() = it->second[k];
-        }
-        continue;
+      access[i] = CheckAccess(*batch[i]->caller, state.study, Access::kWrite);
+      asks[i] = {batch[i]->request, access[i].ok()};
+    }
+    plan = PlanSuggestions(state, asks);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      v1::SuggestTrialsResponse& response = responses[i];
+      response.set_study_state(state.study.state());
+      for (v1::Trial& t : plan.requests[i].held) {
+        *response.add_trials() = std::move(t);
       }
-      if (study.state() != v1::Study::ACTIVE) continue;
-      int64_t wanted = std::min<int64_t>(request.count(), room);
-      // Grants trials of `source` while wanted and while the answer has
-      // room; the rest waits for the next call.
-      auto grant_from = [&](std::deque<v1::Trial>& source) {
-        while (wanted > 0 && !source.empty()) {
-          v1::Trial t = source.front();
-          Grant(study, t, request.client_id(), now);
-          if (!bytes.Take(t)) {
-            wanted = 0;
-            break;
-          }
-          source.pop_front();
-          HT_RETURN_IF_ERROR(SaveTrial(t));
-          *response.add_trials() = std::move(t);
-          --wanted;
-          --room;
-          granted_any = true;
+      for (const v1::Trial& t : plan.requests[i].grants) {
+        v1::Trial granted = t;
+        if (absl::Status s = Grant(state.study, granted,
+                                   batch[i]->request->client_id(), now);
+            !s.ok()) {
+          return fail_all(s);
         }
-        return absl::OkStatus();
-      };
-      // Queued trials (enqueued by hand, or back from a lost worker) first,
-      // then promotions.
-      if (absl::Status s = grant_from(queued); !s.ok()) return fail_all(s);
-      if (absl::Status s = grant_from(promoted); !s.ok()) return fail_all(s);
-      const int64_t fresh =
-          std::min({wanted, budget_left,
-                    bytes.Fits(NewTrialBytesBound(study, request.client_id()))});
-      if (fresh > 0) {
-        plans[i].fresh = static_cast<int>(fresh);
-        total_fresh += static_cast<int>(fresh);
-        room -= fresh;
-        budget_left -= fresh;
+        if (absl::Status s = SaveTrial(storage::TrialVersion::Of(t), granted); !s.ok()) {
+          return fail_all(s);
+        }
+        *response.add_trials() = std::move(granted);
       }
     }
-
-    if (total_fresh > 0) {
-      if (absl::Status s = PrepareSuggester(runtime, study); !s.ok()) {
+    if (plan.completes_study) {
+      if (absl::Status s = CompleteStudy(state.study, plan.unpromotable, now);
+          !s.ok()) {
+        return fail_all(s);
+      }
+      for (v1::SuggestTrialsResponse& response : responses) {
+        if (response.trials().empty()) {
+          response.set_study_state(v1::Study::COMPLETED);
+        }
+      }
+    }
+    if (plan.total_fresh > 0) {
+      if (absl::Status s = PrepareSuggester(runtime, state.study); !s.ok()) {
         return fail_all(s);
       }
       if (runtime.suggester->UsesHistory()) {
@@ -675,109 +557,130 @@ void StudyService::ServeSuggestions(
         if (!trials.ok()) return fail_all(trials.status());
         snapshot = *std::move(trials);
       }
-    } else if (study.state() == v1::Study::ACTIVE && admitted_any &&
-               !granted_any &&
-               budget_left <= 0 && queued.empty() && running == 0 &&
-               promoted.empty()) {
-      // Budget spent and every trial finished: the study is done, once the
-      // paused trials that no promotion will resume are stopped. While
-      // trials still run, a lost worker's trial may come back to REQUESTED,
-      // so idle workers wait instead of leaving.
-      if (!all_trials.empty()) {
-        const std::vector<int64_t> unpromotable = optimizer::UnpromotableTrials(
-            rule, ToCurves(study.spec(), all_trials));
-        for (v1::Trial& t : all_trials) {
-          if (t.state() != v1::Trial::PAUSED ||
-              !std::binary_search(unpromotable.begin(), unpromotable.end(),
-                                  t.id())) {
-            continue;
-          }
-          StopNow(t, absl::StrCat(t.stop_reason(), "; not promoted"), now);
-          if (absl::Status s = SaveTrial(t); !s.ok()) return fail_all(s);
-        }
-      }
-      study.set_state(v1::Study::COMPLETED);
-      // Modified in place: completions may be adding to its cost meanwhile.
-      if (absl::Status s = store_->ModifyStudy(
-              name,
-              [](v1::Study& stored) {
-                stored.set_state(v1::Study::COMPLETED);
-              });
-          !s.ok()) {
-        return fail_all(s);
-      }
-      for (Plan& plan : plans) {
-        if (plan.response.trials().empty()) {
-          plan.response.set_study_state(v1::Study::COMPLETED);
-        }
-      }
     }
   }
 
   absl::Status proposal_error;
-  if (total_fresh > 0) {
-    absl::StatusOr<std::vector<v1::Trial>> proposed =
-        ProposeTrials(runtime, study, snapshot, total_fresh, created);
-    absl::ReaderMutexLock lock(&runtime.mu);
-    // The fit ran without the lock: the study may have been deleted (and a
-    // study of the same name made, perhaps by another owner) meanwhile.
-    absl::StatusOr<v1::Study> current = store_->GetStudy(name);
-    if (proposed.ok() && current.ok() &&
-        current->create_time_ms() != study.create_time_ms()) {
-      current = absl::NotFoundError(absl::StrCat(
-          "study \"", name, "\" was deleted while its trials were proposed"));
-    }
-    for (size_t i = 0; i < batch.size() && current.ok(); ++i) {
-      if (plans[i].fresh == 0) continue;
-      if (absl::Status s = CheckAccess(*batch[i]->caller, *current,
-                                       Access::kWrite);
-          !s.ok()) {
-        current = s;  // given away meanwhile
-      }
-    }
-    if (!current.ok()) {
-      proposal_error = current.status();
-    } else if (proposed.ok()) {
-      const int64_t now = Now();
-      size_t next = 0;
-      for (size_t i = 0; i < batch.size(); ++i) {
-        for (int k = 0; k < plans[i].fresh; ++k) {
-          v1::Trial& t = (*proposed)[next++];
-          t.set_create_time_ms(now);
-          Grant(study, t, batch[i]->request->client_id(), now);
-        }
-      }
-      // One transaction for the whole batch; ids follow request order.
-      absl::StatusOr<std::vector<v1::Trial>> stored =
-          SaveNewTrials(name, *std::move(proposed));
-      if (stored.ok()) {
-        next = 0;
-        for (size_t i = 0; i < batch.size(); ++i) {
-          for (int k = 0; k < plans[i].fresh; ++k) {
-            *plans[i].response.add_trials() = std::move((*stored)[next++]);
-          }
-        }
-      } else {
-        proposal_error = stored.status();
-      }
-    } else {
-      proposal_error = proposed.status();
-    }
+  if (plan.total_fresh > 0) {
+    proposal_error = ProposeAndStore(runtime, state, snapshot, batch, plan,
+                                     responses);
   }
   for (size_t i = 0; i < batch.size(); ++i) {
-    if (!plans[i].access.ok()) {
-      batch[i]->result = plans[i].access;
-      continue;
-    }
-    // A request that got nothing because the proposal failed sees why; the
-    // others keep what they were granted.
-    if (!proposal_error.ok() && plans[i].fresh > 0 &&
-        plans[i].response.trials().empty()) {
+    if (!access[i].ok()) {
+      batch[i]->result = access[i];
+    } else if (!proposal_error.ok() && plan.requests[i].fresh > 0 &&
+               responses[i].trials().empty()) {
+      // A request that got nothing because the proposal failed sees why;
+      // the others keep what they were granted.
       batch[i]->result = proposal_error;
     } else {
-      batch[i]->result = std::move(plans[i].response);
+      batch[i]->result = std::move(responses[i]);
     }
   }
+}
+
+absl::Status StudyService::LoadSuggestionState(const std::string& name,
+                                               SuggestionState& state) {
+  absl::StatusOr<v1::Study> study = store_->GetStudy(name);
+  if (!study.ok()) return study.status();
+  state.study = *std::move(study);
+  auto counts = store_->CountTrials(name);
+  if (!counts.ok()) return counts.status();
+  state.counts = *std::move(counts);
+  auto count_of = [&](v1::Trial::State s) {
+    auto it = state.counts.find(s);
+    return it == state.counts.end() ? int64_t{0} : it->second;
+  };
+  auto list = [&](std::vector<v1::Trial::State> states,
+                  std::vector<v1::Trial>& out) -> absl::Status {
+    storage::TrialQuery query;
+    query.states = std::move(states);
+    absl::StatusOr<std::vector<v1::Trial>> trials =
+        store_->ListTrials(name, query);
+    if (!trials.ok()) return trials.status();
+    out = *std::move(trials);
+    return absl::OkStatus();
+  };
+  if (count_of(v1::Trial::REQUESTED) > 0) {
+    HT_RETURN_IF_ERROR(list({v1::Trial::REQUESTED}, state.queued));
+  }
+  if (count_of(v1::Trial::ACTIVE) + count_of(v1::Trial::STOPPING) > 0) {
+    HT_RETURN_IF_ERROR(
+        list({v1::Trial::ACTIVE, v1::Trial::STOPPING}, state.running));
+  }
+  if (HasRungs(state.study.spec()) &&
+      state.study.spec().early_stopping().pause_at_rungs() &&
+      count_of(v1::Trial::PAUSED) > 0 &&
+      state.study.state() == v1::Study::ACTIVE) {
+    HT_RETURN_IF_ERROR(list({}, state.all_trials));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StudyService::CompleteStudy(
+    const v1::Study& study, const std::vector<v1::Trial>& unpromotable,
+    int64_t now) {
+  for (const v1::Trial& paused : unpromotable) {
+    v1::Trial stopped = paused;
+    HT_RETURN_IF_ERROR(StopNow(
+        stopped, absl::StrCat(paused.stop_reason(), "; not promoted"), now));
+    HT_RETURN_IF_ERROR(SaveTrial(storage::TrialVersion::Of(paused), stopped));
+  }
+  // Modified in place: completions may be adding to its cost meanwhile.
+  return store_->ModifyStudy(study.name(), [](v1::Study& stored) {
+    stored.set_state(v1::Study::COMPLETED);
+  });
+}
+
+absl::Status StudyService::ProposeAndStore(
+    StudyRuntime& runtime, const SuggestionState& state,
+    const std::vector<v1::Trial>& snapshot,
+    const std::vector<SuggestQueue::Ticket*>& batch,
+    const SuggestionPlan& plan,
+    std::vector<v1::SuggestTrialsResponse>& responses) {
+  const v1::Study& study = state.study;
+  int64_t created = 0;
+  for (const auto& [s, n] : state.counts) created += n;
+  absl::StatusOr<std::vector<v1::Trial>> proposed =
+      ProposeTrials(runtime, study, snapshot, plan.total_fresh, created);
+  if (!proposed.ok()) return proposed.status();
+
+  absl::ReaderMutexLock lock(&runtime.mu);
+  // The fit ran without the lock: the study may have been deleted (and a
+  // study of the same name made, perhaps by another owner) or given away
+  // meanwhile.
+  absl::StatusOr<v1::Study> current = store_->GetStudy(study.name());
+  if (!current.ok()) return current.status();
+  if (current->create_time_ms() != study.create_time_ms()) {
+    return absl::NotFoundError(absl::StrCat(
+        "study \"", study.name(), "\" was deleted while its trials were proposed"));
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (plan.requests[i].fresh == 0) continue;
+    HT_RETURN_IF_ERROR(
+        CheckAccess(*batch[i]->caller, *current, Access::kWrite));
+  }
+  const int64_t now = Now();
+  size_t next = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    for (int k = 0; k < plan.requests[i].fresh; ++k) {
+      v1::Trial& t = (*proposed)[next++];
+      t.set_create_time_ms(now);
+      HT_RETURN_IF_ERROR(
+          Grant(study, t, batch[i]->request->client_id(), now));
+    }
+  }
+  // One transaction for the whole batch; ids follow request order.
+  absl::StatusOr<std::vector<v1::Trial>> stored =
+      SaveNewTrials(study.name(), *std::move(proposed));
+  if (!stored.ok()) return stored.status();
+  next = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    for (int k = 0; k < plan.requests[i].fresh; ++k) {
+      *responses[i].add_trials() = std::move((*stored)[next++]);
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status StudyService::PrepareSuggester(StudyRuntime& runtime,
@@ -837,10 +740,10 @@ absl::StatusOr<v1::Trial> StudyService::CreateTrial(
   switch (given.state()) {
     case v1::Trial::STATE_UNSPECIFIED:
     case v1::Trial::REQUESTED:
-      trial.set_state(v1::Trial::REQUESTED);
+      HT_RETURN_IF_ERROR(Transition(trial, v1::Trial::REQUESTED));
       break;
     case v1::Trial::COMPLETED:
-      trial.set_state(v1::Trial::COMPLETED);
+      HT_RETURN_IF_ERROR(Transition(trial, v1::Trial::COMPLETED));
       break;
     default:
       return absl::InvalidArgumentError(
@@ -979,13 +882,14 @@ absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
           m.step(), latest, TrialRef(trial)));
     }
   }
+  const storage::TrialVersion read = storage::TrialVersion::Of(trial);
   *trial.add_measurements() = m;
   HT_RETURN_IF_ERROR(ValidateTrialSize("measurement", trial));
   trial.set_lease_expire_time_ms(Now() + LeaseMs(study));
   if (trial.state() == v1::Trial::ACTIVE) {
     HT_RETURN_IF_ERROR(ApplyEarlyStopping(study, trial));
   }
-  HT_RETURN_IF_ERROR(SaveTrial(trial));
+  HT_RETURN_IF_ERROR(SaveTrial(read, trial));
   return trial;
 }
 
@@ -1029,26 +933,28 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
   if (request.worker_failed()) {
     HT_RETURN_IF_ERROR(CheckRunning(trial, "its worker can give it up"));
     HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
+    const storage::TrialVersion read = storage::TrialVersion::Of(trial);
     AddDeviceSeconds(request.device_seconds(), study, trial);
-    HT_RETURN_IF_ERROR(SaveStudyCost(request.study_name(), request.device_seconds()));
-    v1::Trial released =
-        Release(study, std::move(trial),
+    HT_RETURN_IF_ERROR(
+        Release(study, trial,
                 request.failure_reason().empty() ? "worker failed"
-                                                 : request.failure_reason());
-    HT_RETURN_IF_ERROR(SaveTrial(released));
-    return released;
+                                                 : request.failure_reason()));
+    HT_RETURN_IF_ERROR(SaveTrial(read, trial));
+    HT_RETURN_IF_ERROR(
+        SaveStudyCost(request.study_name(), request.device_seconds()));
+    return trial;
   }
 
-  // The outcome this request asks for, computed as if the trial were running.
-  v1::Trial done = trial;
+  // The outcome this request asks for: infeasible with a reason, or a final
+  // measurement (the latest one if it brings none).
+  std::string infeasible_reason;
+  v1::Measurement final_m;
   if (request.infeasible()) {
-    done.set_state(v1::Trial::INFEASIBLE);
-    done.set_infeasible_reason(request.infeasible_reason().empty()
-                                   ? "marked infeasible"
-                                   : request.infeasible_reason());
-    done.clear_final_measurement();
+    infeasible_reason = request.infeasible_reason().empty()
+                            ? "marked infeasible"
+                            : request.infeasible_reason();
   } else {
-    v1::Measurement final_m = request.final_measurement();
+    final_m = request.final_measurement();
     if (final_m.metrics().empty() && trial.measurements_size() > 0) {
       final_m = trial.measurements(trial.measurements_size() - 1);
     }
@@ -1058,18 +964,16 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
           "the trial infeasible)",
           study.spec().metrics(0).name()));
     }
-    done.set_state(trial.state() == v1::Trial::STOPPING ? v1::Trial::STOPPED
-                                                        : v1::Trial::COMPLETED);
-    *done.mutable_final_measurement() = std::move(final_m);
-    done.clear_infeasible_reason();
   }
 
-  if (IsFinished(trial.state())) {
+  if (IsFinal(trial.state())) {
     // A retry of the call that finished it returns the trial unchanged.
-    bool same =
-        trial.state() == done.state() &&
-        trial.infeasible_reason() == done.infeasible_reason() &&
-        SameMetrics(trial.final_measurement(), done.final_measurement());
+    const bool same =
+        (request.infeasible() ? trial.state() == v1::Trial::INFEASIBLE
+                              : trial.state() == v1::Trial::COMPLETED ||
+                                    trial.state() == v1::Trial::STOPPED) &&
+        trial.infeasible_reason() == infeasible_reason &&
+        SameMetrics(trial.final_measurement(), final_m);
     if (same) return trial;
     return absl::FailedPreconditionError(
         absl::StrFormat("%s is already %s with a different result",
@@ -1077,12 +981,20 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
   }
   HT_RETURN_IF_ERROR(CheckRunning(trial, "it can be completed"));
   HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
-  AddDeviceSeconds(request.device_seconds(), study, done);
-  HT_RETURN_IF_ERROR(SaveStudyCost(request.study_name(), request.device_seconds()));
-  done.set_end_time_ms(Now());
-  done.set_lease_expire_time_ms(0);
-  HT_RETURN_IF_ERROR(SaveTrial(done));
-  return done;
+  const storage::TrialVersion read = storage::TrialVersion::Of(trial);
+  HT_RETURN_IF_ERROR(Transition(
+      trial, request.infeasible()                   ? v1::Trial::INFEASIBLE
+             : trial.state() == v1::Trial::STOPPING ? v1::Trial::STOPPED
+                                                    : v1::Trial::COMPLETED));
+  trial.set_infeasible_reason(infeasible_reason);
+  *trial.mutable_final_measurement() = std::move(final_m);
+  AddDeviceSeconds(request.device_seconds(), study, trial);
+  trial.set_end_time_ms(Now());
+  trial.set_lease_expire_time_ms(0);
+  HT_RETURN_IF_ERROR(SaveTrial(read, trial));
+  HT_RETURN_IF_ERROR(
+      SaveStudyCost(request.study_name(), request.device_seconds()));
+  return trial;
 }
 
 absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
@@ -1112,6 +1024,7 @@ absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
   }
   HT_RETURN_IF_ERROR(CheckRunning(trial, "its lease can be renewed"));
   HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
+  const storage::TrialVersion read = storage::TrialVersion::Of(trial);
   trial.set_lease_expire_time_ms(Now() + LeaseMs(study));
   // A bare renewal is not a change watchers need to see.
   bool changed = false;
@@ -1124,7 +1037,7 @@ absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
     trial.set_log_path(request.log_path());
     changed = true;
   }
-  HT_RETURN_IF_ERROR(changed ? SaveTrial(trial)
+  HT_RETURN_IF_ERROR(changed ? SaveTrial(read, trial)
                              : store_->RenewTrialLease(trial));
   response.set_should_stop(trial.state() == v1::Trial::STOPPING);
   response.set_lease_expire_time_ms(trial.lease_expire_time_ms());
@@ -1148,11 +1061,11 @@ absl::Status StudyService::ApplyEarlyStopping(const v1::Study& study,
     case optimizer::Action::kContinue:
       break;
     case optimizer::Action::kStop:
-      trial.set_state(v1::Trial::STOPPING);
+      HT_RETURN_IF_ERROR(Transition(trial, v1::Trial::STOPPING));
       trial.set_stop_reason(decision.reason);
       break;
     case optimizer::Action::kPause:
-      trial.set_state(v1::Trial::PAUSED);
+      HT_RETURN_IF_ERROR(Transition(trial, v1::Trial::PAUSED));
       trial.set_stop_reason(decision.reason);
       trial.set_lease_expire_time_ms(0);
       break;
@@ -1174,9 +1087,11 @@ absl::StatusOr<v1::CheckEarlyStoppingResponse> StudyService::CheckEarlyStopping(
   v1::Trial& trial = loaded->trial;
   if (trial.state() == v1::Trial::ACTIVE) {
     // Judged again: trials finished since its last report may decide it.
-    const v1::Trial::State before = trial.state();
+    const storage::TrialVersion read = storage::TrialVersion::Of(trial);
     HT_RETURN_IF_ERROR(ApplyEarlyStopping(study, trial));
-    if (trial.state() != before) HT_RETURN_IF_ERROR(SaveTrial(trial));
+    if (trial.state() != read.state) {
+      HT_RETURN_IF_ERROR(SaveTrial(read, trial));
+    }
   }
   v1::CheckEarlyStoppingResponse response;
   response.set_should_stop(trial.state() == v1::Trial::STOPPING ||
@@ -1201,15 +1116,16 @@ absl::StatusOr<v1::Trial> StudyService::StopTrial(
   if (!trial.ok()) return trial.status();
   const std::string reason =
       request.reason().empty() ? "stopped by request" : request.reason();
+  const storage::TrialVersion read = storage::TrialVersion::Of(*trial);
   switch (trial->state()) {
     case v1::Trial::ACTIVE:
       // Its worker finishes it (STOPPED) when it hears should_stop.
-      trial->set_state(v1::Trial::STOPPING);
+      HT_RETURN_IF_ERROR(Transition(*trial, v1::Trial::STOPPING));
       trial->set_stop_reason(reason);
       break;
     case v1::Trial::REQUESTED:
     case v1::Trial::PAUSED:
-      StopNow(*trial, reason, Now());
+      HT_RETURN_IF_ERROR(StopNow(*trial, reason, Now()));
       break;
     case v1::Trial::STOPPING:
     case v1::Trial::STOPPED:
@@ -1219,7 +1135,7 @@ absl::StatusOr<v1::Trial> StudyService::StopTrial(
           "%s is %s; only REQUESTED, ACTIVE or PAUSED trials can be stopped",
           TrialRef(*trial), v1::Trial::State_Name(trial->state())));
   }
-  HT_RETURN_IF_ERROR(SaveTrial(*trial));
+  HT_RETURN_IF_ERROR(SaveTrial(read, *trial));
   return trial;
 }
 

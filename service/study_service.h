@@ -19,6 +19,7 @@
 #include "service/access.h"
 #include "service/change_notifier.h"
 #include "service/study_runtime.h"
+#include "service/suggestion_plan.h"
 #include "storage/study_store.h"
 
 namespace hypertune::service {
@@ -139,8 +140,11 @@ class StudyService {
 
  private:
   int64_t Now() const;
-  // Store writes of trials, waking the watchers.
-  absl::Status SaveTrial(const v1::Trial& trial);
+  // Stores `trial`, which the caller read as `read` and changed (its state
+  // only through trial_state.h), if the stored trial is still `read`
+  // (ABORTED otherwise); wakes the watchers.
+  absl::Status SaveTrial(const storage::TrialVersion& read,
+                         const v1::Trial& trial);
   absl::StatusOr<std::vector<v1::Trial>> SaveNewTrials(
       const std::string& study_name, std::vector<v1::Trial> trials);
   // Applies the study's early-stopping rule to ACTIVE `trial` (with its
@@ -175,13 +179,17 @@ class StudyService {
   // leave nothing behind.
   absl::StatusOr<StudyRuntime*> RuntimeOf(const std::string& name);
   // Grants `trial` to `client_id`: ACTIVE, a new lease epoch and expiry.
-  void Grant(const v1::Study& study, v1::Trial& trial,
-             const std::string& client_id, int64_t now) const;
+  absl::Status Grant(const v1::Study& study, v1::Trial& trial,
+                     const std::string& client_id, int64_t now) const;
   int64_t LeaseMs(const v1::Study& study) const;
   // The worker holding `trial` is gone (`reason`): back to REQUESTED while
-  // retries remain, else FAILED. Returns the trial to store.
-  v1::Trial Release(const v1::Study& study, v1::Trial trial,
-                    const std::string& reason) const;
+  // retries remain, else FAILED (STOPPING ones are STOPPED).
+  absl::Status Release(const v1::Study& study, v1::Trial& trial,
+                       const std::string& reason) const;
+  // Release of the trial read as `read`, saved; returns it as stored.
+  absl::StatusOr<v1::Trial> ReleaseAndSave(const v1::Study& study,
+                                           const v1::Trial& read,
+                                           const std::string& reason);
   // Expires the run-out leases of active study `name` if any may have run
   // out, taking runtime.mu exclusively only then.
   absl::Status ExpireLeasesIfDue(StudyRuntime& runtime, const std::string& name,
@@ -195,6 +203,23 @@ class StudyService {
   // suggestion queue.
   void ServeSuggestions(StudyRuntime& runtime, const std::string& name,
                         const std::vector<SuggestQueue::Ticket*>& batch);
+  // What PlanSuggestions needs of study `name`. REQUIRES: runtime.mu held.
+  absl::Status LoadSuggestionState(const std::string& name,
+                                   SuggestionState& state);
+  // Stops the paused trials no promotion will resume, then marks the study
+  // COMPLETED. REQUIRES: runtime.mu held.
+  absl::Status CompleteStudy(const v1::Study& study,
+                             const std::vector<v1::Trial>& unpromotable,
+                             int64_t now);
+  // Proposes plan.total_fresh new trials without the lock, then, under it
+  // (shared), stores them granted to their requesters and adds them to
+  // `responses`. REQUIRES: as ServeSuggestions; runtime.mu not held.
+  absl::Status ProposeAndStore(
+      StudyRuntime& runtime, const SuggestionState& state,
+      const std::vector<v1::Trial>& snapshot,
+      const std::vector<SuggestQueue::Ticket*>& batch,
+      const SuggestionPlan& plan,
+      std::vector<v1::SuggestTrialsResponse>& responses);
   // Makes runtime.suggester the model of `study`'s current incarnation.
   // REQUIRES: as ServeSuggestions.
   absl::Status PrepareSuggester(StudyRuntime& runtime, const v1::Study& study);

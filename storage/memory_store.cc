@@ -151,14 +151,22 @@ void MemoryStore::RecordChange(Entry& entry, int64_t id) {
 }
 
 absl::Status MemoryStore::UpdateTrial(const v1::Trial& trial) {
-  return Replace(trial, /*record_change=*/true);
+  return Replace(trial, nullptr, /*record_change=*/true);
+}
+
+absl::Status MemoryStore::UpdateTrialIf(const v1::Trial& trial,
+                                        const TrialVersion& read) {
+  return Replace(trial, &read, /*record_change=*/true);
 }
 
 absl::Status MemoryStore::RenewTrialLease(const v1::Trial& trial) {
-  return Replace(trial, /*record_change=*/false);
+  const TrialVersion same = TrialVersion::Of(trial);
+  return Replace(trial, &same, /*record_change=*/false);
 }
 
-absl::Status MemoryStore::Replace(const v1::Trial& trial, bool record_change) {
+absl::Status MemoryStore::Replace(const v1::Trial& trial,
+                                  const TrialVersion* read,
+                                  bool record_change) {
   if (absl::Status s =
           CheckStorable(trial, TrialLabel(trial.study_name(), trial.id()));
       !s.ok()) {
@@ -171,6 +179,9 @@ absl::Status MemoryStore::Replace(const v1::Trial& trial, bool record_change) {
   if (it == (*entry)->trials.end()) {
     return absl::NotFoundError(
         absl::StrCat(TrialLabel(trial.study_name(), trial.id()), " not found"));
+  }
+  if (read != nullptr) {
+    if (absl::Status s = CheckVersion(it->second, *read); !s.ok()) return s;
   }
   it->second = trial;
   if (record_change) RecordChange(**entry, trial.id());

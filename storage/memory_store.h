@@ -38,6 +38,8 @@ class MemoryStore : public StudyStore {
   absl::StatusOr<v1::Trial> GetTrial(std::string_view study_name,
                                      int64_t trial_id) override;
   absl::Status UpdateTrial(const v1::Trial& trial) override;
+  absl::Status UpdateTrialIf(const v1::Trial& trial,
+                             const TrialVersion& read) override;
   absl::Status RenewTrialLease(const v1::Trial& trial) override;
   absl::StatusOr<std::vector<TrialChange>> ListTrialChanges(
       std::string_view study_name, int64_t after_sequence, int limit) override;
@@ -61,8 +63,10 @@ class MemoryStore : public StudyStore {
   };
   // Records a change of trial `id` in `entry`'s change sequence.
   static void RecordChange(Entry& entry, int64_t id);
-  // UpdateTrial, recording the change or not.
-  absl::Status Replace(const v1::Trial& trial, bool record_change);
+  // Replaces the trial if `read` is null or its version is still `*read`,
+  // recording the change or not.
+  absl::Status Replace(const v1::Trial& trial, const TrialVersion* read,
+                       bool record_change);
 
   // Returns the study's entry, or NOT_FOUND.
   absl::StatusOr<Entry*> Find(std::string_view name)

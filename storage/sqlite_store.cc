@@ -1066,38 +1066,55 @@ absl::Status SqliteStore::ReadStudy(
   });
 }
 
+absl::Status SqliteStore::LoadTrialRow(Connection& db,
+                                       std::string_view study_name,
+                                       int64_t trial_id,
+                                       const std::string& label,
+                                       const std::string& what,
+                                       v1::Trial& trial) {
+  absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kSelectTrial);
+  if (!statement.ok()) return statement.status();
+  Query query(db.db(), *statement, what);
+  query.BindBytes(1, study_name).BindInt(2, trial_id);
+  absl::StatusOr<bool> row = query.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) {
+    // Say which of the two is missing.
+    absl::StatusOr<int64_t> study_id = db.StudyId(study_name);
+    if (!study_id.ok()) return study_id.status();
+    return absl::NotFoundError(absl::StrCat(label, " not found"));
+  }
+  return Parse(query.Bytes(0), trial, label);
+}
+
 absl::StatusOr<v1::Trial> SqliteStore::GetTrial(std::string_view study_name,
                                                 int64_t trial_id) {
   const std::string label = TrialLabel(study_name, trial_id);
+  const std::string what = absl::StrCat("reading ", label);
   v1::Trial trial;
-  absl::Status status = Read([&](Connection& db) -> absl::Status {
-    absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kSelectTrial);
-    if (!statement.ok()) return statement.status();
-    Query query(db.db(), *statement, absl::StrCat("reading ", label));
-    query.BindBytes(1, study_name).BindInt(2, trial_id);
-    absl::StatusOr<bool> row = query.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) {
-      // Say which of the two is missing.
-      absl::StatusOr<int64_t> study_id = db.StudyId(study_name);
-      if (!study_id.ok()) return study_id.status();
-      return absl::NotFoundError(absl::StrCat(label, " not found"));
-    }
-    return Parse(query.Bytes(0), trial, label);
+  absl::Status status = Read([&](Connection& db) {
+    return LoadTrialRow(db, study_name, trial_id, label, what, trial);
   });
   if (!status.ok()) return status;
   return trial;
 }
 
 absl::Status SqliteStore::UpdateTrial(const v1::Trial& trial) {
-  return ReplaceTrial(trial, /*record_change=*/true);
+  return ReplaceTrial(trial, nullptr, /*record_change=*/true);
+}
+
+absl::Status SqliteStore::UpdateTrialIf(const v1::Trial& trial,
+                                        const TrialVersion& read) {
+  return ReplaceTrial(trial, &read, /*record_change=*/true);
 }
 
 absl::Status SqliteStore::RenewTrialLease(const v1::Trial& trial) {
-  return ReplaceTrial(trial, /*record_change=*/false);
+  const TrialVersion same = TrialVersion::Of(trial);
+  return ReplaceTrial(trial, &same, /*record_change=*/false);
 }
 
 absl::Status SqliteStore::ReplaceTrial(const v1::Trial& trial,
+                                       const TrialVersion* read,
                                        bool record_change) {
   const std::string label = TrialLabel(trial.study_name(), trial.id());
   absl::StatusOr<std::string> bytes = SerializeForStore(trial, label);
@@ -1119,6 +1136,16 @@ absl::Status SqliteStore::ReplaceTrial(const v1::Trial& trial,
     return sqlite3_changes(db.db()) != 0;
   };
   auto apply = [&](Connection& db) -> absl::Status {
+    if (read != nullptr) {
+      // Inside the batch's transaction: no write comes in between.
+      v1::Trial stored;
+      if (absl::Status s = LoadTrialRow(db, trial.study_name(), trial.id(),
+                                        label, what, stored);
+          !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = CheckVersion(stored, *read); !s.ok()) return s;
+    }
     // Most updates (reports) keep the state and the client: then only the
     // message changes and no index needs rewriting.
     absl::StatusOr<bool> changed =

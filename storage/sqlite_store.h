@@ -107,6 +107,8 @@ class SqliteStore : public StudyStore {
   absl::StatusOr<v1::Trial> GetTrial(std::string_view study_name,
                                      int64_t trial_id) override;
   absl::Status UpdateTrial(const v1::Trial& trial) override;
+  absl::Status UpdateTrialIf(const v1::Trial& trial,
+                             const TrialVersion& read) override;
   absl::Status RenewTrialLease(const v1::Trial& trial) override;
   absl::StatusOr<std::vector<TrialChange>> ListTrialChanges(
       std::string_view study_name, int64_t after_sequence, int limit) override;
@@ -173,8 +175,15 @@ class SqliteStore : public StudyStore {
   static absl::Status SaveStudyRow(Connection& db, const v1::Study& study,
                                    const std::string& label,
                                    const std::string& what);
-  // UpdateTrial, recording the change in the sequence or not.
-  absl::Status ReplaceTrial(const v1::Trial& trial, bool record_change);
+  // The trial row of `study_name` / `trial_id`, parsed (NOT_FOUND naming
+  // the study or the trial if absent).
+  static absl::Status LoadTrialRow(Connection& db, std::string_view study_name,
+                                   int64_t trial_id, const std::string& label,
+                                   const std::string& what, v1::Trial& trial);
+  // Replaces the trial if `read` is null or its version is still `*read`,
+  // recording the change in the sequence or not.
+  absl::Status ReplaceTrial(const v1::Trial& trial, const TrialVersion* read,
+                            bool record_change);
 
   // Runs `read` on a read connection (waiting for a free one) and returns
   // its status, or the error that opening a connection met.

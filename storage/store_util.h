@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
+#include "storage/study_store.h"
 
 namespace hypertune::storage {
 
@@ -27,6 +28,10 @@ std::string StudyLabel(std::string_view study_name);
 
 // Returns `trial ID of study "NAME"`.
 std::string TrialLabel(std::string_view study_name, int64_t trial_id);
+
+// OK if `stored` still has `read`'s state and lease epoch; ABORTED naming
+// the trial and both versions otherwise.
+absl::Status CheckVersion(const v1::Trial& stored, const TrialVersion& read);
 
 // OK for a row limit >= 0 (0 means none); INVALID_ARGUMENT naming "limit".
 absl::Status CheckLimit(int limit);

@@ -39,6 +39,18 @@ struct TrialQuery {
   int limit = 0;
 };
 
+// A trial's state and lease epoch as a caller read them. A conditional
+// write applies only while the stored trial still has both, so that the
+// database, not the caller's locks alone, decides who owns a trial.
+struct TrialVersion {
+  v1::Trial::State state = v1::Trial::STATE_UNSPECIFIED;
+  int64_t lease_epoch = 0;
+
+  static TrialVersion Of(const v1::Trial& trial) {
+    return {trial.state(), trial.lease_epoch()};
+  }
+};
+
 // A trial as of its latest change. Every change to a study's trials gets
 // the next number of that study's change sequence (WatchTrials resumes from
 // one), so a trial appears once, at its newest sequence.
@@ -88,8 +100,16 @@ class StudyStore {
   // change in the study's change sequence. NOT_FOUND if absent.
   virtual absl::Status UpdateTrial(const v1::Trial& trial) = 0;
 
-  // UpdateTrial without recording a change: for lease renewals, which
-  // watchers of the study need not see.
+  // UpdateTrial if the stored trial's state and lease epoch are still
+  // `read`: ABORTED naming the trial and what it is now otherwise (another
+  // writer changed it since the caller read it), NOT_FOUND if absent.
+  virtual absl::Status UpdateTrialIf(const v1::Trial& trial,
+                                     const TrialVersion& read) = 0;
+
+  // Stores `trial` without recording a change, for lease renewals, which
+  // watchers of the study need not see: only if the stored trial still has
+  // `trial`'s state and lease epoch (a renewal changes neither), ABORTED
+  // otherwise, NOT_FOUND if absent.
   virtual absl::Status RenewTrialLease(const v1::Trial& trial) = 0;
 
   // The study's trials changed after `after_sequence`, by increasing

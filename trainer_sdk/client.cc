@@ -17,6 +17,18 @@
 #include "trainer_sdk/lease_keeper.h"
 
 namespace hypertune {
+
+std::chrono::milliseconds BackoffDelay(int attempt,
+                                       std::chrono::milliseconds initial,
+                                       std::chrono::milliseconds max,
+                                       double jitter) {
+  std::chrono::milliseconds delay = initial;
+  for (int i = 1; i < attempt && delay < max; ++i) delay *= 2;
+  delay = std::min(delay, max);
+  return std::chrono::milliseconds(
+      static_cast<int64_t>(static_cast<double>(delay.count()) * jitter));
+}
+
 namespace {
 
 using internal::Retry;

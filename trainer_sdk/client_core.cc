@@ -167,17 +167,6 @@ absl::Status ClientCore::Call(
   return status;
 }
 
-std::chrono::milliseconds BackoffDelay(int attempt,
-                                       std::chrono::milliseconds initial,
-                                       std::chrono::milliseconds max,
-                                       double jitter) {
-  std::chrono::milliseconds delay = initial;
-  for (int i = 1; i < attempt && delay < max; ++i) delay *= 2;
-  delay = std::min(delay, max);
-  return std::chrono::milliseconds(
-      static_cast<int64_t>(static_cast<double>(delay.count()) * jitter));
-}
-
 void SleepBackoff(int attempt, std::chrono::milliseconds initial,
                   std::chrono::milliseconds max) {
   thread_local absl::BitGen bitgen;

@@ -65,13 +65,6 @@ class ClientCore {
   std::unique_ptr<v1::HyperTune::Stub> stub_;
 };
 
-// The wait before retry number `attempt` (1 = the first retry):
-// min(max, initial * 2^(attempt-1)) scaled by `jitter`, which is in [0.5, 1].
-std::chrono::milliseconds BackoffDelay(int attempt,
-                                       std::chrono::milliseconds initial,
-                                       std::chrono::milliseconds max,
-                                       double jitter);
-
 // Sleeps BackoffDelay with a random jitter.
 void SleepBackoff(int attempt, std::chrono::milliseconds initial,
                   std::chrono::milliseconds max);

@@ -96,6 +96,14 @@ struct ClientOptions {
   int devices = 0;
 };
 
+// The wait before retry number `attempt` (1 = the first retry) of the SDK's
+// policy: min(max, initial * 2^(attempt-1)) scaled by `jitter`, which is in
+// [0.5, 1]. For runners that wait and ask again as the SDK does.
+std::chrono::milliseconds BackoffDelay(int attempt,
+                                       std::chrono::milliseconds initial,
+                                       std::chrono::milliseconds max,
+                                       double jitter);
+
 // Returns `options` with server, client_id, token and TLS files filled in
 // from the environment or the defaults where empty, devices counted, and
 // max_attempts at least 1.

@@ -27,9 +27,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The most trials one page of /trials or /changes carries, as ListTrials.
-constexpr int kMaxPageSize = 1000;
-
 std::string JsonString(absl::string_view text) {
   std::string out;
   AppendJsonString(text, &out);

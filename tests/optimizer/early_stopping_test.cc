@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "benchmarks/early_stopping.h"
+#include "testing/learning_curves.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -578,7 +578,7 @@ TEST(ValidateTest, NamesTheFieldAndTheProblem) {
   EXPECT_THAT(message(c), HasSubstr("early_stopping.pause_at_rungs"));
 }
 
-// --- The benchmark's simulated study (benchmarks/early_stopping.h) ----------
+// --- The benchmark's simulated study (testing/learning_curves.h) ----------
 
 TEST(SimulatedStudyTest, WithoutStoppingOneWorkerPaysFullBudgets) {
   const bench::CurveSuite suite = bench::MakeCurveSuite(60, 27, /*seed=*/3);

@@ -1,4 +1,4 @@
-#include "benchmarks/functions.h"
+#include "testing/test_functions.h"
 
 #include <cmath>
 #include <numbers>

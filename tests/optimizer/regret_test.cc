@@ -1,4 +1,4 @@
-#include "benchmarks/regret.h"
+#include "testing/regret.h"
 
 #include <cmath>
 #include <vector>

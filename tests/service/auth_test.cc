@@ -28,7 +28,7 @@
 #include "service/server.h"
 #include "service/study_service.h"
 #include "storage/memory_store.h"
-#include "tests/service/test_certs.h"
+#include "testing/test_certs.h"
 #include "trainer_sdk/hypertune.h"
 
 namespace hypertune {

@@ -24,7 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "service/limits.h"
 #include "service/server.h"
-#include "tests/service/test_server.h"
+#include "testing/test_server.h"
 #include "trainer_sdk/hypertune.h"
 
 namespace hypertune {

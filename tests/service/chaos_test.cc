@@ -2,7 +2,7 @@
 // 1 s leases, 8 chaos_worker processes, the server SIGKILLed twice (down
 // 0.3 s, then restarted on the same address and file) and a quarter of the
 // workers SIGKILLed mid-study (and replaced).
-// Every promise of benchmarks/chaos.h must hold: no acknowledged completion
+// Every promise of testing/chaos.h must hold: no acknowledged completion
 // lost or changed, no trial completed twice, no expired lease left ACTIVE,
 // retries within max_retries, a sound database file.
 //
@@ -12,9 +12,9 @@
 #include <iostream>
 
 #include "absl/strings/str_join.h"
-#include "benchmarks/chaos.h"
+#include "testing/chaos.h"
 #include "gtest/gtest.h"
-#include "tests/service/test_server.h"
+#include "testing/test_server.h"
 
 namespace hypertune {
 namespace {

@@ -15,7 +15,7 @@
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "service/server.h"
-#include "tests/service/test_server.h"
+#include "testing/test_server.h"
 #include "trainer_sdk/hypertune.h"
 
 namespace hypertune {

@@ -19,7 +19,7 @@
 #include "gtest/gtest.h"
 #include "hypertune/v1/hypertune.grpc.pb.h"
 #include "service/server.h"
-#include "tests/service/test_server.h"
+#include "testing/test_server.h"
 #include "trainer_sdk/hypertune.h"
 
 namespace hypertune {

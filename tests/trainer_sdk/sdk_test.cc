@@ -235,12 +235,12 @@ TEST(ToAbslStatus, KeepsCodeAndMessage) {
 TEST(BackoffDelay, DoublesUpToTheCapWithJitter) {
   using std::chrono::milliseconds;
   milliseconds initial(100), max(5000);
-  EXPECT_EQ(internal::BackoffDelay(1, initial, max, 1.0), milliseconds(100));
-  EXPECT_EQ(internal::BackoffDelay(2, initial, max, 1.0), milliseconds(200));
-  EXPECT_EQ(internal::BackoffDelay(6, initial, max, 1.0), milliseconds(3200));
-  EXPECT_EQ(internal::BackoffDelay(7, initial, max, 1.0), milliseconds(5000));
-  EXPECT_EQ(internal::BackoffDelay(60, initial, max, 1.0), milliseconds(5000));
-  EXPECT_EQ(internal::BackoffDelay(2, initial, max, 0.5), milliseconds(100));
+  EXPECT_EQ(BackoffDelay(1, initial, max, 1.0), milliseconds(100));
+  EXPECT_EQ(BackoffDelay(2, initial, max, 1.0), milliseconds(200));
+  EXPECT_EQ(BackoffDelay(6, initial, max, 1.0), milliseconds(3200));
+  EXPECT_EQ(BackoffDelay(7, initial, max, 1.0), milliseconds(5000));
+  EXPECT_EQ(BackoffDelay(60, initial, max, 1.0), milliseconds(5000));
+  EXPECT_EQ(BackoffDelay(2, initial, max, 0.5), milliseconds(100));
 }
 
 TEST(ClientIdSlots, LowestFreeIdAndReuseAfterRelease) {

@@ -1,0 +1,394 @@
+#include "cli/format.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "cli/args.h"
+#include "cli/worker_protocol.h"
+
+namespace hypertune::cli {
+namespace {
+
+absl::string_view AV(std::string_view s) { return {s.data(), s.size()}; }
+
+const char* FormatName(OutputFormat format) {
+  switch (format) {
+    case OutputFormat::kTable:
+      return "table";
+    case OutputFormat::kJson:
+      return "json";
+    case OutputFormat::kCsv:
+      return "csv";
+  }
+  return "?";
+}
+
+std::string MetricText(const v1::MetricSpec& metric) {
+  return absl::StrCat(metric.name(), " (",
+                      v1::MetricSpec::Goal_Name(metric.goal()), ")");
+}
+
+std::string ParameterText(const v1::ParameterSpec& p) {
+  auto scale = [](v1::Scale s) {
+    return s == v1::LOG ? std::string(" log") : std::string();
+  };
+  switch (p.kind_case()) {
+    case v1::ParameterSpec::kDoubleSpec:
+      return absl::StrCat("double [", FormatDouble(p.double_spec().min()), ", ",
+                          FormatDouble(p.double_spec().max()), "]",
+                          scale(p.double_spec().scale()));
+    case v1::ParameterSpec::kIntegerSpec:
+      return absl::StrCat("integer [", p.integer_spec().min(), ", ",
+                          p.integer_spec().max(), "]",
+                          scale(p.integer_spec().scale()));
+    case v1::ParameterSpec::kDiscreteSpec:
+      return absl::StrCat("discrete {",
+                          absl::StrJoin(p.discrete_spec().values(), ", ",
+                                        [](std::string* out, double v) {
+                                          out->append(FormatDouble(v));
+                                        }),
+                          "}");
+    case v1::ParameterSpec::kCategoricalSpec:
+      return absl::StrCat("categorical {",
+                          absl::StrJoin(p.categorical_spec().values(), ", "),
+                          "}");
+    case v1::ParameterSpec::KIND_NOT_SET:
+      break;
+  }
+  return "unset";
+}
+
+int64_t TotalTrials(const v1::Study& study) {
+  int64_t total = 0;
+  for (const auto& [state, count] : study.trial_counts()) total += count;
+  return total;
+}
+
+int64_t CountOf(const v1::Study& study, const char* state) {
+  auto it = study.trial_counts().find(state);
+  return it == study.trial_counts().end() ? 0 : it->second;
+}
+
+}  // namespace
+
+absl::StatusOr<OutputFormat> ParseFormat(
+    const std::optional<std::string>& flag, OutputFormat fallback,
+    std::initializer_list<OutputFormat> allowed) {
+  if (!flag.has_value()) return fallback;
+  std::vector<std::string> names;
+  for (OutputFormat format : allowed) {
+    if (absl::AsciiStrToLower(*flag) == FormatName(format)) return format;
+    names.push_back(FormatName(format));
+  }
+  return UsageError(absl::StrCat("--format: \"", *flag, "\" is not one of ",
+                                 absl::StrJoin(names, ", ")));
+}
+
+absl::StatusOr<std::vector<v1::Trial::State>> ParseTrialStates(
+    const std::vector<std::string>& values) {
+  std::vector<v1::Trial::State> states;
+  for (const std::string& value : values) {
+    for (absl::string_view piece :
+         absl::StrSplit(value, ',', absl::SkipEmpty())) {
+      std::string name =
+          absl::AsciiStrToUpper(absl::StripAsciiWhitespace(piece));
+      v1::Trial::State state;
+      if (!v1::Trial::State_Parse(name, &state) ||
+          state == v1::Trial::STATE_UNSPECIFIED) {
+        std::vector<std::string> names;
+        for (int i = v1::Trial::State_MIN + 1; i <= v1::Trial::State_MAX; ++i) {
+          if (v1::Trial::State_IsValid(i)) {
+            names.push_back(
+                v1::Trial::State_Name(static_cast<v1::Trial::State>(i)));
+          }
+        }
+        return UsageError(absl::StrCat("--state: \"", piece,
+                                       "\" is not one of ",
+                                       absl::StrJoin(names, ", ")));
+      }
+      states.push_back(state);
+    }
+  }
+  return states;
+}
+
+namespace {
+
+absl::StatusOr<std::string> PrintJson(const google::protobuf::Message& message,
+                                      bool multiline) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = multiline;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  auto status =
+      google::protobuf::util::MessageToJsonString(message, &json, options);
+  if (!status.ok()) {
+    return absl::InternalError(
+        absl::StrCat("cannot print ", message.GetTypeName(),
+                     " as JSON: ", std::string(status.message())));
+  }
+  return json;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message) {
+  absl::StatusOr<std::string> json = PrintJson(message, /*multiline=*/true);
+  if (json.ok() && (json->empty() || json->back() != '\n')) *json += '\n';
+  return json;
+}
+
+absl::StatusOr<std::string> ToJsonLine(
+    const google::protobuf::Message& message) {
+  return PrintJson(message, /*multiline=*/false);
+}
+
+absl::Status FromJson(std::string_view json, std::string_view source,
+                      google::protobuf::Message* message) {
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  auto status = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(json.data(), json.size()), message,
+      options);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(AV(source), ": not a valid ", message->GetTypeName(),
+                     " in JSON: ", std::string(status.message())));
+  }
+  return absl::OkStatus();
+}
+
+std::string CsvField(std::string_view field) {
+  bool quote =
+      field.find_first_of(",\"\r\n") != std::string_view::npos ||
+      (!field.empty() && (field.front() == ' ' || field.front() == '\t' ||
+                          field.back() == ' ' || field.back() == '\t'));
+  if (!quote) return std::string(field);
+  std::string out = "\"";
+  for (char c : field) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+std::string FormatCsv(const Grid& grid) {
+  std::string out;
+  for (const Row& row : grid) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i > 0) out += ',';
+      out += CsvField(row[i]);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+std::string FormatTable(const Grid& grid) {
+  std::vector<size_t> widths;
+  for (const Row& row : grid) {
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) {
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  }
+  std::string out;
+  for (const Row& row : grid) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i > 0) line += "  ";
+      line += row[i];
+      if (i + 1 < row.size()) line.append(widths[i] - row[i].size(), ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line;
+    out += '\n';
+  }
+  return out;
+}
+
+std::string FormatShort(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.6g", value);
+  return buffer;
+}
+
+std::string FormatTimeMs(int64_t unix_ms) {
+  if (unix_ms == 0) return "";
+  std::time_t seconds = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof(buffer), "%Y-%m-%d %H:%M:%S", &tm);
+  return buffer;
+}
+
+TrialColumns ColumnsOf(const v1::Study* study,
+                       const std::vector<v1::Trial>& trials) {
+  std::vector<std::string> params;
+  std::vector<std::string> metrics;
+  std::set<std::string> seen_params;
+  std::set<std::string> seen_metrics;
+  if (study != nullptr) {
+    for (const v1::ParameterSpec& p : study->spec().parameters()) {
+      if (seen_params.insert(p.name()).second) params.push_back(p.name());
+    }
+    for (const v1::MetricSpec& m : study->spec().metrics()) {
+      if (seen_metrics.insert(m.name()).second) metrics.push_back(m.name());
+    }
+  }
+  std::set<std::string> extra_metrics;
+  for (const v1::Trial& trial : trials) {
+    for (const v1::ParameterValue& p : trial.parameters()) {
+      if (seen_params.insert(p.name()).second) params.push_back(p.name());
+    }
+    for (const auto& [name, value] : trial.final_measurement().metrics()) {
+      if (!seen_metrics.contains(name)) extra_metrics.insert(name);
+    }
+  }
+  metrics.insert(metrics.end(), extra_metrics.begin(), extra_metrics.end());
+  return {std::move(params), std::move(metrics)};
+}
+
+Grid TrialGrid(const v1::Study* study, const std::vector<v1::Trial>& trials,
+               GridStyle style) {
+  return TrialGrid(ColumnsOf(study, trials), trials, style);
+}
+
+Grid TrialGrid(const TrialColumns& columns,
+               const std::vector<v1::Trial>& trials, GridStyle style) {
+  const bool csv = style == GridStyle::kCsv;
+  const std::vector<std::string>& params = columns.parameters;
+  const std::vector<std::string>& metrics = columns.metrics;
+  Grid grid;
+  Row header = {csv ? "id" : "ID", csv ? "state" : "STATE"};
+  header.insert(header.end(), params.begin(), params.end());
+  header.insert(header.end(), metrics.begin(), metrics.end());
+  header.push_back(csv ? "step" : "STEP");
+  if (csv) {
+    header.push_back("elapsed_seconds");
+    header.push_back("client_id");
+  }
+  header.push_back(csv ? "infeasible_reason" : "REASON");
+  grid.push_back(std::move(header));
+
+  auto number = [csv](double v) {
+    return csv ? FormatDouble(v) : FormatShort(v);
+  };
+  for (const v1::Trial& trial : trials) {
+    Row row = {absl::StrCat(trial.id()), v1::Trial::State_Name(trial.state())};
+    for (const std::string& name : params) {
+      std::string cell;
+      for (const v1::ParameterValue& p : trial.parameters()) {
+        if (p.name() != name) continue;
+        cell = p.value_case() == v1::ParameterValue::kDoubleValue
+                   ? number(p.double_value())
+                   : FormatParameterValue(p);
+      }
+      row.push_back(std::move(cell));
+    }
+    const auto& final_metrics = trial.final_measurement().metrics();
+    for (const std::string& name : metrics) {
+      auto it = final_metrics.find(name);
+      row.push_back(it == final_metrics.end() ? "" : number(it->second));
+    }
+    int64_t step = trial.final_measurement().step();
+    for (const v1::Measurement& m : trial.measurements()) {
+      step = std::max(step, m.step());
+    }
+    bool has_steps =
+        trial.measurements_size() > 0 || trial.has_final_measurement();
+    row.push_back(has_steps ? absl::StrCat(step) : "");
+    if (csv) {
+      row.push_back(
+          trial.has_final_measurement()
+              ? FormatDouble(trial.final_measurement().elapsed_seconds())
+              : "");
+      row.push_back(trial.client_id());
+    }
+    row.push_back(trial.infeasible_reason());
+    grid.push_back(std::move(row));
+  }
+  return grid;
+}
+
+Grid StudyListGrid(const std::vector<v1::Study>& studies) {
+  Grid grid = {{"NAME", "STATE", "ALGORITHM", "OBJECTIVE", "TRIALS", "ACTIVE",
+                "CREATED"}};
+  for (const v1::Study& study : studies) {
+    const v1::StudySpec& spec = study.spec();
+    std::string trials = absl::StrCat(TotalTrials(study));
+    if (spec.max_trials() > 0) absl::StrAppend(&trials, "/", spec.max_trials());
+    grid.push_back({study.name(), v1::Study::State_Name(study.state()),
+                    v1::Algorithm_Name(spec.algorithm()),
+                    spec.metrics_size() > 0 ? MetricText(spec.metrics(0)) : "",
+                    trials, absl::StrCat(CountOf(study, "ACTIVE")),
+                    FormatTimeMs(study.create_time_ms())});
+  }
+  return grid;
+}
+
+Grid StudyDetailGrid(const v1::Study& study) {
+  const v1::StudySpec& spec = study.spec();
+  Grid grid;
+  grid.push_back({"name", study.name()});
+  grid.push_back({"state", v1::Study::State_Name(study.state())});
+  grid.push_back({"algorithm", v1::Algorithm_Name(spec.algorithm())});
+  for (int i = 0; i < spec.metrics_size(); ++i) {
+    grid.push_back(
+        {i == 0 ? "objective" : "metric", MetricText(spec.metrics(i))});
+  }
+  for (const v1::ParameterSpec& p : spec.parameters()) {
+    grid.push_back(
+        {"parameter", absl::StrCat(p.name(), ": ", ParameterText(p))});
+  }
+  grid.push_back({"max_trials", spec.max_trials() > 0
+                                    ? absl::StrCat(spec.max_trials())
+                                    : "unlimited"});
+  grid.push_back(
+      {"max_parallel_trials", spec.max_parallel_trials() > 0
+                                  ? absl::StrCat(spec.max_parallel_trials())
+                                  : "unlimited"});
+  // Sorted by state for a stable listing.
+  std::map<std::string, int64_t> counts(study.trial_counts().begin(),
+                                        study.trial_counts().end());
+  std::vector<std::string> parts;
+  for (const auto& [state, count] : counts) {
+    parts.push_back(absl::StrCat(state, "=", count));
+  }
+  grid.push_back(
+      {"trials",
+       absl::StrCat(TotalTrials(study), parts.empty() ? "" : " (",
+                    absl::StrJoin(parts, " "), parts.empty() ? "" : ")")});
+  if (spec.has_early_stopping()) {
+    grid.push_back({"early_stopping", v1::EarlyStoppingSpec::Rule_Name(
+                                          spec.early_stopping().rule())});
+  }
+  std::string device_hours = FormatShort(study.device_seconds() / 3600.0);
+  if (spec.max_device_hours() > 0) {
+    absl::StrAppend(&device_hours, " of ",
+                    FormatShort(spec.max_device_hours()));
+  }
+  grid.push_back({"device_hours", device_hours});
+  if (spec.price_per_device_hour() > 0) {
+    grid.push_back(
+        {"cost", absl::StrCat(FormatShort(study.cost()), " at ",
+                              FormatShort(spec.price_per_device_hour()),
+                              " per device-hour")});
+  }
+  grid.push_back({"created", FormatTimeMs(study.create_time_ms())});
+  return grid;
+}
+
+}  // namespace hypertune::cli

@@ -1,0 +1,67 @@
+// The contract between `hypertune worker` and the program it runs, as pure
+// functions: the metrics lines the program prints, the `{param}` placeholders
+// in its arguments, and the HYPERTUNE_PARAMS JSON in its environment. Also
+// the METRIC=VALUE lists of `hypertune report|complete`.
+//
+// Thread safety: pure functions.
+#ifndef HYPERTUNE_CLI_WORKER_PROTOCOL_H_
+#define HYPERTUNE_CLI_WORKER_PROTOCOL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hypertune/v1/hypertune.pb.h"
+#include "trainer_sdk/hypertune.h"
+
+namespace hypertune::cli {
+
+using ParameterValues = google::protobuf::RepeatedPtrField<v1::ParameterValue>;
+
+// A line `hypertune: name=value [name=value ...] [step=N]`.
+struct MetricsLine {
+  Metrics metrics;
+  // Set for an intermediate measurement; unset for final metrics.
+  std::optional<int64_t> step;
+};
+
+// Returns nullopt when `line` is not a metrics line (does not start with
+// "hypertune:" after optional blanks), the parsed line when it is one, and
+// INVALID_ARGUMENT naming the bad token when it is one but malformed. Values
+// may be inf/-inf/nan (in any case); step is an integer >= 0.
+absl::StatusOr<std::optional<MetricsLine>> ParseMetricsLine(
+    std::string_view line);
+
+// Parses a whole decimal or exponent number, optionally signed, including
+// inf, infinity and nan in any case. INVALID_ARGUMENT otherwise.
+absl::StatusOr<double> ParseNumber(std::string_view text);
+
+// Parses `name=value` arguments (`hypertune report|complete`). Errors name
+// the argument: not name=value, not a number, NaN, or a repeated name.
+// INVALID_ARGUMENT if `args` is empty.
+absl::StatusOr<Metrics> ParseMetricAssignments(
+    const std::vector<std::string>& args);
+
+// The shortest decimal that reads back as `value` (std::to_chars).
+std::string FormatDouble(double value);
+
+// The value as a program argument: the integer, FormatDouble of a double,
+// the category string; "" when unset.
+std::string FormatParameterValue(const v1::ParameterValue& value);
+
+// Replaces each `{name}` in `arg` whose name is a parameter by its value
+// (FormatParameterValue); other braces are kept as they are.
+std::string SubstituteParameters(std::string_view arg,
+                                 const ParameterValues& parameters);
+
+// HYPERTUNE_PARAMS: a flat JSON object {name: value} in parameter order;
+// integers without a fraction, doubles as JSON numbers, categories as
+// strings.
+std::string ParametersJson(const ParameterValues& parameters);
+
+}  // namespace hypertune::cli
+
+#endif  // HYPERTUNE_CLI_WORKER_PROTOCOL_H_

@@ -1,0 +1,209 @@
+#include "cli/format.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "cli/args.h"
+
+namespace hypertune::cli {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(CsvField, QuotesOnlyWhenNeeded) {
+  EXPECT_EQ(CsvField("plain"), "plain");
+  EXPECT_EQ(CsvField(""), "");
+  EXPECT_EQ(CsvField("1.5e-05"), "1.5e-05");
+  EXPECT_EQ(CsvField("a,b"), "\"a,b\"");
+  EXPECT_EQ(CsvField("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(CsvField("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(CsvField("cr\r"), "\"cr\r\"");
+  EXPECT_EQ(CsvField(" padded"), "\" padded\"");
+  EXPECT_EQ(CsvField("inner space"), "inner space");
+}
+
+TEST(FormatCsv, RowsAndHeader) {
+  EXPECT_EQ(FormatCsv({{"id", "reason"}, {"1", "exit status 1, twice"}}),
+            "id,reason\n1,\"exit status 1, twice\"\n");
+}
+
+TEST(FormatTable, AlignsColumns) {
+  EXPECT_EQ(FormatTable({{"ID", "STATE", "loss"},
+                         {"1", "COMPLETED", "0.5"},
+                         {"12", "ACTIVE", ""}}),
+            "ID  STATE      loss\n"
+            "1   COMPLETED  0.5\n"
+            "12  ACTIVE\n");
+}
+
+v1::Study TwoParamStudy() {
+  v1::Study study;
+  study.set_name("s");
+  auto* lr = study.mutable_spec()->add_parameters();
+  lr->set_name("lr");
+  lr->mutable_double_spec()->set_min(1e-5);
+  lr->mutable_double_spec()->set_max(1);
+  auto* opt = study.mutable_spec()->add_parameters();
+  opt->set_name("opt");
+  opt->mutable_categorical_spec()->add_values("adam");
+  auto* loss = study.mutable_spec()->add_metrics();
+  loss->set_name("loss");
+  loss->set_goal(v1::MetricSpec::MINIMIZE);
+  return study;
+}
+
+std::vector<v1::Trial> Trials() {
+  v1::Trial done;
+  done.set_id(1);
+  done.set_state(v1::Trial::COMPLETED);
+  done.set_client_id("host-1");
+  // Parameters in another order than the study's: columns follow the study.
+  auto* opt = done.add_parameters();
+  opt->set_name("opt");
+  opt->set_string_value("a,b");
+  auto* lr = done.add_parameters();
+  lr->set_name("lr");
+  lr->set_double_value(0.1 + 0.2);
+  auto* m = done.add_measurements();
+  m->set_step(3);
+  (*m->mutable_metrics())["loss"] = 0.9;
+  done.mutable_final_measurement()->set_step(3);
+  done.mutable_final_measurement()->set_elapsed_seconds(1.5);
+  (*done.mutable_final_measurement()->mutable_metrics())["loss"] = 0.25;
+  (*done.mutable_final_measurement()->mutable_metrics())["acc"] = 0.75;
+
+  v1::Trial bad;
+  bad.set_id(2);
+  bad.set_state(v1::Trial::INFEASIBLE);
+  bad.set_infeasible_reason("exit status 1");
+  auto* lr2 = bad.add_parameters();
+  lr2->set_name("lr");
+  lr2->set_double_value(1e-5);
+  return {done, bad};
+}
+
+TEST(TrialGrid, CsvHasEveryColumnAndExactNumbers) {
+  v1::Study study = TwoParamStudy();
+  Grid grid = TrialGrid(&study, Trials(), GridStyle::kCsv);
+  ASSERT_EQ(grid.size(), 3u);
+  EXPECT_THAT(grid[0], ElementsAre("id", "state", "lr", "opt", "loss", "acc",
+                                   "step", "elapsed_seconds", "client_id",
+                                   "infeasible_reason"));
+  EXPECT_THAT(grid[1], ElementsAre("1", "COMPLETED", "0.30000000000000004",
+                                   "a,b", "0.25", "0.75", "3", "1.5", "host-1",
+                                   ""));
+  EXPECT_THAT(grid[2], ElementsAre("2", "INFEASIBLE", "1e-05", "", "", "", "",
+                                   "", "", "exit status 1"));
+  EXPECT_EQ(FormatCsv(grid),
+            "id,state,lr,opt,loss,acc,step,elapsed_seconds,client_id,"
+            "infeasible_reason\n"
+            "1,COMPLETED,0.30000000000000004,\"a,b\",0.25,0.75,3,1.5,host-1,\n"
+            "2,INFEASIBLE,1e-05,,,,,,,exit status 1\n");
+}
+
+TEST(TrialGrid, TableIsShortAndWorksWithoutAStudy) {
+  Grid grid = TrialGrid(nullptr, Trials(), GridStyle::kTable);
+  EXPECT_THAT(grid[0], ElementsAre("ID", "STATE", "opt", "lr", "acc", "loss",
+                                   "STEP", "REASON"));
+  EXPECT_THAT(grid[1], ElementsAre("1", "COMPLETED", "a,b", "0.3", "0.75",
+                                   "0.25", "3", ""));
+}
+
+TEST(StudyGrids, ListAndDetail) {
+  v1::Study study = TwoParamStudy();
+  study.set_state(v1::Study::ACTIVE);
+  study.mutable_spec()->set_algorithm(v1::QUASI_RANDOM);
+  study.mutable_spec()->set_max_trials(30);
+  (*study.mutable_trial_counts())["COMPLETED"] = 5;
+  (*study.mutable_trial_counts())["ACTIVE"] = 2;
+  study.set_create_time_ms(1700000000000);
+  Grid list = StudyListGrid({study});
+  EXPECT_THAT(list[1], ElementsAre("s", "ACTIVE", "QUASI_RANDOM",
+                                   "loss (MINIMIZE)", "7/30", "2",
+                                   "2023-11-14 22:13:20"));
+  std::string detail = FormatTable(StudyDetailGrid(study));
+  EXPECT_THAT(detail, HasSubstr("parameter            lr: double [1e-05, 1]\n"));
+  EXPECT_THAT(detail, HasSubstr("parameter            opt: categorical {adam}\n"));
+  EXPECT_THAT(detail, HasSubstr("trials               7 (ACTIVE=2 COMPLETED=5)\n"));
+  EXPECT_THAT(detail, HasSubstr("max_parallel_trials  unlimited\n"));
+}
+
+TEST(ParseFormat, AllowedNamesOnly) {
+  EXPECT_EQ(*ParseFormat(std::nullopt, OutputFormat::kTable,
+                         {OutputFormat::kTable}),
+            OutputFormat::kTable);
+  EXPECT_EQ(*ParseFormat("CSV", OutputFormat::kTable,
+                         {OutputFormat::kTable, OutputFormat::kCsv}),
+            OutputFormat::kCsv);
+  auto bad = ParseFormat("csv", OutputFormat::kTable,
+                         {OutputFormat::kTable, OutputFormat::kJson});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(IsUsageError(bad.status()));
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("not one of table, json"));
+}
+
+TEST(ParseTrialStates, NamesAndLists) {
+  auto states = ParseTrialStates({"completed,INFEASIBLE", "Active"});
+  ASSERT_TRUE(states.ok()) << states.status();
+  EXPECT_THAT(*states, ElementsAre(v1::Trial::COMPLETED, v1::Trial::INFEASIBLE,
+                                   v1::Trial::ACTIVE));
+  auto bad = ParseTrialStates({"done"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(IsUsageError(bad.status()));
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("\"done\" is not one of REQUESTED, ACTIVE"));
+  EXPECT_FALSE(ParseTrialStates({"STATE_UNSPECIFIED"}).ok());
+}
+
+TEST(Json, SnakeCaseFieldNamesAndRoundTrip) {
+  v1::Trial trial;
+  trial.set_study_name("s");
+  trial.set_id(3);
+  trial.set_lease_epoch(2);
+  trial.set_state(v1::Trial::ACTIVE);
+  absl::StatusOr<std::string> json = ToJson(trial);
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_THAT(*json, HasSubstr("\"study_name\": \"s\""));
+  EXPECT_THAT(*json, HasSubstr("\"lease_epoch\": \"2\""));
+  EXPECT_THAT(*json, HasSubstr("\"state\": \"ACTIVE\""));
+  EXPECT_EQ(json->back(), '\n');
+  v1::Trial back;
+  ASSERT_TRUE(FromJson(*json, "trial.json", &back).ok());
+  EXPECT_EQ(back.SerializeAsString(), trial.SerializeAsString());
+}
+
+TEST(Json, ParseErrorsNameTheSource) {
+  v1::Study study;
+  absl::Status bad_field = FromJson(R"({"nmae": "x"})", "study.json", &study);
+  EXPECT_EQ(bad_field.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad_field.message()), HasSubstr("study.json"));
+  EXPECT_THAT(std::string(bad_field.message()), HasSubstr("nmae"));
+  absl::Status bad_json = FromJson("{", "cfg.json", &study);
+  EXPECT_THAT(std::string(bad_json.message()), HasSubstr("cfg.json"));
+}
+
+TEST(Json, ExampleStudyConfigsParse) {
+  const std::pair<const char*, v1::Algorithm> kExamples[] = {
+      {"examples/study.json", v1::GP_BANDIT},
+      {"examples/shell/study.json", v1::QUASI_RANDOM}};
+  for (const auto& [path, algorithm] : kExamples) {
+    std::string full = std::string(HYPERTUNE_SOURCE_DIR) + "/" + path;
+    FILE* f = std::fopen(full.c_str(), "r");
+    ASSERT_NE(f, nullptr) << full;
+    std::string text;
+    char buffer[4096];
+    for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), f)) > 0;) {
+      text.append(buffer, n);
+    }
+    std::fclose(f);
+    v1::Study study;
+    absl::Status status = FromJson(text, path, &study);
+    ASSERT_TRUE(status.ok()) << status;
+    EXPECT_EQ(study.spec().metrics(0).name(), "loss");
+    EXPECT_EQ(study.spec().algorithm(), algorithm) << path;
+  }
+}
+
+}  // namespace
+}  // namespace hypertune::cli

@@ -1,0 +1,174 @@
+#include "cli/trial_outcome.h"
+
+#include <cmath>
+#include <csignal>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hypertune::cli {
+namespace {
+
+using Kind = TrialOutcome::Kind;
+using ::testing::HasSubstr;
+
+TrialRun Exited(int code) {
+  TrialRun run;
+  run.exit.code = code;
+  return run;
+}
+
+TEST(DecideOutcome, CleanExitWithFinalMetricsCompletes) {
+  TrialRun run = Exited(0);
+  run.final_metrics = Metrics{{"loss", 0.2}};
+  run.step_metrics = Metrics{{"loss", 0.3}};
+  run.last_step = 4;
+  TrialOutcome outcome = DecideOutcome(run, "loss");
+  EXPECT_EQ(outcome.kind, Kind::kComplete);
+  EXPECT_EQ(outcome.metrics, (Metrics{{"loss", 0.2}}));
+  EXPECT_EQ(outcome.step, 4);
+}
+
+TEST(DecideOutcome, CleanExitWithOnlyStepsUsesTheLastStep) {
+  TrialRun run = Exited(0);
+  run.step_metrics = Metrics{{"loss", 0.3}};
+  run.last_step = 9;
+  TrialOutcome outcome = DecideOutcome(run, "loss");
+  EXPECT_EQ(outcome.kind, Kind::kComplete);
+  EXPECT_EQ(outcome.metrics, (Metrics{{"loss", 0.3}}));
+  EXPECT_EQ(outcome.step, 9);
+}
+
+TEST(DecideOutcome, CleanExitWithoutMetricsIsInfeasible) {
+  TrialOutcome outcome = DecideOutcome(Exited(0), "loss");
+  EXPECT_EQ(outcome.kind, Kind::kInfeasible);
+  EXPECT_EQ(outcome.reason, "program exited 0 without reporting a metric");
+}
+
+TEST(DecideOutcome, NonZeroExitIsInfeasibleEvenWithMetrics) {
+  TrialRun run = Exited(3);
+  run.final_metrics = Metrics{{"loss", 0.2}};
+  TrialOutcome outcome = DecideOutcome(run, "loss");
+  EXPECT_EQ(outcome.kind, Kind::kInfeasible);
+  EXPECT_EQ(outcome.reason, "exit status 3");
+}
+
+TEST(DecideOutcome, ASignalFromOutsideIsTheWorkersFailure) {
+  for (int signal : {SIGKILL, SIGTERM, SIGINT, SIGHUP}) {
+    TrialRun run;
+    run.exit.signaled = true;
+    run.exit.code = signal;
+    run.step_metrics = Metrics{{"loss", 0.3}};
+    TrialOutcome outcome = DecideOutcome(run, "loss");
+    EXPECT_EQ(outcome.kind, Kind::kWorkerFailed) << signal;
+    EXPECT_EQ(outcome.reason, absl::StrCat("killed by signal ", signal));
+  }
+}
+
+TEST(DecideOutcome, ACrashIsTheParametersFault) {
+  TrialRun run;
+  run.exit.signaled = true;
+  run.exit.code = SIGSEGV;
+  TrialOutcome outcome = DecideOutcome(run, "loss");
+  EXPECT_EQ(outcome.kind, Kind::kInfeasible);
+  EXPECT_EQ(outcome.reason,
+            absl::StrCat("crashed with signal ", SIGSEGV, " (SIGSEGV)"));
+  run.exit.code = SIGABRT;
+  EXPECT_EQ(DecideOutcome(run, "loss").kind, Kind::kInfeasible);
+}
+
+TEST(DecideOutcome, TimeoutWins) {
+  TrialRun run;
+  run.exit.signaled = true;
+  run.exit.code = 15;
+  run.exit.timed_out = true;
+  run.step_metrics = Metrics{{"loss", 0.3}};
+  TrialOutcome outcome = DecideOutcome(run, "loss");
+  EXPECT_EQ(outcome.kind, Kind::kInfeasible);
+  EXPECT_EQ(outcome.reason, "timeout");
+}
+
+TEST(DecideOutcome, NaNObjectiveIsInfeasible) {
+  TrialRun run = Exited(0);
+  run.final_metrics = Metrics{{"loss", std::nan("")}};
+  TrialOutcome outcome = DecideOutcome(run, "loss");
+  EXPECT_EQ(outcome.kind, Kind::kInfeasible);
+  EXPECT_EQ(outcome.reason, "metric \"loss\" is NaN");
+}
+
+TEST(DecideOutcome, MissingObjectiveIsInfeasible) {
+  TrialRun run = Exited(0);
+  run.final_metrics = Metrics{{"acc", 0.9}, {"f1", 0.8}};
+  TrialOutcome outcome = DecideOutcome(run, "loss");
+  EXPECT_EQ(outcome.kind, Kind::kInfeasible);
+  EXPECT_THAT(outcome.reason, HasSubstr("objective \"loss\""));
+  EXPECT_THAT(outcome.reason, HasSubstr("acc, f1"));
+}
+
+TEST(DecideOutcome, PreemptedWorkerGivesTheTrialBackUnlessItFinished) {
+  TrialRun run;
+  run.worker_signal = SIGTERM;
+  run.exit.signaled = true;
+  run.exit.code = SIGTERM;
+  run.step_metrics = Metrics{{"loss", 0.3}};
+  TrialOutcome outcome = DecideOutcome(run, "loss");
+  EXPECT_EQ(outcome.kind, Kind::kWorkerFailed);
+  EXPECT_EQ(outcome.reason, "worker preempted");
+
+  // The program caught the signal and exited non-zero: still preempted.
+  TrialRun caught = Exited(1);
+  caught.worker_signal = SIGTERM;
+  EXPECT_EQ(DecideOutcome(caught, "loss").reason, "worker preempted");
+
+  TrialRun interrupted;
+  interrupted.worker_signal = SIGINT;
+  interrupted.exit.signaled = true;
+  interrupted.exit.code = SIGINT;
+  outcome = DecideOutcome(interrupted, "loss");
+  EXPECT_EQ(outcome.kind, Kind::kWorkerFailed);
+  EXPECT_EQ(outcome.reason,
+            absl::StrCat("worker interrupted by signal ", SIGINT));
+
+  TrialRun finished = Exited(0);
+  finished.worker_signal = SIGTERM;
+  finished.final_metrics = Metrics{{"loss", 0.1}};
+  EXPECT_EQ(DecideOutcome(finished, "loss").kind, Kind::kComplete);
+}
+
+TEST(DecideOutcome, TimeoutWinsOverThePreemption) {
+  TrialRun run;
+  run.worker_signal = SIGTERM;
+  run.exit.signaled = true;
+  run.exit.code = SIGKILL;
+  run.exit.timed_out = true;
+  EXPECT_EQ(DecideOutcome(run, "loss").reason, "timeout");
+}
+
+TEST(DecideOutcome, ALostLeaseLeavesTheTrialToItsNewHolder) {
+  TrialRun run;
+  run.lease_lost = true;
+  run.exit.signaled = true;
+  run.exit.code = SIGTERM;
+  run.final_metrics = Metrics{{"loss", 0.1}};
+  EXPECT_EQ(DecideOutcome(run, "loss").kind, Kind::kLeave);
+}
+
+TEST(DecideOutcome, StoppedEarlyCompletesWithWhatItReached) {
+  TrialRun run;
+  run.stop_requested = true;
+  run.exit.signaled = true;
+  run.exit.code = 15;
+  run.step_metrics = Metrics{{"loss", 0.4}};
+  run.last_step = 2;
+  TrialOutcome outcome = DecideOutcome(run, "loss");
+  EXPECT_EQ(outcome.kind, Kind::kComplete);
+  EXPECT_EQ(outcome.step, 2);
+
+  TrialRun nothing;
+  nothing.stop_requested = true;
+  EXPECT_EQ(DecideOutcome(nothing, "loss").kind, Kind::kLeave);
+}
+
+}  // namespace
+}  // namespace hypertune::cli
