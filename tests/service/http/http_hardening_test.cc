@@ -76,10 +76,13 @@ class HttpHardeningTest : public ::testing::Test {
   TempDir dir_;
 };
 
-// The review's stall: 40 connections that send nothing used to hold the
-// handler pool (32 threads) until they timed out after 5 s. Now each
-// connection has its own thread, and the authenticated request is answered
-// long before the idle ones are closed: the client here gives up after 2 s.
+// The review's stall: 40 connections that send nothing held the handler
+// pool (32 threads) until the server dropped some of them; only then was an
+// authenticated request served (the review measured 10.5 s; the code before
+// this fix dropped 11 of them first). Now every connection has a thread of
+// its own: the request is answered while all 40 are still open (they are
+// dropped only after 5 s of silence). The time it took is recorded, not
+// asserted.
 TEST_F(HttpHardeningTest, IdleConnectionsDoNotHoldUpAnAuthenticatedRequest) {
   auto server = Start(service::ServerOptions());
   ASSERT_NE(server, nullptr);
@@ -88,8 +91,6 @@ TEST_F(HttpHardeningTest, IdleConnectionsDoNotHoldUpAnAuthenticatedRequest) {
     idle.push_back(ConnectSilently(PortOf(server->http_address())));
   }
   httplib::Client client(absl::StrCat("http://", server->http_address()));
-  client.set_connection_timeout(2, 0);
-  client.set_read_timeout(2, 0);
   const auto start = std::chrono::steady_clock::now();
   httplib::Result result = client.Get(
       "/api/studies", {{"Authorization", absl::StrCat("Bearer ", kAliceToken)}});
@@ -100,6 +101,12 @@ TEST_F(HttpHardeningTest, IdleConnectionsDoNotHoldUpAnAuthenticatedRequest) {
   ASSERT_TRUE(result) << httplib::to_string(result.error());
   EXPECT_EQ(result->status, 200);
   EXPECT_THAT(result->body, HasSubstr("alices"));
+  int dropped = 0;
+  for (int fd : idle) {
+    char byte;
+    if (::recv(fd, &byte, 1, MSG_DONTWAIT | MSG_PEEK) == 0) ++dropped;
+  }
+  EXPECT_EQ(dropped, 0) << "idle connections dropped before the answer";
   for (int fd : idle) ::close(fd);
 }
 
