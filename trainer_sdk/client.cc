@@ -137,10 +137,9 @@ absl::StatusOr<std::optional<Trial>> Client::NextTrial(
       return response.status();
     }
     if (response->trials_size() > 0) {
-      std::optional<std::chrono::milliseconds> renew_every;
-      if (options().heartbeats) renew_every = RenewalInterval(study);
-      return std::optional<Trial>(Trial(
-          core_, std::move(*response->mutable_trials(0)), slot, renew_every));
+      return std::optional<Trial>(Trial(core_,
+                                        std::move(*response->mutable_trials(0)),
+                                        slot, options().heartbeats));
     }
     if (response->study_state() == v1::Study::COMPLETED) {
       slot->Release();
@@ -151,20 +150,7 @@ absl::StatusOr<std::optional<Trial>> Client::NextTrial(
 }
 
 Trial Client::Hold(v1::Trial trial) const {
-  std::optional<std::chrono::milliseconds> renew_every;
-  if (options().heartbeats) renew_every = RenewalInterval(trial.study_name());
-  return Trial(core_, std::move(trial), nullptr, renew_every);
-}
-
-std::chrono::milliseconds Client::RenewalInterval(
-    const std::string& study) const {
-  if (options().heartbeat_interval.count() > 0) {
-    return options().heartbeat_interval;
-  }
-  absl::StatusOr<v1::Study> spec = GetStudy(study);
-  // Without the study (an older or busy server), the server's default lease.
-  return internal::RenewalInterval(spec.ok() ? spec->spec().lease_seconds()
-                                             : 0);
+  return Trial(core_, std::move(trial), nullptr, options().heartbeats);
 }
 
 absl::StatusOr<Trial> Client::GetTrial(const std::string& study,

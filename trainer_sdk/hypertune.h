@@ -88,7 +88,8 @@ struct ClientOptions {
   // Trials from NextTrial renew their lease from a background thread.
   // Default true; false leaves renewal to Report and Heartbeat calls.
   bool heartbeats = true;
-  // Between background renewals; 0 (default) = a third of the study's lease.
+  // Between background renewals; 0 (default) = a third of what is left of
+  // the trial's lease, as the server sets it (lease_expire_time_ms).
   std::chrono::milliseconds heartbeat_interval{0};
   // Devices a trial of this process uses: its device-seconds (what the
   // server bills) are its wall seconds times this. 0 (default) = the number
@@ -199,8 +200,6 @@ class Client {
   friend class Trial;
   explicit Client(std::shared_ptr<internal::ClientCore> core)
       : core_(std::move(core)) {}
-  // How often NextTrial's trials on `study` renew their lease.
-  std::chrono::milliseconds RenewalInterval(const std::string& study) const;
 
   std::shared_ptr<internal::ClientCore> core_;
 };
@@ -281,10 +280,9 @@ class Trial {
 
  private:
   friend class Client;
-  // `renew_every`: renew the lease from a background thread at that period.
+  // `renew`: renew the lease from a background thread (LeaseKeeper::Start).
   Trial(std::shared_ptr<internal::ClientCore> core, v1::Trial proto,
-        std::shared_ptr<internal::ClientIdSlot> slot,
-        std::optional<std::chrono::milliseconds> renew_every = std::nullopt);
+        std::shared_ptr<internal::ClientIdSlot> slot, bool renew = false);
 
   // The client this handle calls through; FAILED_PRECONDITION if detached.
   absl::StatusOr<Client> Attached() const;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/random/random.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "trainer_sdk/grpc_status.h"
 
@@ -35,12 +36,9 @@ bool Transient(absl::StatusCode code) {
 
 }  // namespace
 
-std::chrono::milliseconds RenewalInterval(int32_t lease_seconds) {
-  std::chrono::milliseconds lease =
-      lease_seconds > 0
-          ? std::chrono::milliseconds(int64_t{lease_seconds} * 1000)
-          : kDefaultLease;
-  return std::max(lease / 3, std::chrono::milliseconds(1));
+std::chrono::milliseconds RenewalInterval(int64_t expire_ms, int64_t now_ms) {
+  return std::max(std::chrono::milliseconds((expire_ms - now_ms) / 3),
+                  kMinRenewalInterval);
 }
 
 LeaseKeeper::LeaseKeeper(std::shared_ptr<ClientCore> core, std::string study,
@@ -53,7 +51,8 @@ LeaseKeeper::LeaseKeeper(std::shared_ptr<ClientCore> core, std::string study,
 
 LeaseKeeper::~LeaseKeeper() { Stop(); }
 
-void LeaseKeeper::Start(std::chrono::milliseconds interval) {
+void LeaseKeeper::Start(std::chrono::milliseconds fixed_interval,
+                        int64_t expire_ms) {
   absl::MutexLock join_lock(&join_mu_);
   {
     absl::MutexLock lock(&mu_);
@@ -61,7 +60,8 @@ void LeaseKeeper::Start(std::chrono::milliseconds interval) {
     started_ = true;
     running_ = true;
   }
-  thread_ = std::thread([this, interval] { Loop(interval); });
+  thread_ = std::thread(
+      [this, fixed_interval, expire_ms] { Loop(fixed_interval, expire_ms); });
 }
 
 void LeaseKeeper::Stop() {
@@ -122,11 +122,18 @@ absl::StatusOr<v1::HeartbeatResponse> LeaseKeeper::Renew(
   return response;
 }
 
-void LeaseKeeper::Loop(std::chrono::milliseconds interval) {
+void LeaseKeeper::Loop(std::chrono::milliseconds fixed_interval,
+                       int64_t expire_ms) {
   const v1::HeartbeatRequest request = Request();
   const ClientOptions& options = core_->options();
   absl::BitGen bitgen;
   int failures = 0;
+  auto until_renewal = [&] {
+    return fixed_interval.count() > 0
+               ? fixed_interval
+               : RenewalInterval(expire_ms, absl::ToUnixMillis(absl::Now()));
+  };
+  std::chrono::milliseconds interval = until_renewal();
   std::chrono::milliseconds wait = interval;
   mu_.Lock();
   while (true) {
@@ -146,6 +153,8 @@ void LeaseKeeper::Loop(std::chrono::milliseconds interval) {
     if (status.ok()) {
       should_stop_ = response.should_stop();
       failures = 0;
+      expire_ms = response.lease_expire_time_ms();
+      interval = until_renewal();
       wait = interval;
       continue;
     }

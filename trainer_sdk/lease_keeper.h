@@ -26,12 +26,17 @@
 
 namespace hypertune::internal {
 
-// The lease of studies that set no lease_seconds (the server's default).
-inline constexpr std::chrono::milliseconds kDefaultLease{60000};
+// The shortest wait between renewals.
+inline constexpr std::chrono::milliseconds kMinRenewalInterval{100};
 
-// How often to renew a lease of `lease_seconds` (0 = the server's default,
-// kDefaultLease): a third of it, so two renewals may fail before it runs out.
-std::chrono::milliseconds RenewalInterval(int32_t lease_seconds);
+// How long to wait before renewing a lease that runs out at `expire_ms` on
+// the server's clock, seen at `now_ms` on ours: a third of what is left, so
+// that two renewals may fail before it runs out, and at least
+// kMinRenewalInterval (a lease that looks run out is renewed soon, not
+// never). The server owns the lease's length; the trial and each renewal
+// carry its expiry. Clocks that disagree by less than twice the lease keep
+// it.
+std::chrono::milliseconds RenewalInterval(int64_t expire_ms, int64_t now_ms);
 
 class LeaseKeeper {
  public:
@@ -43,9 +48,11 @@ class LeaseKeeper {
   LeaseKeeper(const LeaseKeeper&) = delete;
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;
 
-  // Starts renewing every `interval` from a background thread. Does nothing
-  // if it was started before or the lease is lost.
-  void Start(std::chrono::milliseconds interval);
+  // Starts renewing from a background thread: every `fixed_interval` if it
+  // is positive, else by RenewalInterval from the lease's expiry,
+  // `expire_ms` at first and then each renewal's. Does nothing if it was
+  // started before or the lease is lost.
+  void Start(std::chrono::milliseconds fixed_interval, int64_t expire_ms);
   // Stops renewing and joins the thread. Idempotent.
   void Stop();
   // Whether the background thread runs (started, not stopped, lease held).
@@ -68,7 +75,7 @@ class LeaseKeeper {
 
  private:
   v1::HeartbeatRequest Request() const;
-  void Loop(std::chrono::milliseconds interval);
+  void Loop(std::chrono::milliseconds fixed_interval, int64_t expire_ms);
   bool Done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return stopping_ || !lost_.ok();
   }

@@ -42,8 +42,7 @@ absl::Status CheckNoNaN(const Metrics& metrics, const std::string& where) {
 Trial::Trial(v1::Trial proto) : Trial(nullptr, std::move(proto), nullptr) {}
 
 Trial::Trial(std::shared_ptr<internal::ClientCore> core, v1::Trial proto,
-             std::shared_ptr<internal::ClientIdSlot> slot,
-             std::optional<std::chrono::milliseconds> renew_every)
+             std::shared_ptr<internal::ClientIdSlot> slot, bool renew)
     : core_(std::move(core)),
       proto_(std::move(proto)),
       slot_(std::move(slot)),
@@ -52,7 +51,10 @@ Trial::Trial(std::shared_ptr<internal::ClientCore> core, v1::Trial proto,
     lease_ = std::make_shared<internal::LeaseKeeper>(
         core_, proto_.study_name(), proto_.id(), proto_.lease_epoch(),
         proto_.client_id());
-    if (renew_every.has_value()) lease_->Start(*renew_every);
+    if (renew) {
+      lease_->Start(core_->options().heartbeat_interval,
+                    proto_.lease_expire_time_ms());
+    }
   }
   if (proto_.start_time_ms() > 0) {
     int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -122,12 +122,16 @@ TEST(Trial, CheckpointUriIsTheStoredOne) {
   EXPECT_EQ(Trial(proto).checkpoint_uri(), "s3://bucket/trial-7/epoch-3");
 }
 
-TEST(RenewalInterval, AThirdOfTheStudysLease) {
+TEST(RenewalInterval, AThirdOfWhatIsLeftOfTheLease) {
   using std::chrono::milliseconds;
-  EXPECT_EQ(internal::RenewalInterval(30), milliseconds(10000));
-  EXPECT_EQ(internal::RenewalInterval(1), milliseconds(333));
-  // 0: the server's default lease of 60 s.
-  EXPECT_EQ(internal::RenewalInterval(0), milliseconds(20000));
+  constexpr int64_t kNow = 1'700'000'000'000;
+  EXPECT_EQ(internal::RenewalInterval(kNow + 30'000, kNow), milliseconds(10000));
+  EXPECT_EQ(internal::RenewalInterval(kNow + 1'000, kNow), milliseconds(333));
+  // Run out on our clock (or clocks far apart): renewed soon, not never.
+  EXPECT_EQ(internal::RenewalInterval(kNow, kNow),
+            internal::kMinRenewalInterval);
+  EXPECT_EQ(internal::RenewalInterval(kNow - 5'000, kNow),
+            internal::kMinRenewalInterval);
 }
 
 class EnvTest : public ::testing::Test {
