@@ -126,6 +126,7 @@ def main() -> None:
         state = torch.load(trial.checkpoint_uri.removeprefix("file://"))
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["rng"])  # dropout goes on as if never paused
         start = state["epoch"] + 1
         print(f"trial {trial.id}: resuming after epoch {state['epoch']}", flush=True)
     checkpoint = os.path.join(
@@ -159,7 +160,8 @@ def main() -> None:
             print(f"epoch {epoch}: train_loss {train_loss:.4f} val_accuracy {val_accuracy:.4f} "
                   f"val_loss {val_loss:.4f} ({time.monotonic() - began:.1f} s)", flush=True)
             torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                        "epoch": epoch, "config": config}, checkpoint)
+                        "rng": torch.get_rng_state(), "epoch": epoch, "config": config},
+                       checkpoint)
             if trial is None:
                 continue
             # The checkpoint first: the report may pause the trial at a rung.

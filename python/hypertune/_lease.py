@@ -1,19 +1,27 @@
-"""The lease on one trial as this process holds it.
+"""The leases on the trials this process holds.
 
-A :class:`LeaseKeeper` renews the lease from a daemon thread (one Heartbeat
-attempt per period, retried sooner after a transient failure) and keeps
-what renewals and the trial's own calls learn: whether the server asks the
-trial to stop (or paused it at a rung), and whether the lease is lost
-(FAILED_PRECONDITION or NOT_FOUND: the trial went to another worker, or was
-finished or deleted by someone else), after which renewals stop.
+A :class:`LeaseKeeper` keeps what renewals and the trial's own calls learn
+about one lease: whether the server asks the trial to stop (or paused it at
+a rung), and whether the lease is lost (FAILED_PRECONDITION or NOT_FOUND:
+the trial went to another worker, or was finished or deleted by someone
+else), after which it is no longer renewed.
+
+A :class:`LeaseRenewer`, one per Client, renews every started keeper's
+lease from one background thread: each lease at its own period, with
+Heartbeats sent asynchronously so that a slow one holds up no other, and
+retried sooner after a transient failure. (One thread per Client, not per
+trial: handing out a trial then costs no thread start.)
 
 Thread safety: every method may be called from any thread.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import random
 import threading
+import time
 from typing import TYPE_CHECKING, Optional
 
 import grpc
@@ -58,47 +66,45 @@ class LeaseKeeper:
 
     def __init__(self, client: Client, study: str, trial_id: int, epoch: int, client_id: str):
         self._client = client
-        self._request = pb.HeartbeatRequest(
+        self.request = pb.HeartbeatRequest(
             study_name=study, trial_id=trial_id, lease_epoch=epoch, client_id=client_id
         )
         self._lock = threading.Lock()
-        self._done = threading.Event()  # stopped, or the lease is lost
-        self._thread: Optional[threading.Thread] = None
+        self._started = False
+        self._done = False  # stopped, or the lease is lost
         self._in_flight: Optional[grpc.Future] = None
         self._lost: Optional[HypertuneError] = None
         self._should_stop = False
         self._state: Optional[int] = None
+        self.failures = 0  # renewals failed in a row (the renewer's business)
 
     def start(self, interval: float) -> None:
-        """Renews every ``interval`` seconds from a daemon thread, until
+        """Renews every ``interval`` seconds in the background, until
         :meth:`stop` or the lease is lost. Does nothing if started before."""
         with self._lock:
-            if self._thread is not None or self._done.is_set():
+            if self._started or self._done:
                 return
-            self._thread = threading.Thread(
-                target=self._loop,
-                args=(interval,),
-                name=f"hypertune-lease-{self._request.study_name}-{self._request.trial_id}",
-                daemon=True,
-            )
-            self._thread.start()
+            self._started = True
+        self._client._renewer().add(self, interval)
 
-    def stop(self, wait: bool = True) -> None:
-        """Stops renewing (cancelling a renewal in flight) and, with
-        ``wait``, joins the thread. Idempotent."""
-        self._done.set()
+    def stop(self) -> None:
+        """Stops renewing, cancelling a renewal in flight. Idempotent."""
         with self._lock:
-            if self._in_flight is not None:
-                self._in_flight.cancel()
-            thread = self._thread
-        if wait and thread is not None and thread is not threading.current_thread():
-            thread.join()
+            self._done = True
+            future, self._in_flight = self._in_flight, None
+        if future is not None:
+            future.cancel()
+
+    @property
+    def done(self) -> bool:
+        with self._lock:
+            return self._done
 
     @property
     def running(self) -> bool:
-        """Whether the background thread renews the lease now."""
-        thread = self._thread
-        return thread is not None and thread.is_alive() and not self._done.is_set()
+        """Whether the lease is renewed in the background now."""
+        with self._lock:
+            return self._started and not self._done
 
     @property
     def lost(self) -> Optional[HypertuneError]:
@@ -125,7 +131,7 @@ class LeaseKeeper:
         (renewals then stop), else None."""
         if not lost_by(error):
             return None
-        request = self._request
+        request = self.request
         lost = LeaseLostError(
             f'trial {request.trial_id} of study "{request.study_name}" is no longer held '
             f"under lease epoch {request.lease_epoch}: {error.message}",
@@ -134,7 +140,7 @@ class LeaseKeeper:
         with self._lock:
             if self._lost is None:
                 self._lost = lost
-        self._done.set()
+            self._done = True
         return lost
 
     def renew(self, checkpoint_uri: str = "") -> pb.HeartbeatResponse:
@@ -144,7 +150,7 @@ class LeaseKeeper:
             if self._lost is not None:
                 raise self._lost
         request = pb.HeartbeatRequest()
-        request.CopyFrom(self._request)
+        request.CopyFrom(self.request)
         request.checkpoint_uri = checkpoint_uri
         try:
             response = self._client._call("Heartbeat", request)
@@ -153,44 +159,95 @@ class LeaseKeeper:
             if lost is not None:
                 raise lost from None
             raise
-        self._note(response)
+        self.note(response)
         return response
 
-    def _note(self, response: pb.HeartbeatResponse) -> None:
+    def note(self, response: pb.HeartbeatResponse) -> None:
+        """Takes note of a renewal's answer."""
         with self._lock:
             self._should_stop = response.should_stop
             self._state = response.state
 
-    def _loop(self, interval: float) -> None:
-        policy = self._client._policy
-        failures = 0
-        wait = interval
-        while not self._done.wait(wait):
-            with self._lock:
-                if self._done.is_set():
-                    break
-                self._in_flight = self._client._stub.Heartbeat.future(
-                    self._request,
-                    timeout=policy.call_timeout,
-                    metadata=self._client._metadata,
+    def send(self) -> Optional[grpc.Future]:
+        """Starts one background renewal attempt; None once done."""
+        with self._lock:
+            if self._done:
+                return None
+            client = self._client
+            self._in_flight = client._stub.Heartbeat.future(
+                self.request, timeout=client._policy.call_timeout, metadata=client._metadata
+            )
+            return self._in_flight
+
+
+class LeaseRenewer:
+    """Renews the leases of one Client's started keepers from one daemon
+    thread, started with the first lease."""
+
+    def __init__(self, client: Client):
+        self._client = client
+        self._cond = threading.Condition()
+        self._due: list[tuple[float, int, LeaseKeeper, float]] = []  # a heap by time
+        self._order = itertools.count()  # breaks ties between equal times
+        self._thread: Optional[threading.Thread] = None
+        self._closed = False
+
+    def add(self, keeper: LeaseKeeper, interval: float) -> None:
+        """Renews ``keeper``'s lease every ``interval`` seconds from now."""
+        self._schedule(keeper, interval, interval)
+
+    def close(self) -> None:
+        """Ends the thread; leases are no longer renewed."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _schedule(self, keeper: LeaseKeeper, delay: float, interval: float) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            heapq.heappush(self._due, (time.monotonic() + delay, next(self._order), keeper, interval))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="hypertune-leases", daemon=True
                 )
-                future = self._in_flight
-            try:
-                self._note(future.result())
-                failures, wait = 0, interval
-                continue
-            except grpc.FutureCancelledError:
-                break
-            except grpc.RpcError as err:
-                error = failure(err.code(), err.details() or "")
-            finally:
-                with self._lock:
-                    self._in_flight = None
-            if self._done.is_set() or self.observe(error) is not None:
-                break
-            if error.code not in _TRANSIENT:
-                # Renewing cannot work (e.g. UNAUTHENTICATED): the lease runs
-                # out, and the trial's own calls report why.
-                break
-            failures += 1
-            wait = min(interval, policy.delay(failures, random.uniform(0.5, 1.0)))
+                self._thread.start()
+            self._cond.notify()
+
+    def _loop(self) -> None:
+        with self._cond:
+            while not self._closed:
+                if not self._due:
+                    self._cond.wait()
+                    continue
+                when, _, keeper, interval = self._due[0]
+                wait = when - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                heapq.heappop(self._due)
+                future = keeper.send()
+                if future is not None:
+                    future.add_done_callback(
+                        lambda f, k=keeper, i=interval: self._renewed(k, i, f)
+                    )
+
+    def _renewed(self, keeper: LeaseKeeper, interval: float, future: grpc.Future) -> None:
+        """Runs on a gRPC thread when a background renewal ends."""
+        if future.cancelled() or keeper.done:
+            return
+        error = future.exception()
+        if error is None:
+            keeper.note(future.result())
+            keeper.failures = 0
+            self._schedule(keeper, interval, interval)
+            return
+        failed = failure(error.code(), error.details() or "")
+        if keeper.observe(failed) is not None or failed.code not in _TRANSIENT:
+            # Lost; or renewing cannot work (e.g. UNAUTHENTICATED): the lease
+            # runs out, and the trial's own calls report why.
+            return
+        keeper.failures += 1
+        policy = self._client._policy
+        delay = min(interval, policy.delay(keeper.failures, random.uniform(0.5, 1.0)))
+        self._schedule(keeper, delay, interval)

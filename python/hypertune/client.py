@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 from typing import Any, Optional
 
 import grpc
 
 from hypertune import _config
+from hypertune._lease import LeaseRenewer
 from hypertune._proto import pb, pb_grpc
 from hypertune._retry import Metadata, RetryPolicy, call
 from hypertune.errors import AlreadyExistsError, HypertuneError, InvalidArgumentError
@@ -132,6 +134,8 @@ class Client:
         )
         self._stub = pb_grpc.HyperTuneStub(self._channel)
         self._connectivity: Optional[grpc.ChannelConnectivity] = None
+        self._lease_renewer: Optional[LeaseRenewer] = None
+        self._renewer_lock = threading.Lock()
         self._channel.subscribe(self._note_connectivity, try_to_connect=False)
 
     def _open_channel(
@@ -159,9 +163,20 @@ class Client:
         return f"Client(server={self.server!r}, client_id={self.client_id!r})"
 
     def close(self) -> None:
-        """Closes the channel; later calls fail."""
+        """Closes the channel; later calls fail, and leases are no longer
+        renewed."""
+        with self._renewer_lock:
+            if self._lease_renewer is not None:
+                self._lease_renewer.close()
         self._channel.unsubscribe(self._note_connectivity)
         self._channel.close()
+
+    def _renewer(self) -> LeaseRenewer:
+        """The thread that renews the leases of this client's trials."""
+        with self._renewer_lock:
+            if self._lease_renewer is None:
+                self._lease_renewer = LeaseRenewer(self)
+            return self._lease_renewer
 
     def __enter__(self) -> Client:
         return self

@@ -21,6 +21,7 @@ import math
 import operator
 import time
 import warnings
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -170,6 +171,9 @@ class Trial:
             )
             if renew_every is not None:
                 self._lease.start(renew_every)
+                # A trial dropped unfinished is renewed no longer: its lease
+                # runs out and another worker gets it.
+                weakref.finalize(self, self._lease.stop)
 
     # ----- What the trial is -----
 

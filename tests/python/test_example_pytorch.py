@@ -70,6 +70,21 @@ def test_study_pauses_and_resumes_from_checkpoints(client, server, tmp_path) -> 
             assert [m.step for m in trial.measurements] == [1]
     assert study.best().id in {t.id for t in promoted}
 
+    # Paused, saved, resumed: the same epochs as one uninterrupted run.
+    trial = resumed[0]
+    flags = [f"--{name}={value}" for name, value in trial.params.items()]
+    result = subprocess.run(
+        [sys.executable, os.path.join(EXAMPLE, "train.py"), *SMALL, *flags,
+         "--checkpoint-dir", str(tmp_path / "uninterrupted")],
+        env=environment(), capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    # "epoch N: train_loss L val_accuracy A val_loss V (S s)", to 4 decimals.
+    uninterrupted = [[float(word) for word in line.split()[3:8:2]]
+                     for line in result.stdout.splitlines() if line.startswith("epoch ")]
+    assert uninterrupted == [
+        [round(m.metrics[name], 4) for name in ("train_loss", "val_accuracy", "val_loss")]
+        for m in trial.measurements]
+
 
 def test_standalone_run_reports_test_accuracy(tmp_path) -> None:
     result = subprocess.run(
