@@ -206,13 +206,15 @@ class LeaseRenewer:
         with self._cond:
             if self._closed:
                 return
-            heapq.heappush(self._due, (time.monotonic() + delay, next(self._order), keeper, interval))
+            entry = (time.monotonic() + delay, next(self._order), keeper, interval)
+            heapq.heappush(self._due, entry)
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._loop, name="hypertune-leases", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify()
+            if self._due[0] is entry:  # otherwise the thread wakes up earlier anyway
+                self._cond.notify()
 
     def _loop(self) -> None:
         with self._cond:

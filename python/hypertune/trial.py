@@ -30,12 +30,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from hypertune import _signals
 from hypertune._lease import LeaseKeeper
 from hypertune._proto import pb
-from hypertune.errors import (
-    FailedPreconditionError,
-    HypertuneError,
-    InvalidArgumentError,
-    LeaseLostError,
-)
+from hypertune.errors import FailedPreconditionError, HypertuneError, InvalidArgumentError
 
 if TYPE_CHECKING:
     from hypertune._client_ids import SharedSlot

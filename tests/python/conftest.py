@@ -17,10 +17,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "testing"))
-try:
-    import hypertune  # noqa: F401
-except ImportError:  # run by hand without PYTHONPATH
-    sys.path.insert(0, os.path.join(ROOT, "build", "python"))
+if not any(os.path.isdir(os.path.join(p, "hypertune", "v1")) for p in sys.path if p):
+    sys.path.insert(0, os.path.join(ROOT, "build", "python"))  # run by hand, no PYTHONPATH
 
 import hypertune  # noqa: E402
 from hypertuned_process import Hypertuned  # noqa: E402

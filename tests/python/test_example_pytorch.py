@@ -17,7 +17,6 @@ torch = pytest.importorskip(
     "torch", reason="python3-torch is not installed (apt-get install python3-torch): "
                     "the PyTorch example is not run")
 
-import hypertune  # noqa: E402
 from helpers import ROOT, program, unique_name  # noqa: E402
 
 EXAMPLE = os.path.join(ROOT, "examples", "pytorch_fashion_mnist")
