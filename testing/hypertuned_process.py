@@ -3,13 +3,16 @@ benchmarks: started on a free loopback port with a database in a given
 directory, killed with SIGKILL, and started again on the same port and
 database.
 
-The port is picked by binding port 0 and releasing it, so that a restarted
-server keeps its address. The server's output goes to DIR/hypertuned.log.
+The first start lets the server pick a free port (--listen 127.0.0.1:0) and
+reads it from its "listening on" line; a restart asks for that port again,
+so that the server keeps its address. The server's output goes to
+DIR/hypertuned.log.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
 import socket
@@ -35,14 +38,14 @@ def bin_dir() -> str:
 
 
 class Hypertuned:
-    """One hypertuned on ``workdir``/studies.db at a fixed loopback port."""
+    """One hypertuned on ``workdir``/studies.db at one loopback port."""
 
     def __init__(self, workdir: str, extra_args: Optional[list[str]] = None):
         os.makedirs(workdir, exist_ok=True)
         self.workdir = workdir
         self.db = os.path.join(workdir, "studies.db")
-        self.port = free_port()
-        self.address = f"127.0.0.1:{self.port}"
+        # Known once the server first listens.
+        self.address = "127.0.0.1:0"
         self.extra_args = list(extra_args or [])
         self.process: Optional[subprocess.Popen] = None
         self.log_path = os.path.join(workdir, "hypertuned.log")
@@ -61,7 +64,7 @@ class Hypertuned:
         assert self.process.stdout is not None
         deadline = time.monotonic() + _START_TIMEOUT
         said = b""
-        while b"listening on" not in said:
+        while not re.search(rb"listening on \S+\s", said):
             left = deadline - time.monotonic()
             ready = select.select([self.process.stdout], [], [], max(0.0, left))[0]
             chunk = os.read(self.process.stdout.fileno(), 4096) if ready else b""
@@ -75,6 +78,7 @@ class Hypertuned:
                     f"said {said.decode(errors='replace')!r}); its log:\n{tail}"
                 )
             said += chunk
+        self.address = re.search(rb"listening on (\S+)", said).group(1).decode()
 
     def kill(self) -> None:
         """SIGKILLs the server (if it runs) and reaps it."""
