@@ -19,7 +19,12 @@ from hypertune import _config
 from hypertune._lease import LeaseRenewer
 from hypertune._proto import pb, pb_grpc
 from hypertune._retry import Metadata, RetryPolicy, call
-from hypertune.errors import AlreadyExistsError, HypertuneError, InvalidArgumentError
+from hypertune.errors import (
+    AlreadyExistsError,
+    FailedPreconditionError,
+    HypertuneError,
+    InvalidArgumentError,
+)
 from hypertune.study import Study
 
 #: Where the CLI and the SDKs look when neither ``server`` nor
@@ -43,6 +48,9 @@ CHANNEL_OPTIONS = [
     ("grpc.max_reconnect_backoff_ms", 1000),
     ("grpc.dns_min_time_between_resolutions_ms", 100),
 ]
+
+# grpcio's connectivity poller checks for subscribers this often (seconds).
+_POLLER_STOPS_WITHIN = 0.2
 
 
 def _env(name: str) -> Optional[str]:
@@ -136,6 +144,7 @@ class Client:
         self._connectivity: Optional[grpc.ChannelConnectivity] = None
         self._lease_renewer: Optional[LeaseRenewer] = None
         self._renewer_lock = threading.Lock()
+        self._closed = False
         self._channel.subscribe(self._note_connectivity, try_to_connect=False)
 
     def _open_channel(
@@ -163,13 +172,21 @@ class Client:
         return f"Client(server={self.server!r}, client_id={self.client_id!r})"
 
     def close(self) -> None:
-        """Closes the channel; later calls fail, and leases are no longer
-        renewed."""
+        """Closes the connection: later calls fail, and the leases of its
+        trials are no longer renewed. Idempotent."""
         with self._renewer_lock:
+            if self._closed:
+                return
+            self._closed = True
             if self._lease_renewer is not None:
                 self._lease_renewer.close()
         self._channel.unsubscribe(self._note_connectivity)
-        self._channel.close()
+        # grpcio's connectivity poller (behind subscribe) raises in its own
+        # thread if the channel is closed between two of its polls; it sees
+        # the unsubscription within 0.2 s and stops, so close after that.
+        closer = threading.Timer(_POLLER_STOPS_WITHIN + 0.1, self._channel.close)
+        closer.daemon = True
+        closer.start()
 
     def _renewer(self) -> LeaseRenewer:
         """The thread that renews the leases of this client's trials."""
@@ -206,6 +223,8 @@ class Client:
     def _call(self, rpc: str, request: Any, *, idempotent: bool = True) -> Any:
         """One RPC of the HyperTune service under the retry policy.
         ``idempotent``: repeating it after a lost reply is harmless."""
+        if self._closed:
+            raise FailedPreconditionError(f"{rpc}: the client is closed")
         return call(
             getattr(self._stub, rpc),
             request,

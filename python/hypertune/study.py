@@ -17,7 +17,7 @@ from hypertune import _client_ids
 from hypertune._lease import renewal_interval
 from hypertune._proto import pb
 from hypertune._retry import failure
-from hypertune.errors import InvalidArgumentError
+from hypertune.errors import FailedPreconditionError, InvalidArgumentError
 from hypertune.trial import Trial
 
 if TYPE_CHECKING:
@@ -185,6 +185,8 @@ class Study:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return
+            if client._closed:
+                raise FailedPreconditionError(f"WatchTrials of study {self.name!r}: the client is closed")
             request = pb.WatchTrialsRequest(study_name=self.name, after_sequence=after)
             stream = client._stub.WatchTrials(request, timeout=left, metadata=client._metadata)
             try:
