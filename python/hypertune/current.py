@@ -70,6 +70,6 @@ def current_trial() -> Optional[Trial]:
         # Act under the worker's epoch: if the trial has moved on to another
         # holder since, the server refuses our reports instead of mixing them in.
         proto.lease_epoch = epoch
-        _current = Trial(client, proto, study.spec, held=True, gives_back_on_interrupt=False)
+        _current = Trial(client, proto, study.spec, held=True, worker_holds=True)
         _looked = True
         return _current

@@ -133,23 +133,24 @@ class Trial:
         held: bool = False,
         renew_every: Optional[float] = None,
         slot: Optional[SharedSlot] = None,
-        gives_back_on_interrupt: bool = True,
+        worker_holds: bool = False,
     ):
         """Not called directly: trials come from a Study or current_trial().
 
         ``held``: this process holds the trial under ``proto.lease_epoch``;
         ``renew_every``: renew its lease from a background thread at that
         period; ``slot``: the client id it was asked under, freed when it is
-        finished; ``gives_back_on_interrupt``: whether the context manager
-        gives it back on KeyboardInterrupt/SIGTERM (not for a trial that
-        `hypertune worker` holds, which settles it itself).
+        finished; ``worker_holds``: the `hypertune worker` that started this
+        program holds the lease and settles the trial if the program does
+        not, so the context manager leaves interruptions and an unfinished
+        trial to it.
         """
         self._client = client
         self._proto = proto
         self._spec = spec
         self._held = held and client is not None
         self._slot = slot
-        self._gives_back = gives_back_on_interrupt
+        self._worker_holds = worker_holds
         self._finished = False
         self._signals_entered = False
         self._attached_at = time.monotonic()
@@ -524,7 +525,7 @@ class Trial:
     # ----- Context manager -----
 
     def __enter__(self) -> Trial:
-        if self._held and self._gives_back and not self._finished:
+        if self._held and not self._worker_holds and not self._finished:
             self._signals_entered = _signals.enter()
         return self
 
@@ -532,7 +533,11 @@ class Trial:
         try:
             if not self.held:
                 return
-            if error is None:
+            if isinstance(error, Exception):
+                self._settle_quietly(self.infeasible, f"{type(error).__name__}: {error}")
+            elif self._worker_holds:
+                return  # the worker settles the trial from how the program ends
+            elif error is None:
                 warnings.warn(
                     f"trial {self.id} left its with-block unfinished; its lease is no longer "
                     "renewed and the server hands it to another worker once it runs out",
@@ -540,11 +545,8 @@ class Trial:
                 )
                 self._lease.stop()  # type: ignore[union-attr]
             elif isinstance(error, (KeyboardInterrupt, _signals.Terminated)):
-                if self._gives_back:
-                    what = "SIGTERM" if isinstance(error, _signals.Terminated) else "KeyboardInterrupt"
-                    self._settle_quietly(self.give_back, f"interrupted ({what})")
-            elif isinstance(error, Exception):
-                self._settle_quietly(self.infeasible, f"{type(error).__name__}: {error}")
+                what = "SIGTERM" if isinstance(error, _signals.Terminated) else "KeyboardInterrupt"
+                self._settle_quietly(self.give_back, f"interrupted ({what})")
         finally:
             if self._signals_entered:
                 self._signals_entered = False

@@ -174,3 +174,17 @@ def test_cloudml_standalone_keeps_the_values(monkeypatch, capfd) -> None:
     hpt.report_hyperparameter_tuning_metric(hyperparameter_metric_tag="accuracy", metric_value=0.8)
     assert hpt.reports == [("accuracy", 0.7, 1), ("accuracy", 0.8, None)]
     assert "hypertune:" not in capfd.readouterr().out
+
+
+def test_with_block_leaves_a_workers_trial_to_the_worker(client, server, tmp_path) -> None:
+    # Reporting by printed lines inside `with current_trial()`: leaving the
+    # block unfinished is normal there; the worker completes the trial.
+    study = client.create_study(study_config(unique_name()))
+    output = run_worker(server, study.name, """
+        import hypertune
+        with hypertune.current_trial() as trial:
+            print(f"hypertune: loss={trial.params['x']}")
+    """, tmp_path)
+    [trial] = study.trials()
+    assert trial.state == "COMPLETED" and trial.metrics == {"loss": trial.params["x"]}
+    assert "unfinished" not in output
