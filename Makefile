@@ -9,7 +9,10 @@ PACKAGES := g++ cmake ninja-build pkg-config \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
   libabsl-dev libeigen3-dev libboost-dev libsqlite3-dev nlohmann-json3-dev \
   liblbfgspp-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  libturbojpeg0-dev dataset-fashion-mnist libcpp-httplib-dev chromium
+  libturbojpeg0-dev dataset-fashion-mnist libcpp-httplib-dev chromium \
+  python3-grpcio python3-protobuf python3-pytest python3-pandas
+# Not here, being large: python3-torch (the PyTorch example; its tests are
+# skipped without it) and python3-optuna (the benchmarks' peer).
 
 .PHONY: all deps configure build test demo install clean fuzz
 
@@ -37,8 +40,13 @@ configure: deps $(BUILD)/build.ninja
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# ctest reports a skipped test without its output: the reasons pytest gave
+# for its skips follow, from ctest's log.
 test: build
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	@status=0; ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) || status=$$?; \
+	grep -h '^SKIPPED \[' $(BUILD)/Testing/Temporary/LastTest.log 2>/dev/null \
+	  | sed 's/^/pytest: /'; \
+	exit $$status
 
 demo: build
 	examples/demo.sh $(BUILD)

@@ -46,8 +46,10 @@ const char kWorkerUsage[] =
     "HYPERTUNE_STUDY,\n"
     "HYPERTUNE_TRIAL_ID, HYPERTUNE_LEASE_EPOCH, HYPERTUNE_CLIENT_ID and\n"
     "HYPERTUNE_PARAMS (a JSON object {name: value}); `{name}` in ARGs is\n"
-    "replaced by the parameter's value. CMD reports either through the SDK\n"
-    "(Client::NextTrial attaches to the trial) or by printing lines\n"
+    "replaced by the parameter's value. PYTHONUNBUFFERED=1 is set too, so\n"
+    "that a Python CMD's printed lines arrive as they are printed. CMD\n"
+    "reports either through the SDK (Client::NextTrial attaches to the\n"
+    "trial) or by printing lines\n"
     "  hypertune: loss=0.31 step=3     (an intermediate measurement)\n"
     "  hypertune: loss=0.27            (the final metrics)\n"
     "When CMD exits 0 the trial completes with its final metrics (or its\n"
@@ -346,7 +348,11 @@ class Worker {
         {"HYPERTUNE_TRIAL_ID", absl::StrCat(id)},
         {"HYPERTUNE_LEASE_EPOCH", absl::StrCat(trial.lease_epoch())},
         {"HYPERTUNE_CLIENT_ID", client_id},
-        {"HYPERTUNE_PARAMS", ParametersJson(trial.parameters())}};
+        {"HYPERTUNE_PARAMS", ParametersJson(trial.parameters())},
+        // Python buffers a piped stdout until exit: without this, a plain
+        // print()'s intermediate metrics would reach the worker only at the
+        // end, too late for early stopping and live curves.
+        {"PYTHONUNBUFFERED", "1"}};
     if (!options_.gpus.empty()) {
       vars.emplace_back("CUDA_VISIBLE_DEVICES", options_.gpus[slot - 1]);
     }

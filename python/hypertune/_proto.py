@@ -1,0 +1,18 @@
+"""The generated messages and gRPC stub of proto/hypertune.proto.
+
+The build generates them (protoc and grpc_python_plugin) into the package's
+``v1`` folder of the build tree (build/python/hypertune/v1); they are never
+kept in the source tree, so that the proto stays the one definition.
+"""
+
+try:
+    from hypertune.v1 import hypertune_pb2 as pb
+    from hypertune.v1 import hypertune_pb2_grpc as pb_grpc
+except ImportError as err:  # pragma: no cover - depends on how it is run
+    raise ImportError(
+        "hypertune: the generated gRPC stubs (hypertune.v1) are missing. They are "
+        "made by the build: run `make build` and use the package from build/python "
+        "(PYTHONPATH=build/python), or install it with `make install`."
+    ) from err
+
+__all__ = ["pb", "pb_grpc"]

@@ -1,0 +1,306 @@
+"""The connection to hypertuned: studies are created, found and deleted
+here; :class:`~hypertune.Study` and :class:`~hypertune.Trial` do the rest.
+
+Thread safety: a Client may be shared by any number of threads (gRPC
+channels are); it owns one channel.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from typing import Any, Optional
+
+import grpc
+
+from hypertune import _config
+from hypertune._lease import LeaseRenewer
+from hypertune._proto import pb, pb_grpc
+from hypertune._retry import Metadata, RetryPolicy, call
+from hypertune.errors import (
+    AlreadyExistsError,
+    FailedPreconditionError,
+    HypertuneError,
+    InvalidArgumentError,
+)
+from hypertune.study import Study
+
+#: Where the CLI and the SDKs look when neither ``server`` nor
+#: ``$HYPERTUNE_SERVER`` says otherwise.
+DEFAULT_SERVER = "127.0.0.1:50051"
+
+#: Responses up to this size are accepted (a study's history can outgrow
+#: gRPC's default of 4 MiB; the server sends at most this much).
+MAX_RECEIVE_MESSAGE_BYTES = 16 << 20
+
+# Reconnect within ~0.1-1 s once a restarted server is back. gRPC's
+# defaults wait far longer: reconnection backs off from 1 s growing 1.6x to
+# 120 s, and the address (resolved by the dns resolver even for an IP) is
+# resolved again at most every 30 s, so a channel could take 3-12 s after the
+# server's return, longer than a short lease (measured:
+# benchmarks/python_reconnect.py, benchmarks/README.md).
+CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", MAX_RECEIVE_MESSAGE_BYTES),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+    ("grpc.dns_min_time_between_resolutions_ms", 100),
+]
+
+# grpcio's connectivity poller checks for subscribers this often (seconds).
+_POLLER_STOPS_WITHIN = 0.2
+
+
+def _env(name: str) -> Optional[str]:
+    value = os.environ.get(name)
+    return value if value else None
+
+
+def _read(field: str, path: str) -> bytes:
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError as err:
+        raise InvalidArgumentError(f'{field}: cannot read "{path}": {err.strerror}') from None
+
+
+class Client:
+    """A connection to hypertuned.
+
+    Args:
+        server: ``HOST:PORT``; default ``$HYPERTUNE_SERVER``, else
+            ``127.0.0.1:50051``, as for the CLI.
+        token: the bearer token for servers run with auth; default
+            ``$HYPERTUNE_TOKEN``.
+        tls_ca: the PEM file of the CA that signed the server's certificate:
+            talk TLS; default ``$HYPERTUNE_TLS_CA`` (unset: plaintext).
+        tls_cert, tls_key: this client's certificate and key, for servers
+            that require one; default ``$HYPERTUNE_TLS_CERT`` and
+            ``$HYPERTUNE_TLS_KEY``.
+        client_id: who holds the trials this client asks for; default
+            ``$HYPERTUNE_CLIENT_ID``, else ``<host>-<pid>``.
+        call_timeout: seconds each attempt of a call may take.
+        max_attempts, initial_backoff, max_backoff: a call that finds the
+            server UNAVAILABLE is tried again, up to ``max_attempts`` times,
+            after a jittered backoff from ``initial_backoff`` doubling to
+            ``max_backoff`` seconds (the C++ SDK's policy).
+        heartbeats: renew the lease of the trials this client hands out
+            from a background thread (default); False leaves renewal to the
+            trials' own calls.
+        heartbeat_interval: seconds between renewals; default a third of the
+            study's lease.
+        devices: devices a trial of this process uses, for the device-seconds
+            the server bills; default the entries of
+            ``$CUDA_VISIBLE_DEVICES``, else 1.
+
+    Raises:
+        InvalidArgumentError: a TLS file cannot be read, or a client
+            certificate comes without its key.
+    """
+
+    def __init__(
+        self,
+        server: Optional[str] = None,
+        token: Optional[str] = None,
+        tls_ca: Optional[str] = None,
+        *,
+        tls_cert: Optional[str] = None,
+        tls_key: Optional[str] = None,
+        client_id: Optional[str] = None,
+        call_timeout: float = 30.0,
+        max_attempts: int = 8,
+        initial_backoff: float = 0.1,
+        max_backoff: float = 5.0,
+        heartbeats: bool = True,
+        heartbeat_interval: Optional[float] = None,
+        devices: Optional[int] = None,
+    ):
+        self.server: str = server or _env("HYPERTUNE_SERVER") or DEFAULT_SERVER
+        self.client_id: str = (
+            client_id or _env("HYPERTUNE_CLIENT_ID") or f"{socket.gethostname()}-{os.getpid()}"
+        )
+        self.heartbeats = heartbeats
+        self.heartbeat_interval = heartbeat_interval
+        if devices is None:
+            visible = _env("CUDA_VISIBLE_DEVICES")
+            devices = len(visible.split(",")) if visible else 1
+        self.devices: int = max(1, devices)
+        self._policy = RetryPolicy(
+            max_attempts=max(1, max_attempts),
+            initial_backoff=initial_backoff,
+            max_backoff=max_backoff,
+            call_timeout=call_timeout,
+        )
+        token = token or _env("HYPERTUNE_TOKEN")
+        self._metadata: Metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        self._channel = self._open_channel(
+            tls_ca or _env("HYPERTUNE_TLS_CA"),
+            tls_cert or _env("HYPERTUNE_TLS_CERT"),
+            tls_key or _env("HYPERTUNE_TLS_KEY"),
+        )
+        self._stub = pb_grpc.HyperTuneStub(self._channel)
+        self._connectivity: Optional[grpc.ChannelConnectivity] = None
+        self._lease_renewer: Optional[LeaseRenewer] = None
+        self._renewer_lock = threading.Lock()
+        self._closed = False
+        self._channel.subscribe(self._note_connectivity, try_to_connect=False)
+
+    def _open_channel(
+        self, tls_ca: Optional[str], tls_cert: Optional[str], tls_key: Optional[str]
+    ) -> grpc.Channel:
+        if bool(tls_cert) != bool(tls_key):
+            raise InvalidArgumentError(
+                "tls_cert, tls_key: the client certificate and its key go together"
+            )
+        if not tls_ca:
+            if tls_cert:
+                raise InvalidArgumentError(
+                    "tls_cert, tls_key: a client certificate needs TLS; give the server's CA "
+                    "too (tls_ca)"
+                )
+            return grpc.insecure_channel(self.server, options=CHANNEL_OPTIONS)
+        credentials = grpc.ssl_channel_credentials(
+            root_certificates=_read("tls_ca", tls_ca),
+            private_key=_read("tls_key", tls_key) if tls_key else None,
+            certificate_chain=_read("tls_cert", tls_cert) if tls_cert else None,
+        )
+        return grpc.secure_channel(self.server, credentials, options=CHANNEL_OPTIONS)
+
+    def __repr__(self) -> str:
+        return f"Client(server={self.server!r}, client_id={self.client_id!r})"
+
+    def close(self) -> None:
+        """Closes the connection: later calls fail, and the leases of its
+        trials are no longer renewed. Idempotent."""
+        with self._renewer_lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._lease_renewer is not None:
+                self._lease_renewer.close()
+        self._channel.unsubscribe(self._note_connectivity)
+        # grpcio's connectivity poller (behind subscribe) raises in its own
+        # thread if the channel is closed between two of its polls; it sees
+        # the unsubscription within 0.2 s and stops, so close after that.
+        closer = threading.Timer(_POLLER_STOPS_WITHIN + 0.1, self._channel.close)
+        closer.daemon = True
+        closer.start()
+
+    def _renewer(self) -> LeaseRenewer:
+        """The thread that renews the leases of this client's trials."""
+        with self._renewer_lock:
+            if self._lease_renewer is None:
+                self._lease_renewer = LeaseRenewer(self)
+            return self._lease_renewer
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _note_connectivity(self, state: grpc.ChannelConnectivity) -> None:
+        self._connectivity = state
+
+    def _backoff(self, seconds: float) -> None:
+        """Waits ``seconds`` before a retry, or less: as soon as a channel
+        that is not connected (the server is down or restarting) connects
+        again. A connected channel whose server answered UNAVAILABLE itself
+        waits the whole backoff."""
+        if self._connectivity == grpc.ChannelConnectivity.READY:
+            time.sleep(seconds)
+            return
+        ready = grpc.channel_ready_future(self._channel)
+        try:
+            ready.result(timeout=seconds)
+        except grpc.FutureTimeoutError:
+            pass
+        finally:
+            ready.cancel()
+
+    def _call(self, rpc: str, request: Any, *, idempotent: bool = True) -> Any:
+        """One RPC of the HyperTune service under the retry policy.
+        ``idempotent``: repeating it after a lost reply is harmless."""
+        if self._closed:
+            raise FailedPreconditionError(f"{rpc}: the client is closed")
+        return call(
+            getattr(self._stub, rpc),
+            request,
+            rpc=rpc,
+            server=self.server,
+            idempotent=idempotent,
+            policy=self._policy,
+            metadata=self._metadata,
+            backoff=self._backoff,
+        )
+
+    # ----- Studies -----
+
+    def create_study(
+        self,
+        config: _config.StudyConfig,
+        *,
+        name: Optional[str] = None,
+        if_exists: str = "raise",
+    ) -> Study:
+        """Creates a study and returns it.
+
+        Args:
+            config: the study as a dict (the protobuf JSON mapping of the
+                ``Study`` message, e.g. ``{"name": ..., "spec": {...}}``),
+                the path of a JSON file in that form (what ``hypertune study
+                create --config`` takes), or a ``hypertune.v1.Study``.
+            name: the study's name, replacing the config's.
+            if_exists: ``"raise"`` (default): a study of that name is an
+                AlreadyExistsError. ``"load"``: return it, for scripts and
+                notebooks that are run again, provided its spec is the
+                config's (else AlreadyExistsError saying which fields
+                differ).
+
+        Raises:
+            InvalidArgumentError: the config is malformed; the message names
+                the field.
+        """
+        if if_exists not in ("raise", "load"):
+            raise InvalidArgumentError(f'if_exists: expected "raise" or "load", got {if_exists!r}')
+        study = _config.load_study(config, name)
+        try:
+            created = self._call(
+                "CreateStudy", pb.CreateStudyRequest(study=study), idempotent=False
+            )
+        except AlreadyExistsError as error:
+            # On a retry, an earlier attempt may have created it before its
+            # reply was lost; with "load", it may be this script's last run.
+            if error.attempts == 1 and if_exists != "load":
+                raise
+            existing = self.get_study(study.name)
+            differ = _config.spec_differences(existing.spec, study.spec)
+            if not differ:
+                return existing
+            if if_exists != "load":
+                raise
+            raise AlreadyExistsError(
+                f'study "{study.name}" exists with a different spec ({", ".join(differ)} '
+                "differ); delete it or choose another name"
+            ) from None
+        return Study(self, created)
+
+    def get_study(self, name: str) -> Study:
+        """The study called ``name``; NotFoundError if there is none."""
+        return Study(self, self._call("GetStudy", pb.GetStudyRequest(name=name)))
+
+    def list_studies(self) -> list[Study]:
+        """Every study (the caller's, on a server with auth)."""
+        response = self._call("ListStudies", pb.ListStudiesRequest())
+        return [Study(self, study) for study in response.studies]
+
+    def delete_study(self, name: str) -> None:
+        """Deletes the study called ``name`` and its trials."""
+        try:
+            self._call("DeleteStudy", pb.DeleteStudyRequest(name=name))
+        except HypertuneError as error:
+            # Gone on a retry: an earlier attempt deleted it.
+            if not (error.code == grpc.StatusCode.NOT_FOUND and error.attempts > 1):
+                raise

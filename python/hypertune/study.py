@@ -1,0 +1,339 @@
+"""Studies: their history, and the trials to run next.
+
+Thread safety: a Study may be shared by threads; each ask() or suggest()
+hands the calling thread trials of its own (see _client_ids.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Optional, Union
+
+import grpc
+
+from hypertune import _client_ids
+from hypertune._lease import renewal_interval
+from hypertune._proto import pb
+from hypertune._retry import failure
+from hypertune.errors import FailedPreconditionError, InvalidArgumentError
+from hypertune.trial import Trial
+
+if TYPE_CHECKING:
+    import pandas
+
+    from hypertune.client import Client
+
+# ask()'s wait while the study is at its parallel limit or paused.
+_WAIT_INITIAL = 0.2
+_WAIT_MAX = 2.0
+
+TRIAL_STATES = tuple(
+    name for name in pb.Trial.State.keys() if name != "STATE_UNSPECIFIED"
+)
+
+
+@dataclass(frozen=True)
+class TrialEvent:
+    """One change of a study's trials, as :meth:`Study.watch` yields it:
+    the trial as it is after the change, and the study's sequence number of
+    the change (pass it as ``after`` to resume watching)."""
+
+    sequence: int
+    trial: Trial
+
+
+def _trial_states(states: Union[str, Iterable[str], None]) -> list[int]:
+    if states is None:
+        return []
+    if isinstance(states, str):
+        states = [states]
+    numbers = []
+    for state in states:
+        name = state.upper() if isinstance(state, str) else state
+        if name not in TRIAL_STATES:
+            raise InvalidArgumentError(
+                f"states: unknown trial state {state!r}; expected some of: "
+                + ", ".join(TRIAL_STATES)
+            )
+        numbers.append(pb.Trial.State.Value(name))
+    return numbers
+
+
+class Study:
+    """A study on the server: its spec, its trials, and the trials to run
+    next. Get one from :meth:`Client.create_study`, :meth:`Client.get_study`
+    or :meth:`Client.list_studies`."""
+
+    def __init__(self, client: Client, proto: pb.Study):
+        self._client = client
+        self._proto = proto
+
+    # ----- What the study is -----
+
+    @property
+    def name(self) -> str:
+        return self._proto.name
+
+    @property
+    def spec(self) -> pb.StudySpec:
+        """The ``hypertune.v1.StudySpec``: parameters, metrics, algorithm,
+        budget."""
+        return self._proto.spec
+
+    @property
+    def state(self) -> str:
+        """ACTIVE, PAUSED or COMPLETED, as last read (see :meth:`refresh`)."""
+        return pb.Study.State.Name(self._proto.state)
+
+    @property
+    def objective(self) -> str:
+        """The name of the study's first metric, the one optimized."""
+        return self.spec.metrics[0].name if self.spec.metrics else ""
+
+    @property
+    def goal(self) -> str:
+        """MAXIMIZE or MINIMIZE: the objective's goal."""
+        return pb.MetricSpec.Goal.Name(self.spec.metrics[0].goal) if self.spec.metrics else ""
+
+    @property
+    def trial_counts(self) -> dict[str, int]:
+        """Trials by state, as last read."""
+        return dict(self._proto.trial_counts)
+
+    @property
+    def proto(self) -> pb.Study:
+        """The ``hypertune.v1.Study`` message as last returned by the server."""
+        return self._proto
+
+    def __repr__(self) -> str:
+        return f"Study(name={self.name!r}, state={self.state!r}, trials={self.trial_counts!r})"
+
+    def refresh(self) -> Study:
+        """Reads the study again (state, trial counts); returns self."""
+        self._proto = self._client._call("GetStudy", pb.GetStudyRequest(name=self.name))
+        return self
+
+    def _set_state(self, state: int) -> None:
+        request = pb.SetStudyStateRequest(name=self.name, state=state)
+        self._proto = self._client._call("SetStudyState", request)
+
+    def pause(self) -> None:
+        """Stops suggestions; running trials may still report."""
+        self._set_state(pb.Study.PAUSED)
+
+    def resume(self) -> None:
+        """Restarts suggestions of a paused study."""
+        self._set_state(pb.Study.ACTIVE)
+
+    def delete(self) -> None:
+        """Deletes the study and its trials."""
+        self._client.delete_study(self.name)
+
+    # ----- Its history -----
+
+    def _record(self, proto: pb.Trial) -> Trial:
+        return Trial(self._client, proto, self.spec)
+
+    def trial(self, trial_id: int) -> Trial:
+        """Trial ``trial_id`` as stored (a record: it only reads)."""
+        request = pb.GetTrialRequest(study_name=self.name, trial_id=trial_id)
+        return self._record(self._client._call("GetTrial", request))
+
+    def trials(self, states: Union[str, Iterable[str], None] = None) -> list[Trial]:
+        """The study's trials by id, only those in ``states`` (e.g.
+        ``["COMPLETED", "STOPPED"]``) if given. Records: they only read."""
+        request = pb.ListTrialsRequest(
+            study_name=self.name, page_size=1000, states=_trial_states(states)
+        )
+        trials: list[Trial] = []
+        while True:
+            page = self._client._call("ListTrials", request)
+            trials.extend(self._record(t) for t in page.trials)
+            if not page.next_page_token:
+                return trials
+            request.page_token = page.next_page_token
+
+    def optimal_trials(self) -> list[Trial]:
+        """The best feasible COMPLETED trials: the best one for a single
+        objective, the Pareto front for several."""
+        request = pb.ListOptimalTrialsRequest(study_name=self.name)
+        return [self._record(t) for t in self._client._call("ListOptimalTrials", request).trials]
+
+    def best(self) -> Optional[Trial]:
+        """The best trial so far (the first of :meth:`optimal_trials`), or
+        None before any trial completed."""
+        optimal = self.optimal_trials()
+        return optimal[0] if optimal else None
+
+    def watch(self, after: int = 0, timeout: Optional[float] = None) -> Iterator[TrialEvent]:
+        """Yields the study's trial changes as they happen, those after
+        sequence number ``after`` first (0 = from the start).
+
+        A dropped stream (the server restarted) is opened again after the
+        last sequence seen, so nothing is missed or repeated; UNAVAILABLE is
+        raised after the client's ``max_attempts`` reconnections fail in a
+        row. With ``timeout``, the watch ends after that many seconds;
+        otherwise it lasts until the caller stops iterating.
+        """
+        client = self._client
+        policy = client._policy
+        deadline = None if timeout is None else time.monotonic() + timeout
+        failures = 0
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return
+            if client._closed:
+                raise FailedPreconditionError(f"WatchTrials of study {self.name!r}: the client is closed")
+            request = pb.WatchTrialsRequest(study_name=self.name, after_sequence=after)
+            stream = client._stub.WatchTrials(request, timeout=left, metadata=client._metadata)
+            try:
+                for event in stream:
+                    after = event.sequence
+                    failures = 0
+                    yield TrialEvent(event.sequence, self._record(event.trial))
+                code, details = grpc.StatusCode.UNAVAILABLE, "the server ended the stream"
+            except grpc.RpcError as err:
+                code, details = err.code(), err.details() or ""
+            finally:
+                stream.cancel()
+            if code == grpc.StatusCode.DEADLINE_EXCEEDED and deadline is not None:
+                return
+            failures += 1
+            if code != grpc.StatusCode.UNAVAILABLE or failures >= policy.max_attempts:
+                raise failure(code, f"WatchTrials of study {self.name!r}: {details}", failures)
+            client._backoff(policy.jittered(failures))
+
+    def trials_dataframe(
+        self, states: Union[str, Iterable[str], None] = None
+    ) -> pandas.DataFrame:
+        """The trials as a pandas DataFrame indexed by trial id, with the
+        columns of ``hypertune trials --format csv``: ``state``, one column
+        per parameter, one per final metric, ``step`` (the last), then
+        ``elapsed_seconds``, ``start_time``, ``end_time``, ``client_id`` and
+        ``infeasible_reason``. Needs pandas (Debian: python3-pandas)."""
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError(
+                "Study.trials_dataframe needs pandas (apt-get install python3-pandas)"
+            ) from None
+        trials = self.trials(states)
+        params = [p.name for p in self.spec.parameters]
+        metrics = [m.name for m in self.spec.metrics]
+        for trial in trials:
+            params += [name for name in trial.params if name not in params]
+            metrics += [name for name in trial.metrics if name not in metrics]
+        rows = []
+        for trial in trials:
+            values, final = trial.params, trial.metrics
+            steps = [m.step for m in trial.proto.measurements]
+            if trial.proto.HasField("final_measurement"):
+                steps.append(trial.proto.final_measurement.step)
+            rows.append(
+                [trial.state]
+                + [values.get(name) for name in params]
+                + [final.get(name) for name in metrics]
+                + [
+                    max(steps) if steps else None,
+                    trial.proto.final_measurement.elapsed_seconds
+                    if trial.proto.HasField("final_measurement")
+                    else None,
+                    trial.start_time,
+                    trial.end_time,
+                    trial.client_id,
+                    trial.infeasible_reason,
+                ]
+            )
+        columns = ["state", *params, *metrics, "step", "elapsed_seconds", "start_time",
+                   "end_time", "client_id", "infeasible_reason"]
+        frame = pandas.DataFrame(
+            rows, columns=columns, index=pandas.Index([t.id for t in trials], name="id")
+        )
+        for name in ("start_time", "end_time"):
+            frame[name] = pandas.to_datetime(frame[name], utc=True)
+        return frame
+
+    # ----- The trials to run -----
+
+    def _hold(self, proto: pb.Trial, slot: _client_ids.SharedSlot) -> Trial:
+        client = self._client
+        renew_every = None
+        if client.heartbeats:
+            renew_every = client.heartbeat_interval or renewal_interval(self.spec.lease_seconds)
+        return Trial(client, proto, self.spec, held=True, renew_every=renew_every, slot=slot)
+
+    def _suggest(self, count: int, client_id: str) -> pb.SuggestTrialsResponse:
+        request = pb.SuggestTrialsRequest(study_name=self.name, count=count, client_id=client_id)
+        # Asking again under the same client id returns the same trials.
+        response = self._client._call("SuggestTrials", request)
+        self._proto.state = response.study_state
+        return response
+
+    def suggest(self, count: int = 1) -> list[Trial]:
+        """Asks for up to ``count`` trials to run now, held by this process
+        (their leases renewed in the background until they are finished).
+        Returns fewer, or none, at the study's parallel limit, while it is
+        paused, or once its budget is spent (then :attr:`state` is
+        COMPLETED)."""
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise InvalidArgumentError(f"count: expected an integer >= 1, got {count!r}")
+        slot = _client_ids.acquire(self._client.client_id)
+        try:
+            response = self._suggest(count, slot.client_id)
+        except BaseException:
+            slot.release()
+            raise
+        shared = _client_ids.SharedSlot(slot, len(response.trials))
+        return [self._hold(trial, shared) for trial in response.trials]
+
+    def ask(self) -> Optional[Trial]:
+        """The next trial to run, held by this process (its lease renewed
+        in the background until it is finished), or None once the study is
+        COMPLETED (its budget spent). Waits (0.2 s doubling to 2 s) while
+        the study is at its parallel limit or paused.
+
+        Threads may ask concurrently: each gets a trial of its own. A
+        promoted ASHA trial comes back with its :attr:`Trial.checkpoint_uri`
+        and measurements, to resume from.
+        """
+        slot = _client_ids.acquire(self._client.client_id)
+        wait = _WAIT_INITIAL
+        try:
+            while True:
+                response = self._suggest(1, slot.client_id)
+                if response.trials:
+                    return self._hold(response.trials[0], _client_ids.SharedSlot(slot, 1))
+                if response.study_state == pb.Study.COMPLETED:
+                    slot.release()
+                    return None
+                time.sleep(wait)
+                wait = min(_WAIT_MAX, wait * 2)
+        except BaseException:
+            slot.release()
+            raise
+
+    def optimize(
+        self,
+        fn: Callable[[Trial], Union[float, dict[str, float], None]],
+        n_trials: Optional[int] = None,
+        n_workers: int = 1,
+        catch: tuple[type[BaseException], ...] = (),
+    ) -> None:
+        """Runs ``fn`` on trials of the study, as Optuna's optimize does.
+
+        ``fn(trial)`` trains with ``trial.params`` and returns the
+        objective's value, or a dict of metrics; it may also report
+        intermediate values, watch ``trial.should_stop`` and finish the trial
+        itself. ``n_workers`` threads run trials at once, until
+        ``n_trials`` runs have started (None: until the study's budget is
+        spent). An exception from ``fn`` marks its trial INFEASIBLE; unless
+        it is one of ``catch``, it then ends the optimization and is raised
+        here, once the other threads' running trials are done. On
+        KeyboardInterrupt the trials being run are given back.
+        """
+        from hypertune._optimize import optimize
+
+        optimize(self, fn, n_trials=n_trials, n_workers=n_workers, catch=catch)

@@ -1,0 +1,561 @@
+"""Trials: their parameters as Python values, and the calls that report on
+them.
+
+A :class:`Trial` comes either *held*, from :meth:`Study.ask`,
+:meth:`Study.suggest` or :func:`hypertune.current_trial`, and then reports,
+completes and renews its lease; or as a *record*, from :meth:`Study.trials`,
+:meth:`Study.best` or :meth:`Study.watch`, which only reads. Every call
+that changes a held trial carries the lease epoch it was granted under, so
+a worker whose lease ran out (and whose trial went to another worker) is
+refused with :class:`~hypertune.LeaseLostError` instead of overwriting the
+newer owner's work.
+
+Thread safety: one Trial object is used by one thread at a time; distinct
+Trials may be used from distinct threads. The lease's renewal thread shares
+nothing with the caller but the lease's own state.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import time
+import warnings
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+from hypertune import _signals
+from hypertune._lease import LeaseKeeper
+from hypertune._proto import pb
+from hypertune.errors import FailedPreconditionError, HypertuneError, InvalidArgumentError
+
+if TYPE_CHECKING:
+    from hypertune._client_ids import SharedSlot
+    from hypertune.client import Client
+
+#: A parameter's value: float (DOUBLE, DISCRETE), int (INTEGER, and DISCRETE
+#: whose values are all whole numbers, such as batch sizes) or str
+#: (CATEGORICAL).
+ParamValue = Union[float, int, str]
+
+# Reasons are stored and shown; a whole traceback's worth is too much.
+_MAX_REASON = 1000
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Metrics at one step (e.g. the epoch), with the seconds since the
+    trial started."""
+
+    step: int
+    elapsed_seconds: float
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def _state_name(state: int) -> str:
+    return pb.Trial.State.Name(state)
+
+
+def _param_value(value: pb.ParameterValue, spec: Optional[pb.ParameterSpec]) -> ParamValue:
+    kind = value.WhichOneof("value")
+    if kind == "int_value":
+        return value.int_value
+    if kind == "string_value":
+        return value.string_value
+    number = value.double_value
+    if (
+        spec is not None
+        and spec.WhichOneof("kind") == "discrete_spec"
+        and all(float(v).is_integer() for v in spec.discrete_spec.values)
+    ):
+        return int(number)
+    return number
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def check_metrics(values: Mapping[str, Any], where: str) -> dict[str, float]:
+    """``values`` as metric name -> float; InvalidArgumentError naming the
+    metric that is not a real number (bools and strings included)."""
+    metrics: dict[str, float] = {}
+    for name, value in values.items():
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"{where}: metric names are strings, got {_describe(name)}")
+        if isinstance(value, (bool, str, bytes)):
+            raise InvalidArgumentError(
+                f'{where}: metric "{name}": expected a number, got {_describe(value)}'
+            )
+        try:
+            metrics[name] = float(value)  # int, float, NumPy and 0-d torch scalars
+        except (TypeError, ValueError, RuntimeError):
+            raise InvalidArgumentError(
+                f'{where}: metric "{name}": expected a number, got {_describe(value)}'
+            ) from None
+    return metrics
+
+
+def _check_step(step: Any, where: str) -> int:
+    if not isinstance(step, bool):
+        try:
+            return operator.index(step)  # int, and NumPy integers
+        except TypeError:
+            pass
+    raise InvalidArgumentError(f"{where}: step: expected an integer, got {_describe(step)}")
+
+
+class Trial:
+    """One trial of a study: its parameters, state and measurements, and
+    (when held) the calls that report on it.
+
+    Used as a context manager (``with study.ask() as trial:``) a held trial
+    completes nothing by itself, but an exception leaving the block marks
+    it INFEASIBLE with the exception's type and message (the parameters are
+    bad), and ``KeyboardInterrupt`` or SIGTERM gives it back to the queue
+    with its checkpoint (the worker failed, not the parameters). A trial
+    left unfinished by the block is no longer renewed: once its lease runs
+    out the server hands it to another worker.
+    """
+
+    def __init__(
+        self,
+        client: Optional[Client],
+        proto: pb.Trial,
+        spec: Optional[pb.StudySpec] = None,
+        *,
+        held: bool = False,
+        renew_every: Optional[float] = None,
+        slot: Optional[SharedSlot] = None,
+        worker_holds: bool = False,
+    ):
+        """Not called directly: trials come from a Study or current_trial().
+
+        ``held``: this process holds the trial under ``proto.lease_epoch``;
+        ``renew_every``: renew its lease from a background thread at that
+        period; ``slot``: the client id it was asked under, freed when it is
+        finished; ``worker_holds``: the `hypertune worker` that started this
+        program holds the lease and settles the trial if the program does
+        not, so the context manager leaves interruptions and an unfinished
+        trial to it.
+        """
+        self._client = client
+        self._proto = proto
+        self._spec = spec
+        self._held = held and client is not None
+        self._slot = slot
+        self._worker_holds = worker_holds
+        self._finished = False
+        self._signals_entered = False
+        self._attached_at = time.monotonic()
+        self._elapsed_at_attach = 0.0
+        if proto.start_time_ms > 0:
+            # Clocks of client and server may disagree a little.
+            self._elapsed_at_attach = max(0.0, time.time() - proto.start_time_ms / 1000.0)
+        self._last_step = max((m.step for m in proto.measurements), default=0)
+        self._lease: Optional[LeaseKeeper] = None
+        if self._held:
+            assert client is not None
+            self._lease = LeaseKeeper(
+                client, proto.study_name, proto.id, proto.lease_epoch, proto.client_id
+            )
+            if renew_every is not None:
+                self._lease.start(renew_every)
+                # A trial dropped unfinished is renewed no longer: its lease
+                # runs out and another worker gets it.
+                weakref.finalize(self, self._lease.stop)
+
+    # ----- What the trial is -----
+
+    @property
+    def id(self) -> int:
+        """Dense per study, from 1."""
+        return self._proto.id
+
+    @property
+    def study_name(self) -> str:
+        return self._proto.study_name
+
+    @property
+    def state(self) -> str:
+        """REQUESTED, ACTIVE, STOPPING, PAUSED, COMPLETED, STOPPED,
+        INFEASIBLE or FAILED, as last returned by the server."""
+        return _state_name(self._proto.state)
+
+    @property
+    def params(self) -> dict[str, ParamValue]:
+        """Parameter name -> value: float for DOUBLE and DISCRETE, int for
+        INTEGER (and for DISCRETE values that are all whole numbers), str for
+        CATEGORICAL."""
+        specs = {p.name: p for p in self._spec.parameters} if self._spec else {}
+        return {v.name: _param_value(v, specs.get(v.name)) for v in self._proto.parameters}
+
+    @property
+    def measurements(self) -> list[Measurement]:
+        """The intermediate measurements, by step."""
+        return [
+            Measurement(m.step, m.elapsed_seconds, dict(m.metrics))
+            for m in self._proto.measurements
+        ]
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """The final metrics (empty until the trial is COMPLETED or
+        STOPPED)."""
+        return dict(self._proto.final_measurement.metrics)
+
+    @property
+    def objective(self) -> str:
+        """The name of the study's objective (its first metric); empty if
+        the study is not known."""
+        return self._spec.metrics[0].name if self._spec and self._spec.metrics else ""
+
+    @property
+    def value(self) -> Optional[float]:
+        """The objective's final value, or None."""
+        return self._proto.final_measurement.metrics.get(self.objective) if self.objective else None
+
+    @property
+    def checkpoint_uri(self) -> str:
+        """Where to resume from: left by an earlier holder of the trial
+        (it was paused at a rung, or its worker died), or set by
+        :meth:`set_checkpoint`. Empty if none."""
+        return self._proto.checkpoint_uri
+
+    @property
+    def lease_epoch(self) -> int:
+        """The grant this handle acts under."""
+        return self._proto.lease_epoch
+
+    @property
+    def client_id(self) -> str:
+        return self._proto.client_id
+
+    @property
+    def infeasible_reason(self) -> str:
+        return self._proto.infeasible_reason
+
+    @property
+    def failure_reason(self) -> str:
+        """Why the trial FAILED or was last given back (the worker, not the
+        parameters)."""
+        return self._proto.failure_reason
+
+    @property
+    def stop_reason(self) -> str:
+        """Why the trial was stopped or paused early."""
+        return self._proto.stop_reason
+
+    @property
+    def start_time(self) -> Optional[datetime]:
+        ms = self._proto.start_time_ms
+        return datetime.fromtimestamp(ms / 1000.0, timezone.utc) if ms else None
+
+    @property
+    def end_time(self) -> Optional[datetime]:
+        ms = self._proto.end_time_ms
+        return datetime.fromtimestamp(ms / 1000.0, timezone.utc) if ms else None
+
+    @property
+    def proto(self) -> pb.Trial:
+        """The ``hypertune.v1.Trial`` message as last returned by the server."""
+        return self._proto
+
+    @property
+    def held(self) -> bool:
+        """Whether this handle holds the trial: it came from ask(), suggest()
+        or current_trial(), is not finished, and its lease is not known to
+        be lost."""
+        return (
+            self._held
+            and not self._finished
+            and self._lease is not None
+            and self._lease.lost is None
+        )
+
+    @property
+    def should_stop(self) -> bool:
+        """Whether the server asked the trial to stop early, or paused it at
+        an ASHA rung, as of the last report or renewal. The program should
+        then save what it has and finish: :meth:`complete` with its last
+        metrics (the trial becomes STOPPED; a paused one stays PAUSED and is
+        resumed from its checkpoint when promoted)."""
+        if self._proto.state in (pb.Trial.STOPPING, pb.Trial.PAUSED):
+            return True
+        return self._lease is not None and self._lease.should_stop
+
+    @property
+    def paused(self) -> bool:
+        """Whether the trial is paused at a rung (see :attr:`should_stop`)."""
+        if self._proto.state == pb.Trial.PAUSED:
+            return True
+        return self._lease is not None and self._lease.state == pb.Trial.PAUSED
+
+    def __repr__(self) -> str:
+        return (
+            f"Trial(study={self.study_name!r}, id={self.id}, state={self.state!r}, "
+            f"params={self.params!r}, metrics={self.metrics!r})"
+        )
+
+    # ----- Reporting -----
+
+    def _usable(self, what: str) -> Client:
+        if not self._held or self._client is None:
+            raise FailedPreconditionError(
+                f"trial {self.id}: cannot {what}: this is a record of the trial, not a trial "
+                "this process holds (those come from study.ask(), study.suggest() or "
+                "hypertune.current_trial())"
+            )
+        assert self._lease is not None
+        lost = self._lease.lost
+        if lost is not None:
+            raise lost
+        if self._finished:
+            raise FailedPreconditionError(
+                f"trial {self.id}: cannot {what}: this handle has already finished it "
+                f"({self.state})"
+            )
+        return self._client
+
+    def _rpc(self, client: Client, rpc: str, request: Any) -> Any:
+        assert self._lease is not None
+        try:
+            return client._call(rpc, request)
+        except HypertuneError as error:
+            lost = self._lease.observe(error)
+            if lost is not None:
+                raise lost from None
+            raise
+
+    def _elapsed(self) -> float:
+        return self._elapsed_at_attach + time.monotonic() - self._attached_at
+
+    def report(self, step: int, metrics: Optional[Mapping[str, float]] = None, **more: float) -> None:
+        """Records an intermediate measurement at ``step`` (e.g. the
+        epoch), e.g. ``trial.report(3, val_accuracy=0.91)``, and renews the
+        lease. The answer may stop or pause the trial: see
+        :attr:`should_stop`. Reporting a recorded step again with the same
+        metrics is harmless.
+
+        Raises:
+            InvalidArgumentError: no metrics, a NaN, a value that is not a
+                number, or a step below the latest.
+            LeaseLostError: the trial is no longer this handle's.
+        """
+        where = f"trial {self.id} report"
+        step = _check_step(step, where)
+        values = check_metrics({**(metrics or {}), **more}, where)
+        client = self._usable("report")
+        if not values:
+            raise InvalidArgumentError(f"{where}: no metrics")
+        for name, value in values.items():
+            if math.isnan(value):
+                raise InvalidArgumentError(f'{where}: metric "{name}" is NaN')
+        request = pb.AddMeasurementRequest(
+            study_name=self.study_name,
+            trial_id=self.id,
+            lease_epoch=self.lease_epoch,
+            measurement=pb.Measurement(
+                step=step, elapsed_seconds=self._elapsed(), metrics=values
+            ),
+        )
+        self._proto = self._rpc(client, "AddMeasurement", request)
+        self._last_step = max(self._last_step, step)
+
+    def complete(
+        self, value: Union[float, Mapping[str, float], None] = None, /, **metrics: float
+    ) -> None:
+        """Completes the trial with its final metrics, at the last reported
+        step: ``trial.complete(loss=0.27, accuracy=0.91)``, or
+        ``trial.complete(0.91)`` for the study's objective alone, or
+        ``trial.complete({"val/acc": 0.91})``.
+
+        A NaN metric marks the trial INFEASIBLE instead (the parameters
+        diverged). A trial the server stopped early becomes STOPPED; one
+        paused at a rung is only let go of (it is resumed from its
+        checkpoint when promoted).
+        """
+        where = f"trial {self.id} complete"
+        if value is None:
+            given: dict[str, Any] = {}
+        elif isinstance(value, Mapping):
+            given = dict(value)
+        else:
+            if not self.objective:
+                raise InvalidArgumentError(
+                    f"{where}: a bare value needs the study's objective; name the metric"
+                )
+            given = {self.objective: value}
+        values = check_metrics({**given, **metrics}, where)
+        self._usable("complete")
+        if not values:
+            raise InvalidArgumentError(f"{where}: no metrics")
+        for name, number in values.items():
+            if math.isnan(number):
+                self.infeasible(f'metric "{name}" is NaN')
+                return
+        final = pb.Measurement(
+            step=self._last_step, elapsed_seconds=self._elapsed(), metrics=values
+        )
+        self._finish(pb.CompleteTrialRequest(final_measurement=final))
+
+    def infeasible(self, reason: str) -> None:
+        """Marks the trial INFEASIBLE: its parameters are bad (NaN loss, out
+        of memory); the optimizer steers away from them."""
+        self._usable("mark infeasible")
+        self._finish(
+            pb.CompleteTrialRequest(infeasible=True, infeasible_reason=str(reason)[:_MAX_REASON])
+        )
+
+    def give_back(self, reason: str = "given back") -> None:
+        """Gives the trial back because this worker cannot finish it
+        (preempted, shutting down), not because of its parameters: the
+        server queues it for another worker, keeping its measurements and
+        checkpoint, while it has retries left, else marks it FAILED."""
+        self._usable("give back")
+        self._finish(
+            pb.CompleteTrialRequest(worker_failed=True, failure_reason=str(reason)[:_MAX_REASON])
+        )
+
+    def _finish(self, request: pb.CompleteTrialRequest) -> None:
+        client = self._usable("finish")
+        if self.paused and not request.infeasible:
+            # Paused at a rung: it is resumed from its checkpoint when
+            # promoted (perhaps by another worker already); nothing to settle.
+            self._let_go()
+            return
+        request.study_name = self.study_name
+        request.trial_id = self.id
+        request.lease_epoch = self.lease_epoch
+        request.device_seconds = (time.monotonic() - self._attached_at) * client.devices
+        try:
+            self._proto = client._call("CompleteTrial", request)
+        except HypertuneError as error:
+            settled = self._settled_by_earlier_attempt(client, request, error)
+            if settled is None:
+                assert self._lease is not None
+                lost = self._lease.observe(error)
+                if lost is not None:
+                    self._let_go()
+                    raise lost from None
+                raise  # the lease stays renewed, so that the caller may try again
+            self._proto = settled
+        self._let_go()
+
+    def _settled_by_earlier_attempt(
+        self, client: Client, request: pb.CompleteTrialRequest, error: HypertuneError
+    ) -> Optional[pb.Trial]:
+        """The trial, if ``error`` came from a retry of a CompleteTrial that
+        an earlier attempt had already carried out (its reply lost)."""
+        if error.code != FailedPreconditionError.default_code or error.attempts < 2:
+            return None
+        try:
+            now = client._call(
+                "GetTrial", pb.GetTrialRequest(study_name=self.study_name, trial_id=self.id)
+            )
+        except HypertuneError:
+            return None
+        ours = now.lease_epoch == request.lease_epoch
+        if request.worker_failed:
+            done = now.state in (pb.Trial.REQUESTED, pb.Trial.FAILED) or (
+                now.lease_epoch > request.lease_epoch
+            )
+        elif request.infeasible:
+            done = ours and now.state == pb.Trial.INFEASIBLE
+        else:
+            done = (
+                ours
+                and now.state in (pb.Trial.COMPLETED, pb.Trial.STOPPED)
+                and dict(now.final_measurement.metrics)
+                == dict(request.final_measurement.metrics)
+            )
+        return now if done else None
+
+    def _let_go(self) -> None:
+        self._finished = True
+        if self._lease is not None:
+            self._lease.stop()
+        if self._slot is not None:
+            self._slot.finished_one()
+            self._slot = None
+
+    def heartbeat(self, checkpoint_uri: str = "") -> bool:
+        """Renews the lease now, recording ``checkpoint_uri`` on the trial
+        if given. Returns :attr:`should_stop`."""
+        self._usable("renew the lease")
+        assert self._lease is not None
+        response = self._lease.renew(checkpoint_uri)
+        self._proto.lease_expire_time_ms = response.lease_expire_time_ms
+        if checkpoint_uri:
+            self._proto.checkpoint_uri = checkpoint_uri
+        return self.should_stop
+
+    def set_checkpoint(self, uri: str) -> None:
+        """Records ``uri`` as the place to resume this trial from, should
+        its worker die or the trial be paused at a rung (e.g.
+        ``"file:///ckpt/trial-3.pt"``). Save the checkpoint before the
+        report that may pause the trial."""
+        if not isinstance(uri, str) or not uri:
+            raise InvalidArgumentError(
+                f"trial {self.id} set_checkpoint: uri: expected a non-empty string, "
+                f"got {_describe(uri)}"
+            )
+        self.heartbeat(uri)
+
+    def check_early_stopping(self) -> bool:
+        """Asks the server to judge the trial by the study's early-stopping
+        rule now, against the latest results. Returns :attr:`should_stop`."""
+        client = self._usable("check early stopping")
+        response = self._rpc(
+            client,
+            "CheckEarlyStopping",
+            pb.CheckEarlyStoppingRequest(study_name=self.study_name, trial_id=self.id),
+        )
+        if response.should_stop:
+            self._proto.state = response.state
+            self._proto.stop_reason = response.reason
+        return self.should_stop
+
+    # ----- Context manager -----
+
+    def __enter__(self) -> Trial:
+        if self._held and not self._worker_holds and not self._finished:
+            self._signals_entered = _signals.enter()
+        return self
+
+    def __exit__(self, kind: Any, error: Optional[BaseException], traceback: Any) -> None:
+        try:
+            if not self.held:
+                return
+            if isinstance(error, Exception):
+                self._settle_quietly(self.infeasible, f"{type(error).__name__}: {error}")
+            elif self._worker_holds:
+                return  # the worker settles the trial from how the program ends
+            elif error is None:
+                warnings.warn(
+                    f"trial {self.id} left its with-block unfinished; its lease is no longer "
+                    "renewed and the server hands it to another worker once it runs out",
+                    stacklevel=2,
+                )
+                self._lease.stop()  # type: ignore[union-attr]
+            elif isinstance(error, (KeyboardInterrupt, _signals.Terminated)):
+                what = "SIGTERM" if isinstance(error, _signals.Terminated) else "KeyboardInterrupt"
+                self._settle_quietly(self.give_back, f"interrupted ({what})")
+        finally:
+            if self._signals_entered:
+                self._signals_entered = False
+                _signals.leave()
+
+    def _settle_quietly(self, settle: Any, reason: str) -> None:
+        # The exception in flight is what the caller must see; a failure to
+        # settle the trial only adds a warning.
+        try:
+            settle(reason)
+        except HypertuneError as failure:
+            warnings.warn(f"trial {self.id}: could not record {reason!r}: {failure}", stacklevel=3)

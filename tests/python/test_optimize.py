@@ -1,0 +1,161 @@
+"""Study.optimize, Optuna-style, against a real hypertuned: the README's
+notebook example exactly as shown, worker threads, functions that raise or
+return the wrong thing."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import hypertune
+from helpers import ROOT, study_config, unique_name
+
+
+def readme_notebook_example() -> str:
+    """The Python block of the README's "Python client" section."""
+    with open(os.path.join(ROOT, "README.md")) as file:
+        readme = file.read()
+    section = readme[readme.index("## The Python client"):]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_readme_notebook_example_runs_as_shown(server, tmp_path) -> None:
+    pytest.importorskip("pandas", reason="python3-pandas is not installed")
+    env = dict(os.environ, HYPERTUNE_SERVER=server.address,
+               PYTHONPATH=os.pathsep.join(sys.path))
+    result = subprocess.run(
+        [sys.executable, "-c", readme_notebook_example()],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    study = hypertune.Client(server.address).get_study("notebook")
+    assert study.trial_counts == {"COMPLETED": 50}
+    best = study.best()
+    assert f"best: {best.value}" in result.stdout
+    assert "[50 rows x" in result.stdout
+
+
+def test_threads_run_the_budget_once(client: hypertune.Client) -> None:
+    study = client.create_study(study_config(unique_name(), max_trials=24))
+    threads_seen = set()
+    lock = threading.Lock()
+
+    def objective(trial: hypertune.Trial) -> float:
+        with lock:
+            threads_seen.add(threading.get_ident())
+        trial.report(1, loss=trial.params["x"] + 1)
+        return trial.params["x"] * trial.params["y"]
+
+    study.optimize(objective, n_workers=4)
+    trials = study.trials()
+    assert len(trials) == 24 and all(t.state == "COMPLETED" for t in trials)
+    assert all(t.value == t.params["x"] * t.params["y"] for t in trials)
+    assert len(threads_seen) > 1
+    assert study.refresh().state == "COMPLETED"
+
+
+def test_n_trials_and_dict_results(client: hypertune.Client) -> None:
+    study = client.create_study(study_config(unique_name()))
+    study.optimize(lambda t: {"loss": t.params["x"], "y_seen": t.params["y"]}, n_trials=5)
+    study.optimize(lambda t: {"loss": t.params["x"], "y_seen": t.params["y"]}, n_trials=3,
+                   n_workers=2)
+    trials = study.trials()
+    assert len(trials) == 8
+    assert all(t.metrics == {"loss": t.params["x"], "y_seen": t.params["y"]} for t in trials)
+
+
+def test_function_that_finishes_the_trial_itself(client: hypertune.Client) -> None:
+    study = client.create_study(study_config(unique_name()))
+
+    def objective(trial: hypertune.Trial) -> None:
+        if trial.params["y"] > 3:
+            trial.infeasible("y too large")
+        else:
+            trial.complete(loss=trial.params["x"])
+
+    study.optimize(objective, n_trials=6)
+    for trial in study.trials():
+        assert trial.state == ("INFEASIBLE" if trial.params["y"] > 3 else "COMPLETED")
+
+
+def test_exception_marks_infeasible_and_ends_the_run(client: hypertune.Client) -> None:
+    study = client.create_study(study_config(unique_name()))
+    calls = []
+
+    def objective(trial: hypertune.Trial) -> float:
+        calls.append(trial.id)
+        if len(calls) == 3:
+            raise RuntimeError("diverged")
+        return 1.0
+
+    with pytest.raises(RuntimeError, match="diverged"):
+        study.optimize(objective, n_trials=10)
+    states = [t.state for t in study.trials()]
+    assert states == ["COMPLETED", "COMPLETED", "INFEASIBLE"]
+    assert study.trial(3).infeasible_reason == "RuntimeError: diverged"
+
+
+def test_caught_exceptions_are_recorded_and_the_run_goes_on(client: hypertune.Client) -> None:
+    study = client.create_study(study_config(unique_name()))
+
+    def objective(trial: hypertune.Trial) -> float:
+        if trial.id % 2 == 0:
+            raise MemoryError("out of memory")
+        return 0.5
+
+    study.optimize(objective, n_trials=6, n_workers=3, catch=(MemoryError,))
+    trials = study.trials()
+    assert len(trials) == 6
+    for trial in trials:
+        if trial.id % 2 == 0:
+            assert (trial.state, trial.infeasible_reason) == ("INFEASIBLE", "MemoryError: out of memory")
+        else:
+            assert trial.state == "COMPLETED"
+
+
+def test_exception_in_a_worker_thread_is_raised(client: hypertune.Client) -> None:
+    study = client.create_study(study_config(unique_name()))
+
+    def objective(trial: hypertune.Trial) -> float:
+        raise KeyError("no such column")
+
+    with pytest.raises(KeyError, match="no such column"):
+        study.optimize(objective, n_trials=8, n_workers=2)
+    assert all(t.state == "INFEASIBLE" for t in study.trials())
+
+
+@pytest.mark.parametrize(
+    "result, message",
+    [
+        (None, "the function returned None for trial 1"),
+        ("0.5", "metric \"loss\": expected a number, got str '0.5'"),
+        ({"loss": [1]}, 'metric "loss": expected a number, got list [1]'),
+    ],
+)
+def test_wrong_return_value_names_it(client: hypertune.Client, result, message) -> None:
+    study = client.create_study(study_config(unique_name()))
+    with pytest.raises(hypertune.InvalidArgumentError) as raised:
+        study.optimize(lambda trial: result, n_trials=1)
+    assert message in str(raised.value)
+    assert study.trial(1).state == "INFEASIBLE"
+    assert message in study.trial(1).infeasible_reason
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"n_trials": -1}, "n_trials: expected None or an integer >= 0, got -1"),
+        ({"n_trials": 2.5}, "n_trials: expected None or an integer >= 0, got 2.5"),
+        ({"n_workers": 0}, "n_workers: expected an integer >= 1, got 0"),
+        ({"catch": ValueError}, "catch: expected a tuple of exception classes"),
+    ],
+)
+def test_bad_arguments(client: hypertune.Client, arguments, message) -> None:
+    study = client.create_study(study_config(unique_name()))
+    with pytest.raises(hypertune.InvalidArgumentError, match=re.escape(message)):
+        study.optimize(lambda trial: 1.0, **arguments)
+    assert study.trials() == []
