@@ -292,9 +292,16 @@ class Client:
         return Study(self, self._call("GetStudy", pb.GetStudyRequest(name=name)))
 
     def list_studies(self) -> list[Study]:
-        """Every study (the caller's, on a server with auth)."""
-        response = self._call("ListStudies", pb.ListStudiesRequest())
-        return [Study(self, study) for study in response.studies]
+        """Every study the caller may read (all of them without auth), by
+        name, following the server's pages."""
+        studies: list[Study] = []
+        request = pb.ListStudiesRequest()
+        while True:
+            response = self._call("ListStudies", request)
+            studies.extend(Study(self, study) for study in response.studies)
+            if not response.next_page_token:
+                return studies
+            request.page_token = response.next_page_token
 
     def delete_study(self, name: str) -> None:
         """Deletes the study called ``name`` and its trials."""
