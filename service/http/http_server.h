@@ -48,7 +48,9 @@
 
 namespace httplib {
 class Server;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace hypertune::service {
 
@@ -101,12 +103,46 @@ class HttpServer {
   bool stopping() const { return stopping_.load(); }
 
  private:
+  using Request = httplib::Request;
+  using Response = httplib::Response;
+  // A route's handler: one member function per endpoint (routes.cc).
+  using Handler = void (HttpServer::*)(const Request&, Response&);
+  // Who calls, and the study a route names, if they may read it.
+  struct Admitted {
+    Principal caller;
+    v1::Study study;
+  };
+
   HttpServer() = default;
+  // Registers every route.
   void Route();
+  // Registers `handler` for GET `pattern`, counted in /metrics as `name`.
+  void Get(const std::string& pattern, std::string name, Handler handler);
+
+  // The principal of the request's bearer token (AuthOff() with auth off);
+  // UNAUTHENTICATED without a known token.
+  absl::StatusOr<Principal> Caller(const Request& req) const;
+  // The caller, and study `name` if the caller may read it.
+  absl::StatusOr<Admitted> Admit(const Request& req, const std::string& name);
+  // Every study `caller` may read, page by page.
+  absl::StatusOr<v1::ListStudiesResponse> VisibleStudies(
+      const Principal& caller);
   // Takes an event-stream slot for `owner`; UNAVAILABLE naming the limit
   // when none is free. ReleaseStream gives it back.
   absl::Status AcquireStream(const std::string& owner);
   void ReleaseStream(const std::string& owner);
+
+  // The routes (routes.cc), in the order of the table above.
+  void ListStudies(const Request& req, Response& res);
+  void GetStudy(const Request& req, Response& res);
+  void ListTrials(const Request& req, Response& res);
+  void TrialsCsv(const Request& req, Response& res);
+  void Best(const Request& req, Response& res);
+  void Changes(const Request& req, Response& res);
+  void Events(const Request& req, Response& res);
+  void MetricsText(const Request& req, Response& res);
+  void Page(const Request& req, Response& res);
+  void AssetFile(const Request& req, Response& res);
 
   StudyService* service_ = nullptr;
   Authorizer authorizer_;
