@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """PyTorch peer of hypertune-train-bench: training-step throughput of the
-reference ResNet (trainer_spec.md) on synthetic data, printed as the same JSON.
+reference ResNet (trainer_sdk/trainer/README.md) on synthetic data, printed as the same JSON.
 
   /usr/bin/python3 benchmarks/peers_torch_resnet.py --threads 2 --batch 128 --width 16
 """

@@ -1,4 +1,4 @@
-// The trial state machine (DESIGN.md, "Trial states"): every legal change
+// The trial state machine (README, "Trial states"): every legal change
 // of a trial's state, in one table, and the one function that changes it.
 //
 //   (new)      -> REQUESTED (queued)  | ACTIVE (granted) | COMPLETED (a known

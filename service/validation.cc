@@ -297,7 +297,7 @@ absl::Status ValidateEarlyStopping(const v1::StudySpec& spec) {
                        v1::EarlyStoppingSpec::Rule_Name(es.rule()),
                        ": the steps of a full trial, got ", es.max_resource()));
     }
-    // DESIGN.md, "Multi-fidelity": the rule owns the resource.
+    // README, "Early stopping": the rule owns the resource.
     for (int i = 0; i < spec.parameters_size(); ++i) {
       if (spec.parameters(i).name() == "epochs") {
         return Invalid(

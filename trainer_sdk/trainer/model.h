@@ -1,4 +1,4 @@
-// Model: the reference ResNet (trainer_spec.md) on a Backend: parameters,
+// Model: the reference ResNet (README.md) on a Backend: parameters,
 // optimizer state, activations, and the forward/backward/SGD step.
 //
 //   stem: conv3x3 s1 (or, imagenet_stem, conv7x7 s2 + maxpool3x3 s2), BN, ReLU

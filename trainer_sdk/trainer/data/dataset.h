@@ -126,8 +126,8 @@ struct Split {
 };
 
 // Holds out the last `validation_size` examples of `base` as the validation
-// split (DESIGN.md: Fashion-MNIST validates on the last 10,000 training
-// images). With train_limit >= 0, keeps only the first train_limit examples
+// split (Fashion-MNIST trials validate on the last 10,000 training images:
+// the trainer's README). With train_limit >= 0, keeps only the first train_limit examples
 // of the training part (--train-subset). Returns INVALID_ARGUMENT unless
 // 0 <= validation_size <= base->size() and train_limit <= the training part.
 absl::StatusOr<Split> HoldOutTail(std::shared_ptr<const Dataset> base,
