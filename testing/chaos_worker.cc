@@ -48,7 +48,7 @@ struct Flags {
 };
 
 // The objective of the chaos study: sum of (x_i - 0.3)^2 over its double
-// parameters. (benchmarks/chaos.cc creates the study.)
+// parameters. (testing/chaos.cc creates the study.)
 double ChaosObjective(const v1::Trial& trial) {
   double sum = 0;
   for (const v1::ParameterValue& p : trial.parameters()) {

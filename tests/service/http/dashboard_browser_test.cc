@@ -7,7 +7,7 @@
 // The token reaches the page in the URL's fragment, which browsers never
 // send to the server (so it is in no server log); the page moves it into
 // sessionStorage. `live=0` keeps the page from opening the event stream,
-// which would hold Chromium's virtual clock (tests/http/http_api_test.cc
+// which would hold Chromium's virtual clock (tests/service/http/http_api_test.cc
 // covers the stream).
 #include <sys/wait.h>
 #include <unistd.h>
