@@ -35,7 +35,8 @@ namespace hypertune::cli {
 const char kWorkerUsage[] =
     "usage: hypertune worker NAME [--parallel N | --gpus LIST] "
     "[--max-trials M]\n"
-    "                        [--timeout S] [--log-dir DIR] -- CMD [ARG...]\n"
+    "                        [--timeout S] [--log-dir DIR]\n"
+    "                        [--max-consecutive-failures N] -- CMD [ARG...]\n"
     "\n"
     "Runs CMD once per trial of study NAME, N trials at a time (default 1),\n"
     "until the study's budget is spent or M trials have run. --gpus 0,1,2,3\n"
@@ -63,7 +64,14 @@ const char kWorkerUsage[] =
     "lease while CMD runs. SIGTERM (e.g. a spot preemption notice) or Ctrl-C\n"
     "is passed on to the programs; the worker waits for them and gives their\n"
     "trials back unless they finished (\"worker preempted\"). A second\n"
-    "signal kills them.\n";
+    "signal kills them.\n"
+    "\n"
+    "A `{name}` in ARGs that is no parameter of the study is refused before\n"
+    "any trial is taken. After N trials in a row (--max-consecutive-failures,\n"
+    "default 5; 0: never) whose program failed to run at all (it ended\n"
+    "infeasible without reporting a metric: a typo, a missing module) the\n"
+    "worker stops and prints the last trial's log tail. It exits non-zero\n"
+    "whenever it ran trials and none completed.\n";
 
 namespace {
 
@@ -190,6 +198,28 @@ std::string ParametersText(const v1::Trial& trial) {
                        });
 }
 
+// The last `lines` lines of file `path` (at most 8 KiB of it), each ending
+// in a newline; "" if it cannot be read.
+std::string LogTail(const std::filesystem::path& path, int lines) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return "";
+  file.seekg(0, std::ios::end);
+  const std::streamoff size = file.tellg();
+  const std::streamoff start = std::max<std::streamoff>(0, size - 8192);
+  file.seekg(start);
+  std::string text((std::istreambuf_iterator<char>(file)), {});
+  std::vector<absl::string_view> all = absl::StrSplit(text, '\n');
+  if (!all.empty() && all.back().empty()) all.pop_back();
+  const size_t first = all.size() > static_cast<size_t>(lines)
+                           ? all.size() - static_cast<size_t>(lines)
+                           : 0;
+  std::string tail;
+  for (size_t i = first; i < all.size(); ++i) {
+    absl::StrAppend(&tail, "  ", all[i], "\n");
+  }
+  return tail;
+}
+
 class Worker {
  public:
   Worker(WorkerOptions options, Client client, v1::Study study,
@@ -231,6 +261,11 @@ class Worker {
     if (g_stop_signals.load() > 0) {
       return absl::CancelledError(
           absl::StrCat("interrupted by signal ", g_last_signal.load()));
+    }
+    if (completed_ == 0 && infeasible_ + other_ > 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "no trial completed (", infeasible_, " infeasible, ", other_,
+          " given back or left); see the trials' logs in ", options_.log_dir));
     }
     return absl::OkStatus();
   }
@@ -484,9 +519,48 @@ class Worker {
       absl::MutexLock lock(&mu_);
       --running_;
     }
-    Settle(trial, run, ElapsedSeconds(trial, started),
-           std::chrono::duration<double>(Clock::now() - started).count(), log);
+    const std::optional<v1::Trial::State> settled =
+        Settle(trial, run, ElapsedSeconds(trial, started),
+               std::chrono::duration<double>(Clock::now() - started).count(),
+               log);
+    log.close();
+    CountFailureToRun(settled, run, log_path);
     return absl::OkStatus();
+  }
+
+  // A program that ended infeasible without reporting a single metric, on
+  // its own (not stopped, timed out, preempted or taken over), failed to
+  // run at all: a typo, a missing module. After max_consecutive_failures of
+  // them in a row the worker stops (FAILED_PRECONDITION, with the last
+  // log's tail), rather than spend the study's budget on them.
+  void CountFailureToRun(std::optional<v1::Trial::State> settled,
+                         const TrialRun& run,
+                         const std::filesystem::path& log_path) {
+    const bool failed_to_run =
+        settled == v1::Trial::INFEASIBLE && !run.final_metrics.has_value() &&
+        !run.step_metrics.has_value() && !run.exit.timed_out &&
+        run.worker_signal == 0 && !run.stop_requested && !run.lease_lost;
+    int in_a_row = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      if (settled == v1::Trial::COMPLETED || settled == v1::Trial::STOPPED ||
+          (settled == v1::Trial::INFEASIBLE && !failed_to_run)) {
+        failures_in_a_row_ = 0;
+      } else if (failed_to_run) {
+        in_a_row = ++failures_in_a_row_;
+      }
+    }
+    if (options_.max_consecutive_failures <= 0 ||
+        in_a_row < options_.max_consecutive_failures) {
+      return;
+    }
+    SetFatal(absl::FailedPreconditionError(absl::StrCat(
+        in_a_row, " trials in a row failed to run (infeasible without "
+                  "reporting a metric); stopping before the study's budget is "
+                  "spent on them. The last one's log (",
+        log_path.string(), ") ends with:\n", LogTail(log_path, 20),
+        "Fix the program and run the worker again (--max-consecutive-failures "
+        "0 never stops)")));
   }
 
   // Seconds since the trial started (server's start time when known).
@@ -500,9 +574,12 @@ class Worker {
 
   // Completes, marks infeasible or leaves the trial after its program ended.
   // `elapsed`: since the trial started; `program_seconds`: this program's
-  // run, its device time.
-  void Settle(const v1::Trial& trial, const TrialRun& run, double elapsed,
-              double program_seconds, std::ofstream& log) {
+  // run, its device time. Returns the state the trial was left in by this
+  // worker, or nullopt when someone else settled it or it was left alone.
+  std::optional<v1::Trial::State> Settle(const v1::Trial& trial,
+                                         const TrialRun& run, double elapsed,
+                                         double program_seconds,
+                                         std::ofstream& log) {
     const int64_t id = trial.id();
     std::string how = run.exit.signaled
                           ? absl::StrCat("killed by signal ", run.exit.code)
@@ -521,14 +598,14 @@ class Worker {
                          " by the program: ", Describe(now), " (", how, ", ",
                          took, ")"),
             log);
-        return;
+        return std::nullopt;
       }
       if (now.lease_epoch() != trial.lease_epoch()) {
         Record(now,
                absl::StrCat("trial ", id, " now belongs to lease epoch ",
                             now.lease_epoch(), "; leaving it (", how, ")"),
                log, /*counted=*/false);
-        return;
+        return std::nullopt;
       }
     } else {
       console_.Err(
@@ -541,7 +618,7 @@ class Worker {
              absl::StrCat("trial ", id, " left to its lease: ", outcome.reason,
                           " (", how, ")"),
              log, /*counted=*/false);
-      return;
+      return std::nullopt;
     }
     v1::CompleteTrialRequest request;
     request.set_study_name(options_.study);
@@ -582,7 +659,7 @@ class Worker {
       log << "[hypertune worker] " << message << std::endl;
       absl::MutexLock lock(&mu_);
       ++other_;
-      return;
+      return std::nullopt;
     }
     std::string what = Describe(*done);
     std::string state = done->state() == v1::Trial::REQUESTED
@@ -592,6 +669,7 @@ class Worker {
            absl::StrCat("trial ", id, " ", state, ": ", what, " (",
                         what == how ? "" : how + ", ", took, ")"),
            log);
+    return done->state();
   }
 
   // Whether `trial`, whose lease renewal was refused, went to another worker
@@ -715,6 +793,8 @@ class Worker {
   std::optional<double> best_ ABSL_GUARDED_BY(mu_);
   int64_t best_trial_ ABSL_GUARDED_BY(mu_) = 0;
   bool study_completed_ ABSL_GUARDED_BY(mu_) = false;
+  // Trials in a row whose program failed to run (CountFailureToRun).
+  int failures_in_a_row_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status fatal_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -722,7 +802,13 @@ class Worker {
 
 absl::StatusOr<WorkerOptions> ParseWorkerArgs(const Args& args) {
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(
-      args, {{"parallel"}, {"gpus"}, {"max-trials"}, {"timeout"}, {"log-dir"}},
+      args,
+      {{"parallel"},
+       {"gpus"},
+       {"max-trials"},
+       {"timeout"},
+       {"log-dir"},
+       {"max-consecutive-failures"}},
       /*allow_separator=*/true);
   if (!parsed.ok()) return parsed.status();
   if (parsed->positional.size() != 1) {
@@ -777,6 +863,13 @@ absl::StatusOr<WorkerOptions> ParseWorkerArgs(const Args& args) {
       parsed->GetPositiveDouble("timeout");
   if (!timeout.ok()) return timeout.status();
   options.timeout_seconds = *timeout;
+  if (parsed->Has("max-consecutive-failures")) {
+    absl::StatusOr<int64_t> failures =
+        parsed->GetInt("max-consecutive-failures", 0, 0);
+    if (!failures.ok()) return failures.status();
+    options.max_consecutive_failures =
+        static_cast<int>(std::min<int64_t>(*failures, 1'000'000));
+  }
   options.log_dir = parsed->Get("log-dir").value_or(
       (std::filesystem::path("hypertune-logs") / options.study).string());
   if (options.log_dir.empty()) return UsageError("--log-dir: empty");
@@ -837,6 +930,10 @@ absl::Status RunWorkerCommand(const CommandContext& context, const Args& args) {
   Client client(client_options);
   absl::StatusOr<v1::Study> study = client.GetStudy(options->study);
   if (!study.ok()) return study.status();
+  if (absl::Status s = CheckPlaceholders(options->command, study->spec());
+      !s.ok()) {
+    return s;
+  }
   std::error_code error;
   std::filesystem::create_directories(options->log_dir, error);
   if (error) {

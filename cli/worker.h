@@ -39,6 +39,9 @@ struct WorkerOptions {
   std::optional<int64_t> max_trials;
   // A program running longer is ended and its trial made infeasible.
   std::optional<double> timeout_seconds;
+  // The worker stops after this many trials in a row whose program failed
+  // to run at all (ended without reporting a metric); 0: never. Default 5.
+  int max_consecutive_failures = 5;
   // Per-trial log files go to <log_dir>/trial-<id>.log.
   std::string log_dir;
   // The program and its arguments (with `{param}` placeholders).
@@ -46,7 +49,8 @@ struct WorkerOptions {
 };
 
 // Parses `worker NAME [--parallel N | --gpus LIST] [--max-trials M]
-// [--timeout S] [--log-dir DIR] -- CMD ARGS...` (the arguments after
+// [--timeout S] [--log-dir DIR] [--max-consecutive-failures N] -- CMD
+// ARGS...` (the arguments after
 // "worker"). --gpus 0,1,2,3 runs one slot per GPU. The log dir defaults to
 // ./hypertune-logs/<study>. Usage errors otherwise.
 absl::StatusOr<WorkerOptions> ParseWorkerArgs(const Args& args);

@@ -1,5 +1,6 @@
 #include "cli/worker_protocol.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -8,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
 namespace hypertune::cli {
@@ -153,6 +155,42 @@ std::string FormatParameterValue(const v1::ParameterValue& value) {
       break;
   }
   return "";
+}
+
+std::vector<std::string> Placeholders(std::string_view arg) {
+  std::vector<std::string> names;
+  for (size_t open = arg.find('{'); open != std::string_view::npos;
+       open = arg.find('{', open + 1)) {
+    const size_t close = arg.find('}', open + 1);
+    if (close == std::string_view::npos) break;
+    // ${NAME} is a shell's variable, not a placeholder.
+    if (open > 0 && arg[open - 1] == '$') continue;
+    const std::string_view name = arg.substr(open + 1, close - open - 1);
+    const bool identifier =
+        !name.empty() && (absl::ascii_isalpha(name.front()) ||
+                          name.front() == '_') &&
+        std::all_of(name.begin(), name.end(), [](char c) {
+          return absl::ascii_isalnum(c) || c == '_' || c == '.' || c == '-';
+        });
+    if (identifier) names.emplace_back(name);
+  }
+  return names;
+}
+
+absl::Status CheckPlaceholders(const std::vector<std::string>& command,
+                               const v1::StudySpec& spec) {
+  std::vector<std::string> known;
+  for (const v1::ParameterSpec& p : spec.parameters()) known.push_back(p.name());
+  for (size_t i = 0; i < command.size(); ++i) {
+    for (const std::string& name : Placeholders(command[i])) {
+      if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "worker command: {", name, "} in argument ", i, " (\"", command[i],
+          "\") is not a parameter of the study (its parameters: ",
+          absl::StrJoin(known, ", "), ")"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string SubstituteParameters(std::string_view arg,

@@ -52,6 +52,18 @@ std::string FormatDouble(double value);
 // the category string; "" when unset.
 std::string FormatParameterValue(const v1::ParameterValue& value);
 
+// The placeholders of `arg`: each `{name}` whose name looks like a
+// parameter's (a letter or '_' first, then letters, digits and "._-"), in
+// order. Braces around anything else (JSON) and shell variables (${NAME})
+// are not placeholders.
+std::vector<std::string> Placeholders(std::string_view arg);
+
+// OK if every placeholder of `command` names a parameter of `spec`;
+// INVALID_ARGUMENT naming the placeholder, its argument and the parameters
+// otherwise (checked before any trial is taken).
+absl::Status CheckPlaceholders(const std::vector<std::string>& command,
+                               const v1::StudySpec& spec);
+
 // Replaces each `{name}` in `arg` whose name is a parameter by its value
 // (FormatParameterValue); other braces are kept as they are.
 std::string SubstituteParameters(std::string_view arg,

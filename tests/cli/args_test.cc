@@ -121,6 +121,17 @@ TEST(ParseWorkerArgs, Defaults) {
   EXPECT_EQ(options->log_dir, "hypertune-logs/mnist");
 }
 
+TEST(ParseWorkerArgs, MaxConsecutiveFailures) {
+  EXPECT_EQ(ParseWorkerArgs({"s", "--", "x"})->max_consecutive_failures, 5);
+  auto options =
+      ParseWorkerArgs({"s", "--max-consecutive-failures", "0", "--", "x"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->max_consecutive_failures, 0);
+  EXPECT_FALSE(
+      ParseWorkerArgs({"s", "--max-consecutive-failures", "-2", "--", "x"})
+          .ok());
+}
+
 TEST(ParseWorkerArgs, UsageErrors) {
   struct Case {
     std::vector<std::string> args;

@@ -11,7 +11,9 @@
 namespace hypertune::cli {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 ParameterValues Params() {
   v1::Trial trial;
@@ -181,6 +183,25 @@ TEST(ParametersJson, EmptyAndEscaped) {
   p->set_name("act");
   p->set_string_value("say \"hi\"");
   EXPECT_EQ(ParametersJson(trial.parameters()), R"({"act":"say \"hi\""})");
+}
+
+TEST(Placeholders, OnlyParameterLikeNamesInBraces) {
+  EXPECT_THAT(Placeholders("--lr={lr} --n={layers}"), ElementsAre("lr", "layers"));
+  EXPECT_THAT(Placeholders("{{lr}}"), ElementsAre("lr"));
+  EXPECT_THAT(Placeholders("{\"a\": 1} {} { x } {1abc} ${HOME}"), IsEmpty());
+  EXPECT_THAT(Placeholders("no braces"), IsEmpty());
+}
+
+TEST(CheckPlaceholders, NamesTheUnknownOneAndTheParameters) {
+  v1::StudySpec spec;
+  spec.add_parameters()->set_name("lr");
+  spec.add_parameters()->set_name("layers");
+  EXPECT_TRUE(CheckPlaceholders({"train.py", "--lr={lr}", "{layers}"}, spec).ok());
+  absl::Status s =
+      CheckPlaceholders({"train.py", "--lr={lr}", "--bs={batch}"}, spec);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("{batch} in argument 2"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("its parameters: lr, layers"));
 }
 
 }  // namespace

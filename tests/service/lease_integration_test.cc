@@ -4,13 +4,16 @@
 // `hypertune worker` gives back the trials of programs killed from outside and
 // of its own preemption.
 #include <signal.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <set>
 #include <string>
 #include <thread>
@@ -27,6 +30,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::EndsWith;
+using ::testing::HasSubstr;
 
 // A fresh directory under the system temp dir, removed at the end.
 class TempDir {
@@ -193,11 +197,13 @@ TEST_F(LeaseTest, GivenBackATrialGoesToTheNextWorkerAtOnce) {
 // `hypertune worker` as a child process.
 class WorkerProcess {
  public:
-  // `flags` go between the study and "--".
+  // `flags` go between the study and "--". With `output`, the worker's
+  // stdout and stderr go to that file.
   WorkerProcess(const std::string& server, const std::string& study,
                 const std::string& log_dir,
                 const std::vector<std::string>& command,
-                const std::vector<std::string>& flags = {"--max-trials", "1"}) {
+                const std::vector<std::string>& flags = {"--max-trials", "1"},
+                const std::string& output = "") {
     std::vector<std::string> args = {
         HYPERTUNE_CLI_PATH, "--server", server, "worker", study,
         "--log-dir",        log_dir};
@@ -206,6 +212,11 @@ class WorkerProcess {
     args.insert(args.end(), command.begin(), command.end());
     pid_ = fork();
     if (pid_ == 0) {
+      if (!output.empty()) {
+        const int fd = open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+      }
       std::vector<char*> argv;
       for (std::string& arg : args) argv.push_back(arg.data());
       argv.push_back(nullptr);
@@ -240,7 +251,8 @@ TEST_F(LeaseTest, WorkerGivesBackTheTrialOfAProgramKilledFromOutside) {
                        {"sh", "-c", "echo working; kill -KILL $$"});
   int status = worker.Wait();
   ASSERT_TRUE(WIFEXITED(status)) << status;
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  // The one trial it ran did not complete.
+  EXPECT_EQ(WEXITSTATUS(status), 1);
 
   v1::Trial trial = Stored("killed", 1);
   EXPECT_EQ(trial.state(), v1::Trial::REQUESTED);
@@ -249,6 +261,55 @@ TEST_F(LeaseTest, WorkerGivesBackTheTrialOfAProgramKilledFromOutside) {
   EXPECT_TRUE(fs::path(trial.log_path()).is_absolute()) << trial.log_path();
   EXPECT_THAT(trial.log_path(), EndsWith("trial-1.log"));
   EXPECT_TRUE(fs::exists(trial.log_path()));
+}
+
+// The review's broken objective: a script that cannot even start (here a
+// misspelt module) used to burn all 20 trials of a study in seconds, with
+// the worker exiting 0 and the study COMPLETED. The worker now stops after
+// 5 such trials in a row, exits non-zero and shows the last log's tail.
+TEST_F(LeaseTest, WorkerStopsAfterTrialsWhoseProgramFailsToRun) {
+  Client admin(Options("admin"));
+  v1::Study study = OneTrialStudy("crash", 60);
+  study.mutable_spec()->set_max_trials(20);
+  ASSERT_TRUE(admin.CreateStudy(study).ok());
+  const std::string output = dir_.File("worker.out");
+  WorkerProcess worker(
+      server_->address(), "crash", dir_.File("logs"),
+      {"sh", "-c",
+       "echo \"ModuleNotFoundError: No module named 'torhc'\" >&2; exit 1"},
+      {}, output);
+  int status = worker.Wait();
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::ifstream file(output);
+  const std::string printed((std::istreambuf_iterator<char>(file)), {});
+  EXPECT_THAT(printed, HasSubstr("5 trials in a row failed to run"));
+  EXPECT_THAT(printed, HasSubstr("No module named 'torhc'"));
+  auto trials = admin.ListAllTrials("crash");
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  ASSERT_EQ(trials->size(), 5u);
+  for (const v1::Trial& t : *trials) {
+    EXPECT_EQ(t.state(), v1::Trial::INFEASIBLE) << t.id();
+  }
+  EXPECT_EQ(admin.GetStudy("crash")->state(), v1::Study::ACTIVE);
+}
+
+// A `{placeholder}` that names no parameter is refused before any trial is
+// taken (it used to be passed through literally and burn a trial).
+TEST_F(LeaseTest, WorkerRefusesAnUnknownPlaceholderBeforeTakingATrial) {
+  Client admin(Options("admin"));
+  ASSERT_TRUE(admin.CreateStudy(OneTrialStudy("typo", 60)).ok());
+  const std::string output = dir_.File("typo.out");
+  WorkerProcess worker(server_->address(), "typo", dir_.File("logs"),
+                       {"echo", "--x={x}", "--lr={learning_rate}"}, {}, output);
+  int status = worker.Wait();
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::ifstream file(output);
+  const std::string printed((std::istreambuf_iterator<char>(file)), {});
+  EXPECT_THAT(printed, HasSubstr("{learning_rate}"));
+  EXPECT_THAT(printed, HasSubstr("not a parameter of the study"));
+  EXPECT_TRUE(admin.ListAllTrials("typo")->empty());
 }
 
 TEST_F(LeaseTest, WorkerRunsOneTrialPerGpuPinnedToIt) {
