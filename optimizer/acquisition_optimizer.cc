@@ -19,7 +19,7 @@ int RandomIndex(SplitMix64& rng, int n) {
 }  // namespace
 
 std::vector<ScoredPoint> MaximizeAcquisition(
-    const AcquisitionFunction& acquisition, const AcquisitionDomain& domain,
+    const Acquisition& acquisition, const AcquisitionDomain& domain,
     const Eigen::MatrixXd& anchors, const Eigen::VectorXd& perturbation_scale,
     uint64_t seed, const AcquisitionOptimizerOptions& options) {
   const int d = static_cast<int>(domain.categories.size());

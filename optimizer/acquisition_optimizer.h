@@ -58,7 +58,7 @@ struct ScoredPoint {
 // N(0, scale_j^2) on numeric dimension j (scale: perturbation_scale).
 // REQUIRES: domain sizes agree; perturbation_scale.size() == dimension.
 std::vector<ScoredPoint> MaximizeAcquisition(
-    const AcquisitionFunction& acquisition, const AcquisitionDomain& domain,
+    const Acquisition& acquisition, const AcquisitionDomain& domain,
     const Eigen::MatrixXd& anchors, const Eigen::VectorXd& perturbation_scale,
     uint64_t seed, const AcquisitionOptimizerOptions& options = {});
 
