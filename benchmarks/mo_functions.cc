@@ -76,16 +76,16 @@ double Zdt3FrontHypervolume(const Eigen::VectorXd& reference, int samples) {
 const std::vector<MultiObjectiveProblem>& MultiObjectiveSuite() {
   static const auto* suite = [] {
     const std::vector<std::pair<double, double>> unit6(6, {0.0, 1.0});
-    const Eigen::VectorXd ref2 = Eigen::VectorXd::Constant(2, 1.1);
+    const Eigen::VectorXd ref2 = Eigen::VectorXd::Constant(2, 11.0);
     const Eigen::VectorXd ref3 = Eigen::VectorXd::Constant(3, 1.1);
     return new std::vector<MultiObjectiveProblem>{
-        // ZDT1, ZDT2: int_0^1 (1.1 - f2(f1)) df1 over the front, plus the
-        // strip f1 in (1, 1.1] of height 1.1.
-        {"zdt1", Zdt1, unit6, 2, ref2, 0.1 + 2.0 / 3 + 0.11},
-        {"zdt2", Zdt2, unit6, 2, ref2, 0.1 + 1.0 / 3 + 0.11},
-        // ZDT3: no closed form; Zdt3FrontHypervolume gives 1.3317620 with
-        // 10^6 samples, converging as 1/n to 1.3317629.
-        {"zdt3", Zdt3, unit6, 2, ref2, 1.3317629},
+        // ZDT1, ZDT2: the square [0, 11]^2 less the area under the front,
+        // int_0^1 f2(f1) df1.
+        {"zdt1", Zdt1, unit6, 2, ref2, 121 - (1 - 2.0 / 3)},
+        {"zdt2", Zdt2, unit6, 2, ref2, 121 - (1 - 1.0 / 3)},
+        // ZDT3: no closed form; Zdt3FrontHypervolume gives 128.7781152
+        // with 10^6 samples, converging as 1/n to 128.7781161.
+        {"zdt3", Zdt3, unit6, 2, ref2, 128.7781161},
         // The cube [0, 1.1]^3 less the unit ball's positive orthant.
         {"dtlz2", Dtlz2, unit6, 3, ref3, 1.1 * 1.1 * 1.1 - kPi / 6}};
   }();
@@ -99,7 +99,7 @@ absl::StatusOr<MultiObjectiveProblem> FindMultiObjectiveProblem(
     if (p.name == name) return p;
     names.push_back(p.name);
   }
-  return absl::NotFoundError(absl::StrCat("unknown problem \"", name,
+  return absl::NotFoundError(absl::StrCat("unknown problem \"", std::string(name),
                                           "\", known: ",
                                           absl::StrJoin(names, ", ")));
 }
@@ -162,7 +162,7 @@ absl::StatusOr<ConstrainedProblem> FindConstrainedProblem(
     if (p.name == name) return p;
     names.push_back(p.name);
   }
-  return absl::NotFoundError(absl::StrCat("unknown problem \"", name,
+  return absl::NotFoundError(absl::StrCat("unknown problem \"", std::string(name),
                                           "\", known: ",
                                           absl::StrJoin(names, ", ")));
 }

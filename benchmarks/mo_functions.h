@@ -44,8 +44,9 @@ struct MultiObjectiveProblem {
   std::function<Eigen::VectorXd(const Eigen::VectorXd&)> f;
   std::vector<std::pair<double, double>> bounds;
   int objectives;
-  // The fixed reference point (minimization): 1.1 in every objective, the
-  // nadir of the true front (1, ..., 1) plus a tenth.
+  // The fixed reference point (minimization), BoTorch's for these
+  // problems (botorch.test_functions.multi_objective): 11 in every
+  // objective for ZDT, 1.1 (the true front's nadir plus a tenth) for DTLZ2.
   Eigen::VectorXd reference;
   // The hypervolume between the true front and `reference`.
   double front_hypervolume;

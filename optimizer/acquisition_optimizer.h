@@ -45,6 +45,10 @@ struct AcquisitionOptimizerOptions {
   int polish_iterations = 40;
   // Points returned, best first (default 16).
   int max_results = 16;
+  // Whether the points returned are pairwise distinct (default false).
+  // Clamping to the domain's faces maps many candidates onto one point;
+  // without this the results can be copies of one already-evaluated point.
+  bool distinct_results = false;
 };
 
 struct ScoredPoint {

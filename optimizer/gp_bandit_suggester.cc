@@ -778,7 +778,8 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestWithMetrics(
       const int metric = table.objectives[c];
       absl::StatusOr<MetricModel> built = BuildMetricModel(
           space, metric_seed(metric), x, table.objective_values.col(c),
-          Targets::kWarped, local ? &data_rows : nullptr,
+          num_objectives > 1 ? Targets::kStandardized : Targets::kWarped,
+          local ? &data_rows : nullptr,
           /*allow_local=*/false, caches_[metric]);
       if (!built.ok()) return built.status();
       m.objectives.push_back(*std::move(built));
@@ -828,8 +829,15 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestWithMetrics(
         }
       }
       m.front = Rows(values, ParetoFrontRows(values));
-      m.reference =
-          InferReferencePoint(m.front, options_.min_reference_margin);
+      // The reference point: between the front's nadir and the feasible
+      // data's, reference_slack of the way (at least min_reference_margin
+      // below the front).
+      const Eigen::VectorXd front_nadir =
+          m.front.colwise().minCoeff().transpose();
+      const Eigen::VectorXd data_nadir = values.colwise().minCoeff().transpose();
+      m.reference = front_nadir -
+                    (options_.reference_slack * (front_nadir - data_nadir))
+                        .cwiseMax(options_.min_reference_margin);
     }
     m.anchors = Rows(x, anchor_rows);
     Eigen::VectorXd lengthscales = first.lengthscales;
@@ -944,9 +952,11 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestWithMetrics(
         AcquisitionDomain domain{coords.categories, Eigen::VectorXd::Zero(d),
                                  Eigen::VectorXd::Ones(d),
                                  [&](Eigen::VectorXd& p) { coords.Snap(space, p); }};
+        AcquisitionOptimizerOptions search = options_.acquisition_optimizer;
+        search.distinct_results = true;
         const std::vector<ScoredPoint> ranked = MaximizeAcquisition(
             acquisition, domain, model->anchors, model->perturbation_scale,
-            pick_seed, options_.acquisition_optimizer);
+            pick_seed, search);
         const bool pull = num_objectives == 1 && model->any_feasible;
         bool found = false;
         for (const ScoredPoint& p : ranked) {

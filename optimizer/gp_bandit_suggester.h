@@ -19,10 +19,13 @@
 //
 // Several metrics (SuggestRequest::metrics; one objective alone is the
 // single-objective problem above): every objective and every constraint
-// gets its own GP, each with the schedule, fits and caches above
-// (objectives through the output transform, constraints standardized with
-// their bounds mapped alike). Completed trials that miss a constraint are
-// data for every model but not feasible. Then:
+// gets its own GP, each with the schedule, fits and caches above. Targets:
+// a lone objective through the output transform as above; several
+// objectives standardized only, since the hypervolume is not invariant
+// under per-objective warps (Yeo-Johnson cost DTLZ2 a fifth of its
+// hypervolume); constraints standardized, their bounds mapped alike.
+// Completed trials that miss a constraint are data for every model but not
+// feasible. Then:
 //   no feasible trial yet -> maximize the probability that every
 //       constraint holds (seek feasibility; Gelbart et al. 2014);
 //   one objective -> LogEI against the best feasible value, weighted by
@@ -31,8 +34,9 @@
 //   several objectives -> the log expected hypervolume improvement over
 //       the feasible Pareto front (metric_acquisition.h), estimated by
 //       random hypervolume scalarizations (Golovin and Zhang 2020), the
-//       reference point inferred from the front as BoTorch does, weighted
-//       by the probability of feasibility; pending trials are fantasized
+//       reference point halfway between the front's nadir and the feasible
+//       trials' (reference_slack), weighted by the probability of
+//       feasibility; pending trials are fantasized
 //       at their posterior means (kriging believer) in every model and,
 //       when predicted feasible, join the front, so that the improvement
 //       vanishes near them.
@@ -108,8 +112,16 @@ struct GpBanditOptions {
   AcquisitionOptimizerOptions acquisition_optimizer;
   // The hypervolume-improvement estimate for several objectives.
   HypervolumeImprovementOptions hypervolume;
-  // The reference point's least margin below the front's nadir, in
-  // standardized units (default 0.1).
+  // Several objectives: where the hypervolume's reference point lies,
+  // from the feasible front's nadir (0) to the feasible trials' nadir (1)
+  // (default 0.5). Near the front, the search stays near the front's
+  // extent (BoTorch's nadir less a tenth of the front's range never grew
+  // ZDT2's front past its first points); at the data's nadir, extreme
+  // points with one objective at its best weigh too much (DTLZ2's faces).
+  // benchmarks/README.md has the measurements.
+  double reference_slack = 0.5;
+  // ... and at least this far below the front's nadir, in standardized
+  // units (default 0.1).
   double min_reference_margin = 0.1;
 };
 

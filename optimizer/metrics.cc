@@ -4,7 +4,10 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <vector>
+
+#include "optimizer/pareto.h"
 
 namespace hypertune::optimizer {
 
@@ -56,7 +59,10 @@ MetricTable TabulateMetrics(const SuggestRequest& request) {
     for (int r = 0; r < n; ++r) {
       const double v = raw(r, t.constraints[c]);
       t.constraint_values(r, c) = std::clamp(v, lo, hi);
-      const double miss = std::max(0.0, std::max(m.lower - v, v - m.upper));
+      // (Written out: lower - v is NaN for v = lower = -infinity.)
+      const double miss = v < m.lower ? m.lower - v
+                          : v > m.upper ? v - m.upper
+                                        : 0.0;
       if (miss > 0) {
         t.feasible[r] = false;
         t.violation[r] += miss;
@@ -64,6 +70,60 @@ MetricTable TabulateMetrics(const SuggestRequest& request) {
     }
   }
   return t;
+}
+
+std::vector<int> PreferenceOrder(const MetricTable& table, int keep) {
+  assert(keep >= 0);
+  const int n = static_cast<int>(table.rows.size());
+  std::vector<int> feasible, infeasible;
+  for (int r = 0; r < n; ++r) {
+    (table.feasible[r] ? feasible : infeasible).push_back(r);
+  }
+  Eigen::MatrixXd values(feasible.size(), table.objective_values.cols());
+  for (size_t k = 0; k < feasible.size(); ++k) {
+    values.row(static_cast<Eigen::Index>(k)) =
+        table.objective_values.row(feasible[k]);
+  }
+  const std::vector<int> rank = NondominatedRanks(values);
+  std::vector<int> order(feasible.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return rank[a] < rank[b]; });
+  // The rank that straddles `keep`: its members by greedy hypervolume.
+  size_t start = 0;
+  while (start < order.size()) {
+    size_t end = start;
+    while (end < order.size() && rank[order[end]] == rank[order[start]]) ++end;
+    if (static_cast<int>(start) < keep && static_cast<int>(end) > keep) {
+      const std::vector<int> members(order.begin() + static_cast<long>(start),
+                                     order.begin() + static_cast<long>(end));
+      Eigen::MatrixXd y(members.size(), values.cols());
+      for (size_t k = 0; k < members.size(); ++k) {
+        y.row(static_cast<Eigen::Index>(k)) = values.row(members[k]);
+      }
+      const std::vector<int> chosen = GreedyHypervolumeSubset(
+          y, InferReferencePoint(y, 1e-12), keep - static_cast<int>(start));
+      std::vector<bool> picked(members.size(), false);
+      size_t next = start;
+      for (int k : chosen) {
+        order[next++] = members[k];
+        picked[k] = true;
+      }
+      for (size_t k = 0; k < members.size(); ++k) {
+        if (!picked[k]) order[next++] = members[k];
+      }
+      break;
+    }
+    start = end;
+  }
+  std::vector<int> out;
+  out.reserve(n);
+  for (int k : order) out.push_back(feasible[k]);
+  std::stable_sort(infeasible.begin(), infeasible.end(), [&](int a, int b) {
+    return table.violation[a] < table.violation[b];
+  });
+  out.insert(out.end(), infeasible.begin(), infeasible.end());
+  return out;
 }
 
 bool IsPlainSingleObjective(const SuggestRequest& request) {
