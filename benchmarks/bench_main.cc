@@ -11,6 +11,14 @@
 //   hypertune-bench early-stopping [--configs 400] [--seeds 20]
 //                        [--workers 4] [--max-resource 81]
 //                        [--min-resource 1] [--eta 3] [--out suite.json]
+//   hypertune-bench multi-objective [--problems zdt1,zdt2,zdt3,dtlz2]
+//                        [--trials 100] [--seeds 10] [--parallel 1]
+//                        [--algorithm A]
+//   hypertune-bench constrained [--problems gardner,gramacy,branin_disc]
+//                        [--trials 50] [--seeds 10] [--parallel 1]
+//                        [--algorithm A]
+//   hypertune-bench metrics-latency [--dim 10] [--history 500]
+//                        [--objectives 2] [--constraints 1] [--algorithm A]
 //
 // Prints one JSON object per line in the schema of shared/peers/
 // optuna_peer.py. Usage errors: a message on stderr and exit status 2;
@@ -39,8 +47,10 @@
 #include "absl/synchronization/mutex.h"
 #include "testing/chaos.h"
 #include "testing/learning_curves.h"
-#include "testing/test_functions.h"
+#include "testing/mo_functions.h"
+#include "testing/multi_objective.h"
 #include "testing/regret.h"
+#include "testing/test_functions.h"
 #include "benchmarks/service_load.h"
 #include "optimizer/early_stopping.h"
 #include "optimizer/suggester.h"
@@ -68,6 +78,12 @@ constexpr char kUsage[] =
     "  hypertune-bench early-stopping [--configs N] [--seeds S] [--workers W]\n"
     "                       [--max-resource R] [--min-resource R] [--eta E]\n"
     "                       [--out SUITE.json]\n"
+    "  hypertune-bench multi-objective [--problems P1,P2,...] [--trials N]\n"
+    "                       [--seeds N] [--parallel P] [--algorithm A]\n"
+    "  hypertune-bench constrained [--problems P1,P2,...] [--trials N]\n"
+    "                       [--seeds N] [--parallel P] [--algorithm A]\n"
+    "  hypertune-bench metrics-latency [--dim D] [--history N]\n"
+    "                       [--objectives K] [--constraints C] [--algorithm A]\n"
     "algorithms: GP_BANDIT (default), TPE, RANDOM, QUASI_RANDOM\n";
 
 // `--name value` or `--name=value` flags, checked against the names a
@@ -463,6 +479,101 @@ int EarlyStopping(const std::vector<std::string>& args) {
   return 0;
 }
 
+// The multi-objective and constrained protocols (multi_objective.h): one
+// JSON line per run, the hypervolume fraction or the best feasible regret
+// after each trial.
+int MetricsRuns(const std::vector<std::string>& args, bool constrained) {
+  absl::StatusOr<Flags> flags = Flags::Parse(
+      args, {"problems", "trials", "seeds", "parallel", "algorithm"});
+  if (!flags.ok()) return UsageError(flags.status());
+  std::vector<std::string> all_names;
+  if (constrained) {
+    for (const ConstrainedProblem& p : ConstrainedSuite()) {
+      all_names.push_back(p.name);
+    }
+  } else {
+    for (const MultiObjectiveProblem& p : MultiObjectiveSuite()) {
+      all_names.push_back(p.name);
+    }
+  }
+  const std::vector<std::string> names = absl::StrSplit(
+      flags->String("problems", absl::StrJoin(all_names, ",")), ',');
+  const absl::StatusOr<int> trials =
+      flags->Int("trials", constrained ? 50 : 100, 1);
+  const absl::StatusOr<int> seeds = flags->Int("seeds", 10, 1);
+  const absl::StatusOr<int> parallel = flags->Int("parallel", 1, 1);
+  const absl::StatusOr<Algorithm> algorithm = flags->Algo();
+  for (const absl::Status& s : {trials.status(), seeds.status(),
+                                parallel.status(), algorithm.status()}) {
+    if (!s.ok()) return UsageError(s);
+  }
+  const std::string label = OptimizerLabel(*algorithm, *parallel);
+  for (const std::string& name : names) {
+    absl::StatusOr<ConstrainedProblem> cp = FindConstrainedProblem(name);
+    absl::StatusOr<MultiObjectiveProblem> mp = FindMultiObjectiveProblem(name);
+    if (constrained ? !cp.ok() : !mp.ok()) {
+      return UsageError(constrained ? cp.status() : mp.status());
+    }
+    for (int seed = 0; seed < *seeds; ++seed) {
+      const MetricsRunOptions options{.algorithm = *algorithm,
+                                      .trials = *trials,
+                                      .parallel = *parallel,
+                                      .seed = static_cast<uint64_t>(seed)};
+      nlohmann::ordered_json line;
+      if (constrained) {
+        absl::StatusOr<ConstrainedRun> run = RunConstrained(*cp, options);
+        if (!run.ok()) return Failure(run.status());
+        line = {{"optimizer", label},      {"function", name},
+                {"dim", cp->dim()},        {"seed", seed},
+                {"trials", *trials},       {"best_regret", run->best_regret},
+                {"seconds", run->seconds}};
+      } else {
+        absl::StatusOr<MultiObjectiveRun> run = RunMultiObjective(*mp, options);
+        if (!run.ok()) return Failure(run.status());
+        line = {{"optimizer", label},
+                {"function", name},
+                {"dim", mp->dim()},
+                {"objectives", mp->objectives},
+                {"seed", seed},
+                {"trials", *trials},
+                {"hypervolume_fraction", run->hypervolume_fraction},
+                {"seconds", run->seconds}};
+      }
+      std::cout << line.dump() << std::endl;
+    }
+  }
+  return 0;
+}
+
+int MetricsLatencyCommand(const std::vector<std::string>& args) {
+  absl::StatusOr<Flags> flags = Flags::Parse(
+      args, {"dim", "history", "objectives", "constraints", "algorithm"});
+  if (!flags.ok()) return UsageError(flags.status());
+  const absl::StatusOr<int> dim = flags->Int("dim", 10, 1);
+  const absl::StatusOr<int> history = flags->Int("history", 500, 0);
+  const absl::StatusOr<int> objectives = flags->Int("objectives", 2, 1);
+  const absl::StatusOr<int> constraints = flags->Int("constraints", 1, 0);
+  const absl::StatusOr<Algorithm> algorithm = flags->Algo();
+  for (const absl::Status& s :
+       {dim.status(), history.status(), objectives.status(),
+        constraints.status(), algorithm.status()}) {
+    if (!s.ok()) return UsageError(s);
+  }
+  absl::StatusOr<MetricsLatency> result = MeasureMetricsLatency(
+      *algorithm, *dim, *history, *objectives, *constraints);
+  if (!result.ok()) return Failure(result.status());
+  nlohmann::ordered_json line = {{"optimizer", OptimizerLabel(*algorithm, 1)},
+                                 {"dim", *dim},
+                                 {"history", *history},
+                                 {"objectives", *objectives},
+                                 {"constraints", *constraints},
+                                 {"median_ms", result->median_ms},
+                                 {"p95_ms", result->p95_ms},
+                                 {"max_ms", result->max_ms}};
+  std::cout << line.dump() << std::endl;
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   if (argc < 2) {
     return UsageError(absl::InvalidArgumentError("missing subcommand"));
@@ -478,6 +589,9 @@ int Main(int argc, char** argv) {
   if (command == "service") return Service(args);
   if (command == "soak") return Soak(args);
   if (command == "early-stopping") return EarlyStopping(args);
+  if (command == "multi-objective") return MetricsRuns(args, false);
+  if (command == "constrained") return MetricsRuns(args, true);
+  if (command == "metrics-latency") return MetricsLatencyCommand(args);
   return UsageError(absl::InvalidArgumentError(
       absl::StrCat("unknown subcommand \"", argv[1], "\"")));
 }

@@ -13,9 +13,6 @@ constexpr double kLogSqrt2Pi = 0.918938533204672742;  // log sqrt(2 pi)
 constexpr double kInvSqrtPi = 0.564189583547756287;
 // Beyond this |z| squaring would overflow; the asymptotes hold long before.
 constexpr double kMaxAbsZ = 1e100;
-// The probit link's own scale in Phi(mu / sqrt(kappa^2 + var)): small, so
-// that where the model is sure (labels -1) the weight is ~Phi(-10).
-constexpr double kFeasibilityKappa = 0.1;
 
 double LogPhi(double z) { return -0.5 * z * z - kLogSqrt2Pi; }
 

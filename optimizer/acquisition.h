@@ -3,8 +3,8 @@
 // function returns finite values and derivatives for every finite input,
 // including sigma -> 0 (sigma is floored at kMinSigma) and z -> -infinity.
 //
-// Pure math except AcquisitionFunction, which binds a model; it is
-// immutable and safe to share between threads.
+// Pure math except the Acquisition implementations, which bind models; they
+// are immutable and safe to share between threads.
 #ifndef HYPERTUNE_OPTIMIZER_ACQUISITION_H_
 #define HYPERTUNE_OPTIMIZER_ACQUISITION_H_
 
@@ -16,6 +16,11 @@ namespace hypertune::optimizer {
 
 // Standardized outputs; below this the posterior is treated as certain.
 inline constexpr double kMinSigma = 1e-9;
+
+// The probit link's own scale in the infeasibility classifier's weight
+// Phi(mu / sqrt(kappa^2 + var)) (AcquisitionFunction): small, so that where
+// the model is sure (labels -1) the weight is ~Phi(-10).
+inline constexpr double kFeasibilityKappa = 0.1;
 
 // erfcx(x) = exp(x^2) erfc(x) for x >= 0, accurate where erfc underflows
 // (asymptotic series for x >= 25). REQUIRES: x >= 0
@@ -61,6 +66,18 @@ struct AcquisitionValue {
 AcquisitionValue Acquire(AcquisitionKind kind, double mean, double sigma,
                          double best, double ucb_beta);
 
+// What the acquisition maximizer (acquisition_optimizer.h) maximizes: a
+// function of a point in the model's coordinates, larger is better.
+class Acquisition {
+ public:
+  virtual ~Acquisition() = default;
+  // The value at x, its gradient with respect to x in *grad if not null.
+  virtual double Evaluate(const Eigen::VectorXd& x,
+                          Eigen::VectorXd* grad) const = 0;
+  // Values at each row of xs.
+  virtual Eigen::VectorXd EvaluateBatch(const Eigen::MatrixXd& xs) const = 0;
+};
+
 // The acquisition over a GP's posterior, optionally weighted by a
 // feasibility model: value(x) = acq(x) + log P(feasible | x) with
 //   P(feasible | x) = Phi(mu_f(x) / sqrt(kappa^2 + var_f(x))),
@@ -68,17 +85,16 @@ AcquisitionValue Acquire(AcquisitionKind kind, double mean, double sigma,
 // (infeasible) labels (cf. Gardner et al., "Bayesian optimization with
 // inequality constraints", ICML 2014): ~1/2 where nothing is known, ~0 near
 // infeasible trials. For UCB the log weight is added as is.
-class AcquisitionFunction {
+class AcquisitionFunction final : public Acquisition {
  public:
   // The models must outlive this object; feasibility may be null.
   AcquisitionFunction(const GaussianProcess* model,
                       const GaussianProcess* feasibility,
                       AcquisitionKind kind, double best, double ucb_beta);
 
-  // The value at x, its gradient with respect to x in *grad if not null.
-  double Evaluate(const Eigen::VectorXd& x, Eigen::VectorXd* grad) const;
-  // Values at each row of xs.
-  Eigen::VectorXd EvaluateBatch(const Eigen::MatrixXd& xs) const;
+  double Evaluate(const Eigen::VectorXd& x,
+                  Eigen::VectorXd* grad) const override;
+  Eigen::VectorXd EvaluateBatch(const Eigen::MatrixXd& xs) const override;
 
  private:
   const GaussianProcess* model_;

@@ -19,7 +19,7 @@ int RandomIndex(SplitMix64& rng, int n) {
 }  // namespace
 
 std::vector<ScoredPoint> MaximizeAcquisition(
-    const AcquisitionFunction& acquisition, const AcquisitionDomain& domain,
+    const Acquisition& acquisition, const AcquisitionDomain& domain,
     const Eigen::MatrixXd& anchors, const Eigen::VectorXd& perturbation_scale,
     uint64_t seed, const AcquisitionOptimizerOptions& options) {
   const int d = static_cast<int>(domain.categories.size());
@@ -157,8 +157,25 @@ std::vector<ScoredPoint> MaximizeAcquisition(
     value = acquisition.Evaluate(x, nullptr);
     results.push_back({x, value});
   }
+  auto known = [&](const Eigen::VectorXd& x) {
+    return std::any_of(results.begin(), results.end(),
+                       [&](const ScoredPoint& p) { return p.x == x; });
+  };
+  if (options.distinct_results) {
+    std::vector<ScoredPoint> polished;
+    for (ScoredPoint& p : results) {
+      const bool seen = std::any_of(
+          polished.begin(), polished.end(),
+          [&](const ScoredPoint& q) { return q.x == p.x; });
+      if (!seen) polished.push_back(std::move(p));
+    }
+    results = std::move(polished);
+  }
   for (int i : order) {
     if (static_cast<int>(results.size()) >= options.max_results + starts) break;
+    if (options.distinct_results && known(candidates.row(i).transpose())) {
+      continue;
+    }
     results.push_back({candidates.row(i).transpose(), values[i]});
   }
   std::stable_sort(results.begin(), results.end(),

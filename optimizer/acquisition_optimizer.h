@@ -45,6 +45,10 @@ struct AcquisitionOptimizerOptions {
   int polish_iterations = 40;
   // Points returned, best first (default 16).
   int max_results = 16;
+  // Whether the points returned are pairwise distinct (default false).
+  // Clamping to the domain's faces maps many candidates onto one point;
+  // without this the results can be copies of one already-evaluated point.
+  bool distinct_results = false;
 };
 
 struct ScoredPoint {
@@ -58,7 +62,7 @@ struct ScoredPoint {
 // N(0, scale_j^2) on numeric dimension j (scale: perturbation_scale).
 // REQUIRES: domain sizes agree; perturbation_scale.size() == dimension.
 std::vector<ScoredPoint> MaximizeAcquisition(
-    const AcquisitionFunction& acquisition, const AcquisitionDomain& domain,
+    const Acquisition& acquisition, const AcquisitionDomain& domain,
     const Eigen::MatrixXd& anchors, const Eigen::VectorXd& perturbation_scale,
     uint64_t seed, const AcquisitionOptimizerOptions& options = {});
 

@@ -15,6 +15,7 @@
 #include "optimizer/initial_design.h"
 #include "optimizer/kernel.h"
 #include "optimizer/output_transform.h"
+#include "optimizer/pareto.h"
 #include "optimizer/sobol.h"
 #include "optimizer/splitmix.h"
 
@@ -162,7 +163,7 @@ GpPrior PriorFor(const Coordinates& c, KernelStructure structure) {
 // irrelevant (long lengthscales) and the acquisition is flat along them, so
 // its maximizer takes arbitrary values there, drawn from the Sobol
 // candidates; the incumbent's values are the best the data supports.
-Eigen::VectorXd PullTowardIncumbent(const AcquisitionFunction& acquisition,
+Eigen::VectorXd PullTowardIncumbent(const Acquisition& acquisition,
                                     const Coordinates& coords,
                                     const SearchSpace& space,
                                     const Eigen::VectorXd& incumbent,
@@ -195,6 +196,69 @@ constexpr double kFeasibilityNoise = 1e-2;
 // reveal f there, so the acquisition should see no uncertainty left.
 constexpr double kFantasyNoise = 1e-8;
 
+// Perturbation scales of the acquisition optimizer's anchors: half a
+// lengthscale on numeric dimensions, within [0.01, 0.5].
+Eigen::VectorXd PerturbationScale(const Coordinates& coords,
+                                  const Eigen::VectorXd& lengthscales) {
+  Eigen::VectorXd scale = Eigen::VectorXd::Zero(coords.dim());
+  for (int j = 0; j < coords.dim(); ++j) {
+    if (!coords.categorical[j]) {
+      scale[j] = std::clamp(0.5 * lengthscales[j], 0.01, 0.5);
+    }
+  }
+  return scale;
+}
+
+// The infeasibility classifier: a GP regressing +1 on the completed rows
+// data_x and -1 on the infeasible ones (acquisition.h), with the product
+// kernel and the objective's lengthscales (an additive fit's are not
+// comparable: the prior's mode instead), capped at the prior's mode: a
+// smooth objective must not make the feasible region's edge look smooth
+// too. Empty if it cannot be factored.
+std::optional<GaussianProcess> FeasibilityClassifier(
+    const Coordinates& coords, const Eigen::MatrixXd& data_x,
+    const Eigen::MatrixXd& infeasible, const GpParams& params,
+    KernelStructure structure) {
+  Eigen::MatrixXd fx(data_x.rows() + infeasible.rows(), data_x.cols());
+  fx << data_x, infeasible;
+  Eigen::VectorXd labels(fx.rows());
+  labels << Eigen::VectorXd::Ones(data_x.rows()),
+      -Eigen::VectorXd::Ones(infeasible.rows());
+  const std::unique_ptr<Kernel> fkernel = MakeMixedKernel(coords.categorical);
+  const Eigen::VectorXd mode =
+      GpPrior::ForDimension(coords.dim()).Mode(fkernel->num_params()).kernel;
+  GpParams fparams = params;
+  fparams.kernel = structure == KernelStructure::kProduct
+                       ? Eigen::VectorXd(fparams.kernel.cwiseMin(mode))
+                       : mode;
+  fparams.log_signal_variance = 0;
+  fparams.log_noise_variance = std::log(kFeasibilityNoise);
+  fparams.mean = 0;
+  absl::StatusOr<GaussianProcess> feasibility =
+      GaussianProcess::Create(*fkernel, fparams, fx, labels);
+  if (!feasibility.ok()) return std::nullopt;
+  return *std::move(feasibility);
+}
+
+// The affine map of Standardize (output_transform.h), kept to map a
+// constraint's bounds the same way: (y - mean) / scale, scale the sample
+// standard deviation (1 for a constant sample, which Standardize maps to
+// zeros alike).
+struct Standardization {
+  double mean = 0, scale = 1;
+};
+
+Standardization StandardizationOf(const Eigen::VectorXd& y) {
+  Standardization map;
+  map.mean = y.mean();
+  const Eigen::VectorXd centred = y.array() - map.mean;
+  const double sd = std::sqrt(centred.squaredNorm() /
+                              static_cast<double>(std::max<Eigen::Index>(
+                                  y.size() - 1, 1)));
+  map.scale = sd > 1e-300 ? sd : 1.0;
+  return map;
+}
+
 }  // namespace
 
 struct GpBanditSuggester::Model {
@@ -220,7 +284,8 @@ int GpBanditSuggester::LastRefitCheckpoint(int n) {
 
 GpBanditSuggester::Fit GpBanditSuggester::CheckpointParams(
     const SearchSpace& space, uint64_t seed, const Eigen::MatrixXd& x,
-    const Eigen::VectorXd& y, int c, bool allow_additive) {
+    const Eigen::VectorXd& y, int c, bool allow_additive, Targets kind,
+    MetricCache& cache) {
   const Coordinates coords(space);
   Eigen::MatrixXd xc = x.topRows(c);
   Eigen::VectorXd yc = y.head(c);
@@ -231,13 +296,13 @@ GpBanditSuggester::Fit GpBanditSuggester::CheckpointParams(
     xc = Rows(xc, rows);
     yc = Entries(yc, rows);
   }
-  if (fit_cache_ && fit_cache_->checkpoint == c && fit_cache_->seed == seed &&
-      fit_cache_->x.rows() == xc.rows() && fit_cache_->x.cols() == xc.cols() &&
-      fit_cache_->allow_additive == allow_additive && fit_cache_->x == xc &&
-      fit_cache_->y == yc) {
-    return fit_cache_->fit;
+  if (cache.fit && cache.fit->checkpoint == c && cache.fit->seed == seed &&
+      cache.fit->x.rows() == xc.rows() && cache.fit->x.cols() == xc.cols() &&
+      cache.fit->allow_additive == allow_additive && cache.fit->x == xc &&
+      cache.fit->y == yc) {
+    return cache.fit->fit;
   }
-  const Eigen::VectorXd targets = TransformOutputs(yc);
+  const Eigen::VectorXd targets = ToTargets(kind, yc);
   const int numeric_dims = static_cast<int>(
       std::count(coords.categorical.begin(), coords.categorical.end(), false));
   std::vector<KernelStructure> structures = {KernelStructure::kProduct};
@@ -272,14 +337,17 @@ GpBanditSuggester::Fit GpBanditSuggester::CheckpointParams(
       best_value = value;
     }
   }
-  fit_cache_ =
+  cache.fit =
       FitCache{c, seed, allow_additive, std::move(xc), std::move(yc), best};
   return best;
 }
 
-absl::StatusOr<GpBanditSuggester::Model> GpBanditSuggester::BuildModel(
-    const SearchSpace& space, uint64_t seed, const Eigen::MatrixXd& x,
-    const Eigen::VectorXd& y, const Eigen::MatrixXd& infeasible) {
+absl::StatusOr<GpBanditSuggester::MetricModel>
+GpBanditSuggester::BuildMetricModel(const SearchSpace& space, uint64_t seed,
+                                    const Eigen::MatrixXd& x,
+                                    const Eigen::VectorXd& y, Targets kind,
+                                    const std::vector<int>* subset,
+                                    bool allow_local, MetricCache& cache) {
   const Coordinates coords(space);
   const int n = static_cast<int>(x.rows());
   const int c = LastRefitCheckpoint(n);
@@ -289,14 +357,15 @@ absl::StatusOr<GpBanditSuggester::Model> GpBanditSuggester::BuildModel(
   const Fit fit =
       CheckpointParams(space, seed, x, y, c,
                        options_.select_additive &&
-                           n <= options_.max_local_points);
+                           n <= options_.max_local_points,
+                       kind, cache);
   const std::unique_ptr<Kernel> kernel =
       MakeMixedKernel(coords.categorical, fit.structure);
   const GpParams& checkpoint = fit.params;
   GpParams params = checkpoint;
   if (n > c && n <= options_.warm_refit_below) {
     const GpPrior prior = PriorFor(coords, fit.structure);
-    params = FitGpParams(*kernel, x, TransformOutputs(y), {checkpoint}, prior,
+    params = FitGpParams(*kernel, x, ToTargets(kind, y), {checkpoint}, prior,
                          options_.min_noise_variance,
                          options_.warm_fit_iterations);
   }
@@ -305,16 +374,26 @@ absl::StatusOr<GpBanditSuggester::Model> GpBanditSuggester::BuildModel(
   Eigen::VectorXd lower = Eigen::VectorXd::Zero(coords.dim());
   Eigen::VectorXd upper = Eigen::VectorXd::Ones(coords.dim());
   Eigen::MatrixXd data_x;
+  Eigen::VectorXd data_y;
   Eigen::VectorXd targets;
   std::optional<GaussianProcess> gp;
-  if (n > options_.max_local_points) {
+  if (subset != nullptr) {
+    data_x = Rows(x, *subset);
+    data_y = Entries(y, *subset);
+    targets = ToTargets(kind, data_y);
+    absl::StatusOr<GaussianProcess> part =
+        GaussianProcess::Create(*kernel, params, data_x, targets);
+    if (!part.ok()) return part.status();
+    gp = *std::move(part);
+  } else if (allow_local && n > options_.max_local_points) {
     // Local model: the nearest points to the incumbent in lengthscale units,
     // searched within their bounding box.
     const std::vector<int> rows =
         Nearest(coords, x, ArgMax(y), options_.max_local_points,
                 lengthscales.cwiseInverse().cwiseAbs2(), 1.0);
     data_x = Rows(x, rows);
-    targets = TransformOutputs(Entries(y, rows));
+    data_y = Entries(y, rows);
+    targets = ToTargets(kind, data_y);
     absl::StatusOr<GaussianProcess> local =
         GaussianProcess::Create(*kernel, params, data_x, targets);
     if (!local.ok()) return local.status();
@@ -327,7 +406,8 @@ absl::StatusOr<GpBanditSuggester::Model> GpBanditSuggester::BuildModel(
     }
   } else {
     data_x = x;
-    targets = TransformOutputs(y);
+    data_y = y;
+    targets = ToTargets(kind, y);
     if (!(params == checkpoint)) {
       absl::StatusOr<GaussianProcess> full =
           GaussianProcess::Create(*kernel, params, x, targets);
@@ -337,12 +417,12 @@ absl::StatusOr<GpBanditSuggester::Model> GpBanditSuggester::BuildModel(
       // Factor the checkpoint's prefix, then append the rest in order:
       // the same operations whether or not the cache holds a prefix.
       int m = 0;
-      if (factor_cache_ && factor_structure_ == fit.structure &&
-          factor_cache_->params() == checkpoint &&
-          factor_cache_->size() >= c && factor_cache_->size() <= n &&
-          factor_cache_->x().cols() == x.cols() &&
-          factor_cache_->x() == x.topRows(factor_cache_->size())) {
-        gp = *std::move(factor_cache_);
+      if (cache.factor && cache.factor_structure == fit.structure &&
+          cache.factor->params() == checkpoint &&
+          cache.factor->size() >= c && cache.factor->size() <= n &&
+          cache.factor->x().cols() == x.cols() &&
+          cache.factor->x() == x.topRows(cache.factor->size())) {
+        gp = *std::move(cache.factor);
         m = gp->size();
       } else {
         absl::StatusOr<GaussianProcess> prefix = GaussianProcess::Create(
@@ -351,20 +431,41 @@ absl::StatusOr<GpBanditSuggester::Model> GpBanditSuggester::BuildModel(
         gp = *std::move(prefix);
         m = c;
       }
-      factor_cache_.reset();
+      cache.factor.reset();
       for (int i = m; i < n; ++i) {
         if (absl::Status s = gp->AddPoint(x.row(i).transpose(), 0.0); !s.ok()) {
           return s;
         }
       }
-      factor_cache_ = *gp;
-      factor_structure_ = fit.structure;
+      cache.factor = *gp;
+      cache.factor_structure = fit.structure;
     }
     gp->SetTargets(targets);
   }
+  MetricModel model{*std::move(gp), fit.structure, params, lengthscales,
+                    std::move(data_x), std::move(targets), lower, upper};
+  if (kind == Targets::kStandardized) {
+    const Standardization map = StandardizationOf(data_y);
+    model.target_mean = map.mean;
+    model.target_scale = map.scale;
+  }
+  return model;
+}
 
-  Model model{*std::move(gp), std::nullopt, targets.maxCoeff(),
-              Eigen::MatrixXd(), lower, upper,
+absl::StatusOr<GpBanditSuggester::Model> GpBanditSuggester::BuildModel(
+    const SearchSpace& space, uint64_t seed, const Eigen::MatrixXd& x,
+    const Eigen::VectorXd& y, const Eigen::MatrixXd& infeasible) {
+  const Coordinates coords(space);
+  if (caches_.empty()) caches_.resize(1);
+  absl::StatusOr<MetricModel> built =
+      BuildMetricModel(space, seed, x, y, Targets::kWarped, nullptr,
+                       /*allow_local=*/true, caches_[0]);
+  if (!built.ok()) return built.status();
+  MetricModel& m = *built;
+  const Eigen::VectorXd& targets = m.targets;
+
+  Model model{std::move(m.gp), std::nullopt, targets.maxCoeff(),
+              Eigen::MatrixXd(), m.lower, m.upper,
               Eigen::VectorXd::Zero(coords.dim())};
   // Anchors: the best observed points, best first.
   std::vector<int> order(targets.size());
@@ -372,36 +473,11 @@ absl::StatusOr<GpBanditSuggester::Model> GpBanditSuggester::BuildModel(
   std::stable_sort(order.begin(), order.end(),
                    [&](int a, int b) { return targets[a] > targets[b]; });
   order.resize(std::min<size_t>(order.size(), kAnchors));
-  model.anchors = Rows(data_x, order);
-  for (int j = 0; j < coords.dim(); ++j) {
-    if (!coords.categorical[j]) {
-      model.perturbation_scale[j] = std::clamp(0.5 * lengthscales[j], 0.01, 0.5);
-    }
-  }
-
+  model.anchors = Rows(m.data_x, order);
+  model.perturbation_scale = PerturbationScale(coords, m.lengthscales);
   if (infeasible.rows() > 0) {
-    Eigen::MatrixXd fx(data_x.rows() + infeasible.rows(), data_x.cols());
-    fx << data_x, infeasible;
-    Eigen::VectorXd labels(fx.rows());
-    labels << Eigen::VectorXd::Ones(data_x.rows()),
-        -Eigen::VectorXd::Ones(infeasible.rows());
-    // The product kernel with the objective's lengthscales (an additive
-    // fit's are not comparable: the prior's mode instead), capped at the
-    // prior's mode: a smooth objective must not make the feasible region's
-    // edge look smooth too.
-    const std::unique_ptr<Kernel> fkernel = MakeMixedKernel(coords.categorical);
-    const Eigen::VectorXd mode =
-        GpPrior::ForDimension(coords.dim()).Mode(fkernel->num_params()).kernel;
-    GpParams fparams = params;
-    fparams.kernel = fit.structure == KernelStructure::kProduct
-                         ? Eigen::VectorXd(fparams.kernel.cwiseMin(mode))
-                         : mode;
-    fparams.log_signal_variance = 0;
-    fparams.log_noise_variance = std::log(kFeasibilityNoise);
-    fparams.mean = 0;
-    absl::StatusOr<GaussianProcess> feasibility =
-        GaussianProcess::Create(*fkernel, fparams, fx, labels);
-    if (feasibility.ok()) model.feasibility = *std::move(feasibility);
+    model.feasibility =
+        FeasibilityClassifier(coords, m.data_x, infeasible, m.params, m.structure);
   }
   return model;
 }
@@ -424,6 +500,23 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
   if (absl::Status s = ValidateSobolRequest(request, "GP_BANDIT"); !s.ok()) {
     return s;
   }
+  if (request.metrics.empty()) return SuggestOneObjective(request);
+  const MetricTable table = TabulateMetrics(request);
+  if (IsPlainSingleObjective(request)) {
+    return SuggestOneObjective(WithoutMetrics(request, table));
+  }
+  return SuggestWithMetrics(request, table);
+}
+
+Eigen::VectorXd GpBanditSuggester::ToTargets(Targets kind,
+                                             const Eigen::VectorXd& y) {
+  if (kind == Targets::kWarped) return TransformOutputs(y);
+  const Standardization map = StandardizationOf(y);
+  return (y.array() - map.mean) / map.scale;
+}
+
+absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestOneObjective(
+    const SuggestRequest& request) {
   const SearchSpace& space = *request.space;
   const Coordinates coords(space);
   const int d = coords.dim();
@@ -537,6 +630,360 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
     const Eigen::VectorXd x = coords.FromAssignment(space, a);
     picks.push_back(x);
     if (model) AddFantasy(x, *model);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+
+struct GpBanditSuggester::MetricsModel {
+  std::vector<MetricModel> objectives;
+  std::vector<MetricModel> constraints;
+  // Per constraint: its bounds in the GP's target units.
+  std::vector<double> lower, upper;
+  std::optional<GaussianProcess> classifier;
+  bool any_feasible = false;
+  // One objective: the best feasible target and its point.
+  double best = 0;
+  Eigen::VectorXd incumbent;
+  // Several objectives: the feasible Pareto front (targets, rows), the
+  // reference point, and the fantasized outcomes of pending points
+  // predicted feasible.
+  Eigen::MatrixXd front;
+  Eigen::VectorXd reference;
+  std::vector<Eigen::VectorXd> pending_front;
+  Eigen::MatrixXd anchors;
+  Eigen::VectorXd perturbation_scale;
+};
+
+namespace {
+
+// Indices of the `count` rows of x nearest to any of the rows `centres`
+// (unit-cube distance, 1 per differing category), ties by index, in
+// increasing index order.
+std::vector<int> NearestToAny(const Coordinates& c, const Eigen::MatrixXd& x,
+                              const std::vector<int>& centres, int count) {
+  const Eigen::VectorXd ones = Eigen::VectorXd::Ones(c.dim());
+  std::vector<std::pair<double, int>> d(x.rows());
+  for (int i = 0; i < x.rows(); ++i) {
+    double best = std::numeric_limits<double>::infinity();
+    for (int k : centres) {
+      best = std::min(best, Distance2(c, x.row(i).transpose(),
+                                      x.row(k).transpose(), ones, 1.0));
+    }
+    d[i] = {best, i};
+  }
+  const int k = std::min<int>(count, static_cast<int>(d.size()));
+  std::partial_sort(d.begin(), d.begin() + k, d.end());
+  std::vector<int> out(k);
+  for (int i = 0; i < k; ++i) out[i] = d[i].second;
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Rows of a multi-metric table the acquisition optimizer perturbs: the best
+// feasible trials (one objective), the feasible front (several; at most
+// kFrontAnchors, chosen by greedy hypervolume contribution), or, with no
+// feasible trial, those that miss the constraints by least.
+constexpr int kFrontAnchors = 16;
+
+std::vector<int> AnchorRows(const MetricTable& table) {
+  const int n = static_cast<int>(table.rows.size());
+  std::vector<int> feasible;
+  for (int r = 0; r < n; ++r) {
+    if (table.feasible[r]) feasible.push_back(r);
+  }
+  std::vector<int> out;
+  if (feasible.empty()) {
+    out.resize(n);
+    std::iota(out.begin(), out.end(), 0);
+    std::stable_sort(out.begin(), out.end(), [&](int a, int b) {
+      return table.violation[a] < table.violation[b];
+    });
+    out.resize(std::min<size_t>(out.size(), kAnchors));
+    return out;
+  }
+  if (table.objectives.size() == 1) {
+    out = feasible;
+    std::stable_sort(out.begin(), out.end(), [&](int a, int b) {
+      return table.objective_values(a, 0) > table.objective_values(b, 0);
+    });
+    out.resize(std::min<size_t>(out.size(), kAnchors));
+    return out;
+  }
+  const Eigen::MatrixXd values = Rows(table.objective_values, feasible);
+  std::vector<int> front = ParetoFrontRows(values);
+  if (static_cast<int>(front.size()) > kFrontAnchors) {
+    const Eigen::MatrixXd front_values = Rows(values, front);
+    const std::vector<int> chosen = GreedyHypervolumeSubset(
+        front_values, InferReferencePoint(front_values, 0.0), kFrontAnchors);
+    std::vector<int> subset;
+    for (int k : chosen) subset.push_back(front[k]);
+    front = std::move(subset);
+  }
+  for (int k : front) out.push_back(feasible[k]);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestWithMetrics(
+    const SuggestRequest& request, const MetricTable& table) {
+  const SearchSpace& space = *request.space;
+  const Coordinates coords(space);
+  const int d = coords.dim();
+  fallback_reason_.clear();
+  const int n = static_cast<int>(table.rows.size());
+  if (options_.tpe_fallback_above > 0 && n > options_.tpe_fallback_above) {
+    return tpe_.Suggest(request);
+  }
+  const int num_objectives = static_cast<int>(table.objectives.size());
+  const int num_constraints = static_cast<int>(table.constraints.size());
+  if (caches_.size() < request.metrics.size()) {
+    caches_.resize(request.metrics.size());
+  }
+
+  std::vector<Eigen::VectorXd> infeasible_x, pending_x;
+  std::set<Assignment> taken;
+  for (const Observation& o : request.history) {
+    taken.insert(o.x);
+    if (o.outcome == Outcome::kInfeasible) {
+      infeasible_x.push_back(coords.FromAssignment(space, o.x));
+    } else if (o.outcome == Outcome::kPending) {
+      pending_x.push_back(coords.FromAssignment(space, o.x));
+    }
+  }
+  Eigen::MatrixXd x(n, d);
+  for (int r = 0; r < n; ++r) {
+    x.row(r) =
+        coords.FromAssignment(space, request.history[table.rows[r]].x).transpose();
+  }
+
+  // Builds every metric's model; an error ends in the quasi-random fallback.
+  auto build = [&]() -> absl::StatusOr<MetricsModel> {
+    MetricsModel m;
+    const std::vector<int> anchor_rows = AnchorRows(table);
+    std::vector<int> data_rows(n);
+    std::iota(data_rows.begin(), data_rows.end(), 0);
+    const bool local = n > options_.max_local_points;
+    if (local) {
+      data_rows = NearestToAny(coords, x, anchor_rows, options_.max_local_points);
+    }
+    auto metric_seed = [&](int metric) {
+      // Metric 0 keeps the request's seed, as in the single-objective form.
+      return metric == 0 ? request.seed
+                         : MixSeeds(request.seed, static_cast<uint64_t>(metric));
+    };
+    for (int c = 0; c < num_objectives; ++c) {
+      const int metric = table.objectives[c];
+      absl::StatusOr<MetricModel> built = BuildMetricModel(
+          space, metric_seed(metric), x, table.objective_values.col(c),
+          num_objectives > 1 ? Targets::kStandardized : Targets::kWarped,
+          local ? &data_rows : nullptr,
+          /*allow_local=*/false, caches_[metric]);
+      if (!built.ok()) return built.status();
+      m.objectives.push_back(*std::move(built));
+    }
+    for (int c = 0; c < num_constraints; ++c) {
+      const int metric = table.constraints[c];
+      absl::StatusOr<MetricModel> built = BuildMetricModel(
+          space, metric_seed(metric), x, table.constraint_values.col(c),
+          Targets::kStandardized, local ? &data_rows : nullptr,
+          /*allow_local=*/false, caches_[metric]);
+      if (!built.ok()) return built.status();
+      const MetricConfig& config = request.metrics[metric];
+      m.lower.push_back((config.lower - built->target_mean) /
+                        built->target_scale);
+      m.upper.push_back((config.upper - built->target_mean) /
+                        built->target_scale);
+      m.constraints.push_back(*std::move(built));
+    }
+    const MetricModel& first = m.objectives.front();
+    if (!infeasible_x.empty()) {
+      Eigen::MatrixXd infeasible(infeasible_x.size(), d);
+      for (size_t i = 0; i < infeasible_x.size(); ++i) {
+        infeasible.row(static_cast<Eigen::Index>(i)) = infeasible_x[i].transpose();
+      }
+      m.classifier = FeasibilityClassifier(coords, first.data_x, infeasible,
+                                           first.params, first.structure);
+    }
+    // The feasible data rows' targets.
+    std::vector<int> feasible;
+    for (int k = 0; k < static_cast<int>(data_rows.size()); ++k) {
+      if (table.feasible[data_rows[k]]) feasible.push_back(k);
+    }
+    m.any_feasible = !feasible.empty();
+    if (m.any_feasible && num_objectives == 1) {
+      int best = feasible.front();
+      for (int k : feasible) {
+        if (first.targets[k] > first.targets[best]) best = k;
+      }
+      m.best = first.targets[best];
+      m.incumbent = first.data_x.row(best).transpose();
+    } else if (m.any_feasible) {
+      Eigen::MatrixXd values(feasible.size(), num_objectives);
+      for (int c = 0; c < num_objectives; ++c) {
+        for (size_t k = 0; k < feasible.size(); ++k) {
+          values(static_cast<Eigen::Index>(k), c) =
+              m.objectives[c].targets[feasible[k]];
+        }
+      }
+      m.front = Rows(values, ParetoFrontRows(values));
+      // The reference point: between the front's nadir and the feasible
+      // data's, reference_slack of the way (at least min_reference_margin
+      // below the front).
+      const Eigen::VectorXd front_nadir =
+          m.front.colwise().minCoeff().transpose();
+      const Eigen::VectorXd data_nadir = values.colwise().minCoeff().transpose();
+      m.reference = front_nadir -
+                    (options_.reference_slack * (front_nadir - data_nadir))
+                        .cwiseMax(options_.min_reference_margin);
+    }
+    m.anchors = Rows(x, anchor_rows);
+    Eigen::VectorXd lengthscales = first.lengthscales;
+    for (const MetricModel& other : m.objectives) {
+      lengthscales = lengthscales.cwiseMin(other.lengthscales);
+    }
+    if (!m.any_feasible) {
+      for (const MetricModel& other : m.constraints) {
+        lengthscales = lengthscales.cwiseMin(other.lengthscales);
+      }
+    }
+    m.perturbation_scale = PerturbationScale(coords, lengthscales);
+    return m;
+  };
+
+  // Conditions every model on a pending evaluation at p: constraints and
+  // several objectives at their posterior means (kriging believer), one
+  // objective at the constant liar min(mean, best feasible).
+  auto add_fantasy = [&](const Eigen::VectorXd& p, MetricsModel& m) {
+    bool predicted_feasible = true;
+    for (int c = 0; c < num_constraints; ++c) {
+      Eigen::VectorXd mean, var;
+      m.constraints[c].gp.Predict(p.transpose(), &mean, &var);
+      predicted_feasible &= mean[0] >= m.lower[c] && mean[0] <= m.upper[c];
+      (void)m.constraints[c].gp.AddPoint(p, mean[0], kFantasyNoise);
+    }
+    Eigen::VectorXd outcome(num_objectives);
+    for (int c = 0; c < num_objectives; ++c) {
+      Eigen::VectorXd mean, var;
+      m.objectives[c].gp.Predict(p.transpose(), &mean, &var);
+      outcome[c] = num_objectives == 1 && m.any_feasible
+                       ? std::min(mean[0], m.best)
+                       : mean[0];
+      (void)m.objectives[c].gp.AddPoint(p, outcome[c], kFantasyNoise);
+    }
+    if (num_objectives > 1 && m.any_feasible && predicted_feasible) {
+      m.pending_front.push_back(outcome);
+    }
+  };
+
+  const int initial =
+      options_.initial_trials > 0 ? options_.initial_trials : InitialDesignSize(d);
+  const int64_t history_size = static_cast<int64_t>(request.history.size());
+  std::vector<Assignment> out;
+  std::vector<Eigen::VectorXd> picks;  // This batch's points, model coords.
+  std::optional<MetricsModel> model;
+  bool model_failed = false;
+  auto fallback = [&](int i, const std::string& reason) {
+    if (fallback_reason_.empty()) {
+      fallback_reason_ = reason;
+      std::cerr << "hypertune: GP_BANDIT fell back to quasi-random points: "
+                << reason << "\n";
+    }
+    return space.Decode(
+        SobolSequence(d, request.seed).Point(request.trials_created + i));
+  };
+
+  for (int i = 0; i < request.count; ++i) {
+    Assignment a;
+    if (history_size + i < initial || n < kMinModelPoints) {
+      a = space.Decode(
+          InitialDesignPoint(d, request.seed, request.trials_created + i));
+    } else {
+      if (!model && !model_failed) {
+        absl::StatusOr<MetricsModel> built = build();
+        if (built.ok()) {
+          model = *std::move(built);
+          std::vector<Eigen::VectorXd> fantasies = pending_x;
+          fantasies.insert(fantasies.end(), picks.begin(), picks.end());
+          for (const Eigen::VectorXd& p : fantasies) add_fantasy(p, *model);
+        } else {
+          model_failed = true;
+          a = fallback(i, std::string(built.status().message()));
+        }
+      } else if (model_failed) {
+        a = fallback(i, fallback_reason_);
+      }
+      if (model) {
+        const uint64_t pick_seed = MixSeeds(
+            request.seed, static_cast<uint64_t>(request.trials_created + i));
+        std::optional<AcquisitionFunction> improvement;
+        std::optional<LogHypervolumeImprovement> hypervolume;
+        const Acquisition* objective = nullptr;
+        if (model->any_feasible && num_objectives == 1) {
+          improvement.emplace(&model->objectives[0].gp, nullptr,
+                              options_.acquisition, model->best,
+                              options_.ucb_beta);
+          objective = &*improvement;
+        } else if (model->any_feasible) {
+          Eigen::MatrixXd front(model->front.rows() + model->pending_front.size(),
+                                num_objectives);
+          front.topRows(model->front.rows()) = model->front;
+          for (size_t k = 0; k < model->pending_front.size(); ++k) {
+            front.row(model->front.rows() + static_cast<Eigen::Index>(k)) =
+                model->pending_front[k].transpose();
+          }
+          std::vector<const GaussianProcess*> gps;
+          for (const MetricModel& o : model->objectives) gps.push_back(&o.gp);
+          hypervolume.emplace(std::move(gps), Rows(front, ParetoFrontRows(front)),
+                              model->reference, pick_seed,
+                              options_.hypervolume);
+          objective = &*hypervolume;
+        }
+        std::vector<ConstraintModel> constraints;
+        for (int c = 0; c < num_constraints; ++c) {
+          constraints.push_back(
+              {&model->constraints[c].gp, model->lower[c], model->upper[c]});
+        }
+        const ConstrainedAcquisition acquisition(
+            objective, std::move(constraints),
+            model->classifier ? &*model->classifier : nullptr);
+        AcquisitionDomain domain{coords.categories, Eigen::VectorXd::Zero(d),
+                                 Eigen::VectorXd::Ones(d),
+                                 [&](Eigen::VectorXd& p) { coords.Snap(space, p); }};
+        AcquisitionOptimizerOptions search = options_.acquisition_optimizer;
+        search.distinct_results = true;
+        const std::vector<ScoredPoint> ranked = MaximizeAcquisition(
+            acquisition, domain, model->anchors, model->perturbation_scale,
+            pick_seed, search);
+        const bool pull = num_objectives == 1 && model->any_feasible;
+        bool found = false;
+        for (const ScoredPoint& p : ranked) {
+          if (!std::isfinite(p.value) || !p.x.allFinite()) continue;
+          const Eigen::VectorXd px =
+              pull ? PullTowardIncumbent(acquisition, coords, space,
+                                         model->incumbent, p.x,
+                                         options_.incumbent_pull_tolerance)
+                   : p.x;
+          Assignment candidate = space.Decode(coords.ToUnit(px));
+          if (taken.contains(candidate)) {
+            candidate = space.Decode(coords.ToUnit(p.x));
+          }
+          if (taken.contains(candidate)) continue;
+          a = std::move(candidate);
+          found = true;
+          break;
+        }
+        if (!found) {
+          a = fallback(i, "no finite, new point maximizes the acquisition");
+        }
+      }
+    }
+    taken.insert(a);
+    const Eigen::VectorXd p = coords.FromAssignment(space, a);
+    picks.push_back(p);
+    if (model) add_fantasy(p, *model);
     out.push_back(std::move(a));
   }
   return out;

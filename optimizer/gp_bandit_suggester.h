@@ -17,6 +17,34 @@
 //   the incumbent's where the acquisition barely changes; add x as a
 //   fantasy.
 //
+// Several metrics (SuggestRequest::metrics; one objective alone is the
+// single-objective problem above): every objective and every constraint
+// gets its own GP, each with the schedule, fits and caches above. Targets:
+// a lone objective through the output transform as above; several
+// objectives standardized only, since the hypervolume is not invariant
+// under per-objective warps (Yeo-Johnson cost DTLZ2 a fifth of its
+// hypervolume); constraints standardized, their bounds mapped alike.
+// Completed trials that miss a constraint are data for every model but not
+// feasible. Then:
+//   no feasible trial yet -> maximize the probability that every
+//       constraint holds (seek feasibility; Gelbart et al. 2014);
+//   one objective -> LogEI against the best feasible value, weighted by
+//       that probability (constrained EI; Gardner et al. 2014), with the
+//       constant liar and the pull toward the incumbent as above;
+//   several objectives -> the log expected hypervolume improvement over
+//       the feasible Pareto front (metric_acquisition.h), estimated by
+//       random hypervolume scalarizations (Golovin and Zhang 2020), the
+//       reference point halfway between the front's nadir and the feasible
+//       trials' (reference_slack), weighted by the probability of
+//       feasibility; pending trials are fantasized
+//       at their posterior means (kriging believer) in every model and,
+//       when predicted feasible, join the front, so that the improvement
+//       vanishes near them.
+// Past max_local_points completed trials every model is conditioned on
+// the max_local_points trials nearest to the anchors (the best feasible
+// trials, or the front), searched over the whole domain. The infeasibility
+// classifier applies as above.
+//
 // Determinism: the schedule, the fit starts and the factor's construction
 // order are functions of the history alone, so a fresh instance replaying a
 // request computes bit-for-bit what a long-lived one computes from its
@@ -35,6 +63,8 @@
 #include "optimizer/acquisition.h"
 #include "optimizer/acquisition_optimizer.h"
 #include "optimizer/gp.h"
+#include "optimizer/metric_acquisition.h"
+#include "optimizer/metrics.h"
 #include "optimizer/suggester.h"
 #include "optimizer/tpe_suggester.h"
 
@@ -80,6 +110,19 @@ struct GpBanditOptions {
   // Past this many completed trials, delegate to TPE; 0 never (default 0).
   int tpe_fallback_above = 0;
   AcquisitionOptimizerOptions acquisition_optimizer;
+  // The hypervolume-improvement estimate for several objectives.
+  HypervolumeImprovementOptions hypervolume;
+  // Several objectives: where the hypervolume's reference point lies,
+  // from the feasible front's nadir (0) to the feasible trials' nadir (1)
+  // (default 0.5). Near the front, the search stays near the front's
+  // extent (BoTorch's nadir less a tenth of the front's range never grew
+  // ZDT2's front past its first points); at the data's nadir, extreme
+  // points with one objective at its best weigh too much (DTLZ2's faces).
+  // benchmarks/README.md has the measurements.
+  double reference_slack = 0.5;
+  // ... and at least this far below the front's nadir, in standardized
+  // units (default 0.1).
+  double min_reference_margin = 0.1;
 };
 
 class GpBanditSuggester final : public Suggester {
@@ -100,30 +143,10 @@ class GpBanditSuggester final : public Suggester {
 
  private:
   struct Model;
-  // The model of the completed trials (rows of x in model coordinates, raw
-  // values y) and the infeasible ones.
-  absl::StatusOr<Model> BuildModel(const SearchSpace& space, uint64_t seed,
-                                   const Eigen::MatrixXd& x,
-                                   const Eigen::VectorXd& y,
-                                   const Eigen::MatrixXd& infeasible);
-  // The hyperparameters at checkpoint c (the first c completed trials),
-  // from the cache when it holds the same data.
   struct Fit {
     KernelStructure structure;
     GpParams params;
   };
-  Fit CheckpointParams(const SearchSpace& space, uint64_t seed,
-                       const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
-                       int c, bool allow_additive);
-
-  // Conditions the model on a pending evaluation at x (model coordinates).
-  void AddFantasy(const Eigen::VectorXd& x, Model& model);
-
-  GpBanditOptions options_;
-  TpeSuggester tpe_;
-  std::string fallback_reason_;
-
-  // Caches; each is checked against the request before use.
   struct FitCache {
     int checkpoint;
     uint64_t seed;
@@ -132,11 +155,69 @@ class GpBanditSuggester final : public Suggester {
     Eigen::VectorXd y;
     Fit fit;
   };
-  std::optional<FitCache> fit_cache_;
-  // A GP with the checkpoint's parameters on a prefix of the completed
-  // trials, built as "factor the checkpoint's prefix, then append".
-  std::optional<GaussianProcess> factor_cache_;
-  KernelStructure factor_structure_ = KernelStructure::kProduct;
+  // One metric's caches; each is checked against the request before use.
+  struct MetricCache {
+    std::optional<FitCache> fit;
+    // A GP with the checkpoint's parameters on a prefix of the completed
+    // trials, built as "factor the checkpoint's prefix, then append".
+    std::optional<GaussianProcess> factor;
+    KernelStructure factor_structure = KernelStructure::kProduct;
+  };
+  // How a metric's values become GP targets.
+  enum class Targets {
+    kWarped,        // TransformOutputs (objectives).
+    kStandardized,  // (y - mean) / sd (constraints: bounds map alike).
+  };
+  // One metric's GP on the completed trials.
+  struct MetricModel {
+    GaussianProcess gp;
+    KernelStructure structure;
+    GpParams params;
+    Eigen::VectorXd lengthscales;  // Numeric dimensions; 1 elsewhere.
+    Eigen::MatrixXd data_x;        // The rows conditioned on.
+    Eigen::VectorXd targets;       // Their targets.
+    Eigen::VectorXd lower, upper;  // The search box (a local model's).
+    double target_mean = 0, target_scale = 1;  // kStandardized's map.
+  };
+  struct MetricsModel;
+
+  // A metric's values as GP targets.
+  static Eigen::VectorXd ToTargets(Targets kind, const Eigen::VectorXd& y);
+
+  absl::StatusOr<std::vector<Assignment>> SuggestOneObjective(
+      const SuggestRequest& request);
+  absl::StatusOr<std::vector<Assignment>> SuggestWithMetrics(
+      const SuggestRequest& request, const MetricTable& table);
+
+  // The GP of one metric (values y on the rows of x, model coordinates):
+  // hyperparameters from the checkpoint schedule, conditioned on the rows
+  // `subset` if given, else on all rows, or past max_local_points (when
+  // allow_local) on the nearest to the incumbent within their bounding box.
+  absl::StatusOr<MetricModel> BuildMetricModel(
+      const SearchSpace& space, uint64_t seed, const Eigen::MatrixXd& x,
+      const Eigen::VectorXd& y, Targets targets,
+      const std::vector<int>* subset, bool allow_local, MetricCache& cache);
+  // The single-objective model of the completed trials (rows of x in model
+  // coordinates, raw values y) and the infeasible ones.
+  absl::StatusOr<Model> BuildModel(const SearchSpace& space, uint64_t seed,
+                                   const Eigen::MatrixXd& x,
+                                   const Eigen::VectorXd& y,
+                                   const Eigen::MatrixXd& infeasible);
+  // The hyperparameters at checkpoint c (the first c completed trials),
+  // from the cache when it holds the same data.
+  Fit CheckpointParams(const SearchSpace& space, uint64_t seed,
+                       const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
+                       int c, bool allow_additive, Targets targets,
+                       MetricCache& cache);
+
+  // Conditions the model on a pending evaluation at x (model coordinates).
+  void AddFantasy(const Eigen::VectorXd& x, Model& model);
+
+  GpBanditOptions options_;
+  TpeSuggester tpe_;
+  std::string fallback_reason_;
+  // Per metric (index 0 alone for a request without metrics).
+  std::vector<MetricCache> caches_;
 };
 
 }  // namespace hypertune::optimizer

@@ -1,5 +1,6 @@
 #include "optimizer/suggester.h"
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -52,6 +53,36 @@ absl::Status ValidateRequest(const SuggestRequest& request) {
         !s.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("history[", i, "]: ", s.message()));
+    }
+  }
+  if (request.metrics.empty()) return absl::OkStatus();
+  bool has_objective = false;
+  for (size_t j = 0; j < request.metrics.size(); ++j) {
+    const MetricConfig& m = request.metrics[j];
+    if (m.role == MetricRole::kObjective) {
+      has_objective = true;
+    } else if (!(m.lower < m.upper)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metrics[", j, "]: constraint bounds must satisfy ",
+                       "lower < upper, got [", m.lower, ", ", m.upper, "]"));
+    }
+  }
+  if (!has_objective) {
+    return absl::InvalidArgumentError("metrics: no objective among them");
+  }
+  for (size_t i = 0; i < request.history.size(); ++i) {
+    const Observation& o = request.history[i];
+    if (o.outcome != Outcome::kCompleted) continue;
+    if (o.values.size() != request.metrics.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "history[", i, "].values: ", o.values.size(), " values for ",
+          request.metrics.size(), " metrics"));
+    }
+    for (size_t j = 0; j < o.values.size(); ++j) {
+      if (std::isnan(o.values[j])) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("history[", i, "].values[", j, "]: NaN"));
+      }
     }
   }
   return absl::OkStatus();

@@ -11,10 +11,21 @@
 // turning completed); a suggester detects a matching prefix to update its
 // model incrementally and otherwise rebuilds it. Instances of the stateless
 // algorithms (RANDOM, QUASI_RANDOM) may be shared freely.
+//
+// Several objectives and constraints: a request that lists its metrics
+// (SuggestRequest::metrics) carries one value per metric on each completed
+// trial (Observation::values). Objectives arrive already turned into
+// maximization; a constraint holds when lower <= value <= upper. A trial
+// that misses a constraint is completed, not infeasible: kInfeasible keeps
+// its meaning (bad parameters). An objective value of +-infinity counts as
+// the worst finite value of that objective in the history, never as a
+// number. A request without metrics is the single-objective form in
+// `Observation::value`, handled exactly as before metrics existed.
 #ifndef HYPERTUNE_OPTIMIZER_SUGGESTER_H_
 #define HYPERTUNE_OPTIMIZER_SUGGESTER_H_
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,11 +46,31 @@ enum class Outcome {
   kPending,     // Running or queued: do not propose it again.
 };
 
+// What a metric is to the optimizer.
+enum class MetricRole {
+  kObjective,   // Maximized.
+  kConstraint,  // Must lie within [lower, upper].
+};
+
+// One metric of a multi-metric request.
+struct MetricConfig {
+  MetricRole role = MetricRole::kObjective;
+  // kConstraint only: the bounds, either of them infinite for a one-sided
+  // constraint (default: none). REQUIRES: lower < upper
+  double lower = -std::numeric_limits<double>::infinity();
+  double upper = std::numeric_limits<double>::infinity();
+};
+
 struct Observation {
   Assignment x;
   Outcome outcome = Outcome::kPending;
-  // The objective, already turned into maximization. Only for kCompleted.
+  // The objective, already turned into maximization. Only for kCompleted,
+  // and only in requests without metrics.
   double value = 0.0;
+  // Requests with metrics, kCompleted only: one value per metric, in the
+  // order of SuggestRequest::metrics; objectives turned into maximization,
+  // constraints as measured. Never NaN; +-infinity allowed.
+  std::vector<double> values = {};
 };
 
 struct SuggestRequest {
@@ -53,6 +84,10 @@ struct SuggestRequest {
   // How many points to propose, at least 1.
   int count = 1;
   uint64_t seed = 0;
+  // Empty: one objective, in Observation::value. Otherwise the metrics the
+  // optimizer models, at least one of them an objective, with their values
+  // in Observation::values.
+  std::vector<MetricConfig> metrics = {};
 };
 
 class Suggester {
@@ -71,7 +106,9 @@ class Suggester {
 std::unique_ptr<Suggester> MakeSuggester(Algorithm algorithm);
 
 // The checks every Suggest starts with: a space is set, count >= 1,
-// trials_created >= 0, and every history entry is a valid assignment.
+// trials_created >= 0, and every history entry is a valid assignment; with
+// metrics, at least one objective, constraint bounds lower < upper (not
+// NaN), and one non-NaN value per metric on every completed trial.
 // Returns INVALID_ARGUMENT naming the field otherwise.
 absl::Status ValidateRequest(const SuggestRequest& request);
 

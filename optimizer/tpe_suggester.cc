@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 
 #include "absl/strings/str_cat.h"
+#include "optimizer/metrics.h"
 #include "optimizer/sobol.h"
 #include "optimizer/splitmix.h"
 
@@ -21,6 +22,11 @@ constexpr double kSqrt2 = 1.41421356237309505;
 constexpr double kLogSqrt2Pi = 0.918938533204672742;
 
 double NormalCdf(double z) { return 0.5 * std::erfc(-z / kSqrt2); }
+
+// gamma(n) = min(ceil(0.1 n), 25): the size of the "good" group.
+int GoodGroupSize(int n) {
+  return std::min(static_cast<int>(std::ceil(0.1 * n)), 25);
+}
 
 double LogSumExp(const std::vector<double>& v) {
   const double m = *std::max_element(v.begin(), v.end());
@@ -139,25 +145,51 @@ absl::StatusOr<std::vector<Assignment>> TpeSuggester::Suggest(
   if (absl::Status s = ValidateSobolRequest(request, "TPE"); !s.ok()) {
     return s;
   }
+  if (IsPlainSingleObjective(request)) {
+    return Suggest(WithoutMetrics(request, TabulateMetrics(request)));
+  }
   const SearchSpace& space = *request.space;
   const int d = space.dim();
+  // With several metrics, a completed trial's score is minus its position
+  // in PreferenceOrder (metrics.h), which decides the split below.
+  std::vector<double> metric_scores;
+  if (!request.metrics.empty()) {
+    const MetricTable table = TabulateMetrics(request);
+    int evaluated = 0;
+    for (const Observation& o : request.history) {
+      evaluated += o.outcome != Outcome::kPending;
+    }
+    const std::vector<int> order =
+        PreferenceOrder(table, GoodGroupSize(evaluated));
+    metric_scores.assign(request.history.size(), 0.0);
+    for (size_t k = 0; k < order.size(); ++k) {
+      metric_scores[table.rows[order[k]]] = -static_cast<double>(k);
+    }
+  }
   // Per trial: model coordinates (unit cube; category index) and a score
   // for the split (higher is better; infeasible at -infinity).
   std::vector<Eigen::VectorXd> points;
   std::vector<double> scores;
   std::set<Assignment> taken;
-  for (const Observation& o : request.history) {
+  for (size_t i = 0; i < request.history.size(); ++i) {
+    const Observation& o = request.history[i];
     taken.insert(o.x);
     if (o.outcome == Outcome::kPending) continue;
-    if (o.outcome == Outcome::kCompleted && !std::isfinite(o.value)) continue;
+    const bool with_metrics = !request.metrics.empty();
+    if (!with_metrics && o.outcome == Outcome::kCompleted &&
+        !std::isfinite(o.value)) {
+      continue;
+    }
     Eigen::VectorXd x = space.Encode(o.x);
     for (int j = 0; j < d; ++j) {
       if (space.parameters()[j].type == ParameterType::kCategorical) x[j] = o.x[j];
     }
     points.push_back(std::move(x));
-    scores.push_back(o.outcome == Outcome::kCompleted
-                         ? o.value
-                         : -std::numeric_limits<double>::infinity());
+    if (o.outcome != Outcome::kCompleted) {
+      scores.push_back(-std::numeric_limits<double>::infinity());
+    } else {
+      scores.push_back(with_metrics ? metric_scores[i] : o.value);
+    }
   }
   const int n = static_cast<int>(points.size());
   const SobolSequence sobol(d, request.seed);
@@ -171,7 +203,7 @@ absl::StatusOr<std::vector<Assignment>> TpeSuggester::Suggest(
 
   // The split: the best gamma(n) trials are "good"; each group keeps
   // history order for the recency weights.
-  const int n_good = std::min(static_cast<int>(std::ceil(0.1 * n)), 25);
+  const int n_good = GoodGroupSize(n);
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),

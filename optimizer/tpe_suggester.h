@@ -14,6 +14,15 @@
 //    prior;
 //  - per dimension, draw n_ei_candidates from the good estimator and keep
 //    the one maximizing log l(x) - log g(x).
+// Several metrics (suggester.h): the split takes the first gamma(n)
+// completed trials of PreferenceOrder (metrics.h): feasible before
+// constraint-missing ones, then by non-domination rank with greedy
+// hypervolume selection inside the rank that straddles gamma(n) (MOTPE's
+// split: Ozaki et al., "Multiobjective tree-structured Parzen estimator",
+// JAIR 73, 2022), the rest by total violation (feasibility first, as
+// Optuna's constrained TPE). MOTPE's hypervolume-contribution weights of the
+// good group are not used: every good trial weighs as in the single-objective
+// estimator. Infeasible trials join the bad group as above.
 // Pending trials are ignored except that a suggestion never repeats a trial.
 // Stateless; safe to share between threads.
 #ifndef HYPERTUNE_OPTIMIZER_TPE_SUGGESTER_H_

@@ -16,9 +16,11 @@ import hypertune
 from helpers import program, study_config, unique_name
 
 
-def run_worker(server, study: str, script: str, tmp_path, *, trials: int = 1) -> str:
+def run_worker(server, study: str, script: str, tmp_path, *, trials: int = 1,
+               returncode: int = 0) -> str:
     """Runs `hypertune worker` for ``trials`` trials of ``study``, each a
-    run of ``script``; returns the worker's output."""
+    run of ``script``; checks its exit status (1 when no trial it ran
+    completed) and returns its output."""
     path = tmp_path / "script.py"
     path.write_text(textwrap.dedent(script))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
@@ -29,7 +31,7 @@ def run_worker(server, study: str, script: str, tmp_path, *, trials: int = 1) ->
          "--max-trials", str(trials), "--log-dir", str(tmp_path / "logs"), "--",
          sys.executable, str(path)],
         env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == returncode, result.stdout + result.stderr
     return result.stdout + result.stderr
 
 
@@ -72,7 +74,7 @@ def test_exception_in_the_program_marks_its_trial_infeasible(client, server, tmp
         with hypertune.current_trial() as trial:
             trial.report(1, loss=3.0)
             raise FloatingPointError("loss is inf")
-    """, tmp_path)
+    """, tmp_path, returncode=1)
     [trial] = study.trials()
     assert trial.state == "INFEASIBLE"
     assert trial.infeasible_reason == "FloatingPointError: loss is inf"
@@ -136,7 +138,8 @@ def test_cloudml_hypertune_script_runs_unchanged(client, server, tmp_path) -> No
 
 def test_cloudml_script_that_fails_is_infeasible(client, server, tmp_path) -> None:
     study = cloudml_study(client)
-    run_worker(server, study.name, CLOUDML_SCRIPT.format(ending="raise SystemExit(2)"), tmp_path)
+    run_worker(server, study.name, CLOUDML_SCRIPT.format(ending="raise SystemExit(2)"),
+               tmp_path, returncode=1)
     [trial] = study.trials()
     assert trial.state == "INFEASIBLE"
     assert trial.infeasible_reason == "exit status 2"
