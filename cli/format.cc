@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -15,11 +16,12 @@
 #include "absl/strings/strip.h"
 #include "cli/args.h"
 #include "cli/worker_protocol.h"
+#include "service/study_metrics.h"
 
 namespace hypertune::cli {
 namespace {
 
-absl::string_view AV(std::string_view s) { return {s.data(), s.size()}; }
+using service::StudyMetrics;
 
 const char* FormatName(OutputFormat format) {
   switch (format) {
@@ -33,9 +35,27 @@ const char* FormatName(OutputFormat format) {
   return "?";
 }
 
-std::string MetricText(const v1::MetricSpec& metric) {
-  return absl::StrCat(metric.name(), " (",
-                      v1::MetricSpec::Goal_Name(metric.goal()), ")");
+std::string ObjectiveText(const StudyMetrics::Objective& o) {
+  return absl::StrCat(o.name, o.maximize ? " (MAXIMIZE)" : " (MINIMIZE)");
+}
+
+// "memory <= 16", "acc >= 0.9", "t in [1, 2]".
+std::string ConstraintText(const StudyMetrics::Constraint& c) {
+  if (!std::isfinite(c.lower)) {
+    return absl::StrCat(c.name, " <= ", FormatDouble(c.upper));
+  }
+  if (!std::isfinite(c.upper)) {
+    return absl::StrCat(c.name, " >= ", FormatDouble(c.lower));
+  }
+  return absl::StrCat(c.name, " in [", FormatDouble(c.lower), ", ",
+                      FormatDouble(c.upper), "]");
+}
+
+std::string ObjectivesText(const StudyMetrics& metrics) {
+  return absl::StrJoin(metrics.objectives(), ", ",
+                       [](std::string* out, const StudyMetrics::Objective& o) {
+                         out->append(ObjectiveText(o));
+                       });
 }
 
 std::string ParameterText(const v1::ParameterSpec& p) {
@@ -153,48 +173,6 @@ absl::StatusOr<std::string> ToJsonLine(
   return PrintJson(message, /*multiline=*/false);
 }
 
-absl::Status FromJson(std::string_view json, std::string_view source,
-                      google::protobuf::Message* message) {
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = false;
-  auto status = google::protobuf::util::JsonStringToMessage(
-      google::protobuf::StringPiece(json.data(), json.size()), message,
-      options);
-  if (!status.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(AV(source), ": not a valid ", message->GetTypeName(),
-                     " in JSON: ", std::string(status.message())));
-  }
-  return absl::OkStatus();
-}
-
-std::string CsvField(std::string_view field) {
-  bool quote =
-      field.find_first_of(",\"\r\n") != std::string_view::npos ||
-      (!field.empty() && (field.front() == ' ' || field.front() == '\t' ||
-                          field.back() == ' ' || field.back() == '\t'));
-  if (!quote) return std::string(field);
-  std::string out = "\"";
-  for (char c : field) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  out += '"';
-  return out;
-}
-
-std::string FormatCsv(const Grid& grid) {
-  std::string out;
-  for (const Row& row : grid) {
-    for (size_t i = 0; i < row.size(); ++i) {
-      if (i > 0) out += ',';
-      out += CsvField(row[i]);
-    }
-    out += '\n';
-  }
-  return out;
-}
-
 std::string FormatTable(const Grid& grid) {
   std::vector<size_t> widths;
   for (const Row& row : grid) {
@@ -234,6 +212,14 @@ std::string FormatTimeMs(int64_t unix_ms) {
   return buffer;
 }
 
+namespace {
+
+// The parameter and metric columns of a trial table.
+struct TrialColumns {
+  std::vector<std::string> parameters;
+  std::vector<std::string> metrics;
+};
+
 TrialColumns ColumnsOf(const v1::Study* study,
                        const std::vector<v1::Trial>& trials) {
   std::vector<std::string> params;
@@ -261,47 +247,39 @@ TrialColumns ColumnsOf(const v1::Study* study,
   return {std::move(params), std::move(metrics)};
 }
 
-Grid TrialGrid(const v1::Study* study, const std::vector<v1::Trial>& trials,
-               GridStyle style) {
-  return TrialGrid(ColumnsOf(study, trials), trials, style);
-}
+}  // namespace
 
-Grid TrialGrid(const TrialColumns& columns,
-               const std::vector<v1::Trial>& trials, GridStyle style) {
-  const bool csv = style == GridStyle::kCsv;
-  const std::vector<std::string>& params = columns.parameters;
-  const std::vector<std::string>& metrics = columns.metrics;
+Grid TrialGrid(const v1::Study* study, const std::vector<v1::Trial>& trials) {
+  const TrialColumns columns = ColumnsOf(study, trials);
+  const bool constrained =
+      study != nullptr &&
+      !StudyMetrics(study->spec()).constraints().empty();
   Grid grid;
-  Row header = {csv ? "id" : "ID", csv ? "state" : "STATE"};
-  header.insert(header.end(), params.begin(), params.end());
-  header.insert(header.end(), metrics.begin(), metrics.end());
-  header.push_back(csv ? "step" : "STEP");
-  if (csv) {
-    header.push_back("elapsed_seconds");
-    header.push_back("client_id");
-  }
-  header.push_back(csv ? "infeasible_reason" : "REASON");
+  Row header = {"ID", "STATE"};
+  header.insert(header.end(), columns.parameters.begin(),
+                columns.parameters.end());
+  header.insert(header.end(), columns.metrics.begin(), columns.metrics.end());
+  header.push_back("STEP");
+  if (constrained) header.push_back("FEASIBLE");
+  header.push_back("REASON");
   grid.push_back(std::move(header));
 
-  auto number = [csv](double v) {
-    return csv ? FormatDouble(v) : FormatShort(v);
-  };
   for (const v1::Trial& trial : trials) {
     Row row = {absl::StrCat(trial.id()), v1::Trial::State_Name(trial.state())};
-    for (const std::string& name : params) {
+    for (const std::string& name : columns.parameters) {
       std::string cell;
       for (const v1::ParameterValue& p : trial.parameters()) {
         if (p.name() != name) continue;
         cell = p.value_case() == v1::ParameterValue::kDoubleValue
-                   ? number(p.double_value())
+                   ? FormatShort(p.double_value())
                    : FormatParameterValue(p);
       }
       row.push_back(std::move(cell));
     }
     const auto& final_metrics = trial.final_measurement().metrics();
-    for (const std::string& name : metrics) {
+    for (const std::string& name : columns.metrics) {
       auto it = final_metrics.find(name);
-      row.push_back(it == final_metrics.end() ? "" : number(it->second));
+      row.push_back(it == final_metrics.end() ? "" : FormatShort(it->second));
     }
     int64_t step = trial.final_measurement().step();
     for (const v1::Measurement& m : trial.measurements()) {
@@ -310,12 +288,10 @@ Grid TrialGrid(const TrialColumns& columns,
     bool has_steps =
         trial.measurements_size() > 0 || trial.has_final_measurement();
     row.push_back(has_steps ? absl::StrCat(step) : "");
-    if (csv) {
-      row.push_back(
-          trial.has_final_measurement()
-              ? FormatDouble(trial.final_measurement().elapsed_seconds())
-              : "");
-      row.push_back(trial.client_id());
+    if (constrained) {
+      row.push_back(!trial.has_feasible() ? ""
+                    : trial.feasible()    ? "yes"
+                                          : "no");
     }
     row.push_back(trial.infeasible_reason());
     grid.push_back(std::move(row));
@@ -332,7 +308,7 @@ Grid StudyListGrid(const std::vector<v1::Study>& studies) {
     if (spec.max_trials() > 0) absl::StrAppend(&trials, "/", spec.max_trials());
     grid.push_back({study.name(), v1::Study::State_Name(study.state()),
                     v1::Algorithm_Name(spec.algorithm()),
-                    spec.metrics_size() > 0 ? MetricText(spec.metrics(0)) : "",
+                    ObjectivesText(StudyMetrics(spec)),
                     trials, absl::StrCat(CountOf(study, "ACTIVE")),
                     FormatTimeMs(study.create_time_ms())});
   }
@@ -345,9 +321,18 @@ Grid StudyDetailGrid(const v1::Study& study) {
   grid.push_back({"name", study.name()});
   grid.push_back({"state", v1::Study::State_Name(study.state())});
   grid.push_back({"algorithm", v1::Algorithm_Name(spec.algorithm())});
-  for (int i = 0; i < spec.metrics_size(); ++i) {
-    grid.push_back(
-        {i == 0 ? "objective" : "metric", MetricText(spec.metrics(i))});
+  const StudyMetrics metrics(spec);
+  std::set<std::string> modelled;
+  for (const StudyMetrics::Objective& o : metrics.objectives()) {
+    grid.push_back({"objective", ObjectiveText(o)});
+    modelled.insert(o.name);
+  }
+  for (const StudyMetrics::Constraint& c : metrics.constraints()) {
+    grid.push_back({"constraint", ConstraintText(c)});
+    modelled.insert(c.name);
+  }
+  for (const v1::MetricSpec& m : spec.metrics()) {
+    if (!modelled.contains(m.name())) grid.push_back({"metric", m.name()});
   }
   for (const v1::ParameterSpec& p : spec.parameters()) {
     grid.push_back(

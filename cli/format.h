@@ -43,16 +43,7 @@ absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message);
 // ToJson on one line, without the trailing newline (JSON Lines).
 absl::StatusOr<std::string> ToJsonLine(const google::protobuf::Message& message);
 
-// Parses `json` (the JSON mapping; unknown fields are errors) into `message`.
-// INVALID_ARGUMENT naming `source` and protobuf's complaint.
-absl::Status FromJson(std::string_view json, std::string_view source,
-                      google::protobuf::Message* message);
-
-// One CSV field (RFC 4180): quoted when it holds a comma, a double quote, a
-// CR or LF, or leading/trailing blanks; double quotes doubled.
-std::string CsvField(std::string_view field);
-// The grid as CSV, one line per row ending in "\n".
-std::string FormatCsv(const Grid& grid);
+// (Reading JSON: cli/json_config.h.)
 
 // The grid as text: columns left-aligned to their widest cell, two spaces
 // apart, no trailing blanks; one line per row ending in "\n".
@@ -64,29 +55,12 @@ std::string FormatShort(double value);
 // "2024-05-01 12:03:04" (UTC) for unix milliseconds; "" for 0.
 std::string FormatTimeMs(int64_t unix_ms);
 
-enum class GridStyle {
-  kTable,  // Upper-case fixed headers, short numbers, fewer columns.
-  kCsv,    // Lower-case headers, exact numbers, every column.
-};
-
-// The parameter and metric columns of a trial grid: the study's parameters
-// in order, then any others the trials carry; the study's metrics, then the
-// trials' other final metrics by name. `study` may be null.
-struct TrialColumns {
-  std::vector<std::string> parameters;
-  std::vector<std::string> metrics;
-};
-TrialColumns ColumnsOf(const v1::Study* study,
-                       const std::vector<v1::Trial>& trials);
-
-// One row per trial under a header: id, state, each parameter and final
-// metric of `columns`, then the latest step, and for CSV elapsed_seconds and
-// client_id; infeasible_reason last.
-Grid TrialGrid(const TrialColumns& columns,
-               const std::vector<v1::Trial>& trials, GridStyle style);
-// TrialGrid with the columns of `study` and `trials`.
-Grid TrialGrid(const v1::Study* study, const std::vector<v1::Trial>& trials,
-               GridStyle style);
+// One row per trial under a header: ID, STATE, each parameter (the study's
+// in order, then any others the trials carry), each final metric (the
+// study's, then the trials' others by name), the latest STEP, then FEASIBLE
+// where the study has constraints, and REASON. Short numbers; `study` may be
+// null. (CSV has its own schema: service/trial_csv.h.)
+Grid TrialGrid(const v1::Study* study, const std::vector<v1::Trial>& trials);
 
 // One row per study: NAME STATE ALGORITHM OBJECTIVE TRIALS ACTIVE CREATED.
 Grid StudyListGrid(const std::vector<v1::Study>& studies);

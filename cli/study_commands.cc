@@ -1,11 +1,18 @@
-// `hypertune study create|list|get|best|delete|pause|resume`.
+// `hypertune study create|list|get|best|update|history|delete|pause|resume|
+// chown`.
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/json_config.h"
+#include "service/trial_csv.h"
 
 namespace hypertune::cli {
 
@@ -14,6 +21,11 @@ const char kStudyUsage[] =
     "       hypertune study list [--format table|json]\n"
     "       hypertune study get NAME [--format json|table]\n"
     "       hypertune study best NAME [--format table|json|csv]\n"
+    "       hypertune study update NAME [--max-trials N] [--max-parallel-trials N]\n"
+    "           [--max-device-hours H] [--price-per-device-hour P]\n"
+    "           [--lease-seconds S] [--max-retries N] [--max-resource R]\n"
+    "           [--min-trials N] [--grace-steps N] [--config FILE]\n"
+    "       hypertune study history NAME [--format table|json]\n"
     "       hypertune study delete NAME\n"
     "       hypertune study pause NAME\n"
     "       hypertune study resume NAME\n"
@@ -23,7 +35,12 @@ const char kStudyUsage[] =
     "   \"double_spec\": {\"min\": 1e-4, \"max\": 0.1, \"scale\": \"LOG\"}}],\n"
     "   \"metrics\": [{\"name\": \"loss\", \"goal\": \"MINIMIZE\"}],\n"
     "   \"max_trials\": 50}}\n"
-    "best lists the optimal trials (for one objective: the best one).\n";
+    "best lists the optimal trials: for one objective the best feasible one,\n"
+    "for several the Pareto front of the feasible trials.\n"
+    "update changes a study's budget, lease and early-stopping budget, and with\n"
+    "--config FILE takes its parameters from FILE (ranges may widen and value\n"
+    "lists grow; 0 means unlimited for the max_ flags). Raising the budget of a\n"
+    "COMPLETED study makes it ACTIVE. history lists every update.\n";
 
 namespace {
 
@@ -66,7 +83,7 @@ absl::Status Create(const CommandContext& context, const Args& args) {
         absl::StrCat("cannot read study config \"", *path, "\""));
   }
   v1::Study study;
-  if (absl::Status s = FromJson(text.str(), *path, &study); !s.ok()) return s;
+  if (absl::Status s = ParseJsonConfig(text.str(), *path, &study); !s.ok()) return s;
   absl::StatusOr<v1::Study> created = context.client.CreateStudy(study);
   if (!created.ok()) return created.status();
   if (*format == OutputFormat::kTable) {
@@ -130,12 +147,157 @@ absl::Status Best(const CommandContext& context, const Args& args) {
   if (!study.ok()) return study.status();
   std::vector<v1::Trial> trials(best->trials().begin(), best->trials().end());
   if (*format == OutputFormat::kCsv) {
-    context.out << FormatCsv(TrialGrid(&*study, trials, GridStyle::kCsv));
+    std::string csv;
+    service::AppendCsvHeader(*study, &csv);
+    for (const v1::Trial& trial : trials) service::AppendCsvRow(*study, trial, &csv);
+    context.out << csv;
   } else if (trials.empty()) {
     context.out << "no completed trials yet in study \"" << *name << "\"\n";
   } else {
-    context.out << FormatTable(TrialGrid(&*study, trials, GridStyle::kTable));
+    context.out << FormatTable(TrialGrid(&*study, trials));
   }
+  return absl::OkStatus();
+}
+
+// `--flag` as a number >= 0, into `set`; nothing when absent.
+absl::Status NonNegativeFlag(const ParsedArgs& parsed, const char* flag,
+                             const std::function<void(double)>& set) {
+  std::optional<std::string> text = parsed.Get(flag);
+  if (!text.has_value()) return absl::OkStatus();
+  double value = 0;
+  if (!absl::SimpleAtod(*text, &value) || !std::isfinite(value) || value < 0) {
+    return UsageError(absl::StrCat("--", flag, ": expected a number >= 0, got \"",
+                                   *text, "\""));
+  }
+  set(value);
+  return absl::OkStatus();
+}
+
+// Saturated: the server names the limit of a value too large.
+int32_t Int32(double v) {
+  return static_cast<int32_t>(std::min(v, 2147483647.0));
+}
+
+absl::Status Update(const CommandContext& context, const Args& args) {
+  // Flag -> the spec path it sets, and how.
+  struct Field {
+    const char* flag;
+    const char* path;
+    std::function<void(v1::StudySpec&, double)> set;
+    bool integral;
+  };
+  const std::vector<Field> fields = {
+      {"max-trials", "max_trials",
+       [](v1::StudySpec& s, double v) { s.set_max_trials(Int32(v)); }, true},
+      {"max-parallel-trials", "max_parallel_trials",
+       [](v1::StudySpec& s, double v) { s.set_max_parallel_trials(Int32(v)); }, true},
+      {"max-device-hours", "max_device_hours",
+       [](v1::StudySpec& s, double v) { s.set_max_device_hours(v); }, false},
+      {"price-per-device-hour", "price_per_device_hour",
+       [](v1::StudySpec& s, double v) { s.set_price_per_device_hour(v); }, false},
+      {"lease-seconds", "lease_seconds",
+       [](v1::StudySpec& s, double v) { s.set_lease_seconds(Int32(v)); }, true},
+      {"max-retries", "max_retries",
+       [](v1::StudySpec& s, double v) { s.set_max_retries(Int32(v)); }, true},
+      {"max-resource", "early_stopping.max_resource",
+       [](v1::StudySpec& s, double v) {
+         s.mutable_early_stopping()->set_max_resource(static_cast<int64_t>(v));
+       }, true},
+      {"min-trials", "early_stopping.min_trials",
+       [](v1::StudySpec& s, double v) {
+         s.mutable_early_stopping()->set_min_trials(Int32(v));
+       }, true},
+      {"grace-steps", "early_stopping.grace_steps",
+       [](v1::StudySpec& s, double v) {
+         s.mutable_early_stopping()->set_grace_steps(static_cast<int64_t>(v));
+       }, true},
+  };
+  std::vector<FlagSpec> specs = {{"config"}};
+  for (const Field& f : fields) specs.push_back({f.flag});
+  absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, specs);
+  if (!parsed.ok()) return parsed.status();
+  absl::StatusOr<std::string> name = OneName(*parsed, "update");
+  if (!name.ok()) return name.status();
+
+  v1::UpdateStudyRequest request;
+  request.set_name(*name);
+  for (const Field& f : fields) {
+    bool out_of_range = false;
+    absl::Status s = NonNegativeFlag(*parsed, f.flag, [&](double v) {
+      out_of_range = f.integral && (std::floor(v) != v || v > 9.0e15);
+      f.set(*request.mutable_spec(), v);
+      request.mutable_update_mask()->add_paths(f.path);
+    });
+    if (!s.ok()) return s;
+    if (out_of_range) {
+      return UsageError(absl::StrCat("--", f.flag, ": expected a whole number"));
+    }
+  }
+  if (std::optional<std::string> path = parsed->Get("config")) {
+    std::ifstream file(*path);
+    std::stringstream text;
+    if (!file || !(text << file.rdbuf())) {
+      return absl::NotFoundError(
+          absl::StrCat("cannot read study config \"", *path, "\""));
+    }
+    v1::Study config;
+    if (absl::Status s = ParseJsonConfig(text.str(), *path, &config); !s.ok()) {
+      return s;
+    }
+    *request.mutable_spec()->mutable_parameters() = config.spec().parameters();
+    request.mutable_update_mask()->add_paths("parameters");
+  }
+  if (request.update_mask().paths().empty()) {
+    return UsageError("study update needs a field to change (see --help)");
+  }
+  absl::StatusOr<v1::Study> before = context.client.GetStudy(*name);
+  if (!before.ok()) return before.status();
+  absl::StatusOr<v1::Study> after = context.client.UpdateStudy(request);
+  if (!after.ok()) return after.status();
+  if (after->changes_size() == before->changes_size()) {
+    context.out << "study \"" << *name << "\" already had those values\n";
+    return absl::OkStatus();
+  }
+  for (const v1::StudyChange::Field& f :
+       after->changes(after->changes_size() - 1).fields()) {
+    context.out << f.path() << ": " << f.before() << " -> " << f.after() << "\n";
+  }
+  context.out << "study \"" << *name << "\" is "
+              << v1::Study::State_Name(after->state()) << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status History(const CommandContext& context, const Args& args) {
+  absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, {{"format"}});
+  if (!parsed.ok()) return parsed.status();
+  absl::StatusOr<std::string> name = OneName(*parsed, "history");
+  if (!name.ok()) return name.status();
+  absl::StatusOr<OutputFormat> format =
+      ParseFormat(parsed->Get("format"), OutputFormat::kTable,
+                  {OutputFormat::kTable, OutputFormat::kJson});
+  if (!format.ok()) return format.status();
+  absl::StatusOr<v1::Study> study = context.client.GetStudy(*name);
+  if (!study.ok()) return study.status();
+  if (*format == OutputFormat::kJson) {
+    for (const v1::StudyChange& change : study->changes()) {
+      absl::StatusOr<std::string> line = ToJsonLine(change);
+      if (!line.ok()) return line.status();
+      context.out << *line << "\n";
+    }
+    return absl::OkStatus();
+  }
+  if (study->changes().empty()) {
+    context.out << "study \"" << *name << "\" has not been updated\n";
+    return absl::OkStatus();
+  }
+  Grid grid = {{"TIME", "WHO", "FIELD", "BEFORE", "AFTER"}};
+  for (const v1::StudyChange& change : study->changes()) {
+    for (const v1::StudyChange::Field& f : change.fields()) {
+      grid.push_back({FormatTimeMs(change.time_ms()), change.who(), f.path(),
+                      f.before(), f.after()});
+    }
+  }
+  context.out << FormatTable(grid);
   return absl::OkStatus();
 }
 
@@ -187,6 +349,8 @@ absl::Status RunStudyCommand(const CommandContext& context, const Args& args) {
   if (sub == "list") return List(context, rest);
   if (sub == "get") return Get(context, rest);
   if (sub == "best") return Best(context, rest);
+  if (sub == "update") return Update(context, rest);
+  if (sub == "history") return History(context, rest);
   if (sub == "delete") return Delete(context, rest);
   if (sub == "pause") return SetState(context, rest, sub, v1::Study::PAUSED);
   if (sub == "resume") return SetState(context, rest, sub, v1::Study::ACTIVE);

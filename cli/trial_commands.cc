@@ -12,6 +12,8 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/worker_protocol.h"
+#include "service/study_metrics.h"
+#include "service/trial_csv.h"
 
 namespace hypertune::cli {
 
@@ -118,9 +120,9 @@ int64_t LatestStep(const v1::Trial& trial) {
   return step;
 }
 
-// JSON (the ListTrialsResponse mapping) or CSV, printed page by page as
-// they arrive, so a study of any size streams in constant memory. CSV columns
-// come from the study and the first page.
+// JSON (the ListTrialsResponse mapping) or CSV (service/trial_csv.h, the
+// HTTP API's schema), printed page by page as they arrive, so a study of any
+// size streams in constant memory.
 absl::Status StreamTrials(const CommandContext& context,
                           const std::string& name,
                           const std::vector<v1::Trial::State>& states,
@@ -131,7 +133,6 @@ absl::Status StreamTrials(const CommandContext& context,
   request.set_study_name(name);
   request.set_page_size(1000);
   for (v1::Trial::State state : states) request.add_states(state);
-  std::optional<TrialColumns> columns;
   bool first = true;
   if (format == OutputFormat::kJson) context.out << "{\"trials\": [";
   do {
@@ -148,10 +149,12 @@ absl::Status StreamTrials(const CommandContext& context,
         first = false;
       }
     } else {
-      if (!columns.has_value()) columns = ColumnsOf(&*study, trials);
-      Grid grid = TrialGrid(*columns, trials, GridStyle::kCsv);
-      if (!first) grid.erase(grid.begin());  // the header, printed once
-      context.out << FormatCsv(grid);
+      std::string csv;
+      if (first) service::AppendCsvHeader(*study, &csv);
+      for (const v1::Trial& trial : trials) {
+        service::AppendCsvRow(*study, trial, &csv);
+      }
+      context.out << csv;
       first = false;
     }
     context.out.flush();
@@ -219,7 +222,7 @@ absl::Status RunTrialsCommand(const CommandContext& context, const Args& args) {
       context.out << "no trials\n";
     } else {
       context.out << FormatTable(
-          TrialGrid(&*study, *trials, GridStyle::kTable));
+          TrialGrid(&*study, *trials));
     }
     return absl::OkStatus();
   }
@@ -394,8 +397,9 @@ absl::Status RunWatchCommand(const CommandContext& context, const Args& args) {
   const std::string& name = parsed->positional[0];
   absl::StatusOr<v1::Study> study = context.client.GetStudy(name);
   if (!study.ok()) return study.status();
+  const service::StudyMetrics metrics(study->spec());
   const std::string objective =
-      study->spec().metrics_size() > 0 ? study->spec().metrics(0).name() : "";
+      metrics.objectives().empty() ? "" : metrics.primary().name;
 
   absl::Status printed;
   absl::Status watched = context.client.WatchTrials(

@@ -4,6 +4,7 @@
 #include <csignal>
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "absl/strings/str_join.h"
 
 namespace hypertune::cli {
@@ -53,18 +54,19 @@ TrialOutcome Leave(std::string reason) {
   return outcome;
 }
 
-// Completion with `metrics`, unless they cannot be the trial's result.
+// Completion with `metrics`, unless they cannot be the trial's result: a NaN
+// or a missing `required` metric.
 TrialOutcome Complete(const Metrics& metrics, int64_t step,
-                      const std::string& objective) {
+                      absl::Span<const std::string> required) {
   for (const auto& [name, value] : metrics) {
     if (std::isnan(value)) {
       return Infeasible(absl::StrCat("metric \"", name, "\" is NaN"));
     }
   }
-  if (!objective.empty() && !metrics.contains(objective)) {
+  for (const std::string& name : required) {
+    if (metrics.contains(name)) continue;
     return Infeasible(absl::StrCat(
-        "the program did not report the objective \"", objective,
-        "\" (it reported: ",
+        "the program did not report \"", name, "\" (it reported: ",
         absl::StrJoin(metrics, ", ",
                       [](std::string* out, const auto& m) {
                         out->append(m.first);
@@ -80,7 +82,11 @@ TrialOutcome Complete(const Metrics& metrics, int64_t step,
 
 }  // namespace
 
-TrialOutcome DecideOutcome(const TrialRun& run, const std::string& objective) {
+TrialOutcome DecideOutcome(const TrialRun& run,
+                           const std::vector<std::string>& required) {
+  // Stopped early, a trial is judged on the primary objective alone.
+  const absl::Span<const std::string> primary =
+      absl::MakeConstSpan(required).subspan(0, 1);
   const ProgramExit& exit = run.exit;
   bool clean_exit = !exit.signaled && exit.code == 0;
   if (exit.timed_out) return Infeasible("timeout");
@@ -89,7 +95,7 @@ TrialOutcome DecideOutcome(const TrialRun& run, const std::string& objective) {
     // A program that finished cleanly despite the interruption has a result;
     // any other goes back to the queue, to run again elsewhere.
     if (clean_exit && run.final_metrics.has_value()) {
-      return Complete(*run.final_metrics, run.last_step, objective);
+      return Complete(*run.final_metrics, run.last_step, required);
     }
     return WorkerFailed(
         run.worker_signal == SIGTERM
@@ -101,7 +107,7 @@ TrialOutcome DecideOutcome(const TrialRun& run, const std::string& objective) {
   if (run.stop_requested) {
     // Stopped early on the server's word: what it reached is its result.
     if (metrics.has_value()) {
-      return Complete(*metrics, run.last_step, objective);
+      return Complete(*metrics, run.last_step, primary);
     }
     return Leave("stopped early before reporting a metric");
   }
@@ -116,7 +122,7 @@ TrialOutcome DecideOutcome(const TrialRun& run, const std::string& objective) {
   if (!metrics.has_value()) {
     return Infeasible("program exited 0 without reporting a metric");
   }
-  return Complete(*metrics, run.last_step, objective);
+  return Complete(*metrics, run.last_step, required);
 }
 
 }  // namespace hypertune::cli

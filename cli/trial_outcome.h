@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/subprocess.h"
 #include "trainer_sdk/hypertune.h"
@@ -46,8 +47,10 @@ struct TrialOutcome {
   std::string reason;
 };
 
-// Decides the trial's fate. `objective` is the study's first metric; final
-// metrics without it, or with a NaN, make the trial infeasible.
+// Decides the trial's fate. `required` are the metrics a result needs (the
+// study's objectives, the primary first, then its constraints); final
+// metrics without one of them, or with a NaN, make the trial infeasible. A
+// trial stopped early needs only the primary objective.
 //
 // A timeout, a non-zero exit and a crash (a signal a program raises through
 // its own fault: SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS)
@@ -55,7 +58,8 @@ struct TrialOutcome {
 // (an operator, the OOM killer, a scheduler), as does the worker's own
 // SIGTERM ("worker preempted") or SIGINT passed on: the worker failed, and
 // the trial goes back to the queue unless the program finished it cleanly.
-TrialOutcome DecideOutcome(const TrialRun& run, const std::string& objective);
+TrialOutcome DecideOutcome(const TrialRun& run,
+                           const std::vector<std::string>& required);
 
 }  // namespace hypertune::cli
 

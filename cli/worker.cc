@@ -27,6 +27,7 @@
 #include "cli/subprocess.h"
 #include "cli/trial_outcome.h"
 #include "cli/worker_protocol.h"
+#include "service/study_metrics.h"
 
 extern char** environ;
 
@@ -230,9 +231,11 @@ class Worker {
         console_(console),
         tickets_(
             options_.max_trials.value_or(std::numeric_limits<int64_t>::max())) {
-    if (study_.spec().metrics_size() > 0) {
-      objective_ = study_.spec().metrics(0).name();
-      maximize_ = study_.spec().metrics(0).goal() == v1::MetricSpec::MAXIMIZE;
+    const service::StudyMetrics metrics(study_.spec());
+    required_metrics_ = metrics.RequiredNames();
+    if (!metrics.objectives().empty() && !metrics.multi_objective()) {
+      objective_ = metrics.primary().name;
+      maximize_ = metrics.primary().maximize;
     }
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
       base_env_.emplace_back(*e);
@@ -612,7 +615,7 @@ class Worker {
           absl::StrCat("warning: trial ", id, ": ", stored.status().message()));
     }
 
-    TrialOutcome outcome = DecideOutcome(run, objective_);
+    TrialOutcome outcome = DecideOutcome(run, required_metrics_);
     if (outcome.kind == TrialOutcome::Kind::kLeave) {
       Record(trial,
              absl::StrCat("trial ", id, " left to its lease: ", outcome.reason,
@@ -729,7 +732,8 @@ class Worker {
         ++completed_;
         const auto& metrics = trial.final_measurement().metrics();
         auto it = metrics.find(objective_);
-        if (it != metrics.end() &&
+        const bool feasible = !trial.has_feasible() || trial.feasible();
+        if (feasible && it != metrics.end() &&
             (!best_.has_value() ||
              (maximize_ ? it->second > *best_ : it->second < *best_))) {
           best_ = it->second;
@@ -778,6 +782,8 @@ class Worker {
   Client client_;
   v1::Study study_;
   Console& console_;
+  // The metrics a result needs; the single objective, "" with several.
+  std::vector<std::string> required_metrics_;
   std::string objective_;
   bool maximize_ = false;
   int64_t budget_ = 0;

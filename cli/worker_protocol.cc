@@ -137,12 +137,6 @@ absl::StatusOr<Metrics> ParseMetricAssignments(
   return metrics;
 }
 
-std::string FormatDouble(double value) {
-  char buffer[64];
-  auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  return std::string(buffer, end);
-}
-
 std::string FormatParameterValue(const v1::ParameterValue& value) {
   switch (value.value_case()) {
     case v1::ParameterValue::kDoubleValue:

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "hypertune/v1/hypertune.pb.h"
+#include "service/trial_csv.h"
 #include "trainer_sdk/hypertune.h"
 
 namespace hypertune::cli {
@@ -45,8 +46,8 @@ absl::StatusOr<double> ParseNumber(std::string_view text);
 absl::StatusOr<Metrics> ParseMetricAssignments(
     const std::vector<std::string>& args);
 
-// The shortest decimal that reads back as `value` (std::to_chars).
-std::string FormatDouble(double value);
+// The shortest decimal that reads back as `value` ("inf", "nan" too).
+using service::FormatDouble;
 
 // The value as a program argument: the integer, FormatDouble of a double,
 // the category string; "" when unset.

@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "service/study_metrics.h"
 
 namespace hypertune::service {
 namespace {
@@ -179,12 +180,34 @@ ParameterValues ToParameterValues(const opt::SearchSpace& space,
 
 std::optional<double> MaximizedObjective(const v1::StudySpec& spec,
                                          const v1::Measurement& measurement) {
-  if (spec.metrics_size() == 0) return std::nullopt;
-  const v1::MetricSpec& objective = spec.metrics(0);
-  auto it = measurement.metrics().find(objective.name());
-  if (it == measurement.metrics().end()) return std::nullopt;
-  return objective.goal() == v1::MetricSpec::MINIMIZE ? -it->second
-                                                      : it->second;
+  return StudyMetrics(spec).MaximizedPrimary(measurement);
+}
+
+std::vector<opt::MetricConfig> ToMetricConfigs(const StudyMetrics& metrics) {
+  std::vector<opt::MetricConfig> configs;
+  for (size_t i = 0; i < metrics.objectives().size(); ++i) {
+    configs.push_back({opt::MetricRole::kObjective});
+  }
+  for (const StudyMetrics::Constraint& c : metrics.constraints()) {
+    configs.push_back({opt::MetricRole::kConstraint, c.lower, c.upper});
+  }
+  return configs;
+}
+
+std::optional<std::vector<double>> ModelValues(const StudyMetrics& metrics,
+                                               const v1::Measurement& m) {
+  std::vector<double> values;
+  for (const StudyMetrics::Objective& o : metrics.objectives()) {
+    auto it = m.metrics().find(o.name);
+    if (it == m.metrics().end()) return std::nullopt;
+    values.push_back(o.maximize ? it->second : -it->second);
+  }
+  for (const StudyMetrics::Constraint& c : metrics.constraints()) {
+    auto it = m.metrics().find(c.name);
+    if (it == m.metrics().end()) return std::nullopt;
+    values.push_back(it->second);
+  }
+  return values;
 }
 
 const v1::Measurement* ResultMeasurement(const v1::Trial& trial) {
@@ -202,8 +225,9 @@ std::vector<opt::Observation> ToHistory(
     const v1::StudySpec& spec, const opt::SearchSpace& space,
     const std::vector<v1::Trial>& trials,
     const absl::flat_hash_map<int64_t, double>* values_at_rung) {
-  const bool minimize = spec.metrics_size() > 0 &&
-                        spec.metrics(0).goal() == v1::MetricSpec::MINIMIZE;
+  const StudyMetrics metrics(spec);
+  const bool minimize =
+      !metrics.objectives().empty() && !metrics.primary().maximize;
   std::vector<opt::Observation> history;
   history.reserve(trials.size());
   for (const v1::Trial& trial : trials) {
@@ -214,19 +238,20 @@ std::vector<opt::Observation> ToHistory(
       if (it != values_at_rung->end()) at_rung = &it->second;
     }
     if (at_rung != nullptr) {
+      // One fidelity's values of the primary objective (ToModelMetrics).
       obs.outcome = opt::Outcome::kCompleted;
-      obs.value = minimize ? -*at_rung : *at_rung;
+      obs.values = {minimize ? -*at_rung : *at_rung};
     } else {
       switch (trial.state()) {
         case v1::Trial::COMPLETED:
         case v1::Trial::STOPPED: {
           if (values_at_rung != nullptr) continue;  // another fidelity
           const v1::Measurement* m = ResultMeasurement(trial);
-          std::optional<double> y =
-              m == nullptr ? std::nullopt : MaximizedObjective(spec, *m);
-          if (!y) continue;
+          std::optional<std::vector<double>> values =
+              m == nullptr ? std::nullopt : ModelValues(metrics, *m);
+          if (!values) continue;  // a result without every modelled metric
           obs.outcome = opt::Outcome::kCompleted;
-          obs.value = *y;
+          obs.values = *std::move(values);
           break;
         }
         case v1::Trial::INFEASIBLE:
@@ -269,8 +294,9 @@ opt::EarlyStoppingConfig ToEarlyStoppingConfig(const v1::StudySpec& spec) {
       config.rule = Rule::kNone;
       break;
   }
-  config.maximize = !(spec.metrics_size() > 0 &&
-                      spec.metrics(0).goal() == v1::MetricSpec::MINIMIZE);
+  const StudyMetrics metrics(spec);
+  config.maximize =
+      metrics.objectives().empty() || metrics.primary().maximize;
   if (es.grace_steps() != 0) config.grace_steps = es.grace_steps();
   if (es.min_trials() != 0) config.min_trials = es.min_trials();
   if (es.percentile() != 0) config.percentile = es.percentile();
@@ -289,8 +315,9 @@ std::vector<opt::TrialCurve> ToCurves(const v1::StudySpec& spec,
   using Status = opt::TrialCurve::Status;
   std::vector<opt::TrialCurve> curves;
   curves.reserve(trials.size());
-  if (spec.metrics_size() == 0) return curves;
-  const std::string& objective = spec.metrics(0).name();
+  const StudyMetrics metrics(spec);
+  if (metrics.objectives().empty()) return curves;
+  const std::string& objective = metrics.primary().name;
   for (const v1::Trial& trial : trials) {
     opt::TrialCurve curve;
     switch (trial.state()) {

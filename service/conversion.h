@@ -13,6 +13,7 @@
 #include "optimizer/early_stopping.h"
 #include "optimizer/search_space.h"
 #include "optimizer/suggester.h"
+#include "service/study_metrics.h"
 
 namespace hypertune::service {
 
@@ -37,22 +38,35 @@ absl::StatusOr<optimizer::Assignment> ToAssignment(
 ParameterValues ToParameterValues(const optimizer::SearchSpace& space,
                                   const optimizer::Assignment& assignment);
 
-// The objective of `measurement` turned into maximization, or nullopt if the
-// measurement lacks the study's first metric.
+// The primary objective of `measurement` (study_metrics.h) turned into
+// maximization, or nullopt if the measurement lacks it.
 std::optional<double> MaximizedObjective(const v1::StudySpec& spec,
                                          const v1::Measurement& measurement);
+
+// The metrics the optimizer models, in the order ToHistory gives their
+// values: the objectives (turned into maximization), then the constraints
+// with their bounds.
+std::vector<optimizer::MetricConfig> ToMetricConfigs(
+    const StudyMetrics& metrics);
+
+// The values of `m` in ToMetricConfigs' order, or nullopt when it lacks one.
+std::optional<std::vector<double>> ModelValues(const StudyMetrics& metrics,
+                                               const v1::Measurement& m);
 
 // The measurement a finished trial is judged by: its final measurement, else
 // its last intermediate one. Null if it has neither.
 const v1::Measurement* ResultMeasurement(const v1::Trial& trial);
 
-// What the model learns from `trials`: COMPLETED and STOPPED with an
-// objective as data, INFEASIBLE to avoid, unfinished ones as pending; FAILED
-// trials (and ones whose parameters no longer fit `space`) are left out.
-// With `values_at_rung` (model-based multi-fidelity: trial id -> objective
-// at one rung, as measured), exactly those trials are data, whatever their
-// state, and other finished ones are left out: every value is of one
-// fidelity.
+// What the model learns from `trials`, in the metrics form of
+// optimizer::SuggestRequest (ToMetricConfigs' values; an infinite objective
+// is modelled as the worst value seen): COMPLETED and STOPPED trials whose
+// result has every modelled metric as data, INFEASIBLE to avoid, unfinished
+// ones as pending; FAILED trials (and ones whose parameters no longer fit
+// `space`) are left out. With `values_at_rung` (model-based
+// multi-fidelity: trial id -> primary objective at one rung, as measured),
+// exactly those trials are data, whatever their state, other finished ones
+// are left out, and the values are of the primary objective alone: every
+// value is of one fidelity.
 std::vector<optimizer::Observation> ToHistory(
     const v1::StudySpec& spec, const optimizer::SearchSpace& space,
     const std::vector<v1::Trial>& trials,

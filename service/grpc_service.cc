@@ -73,6 +73,12 @@ grpc::Status GrpcService::SetStudyState(grpc::ServerContext *context,
   return Serve(context, &StudyService::SetStudyState, *request, response);
 }
 
+grpc::Status GrpcService::UpdateStudy(grpc::ServerContext *context,
+                                      const v1::UpdateStudyRequest *request,
+                                      v1::Study *response) {
+  return Serve(context, &StudyService::UpdateStudy, *request, response);
+}
+
 grpc::Status GrpcService::SuggestTrials(grpc::ServerContext *context,
                                         const v1::SuggestTrialsRequest *request,
                                         v1::SuggestTrialsResponse *response) {

@@ -43,6 +43,9 @@ class GrpcService final : public v1::HyperTune::Service {
   grpc::Status SetStudyState(grpc::ServerContext *,
                              const v1::SetStudyStateRequest *,
                              v1::Study *) override;
+  grpc::Status UpdateStudy(grpc::ServerContext *,
+                           const v1::UpdateStudyRequest *,
+                           v1::Study *) override;
   grpc::Status SuggestTrials(grpc::ServerContext *,
                              const v1::SuggestTrialsRequest *,
                              v1::SuggestTrialsResponse *) override;

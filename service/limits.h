@@ -26,6 +26,7 @@ inline constexpr int kMaxValuesPerParameter = 1000;  // categories, numbers
 inline constexpr size_t kMaxCategoryBytes = 1024;
 inline constexpr int kMaxMetricsPerStudy = 100;
 inline constexpr size_t kMaxStudyBytes = 1 << 20;  // serialized
+inline constexpr int kMaxStudyChanges = 1000;      // UpdateStudy's record
 inline constexpr int32_t kMaxLeaseSeconds = 24 * 3600;
 inline constexpr int32_t kMaxRetries = 1000;
 inline constexpr size_t kMaxOwnerBytes = 128;

@@ -110,6 +110,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   int port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, *credentials, &port);
+  // gRPC allows SO_REUSEPORT by default: a second hypertuned on this port
+  // would start, and the kernel would spread connections over both.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(server->grpc_service_.get());
   // limits.h: requests up to 4 MiB; answers are built to fit 4 MiB, gRPC's
   // default receive limit, so that no client misses the answer to a write
@@ -132,9 +135,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   if (server->server_ == nullptr || port == 0) {
     return absl::UnavailableError(
         absl::StrCat("listen: cannot bind ", options.listen,
+                     " (is another hypertuned or another program serving "
+                     "that port?",
                      options.tls_cert_file.empty()
-                         ? ""
-                         : " (or the TLS certificate and key were refused)"));
+                         ? ")"
+                         : " or were the TLS certificate and key refused?)"));
   }
   std::string host = options.listen.substr(0, options.listen.rfind(':'));
   server->address_ = absl::StrCat(host, ":", port);

@@ -14,10 +14,13 @@
 #include "absl/time/time.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "optimizer/early_stopping.h"
+#include "optimizer/pareto.h"
 #include "optimizer/suggester.h"
 #include "service/conversion.h"
 #include "service/metrics.h"
 #include "service/status_macros.h"
+#include "service/study_metrics.h"
+#include "service/study_update.h"
 #include "service/suggestion_plan.h"
 #include "service/trial_state.h"
 #include "service/validation.h"
@@ -105,6 +108,59 @@ absl::Status StopNow(v1::Trial& trial, const std::string& reason, int64_t now) {
   return absl::OkStatus();
 }
 
+// The best of the feasible COMPLETED `trials` (ties: the earliest), or with
+// several objectives their Pareto front, by id.
+std::vector<const v1::Trial*> OptimalTrials(const StudyMetrics& metrics,
+                                            const std::vector<v1::Trial>& trials) {
+  std::vector<const v1::Trial*> candidates;
+  std::vector<std::vector<double>> values;
+  for (const v1::Trial& t : trials) {
+    if (t.state() != v1::Trial::COMPLETED) continue;
+    if (!metrics.Feasible(t.final_measurement()).value_or(false)) continue;
+    std::vector<double> y;
+    for (const StudyMetrics::Objective& o : metrics.objectives()) {
+      auto it = t.final_measurement().metrics().find(o.name);
+      if (it == t.final_measurement().metrics().end()) break;
+      y.push_back(o.maximize ? it->second : -it->second);
+    }
+    if (y.size() != metrics.objectives().size() || y.empty()) continue;
+    candidates.push_back(&t);
+    values.push_back(std::move(y));
+  }
+  if (candidates.empty()) return {};
+  if (!metrics.multi_objective()) {
+    size_t best = 0;
+    for (size_t i = 1; i < candidates.size(); ++i) {
+      if (values[i][0] > values[best][0]) best = i;
+    }
+    return {candidates[best]};
+  }
+  Eigen::MatrixXd y(static_cast<Eigen::Index>(values.size()),
+                    static_cast<Eigen::Index>(values[0].size()));
+  for (size_t i = 0; i < values.size(); ++i) {
+    for (size_t k = 0; k < values[i].size(); ++k) {
+      y(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(k)) =
+          values[i][k];
+    }
+  }
+  std::vector<const v1::Trial*> front;
+  for (int row : optimizer::ParetoFrontRows(y)) {
+    front.push_back(candidates[static_cast<size_t>(row)]);
+  }
+  return front;
+}
+
+// Records on a finished `trial` whether its result meets the study's
+// constraints (left unset without constraints, or when a constrained metric
+// is missing: a trial stopped early).
+void SetFeasible(const StudyMetrics& metrics, v1::Trial& trial) {
+  trial.clear_feasible();
+  if (metrics.constraints().empty()) return;
+  if (std::optional<bool> feasible = metrics.Feasible(trial.final_measurement())) {
+    trial.set_feasible(*feasible);
+  }
+}
+
 absl::StatusOr<int64_t> ParsePageToken(const std::string& token) {
   if (token.empty()) return 0;
   int64_t after_id = 0;
@@ -137,6 +193,7 @@ absl::StatusOr<v1::Study> StudyService::CreateStudy(
   study.clear_trial_counts();
   study.clear_device_seconds();
   study.clear_cost();
+  study.clear_changes();
   // Under the study's lock: a call that found no such study a moment ago
   // cannot act on this one before it exists with its owner.
   absl::MutexLock lock(&runtimes_.For(study.name()).mu);
@@ -296,8 +353,87 @@ absl::StatusOr<v1::Study> StudyService::SetStudyState(
   absl::StatusOr<v1::Study> study =
       LoadStudyFor(caller, request.name(), Access::kWrite);
   if (!study.ok()) return study.status();
+  if (request.state() == v1::Study::ACTIVE &&
+      study->state() != v1::Study::ACTIVE) {
+    // Resumed with its budget spent, it would complete again at the next
+    // suggestion: say so now, and how to go on.
+    absl::StatusOr<absl::flat_hash_map<v1::Trial::State, int64_t>> counts =
+        store_->CountTrials(request.name());
+    if (!counts.ok()) return counts.status();
+    int64_t created = 0;
+    for (const auto& [state, n] : *counts) created += n;
+    const v1::StudySpec& spec = study->spec();
+    if (spec.max_trials() > 0 && created >= spec.max_trials()) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "study \"%s\" has used its budget of max_trials %d; raise it "
+          "(hypertune study update %s --max-trials N), which also makes it "
+          "ACTIVE",
+          request.name(), spec.max_trials(), request.name()));
+    }
+    if (spec.max_device_hours() > 0 &&
+        study->device_seconds() >= spec.max_device_hours() * 3600.0) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "study \"%s\" has used its budget of max_device_hours %s; raise "
+          "it (hypertune study update %s --max-device-hours H), which also "
+          "makes it ACTIVE",
+          request.name(), absl::StrCat(spec.max_device_hours()),
+          request.name()));
+    }
+  }
   study->set_state(request.state());
   HT_RETURN_IF_ERROR(store_->UpdateStudy(*study));
+  return LoadStudyWithCounts(caller, request.name());
+}
+
+absl::StatusOr<v1::Study> StudyService::UpdateStudy(
+    const v1::UpdateStudyRequest& request, const Principal& caller) {
+  HT_RETURN_IF_ERROR(ValidateStudyName("name", request.name()));
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.name());
+  if (!runtime.ok()) return runtime.status();
+  absl::MutexLock lock(&(*runtime)->mu);
+  absl::StatusOr<v1::Study> study =
+      LoadStudyFor(caller, request.name(), Access::kWrite);
+  if (!study.ok()) return study.status();
+  std::vector<v1::Trial> trials;
+  for (const std::string& path : request.update_mask().paths()) {
+    if (path != "parameters") continue;
+    absl::StatusOr<std::vector<v1::Trial>> all =
+        store_->ListTrials(request.name(), {});
+    if (!all.ok()) return all.status();
+    trials = *std::move(all);
+  }
+  absl::StatusOr<SpecUpdate> update = ApplyStudyUpdate(
+      study->spec(), request.spec(), request.update_mask(), trials);
+  if (!update.ok()) return update.status();
+  if (update->fields.empty()) return LoadStudyWithCounts(caller, request.name());
+  if (study->changes_size() >= kMaxStudyChanges) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "study \"%s\" has %d recorded changes, the limit; export it and "
+        "import it under a new name to start a new record",
+        request.name(), kMaxStudyChanges));
+  }
+  v1::Study updated = *study;
+  *updated.mutable_spec() = update->spec;
+  HT_RETURN_IF_ERROR(ValidateStudy(updated));
+  HT_RETURN_IF_ERROR(ToSearchSpace(updated.spec()).status());
+
+  v1::StudyChange change;
+  change.set_time_ms(Now());
+  change.set_who(caller.owner.empty() ? "(auth off)" : caller.owner);
+  for (v1::StudyChange::Field& f : update->fields) {
+    *change.add_fields() = std::move(f);
+  }
+  const bool reopen = study->state() == v1::Study::COMPLETED &&
+                      RaisesBudget(study->spec(), update->spec);
+  // Modified in place: completions may be adding to its cost meanwhile.
+  HT_RETURN_IF_ERROR(store_->ModifyStudy(
+      request.name(), [&](v1::Study& stored) {
+        *stored.mutable_spec() = update->spec;
+        *stored.add_changes() = change;
+        if (reopen) stored.set_state(v1::Study::ACTIVE);
+      }));
+  // A new search space needs a new model (its encodings changed).
+  (*runtime)->suggester.reset();
   return LoadStudyWithCounts(caller, request.name());
 }
 
@@ -715,8 +851,11 @@ absl::StatusOr<std::vector<v1::Trial>> StudyService::ProposeTrials(
       at_rung[id] = value;
     }
     request.history = ToHistory(study.spec(), *space, snapshot, &at_rung);
+    // The primary objective alone: what the rungs measure.
+    request.metrics = {{optimizer::MetricRole::kObjective}};
   } else {
     request.history = ToHistory(study.spec(), *space, snapshot);
+    request.metrics = ToMetricConfigs(StudyMetrics(study.spec()));
   }
   request.trials_created = trials_created;
   request.count = count;
@@ -769,12 +908,16 @@ absl::StatusOr<v1::Trial> StudyService::CreateTrial(
   if (trial.state() == v1::Trial::COMPLETED) {
     HT_RETURN_IF_ERROR(ValidateMeasurement("trial.final_measurement",
                                            given.final_measurement(), true));
-    if (!MaximizedObjective(study->spec(), given.final_measurement())) {
+    const StudyMetrics metrics(study->spec());
+    if (std::optional<std::string> missing =
+            metrics.Missing(given.final_measurement())) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "trial.final_measurement.metrics: missing the objective \"%s\"",
-          study->spec().metrics(0).name()));
+          "trial.final_measurement.metrics: missing \"%s\" (a result needs "
+          "every objective and constraint)",
+          *missing));
     }
     *trial.mutable_final_measurement() = given.final_measurement();
+    SetFeasible(metrics, trial);
     trial.set_start_time_ms(now);
     trial.set_end_time_ms(now);
   }
@@ -958,11 +1101,21 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
     if (final_m.metrics().empty() && trial.measurements_size() > 0) {
       final_m = trial.measurements(trial.measurements_size() - 1);
     }
-    if (!MaximizedObjective(study.spec(), final_m)) {
+    // A trial stopped early is judged on the primary objective alone (what
+    // early stopping reads); a completed one needs every objective and
+    // constraint.
+    const StudyMetrics metrics(study.spec());
+    const std::optional<std::string> missing =
+        trial.state() == v1::Trial::STOPPING
+            ? (metrics.MaximizedPrimary(final_m)
+                   ? std::nullopt
+                   : std::optional<std::string>(metrics.primary().name))
+            : metrics.Missing(final_m);
+    if (missing) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "final_measurement.metrics: missing the objective \"%s\" (or mark "
-          "the trial infeasible)",
-          study.spec().metrics(0).name()));
+          "final_measurement.metrics: missing \"%s\" (a result needs every "
+          "objective and constraint; or mark the trial infeasible)",
+          *missing));
     }
   }
 
@@ -988,6 +1141,7 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
                                                     : v1::Trial::COMPLETED));
   trial.set_infeasible_reason(infeasible_reason);
   *trial.mutable_final_measurement() = std::move(final_m);
+  if (!request.infeasible()) SetFeasible(StudyMetrics(study.spec()), trial);
   AddDeviceSeconds(request.device_seconds(), study, trial);
   trial.set_end_time_ms(Now());
   trial.set_lease_expire_time_ms(0);
@@ -1221,20 +1375,13 @@ absl::StatusOr<v1::ListOptimalTrialsResponse> StudyService::ListOptimalTrials(
       store_->ListTrials(request.study_name(), query);
   if (!trials.ok()) return trials.status();
 
-  const v1::Trial* best = nullptr;
-  double best_value = 0;
-  for (const v1::Trial& t : *trials) {
-    std::optional<double> y =
-        MaximizedObjective(study->spec(), t.final_measurement());
-    if (!y) continue;
-    // Ties keep the earliest trial.
-    if (best == nullptr || *y > best_value) {
-      best = &t;
-      best_value = *y;
-    }
-  }
   v1::ListOptimalTrialsResponse response;
-  if (best != nullptr) *response.add_trials() = *best;
+  ResponseBudget budget;
+  for (const v1::Trial* t :
+       OptimalTrials(StudyMetrics(study->spec()), *trials)) {
+    if (!budget.Take(*t)) break;  // a front too large for one answer
+    *response.add_trials() = *t;
+  }
   return response;
 }
 

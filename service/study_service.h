@@ -66,6 +66,12 @@ class StudyService {
   absl::StatusOr<v1::Study> SetStudyState(
       const v1::SetStudyStateRequest& request,
       const Principal& caller = Principal::AuthOff());
+  // Changes the spec fields of request.update_mask (study_update.h), records
+  // the change in the study's history and reopens a COMPLETED study whose
+  // budget it raises.
+  absl::StatusOr<v1::Study> UpdateStudy(
+      const v1::UpdateStudyRequest& request,
+      const Principal& caller = Principal::AuthOff());
   // Gives the study to request.owner: an admin may for any study, an owner
   // for its own. The caller checks that the new owner is known.
   absl::StatusOr<v1::Study> SetStudyOwner(

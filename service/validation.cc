@@ -1,6 +1,7 @@
 #include "service/validation.h"
 
 #include <cmath>
+#include <tuple>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
@@ -12,6 +13,7 @@
 #include "optimizer/early_stopping.h"
 #include "service/conversion.h"
 #include "service/status_macros.h"
+#include "service/study_metrics.h"
 
 namespace hypertune::service {
 namespace {
@@ -81,10 +83,25 @@ absl::Status ValidateParameterLimits(const std::string& field,
                    absl::StrFormat("%d values, over the limit of %d", count,
                                    kMaxValuesPerParameter));
   };
+  // A range of one value searches nothing: almost always a typo.
+  auto check_width = [&](const char* kind, double min, double max) {
+    if (min != max) return absl::OkStatus();
+    return Invalid(
+        absl::StrCat(field, ".", kind),
+        absl::StrFormat("min equals max (%s): to fix \"%s\" at that value, "
+                        "leave it out of the study and set it in the "
+                        "program, or make it a discrete_spec of one value",
+                        absl::StrCat(min), p.name()));
+  };
   switch (p.kind_case()) {
     case v1::ParameterSpec::kDoubleSpec:
+      HT_RETURN_IF_ERROR(check_width("double_spec", p.double_spec().min(),
+                                     p.double_spec().max()));
       return check_scale("double_spec", p.double_spec().scale());
     case v1::ParameterSpec::kIntegerSpec:
+      HT_RETURN_IF_ERROR(check_width(
+          "integer_spec", static_cast<double>(p.integer_spec().min()),
+          static_cast<double>(p.integer_spec().max())));
       return check_scale("integer_spec", p.integer_spec().scale());
     case v1::ParameterSpec::kDiscreteSpec:
       return check_count("discrete_spec", p.discrete_spec().values_size());
@@ -100,6 +117,65 @@ absl::Status ValidateParameterLimits(const std::string& field,
     }
     case v1::ParameterSpec::KIND_NOT_SET:
       break;
+  }
+  return absl::OkStatus();
+}
+
+// Metric `i` of `spec`: a known role, a goal where it is an objective (and,
+// without roles, for every metric: what such studies always needed), bounds
+// exactly where it is a constraint.
+absl::Status ValidateMetricRole(const std::string& field,
+                                const v1::StudySpec& spec, int i) {
+  const v1::MetricSpec& m = spec.metrics(i);
+  if (!v1::MetricSpec::Role_IsValid(m.role())) {
+    return Invalid(absl::StrCat(field, ".role"),
+                   absl::StrCat("unknown role ", m.role(), " (one of ",
+                                EnumNames<v1::MetricSpec::Role>(), ")"));
+  }
+  bool any_role = false;
+  for (const v1::MetricSpec& other : spec.metrics()) {
+    any_role = any_role || other.role() != v1::MetricSpec::ROLE_UNSPECIFIED;
+  }
+  const bool needs_goal = !any_role || m.role() == v1::MetricSpec::OBJECTIVE;
+  if (needs_goal && m.goal() != v1::MetricSpec::MAXIMIZE &&
+      m.goal() != v1::MetricSpec::MINIMIZE) {
+    return Invalid(absl::StrCat(field, ".goal"),
+                   absl::StrCat("must be MAXIMIZE or MINIMIZE, got ", m.goal()));
+  }
+  if (!needs_goal && m.goal() != v1::MetricSpec::GOAL_UNSPECIFIED &&
+      !v1::MetricSpec::Goal_IsValid(m.goal())) {
+    return Invalid(absl::StrCat(field, ".goal"),
+                   absl::StrCat("unknown goal ", m.goal()));
+  }
+  const bool bounded = m.has_lower_bound() || m.has_upper_bound();
+  if (m.role() != v1::MetricSpec::CONSTRAINT) {
+    if (bounded) {
+      return Invalid(field, absl::StrFormat(
+                                "\"%s\" has a bound but is not a CONSTRAINT",
+                                m.name()));
+    }
+    return absl::OkStatus();
+  }
+  if (!bounded) {
+    return Invalid(field, absl::StrFormat(
+                              "constraint \"%s\" needs a lower_bound or an "
+                              "upper_bound",
+                              m.name()));
+  }
+  for (const auto& [name, has, value] :
+       {std::tuple{"lower_bound", m.has_lower_bound(), m.lower_bound()},
+        std::tuple{"upper_bound", m.has_upper_bound(), m.upper_bound()}}) {
+    if (has && !std::isfinite(value)) {
+      return Invalid(absl::StrCat(field, ".", name),
+                     absl::StrCat("must be a finite number, got ", value));
+    }
+  }
+  if (m.has_lower_bound() && m.has_upper_bound() &&
+      !(m.lower_bound() < m.upper_bound())) {
+    return Invalid(field,
+                   absl::StrCat("lower_bound ", m.lower_bound(),
+                                " must be below upper_bound ",
+                                m.upper_bound()));
   }
   return absl::OkStatus();
 }
@@ -233,12 +309,13 @@ absl::Status ValidateStudy(const v1::Study& study) {
       return Invalid(field,
                      absl::StrFormat("duplicate metric name \"%s\"", m.name()));
     }
-    if (m.goal() != v1::MetricSpec::MAXIMIZE &&
-        m.goal() != v1::MetricSpec::MINIMIZE) {
-      return Invalid(absl::StrCat(field, ".goal"),
-                     absl::StrCat("must be MAXIMIZE or MINIMIZE, got ",
-                                  m.goal()));
+    if (absl::Status s = ValidateMetricRole(field, spec, i); !s.ok()) {
+      return s;
     }
+  }
+  if (StudyMetrics(spec).objectives().empty()) {
+    return Invalid("study.spec.metrics",
+                   "no metric has role OBJECTIVE (a study needs at least one)");
   }
   if (!v1::Algorithm_IsValid(spec.algorithm())) {
     return Invalid("study.spec.algorithm",

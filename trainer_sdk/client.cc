@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -65,10 +67,29 @@ bool HoldsMetrics(const v1::Measurement& stored, const v1::Measurement& sent) {
 
 }  // namespace
 
+std::string WithDefaultPort(const std::string& address) {
+  if (address.empty() || absl::StrContains(address, "://") ||
+      absl::StartsWith(address, "unix:") ||
+      absl::StartsWith(address, "unix-abstract:") ||
+      absl::StartsWith(address, "dns:") || absl::StartsWith(address, "ipv4:") ||
+      absl::StartsWith(address, "ipv6:")) {
+    return address;
+  }
+  const size_t bracket = address.rfind(']');
+  const std::string_view host_part =
+      bracket == std::string::npos
+          ? std::string_view(address)
+          : std::string_view(address).substr(bracket);
+  // One colon or more outside brackets: a port, or a bare IPv6 address.
+  if (host_part.find(':') != std::string_view::npos) return address;
+  return absl::StrCat(address, ":", kDefaultPort);
+}
+
 ClientOptions ResolveClientOptions(ClientOptions options) {
   if (options.server.empty()) {
     options.server = EnvOr("HYPERTUNE_SERVER", kDefaultServer);
   }
+  options.server = WithDefaultPort(options.server);
   if (options.client_id.empty()) {
     options.client_id =
         EnvOr("HYPERTUNE_CLIENT_ID", absl::StrCat(HostName(), "-", getpid()));
@@ -261,6 +282,31 @@ absl::StatusOr<v1::Study> Client::SetStudyOwner(
   absl::Status status = core_->Call(
       "SetStudyOwner", Retry::kIdempotent, [&](grpc::ClientContext& c) {
         return core_->stub().SetStudyOwner(&c, request, &response);
+      });
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<v1::Study> Client::UpdateStudy(
+    const v1::UpdateStudyRequest& request) const {
+  v1::Study response;
+  // Idempotent: it sets values, and a repeat changes (and records) nothing.
+  absl::Status status = core_->Call(
+      "UpdateStudy", Retry::kIdempotent, [&](grpc::ClientContext& c) {
+        return core_->stub().UpdateStudy(&c, request, &response);
+      });
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<v1::BackupResponse> Client::Backup(
+    const std::string& destination_path) const {
+  v1::BackupRequest request;
+  request.set_destination_path(destination_path);
+  v1::BackupResponse response;
+  absl::Status status = core_->Call(
+      "Backup", Retry::kIdempotent, [&](grpc::ClientContext& c) {
+        return core_->stub().Backup(&c, request, &response);
       });
   if (!status.ok()) return status;
   return response;

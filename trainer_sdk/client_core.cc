@@ -160,9 +160,15 @@ absl::Status ClientCore::Call(
   if (!status.ok() && Retryable(status.code(), retry)) {
     return absl::Status(
         status.code(),
-        absl::StrCat(rpc, " to ", options_.server, " failed after ", made,
-                     made == 1 ? " attempt: " : " attempts: ",
-                     status.message()));
+        absl::StrCat(
+            rpc, " to ", options_.server, " failed after ", made,
+            made == 1 ? " attempt: " : " attempts: ", status.message(),
+            status.code() == absl::StatusCode::kUnavailable
+                ? absl::StrCat(" (is hypertuned running at ", options_.server,
+                               "? Start it with `hypertuned --db FILE`, or "
+                               "give its address with --server HOST[:PORT] "
+                               "or $HYPERTUNE_SERVER)")
+                : ""));
   }
   return status;
 }

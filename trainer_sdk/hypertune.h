@@ -59,9 +59,12 @@ class LeaseKeeper;
 using Metrics = std::map<std::string, double>;
 
 inline constexpr char kDefaultServer[] = "127.0.0.1:50051";
+// The port of an address given without one ("HOST" means HOST:50051).
+inline constexpr int kDefaultPort = 50051;
 
 struct ClientOptions {
   // host:port of hypertuned; "" -> $HYPERTUNE_SERVER, else kDefaultServer.
+  // A host without a port gets kDefaultPort.
   std::string server;
   // Who holds the trials this client asks for; "" -> $HYPERTUNE_CLIENT_ID,
   // else "<host>-<pid>".
@@ -106,9 +109,14 @@ std::chrono::milliseconds BackoffDelay(int attempt,
                                        double jitter);
 
 // Returns `options` with server, client_id, token and TLS files filled in
-// from the environment or the defaults where empty, devices counted, and
-// max_attempts at least 1.
+// from the environment or the defaults where empty, the server's port
+// defaulted (WithDefaultPort), devices counted, and max_attempts at least 1.
 ClientOptions ResolveClientOptions(ClientOptions options);
+
+// `address` with ":50051" appended when it names a host without a port
+// ("gpu-box", "[::1]"); unchanged with a port or a gRPC scheme ("unix:",
+// "dns:///...") and for a bare IPv6 address.
+std::string WithDefaultPort(const std::string& address);
 
 class Trial;
 
@@ -154,6 +162,14 @@ class Client {
   // Gives study `name` to `owner` (an admin's call, or its owner's).
   absl::StatusOr<v1::Study> SetStudyOwner(const std::string& name,
                                           const std::string& owner) const;
+  // Changes the spec fields named by request.update_mask (a budget, the
+  // lease, a wider search space); the study records the change.
+  absl::StatusOr<v1::Study> UpdateStudy(
+      const v1::UpdateStudyRequest& request) const;
+  // Has the server copy its live database to `destination_path` (a path on
+  // the server's machine); an admin's call when auth is on.
+  absl::StatusOr<v1::BackupResponse> Backup(
+      const std::string& destination_path) const;
   // Asks for up to `count` trials held by `client_id` ("" = this client's).
   absl::StatusOr<v1::SuggestTrialsResponse> Suggest(
       const std::string& study, int count,

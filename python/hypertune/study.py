@@ -15,7 +15,7 @@ import grpc
 
 from hypertune import _client_ids
 from hypertune._lease import renewal_interval
-from hypertune._proto import pb
+from hypertune._proto import objective_metrics, pb
 from hypertune._retry import failure
 from hypertune.errors import FailedPreconditionError, InvalidArgumentError
 from hypertune.trial import Trial
@@ -88,14 +88,23 @@ class Study:
         return pb.Study.State.Name(self._proto.state)
 
     @property
+    def objectives(self) -> list[str]:
+        """The names of the metrics optimized: those with role OBJECTIVE, or
+        the first metric where no metric sets a role."""
+        return [m.name for m in objective_metrics(self.spec)]
+
+    @property
     def objective(self) -> str:
-        """The name of the study's first metric, the one optimized."""
-        return self.spec.metrics[0].name if self.spec.metrics else ""
+        """The name of the primary objective (the first of
+        :attr:`objectives`): what early stopping judges."""
+        found = objective_metrics(self.spec)
+        return found[0].name if found else ""
 
     @property
     def goal(self) -> str:
-        """MAXIMIZE or MINIMIZE: the objective's goal."""
-        return pb.MetricSpec.Goal.Name(self.spec.metrics[0].goal) if self.spec.metrics else ""
+        """MAXIMIZE or MINIMIZE: the primary objective's goal."""
+        found = objective_metrics(self.spec)
+        return pb.MetricSpec.Goal.Name(found[0].goal) if found else ""
 
     @property
     def trial_counts(self) -> dict[str, int]:
@@ -126,6 +135,38 @@ class Study:
     def resume(self) -> None:
         """Restarts suggestions of a paused study."""
         self._set_state(pb.Study.ACTIVE)
+
+    def update(self, parameters: Optional[list] = None, **fields) -> None:
+        """Changes the study's spec: budget and lease fields by name
+        (``max_trials=60``, ``max_device_hours=8``, ``lease_seconds=120``;
+        early stopping as ``early_stopping={"max_resource": 81}``), and with
+        ``parameters`` (a list of parameter dicts, as in the config) a wider
+        search space. The server records each update (:attr:`changes`);
+        raising the budget of a COMPLETED study makes it ACTIVE."""
+        from google.protobuf import json_format
+        from google.protobuf.field_mask_pb2 import FieldMask
+
+        spec = dict(fields)
+        paths = [name for name in fields if name != "early_stopping"]
+        for name in (fields.get("early_stopping") or {}):
+            paths.append(f"early_stopping.{name}")
+        if parameters is not None:
+            spec["parameters"] = parameters
+            paths.append("parameters")
+        if not paths:
+            raise InvalidArgumentError("update: name a field to change")
+        request = pb.UpdateStudyRequest(
+            name=self.name,
+            spec=json_format.ParseDict(spec, pb.StudySpec()),
+            update_mask=FieldMask(paths=paths),
+        )
+        self._proto = self._client._call("UpdateStudy", request)
+
+    @property
+    def changes(self) -> list:
+        """Every update of the study (StudyChange messages), oldest first,
+        as last read."""
+        return list(self._proto.changes)
 
     def delete(self) -> None:
         """Deletes the study and its trials."""

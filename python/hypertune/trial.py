@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from hypertune import _signals
 from hypertune._lease import LeaseKeeper
-from hypertune._proto import pb
+from hypertune._proto import objective_metrics, pb
 from hypertune.errors import FailedPreconditionError, HypertuneError, InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -212,9 +212,17 @@ class Trial:
 
     @property
     def objective(self) -> str:
-        """The name of the study's objective (its first metric); empty if
-        the study is not known."""
-        return self._spec.metrics[0].name if self._spec and self._spec.metrics else ""
+        """The name of the study's primary objective (its first OBJECTIVE,
+        or its first metric where no metric sets a role); empty if the study
+        is not known."""
+        found = objective_metrics(self._spec)
+        return found[0].name if found else ""
+
+    @property
+    def feasible(self) -> Optional[bool]:
+        """Whether the result meets the study's constraints; None without
+        constraints or before a result."""
+        return self._proto.feasible if self._proto.HasField("feasible") else None
 
     @property
     def value(self) -> Optional[float]:

@@ -84,6 +84,13 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   // Answers on a kept-alive connection go out at once, not after Nagle's
   // delay (~40 ms a request).
   server->http_->set_tcp_nodelay(true);
+  // httplib sets SO_REUSEPORT, which lets a second server bind this port
+  // and take half its connections; SO_REUSEADDR alone only reuses a port
+  // left in TIME_WAIT.
+  server->http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   // A silent connection is closed after idle_timeout_s, waiting or not for
   // its first request; a request must arrive within it too.
   const int idle = std::max(1, o.idle_timeout_s);
@@ -98,7 +105,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
                   : (server->http_->bind_to_port(bind_host, port) ? port : -1);
   if (bound <= 0) {
     return absl::UnavailableError(
-        absl::StrCat("http: cannot bind ", server->options_.listen));
+        absl::StrCat("http: cannot bind ", server->options_.listen,
+                     " (is another hypertuned or another program serving "
+                     "that port?)"));
   }
   // httplib listens with a backlog of 5: a burst of connections would be
   // refused while the acceptor is busy.

@@ -12,7 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "service/http/assets.h"
-#include "service/http/csv.h"
+#include "service/trial_csv.h"
 #include "service/http/json.h"
 #include "service/http/replies.h"
 #include "service/limits.h"

@@ -3,29 +3,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "cli/args.h"
+#include "cli/json_config.h"
 
 namespace hypertune::cli {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-TEST(CsvField, QuotesOnlyWhenNeeded) {
-  EXPECT_EQ(CsvField("plain"), "plain");
-  EXPECT_EQ(CsvField(""), "");
-  EXPECT_EQ(CsvField("1.5e-05"), "1.5e-05");
-  EXPECT_EQ(CsvField("a,b"), "\"a,b\"");
-  EXPECT_EQ(CsvField("say \"hi\""), "\"say \"\"hi\"\"\"");
-  EXPECT_EQ(CsvField("two\nlines"), "\"two\nlines\"");
-  EXPECT_EQ(CsvField("cr\r"), "\"cr\r\"");
-  EXPECT_EQ(CsvField(" padded"), "\" padded\"");
-  EXPECT_EQ(CsvField("inner space"), "inner space");
-}
-
-TEST(FormatCsv, RowsAndHeader) {
-  EXPECT_EQ(FormatCsv({{"id", "reason"}, {"1", "exit status 1, twice"}}),
-            "id,reason\n1,\"exit status 1, twice\"\n");
-}
 
 TEST(FormatTable, AlignsColumns) {
   EXPECT_EQ(FormatTable({{"ID", "STATE", "loss"},
@@ -82,27 +66,39 @@ std::vector<v1::Trial> Trials() {
   return {done, bad};
 }
 
-TEST(TrialGrid, CsvHasEveryColumnAndExactNumbers) {
+TEST(TrialGrid, ColumnsFollowTheStudy) {
   v1::Study study = TwoParamStudy();
-  Grid grid = TrialGrid(&study, Trials(), GridStyle::kCsv);
+  Grid grid = TrialGrid(&study, Trials());
   ASSERT_EQ(grid.size(), 3u);
-  EXPECT_THAT(grid[0], ElementsAre("id", "state", "lr", "opt", "loss", "acc",
-                                   "step", "elapsed_seconds", "client_id",
-                                   "infeasible_reason"));
-  EXPECT_THAT(grid[1], ElementsAre("1", "COMPLETED", "0.30000000000000004",
-                                   "a,b", "0.25", "0.75", "3", "1.5", "host-1",
-                                   ""));
+  EXPECT_THAT(grid[0], ElementsAre("ID", "STATE", "lr", "opt", "loss", "acc",
+                                   "STEP", "REASON"));
   EXPECT_THAT(grid[2], ElementsAre("2", "INFEASIBLE", "1e-05", "", "", "", "",
-                                   "", "", "exit status 1"));
-  EXPECT_EQ(FormatCsv(grid),
-            "id,state,lr,opt,loss,acc,step,elapsed_seconds,client_id,"
-            "infeasible_reason\n"
-            "1,COMPLETED,0.30000000000000004,\"a,b\",0.25,0.75,3,1.5,host-1,\n"
-            "2,INFEASIBLE,1e-05,,,,,,,exit status 1\n");
+                                   "exit status 1"));
+}
+
+TEST(TrialGrid, FeasibleColumnWhereTheStudyHasConstraints) {
+  v1::Study study = TwoParamStudy();
+  v1::MetricSpec& loss = *study.mutable_spec()->mutable_metrics(0);
+  loss.set_role(v1::MetricSpec::OBJECTIVE);
+  v1::MetricSpec& memory = *study.mutable_spec()->add_metrics();
+  memory.set_name("memory");
+  memory.set_role(v1::MetricSpec::CONSTRAINT);
+  memory.set_upper_bound(16);
+  std::vector<v1::Trial> trials = Trials();
+  trials[0].set_feasible(false);
+  Grid grid = TrialGrid(&study, trials);
+  EXPECT_THAT(grid[0], ElementsAre("ID", "STATE", "lr", "opt", "loss",
+                                   "memory", "acc", "STEP", "FEASIBLE",
+                                   "REASON"));
+  EXPECT_EQ(grid[1][8], "no");
+  EXPECT_EQ(grid[2][8], "");
+  std::string detail = FormatTable(StudyDetailGrid(study));
+  EXPECT_THAT(detail, HasSubstr("objective            loss (MINIMIZE)\n"));
+  EXPECT_THAT(detail, HasSubstr("constraint           memory <= 16\n"));
 }
 
 TEST(TrialGrid, TableIsShortAndWorksWithoutAStudy) {
-  Grid grid = TrialGrid(nullptr, Trials(), GridStyle::kTable);
+  Grid grid = TrialGrid(nullptr, Trials());
   EXPECT_THAT(grid[0], ElementsAre("ID", "STATE", "opt", "lr", "acc", "loss",
                                    "STEP", "REASON"));
   EXPECT_THAT(grid[1], ElementsAre("1", "COMPLETED", "a,b", "0.3", "0.75",
@@ -169,17 +165,17 @@ TEST(Json, SnakeCaseFieldNamesAndRoundTrip) {
   EXPECT_THAT(*json, HasSubstr("\"state\": \"ACTIVE\""));
   EXPECT_EQ(json->back(), '\n');
   v1::Trial back;
-  ASSERT_TRUE(FromJson(*json, "trial.json", &back).ok());
+  ASSERT_TRUE(ParseJsonConfig(*json, "trial.json", &back).ok());
   EXPECT_EQ(back.SerializeAsString(), trial.SerializeAsString());
 }
 
 TEST(Json, ParseErrorsNameTheSource) {
   v1::Study study;
-  absl::Status bad_field = FromJson(R"({"nmae": "x"})", "study.json", &study);
+  absl::Status bad_field = ParseJsonConfig(R"({"nmae": "x"})", "study.json", &study);
   EXPECT_EQ(bad_field.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad_field.message()), HasSubstr("study.json"));
   EXPECT_THAT(std::string(bad_field.message()), HasSubstr("nmae"));
-  absl::Status bad_json = FromJson("{", "cfg.json", &study);
+  absl::Status bad_json = ParseJsonConfig("{", "cfg.json", &study);
   EXPECT_THAT(std::string(bad_json.message()), HasSubstr("cfg.json"));
 }
 
@@ -198,7 +194,7 @@ TEST(Json, ExampleStudyConfigsParse) {
     }
     std::fclose(f);
     v1::Study study;
-    absl::Status status = FromJson(text, path, &study);
+    absl::Status status = ParseJsonConfig(text, path, &study);
     ASSERT_TRUE(status.ok()) << status;
     EXPECT_EQ(study.spec().metrics(0).name(), "loss");
     EXPECT_EQ(study.spec().algorithm(), algorithm) << path;

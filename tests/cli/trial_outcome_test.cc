@@ -24,7 +24,7 @@ TEST(DecideOutcome, CleanExitWithFinalMetricsCompletes) {
   run.final_metrics = Metrics{{"loss", 0.2}};
   run.step_metrics = Metrics{{"loss", 0.3}};
   run.last_step = 4;
-  TrialOutcome outcome = DecideOutcome(run, "loss");
+  TrialOutcome outcome = DecideOutcome(run, {"loss"});
   EXPECT_EQ(outcome.kind, Kind::kComplete);
   EXPECT_EQ(outcome.metrics, (Metrics{{"loss", 0.2}}));
   EXPECT_EQ(outcome.step, 4);
@@ -34,14 +34,14 @@ TEST(DecideOutcome, CleanExitWithOnlyStepsUsesTheLastStep) {
   TrialRun run = Exited(0);
   run.step_metrics = Metrics{{"loss", 0.3}};
   run.last_step = 9;
-  TrialOutcome outcome = DecideOutcome(run, "loss");
+  TrialOutcome outcome = DecideOutcome(run, {"loss"});
   EXPECT_EQ(outcome.kind, Kind::kComplete);
   EXPECT_EQ(outcome.metrics, (Metrics{{"loss", 0.3}}));
   EXPECT_EQ(outcome.step, 9);
 }
 
 TEST(DecideOutcome, CleanExitWithoutMetricsIsInfeasible) {
-  TrialOutcome outcome = DecideOutcome(Exited(0), "loss");
+  TrialOutcome outcome = DecideOutcome(Exited(0), {"loss"});
   EXPECT_EQ(outcome.kind, Kind::kInfeasible);
   EXPECT_EQ(outcome.reason, "program exited 0 without reporting a metric");
 }
@@ -49,7 +49,7 @@ TEST(DecideOutcome, CleanExitWithoutMetricsIsInfeasible) {
 TEST(DecideOutcome, NonZeroExitIsInfeasibleEvenWithMetrics) {
   TrialRun run = Exited(3);
   run.final_metrics = Metrics{{"loss", 0.2}};
-  TrialOutcome outcome = DecideOutcome(run, "loss");
+  TrialOutcome outcome = DecideOutcome(run, {"loss"});
   EXPECT_EQ(outcome.kind, Kind::kInfeasible);
   EXPECT_EQ(outcome.reason, "exit status 3");
 }
@@ -60,7 +60,7 @@ TEST(DecideOutcome, ASignalFromOutsideIsTheWorkersFailure) {
     run.exit.signaled = true;
     run.exit.code = signal;
     run.step_metrics = Metrics{{"loss", 0.3}};
-    TrialOutcome outcome = DecideOutcome(run, "loss");
+    TrialOutcome outcome = DecideOutcome(run, {"loss"});
     EXPECT_EQ(outcome.kind, Kind::kWorkerFailed) << signal;
     EXPECT_EQ(outcome.reason, absl::StrCat("killed by signal ", signal));
   }
@@ -70,12 +70,12 @@ TEST(DecideOutcome, ACrashIsTheParametersFault) {
   TrialRun run;
   run.exit.signaled = true;
   run.exit.code = SIGSEGV;
-  TrialOutcome outcome = DecideOutcome(run, "loss");
+  TrialOutcome outcome = DecideOutcome(run, {"loss"});
   EXPECT_EQ(outcome.kind, Kind::kInfeasible);
   EXPECT_EQ(outcome.reason,
             absl::StrCat("crashed with signal ", SIGSEGV, " (SIGSEGV)"));
   run.exit.code = SIGABRT;
-  EXPECT_EQ(DecideOutcome(run, "loss").kind, Kind::kInfeasible);
+  EXPECT_EQ(DecideOutcome(run, {"loss"}).kind, Kind::kInfeasible);
 }
 
 TEST(DecideOutcome, TimeoutWins) {
@@ -84,7 +84,7 @@ TEST(DecideOutcome, TimeoutWins) {
   run.exit.code = 15;
   run.exit.timed_out = true;
   run.step_metrics = Metrics{{"loss", 0.3}};
-  TrialOutcome outcome = DecideOutcome(run, "loss");
+  TrialOutcome outcome = DecideOutcome(run, {"loss"});
   EXPECT_EQ(outcome.kind, Kind::kInfeasible);
   EXPECT_EQ(outcome.reason, "timeout");
 }
@@ -92,7 +92,7 @@ TEST(DecideOutcome, TimeoutWins) {
 TEST(DecideOutcome, NaNObjectiveIsInfeasible) {
   TrialRun run = Exited(0);
   run.final_metrics = Metrics{{"loss", std::nan("")}};
-  TrialOutcome outcome = DecideOutcome(run, "loss");
+  TrialOutcome outcome = DecideOutcome(run, {"loss"});
   EXPECT_EQ(outcome.kind, Kind::kInfeasible);
   EXPECT_EQ(outcome.reason, "metric \"loss\" is NaN");
 }
@@ -100,10 +100,28 @@ TEST(DecideOutcome, NaNObjectiveIsInfeasible) {
 TEST(DecideOutcome, MissingObjectiveIsInfeasible) {
   TrialRun run = Exited(0);
   run.final_metrics = Metrics{{"acc", 0.9}, {"f1", 0.8}};
-  TrialOutcome outcome = DecideOutcome(run, "loss");
+  TrialOutcome outcome = DecideOutcome(run, {"loss"});
   EXPECT_EQ(outcome.kind, Kind::kInfeasible);
-  EXPECT_THAT(outcome.reason, HasSubstr("objective \"loss\""));
+  EXPECT_THAT(outcome.reason, HasSubstr("did not report \"loss\""));
   EXPECT_THAT(outcome.reason, HasSubstr("acc, f1"));
+}
+
+TEST(DecideOutcome, AResultNeedsEveryObjectiveAndConstraint) {
+  TrialRun run = Exited(0);
+  run.final_metrics = Metrics{{"acc", 0.9}, {"memory", 3}};
+  TrialOutcome outcome = DecideOutcome(run, {"acc", "latency", "memory"});
+  EXPECT_EQ(outcome.kind, Kind::kInfeasible);
+  EXPECT_THAT(outcome.reason, HasSubstr("did not report \"latency\""));
+  run.final_metrics->emplace("latency", 12);
+  EXPECT_EQ(DecideOutcome(run, {"acc", "latency", "memory"}).kind,
+            Kind::kComplete);
+
+  // Stopped early on the server's word: the primary objective is enough.
+  TrialRun stopped = Exited(0);
+  stopped.stop_requested = true;
+  stopped.step_metrics = Metrics{{"acc", 0.5}};
+  EXPECT_EQ(DecideOutcome(stopped, {"acc", "latency", "memory"}).kind,
+            Kind::kComplete);
 }
 
 TEST(DecideOutcome, PreemptedWorkerGivesTheTrialBackUnlessItFinished) {
@@ -112,20 +130,20 @@ TEST(DecideOutcome, PreemptedWorkerGivesTheTrialBackUnlessItFinished) {
   run.exit.signaled = true;
   run.exit.code = SIGTERM;
   run.step_metrics = Metrics{{"loss", 0.3}};
-  TrialOutcome outcome = DecideOutcome(run, "loss");
+  TrialOutcome outcome = DecideOutcome(run, {"loss"});
   EXPECT_EQ(outcome.kind, Kind::kWorkerFailed);
   EXPECT_EQ(outcome.reason, "worker preempted");
 
   // The program caught the signal and exited non-zero: still preempted.
   TrialRun caught = Exited(1);
   caught.worker_signal = SIGTERM;
-  EXPECT_EQ(DecideOutcome(caught, "loss").reason, "worker preempted");
+  EXPECT_EQ(DecideOutcome(caught, {"loss"}).reason, "worker preempted");
 
   TrialRun interrupted;
   interrupted.worker_signal = SIGINT;
   interrupted.exit.signaled = true;
   interrupted.exit.code = SIGINT;
-  outcome = DecideOutcome(interrupted, "loss");
+  outcome = DecideOutcome(interrupted, {"loss"});
   EXPECT_EQ(outcome.kind, Kind::kWorkerFailed);
   EXPECT_EQ(outcome.reason,
             absl::StrCat("worker interrupted by signal ", SIGINT));
@@ -133,7 +151,7 @@ TEST(DecideOutcome, PreemptedWorkerGivesTheTrialBackUnlessItFinished) {
   TrialRun finished = Exited(0);
   finished.worker_signal = SIGTERM;
   finished.final_metrics = Metrics{{"loss", 0.1}};
-  EXPECT_EQ(DecideOutcome(finished, "loss").kind, Kind::kComplete);
+  EXPECT_EQ(DecideOutcome(finished, {"loss"}).kind, Kind::kComplete);
 }
 
 TEST(DecideOutcome, TimeoutWinsOverThePreemption) {
@@ -142,7 +160,7 @@ TEST(DecideOutcome, TimeoutWinsOverThePreemption) {
   run.exit.signaled = true;
   run.exit.code = SIGKILL;
   run.exit.timed_out = true;
-  EXPECT_EQ(DecideOutcome(run, "loss").reason, "timeout");
+  EXPECT_EQ(DecideOutcome(run, {"loss"}).reason, "timeout");
 }
 
 TEST(DecideOutcome, ALostLeaseLeavesTheTrialToItsNewHolder) {
@@ -151,7 +169,7 @@ TEST(DecideOutcome, ALostLeaseLeavesTheTrialToItsNewHolder) {
   run.exit.signaled = true;
   run.exit.code = SIGTERM;
   run.final_metrics = Metrics{{"loss", 0.1}};
-  EXPECT_EQ(DecideOutcome(run, "loss").kind, Kind::kLeave);
+  EXPECT_EQ(DecideOutcome(run, {"loss"}).kind, Kind::kLeave);
 }
 
 TEST(DecideOutcome, StoppedEarlyCompletesWithWhatItReached) {
@@ -161,13 +179,13 @@ TEST(DecideOutcome, StoppedEarlyCompletesWithWhatItReached) {
   run.exit.code = 15;
   run.step_metrics = Metrics{{"loss", 0.4}};
   run.last_step = 2;
-  TrialOutcome outcome = DecideOutcome(run, "loss");
+  TrialOutcome outcome = DecideOutcome(run, {"loss"});
   EXPECT_EQ(outcome.kind, Kind::kComplete);
   EXPECT_EQ(outcome.step, 2);
 
   TrialRun nothing;
   nothing.stop_requested = true;
-  EXPECT_EQ(DecideOutcome(nothing, "loss").kind, Kind::kLeave);
+  EXPECT_EQ(DecideOutcome(nothing, {"loss"}).kind, Kind::kLeave);
 }
 
 }  // namespace

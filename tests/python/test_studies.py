@@ -194,6 +194,54 @@ def test_history_best_and_states(client: hypertune.Client) -> None:
     running.complete(loss=0.5)
 
 
+def test_update_raises_the_budget_and_records_it(client: hypertune.Client) -> None:
+    study = client.create_study(study_config(unique_name(), max_trials=2))
+    finish_trials(study, [0.5, 0.4])
+    assert study.ask() is None  # the budget is spent
+    assert study.refresh().state == "COMPLETED"
+    with pytest.raises(hypertune.FailedPreconditionError, match="--max-trials N"):
+        study.resume()
+    study.update(max_trials=3, early_stopping={"min_trials": 4})
+    assert study.state == "ACTIVE"
+    assert study.spec.max_trials == 3
+    [change] = study.changes
+    assert [(f.path, f.before, f.after) for f in change.fields] == [
+        ("max_trials", "2", "3"), ("early_stopping.min_trials", "0", "4")]
+    wider = [{"name": "x", "double_spec": {"min": -1.0, "max": 2.0}},
+             {"name": "y", "integer_spec": {"min": 1, "max": 9}}]
+    study.update(parameters=wider)
+    assert study.spec.parameters[1].integer_spec.max == 9
+    with pytest.raises(hypertune.FailedPreconditionError, match="drops values of the old one"):
+        study.update(parameters=[{"name": "x", "double_spec": {"min": 0.9, "max": 2.0}},
+                                 wider[1]])
+    assert study.ask() is not None
+
+
+def test_several_objectives_and_a_constraint(client: hypertune.Client) -> None:
+    study = client.create_study(study_config(
+        unique_name(),
+        metrics=[
+            {"name": "acc", "goal": "MAXIMIZE", "role": "OBJECTIVE"},
+            {"name": "latency", "goal": "MINIMIZE", "role": "OBJECTIVE"},
+            {"name": "memory", "role": "CONSTRAINT", "upper_bound": 10},
+        ],
+    ))
+    assert study.objectives == ["acc", "latency"]
+    assert study.objective == "acc" and study.goal == "MAXIMIZE"
+    results = [  # acc, latency, memory: two trade off, one dominated, one too big
+        (0.9, 5.0, 4.0), (0.8, 2.0, 8.0), (0.85, 6.0, 1.0), (0.99, 1.0, 11.0)]
+    trials = []
+    for acc, latency, memory in results:
+        trial = study.ask()
+        with pytest.raises(hypertune.InvalidArgumentError, match='missing "memory"'):
+            trial.complete(acc=acc, latency=latency)
+        trial.complete(acc=acc, latency=latency, memory=memory)
+        trials.append(trial)
+    assert [t.feasible for t in study.trials()] == [True, True, True, False]
+    front = sorted(t.id for t in study.optimal_trials())
+    assert front == [trials[0].id, trials[1].id]
+
+
 def test_trials_dataframe(client: hypertune.Client) -> None:
     pandas = pytest.importorskip("pandas", reason="python3-pandas is not installed")
     study = client.create_study(study_config(unique_name()))

@@ -312,6 +312,74 @@ TEST_F(LeaseTest, WorkerRefusesAnUnknownPlaceholderBeforeTakingATrial) {
   EXPECT_TRUE(admin.ListAllTrials("typo")->empty());
 }
 
+// Two objectives and a constraint through `hypertune worker`: every result
+// carries all three, feasibility is recorded, and the optimal trials are a
+// feasible Pareto front. A program that leaves one out is infeasible.
+TEST_F(LeaseTest, WorkerRunsAStudyWithTwoObjectivesAndAConstraint) {
+  Client admin(Options("admin"));
+  v1::Study study;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    name: "front"
+    spec {
+      parameters { name: "x" double_spec { min: 0 max: 1 } }
+      parameters { name: "y" double_spec { min: 0 max: 1 } }
+      metrics { name: "acc" goal: MAXIMIZE role: OBJECTIVE }
+      metrics { name: "latency" goal: MINIMIZE role: OBJECTIVE }
+      metrics { name: "memory" role: CONSTRAINT upper_bound: 1.2 }
+      algorithm: GP_BANDIT
+      max_trials: 12
+      seed: 3
+    })pb", &study));
+  ASSERT_TRUE(admin.CreateStudy(study).ok());
+  WorkerProcess worker(
+      server_->address(), "front", dir_.File("logs"),
+      {"sh", "-c",
+       R"(awk -v x="$1" -v y="$2" 'BEGIN { printf("hypertune: acc=%.6f latency=%.6f memory=%.6f\n", x, 1 - x + y, x + y) }')",
+       "sh", "{x}", "{y}"},
+      {});
+  int status = worker.Wait();
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+
+  auto trials = admin.ListAllTrials("front");
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  ASSERT_EQ(trials->size(), 12u);
+  for (const v1::Trial& t : *trials) {
+    ASSERT_EQ(t.state(), v1::Trial::COMPLETED) << t.infeasible_reason();
+    const auto& m = t.final_measurement().metrics();
+    ASSERT_TRUE(m.contains("acc") && m.contains("latency") && m.contains("memory"));
+    ASSERT_TRUE(t.has_feasible());
+    EXPECT_EQ(t.feasible(), m.at("memory") <= 1.2) << t.id();
+  }
+  auto front = admin.ListOptimalTrials("front");
+  ASSERT_TRUE(front.ok()) << front.status();
+  ASSERT_GT(front->trials_size(), 0);
+  for (const v1::Trial& a : front->trials()) {
+    EXPECT_TRUE(a.feasible());
+    for (const v1::Trial& b : *trials) {
+      if (!b.feasible()) continue;
+      const auto& ma = a.final_measurement().metrics();
+      const auto& mb = b.final_measurement().metrics();
+      const bool dominated = mb.at("acc") >= ma.at("acc") &&
+                             mb.at("latency") <= ma.at("latency") &&
+                             (mb.at("acc") > ma.at("acc") ||
+                              mb.at("latency") < ma.at("latency"));
+      EXPECT_FALSE(dominated) << "trial " << b.id() << " dominates " << a.id();
+    }
+  }
+
+  v1::Study partial = study;
+  partial.set_name("partial");
+  partial.mutable_spec()->set_max_trials(1);
+  ASSERT_TRUE(admin.CreateStudy(partial).ok());
+  WorkerProcess lacking(server_->address(), "partial", dir_.File("logs"),
+                        {"echo", "hypertune: acc=0.5 memory=0.1"}, {});
+  lacking.Wait();
+  v1::Trial t = Stored("partial", 1);
+  EXPECT_EQ(t.state(), v1::Trial::INFEASIBLE);
+  EXPECT_THAT(t.infeasible_reason(), HasSubstr("did not report \"latency\""));
+}
+
 TEST_F(LeaseTest, WorkerRunsOneTrialPerGpuPinnedToIt) {
   Client admin(Options("admin"));
   v1::Study study = OneTrialStudy("gpus", 60);

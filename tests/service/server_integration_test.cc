@@ -149,6 +149,37 @@ TEST(ServerIntegrationTest, EightWorkersRunFortyTrialsAndRestartKeepsHistory) {
 }
 
 // Each malformed request gets its code; the server keeps serving.
+// A second server on a served port would take half its connections (gRPC
+// and httplib both default to SO_REUSEPORT): it must refuse to start.
+TEST(ServerIntegrationTest, AServedPortIsRefused) {
+  TempDir dir;
+  service::ServerOptions first_options;
+  first_options.db_path = dir.File("first.db");
+  first_options.listen = "127.0.0.1:0";
+  first_options.http_listen = "127.0.0.1:0";
+  auto first = service::Server::Start(first_options);
+  ASSERT_TRUE(first.ok()) << first.status();
+
+  service::ServerOptions grpc_taken;
+  grpc_taken.db_path = dir.File("second.db");
+  grpc_taken.listen = (*first)->address();
+  auto second = service::Server::Start(grpc_taken);
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(std::string(second.status().message()),
+              HasSubstr("cannot bind " + (*first)->address()));
+  EXPECT_THAT(std::string(second.status().message()),
+              HasSubstr("another hypertuned"));
+
+  service::ServerOptions http_taken;
+  http_taken.db_path = dir.File("third.db");
+  http_taken.listen = "127.0.0.1:0";
+  http_taken.http_listen = (*first)->http_address();
+  auto third = service::Server::Start(http_taken);
+  ASSERT_FALSE(third.ok());
+  EXPECT_THAT(std::string(third.status().message()),
+              HasSubstr("http: cannot bind " + (*first)->http_address()));
+}
+
 TEST(ServerIntegrationTest, MalformedRequestsGetTheirCodes) {
   TempDir dir;
   auto server = StartServer(dir.File("bad.db"));

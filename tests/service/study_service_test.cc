@@ -1,6 +1,8 @@
 // StudyService over the in-memory store: the RPC semantics without gRPC.
 #include "service/study_service.h"
 
+#include <array>
+#include <cmath>
 #include <limits>
 #include <set>
 #include <thread>
@@ -286,7 +288,7 @@ TEST_F(StudyServiceTest, WarmStartTrialNeedsTheObjective) {
     final_measurement { metrics { key: "acc" value: 0.9 } }
   )pb", request.mutable_trial());
   EXPECT_THAT(std::string(service_.CreateTrial(request).status().message()),
-              HasSubstr("objective \"loss\""));
+              HasSubstr("missing \"loss\""));
   (*request.mutable_trial()->mutable_final_measurement()->mutable_metrics())
       ["loss"] = 0.3;
   auto t = service_.CreateTrial(request);
@@ -298,6 +300,274 @@ TEST_F(StudyServiceTest, WarmStartTrialNeedsTheObjective) {
   ASSERT_TRUE(b.ok());
   ASSERT_EQ(b->trials_size(), 1);
   EXPECT_EQ(b->trials(0).id(), t->id());
+}
+
+absl::StatusOr<v1::Study> UpdateOf(StudyService& service, const std::string& name,
+                                   const std::string& spec_text,
+                                   std::vector<std::string> paths) {
+  v1::UpdateStudyRequest request;
+  request.set_name(name);
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      spec_text, request.mutable_spec()));
+  for (const std::string& p : paths) request.mutable_update_mask()->add_paths(p);
+  return service.UpdateStudy(request);
+}
+
+TEST_F(StudyServiceTest, RaisingTheBudgetReopensACompletedStudy) {
+  Create("s", 2, 0);
+  auto r = Suggest("s", 2, "w");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(Complete("s", 1, 0.5).ok());
+  ASSERT_TRUE(Complete("s", 2, 0.4).ok());
+  auto done = Suggest("s", 1, "w");
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->study_state(), v1::Study::COMPLETED);
+
+  // Resuming would complete it again at once: refused, saying what to do.
+  v1::SetStudyStateRequest resume;
+  resume.set_name("s");
+  resume.set_state(v1::Study::ACTIVE);
+  absl::Status refused = service_.SetStudyState(resume).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("hypertune study update s --max-trials N"));
+
+  now_ms_ += 1000;
+  auto updated = UpdateOf(service_, "s", "max_trials: 4 lease_seconds: 90",
+                          {"max_trials", "lease_seconds"});
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  EXPECT_EQ(updated->state(), v1::Study::ACTIVE);
+  EXPECT_EQ(updated->spec().max_trials(), 4);
+  EXPECT_EQ(updated->spec().lease_seconds(), 90);
+  ASSERT_EQ(updated->changes_size(), 1);
+  const v1::StudyChange& change = updated->changes(0);
+  EXPECT_EQ(change.time_ms(), now_ms_);
+  EXPECT_EQ(change.who(), "(auth off)");
+  ASSERT_EQ(change.fields_size(), 2);
+  EXPECT_EQ(change.fields(0).path(), "max_trials");
+  EXPECT_EQ(change.fields(0).before(), "2");
+  EXPECT_EQ(change.fields(0).after(), "4");
+  EXPECT_EQ(change.fields(1).before(), "0");
+  EXPECT_EQ(change.fields(1).after(), "90");
+  auto more = Suggest("s", 2, "w");
+  ASSERT_TRUE(more.ok()) << more.status();
+  EXPECT_EQ(more->trials_size(), 2);
+
+  // The same values again change nothing and record nothing.
+  auto again = UpdateOf(service_, "s", "max_trials: 4", {"max_trials"});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->changes_size(), 1);
+}
+
+TEST_F(StudyServiceTest, ASearchSpaceMayOnlyGrow) {
+  Create("s", 0, 0);
+  v1::CreateTrialRequest known;
+  known.set_study_name("s");
+  google::protobuf::TextFormat::ParseFromString(R"pb(
+    state: COMPLETED
+    parameters { name: "x" double_value: 0.9 }
+    parameters { name: "n" int_value: 50 }
+    parameters { name: "c" string_value: "b" }
+    final_measurement { metrics { key: "loss" value: 0.3 } }
+  )pb", known.mutable_trial());
+  auto t = service_.CreateTrial(known);
+  ASSERT_TRUE(t.ok()) << t.status();
+
+  const std::string wider = R"pb(
+    parameters { name: "x" double_spec { min: -2 max: 2 } }
+    parameters { name: "n" integer_spec { min: 1 max: 200 scale: LOG } }
+    parameters { name: "c" categorical_spec { values: [ "a", "b", "c", "d" ] } }
+  )pb";
+  auto grown = UpdateOf(service_, "s", wider, {"parameters"});
+  ASSERT_TRUE(grown.ok()) << grown.status();
+  EXPECT_EQ(grown->spec().parameters(2).categorical_spec().values_size(), 4);
+  EXPECT_THAT(grown->changes(0).fields(0).after(), HasSubstr("\"d\""));
+  auto r = Suggest("s", 1, "w");  // the model follows the new space
+  ASSERT_TRUE(r.ok()) << r.status();
+
+  struct Bad {
+    std::string spec;
+    absl::StatusCode code;
+    std::string message;
+  };
+  const std::vector<Bad> bad = {
+      {R"pb(parameters { name: "x" double_spec { min: -0.5 max: 0.5 } }
+            parameters { name: "n" integer_spec { min: 1 max: 200 scale: LOG } }
+            parameters { name: "c" categorical_spec { values: [ "a", "b", "c", "d" ] } })pb",
+       absl::StatusCode::kFailedPrecondition,
+       absl::StrCat("trials outside it: ", t->id())},
+      {R"pb(parameters { name: "x" double_spec { min: -2 max: 2 } }
+            parameters { name: "n" integer_spec { min: 1 max: 200 scale: LOG } }
+            parameters { name: "c" categorical_spec { values: [ "a", "c", "d" ] } })pb",
+       absl::StatusCode::kFailedPrecondition, "parameters[2] (\"c\")"},
+      {R"pb(parameters { name: "y" double_spec { min: -2 max: 2 } }
+            parameters { name: "n" integer_spec { min: 1 max: 200 scale: LOG } }
+            parameters { name: "c" categorical_spec { values: [ "a", "b", "c", "d" ] } })pb",
+       absl::StatusCode::kFailedPrecondition, "\"x\" cannot become \"y\""},
+      {R"pb(parameters { name: "x" double_spec { min: -2 max: 2 } })pb",
+       absl::StatusCode::kFailedPrecondition, "removing parameter \"n\""},
+      {R"pb(parameters { name: "x" double_spec { min: -2 max: 2 } }
+            parameters { name: "n" integer_spec { min: 1 max: 200 } }
+            parameters { name: "c" categorical_spec { values: [ "a", "b", "c", "d" ] } })pb",
+       absl::StatusCode::kFailedPrecondition, "kind, scale"},
+  };
+  for (const Bad& b : bad) {
+    absl::Status s = UpdateOf(service_, "s", b.spec, {"parameters"}).status();
+    EXPECT_EQ(s.code(), b.code) << b.spec << ": " << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(b.message)) << b.spec;
+  }
+  absl::Status unknown = UpdateOf(service_, "s", "seed: 3", {"seed"}).status();
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(unknown.message()), HasSubstr("\"seed\" cannot be updated"));
+  absl::Status too_long =
+      UpdateOf(service_, "s", "lease_seconds: 100000", {"lease_seconds"}).status();
+  EXPECT_EQ(too_long.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(too_long.message()), HasSubstr("lease_seconds"));
+  auto after = service_.GetStudy([] {
+    v1::GetStudyRequest g;
+    g.set_name("s");
+    return g;
+  }());
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->changes_size(), 1);  // the refusals changed nothing
+  EXPECT_EQ(after->spec().parameters(0).double_spec().max(), 2);
+}
+
+// The review's trap: one trial reporting loss=inf (minimized) made every
+// later GP_BANDIT suggestion the same point. The model now sees inf as the
+// worst value seen, so the study keeps exploring and converges as the
+// finite one does.
+TEST_F(StudyServiceTest, AnInfiniteResultDoesNotDerailTheSearch) {
+  auto run = [&](const std::string& name, bool with_inf) {
+    v1::CreateStudyRequest request;
+    google::protobuf::TextFormat::ParseFromString(R"pb(
+      study {
+        spec {
+          parameters { name: "x" double_spec { min: 0 max: 1 } }
+          parameters { name: "y" double_spec { min: 0 max: 1 } }
+          metrics { name: "loss" goal: MINIMIZE }
+          algorithm: GP_BANDIT
+          seed: 11
+        }
+      })pb", &request);
+    request.mutable_study()->set_name(name);
+    EXPECT_TRUE(service_.CreateStudy(request).ok());
+    std::set<std::pair<double, double>> points;
+    double best = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < 20; ++i) {
+      auto r = Suggest(name, 1, "w");
+      EXPECT_TRUE(r.ok() && r->trials_size() == 1);
+      if (!r.ok() || r->trials_size() != 1) return std::make_pair(best, points.size());
+      const v1::Trial& t = r->trials(0);
+      const double x = t.parameters(0).double_value();
+      const double y = t.parameters(1).double_value();
+      points.insert({x, y});
+      double loss = (x - 0.3) * (x - 0.3) + (y - 0.7) * (y - 0.7);
+      if (with_inf && i == 2) loss = std::numeric_limits<double>::infinity();
+      EXPECT_TRUE(Complete(name, t.id(), loss).ok());
+      if (std::isfinite(loss)) best = std::min(best, loss);
+    }
+    return std::make_pair(best, points.size());
+  };
+  const auto [finite_best, finite_points] = run("finite", false);
+  const auto [inf_best, inf_points] = run("inf", true);
+  EXPECT_EQ(inf_points, 20u);  // no point proposed twice
+  EXPECT_LT(inf_best, 0.01);
+  EXPECT_LT(finite_best, 0.01);
+  // The inf trial stays stored as reported.
+  v1::GetTrialRequest get;
+  get.set_study_name("inf");
+  get.set_trial_id(3);
+  auto third = service_.GetTrial(get);
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(third->final_measurement().metrics().at("loss"),
+            std::numeric_limits<double>::infinity());
+  (void)finite_points;
+}
+
+// Two objectives (accuracy up, latency down) under a memory constraint.
+v1::CreateStudyRequest TwoObjectivesOneConstraint(v1::Algorithm algorithm) {
+  v1::CreateStudyRequest request;
+  google::protobuf::TextFormat::ParseFromString(R"pb(
+    study {
+      name: "mo"
+      spec {
+        parameters { name: "x" double_spec { min: 0 max: 1 } }
+        parameters { name: "y" double_spec { min: 0 max: 1 } }
+        metrics { name: "acc" goal: MAXIMIZE role: OBJECTIVE }
+        metrics { name: "latency" goal: MINIMIZE role: OBJECTIVE }
+        metrics { name: "memory" role: CONSTRAINT upper_bound: 10 }
+        metrics { name: "note" }
+      }
+    })pb", &request);
+  request.mutable_study()->mutable_spec()->set_algorithm(algorithm);
+  return request;
+}
+
+TEST_F(StudyServiceTest, OptimalTrialsAreTheFeasibleParetoFront) {
+  ASSERT_TRUE(
+      service_.CreateStudy(TwoObjectivesOneConstraint(v1::RANDOM)).ok());
+  // {acc, latency, memory}: 1 and 2 trade off, 3 is dominated by 1, 4 would
+  // dominate everything but breaks the memory constraint.
+  const std::vector<std::array<double, 3>> results = {
+      {0.9, 5, 4}, {0.8, 2, 8}, {0.85, 6, 1}, {0.99, 1, 11}};
+  std::vector<int64_t> ids;
+  for (const auto& [acc, latency, memory] : results) {
+    v1::CreateTrialRequest request;
+    request.set_study_name("mo");
+    v1::Trial& t = *request.mutable_trial();
+    t.set_state(v1::Trial::COMPLETED);
+    for (const char* name : {"x", "y"}) {
+      v1::ParameterValue& p = *t.add_parameters();
+      p.set_name(name);
+      p.set_double_value(acc / 2);
+    }
+    auto& metrics = *t.mutable_final_measurement()->mutable_metrics();
+    metrics["acc"] = acc;
+    metrics["latency"] = latency;
+    auto missing = service_.CreateTrial(request);
+    EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(missing.status().message()),
+                HasSubstr("missing \"memory\""));
+    metrics["memory"] = memory;
+    auto created = service_.CreateTrial(request);
+    ASSERT_TRUE(created.ok()) << created.status();
+    EXPECT_EQ(created->feasible(), memory <= 10);
+    ids.push_back(created->id());
+  }
+  v1::ListOptimalTrialsRequest best;
+  best.set_study_name("mo");
+  auto front = service_.ListOptimalTrials(best);
+  ASSERT_TRUE(front.ok()) << front.status();
+  std::set<int64_t> front_ids;
+  for (const v1::Trial& t : front->trials()) front_ids.insert(t.id());
+  EXPECT_EQ(front_ids, (std::set<int64_t>{ids[0], ids[1]}));
+
+  // The engine models every objective and the constraint: it proposes.
+  auto r = Suggest("mo", 2, "w");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->trials_size(), 2);
+}
+
+TEST_F(StudyServiceTest, ACompletedTrialNeedsEveryObjectiveAndConstraint) {
+  ASSERT_TRUE(
+      service_.CreateStudy(TwoObjectivesOneConstraint(v1::GP_BANDIT)).ok());
+  auto r = Suggest("mo", 1, "w");
+  ASSERT_TRUE(r.ok()) << r.status();
+  v1::CompleteTrialRequest request;
+  request.set_study_name("mo");
+  request.set_trial_id(r->trials(0).id());
+  request.set_lease_epoch(r->trials(0).lease_epoch());
+  (*request.mutable_final_measurement()->mutable_metrics())["acc"] = 0.5;
+  (*request.mutable_final_measurement()->mutable_metrics())["memory"] = 3;
+  absl::Status s = service_.CompleteTrial(request).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("missing \"latency\""));
+  (*request.mutable_final_measurement()->mutable_metrics())["latency"] = 7;
+  auto done = service_.CompleteTrial(request);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::Trial::COMPLETED);
+  EXPECT_TRUE(done->feasible());
 }
 
 TEST_F(StudyServiceTest, MeasurementsAreIdempotentAndOrdered) {
@@ -348,7 +618,7 @@ TEST_F(StudyServiceTest, CompleteUsesLastMeasurementOrMarksInfeasible) {
 
   request.set_trial_id(2);
   EXPECT_THAT(std::string(service_.CompleteTrial(request).status().message()),
-              HasSubstr("objective \"loss\""));
+              HasSubstr("missing \"loss\""));
   request.set_lease_epoch(1);
   request.set_infeasible(true);
   request.set_infeasible_reason("out of memory");

@@ -63,6 +63,18 @@ std::function<void(v1::Study&)> WithParameters(std::vector<std::string> texts) {
   };
 }
 
+// Replaces the study's metrics with the ones given in text format.
+std::function<void(v1::Study&)> WithMetrics(std::vector<std::string> texts) {
+  return [texts](v1::Study& study) {
+    study.mutable_spec()->clear_metrics();
+    for (const std::string& t : texts) {
+      v1::MetricSpec m;
+      EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(t, &m)) << t;
+      *study.mutable_spec()->add_metrics() = m;
+    }
+  };
+}
+
 // Names the case in test output instead of dumping its bytes.
 void PrintTo(const BadStudyCase& c, std::ostream* os) { *os << c.label; }
 
@@ -102,6 +114,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadStudyCase{"min_above_max",
                      WithParameters({R"pb(name: "x" double_spec { min: 2 max: 1 })pb"}),
                      "parameters[0]"},
+        BadStudyCase{"double_min_equals_max",
+                     WithParameters({R"pb(name: "x" double_spec { min: 1 max: 1 })pb"}),
+                     "parameters[0].double_spec"},
+        BadStudyCase{"integer_min_equals_max",
+                     WithParameters({R"pb(name: "n" integer_spec { min: 4 max: 4 })pb"}),
+                     "one value"},
         BadStudyCase{"no_kind", WithParameters({R"pb(name: "x")pb"}),
                      "parameters[0]"},
         BadStudyCase{"empty_parameter_name",
@@ -130,6 +148,39 @@ INSTANTIATE_TEST_SUITE_P(
                        *s.mutable_spec()->add_metrics() = s.spec().metrics(0);
                      },
                      "metrics[1]"},
+        BadStudyCase{"unknown_role",
+                     [](v1::Study& s) {
+                       s.mutable_spec()->mutable_metrics(0)->set_role(
+                           static_cast<v1::MetricSpec::Role>(9));
+                     },
+                     "metrics[0].role"},
+        BadStudyCase{"no_objective",
+                     [](v1::Study& s) {
+                       s.mutable_spec()->mutable_metrics(0)->set_role(
+                           v1::MetricSpec::RECORDED);
+                     },
+                     "no metric has role OBJECTIVE"},
+        BadStudyCase{"objective_without_goal",
+                     WithMetrics({R"pb(name: "a" role: OBJECTIVE)pb"}),
+                     "metrics[0].goal"},
+        BadStudyCase{"bound_on_an_objective",
+                     WithMetrics({R"pb(name: "a" goal: MAXIMIZE role: OBJECTIVE
+                                       upper_bound: 1)pb"}),
+                     "not a CONSTRAINT"},
+        BadStudyCase{"constraint_without_bounds",
+                     WithMetrics({R"pb(name: "a" goal: MAXIMIZE role: OBJECTIVE)pb",
+                                  R"pb(name: "mem" role: CONSTRAINT)pb"}),
+                     "metrics[1]"},
+        BadStudyCase{"constraint_bounds_crossed",
+                     WithMetrics({R"pb(name: "a" goal: MAXIMIZE role: OBJECTIVE)pb",
+                                  R"pb(name: "mem" role: CONSTRAINT
+                                       lower_bound: 2 upper_bound: 1)pb"}),
+                     "metrics[1]"},
+        BadStudyCase{"constraint_bound_infinite",
+                     WithMetrics({R"pb(name: "a" goal: MAXIMIZE role: OBJECTIVE)pb",
+                                  R"pb(name: "mem" role: CONSTRAINT
+                                       upper_bound: inf)pb"}),
+                     "metrics[1].upper_bound"},
         BadStudyCase{"negative_max_trials",
                      [](v1::Study& s) { s.mutable_spec()->set_max_trials(-1); },
                      "study.spec.max_trials"},
@@ -268,9 +319,53 @@ TEST(ConversionTest, HistoryMaximizesAndSkipsFailed) {
   auto history = ToHistory(study.spec(), *space, trials);
   ASSERT_EQ(history.size(), 3u);
   EXPECT_EQ(history[0].outcome, optimizer::Outcome::kCompleted);
-  EXPECT_DOUBLE_EQ(history[0].value, -2.5);  // MINIMIZE becomes maximize
+  ASSERT_EQ(history[0].values.size(), 1u);
+  EXPECT_DOUBLE_EQ(history[0].values[0], -2.5);  // MINIMIZE becomes maximize
   EXPECT_EQ(history[1].outcome, optimizer::Outcome::kInfeasible);
   EXPECT_EQ(history[2].outcome, optimizer::Outcome::kPending);
+}
+
+TEST(ValidateStudyTest, ObjectivesAndConstraintsByRole) {
+  v1::Study study = ValidStudy();
+  study.mutable_spec()->clear_metrics();
+  google::protobuf::TextFormat::MergeFromString(R"pb(
+    metrics { name: "acc" goal: MAXIMIZE role: OBJECTIVE }
+    metrics { name: "latency" goal: MINIMIZE role: OBJECTIVE }
+    metrics { name: "memory" role: CONSTRAINT upper_bound: 16 }
+    metrics { name: "params" }
+  )pb", study.mutable_spec());
+  ASSERT_TRUE(CheckStudy(study).ok()) << CheckStudy(study);
+  StudyMetrics metrics(study.spec());
+  ASSERT_EQ(metrics.objectives().size(), 2u);
+  EXPECT_TRUE(metrics.multi_objective());
+  EXPECT_EQ(metrics.primary().name, "acc");
+  EXPECT_FALSE(metrics.objectives()[1].maximize);
+  ASSERT_EQ(metrics.constraints().size(), 1u);
+  EXPECT_EQ(metrics.constraints()[0].upper, 16);
+  EXPECT_EQ(metrics.RequiredNames(),
+            (std::vector<std::string>{"acc", "latency", "memory"}));
+
+  v1::Measurement m;
+  (*m.mutable_metrics())["acc"] = 0.9;
+  (*m.mutable_metrics())["latency"] = 3;
+  EXPECT_EQ(metrics.Missing(m), "memory");
+  EXPECT_FALSE(metrics.Feasible(m).has_value());
+  (*m.mutable_metrics())["memory"] = 20;
+  EXPECT_FALSE(metrics.Missing(m).has_value());
+  EXPECT_EQ(metrics.Feasible(m), false);
+  (*m.mutable_metrics())["memory"] = 16;  // bounds are inclusive
+  EXPECT_EQ(metrics.Feasible(m), true);
+  EXPECT_EQ(ModelValues(metrics, m), (std::vector<double>{0.9, -3, 16}));
+}
+
+TEST(ValidateStudyTest, WithoutRolesTheFirstMetricIsTheObjective) {
+  v1::Study study = ValidStudy();
+  google::protobuf::TextFormat::ParseFromString(
+      R"pb(name: "acc" goal: MAXIMIZE)pb", study.mutable_spec()->add_metrics());
+  StudyMetrics metrics(study.spec());
+  ASSERT_EQ(metrics.objectives().size(), 1u);
+  EXPECT_EQ(metrics.primary().name, "loss");
+  EXPECT_TRUE(metrics.constraints().empty());
 }
 
 }  // namespace

@@ -169,6 +169,42 @@ TEST_F(EnvTest, ServerFromOptionsThenEnvThenDefault) {
   EXPECT_EQ(ResolveClientOptions({}).server, "127.0.0.1:50051");
 }
 
+TEST(WithDefaultPortTest, AHostWithoutAPortMeans50051) {
+  EXPECT_EQ(WithDefaultPort("localhost"), "localhost:50051");
+  EXPECT_EQ(WithDefaultPort("gpu-box.lan"), "gpu-box.lan:50051");
+  EXPECT_EQ(WithDefaultPort("10.0.0.7"), "10.0.0.7:50051");
+  EXPECT_EQ(WithDefaultPort("[::1]"), "[::1]:50051");
+  EXPECT_EQ(WithDefaultPort("localhost:7000"), "localhost:7000");
+  EXPECT_EQ(WithDefaultPort("[::1]:7000"), "[::1]:7000");
+  EXPECT_EQ(WithDefaultPort("::1"), "::1");
+  EXPECT_EQ(WithDefaultPort("unix:/run/hypertune.sock"),
+            "unix:/run/hypertune.sock");
+  EXPECT_EQ(WithDefaultPort("dns:///tuner"), "dns:///tuner");
+}
+
+TEST_F(EnvTest, AServerWithoutAPortGetsTheDefaultPort) {
+  ClientOptions given;
+  given.server = "localhost";
+  EXPECT_EQ(ResolveClientOptions(given).server, "localhost:50051");
+  setenv("HYPERTUNE_SERVER", "tuner", 1);
+  EXPECT_EQ(ResolveClientOptions({}).server, "tuner:50051");
+}
+
+TEST(UnreachableServerTest, TheErrorNamesTheAddressAndHypertuned) {
+  ClientOptions options;
+  options.server = "127.0.0.1:1";  // nothing listens on port 1
+  options.max_attempts = 2;
+  options.initial_backoff = std::chrono::milliseconds(1);
+  options.max_backoff = std::chrono::milliseconds(1);
+  options.call_timeout = std::chrono::seconds(2);
+  Client client(options);
+  absl::StatusOr<v1::Study> study = client.GetStudy("any");
+  ASSERT_FALSE(study.ok());
+  EXPECT_EQ(study.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(study.status().message()),
+              ::testing::HasSubstr("is hypertuned running at 127.0.0.1:1?"));
+}
+
 TEST_F(EnvTest, ClientIdFromOptionsThenEnvThenHostAndPid) {
   std::string fallback = ResolveClientOptions({}).client_id;
   EXPECT_THAT(fallback, ::testing::EndsWith("-" + std::to_string(getpid())));

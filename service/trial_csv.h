@@ -1,12 +1,15 @@
-// The CSV form of a study's trials (RFC 4180): a header of fixed columns,
+// The CSV form of a study's trials (RFC 4180), the one schema of the HTTP
+// API's trials.csv and `hypertune trials --format csv`: a header of fixed
+// columns,
 // then one column per parameter spec ("param:NAME") and one per metric spec
 // ("metric:NAME", the final measurement's value), then one row per trial.
-// Fields holding a comma, double quote, CR or LF are quoted, quotes doubled;
+// Fields holding a comma, double quote, CR or LF, or with leading or
+// trailing blanks, are quoted, quotes doubled;
 // lines end in CRLF.
 //
 // Pure functions; thread-safe.
-#ifndef HYPERTUNE_SERVICE_HTTP_CSV_H_
-#define HYPERTUNE_SERVICE_HTTP_CSV_H_
+#ifndef HYPERTUNE_SERVICE_TRIAL_CSV_H_
+#define HYPERTUNE_SERVICE_TRIAL_CSV_H_
 
 #include <string>
 #include <string_view>
@@ -32,4 +35,4 @@ std::string FormatDouble(double value);
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_HTTP_CSV_H_
+#endif  // HYPERTUNE_SERVICE_TRIAL_CSV_H_

@@ -1,6 +1,6 @@
 // The CSV form of trials: RFC 4180 quoting, fixed columns, then parameters
 // and metrics by spec.
-#include "service/http/csv.h"
+#include "service/trial_csv.h"
 
 #include <limits>
 
@@ -17,6 +17,8 @@ TEST(CsvFieldTest, QuotesOnlyWhatNeedsIt) {
   EXPECT_EQ(CsvField("say \"hi\""), "\"say \"\"hi\"\"\"");
   EXPECT_EQ(CsvField("two\nlines"), "\"two\nlines\"");
   EXPECT_EQ(CsvField("cr\r"), "\"cr\r\"");
+  EXPECT_EQ(CsvField(" padded"), "\" padded\"");
+  EXPECT_EQ(CsvField("inner space"), "inner space");
 }
 
 TEST(FormatDoubleTest, ShortestRoundTrip) {
@@ -73,12 +75,17 @@ TEST(CsvRowTest, ColumnsFollowTheSpec) {
   EXPECT_EQ(out,
             "id,state,client_id,create_time_ms,start_time_ms,end_time_ms,"
             "retry_count,measurements,last_step,device_seconds,cost,"
-            "infeasible_reason,failure_reason,param:lr,param:n,"
+            "infeasible_reason,failure_reason,feasible,param:lr,param:n,"
             "\"param:act,x\",metric:loss,metric:acc\r\n");
   out.clear();
   AppendCsvRow(study, trial, &out);
   EXPECT_EQ(out,
-            "7,COMPLETED,\"w,1\",5,0,0,0,1,4,0,0,,,0.25,3,\"a\"\"b\",0.5,\r\n");
+            "7,COMPLETED,\"w,1\",5,0,0,0,1,4,0,0,,,,0.25,3,\"a\"\"b\",0.5,\r\n");
+  trial.set_feasible(false);
+  out.clear();
+  AppendCsvRow(study, trial, &out);
+  EXPECT_EQ(out,
+            "7,COMPLETED,\"w,1\",5,0,0,0,1,4,0,0,,,false,0.25,3,\"a\"\"b\",0.5,\r\n");
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "service/http/csv.h"
+#include "service/trial_csv.h"
 
 #include <charconv>
 #include <cmath>
@@ -20,10 +20,15 @@ constexpr const char* kFixedColumns[] = {"id",
                                          "device_seconds",
                                          "cost",
                                          "infeasible_reason",
-                                         "failure_reason"};
+                                         "failure_reason",
+                                         "feasible"};
 
 void AppendField(std::string_view field, std::string* out) {
-  if (field.find_first_of(",\"\r\n") == std::string_view::npos) {
+  const bool padded = !field.empty() && (field.front() == ' ' ||
+                                         field.front() == '\t' ||
+                                         field.back() == ' ' ||
+                                         field.back() == '\t');
+  if (!padded && field.find_first_of(",\"\r\n") == std::string_view::npos) {
     out->append(field);
     return;
   }
@@ -86,6 +91,8 @@ void AppendCsvRow(const v1::Study& study, const v1::Trial& trial,
   AppendField(trial.infeasible_reason(), out);
   out->push_back(',');
   AppendField(trial.failure_reason(), out);
+  out->push_back(',');
+  if (trial.has_feasible()) out->append(trial.feasible() ? "true" : "false");
   // Parameters are stored in spec order, but match by name to be safe.
   for (int i = 0; i < study.spec().parameters_size(); ++i) {
     out->push_back(',');

@@ -1,0 +1,28 @@
+// Reading a message from a JSON file a person wrote (a study config), with
+// errors that say where and what: the line and column of a syntax error,
+// the path of a bad field ('spec.metrics[0] ("loss").goal'), the valid names
+// of an enum, the nearest known name of an unknown field.
+//
+// Pure functions; thread-safe.
+#ifndef HYPERTUNE_CLI_JSON_CONFIG_H_
+#define HYPERTUNE_CLI_JSON_CONFIG_H_
+
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "google/protobuf/message.h"
+
+namespace hypertune::cli {
+
+// Parses `json` (protobuf's JSON mapping, snake_case or lowerCamel names)
+// into `message`. INVALID_ARGUMENT naming `source` and the problem.
+absl::Status ParseJsonConfig(std::string_view json, std::string_view source,
+                             google::protobuf::Message* message);
+
+// The edit distance between `a` and `b` (insertions, deletions,
+// substitutions and adjacent transpositions count 1).
+int EditDistance(std::string_view a, std::string_view b);
+
+}  // namespace hypertune::cli
+
+#endif  // HYPERTUNE_CLI_JSON_CONFIG_H_
