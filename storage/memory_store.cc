@@ -181,7 +181,11 @@ absl::Status MemoryStore::Replace(const v1::Trial& trial,
         absl::StrCat(TrialLabel(trial.study_name(), trial.id()), " not found"));
   }
   if (read != nullptr) {
-    if (absl::Status s = CheckVersion(it->second, *read); !s.ok()) return s;
+    if (absl::Status s = CheckVersion(trial.study_name(), trial.id(),
+                                      TrialVersion::Of(it->second), *read);
+        !s.ok()) {
+      return s;
+    }
   }
   it->second = trial;
   if (record_change) RecordChange(**entry, trial.id());

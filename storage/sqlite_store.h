@@ -2,7 +2,9 @@
 //
 // The file is in WAL mode with foreign keys on. Each study and trial is kept
 // as its serialized proto message; a few columns beside it (name, state,
-// client id) exist only for lookups (sqlite/tables.h). Every statement is
+// client id, lease epoch) exist only for lookups and for the conditional
+// updates, which compare them instead of reading the message back
+// (sqlite/tables.h). Every statement is
 // prepared once per connection, cached and given its values through
 // bindings, so names of any bytes round-trip verbatim (sqlite/connection.h).
 // The schema carries a version and migrates forward on Open; a file written

@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "hypertune/v1/hypertune.pb.h"
 
 namespace hypertune::storage::sqlite {
 
@@ -79,10 +81,65 @@ constexpr const char* kSchemaV4[] = {
     "CREATE INDEX trials_by_client ON trials(study_id, client_id, trial_id)",
 };
 
+// Version 5: conditional trial updates (UpdateTrialIf, RenewTrialLease)
+// compare the lease epoch in their WHERE clause instead of reading and
+// parsing the stored message. Existing rows take it from their message
+// (BackfillLeaseEpochs).
+constexpr const char* kSchemaV5[] = {
+    "ALTER TABLE trials ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0",
+};
+
+constexpr char kSelectTrialMessages[] =
+    "SELECT study_id, trial_id, trial FROM trials";
+constexpr char kSetLeaseEpoch[] =
+    "UPDATE trials SET lease_epoch = ?3 WHERE study_id = ?1 AND trial_id = ?2";
+
+// Copies each stored trial's lease epoch into its lease_epoch column.
+absl::Status BackfillLeaseEpochs(Connection& db, const std::string& what) {
+  struct Epoch {
+    int64_t study_id;
+    int64_t trial_id;
+    int64_t lease_epoch;
+  };
+  // Collected first: the rows are not updated under the scan that reads
+  // them.
+  std::vector<Epoch> epochs;
+  {
+    absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kSelectTrialMessages);
+    if (!statement.ok()) return statement.status();
+    Query rows(db.db(), *statement, what);
+    absl::Status status = rows.ForEachRow([&] {
+      const std::string_view bytes = rows.Bytes(2);
+      v1::Trial trial;
+      // A message that does not parse keeps 0: reading that trial reports
+      // DATA_LOSS as before, rather than the whole file failing to open.
+      if (trial.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) &&
+          trial.lease_epoch() != 0) {
+        epochs.push_back({rows.Int(0), rows.Int(1), trial.lease_epoch()});
+      }
+      return absl::OkStatus();
+    });
+    if (!status.ok()) return status;
+  }
+  absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kSetLeaseEpoch);
+  if (!statement.ok()) return statement.status();
+  for (const Epoch& epoch : epochs) {
+    Query update(db.db(), *statement, what);
+    update.BindInt(1, epoch.study_id)
+        .BindInt(2, epoch.trial_id)
+        .BindInt(3, epoch.lease_epoch);
+    if (absl::Status s = update.Run(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 struct Migration {
-  // The version the file has once `statements` have run.
+  // The version the file has once the step has run.
   int version;
   std::span<const char* const> statements;
+  // Runs after `statements` where rows need C++ (parsing messages); null if
+  // none. `what` names the step in errors.
+  absl::Status (*fill)(Connection& db, const std::string& what) = nullptr;
 };
 
 // Applied in order, each once; append, never edit a released step.
@@ -91,6 +148,7 @@ constexpr Migration kMigrations[] = {
     {2, kSchemaV2},
     {3, kSchemaV3},
     {4, kSchemaV4},
+    {5, kSchemaV5, BackfillLeaseEpochs},
 };
 static_assert(std::size(kMigrations) == kSchemaVersion &&
                   kMigrations[std::size(kMigrations) - 1].version ==
@@ -128,6 +186,9 @@ absl::Status Apply(Connection& db, const Migration& migration) {
   for (const char* sql : migration.statements) {
     absl::StatusOr<std::string> ran = db.RunOnce(sql, what);
     if (!ran.ok()) return ran.status();
+  }
+  if (migration.fill != nullptr) {
+    if (absl::Status s = migration.fill(db, what); !s.ok()) return s;
   }
   absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kInsertVersion);
   if (!statement.ok()) return statement.status();

@@ -16,7 +16,7 @@
 namespace hypertune::storage::sqlite {
 
 // The schema version this build writes.
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 // Applies the migrations that `db`'s file lacks, in order, each once.
 // FAILED_PRECONDITION if the file's schema is newer than kSchemaVersion;

@@ -31,32 +31,45 @@ constexpr char kMaxTrialIdAndSequence[] =
     "?1), "
     "(SELECT COALESCE(MAX(sequence), 0) FROM trials WHERE study_id = ?1)";
 constexpr char kInsertTrial[] =
-    "INSERT INTO trials(study_id, trial_id, state, client_id, trial, sequence) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+    "INSERT INTO trials(study_id, trial_id, state, client_id, trial, sequence, "
+    "lease_epoch) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 constexpr char kSelectTrial[] =
     "SELECT t.trial FROM trials t JOIN studies s ON s.id = t.study_id "
     "WHERE s.name = ?1 AND t.trial_id = ?2";
+constexpr char kSelectTrialVersion[] =
+    "SELECT t.state, t.lease_epoch FROM trials t "
+    "JOIN studies s ON s.id = t.study_id "
+    "WHERE s.name = ?1 AND t.trial_id = ?2";
+// The trial updates bind the same values: ?1 the study's name, ?2 the
+// trial's id, ?3..?6 its state, client id, message and lease epoch; ?7 and
+// ?8, the lease epoch and state the caller read, only for a conditional
+// update (unbound, they are NULL and check nothing). The stored version is
+// compared in the WHERE clause, so the message is never read back.
+//
 // Updates take the next number of the study's change sequence.
 constexpr char kUpdateTrial[] =
-    "UPDATE trials SET state = ?3, client_id = ?4, trial = ?5, sequence = "
+    "UPDATE trials SET state = ?3, client_id = ?4, trial = ?5, "
+    "lease_epoch = ?6, sequence = "
     "(SELECT MAX(sequence) + 1 FROM trials WHERE study_id = "
     "(SELECT id FROM studies WHERE name = ?1)) "
     "WHERE study_id = (SELECT id FROM studies WHERE name = ?1) "
-    "AND trial_id = ?2";
+    "AND trial_id = ?2 AND (?7 IS NULL OR (lease_epoch = ?7 AND state = ?8))";
 // kUpdateTrial when neither state nor client_id changes, else no change:
 // rewriting an indexed column rewrites its index entries, even to the same
 // value.
 constexpr char kUpdateTrialMessage[] =
-    "UPDATE trials SET trial = ?5, sequence = "
+    "UPDATE trials SET trial = ?5, lease_epoch = ?6, sequence = "
     "(SELECT MAX(sequence) + 1 FROM trials WHERE study_id = "
     "(SELECT id FROM studies WHERE name = ?1)) "
     "WHERE study_id = (SELECT id FROM studies WHERE name = ?1) "
-    "AND trial_id = ?2 AND state = ?3 AND client_id = ?4";
-// Lease renewals: the message only, no change recorded.
+    "AND trial_id = ?2 AND state = ?3 AND client_id = ?4 "
+    "AND (?7 IS NULL OR (lease_epoch = ?7 AND state = ?8))";
+// Lease renewals: kUpdateTrialMessage without recording a change.
 constexpr char kRenewTrialLease[] =
-    "UPDATE trials SET trial = ?5 "
+    "UPDATE trials SET trial = ?5, lease_epoch = ?6 "
     "WHERE study_id = (SELECT id FROM studies WHERE name = ?1) "
-    "AND trial_id = ?2 AND state = ?3 AND client_id = ?4";
+    "AND trial_id = ?2 AND state = ?3 AND client_id = ?4 "
+    "AND (?7 IS NULL OR (lease_epoch = ?7 AND state = ?8))";
 constexpr char kListTrialChanges[] =
     "SELECT trial_id, sequence, trial FROM trials "
     "WHERE study_id = ?1 AND sequence > ?2 ORDER BY sequence LIMIT ?3";
@@ -98,6 +111,31 @@ absl::Status TrialNotFound(Connection& db, std::string_view study_name,
   if (!study_id.ok()) return study_id.status();
   return absl::NotFoundError(
       absl::StrCat(TrialLabel(study_name, trial_id), " not found"));
+}
+
+// Why an update of `trial` changed no row: NOT_FOUND naming the study or
+// the trial, or ABORTED naming the version the caller `read` (null for an
+// unconditional update) and the stored one.
+absl::Status WhyNotUpdated(Connection& db, const v1::Trial& trial,
+                           const TrialVersion* read, const std::string& what) {
+  absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kSelectTrialVersion);
+  if (!statement.ok()) return statement.status();
+  Query query(db.db(), *statement, what);
+  query.BindBytes(1, trial.study_name()).BindInt(2, trial.id());
+  absl::StatusOr<bool> row = query.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return TrialNotFound(db, trial.study_name(), trial.id());
+  const TrialVersion stored{static_cast<v1::Trial::State>(query.Int(0)),
+                            query.Int(1)};
+  if (read != nullptr) {
+    if (absl::Status s =
+            CheckVersion(trial.study_name(), trial.id(), stored, *read);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::InternalError(
+      absl::StrCat(what, ": the trial's row matched but was not updated"));
 }
 
 // Binds the studies row of kInsertStudy and kUpdateStudy: name, state,
@@ -259,7 +297,8 @@ absl::Status InsertTrials(Connection& db, std::string_view study_name,
         .BindInt(3, trial.state())
         .BindBytes(4, trial.client_id())
         .BindBytes(5, *bytes)
-        .BindInt(6, ++last_sequence);
+        .BindInt(6, ++last_sequence)
+        .BindInt(7, trial.lease_epoch());
     if (absl::Status s = query.Run(); !s.ok()) return s;
   }
   return absl::OkStatus();
@@ -292,30 +331,27 @@ absl::Status UpdateTrial(Connection& db, const v1::Trial& trial,
         .BindInt(2, trial.id())
         .BindInt(3, trial.state())
         .BindBytes(4, trial.client_id())
-        .BindBytes(5, bytes);
+        .BindBytes(5, bytes)
+        .BindInt(6, trial.lease_epoch());
+    if (read != nullptr) {
+      query.BindInt(7, read->lease_epoch).BindInt(8, read->state);
+    }
     if (absl::Status s = query.Run(); !s.ok()) return s;
     return db.Changes() != 0;
   };
-  if (read != nullptr) {
-    // Inside the caller's transaction: no write comes in between.
-    v1::Trial stored;
-    if (absl::Status s =
-            LoadTrial(db, trial.study_name(), trial.id(), what, stored);
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = CheckVersion(stored, *read); !s.ok()) return s;
-  }
   // Most updates (reports) keep the state and the client: then only the
-  // message changes and no index needs rewriting.
-  absl::StatusOr<bool> changed =
-      run(record_change ? kUpdateTrialMessage : kRenewTrialLease);
+  // message changes and no index needs rewriting. A conditional update
+  // that changes the state it read cannot match there.
+  if (read == nullptr || read->state == trial.state()) {
+    absl::StatusOr<bool> changed =
+        run(record_change ? kUpdateTrialMessage : kRenewTrialLease);
+    if (!changed.ok()) return changed.status();
+    if (*changed) return absl::OkStatus();
+  }
+  absl::StatusOr<bool> changed = run(kUpdateTrial);
   if (!changed.ok()) return changed.status();
   if (*changed) return absl::OkStatus();
-  changed = run(kUpdateTrial);
-  if (!changed.ok()) return changed.status();
-  if (!*changed) return TrialNotFound(db, trial.study_name(), trial.id());
-  return absl::OkStatus();
+  return WhyNotUpdated(db, trial, read, what);
 }
 
 absl::Status LoadTrials(Connection& db, int64_t study_id,

@@ -1,6 +1,7 @@
 // The rows of a SqliteStore file: studies and trials read and written on
 // one connection, each as its serialized message beside a few columns that
-// exist only for lookups (name, state, client id).
+// exist only for lookups and conditional updates (name, state, client id,
+// lease epoch), kept equal to the message's fields by every write.
 //
 // These functions know the SQL and the stored form; they know nothing of
 // the write queue or the read pool: the caller supplies the connection and,

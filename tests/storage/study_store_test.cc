@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <latch>
 #include <limits>
 #include <memory>
 #include <set>
@@ -995,6 +996,207 @@ TYPED_TEST(StudyStoreTest, ListTrialsInStatesSpansStudies) {
   EXPECT_THAT(list({v1::Trial::COMPLETED}), ElementsAre(Key("b", 1)));
 }
 
+// ----- Conditional updates -----
+
+// The sequence number of the change that created CreateLeasedTrial's trial.
+constexpr int64_t kCreated = 1;
+
+// The highest change sequence of `study_name` (0 with no trials).
+int64_t LastSequence(StudyStore& store, const std::string& study_name) {
+  absl::StatusOr<std::vector<TrialChange>> changes =
+      store.ListTrialChanges(study_name, 0, 0);
+  EXPECT_TRUE(changes.ok()) << changes.status();
+  return !changes.ok() || changes->empty() ? 0 : changes->back().sequence;
+}
+
+// Creates study "mnist" with one trial, in `state` under lease `epoch` and
+// held by "worker-a", and returns it as stored; its change is kCreated.
+v1::Trial CreateLeasedTrial(StudyStore& store, v1::Trial::State state,
+                            int64_t epoch) {
+  EXPECT_TRUE(store.CreateStudy(MakeStudy("mnist")).ok());
+  v1::Trial trial = MakeTrial(state, "worker-a");
+  trial.set_lease_epoch(epoch);
+  trial.set_lease_expire_time_ms(1000);
+  absl::StatusOr<std::vector<v1::Trial>> created =
+      store.CreateTrials("mnist", {trial});
+  EXPECT_TRUE(created.ok()) << created.status();
+  return created.ok() && created->size() == 1 ? (*created)[0] : trial;
+}
+
+TYPED_TEST(StudyStoreTest, UpdateTrialIfAppliesWhileStateAndEpochMatch) {
+  StudyStore& store = *this->store_;
+  const v1::Trial read = CreateLeasedTrial(store, v1::Trial::ACTIVE, 3);
+
+  // A report: the same state, client and epoch.
+  v1::Trial reported = read;
+  reported.add_measurements()->set_step(1);
+  ASSERT_TRUE(store.UpdateTrialIf(reported, TrialVersion::Of(read)).ok());
+  EXPECT_THAT(*store.GetTrial("mnist", 1), EqualsProto(reported));
+  EXPECT_EQ(LastSequence(store, "mnist"), 2);
+
+  // Back to the queue: a new state, client and epoch.
+  v1::Trial requeued = reported;
+  requeued.set_state(v1::Trial::REQUESTED);
+  requeued.set_client_id("");
+  ASSERT_TRUE(store.UpdateTrialIf(requeued, TrialVersion::Of(reported)).ok());
+  v1::Trial granted = requeued;
+  granted.set_state(v1::Trial::ACTIVE);
+  granted.set_client_id("worker-b");
+  granted.set_lease_epoch(4);
+  ASSERT_TRUE(store.UpdateTrialIf(granted, TrialVersion::Of(requeued)).ok());
+  EXPECT_THAT(*store.GetTrial("mnist", 1), EqualsProto(granted));
+  EXPECT_EQ(LastSequence(store, "mnist"), 4);
+
+  // The new version is what the next conditional update must name.
+  v1::Trial completed = granted;
+  completed.set_state(v1::Trial::COMPLETED);
+  EXPECT_EQ(store.UpdateTrialIf(completed, TrialVersion::Of(read)).code(),
+            absl::StatusCode::kAborted);
+  ASSERT_TRUE(store.UpdateTrialIf(completed, TrialVersion::Of(granted)).ok());
+  EXPECT_THAT(*store.GetTrial("mnist", 1), EqualsProto(completed));
+  EXPECT_THAT(*store.CountTrials("mnist"),
+              UnorderedElementsAre(Pair(v1::Trial::COMPLETED, 1)));
+}
+
+TYPED_TEST(StudyStoreTest, UpdateTrialIfIsAbortedWhenStateOrEpochChanged) {
+  StudyStore& store = *this->store_;
+  const v1::Trial stored = CreateLeasedTrial(store, v1::Trial::ACTIVE, 3);
+
+  struct Case {
+    TrialVersion read;
+    std::string then;
+  };
+  const Case cases[] = {
+      {{v1::Trial::ACTIVE, 2}, "ACTIVE under lease epoch 2 then"},
+      {{v1::Trial::REQUESTED, 3}, "REQUESTED under lease epoch 3 then"},
+      {{v1::Trial::STOPPING, 4}, "STOPPING under lease epoch 4 then"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.then);
+    // Writes that keep the state read and writes that change it.
+    for (v1::Trial::State state : {c.read.state, v1::Trial::COMPLETED}) {
+      v1::Trial update = stored;
+      update.set_state(state);
+      update.add_measurements()->set_step(1);
+      absl::Status status = store.UpdateTrialIf(update, c.read);
+      EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+      EXPECT_THAT(status.message(), HasSubstr("trial 1 of study \"mnist\""));
+      EXPECT_THAT(status.message(), HasSubstr(c.then));
+      EXPECT_THAT(status.message(),
+                  HasSubstr("ACTIVE under lease epoch 3 now"));
+    }
+  }
+  // Nothing was written, and no change recorded.
+  EXPECT_THAT(*store.GetTrial("mnist", 1), EqualsProto(stored));
+  EXPECT_THAT(*store.ListTrialChanges("mnist", kCreated, 0), IsEmpty());
+  EXPECT_THAT(*store.CountTrials("mnist"),
+              UnorderedElementsAre(Pair(v1::Trial::ACTIVE, 1)));
+}
+
+TYPED_TEST(StudyStoreTest, ConditionalUpdatesSayNotFoundForAMissingTrial) {
+  StudyStore& store = *this->store_;
+  const v1::Trial stored = CreateLeasedTrial(store, v1::Trial::ACTIVE, 3);
+
+  v1::Trial no_study = stored;
+  no_study.set_study_name("nope");
+  v1::Trial no_trial = stored;
+  no_trial.set_id(99);
+  const TrialVersion read = TrialVersion::Of(stored);
+  for (const auto& [trial, missing] :
+       {std::pair(no_study, "study \"nope\" not found"),
+        std::pair(no_trial, "trial 99 of study \"mnist\" not found")}) {
+    SCOPED_TRACE(missing);
+    absl::Status update = store.UpdateTrialIf(trial, read);
+    EXPECT_EQ(update.code(), absl::StatusCode::kNotFound) << update;
+    EXPECT_THAT(update.message(), HasSubstr(missing));
+    absl::Status renew = store.RenewTrialLease(trial);
+    EXPECT_EQ(renew.code(), absl::StatusCode::kNotFound) << renew;
+    EXPECT_THAT(renew.message(), HasSubstr(missing));
+  }
+  EXPECT_THAT(*store.ListTrialChanges("mnist", kCreated, 0), IsEmpty());
+  EXPECT_EQ(Ids(*store.ListTrials("mnist", {})), Range(1, 1));
+}
+
+TYPED_TEST(StudyStoreTest, RenewTrialLeaseRefusesAStaleStateOrEpoch) {
+  StudyStore& store = *this->store_;
+  const v1::Trial stored = CreateLeasedTrial(store, v1::Trial::ACTIVE, 3);
+
+  v1::Trial stale_epoch = stored;
+  stale_epoch.set_lease_epoch(2);
+  stale_epoch.set_lease_expire_time_ms(5000);
+  v1::Trial stale_state = stored;
+  stale_state.set_state(v1::Trial::STOPPING);
+  stale_state.set_lease_expire_time_ms(5000);
+  for (const v1::Trial& renewal : {stale_epoch, stale_state}) {
+    absl::Status status = store.RenewTrialLease(renewal);
+    EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+    EXPECT_THAT(status.message(), HasSubstr("trial 1 of study \"mnist\""));
+    EXPECT_THAT(status.message(), HasSubstr("ACTIVE under lease epoch 3 now"));
+  }
+  EXPECT_THAT(*store.GetTrial("mnist", 1), EqualsProto(stored));
+
+  // The current version renews, and watchers see no change.
+  v1::Trial renewed = stored;
+  renewed.set_lease_expire_time_ms(5000);
+  ASSERT_TRUE(store.RenewTrialLease(renewed).ok());
+  EXPECT_EQ(store.GetTrial("mnist", 1)->lease_expire_time_ms(), 5000);
+  EXPECT_THAT(*store.ListTrialChanges("mnist", kCreated, 0), IsEmpty());
+}
+
+TYPED_TEST(StudyStoreTest, RacingUpdateTrialIfFromOneReadHasOneWinner) {
+  StudyStore& store = *this->store_;
+  this->Create("mnist");
+  constexpr int kTrials = 30;
+  constexpr int kWriters = 4;
+  absl::StatusOr<std::vector<v1::Trial>> created =
+      store.CreateTrials("mnist", MakeTrials(kTrials, v1::Trial::REQUESTED));
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::vector<v1::Trial>& read = *created;
+
+  // Every writer grants every trial to itself, from the same read; they
+  // start together so that their writes interleave.
+  std::vector<std::vector<absl::Status>> statuses(
+      kWriters, std::vector<absl::Status>(kTrials));
+  std::latch start(kWriters);
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&, w] {
+      start.arrive_and_wait();
+      for (int i = 0; i < kTrials; ++i) {
+        v1::Trial granted = read[i];
+        granted.set_state(v1::Trial::ACTIVE);
+        granted.set_client_id("writer-" + std::to_string(w));
+        granted.set_lease_epoch(1);
+        statuses[w][i] =
+            store.UpdateTrialIf(granted, TrialVersion::Of(read[i]));
+      }
+    });
+  }
+  for (std::thread& writer : writers) writer.join();
+
+  for (int i = 0; i < kTrials; ++i) {
+    SCOPED_TRACE(read[i].id());
+    std::vector<int> winners;
+    for (int w = 0; w < kWriters; ++w) {
+      if (statuses[w][i].ok()) {
+        winners.push_back(w);
+      } else {
+        EXPECT_EQ(statuses[w][i].code(), absl::StatusCode::kAborted)
+            << statuses[w][i];
+      }
+    }
+    ASSERT_EQ(winners.size(), 1u);
+    absl::StatusOr<v1::Trial> stored = store.GetTrial("mnist", read[i].id());
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    EXPECT_EQ(stored->client_id(), "writer-" + std::to_string(winners[0]));
+    EXPECT_EQ(stored->lease_epoch(), 1);
+  }
+  // One change per trial created and one per winner, none per loser.
+  EXPECT_EQ(LastSequence(store, "mnist"), 2 * kTrials);
+  EXPECT_THAT(*store.CountTrials("mnist"),
+              UnorderedElementsAre(Pair(v1::Trial::ACTIVE, kTrials)));
+}
+
 // ----- SqliteStore only -----
 
 // A second, raw connection to look at the file from outside the store.
@@ -1531,6 +1733,7 @@ TEST_F(SqliteStoreTest, MigratesAVersionOneFile) {
     raw.Query("DROP INDEX trials_in_state");
     raw.Query("DROP INDEX trials_by_sequence");
     raw.Query("ALTER TABLE trials DROP COLUMN sequence");
+    raw.Query("ALTER TABLE trials DROP COLUMN lease_epoch");
     raw.Query("DELETE FROM schema_version WHERE version >= 2");
   }
   std::unique_ptr<SqliteStore> store = OpenOrDie();
@@ -1563,6 +1766,130 @@ TEST_F(SqliteStoreTest, MigratesAVersionOneFile) {
       store->CountTrials("mnist");
   ASSERT_TRUE(counts.ok()) << counts.status();
   EXPECT_THAT(*counts, UnorderedElementsAre(Pair(v1::Trial::ACTIVE, 2)));
+}
+
+TEST_F(SqliteStoreTest, ConditionalUpdatesOfOneBatchSeeEachOther) {
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  const v1::Trial read = CreateLeasedTrial(*store, v1::Trial::REQUESTED, 0);
+  v1::Trial to_a = read;
+  to_a.set_state(v1::Trial::ACTIVE);
+  to_a.set_client_id("worker-a");
+  to_a.set_lease_epoch(1);
+  v1::Trial to_b = to_a;
+  to_b.set_client_id("worker-b");
+  v1::Trial reported = to_a;
+  reported.add_measurements()->set_step(1);
+  const SqliteStore::CommitStats before = store->GetCommitStats();
+
+  absl::Status grant_a, grant_b, report;
+  {
+    PausedBatch batch(*store);
+    // Both grants from the same read: the first queued wins.
+    batch.Add(
+        [&] { grant_a = store->UpdateTrialIf(to_a, TrialVersion::Of(read)); });
+    batch.Add(
+        [&] { grant_b = store->UpdateTrialIf(to_b, TrialVersion::Of(read)); });
+    // A write from what the winner wrote, in the same transaction.
+    batch.Add([&] {
+      report = store->UpdateTrialIf(reported, TrialVersion::Of(to_a));
+    });
+  }
+  EXPECT_EQ(store->GetCommitStats().batches - before.batches, 1);
+  EXPECT_TRUE(grant_a.ok()) << grant_a;
+  EXPECT_EQ(grant_b.code(), absl::StatusCode::kAborted) << grant_b;
+  EXPECT_THAT(grant_b.message(),
+              HasSubstr("REQUESTED under lease epoch 0 then, ACTIVE under "
+                        "lease epoch 1 now"));
+  EXPECT_TRUE(report.ok()) << report;
+  EXPECT_THAT(*store->GetTrial("mnist", 1), EqualsProto(reported));
+  // The creation, then the grant and the report: the loser left no change.
+  EXPECT_EQ(LastSequence(*store, "mnist"), 3);
+}
+
+TEST_F(SqliteStoreTest, LeaseEpochColumnFollowsEveryTrialWrite) {
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  RawDb raw(path_);
+  auto column = [&] {
+    return raw.Query("SELECT lease_epoch FROM trials WHERE trial_id = 1");
+  };
+  v1::Trial trial = CreateLeasedTrial(*store, v1::Trial::ACTIVE, 5);
+  EXPECT_EQ(column(), "5");
+  // Unconditional, keeping the state and client (the message-only update).
+  trial.set_lease_epoch(6);
+  ASSERT_TRUE(store->UpdateTrial(trial).ok());
+  EXPECT_EQ(column(), "6");
+  // Unconditional, changing the state.
+  trial.set_state(v1::Trial::REQUESTED);
+  trial.set_lease_epoch(7);
+  ASSERT_TRUE(store->UpdateTrial(trial).ok());
+  EXPECT_EQ(column(), "7");
+  // Conditional, both ways.
+  v1::Trial next = trial;
+  next.set_lease_epoch(8);
+  ASSERT_TRUE(store->UpdateTrialIf(next, TrialVersion::Of(trial)).ok());
+  EXPECT_EQ(column(), "8");
+  trial = next;
+  next.set_state(v1::Trial::ACTIVE);
+  next.set_lease_epoch(9);
+  ASSERT_TRUE(store->UpdateTrialIf(next, TrialVersion::Of(trial)).ok());
+  EXPECT_EQ(column(), "9");
+  // A renewal keeps it.
+  next.set_lease_expire_time_ms(9000);
+  ASSERT_TRUE(store->RenewTrialLease(next).ok());
+  EXPECT_EQ(column(), "9");
+  EXPECT_EQ(*store->IntegrityCheck(), "ok");
+}
+
+TEST_F(SqliteStoreTest, MigratesAVersionFourFileFillingLeaseEpochs) {
+  {
+    std::unique_ptr<SqliteStore> store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->CreateStudy(MakeStudy("mnist")).ok());
+    std::vector<v1::Trial> trials = {MakeTrial(v1::Trial::REQUESTED),
+                                     MakeTrial(v1::Trial::ACTIVE, "worker-a"),
+                                     MakeTrial(v1::Trial::COMPLETED, "w")};
+    trials[1].set_lease_epoch(3);
+    trials[2].set_lease_epoch(7);
+    ASSERT_TRUE(store->CreateTrials("mnist", trials).ok());
+  }
+  {
+    // Back to what version 4 wrote, with a fourth trial whose message does
+    // not parse (0xff... is never a valid field tag sequence).
+    RawDb raw(path_);
+    raw.Query("ALTER TABLE trials DROP COLUMN lease_epoch");
+    raw.Query("DELETE FROM schema_version WHERE version >= 5");
+    raw.Query(
+        "INSERT INTO trials(study_id, trial_id, state, client_id, trial, "
+        "sequence) VALUES (1, 4, ?1, x'', x'ffffffffff', 4)",
+        {v1::Trial::ACTIVE});
+    ASSERT_EQ(raw.Query("SELECT MAX(version) FROM schema_version"), "4");
+  }
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  RawDb raw(path_);
+  EXPECT_EQ(raw.Query("SELECT MAX(version) FROM schema_version"), "5");
+  const char* kEpoch = "SELECT lease_epoch FROM trials WHERE trial_id = ?1";
+  EXPECT_EQ(raw.Query(kEpoch, {1}), "0");
+  EXPECT_EQ(raw.Query(kEpoch, {2}), "3");
+  EXPECT_EQ(raw.Query(kEpoch, {3}), "7");
+  // The unreadable trial keeps 0 and stays unreadable; the file opened.
+  EXPECT_EQ(raw.Query(kEpoch, {4}), "0");
+  EXPECT_EQ(store->GetTrial("mnist", 4).status().code(),
+            absl::StatusCode::kDataLoss);
+
+  // Conditional updates compare against the filled-in epochs.
+  absl::StatusOr<v1::Trial> active = store->GetTrial("mnist", 2);
+  ASSERT_TRUE(active.ok()) << active.status();
+  v1::Trial completed = *active;
+  completed.set_state(v1::Trial::COMPLETED);
+  absl::Status stale = store->UpdateTrialIf(completed, {v1::Trial::ACTIVE, 0});
+  EXPECT_EQ(stale.code(), absl::StatusCode::kAborted) << stale;
+  EXPECT_THAT(stale.message(), HasSubstr("ACTIVE under lease epoch 3 now"));
+  EXPECT_TRUE(store->UpdateTrialIf(completed, TrialVersion::Of(*active)).ok());
+  EXPECT_EQ(store->GetTrial("mnist", 2)->state(), v1::Trial::COMPLETED);
+  EXPECT_EQ(*store->IntegrityCheck(), "ok");
 }
 
 TEST_F(SqliteStoreTest, ReadConnectionsAreBounded) {
