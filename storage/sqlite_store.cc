@@ -11,9 +11,19 @@ namespace hypertune::storage {
 
 // ----- Opening -----
 
+namespace {
+
+// Whether `path` names a private in-memory database (one per connection).
+bool InMemory(const std::string& path) {
+  return path.empty() || path == ":memory:";
+}
+
+}  // namespace
+
 SqliteStore::SqliteStore(std::unique_ptr<Connection> writer,
                          const std::string& path, const SqliteOptions& options)
-    : single_connection_(path.empty() || path == ":memory:"),
+    : path_(path),
+      single_connection_(InMemory(path)),
       writer_(std::move(writer)),
       readers_(single_connection_ ? nullptr
                                   : std::make_unique<sqlite::ReadPool>(
@@ -255,6 +265,16 @@ absl::StatusOr<std::string> SqliteStore::IntegrityCheck() {
   });
   if (!status.ok()) return status;
   return report;
+}
+
+absl::Status SqliteStore::CheckIntegrity() {
+  absl::StatusOr<std::string> report = IntegrityCheck();
+  if (!report.ok()) return report.status();
+  if (*report == "ok") return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat("SQLite database '", path_,
+                                          "' is damaged: PRAGMA "
+                                          "integrity_check says: ",
+                                          *report));
 }
 
 SqliteStore::CommitStats SqliteStore::GetCommitStats() const {

@@ -42,21 +42,10 @@
 #include "storage/sqlite/group_commit_writer.h"
 #include "storage/sqlite/read_pool.h"
 #include "storage/sqlite/schema.h"
+#include "storage/store_options.h"
 #include "storage/study_store.h"
 
 namespace hypertune::storage {
-
-struct SqliteOptions {
-  // synchronous=FULL instead of NORMAL: also survives power loss, slower
-  // commits. Default false.
-  bool durable_full = false;
-  // How long a statement waits for a lock held by another connection.
-  // Default 5 s.
-  int busy_timeout_ms = 5000;
-  // The most read connections open at once; more concurrent reads wait for
-  // one to be free. Opened on demand. Default 4.
-  int max_read_connections = 4;
-};
 
 class SqliteStore : public StudyStore {
  public:
@@ -105,6 +94,8 @@ class SqliteStore : public StudyStore {
       std::string_view study_name) override;
   absl::StatusOr<std::vector<v1::Trial>> ListTrialsInStates(
       const std::vector<v1::Trial::State>& states) override;
+  // DATA_LOSS with PRAGMA integrity_check's report when it is not "ok".
+  absl::Status CheckIntegrity() override;
 
   // Runs PRAGMA integrity_check; returns its report, "ok" when the file is
   // sound.
@@ -146,6 +137,8 @@ class SqliteStore : public StudyStore {
   absl::Status ReplaceTrial(const v1::Trial& trial, const TrialVersion* read,
                             bool record_change);
 
+  // As given to Open.
+  const std::string path_;
   // Whether one connection serves reads too (see the header comment).
   const bool single_connection_;
   // Declared before readers_, so destroyed after them: the writer's close

@@ -1,5 +1,6 @@
-// One typed suite run against every StudyStore, plus SqliteStore's own
-// tests (persistence, schema versioning, pragmas, damaged files).
+// One typed suite run against every StudyStore, plus OpenStore's tests and
+// SqliteStore's own (persistence, schema versioning, pragmas, damaged
+// files).
 #include "storage/study_store.h"
 
 #include <sqlite3.h>
@@ -27,6 +28,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "storage/memory_store.h"
+#include "storage/open_store.h"
 #include "storage/sqlite_store.h"
 
 namespace hypertune::storage {
@@ -36,6 +38,7 @@ using ::testing::Each;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::Pair;
 using ::testing::StartsWith;
 using ::testing::UnorderedElementsAre;
@@ -176,13 +179,9 @@ class StudyStoreTest : public ::testing::Test {
     ASSERT_TRUE(store_->CreateStudy(MakeStudy(name)).ok());
   }
 
-  // For a SqliteStore, checks that the file is sound.
   void ExpectIntegrityOk() {
-    if (auto* sqlite = dynamic_cast<SqliteStore*>(store_.get())) {
-      absl::StatusOr<std::string> report = sqlite->IntegrityCheck();
-      ASSERT_TRUE(report.ok()) << report.status();
-      EXPECT_EQ(*report, "ok");
-    }
+    absl::Status status = store_->CheckIntegrity();
+    EXPECT_TRUE(status.ok()) << status;
   }
 
   TempDir dir_;
@@ -1197,6 +1196,90 @@ TYPED_TEST(StudyStoreTest, RacingUpdateTrialIfFromOneReadHasOneWinner) {
               UnorderedElementsAre(Pair(v1::Trial::ACTIVE, kTrials)));
 }
 
+// ----- OpenStore -----
+
+// StoreOptions for a SQLite store on `path`, the rest at their defaults.
+StoreOptions SqliteAt(const std::string& path) {
+  StoreOptions options;
+  options.path = path;
+  return options;
+}
+
+TEST(OpenStoreTest, APathIsASqliteFile) {
+  TempDir dir;
+  const std::string path = dir.File("studies.db");
+  {
+    absl::StatusOr<std::unique_ptr<StudyStore>> store =
+        OpenStore(SqliteAt(path));
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_NE(dynamic_cast<SqliteStore*>(store->get()), nullptr);
+    ASSERT_TRUE((*store)->CreateStudy(MakeStudy("mnist")).ok());
+  }
+  EXPECT_TRUE(std::filesystem::exists(path));
+  StoreOptions durable = SqliteAt(path);
+  durable.sqlite.durable_full = true;
+  absl::StatusOr<std::unique_ptr<StudyStore>> reopened = OpenStore(durable);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_TRUE((*reopened)->GetStudy("mnist").ok());
+  EXPECT_TRUE((*reopened)->CheckIntegrity().ok());
+}
+
+TEST(OpenStoreTest, MemoryIsAPrivateSqliteDatabase) {
+  absl::StatusOr<std::unique_ptr<StudyStore>> first =
+      OpenStore(SqliteAt(":memory:"));
+  absl::StatusOr<std::unique_ptr<StudyStore>> second =
+      OpenStore(SqliteAt(":memory:"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_NE(dynamic_cast<SqliteStore*>(first->get()), nullptr);
+  ASSERT_TRUE((*first)->CreateStudy(MakeStudy("mnist")).ok());
+  EXPECT_EQ((*second)->GetStudy("mnist").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(OpenStoreTest, KindMemoryIsAMemoryStore) {
+  TempDir dir;
+  const std::string path = dir.File("studies.db");
+  StoreOptions options = SqliteAt(path);
+  options.kind = StoreOptions::Kind::kMemory;
+  absl::StatusOr<std::unique_ptr<StudyStore>> store = OpenStore(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_NE(dynamic_cast<MemoryStore*>(store->get()), nullptr);
+  ASSERT_TRUE((*store)->CreateStudy(MakeStudy("mnist")).ok());
+  EXPECT_TRUE((*store)->CheckIntegrity().ok());
+  // The path is not read.
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(OpenStoreTest, PostgresqlIsNotSupportedYet) {
+  for (const std::string location :
+       {"postgresql://alice:s3cret@db.example/hypertune",
+        "postgres://db.example/hypertune", "PostgreSQL://db.example/x"}) {
+    SCOPED_TRACE(location);
+    absl::StatusOr<std::unique_ptr<StudyStore>> store =
+        OpenStore(SqliteAt(location));
+    ASSERT_FALSE(store.ok());
+    EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(store.status().message(),
+                HasSubstr("postgresql:// is not supported by this build yet"));
+    // A URL may carry a password: it is not repeated.
+    EXPECT_THAT(store.status().message(), Not(HasSubstr("s3cret")));
+  }
+}
+
+TEST(OpenStoreTest, OptionsAndErrorsAreSqlites) {
+  TempDir dir;
+  StoreOptions no_readers = SqliteAt(dir.File("studies.db"));
+  no_readers.sqlite.max_read_connections = 0;
+  EXPECT_EQ(OpenStore(no_readers).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const std::string missing = dir.File("no/such/dir/studies.db");
+  absl::StatusOr<std::unique_ptr<StudyStore>> store =
+      OpenStore(SqliteAt(missing));
+  ASSERT_FALSE(store.ok());
+  EXPECT_THAT(store.status().message(), HasSubstr(missing));
+}
+
 // ----- SqliteStore only -----
 
 // A second, raw connection to look at the file from outside the store.
@@ -1327,6 +1410,31 @@ TEST_F(SqliteStoreTest, IntegrityCheckIsOk) {
   absl::StatusOr<std::string> report = store->IntegrityCheck();
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(*report, "ok");
+}
+
+TEST_F(SqliteStoreTest, CheckIntegrityReportsDamageAsDataLoss) {
+  {
+    std::unique_ptr<SqliteStore> store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    CreateLeasedTrial(*store, v1::Trial::ACTIVE, 1);
+    EXPECT_TRUE(store->CheckIntegrity().ok());
+  }
+  {
+    // An index whose declared columns no longer match its entries.
+    RawDb raw(path_);
+    raw.Query("PRAGMA writable_schema=ON");
+    raw.Query(
+        "UPDATE sqlite_master SET sql = "
+        "'CREATE INDEX trials_in_state ON trials(client_id)' "
+        "WHERE name = 'trials_in_state'");
+  }
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  absl::Status status = store->CheckIntegrity();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(status.message(), HasSubstr(path_));
+  EXPECT_THAT(status.message(),
+              HasSubstr("row 1 missing from index trials_in_state"));
 }
 
 TEST_F(SqliteStoreTest, NonDatabaseFileIsAClearError) {
