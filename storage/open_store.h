@@ -22,7 +22,8 @@ namespace hypertune::storage {
 
 // Opens (creating if absent) the store that `options` name. INVALID_ARGUMENT
 // for a location this build cannot serve; otherwise the implementation's
-// own errors (SqliteStore::Open).
+// own errors (SqliteStore::Open: among them FAILED_PRECONDITION when another
+// hypertuned holds the file).
 absl::StatusOr<std::unique_ptr<StudyStore>> OpenStore(
     const StoreOptions& options);
 

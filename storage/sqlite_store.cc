@@ -20,10 +20,12 @@ bool InMemory(const std::string& path) {
 
 }  // namespace
 
-SqliteStore::SqliteStore(std::unique_ptr<Connection> writer,
+SqliteStore::SqliteStore(std::unique_ptr<sqlite::FileLock> lock,
+                         std::unique_ptr<Connection> writer,
                          const std::string& path, const SqliteOptions& options)
     : path_(path),
       single_connection_(InMemory(path)),
+      lock_(std::move(lock)),
       writer_(std::move(writer)),
       readers_(single_connection_ ? nullptr
                                   : std::make_unique<sqlite::ReadPool>(
@@ -41,12 +43,29 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
   }
   const std::string context =
       absl::StrCat("opening SQLite database '", path, "'");
+  // Locked before SQLite touches the file: a file that another store
+  // serves is neither configured nor migrated here.
+  std::unique_ptr<sqlite::FileLock> lock;
+  if (!InMemory(path)) {
+    absl::StatusOr<std::unique_ptr<sqlite::FileLock>> locked =
+        sqlite::FileLock::Acquire(path);
+    if (!locked.ok()) {
+      // "In use" names the file already; other failures get the context.
+      if (locked.status().code() == absl::StatusCode::kFailedPrecondition) {
+        return locked.status();
+      }
+      return absl::Status(
+          locked.status().code(),
+          absl::StrCat(context, ": ", locked.status().message()));
+    }
+    lock = *std::move(locked);
+  }
   absl::StatusOr<std::unique_ptr<Connection>> writer =
       Connection::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
                        options.busy_timeout_ms, context);
   if (!writer.ok()) return writer.status();
   std::unique_ptr<SqliteStore> store(
-      new SqliteStore(*std::move(writer), path, options));
+      new SqliteStore(std::move(lock), *std::move(writer), path, options));
   absl::Status status = store->Initialize(options);
   if (!status.ok()) {
     return absl::Status(status.code(),

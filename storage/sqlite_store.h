@@ -24,6 +24,11 @@
 // Durability: with the default synchronous=NORMAL a committed call survives
 // a crash (kill -9) of the process; durable_full also survives power loss.
 //
+// One store per file: Open takes an exclusive lock on the file (a sidecar,
+// FILE.lock; sqlite/file_lock.h) and holds it until the store is destroyed,
+// so a second store on the same file, in this process or another, is
+// refused. The kernel drops the lock when the process dies.
+//
 // Thread safety: every method may be called from any thread. The server is
 // meant to be the file's only user.
 #ifndef HYPERTUNE_STORAGE_SQLITE_STORE_H_
@@ -39,6 +44,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "storage/sqlite/file_lock.h"
 #include "storage/sqlite/group_commit_writer.h"
 #include "storage/sqlite/read_pool.h"
 #include "storage/sqlite/schema.h"
@@ -58,9 +64,10 @@ class SqliteStore : public StudyStore {
   // Counts of the commits so far, for monitoring and tests.
   using CommitStats = sqlite::GroupCommitWriter::CommitStats;
 
-  // Opens (creating if absent) the database at `path` and migrates its
-  // schema. FAILED_PRECONDITION if the file is not a SQLite database or has
-  // a schema newer than kSchemaVersion; INVALID_ARGUMENT if
+  // Opens (creating if absent) the database at `path`, locks it and
+  // migrates its schema. FAILED_PRECONDITION if another store (another
+  // hypertuned) holds the file, if the file is not a SQLite database or if
+  // it has a schema newer than kSchemaVersion; INVALID_ARGUMENT if
   // max_read_connections < 1; other failures name the step and SQLite's
   // message.
   static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(
@@ -116,7 +123,9 @@ class SqliteStore : public StudyStore {
  private:
   using Connection = sqlite::Connection;
 
-  SqliteStore(std::unique_ptr<Connection> writer, const std::string& path,
+  // `lock` is null for an in-memory database.
+  SqliteStore(std::unique_ptr<sqlite::FileLock> lock,
+              std::unique_ptr<Connection> writer, const std::string& path,
               const SqliteOptions& options);
 
   // Sets the pragmas and migrates the schema; run once by Open.
@@ -141,6 +150,9 @@ class SqliteStore : public StudyStore {
   const std::string path_;
   // Whether one connection serves reads too (see the header comment).
   const bool single_connection_;
+  // Held for the store's lifetime; null when single_connection_. Declared
+  // before the connections, so released after they close.
+  const std::unique_ptr<sqlite::FileLock> lock_;
   // Declared before readers_, so destroyed after them: the writer's close
   // then checkpoints the WAL alone.
   sqlite::GroupCommitWriter writer_;

@@ -1437,6 +1437,77 @@ TEST_F(SqliteStoreTest, CheckIntegrityReportsDamageAsDataLoss) {
               HasSubstr("row 1 missing from index trials_in_state"));
 }
 
+// ----- One store per file -----
+
+TEST_F(SqliteStoreTest, ASecondOpenOfTheFileIsRefusedWhileTheFirstLives) {
+  {
+    std::unique_ptr<SqliteStore> first = OpenOrDie();
+    ASSERT_NE(first, nullptr);
+    ASSERT_TRUE(first->CreateStudy(MakeStudy("mnist")).ok());
+    // Twice: a refused open leaves nothing behind that changes the answer.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      absl::StatusOr<std::unique_ptr<SqliteStore>> second =
+          SqliteStore::Open(path_);
+      ASSERT_FALSE(second.ok());
+      EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+      EXPECT_THAT(second.status().message(), HasSubstr(path_));
+      EXPECT_THAT(second.status().message(),
+                  HasSubstr("another hypertuned holds it"));
+      EXPECT_THAT(second.status().message(), Not(HasSubstr("\n")));
+    }
+    absl::StatusOr<std::unique_ptr<StudyStore>> through_open_store =
+        OpenStore(SqliteAt(path_));
+    EXPECT_EQ(through_open_store.status().code(),
+              absl::StatusCode::kFailedPrecondition);
+    // The holder is untouched by the refusals.
+    EXPECT_TRUE(first->GetStudy("mnist").ok());
+    ASSERT_TRUE(
+        first->CreateTrials("mnist", MakeTrials(1, v1::Trial::REQUESTED)).ok());
+    EXPECT_TRUE(first->CheckIntegrity().ok());
+  }
+  // Destroying the first store releases the file.
+  std::unique_ptr<SqliteStore> reopened = OpenOrDie();
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(Ids(*reopened->ListTrials("mnist", {})), Range(1, 1));
+}
+
+TEST_F(SqliteStoreTest, AnotherProcessHoldsTheFileUntilItDies) {
+  int opened[2];
+  ASSERT_EQ(pipe(opened), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child holds the file until killed.
+    close(opened[0]);
+    absl::StatusOr<std::unique_ptr<SqliteStore>> store =
+        SqliteStore::Open(path_);
+    if (!store.ok()) _exit(1);
+    const char byte = 1;
+    if (write(opened[1], &byte, 1) != 1) _exit(2);
+    while (true) pause();
+  }
+  close(opened[1]);
+  char byte = 0;
+  ASSERT_EQ(read(opened[0], &byte, 1), 1) << "the child could not open";
+  close(opened[0]);
+
+  absl::StatusOr<std::unique_ptr<SqliteStore>> refused =
+      SqliteStore::Open(path_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("another hypertuned holds it"));
+
+  // kill -9 releases the lock with the process.
+  kill(child, SIGKILL);
+  int wait_status = 0;
+  ASSERT_EQ(waitpid(child, &wait_status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGKILL);
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(store->CheckIntegrity().ok());
+}
+
 TEST_F(SqliteStoreTest, NonDatabaseFileIsAClearError) {
   {
     std::ofstream file(path_);
