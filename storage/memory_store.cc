@@ -252,4 +252,11 @@ absl::StatusOr<std::vector<v1::Trial>> MemoryStore::ListTrialsInStates(
 
 absl::Status MemoryStore::CheckIntegrity() { return absl::OkStatus(); }
 
+absl::Status MemoryStore::Backup(const std::string& destination_path) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("cannot back up to '", destination_path,
+                   "': backup needs the SQLite store; this store keeps its "
+                   "studies in memory only"));
+}
+
 }  // namespace hypertune::storage

@@ -51,6 +51,8 @@ class MemoryStore : public StudyStore {
       const std::vector<v1::Trial::State>& states) override;
   // Always OK: nothing is stored outside the process's own memory.
   absl::Status CheckIntegrity() override;
+  // Always FAILED_PRECONDITION: there is no database file to copy.
+  absl::Status Backup(const std::string& destination_path) override;
 
  private:
   struct Entry {

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "storage/sqlite/backup.h"
 #include "storage/sqlite/connection.h"
 #include "storage/sqlite/tables.h"
 #include "storage/store_util.h"
@@ -24,6 +25,7 @@ SqliteStore::SqliteStore(std::unique_ptr<sqlite::FileLock> lock,
                          std::unique_ptr<Connection> writer,
                          const std::string& path, const SqliteOptions& options)
     : path_(path),
+      busy_timeout_ms_(options.busy_timeout_ms),
       single_connection_(InMemory(path)),
       lock_(std::move(lock)),
       writer_(std::move(writer)),
@@ -294,6 +296,28 @@ absl::Status SqliteStore::CheckIntegrity() {
                                           "' is damaged: PRAGMA "
                                           "integrity_check says: ",
                                           *report));
+}
+
+absl::Status SqliteStore::Backup(const std::string& destination_path) {
+  if (absl::Status s = sqlite::CheckBackupDestination(path_, destination_path);
+      !s.ok()) {
+    return s;
+  }
+  // An in-memory database has no other connection to read it: the writer's
+  // own copies it, holding writes back meanwhile.
+  if (single_connection_) {
+    return writer_.Use([&](Connection& db) {
+      return sqlite::CopyDatabase(db, destination_path);
+    });
+  }
+  // A connection of its own, so that the pool's readers are not held up for
+  // the length of the copy.
+  absl::StatusOr<std::unique_ptr<Connection>> source =
+      Connection::Open(path_, SQLITE_OPEN_READONLY, busy_timeout_ms_,
+                       absl::StrCat("backing up SQLite database '", path_,
+                                    "': opening a read connection"));
+  if (!source.ok()) return source.status();
+  return sqlite::CopyDatabase(**source, destination_path);
 }
 
 SqliteStore::CommitStats SqliteStore::GetCommitStats() const {

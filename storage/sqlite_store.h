@@ -29,6 +29,9 @@
 // so a second store on the same file, in this process or another, is
 // refused. The kernel drops the lock when the process dies.
 //
+// Backup copies the live file with SQLite's online backup API while writes
+// go on (sqlite/backup.h).
+//
 // Thread safety: every method may be called from any thread. The server is
 // meant to be the file's only user.
 #ifndef HYPERTUNE_STORAGE_SQLITE_STORE_H_
@@ -103,6 +106,13 @@ class SqliteStore : public StudyStore {
       const std::vector<v1::Trial::State>& states) override;
   // DATA_LOSS with PRAGMA integrity_check's report when it is not "ok".
   absl::Status CheckIntegrity() override;
+  // A copy of the database as of the moment of the call, made while
+  // writes go on (sqlite/backup.h). INVALID_ARGUMENT for an empty
+  // destination or one that is this store's own file (or its -wal, -shm or
+  // .lock); FAILED_PRECONDITION if DESTINATION-wal exists (a database there
+  // is open, or was not closed cleanly). An in-memory database holds its
+  // writes back while it is copied.
+  absl::Status Backup(const std::string& destination_path) override;
 
   // Runs PRAGMA integrity_check; returns its report, "ok" when the file is
   // sound.
@@ -148,6 +158,7 @@ class SqliteStore : public StudyStore {
 
   // As given to Open.
   const std::string path_;
+  const int busy_timeout_ms_;
   // Whether one connection serves reads too (see the header comment).
   const bool single_connection_;
   // Held for the store's lifetime; null when single_connection_. Declared

@@ -138,6 +138,14 @@ class StudyStore {
   // Checks that what is stored is sound: OK, or DATA_LOSS saying what is
   // damaged. May read everything; meant for start-up checks and tests.
   virtual absl::Status CheckIntegrity() = 0;
+
+  // Writes a consistent copy of everything stored, as of the moment of the
+  // call, to a new database file at `destination_path` (replacing a file
+  // there only once the copy is complete), while other calls go on.
+  // FAILED_PRECONDITION where the store keeps nothing in a file (the
+  // memory store); INVALID_ARGUMENT for a destination that cannot be
+  // written to (the live database itself); other failures name the step.
+  virtual absl::Status Backup(const std::string& destination_path) = 0;
 };
 
 }  // namespace hypertune::storage

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -1196,6 +1197,47 @@ TYPED_TEST(StudyStoreTest, RacingUpdateTrialIfFromOneReadHasOneWinner) {
               UnorderedElementsAre(Pair(v1::Trial::ACTIVE, kTrials)));
 }
 
+// ----- Backup -----
+
+// The names of the files in `dir` that hold ".tmp-" (a backup's leftover).
+std::vector<std::string> TemporaryFiles(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find(".tmp-") != std::string::npos) names.push_back(name);
+  }
+  return names;
+}
+
+TYPED_TEST(StudyStoreTest, BackupIsACopyAsOfTheCallOrNeedsSqlite) {
+  StudyStore& store = *this->store_;
+  const v1::Trial stored = CreateLeasedTrial(store, v1::Trial::ACTIVE, 3);
+  const std::string copy_path = this->dir_.File("copy.db");
+
+  absl::Status status = store.Backup(copy_path);
+  if constexpr (std::is_same_v<TypeParam, MemoryStore>) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+    EXPECT_THAT(status.message(), HasSubstr("backup needs the SQLite store"));
+    EXPECT_FALSE(std::filesystem::exists(copy_path));
+    return;
+  }
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_THAT(TemporaryFiles(this->dir_.File("")), IsEmpty());
+  absl::StatusOr<std::unique_ptr<SqliteStore>> copy =
+      SqliteStore::Open(copy_path);
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_TRUE((*copy)->CheckIntegrity().ok());
+  EXPECT_THAT(*(*copy)->GetStudy("mnist"), EqualsProto(MakeStudy("mnist")));
+  EXPECT_THAT(*(*copy)->GetTrial("mnist", 1), EqualsProto(stored));
+  EXPECT_EQ(LastSequence(**copy, "mnist"), kCreated);
+
+  // The store goes on, and the copy does not follow it.
+  ASSERT_TRUE(
+      store.CreateTrials("mnist", MakeTrials(1, v1::Trial::REQUESTED)).ok());
+  EXPECT_EQ(Ids(*(*copy)->ListTrials("mnist", {})), Range(1, 1));
+  EXPECT_EQ(Ids(*store.ListTrials("mnist", {})), Range(1, 2));
+}
+
 // ----- OpenStore -----
 
 // StoreOptions for a SQLite store on `path`, the rest at their defaults.
@@ -1506,6 +1548,143 @@ TEST_F(SqliteStoreTest, AnotherProcessHoldsTheFileUntilItDies) {
   std::unique_ptr<SqliteStore> store = OpenOrDie();
   ASSERT_NE(store, nullptr);
   EXPECT_TRUE(store->CheckIntegrity().ok());
+}
+
+// ----- Backup -----
+
+TEST_F(SqliteStoreTest, BackupUnderWritesHasEveryTrialWrittenBeforeIt) {
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateStudy(MakeStudy("mnist")).ok());
+  // A few MiB: the copy takes several steps while the writer goes on.
+  v1::Trial written = MakeTrial(v1::Trial::REQUESTED);
+  for (int step = 1; step <= 20; ++step) {
+    v1::Measurement* measurement = written.add_measurements();
+    measurement->set_step(step);
+    (*measurement->mutable_metrics())["loss"] = 1.0 / step;
+  }
+  constexpr int kPreloaded = 8000;
+  for (int i = 0; i < kPreloaded / 500; ++i) {
+    ASSERT_TRUE(
+        store->CreateTrials("mnist", std::vector<v1::Trial>(500, written))
+            .ok());
+  }
+
+  // The writer appends trials and rewrites old ones (pages the copy may
+  // already hold) until told to stop; `acknowledged` is the highest id whose
+  // CreateTrials returned.
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> acknowledged{kPreloaded};
+  std::latch wrote_once(1);
+  absl::Status writer_status;
+  std::thread writer([&] {
+    for (int64_t round = 0; !stop.load(); ++round) {
+      absl::StatusOr<std::vector<v1::Trial>> created =
+          store->CreateTrials("mnist", std::vector<v1::Trial>(10, written));
+      if (!created.ok()) {
+        writer_status = created.status();
+        break;
+      }
+      acknowledged.store(created->back().id());
+      v1::Trial old = written;
+      old.set_study_name("mnist");
+      old.set_id(round % kPreloaded + 1);
+      old.set_client_id("writer-" + std::to_string(round));
+      if (absl::Status s = store->UpdateTrial(old); !s.ok()) {
+        writer_status = s;
+        break;
+      }
+      if (round == 0) wrote_once.count_down();
+    }
+    if (!writer_status.ok()) wrote_once.count_down();
+  });
+  wrote_once.wait();
+  const int64_t before = acknowledged.load();
+  const std::string copy_path = dir_.File("backup.db");
+  absl::Status backup = store->Backup(copy_path);
+  stop.store(true);
+  writer.join();
+  ASSERT_TRUE(writer_status.ok()) << writer_status;
+  ASSERT_TRUE(backup.ok()) << backup;
+  EXPECT_THAT(TemporaryFiles(dir_.File("")), IsEmpty());
+
+  absl::StatusOr<std::unique_ptr<SqliteStore>> copy =
+      SqliteStore::Open(copy_path);
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_TRUE((*copy)->CheckIntegrity().ok());
+  absl::StatusOr<std::vector<v1::Trial>> copied =
+      (*copy)->ListTrials("mnist", {});
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  ASSERT_GE(static_cast<int64_t>(copied->size()), before);
+  // One snapshot: dense ids, each trial whole.
+  EXPECT_EQ(Ids(*copied), Range(1, static_cast<int64_t>(copied->size())));
+  for (const v1::Trial& trial : *copied) {
+    ASSERT_EQ(trial.measurements_size(), 20) << trial.id();
+  }
+  // The live store kept every write.
+  EXPECT_EQ(store->ListTrials("mnist", {})->size(),
+            static_cast<size_t>(acknowledged.load()));
+  EXPECT_TRUE(store->CheckIntegrity().ok());
+}
+
+TEST_F(SqliteStoreTest, BackupRefusesTheLiveFiles) {
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateStudy(MakeStudy("mnist")).ok());
+  const std::string same_by_another_name =
+      (std::filesystem::path(path_).parent_path() / "." /
+       std::filesystem::path(path_).filename())
+          .string();
+  for (const std::string& live :
+       {path_, same_by_another_name, path_ + "-wal", path_ + "-shm",
+        path_ + ".lock"}) {
+    SCOPED_TRACE(live);
+    absl::Status status = store->Backup(live);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_THAT(status.message(), HasSubstr("is the live database"));
+  }
+  EXPECT_EQ(store->Backup("").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(TemporaryFiles(dir_.File("")), IsEmpty());
+  EXPECT_TRUE(store->GetStudy("mnist").ok());
+  EXPECT_TRUE(store->CheckIntegrity().ok());
+}
+
+TEST_F(SqliteStoreTest, BackupReplacesAClosedCopyButNotAnOpenOne) {
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateStudy(MakeStudy("first")).ok());
+  const std::string copy_path = dir_.File("backup.db");
+  ASSERT_TRUE(store->Backup(copy_path).ok());
+  ASSERT_TRUE(store->CreateStudy(MakeStudy("second")).ok());
+  {
+    // Open, a database has a WAL: its pages would be applied to a new copy.
+    absl::StatusOr<std::unique_ptr<SqliteStore>> open_copy =
+        SqliteStore::Open(copy_path);
+    ASSERT_TRUE(open_copy.ok()) << open_copy.status();
+    absl::Status status = store->Backup(copy_path);
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+    EXPECT_THAT(status.message(), HasSubstr(copy_path + "-wal"));
+  }
+  // Closed cleanly, it is replaced by a copy of now.
+  ASSERT_TRUE(store->Backup(copy_path).ok());
+  absl::StatusOr<std::unique_ptr<SqliteStore>> copy =
+      SqliteStore::Open(copy_path);
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  absl::StatusOr<std::vector<v1::Study>> studies = (*copy)->ListStudies();
+  ASSERT_TRUE(studies.ok()) << studies.status();
+  std::vector<std::string> names;
+  for (const v1::Study& study : *studies) names.push_back(study.name());
+  EXPECT_THAT(names, ElementsAre("first", "second"));
+  EXPECT_THAT(TemporaryFiles(dir_.File("")), IsEmpty());
+}
+
+TEST_F(SqliteStoreTest, BackupIntoAMissingDirectoryNamesIt) {
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  const std::string destination = dir_.File("no/such/dir/backup.db");
+  absl::Status status = store->Backup(destination);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
+  EXPECT_THAT(status.message(), HasSubstr(destination));
 }
 
 TEST_F(SqliteStoreTest, NonDatabaseFileIsAClearError) {
