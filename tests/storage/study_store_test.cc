@@ -1530,21 +1530,21 @@ TEST_F(SqliteStoreTest, AnotherProcessHoldsTheFileUntilItDies) {
   }
   close(opened[1]);
   char byte = 0;
-  ASSERT_EQ(read(opened[0], &byte, 1), 1) << "the child could not open";
+  const bool child_opened = read(opened[0], &byte, 1) == 1;
   close(opened[0]);
-
   absl::StatusOr<std::unique_ptr<SqliteStore>> refused =
       SqliteStore::Open(path_);
+  // kill -9 releases the lock with the process. (Killed before any
+  // assertion, so that no failure leaves the child behind.)
+  kill(child, SIGKILL);
+  int wait_status = 0;
+  ASSERT_EQ(waitpid(child, &wait_status, 0), child);
+  ASSERT_TRUE(child_opened) << "the child could not open the file";
+  EXPECT_TRUE(WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGKILL);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(refused.status().message(),
               HasSubstr("another hypertuned holds it"));
-
-  // kill -9 releases the lock with the process.
-  kill(child, SIGKILL);
-  int wait_status = 0;
-  ASSERT_EQ(waitpid(child, &wait_status, 0), child);
-  EXPECT_TRUE(WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGKILL);
   std::unique_ptr<SqliteStore> store = OpenOrDie();
   ASSERT_NE(store, nullptr);
   EXPECT_TRUE(store->CheckIntegrity().ok());
@@ -1578,6 +1578,7 @@ TEST_F(SqliteStoreTest, BackupUnderWritesHasEveryTrialWrittenBeforeIt) {
   std::latch wrote_once(1);
   absl::Status writer_status;
   std::thread writer([&] {
+    bool counted_down = false;
     for (int64_t round = 0; !stop.load(); ++round) {
       absl::StatusOr<std::vector<v1::Trial>> created =
           store->CreateTrials("mnist", std::vector<v1::Trial>(10, written));
@@ -1594,9 +1595,12 @@ TEST_F(SqliteStoreTest, BackupUnderWritesHasEveryTrialWrittenBeforeIt) {
         writer_status = s;
         break;
       }
-      if (round == 0) wrote_once.count_down();
+      if (!counted_down) {
+        wrote_once.count_down();
+        counted_down = true;
+      }
     }
-    if (!writer_status.ok()) wrote_once.count_down();
+    if (!counted_down) wrote_once.count_down();
   });
   wrote_once.wait();
   const int64_t before = acknowledged.load();
