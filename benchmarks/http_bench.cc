@@ -27,7 +27,7 @@
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
 #include "service/http/json.h"
-#include "storage/sqlite_store.h"
+#include "storage/open_store.h"
 #include "testing/http_test_util.h"
 // After Eigen (through the server): httplib.h brings <resolv.h>'s `_res`.
 #include "httplib.h"
@@ -199,7 +199,9 @@ int main(int argc, char** argv) {
   {
     // The server-side parts of a page, in-process: the store's read and
     // the JSON mapping.
-    auto store = hypertune::storage::SqliteStore::Open(dir.File("db"));
+    hypertune::storage::StoreOptions store_options;
+    store_options.path = dir.File("db");
+    auto store = hypertune::storage::OpenStore(store_options);
     if (!store.ok()) return 1;
     hypertune::storage::TrialQuery query;
     query.after_id = trials / 2;

@@ -11,7 +11,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/security/server_credentials.h"
 #include "service/limits.h"
-#include "storage/sqlite_store.h"
+#include "storage/open_store.h"
 #include "service/http/rpc_metrics_interceptor.h"
 #include "service/parse_error_interceptor.h"
 
@@ -89,9 +89,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   server->metrics_ = std::make_unique<Metrics>();
   options.service.metrics = server->metrics_.get();
 
-  storage::SqliteOptions db_options;
-  db_options.durable_full = options.durable_full;
-  auto store = storage::SqliteStore::Open(options.db_path, db_options);
+  storage::StoreOptions db_options;
+  db_options.path = options.db_path;
+  db_options.sqlite.durable_full = options.durable_full;
+  auto store = storage::OpenStore(db_options);
   if (!store.ok()) return store.status();
 
   server->store_ = *std::move(store);

@@ -181,7 +181,11 @@ absl::Status MemoryStore::Replace(const v1::Trial& trial,
         absl::StrCat(TrialLabel(trial.study_name(), trial.id()), " not found"));
   }
   if (read != nullptr) {
-    if (absl::Status s = CheckVersion(it->second, *read); !s.ok()) return s;
+    if (absl::Status s = CheckVersion(trial.study_name(), trial.id(),
+                                      TrialVersion::Of(it->second), *read);
+        !s.ok()) {
+      return s;
+    }
   }
   it->second = trial;
   if (record_change) RecordChange(**entry, trial.id());
@@ -244,6 +248,15 @@ absl::StatusOr<std::vector<v1::Trial>> MemoryStore::ListTrialsInStates(
     }
   }
   return result;
+}
+
+absl::Status MemoryStore::CheckIntegrity() { return absl::OkStatus(); }
+
+absl::Status MemoryStore::Backup(const std::string& destination_path) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("cannot back up to '", destination_path,
+                   "': backup needs the SQLite store; this store keeps its "
+                   "studies in memory only"));
 }
 
 }  // namespace hypertune::storage

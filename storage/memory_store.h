@@ -49,6 +49,10 @@ class MemoryStore : public StudyStore {
       std::string_view study_name) override;
   absl::StatusOr<std::vector<v1::Trial>> ListTrialsInStates(
       const std::vector<v1::Trial::State>& states) override;
+  // Always OK: nothing is stored outside the process's own memory.
+  absl::Status CheckIntegrity() override;
+  // Always FAILED_PRECONDITION: there is no database file to copy.
+  absl::Status Backup(const std::string& destination_path) override;
 
  private:
   struct Entry {

@@ -53,15 +53,17 @@ absl::StatusOr<std::string> SerializeForStore(
   return bytes;
 }
 
-absl::Status CheckVersion(const v1::Trial& stored, const TrialVersion& read) {
-  if (stored.state() == read.state && stored.lease_epoch() == read.lease_epoch) {
+absl::Status CheckVersion(std::string_view study_name, int64_t trial_id,
+                          const TrialVersion& stored,
+                          const TrialVersion& read) {
+  if (stored.state == read.state && stored.lease_epoch == read.lease_epoch) {
     return absl::OkStatus();
   }
   return absl::AbortedError(absl::StrCat(
-      TrialLabel(stored.study_name(), stored.id()), " changed since it was read: ",
+      TrialLabel(study_name, trial_id), " changed since it was read: ",
       v1::Trial::State_Name(read.state), " under lease epoch ",
-      read.lease_epoch, " then, ", v1::Trial::State_Name(stored.state()),
-      " under lease epoch ", stored.lease_epoch(), " now"));
+      read.lease_epoch, " then, ", v1::Trial::State_Name(stored.state),
+      " under lease epoch ", stored.lease_epoch, " now"));
 }
 
 }  // namespace hypertune::storage

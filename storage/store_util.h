@@ -29,9 +29,12 @@ std::string StudyLabel(std::string_view study_name);
 // Returns `trial ID of study "NAME"`.
 std::string TrialLabel(std::string_view study_name, int64_t trial_id);
 
-// OK if `stored` still has `read`'s state and lease epoch; ABORTED naming
-// the trial and both versions otherwise.
-absl::Status CheckVersion(const v1::Trial& stored, const TrialVersion& read);
+// OK if `stored`, the version trial `trial_id` of study `study_name` has
+// now, is still `read`; ABORTED naming the trial and both versions
+// otherwise.
+absl::Status CheckVersion(std::string_view study_name, int64_t trial_id,
+                          const TrialVersion& stored,
+                          const TrialVersion& read);
 
 // OK for a row limit >= 0 (0 means none); INVALID_ARGUMENT naming "limit".
 absl::Status CheckLimit(int limit);

@@ -1,9 +1,10 @@
 // StudyStore: where studies and their trials live.
 //
 // An abstract interface with a SQLite implementation (the embedded default)
-// and an in-memory one for tests; both pass the same typed test suite. It
-// stores the API's own messages and knows nothing of gRPC: errors are
-// absl::Status with NOT_FOUND / ALREADY_EXISTS / INVALID_ARGUMENT /
+// and an in-memory one for tests; both pass the same typed test suite.
+// OpenStore (open_store.h) opens the one StoreOptions name. It stores the
+// API's own messages and knows nothing of gRPC: errors are absl::Status
+// with NOT_FOUND / ALREADY_EXISTS / INVALID_ARGUMENT / ABORTED / DATA_LOSS /
 // INTERNAL, converted to gRPC codes by the service alone.
 //
 // Thread safety: every method may be called from any thread. Each call is
@@ -133,6 +134,18 @@ class StudyStore {
   // few trials match: the lease sweeper calls it for ACTIVE trials.
   virtual absl::StatusOr<std::vector<v1::Trial>> ListTrialsInStates(
       const std::vector<v1::Trial::State>& states) = 0;
+
+  // Checks that what is stored is sound: OK, or DATA_LOSS saying what is
+  // damaged. May read everything; meant for start-up checks and tests.
+  virtual absl::Status CheckIntegrity() = 0;
+
+  // Writes a consistent copy of everything stored, as of the moment of the
+  // call, to a new database file at `destination_path` (replacing a file
+  // there only once the copy is complete), while other calls go on.
+  // FAILED_PRECONDITION where the store keeps nothing in a file (the
+  // memory store); INVALID_ARGUMENT for a destination that cannot be
+  // written to (the live database itself); other failures name the step.
+  virtual absl::Status Backup(const std::string& destination_path) = 0;
 };
 
 }  // namespace hypertune::storage

@@ -20,7 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "storage/sqlite_store.h"
+#include "storage/open_store.h"
 #include "testing/test_server.h"
 #include "trainer_sdk/hypertune.h"
 
@@ -512,18 +512,16 @@ class Experiment {
                                         DescribeWaitStatus(status)));
     }
     admin_.reset();
-    auto store = storage::SqliteStore::Open(server_options_.db_path);
+    storage::StoreOptions store_options;
+    store_options.path = server_options_.db_path;
+    auto store = storage::OpenStore(store_options);
     if (!store.ok()) {
       violations.push_back(
           absl::StrCat("reopening the database: ", store.status().message()));
-    } else {
-      auto integrity = (*store)->IntegrityCheck();
-      if (!integrity.ok() || *integrity != "ok") {
-        violations.push_back(absl::StrCat(
-            "PRAGMA integrity_check: ",
-            integrity.ok() ? *integrity
-                           : std::string(integrity.status().message())));
-      }
+    } else if (absl::Status integrity = (*store)->CheckIntegrity();
+               !integrity.ok()) {
+      violations.push_back(
+          absl::StrCat("integrity check: ", integrity.message()));
     }
     return absl::OkStatus();
   }

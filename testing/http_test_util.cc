@@ -8,7 +8,7 @@
 #include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
 #include "httplib.h"
-#include "storage/sqlite_store.h"
+#include "storage/open_store.h"
 
 namespace hypertune::test {
 
@@ -139,7 +139,9 @@ std::vector<v1::Trial> MakeTrials(const v1::Study& study, int count,
 
 absl::Status WriteStudy(const std::string& db_path, const v1::Study& study,
                         const std::vector<v1::Trial>& trials) {
-  auto store = storage::SqliteStore::Open(db_path);
+  storage::StoreOptions options;
+  options.path = db_path;
+  auto store = storage::OpenStore(options);
   if (!store.ok()) return store.status();
   if (absl::Status s = (*store)->CreateStudy(study); !s.ok()) return s;
   // In slices, as a server would have written them.

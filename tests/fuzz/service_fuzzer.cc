@@ -36,7 +36,7 @@
 #include "service/study_service.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "storage/memory_store.h"
-#include "storage/sqlite_store.h"
+#include "storage/open_store.h"
 #include "tests/fuzz/fuzz_input.h"
 
 namespace hypertune::fuzz {
@@ -196,7 +196,9 @@ class Side {
 };
 
 std::unique_ptr<storage::StudyStore> OpenSqlite() {
-  auto store = storage::SqliteStore::Open(":memory:");
+  storage::StoreOptions options;
+  options.path = ":memory:";
+  auto store = storage::OpenStore(options);
   Check(store.ok(), "opening a SqliteStore on :memory:");
   return *std::move(store);
 }

@@ -1,5 +1,6 @@
-// One typed suite run against every StudyStore, plus SqliteStore's own
-// tests (persistence, schema versioning, pragmas, damaged files).
+// One typed suite run against every StudyStore, plus OpenStore's tests and
+// SqliteStore's own (persistence, schema versioning, pragmas, damaged
+// files).
 #include "storage/study_store.h"
 
 #include <sqlite3.h>
@@ -9,10 +10,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <latch>
 #include <limits>
 #include <memory>
 #include <set>
@@ -26,6 +29,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "storage/memory_store.h"
+#include "storage/open_store.h"
 #include "storage/sqlite_store.h"
 
 namespace hypertune::storage {
@@ -35,6 +39,7 @@ using ::testing::Each;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::Pair;
 using ::testing::StartsWith;
 using ::testing::UnorderedElementsAre;
@@ -175,13 +180,9 @@ class StudyStoreTest : public ::testing::Test {
     ASSERT_TRUE(store_->CreateStudy(MakeStudy(name)).ok());
   }
 
-  // For a SqliteStore, checks that the file is sound.
   void ExpectIntegrityOk() {
-    if (auto* sqlite = dynamic_cast<SqliteStore*>(store_.get())) {
-      absl::StatusOr<std::string> report = sqlite->IntegrityCheck();
-      ASSERT_TRUE(report.ok()) << report.status();
-      EXPECT_EQ(*report, "ok");
-    }
+    absl::Status status = store_->CheckIntegrity();
+    EXPECT_TRUE(status.ok()) << status;
   }
 
   TempDir dir_;
@@ -995,6 +996,332 @@ TYPED_TEST(StudyStoreTest, ListTrialsInStatesSpansStudies) {
   EXPECT_THAT(list({v1::Trial::COMPLETED}), ElementsAre(Key("b", 1)));
 }
 
+// ----- Conditional updates -----
+
+// The sequence number of the change that created CreateLeasedTrial's trial.
+constexpr int64_t kCreated = 1;
+
+// The highest change sequence of `study_name` (0 with no trials).
+int64_t LastSequence(StudyStore& store, const std::string& study_name) {
+  absl::StatusOr<std::vector<TrialChange>> changes =
+      store.ListTrialChanges(study_name, 0, 0);
+  EXPECT_TRUE(changes.ok()) << changes.status();
+  return !changes.ok() || changes->empty() ? 0 : changes->back().sequence;
+}
+
+// Creates study "mnist" with one trial, in `state` under lease `epoch` and
+// held by "worker-a", and returns it as stored; its change is kCreated.
+v1::Trial CreateLeasedTrial(StudyStore& store, v1::Trial::State state,
+                            int64_t epoch) {
+  EXPECT_TRUE(store.CreateStudy(MakeStudy("mnist")).ok());
+  v1::Trial trial = MakeTrial(state, "worker-a");
+  trial.set_lease_epoch(epoch);
+  trial.set_lease_expire_time_ms(1000);
+  absl::StatusOr<std::vector<v1::Trial>> created =
+      store.CreateTrials("mnist", {trial});
+  EXPECT_TRUE(created.ok()) << created.status();
+  return created.ok() && created->size() == 1 ? (*created)[0] : trial;
+}
+
+TYPED_TEST(StudyStoreTest, UpdateTrialIfAppliesWhileStateAndEpochMatch) {
+  StudyStore& store = *this->store_;
+  const v1::Trial read = CreateLeasedTrial(store, v1::Trial::ACTIVE, 3);
+
+  // A report: the same state, client and epoch.
+  v1::Trial reported = read;
+  reported.add_measurements()->set_step(1);
+  ASSERT_TRUE(store.UpdateTrialIf(reported, TrialVersion::Of(read)).ok());
+  EXPECT_THAT(*store.GetTrial("mnist", 1), EqualsProto(reported));
+  EXPECT_EQ(LastSequence(store, "mnist"), 2);
+
+  // Back to the queue: a new state, client and epoch.
+  v1::Trial requeued = reported;
+  requeued.set_state(v1::Trial::REQUESTED);
+  requeued.set_client_id("");
+  ASSERT_TRUE(store.UpdateTrialIf(requeued, TrialVersion::Of(reported)).ok());
+  v1::Trial granted = requeued;
+  granted.set_state(v1::Trial::ACTIVE);
+  granted.set_client_id("worker-b");
+  granted.set_lease_epoch(4);
+  ASSERT_TRUE(store.UpdateTrialIf(granted, TrialVersion::Of(requeued)).ok());
+  EXPECT_THAT(*store.GetTrial("mnist", 1), EqualsProto(granted));
+  EXPECT_EQ(LastSequence(store, "mnist"), 4);
+
+  // The new version is what the next conditional update must name.
+  v1::Trial completed = granted;
+  completed.set_state(v1::Trial::COMPLETED);
+  EXPECT_EQ(store.UpdateTrialIf(completed, TrialVersion::Of(read)).code(),
+            absl::StatusCode::kAborted);
+  ASSERT_TRUE(store.UpdateTrialIf(completed, TrialVersion::Of(granted)).ok());
+  EXPECT_THAT(*store.GetTrial("mnist", 1), EqualsProto(completed));
+  EXPECT_THAT(*store.CountTrials("mnist"),
+              UnorderedElementsAre(Pair(v1::Trial::COMPLETED, 1)));
+}
+
+TYPED_TEST(StudyStoreTest, UpdateTrialIfIsAbortedWhenStateOrEpochChanged) {
+  StudyStore& store = *this->store_;
+  const v1::Trial stored = CreateLeasedTrial(store, v1::Trial::ACTIVE, 3);
+
+  struct Case {
+    TrialVersion read;
+    std::string then;
+  };
+  const Case cases[] = {
+      {{v1::Trial::ACTIVE, 2}, "ACTIVE under lease epoch 2 then"},
+      {{v1::Trial::REQUESTED, 3}, "REQUESTED under lease epoch 3 then"},
+      {{v1::Trial::STOPPING, 4}, "STOPPING under lease epoch 4 then"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.then);
+    // Writes that keep the state read and writes that change it.
+    for (v1::Trial::State state : {c.read.state, v1::Trial::COMPLETED}) {
+      v1::Trial update = stored;
+      update.set_state(state);
+      update.add_measurements()->set_step(1);
+      absl::Status status = store.UpdateTrialIf(update, c.read);
+      EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+      EXPECT_THAT(status.message(), HasSubstr("trial 1 of study \"mnist\""));
+      EXPECT_THAT(status.message(), HasSubstr(c.then));
+      EXPECT_THAT(status.message(),
+                  HasSubstr("ACTIVE under lease epoch 3 now"));
+    }
+  }
+  // Nothing was written, and no change recorded.
+  EXPECT_THAT(*store.GetTrial("mnist", 1), EqualsProto(stored));
+  EXPECT_THAT(*store.ListTrialChanges("mnist", kCreated, 0), IsEmpty());
+  EXPECT_THAT(*store.CountTrials("mnist"),
+              UnorderedElementsAre(Pair(v1::Trial::ACTIVE, 1)));
+}
+
+TYPED_TEST(StudyStoreTest, ConditionalUpdatesSayNotFoundForAMissingTrial) {
+  StudyStore& store = *this->store_;
+  const v1::Trial stored = CreateLeasedTrial(store, v1::Trial::ACTIVE, 3);
+
+  v1::Trial no_study = stored;
+  no_study.set_study_name("nope");
+  v1::Trial no_trial = stored;
+  no_trial.set_id(99);
+  const TrialVersion read = TrialVersion::Of(stored);
+  for (const auto& [trial, missing] :
+       {std::pair(no_study, "study \"nope\" not found"),
+        std::pair(no_trial, "trial 99 of study \"mnist\" not found")}) {
+    SCOPED_TRACE(missing);
+    absl::Status update = store.UpdateTrialIf(trial, read);
+    EXPECT_EQ(update.code(), absl::StatusCode::kNotFound) << update;
+    EXPECT_THAT(update.message(), HasSubstr(missing));
+    absl::Status renew = store.RenewTrialLease(trial);
+    EXPECT_EQ(renew.code(), absl::StatusCode::kNotFound) << renew;
+    EXPECT_THAT(renew.message(), HasSubstr(missing));
+  }
+  EXPECT_THAT(*store.ListTrialChanges("mnist", kCreated, 0), IsEmpty());
+  EXPECT_EQ(Ids(*store.ListTrials("mnist", {})), Range(1, 1));
+}
+
+TYPED_TEST(StudyStoreTest, RenewTrialLeaseRefusesAStaleStateOrEpoch) {
+  StudyStore& store = *this->store_;
+  const v1::Trial stored = CreateLeasedTrial(store, v1::Trial::ACTIVE, 3);
+
+  v1::Trial stale_epoch = stored;
+  stale_epoch.set_lease_epoch(2);
+  stale_epoch.set_lease_expire_time_ms(5000);
+  v1::Trial stale_state = stored;
+  stale_state.set_state(v1::Trial::STOPPING);
+  stale_state.set_lease_expire_time_ms(5000);
+  for (const v1::Trial& renewal : {stale_epoch, stale_state}) {
+    absl::Status status = store.RenewTrialLease(renewal);
+    EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+    EXPECT_THAT(status.message(), HasSubstr("trial 1 of study \"mnist\""));
+    EXPECT_THAT(status.message(), HasSubstr("ACTIVE under lease epoch 3 now"));
+  }
+  EXPECT_THAT(*store.GetTrial("mnist", 1), EqualsProto(stored));
+
+  // The current version renews, and watchers see no change.
+  v1::Trial renewed = stored;
+  renewed.set_lease_expire_time_ms(5000);
+  ASSERT_TRUE(store.RenewTrialLease(renewed).ok());
+  EXPECT_EQ(store.GetTrial("mnist", 1)->lease_expire_time_ms(), 5000);
+  EXPECT_THAT(*store.ListTrialChanges("mnist", kCreated, 0), IsEmpty());
+}
+
+TYPED_TEST(StudyStoreTest, RacingUpdateTrialIfFromOneReadHasOneWinner) {
+  StudyStore& store = *this->store_;
+  this->Create("mnist");
+  constexpr int kTrials = 30;
+  constexpr int kWriters = 4;
+  absl::StatusOr<std::vector<v1::Trial>> created =
+      store.CreateTrials("mnist", MakeTrials(kTrials, v1::Trial::REQUESTED));
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::vector<v1::Trial>& read = *created;
+
+  // Every writer grants every trial to itself, from the same read; they
+  // start together so that their writes interleave.
+  std::vector<std::vector<absl::Status>> statuses(
+      kWriters, std::vector<absl::Status>(kTrials));
+  std::latch start(kWriters);
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&, w] {
+      start.arrive_and_wait();
+      for (int i = 0; i < kTrials; ++i) {
+        v1::Trial granted = read[i];
+        granted.set_state(v1::Trial::ACTIVE);
+        granted.set_client_id("writer-" + std::to_string(w));
+        granted.set_lease_epoch(1);
+        statuses[w][i] =
+            store.UpdateTrialIf(granted, TrialVersion::Of(read[i]));
+      }
+    });
+  }
+  for (std::thread& writer : writers) writer.join();
+
+  for (int i = 0; i < kTrials; ++i) {
+    SCOPED_TRACE(read[i].id());
+    std::vector<int> winners;
+    for (int w = 0; w < kWriters; ++w) {
+      if (statuses[w][i].ok()) {
+        winners.push_back(w);
+      } else {
+        EXPECT_EQ(statuses[w][i].code(), absl::StatusCode::kAborted)
+            << statuses[w][i];
+      }
+    }
+    ASSERT_EQ(winners.size(), 1u);
+    absl::StatusOr<v1::Trial> stored = store.GetTrial("mnist", read[i].id());
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    EXPECT_EQ(stored->client_id(), "writer-" + std::to_string(winners[0]));
+    EXPECT_EQ(stored->lease_epoch(), 1);
+  }
+  // One change per trial created and one per winner, none per loser.
+  EXPECT_EQ(LastSequence(store, "mnist"), 2 * kTrials);
+  EXPECT_THAT(*store.CountTrials("mnist"),
+              UnorderedElementsAre(Pair(v1::Trial::ACTIVE, kTrials)));
+}
+
+// ----- Backup -----
+
+// The names of the files in `dir` that hold ".tmp-" (a backup's leftover).
+std::vector<std::string> TemporaryFiles(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find(".tmp-") != std::string::npos) names.push_back(name);
+  }
+  return names;
+}
+
+TYPED_TEST(StudyStoreTest, BackupIsACopyAsOfTheCallOrNeedsSqlite) {
+  StudyStore& store = *this->store_;
+  const v1::Trial stored = CreateLeasedTrial(store, v1::Trial::ACTIVE, 3);
+  const std::string copy_path = this->dir_.File("copy.db");
+
+  absl::Status status = store.Backup(copy_path);
+  if constexpr (std::is_same_v<TypeParam, MemoryStore>) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+    EXPECT_THAT(status.message(), HasSubstr("backup needs the SQLite store"));
+    EXPECT_FALSE(std::filesystem::exists(copy_path));
+    return;
+  }
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_THAT(TemporaryFiles(this->dir_.File("")), IsEmpty());
+  absl::StatusOr<std::unique_ptr<SqliteStore>> copy =
+      SqliteStore::Open(copy_path);
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_TRUE((*copy)->CheckIntegrity().ok());
+  EXPECT_THAT(*(*copy)->GetStudy("mnist"), EqualsProto(MakeStudy("mnist")));
+  EXPECT_THAT(*(*copy)->GetTrial("mnist", 1), EqualsProto(stored));
+  EXPECT_EQ(LastSequence(**copy, "mnist"), kCreated);
+
+  // The store goes on, and the copy does not follow it.
+  ASSERT_TRUE(
+      store.CreateTrials("mnist", MakeTrials(1, v1::Trial::REQUESTED)).ok());
+  EXPECT_EQ(Ids(*(*copy)->ListTrials("mnist", {})), Range(1, 1));
+  EXPECT_EQ(Ids(*store.ListTrials("mnist", {})), Range(1, 2));
+}
+
+// ----- OpenStore -----
+
+// StoreOptions for a SQLite store on `path`, the rest at their defaults.
+StoreOptions SqliteAt(const std::string& path) {
+  StoreOptions options;
+  options.path = path;
+  return options;
+}
+
+TEST(OpenStoreTest, APathIsASqliteFile) {
+  TempDir dir;
+  const std::string path = dir.File("studies.db");
+  {
+    absl::StatusOr<std::unique_ptr<StudyStore>> store =
+        OpenStore(SqliteAt(path));
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_NE(dynamic_cast<SqliteStore*>(store->get()), nullptr);
+    ASSERT_TRUE((*store)->CreateStudy(MakeStudy("mnist")).ok());
+  }
+  EXPECT_TRUE(std::filesystem::exists(path));
+  StoreOptions durable = SqliteAt(path);
+  durable.sqlite.durable_full = true;
+  absl::StatusOr<std::unique_ptr<StudyStore>> reopened = OpenStore(durable);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_TRUE((*reopened)->GetStudy("mnist").ok());
+  EXPECT_TRUE((*reopened)->CheckIntegrity().ok());
+}
+
+TEST(OpenStoreTest, MemoryIsAPrivateSqliteDatabase) {
+  absl::StatusOr<std::unique_ptr<StudyStore>> first =
+      OpenStore(SqliteAt(":memory:"));
+  absl::StatusOr<std::unique_ptr<StudyStore>> second =
+      OpenStore(SqliteAt(":memory:"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_NE(dynamic_cast<SqliteStore*>(first->get()), nullptr);
+  ASSERT_TRUE((*first)->CreateStudy(MakeStudy("mnist")).ok());
+  EXPECT_EQ((*second)->GetStudy("mnist").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(OpenStoreTest, KindMemoryIsAMemoryStore) {
+  TempDir dir;
+  const std::string path = dir.File("studies.db");
+  StoreOptions options = SqliteAt(path);
+  options.kind = StoreOptions::Kind::kMemory;
+  absl::StatusOr<std::unique_ptr<StudyStore>> store = OpenStore(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_NE(dynamic_cast<MemoryStore*>(store->get()), nullptr);
+  ASSERT_TRUE((*store)->CreateStudy(MakeStudy("mnist")).ok());
+  EXPECT_TRUE((*store)->CheckIntegrity().ok());
+  // The path is not read.
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(OpenStoreTest, PostgresqlIsNotSupportedYet) {
+  for (const std::string location :
+       {"postgresql://alice:s3cret@db.example/hypertune",
+        "postgres://db.example/hypertune", "PostgreSQL://db.example/x"}) {
+    SCOPED_TRACE(location);
+    absl::StatusOr<std::unique_ptr<StudyStore>> store =
+        OpenStore(SqliteAt(location));
+    ASSERT_FALSE(store.ok());
+    EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(store.status().message(),
+                HasSubstr("postgresql:// is not supported by this build yet"));
+    // A URL may carry a password: it is not repeated.
+    EXPECT_THAT(store.status().message(), Not(HasSubstr("s3cret")));
+  }
+}
+
+TEST(OpenStoreTest, OptionsAndErrorsAreSqlites) {
+  TempDir dir;
+  StoreOptions no_readers = SqliteAt(dir.File("studies.db"));
+  no_readers.sqlite.max_read_connections = 0;
+  EXPECT_EQ(OpenStore(no_readers).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const std::string missing = dir.File("no/such/dir/studies.db");
+  absl::StatusOr<std::unique_ptr<StudyStore>> store =
+      OpenStore(SqliteAt(missing));
+  ASSERT_FALSE(store.ok());
+  EXPECT_THAT(store.status().message(), HasSubstr(missing));
+}
+
 // ----- SqliteStore only -----
 
 // A second, raw connection to look at the file from outside the store.
@@ -1125,6 +1452,243 @@ TEST_F(SqliteStoreTest, IntegrityCheckIsOk) {
   absl::StatusOr<std::string> report = store->IntegrityCheck();
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(*report, "ok");
+}
+
+TEST_F(SqliteStoreTest, CheckIntegrityReportsDamageAsDataLoss) {
+  {
+    std::unique_ptr<SqliteStore> store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    CreateLeasedTrial(*store, v1::Trial::ACTIVE, 1);
+    EXPECT_TRUE(store->CheckIntegrity().ok());
+  }
+  {
+    // An index whose declared columns no longer match its entries.
+    RawDb raw(path_);
+    raw.Query("PRAGMA writable_schema=ON");
+    raw.Query(
+        "UPDATE sqlite_master SET sql = "
+        "'CREATE INDEX trials_in_state ON trials(client_id)' "
+        "WHERE name = 'trials_in_state'");
+  }
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  absl::Status status = store->CheckIntegrity();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(status.message(), HasSubstr(path_));
+  EXPECT_THAT(status.message(),
+              HasSubstr("row 1 missing from index trials_in_state"));
+}
+
+// ----- One store per file -----
+
+TEST_F(SqliteStoreTest, ASecondOpenOfTheFileIsRefusedWhileTheFirstLives) {
+  {
+    std::unique_ptr<SqliteStore> first = OpenOrDie();
+    ASSERT_NE(first, nullptr);
+    ASSERT_TRUE(first->CreateStudy(MakeStudy("mnist")).ok());
+    // Twice: a refused open leaves nothing behind that changes the answer.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      absl::StatusOr<std::unique_ptr<SqliteStore>> second =
+          SqliteStore::Open(path_);
+      ASSERT_FALSE(second.ok());
+      EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+      EXPECT_THAT(second.status().message(), HasSubstr(path_));
+      EXPECT_THAT(second.status().message(),
+                  HasSubstr("another hypertuned holds it"));
+      EXPECT_THAT(second.status().message(), Not(HasSubstr("\n")));
+    }
+    absl::StatusOr<std::unique_ptr<StudyStore>> through_open_store =
+        OpenStore(SqliteAt(path_));
+    EXPECT_EQ(through_open_store.status().code(),
+              absl::StatusCode::kFailedPrecondition);
+    // The holder is untouched by the refusals.
+    EXPECT_TRUE(first->GetStudy("mnist").ok());
+    ASSERT_TRUE(
+        first->CreateTrials("mnist", MakeTrials(1, v1::Trial::REQUESTED)).ok());
+    EXPECT_TRUE(first->CheckIntegrity().ok());
+  }
+  // Destroying the first store releases the file.
+  std::unique_ptr<SqliteStore> reopened = OpenOrDie();
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(Ids(*reopened->ListTrials("mnist", {})), Range(1, 1));
+}
+
+TEST_F(SqliteStoreTest, AnotherProcessHoldsTheFileUntilItDies) {
+  int opened[2];
+  ASSERT_EQ(pipe(opened), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child holds the file until killed.
+    close(opened[0]);
+    absl::StatusOr<std::unique_ptr<SqliteStore>> store =
+        SqliteStore::Open(path_);
+    if (!store.ok()) _exit(1);
+    const char byte = 1;
+    if (write(opened[1], &byte, 1) != 1) _exit(2);
+    while (true) pause();
+  }
+  close(opened[1]);
+  char byte = 0;
+  const bool child_opened = read(opened[0], &byte, 1) == 1;
+  close(opened[0]);
+  absl::StatusOr<std::unique_ptr<SqliteStore>> refused =
+      SqliteStore::Open(path_);
+  // kill -9 releases the lock with the process. (Killed before any
+  // assertion, so that no failure leaves the child behind.)
+  kill(child, SIGKILL);
+  int wait_status = 0;
+  ASSERT_EQ(waitpid(child, &wait_status, 0), child);
+  ASSERT_TRUE(child_opened) << "the child could not open the file";
+  EXPECT_TRUE(WIFSIGNALED(wait_status) && WTERMSIG(wait_status) == SIGKILL);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("another hypertuned holds it"));
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(store->CheckIntegrity().ok());
+}
+
+// ----- Backup -----
+
+TEST_F(SqliteStoreTest, BackupUnderWritesHasEveryTrialWrittenBeforeIt) {
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateStudy(MakeStudy("mnist")).ok());
+  // A few MiB: the copy takes several steps while the writer goes on.
+  v1::Trial written = MakeTrial(v1::Trial::REQUESTED);
+  for (int step = 1; step <= 20; ++step) {
+    v1::Measurement* measurement = written.add_measurements();
+    measurement->set_step(step);
+    (*measurement->mutable_metrics())["loss"] = 1.0 / step;
+  }
+  constexpr int kPreloaded = 8000;
+  for (int i = 0; i < kPreloaded / 500; ++i) {
+    ASSERT_TRUE(
+        store->CreateTrials("mnist", std::vector<v1::Trial>(500, written))
+            .ok());
+  }
+
+  // The writer appends trials and rewrites old ones (pages the copy may
+  // already hold) until told to stop; `acknowledged` is the highest id whose
+  // CreateTrials returned.
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> acknowledged{kPreloaded};
+  std::latch wrote_once(1);
+  absl::Status writer_status;
+  std::thread writer([&] {
+    bool counted_down = false;
+    for (int64_t round = 0; !stop.load(); ++round) {
+      absl::StatusOr<std::vector<v1::Trial>> created =
+          store->CreateTrials("mnist", std::vector<v1::Trial>(10, written));
+      if (!created.ok()) {
+        writer_status = created.status();
+        break;
+      }
+      acknowledged.store(created->back().id());
+      v1::Trial old = written;
+      old.set_study_name("mnist");
+      old.set_id(round % kPreloaded + 1);
+      old.set_client_id("writer-" + std::to_string(round));
+      if (absl::Status s = store->UpdateTrial(old); !s.ok()) {
+        writer_status = s;
+        break;
+      }
+      if (!counted_down) {
+        wrote_once.count_down();
+        counted_down = true;
+      }
+    }
+    if (!counted_down) wrote_once.count_down();
+  });
+  wrote_once.wait();
+  const int64_t before = acknowledged.load();
+  const std::string copy_path = dir_.File("backup.db");
+  absl::Status backup = store->Backup(copy_path);
+  stop.store(true);
+  writer.join();
+  ASSERT_TRUE(writer_status.ok()) << writer_status;
+  ASSERT_TRUE(backup.ok()) << backup;
+  EXPECT_THAT(TemporaryFiles(dir_.File("")), IsEmpty());
+
+  absl::StatusOr<std::unique_ptr<SqliteStore>> copy =
+      SqliteStore::Open(copy_path);
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_TRUE((*copy)->CheckIntegrity().ok());
+  absl::StatusOr<std::vector<v1::Trial>> copied =
+      (*copy)->ListTrials("mnist", {});
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  ASSERT_GE(static_cast<int64_t>(copied->size()), before);
+  // One snapshot: dense ids, each trial whole.
+  EXPECT_EQ(Ids(*copied), Range(1, static_cast<int64_t>(copied->size())));
+  for (const v1::Trial& trial : *copied) {
+    ASSERT_EQ(trial.measurements_size(), 20) << trial.id();
+  }
+  // The live store kept every write.
+  EXPECT_EQ(store->ListTrials("mnist", {})->size(),
+            static_cast<size_t>(acknowledged.load()));
+  EXPECT_TRUE(store->CheckIntegrity().ok());
+}
+
+TEST_F(SqliteStoreTest, BackupRefusesTheLiveFiles) {
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateStudy(MakeStudy("mnist")).ok());
+  const std::string same_by_another_name =
+      (std::filesystem::path(path_).parent_path() / "." /
+       std::filesystem::path(path_).filename())
+          .string();
+  for (const std::string& live :
+       {path_, same_by_another_name, path_ + "-wal", path_ + "-shm",
+        path_ + ".lock"}) {
+    SCOPED_TRACE(live);
+    absl::Status status = store->Backup(live);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_THAT(status.message(), HasSubstr("is the live database"));
+  }
+  EXPECT_EQ(store->Backup("").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(TemporaryFiles(dir_.File("")), IsEmpty());
+  EXPECT_TRUE(store->GetStudy("mnist").ok());
+  EXPECT_TRUE(store->CheckIntegrity().ok());
+}
+
+TEST_F(SqliteStoreTest, BackupReplacesAClosedCopyButNotAnOpenOne) {
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateStudy(MakeStudy("first")).ok());
+  const std::string copy_path = dir_.File("backup.db");
+  ASSERT_TRUE(store->Backup(copy_path).ok());
+  ASSERT_TRUE(store->CreateStudy(MakeStudy("second")).ok());
+  {
+    // Open, a database has a WAL: its pages would be applied to a new copy.
+    absl::StatusOr<std::unique_ptr<SqliteStore>> open_copy =
+        SqliteStore::Open(copy_path);
+    ASSERT_TRUE(open_copy.ok()) << open_copy.status();
+    absl::Status status = store->Backup(copy_path);
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+    EXPECT_THAT(status.message(), HasSubstr(copy_path + "-wal"));
+  }
+  // Closed cleanly, it is replaced by a copy of now.
+  ASSERT_TRUE(store->Backup(copy_path).ok());
+  absl::StatusOr<std::unique_ptr<SqliteStore>> copy =
+      SqliteStore::Open(copy_path);
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  absl::StatusOr<std::vector<v1::Study>> studies = (*copy)->ListStudies();
+  ASSERT_TRUE(studies.ok()) << studies.status();
+  std::vector<std::string> names;
+  for (const v1::Study& study : *studies) names.push_back(study.name());
+  EXPECT_THAT(names, ElementsAre("first", "second"));
+  EXPECT_THAT(TemporaryFiles(dir_.File("")), IsEmpty());
+}
+
+TEST_F(SqliteStoreTest, BackupIntoAMissingDirectoryNamesIt) {
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  const std::string destination = dir_.File("no/such/dir/backup.db");
+  absl::Status status = store->Backup(destination);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
+  EXPECT_THAT(status.message(), HasSubstr(destination));
 }
 
 TEST_F(SqliteStoreTest, NonDatabaseFileIsAClearError) {
@@ -1531,6 +2095,7 @@ TEST_F(SqliteStoreTest, MigratesAVersionOneFile) {
     raw.Query("DROP INDEX trials_in_state");
     raw.Query("DROP INDEX trials_by_sequence");
     raw.Query("ALTER TABLE trials DROP COLUMN sequence");
+    raw.Query("ALTER TABLE trials DROP COLUMN lease_epoch");
     raw.Query("DELETE FROM schema_version WHERE version >= 2");
   }
   std::unique_ptr<SqliteStore> store = OpenOrDie();
@@ -1563,6 +2128,130 @@ TEST_F(SqliteStoreTest, MigratesAVersionOneFile) {
       store->CountTrials("mnist");
   ASSERT_TRUE(counts.ok()) << counts.status();
   EXPECT_THAT(*counts, UnorderedElementsAre(Pair(v1::Trial::ACTIVE, 2)));
+}
+
+TEST_F(SqliteStoreTest, ConditionalUpdatesOfOneBatchSeeEachOther) {
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  const v1::Trial read = CreateLeasedTrial(*store, v1::Trial::REQUESTED, 0);
+  v1::Trial to_a = read;
+  to_a.set_state(v1::Trial::ACTIVE);
+  to_a.set_client_id("worker-a");
+  to_a.set_lease_epoch(1);
+  v1::Trial to_b = to_a;
+  to_b.set_client_id("worker-b");
+  v1::Trial reported = to_a;
+  reported.add_measurements()->set_step(1);
+  const SqliteStore::CommitStats before = store->GetCommitStats();
+
+  absl::Status grant_a, grant_b, report;
+  {
+    PausedBatch batch(*store);
+    // Both grants from the same read: the first queued wins.
+    batch.Add(
+        [&] { grant_a = store->UpdateTrialIf(to_a, TrialVersion::Of(read)); });
+    batch.Add(
+        [&] { grant_b = store->UpdateTrialIf(to_b, TrialVersion::Of(read)); });
+    // A write from what the winner wrote, in the same transaction.
+    batch.Add([&] {
+      report = store->UpdateTrialIf(reported, TrialVersion::Of(to_a));
+    });
+  }
+  EXPECT_EQ(store->GetCommitStats().batches - before.batches, 1);
+  EXPECT_TRUE(grant_a.ok()) << grant_a;
+  EXPECT_EQ(grant_b.code(), absl::StatusCode::kAborted) << grant_b;
+  EXPECT_THAT(grant_b.message(),
+              HasSubstr("REQUESTED under lease epoch 0 then, ACTIVE under "
+                        "lease epoch 1 now"));
+  EXPECT_TRUE(report.ok()) << report;
+  EXPECT_THAT(*store->GetTrial("mnist", 1), EqualsProto(reported));
+  // The creation, then the grant and the report: the loser left no change.
+  EXPECT_EQ(LastSequence(*store, "mnist"), 3);
+}
+
+TEST_F(SqliteStoreTest, LeaseEpochColumnFollowsEveryTrialWrite) {
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  RawDb raw(path_);
+  auto column = [&] {
+    return raw.Query("SELECT lease_epoch FROM trials WHERE trial_id = 1");
+  };
+  v1::Trial trial = CreateLeasedTrial(*store, v1::Trial::ACTIVE, 5);
+  EXPECT_EQ(column(), "5");
+  // Unconditional, keeping the state and client (the message-only update).
+  trial.set_lease_epoch(6);
+  ASSERT_TRUE(store->UpdateTrial(trial).ok());
+  EXPECT_EQ(column(), "6");
+  // Unconditional, changing the state.
+  trial.set_state(v1::Trial::REQUESTED);
+  trial.set_lease_epoch(7);
+  ASSERT_TRUE(store->UpdateTrial(trial).ok());
+  EXPECT_EQ(column(), "7");
+  // Conditional, both ways.
+  v1::Trial next = trial;
+  next.set_lease_epoch(8);
+  ASSERT_TRUE(store->UpdateTrialIf(next, TrialVersion::Of(trial)).ok());
+  EXPECT_EQ(column(), "8");
+  trial = next;
+  next.set_state(v1::Trial::ACTIVE);
+  next.set_lease_epoch(9);
+  ASSERT_TRUE(store->UpdateTrialIf(next, TrialVersion::Of(trial)).ok());
+  EXPECT_EQ(column(), "9");
+  // A renewal keeps it.
+  next.set_lease_expire_time_ms(9000);
+  ASSERT_TRUE(store->RenewTrialLease(next).ok());
+  EXPECT_EQ(column(), "9");
+  EXPECT_EQ(*store->IntegrityCheck(), "ok");
+}
+
+TEST_F(SqliteStoreTest, MigratesAVersionFourFileFillingLeaseEpochs) {
+  {
+    std::unique_ptr<SqliteStore> store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->CreateStudy(MakeStudy("mnist")).ok());
+    std::vector<v1::Trial> trials = {MakeTrial(v1::Trial::REQUESTED),
+                                     MakeTrial(v1::Trial::ACTIVE, "worker-a"),
+                                     MakeTrial(v1::Trial::COMPLETED, "w")};
+    trials[1].set_lease_epoch(3);
+    trials[2].set_lease_epoch(7);
+    ASSERT_TRUE(store->CreateTrials("mnist", trials).ok());
+  }
+  {
+    // Back to what version 4 wrote, with a fourth trial whose message does
+    // not parse (0xff... is never a valid field tag sequence).
+    RawDb raw(path_);
+    raw.Query("ALTER TABLE trials DROP COLUMN lease_epoch");
+    raw.Query("DELETE FROM schema_version WHERE version >= 5");
+    raw.Query(
+        "INSERT INTO trials(study_id, trial_id, state, client_id, trial, "
+        "sequence) VALUES (1, 4, ?1, x'', x'ffffffffff', 4)",
+        {v1::Trial::ACTIVE});
+    ASSERT_EQ(raw.Query("SELECT MAX(version) FROM schema_version"), "4");
+  }
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  RawDb raw(path_);
+  EXPECT_EQ(raw.Query("SELECT MAX(version) FROM schema_version"), "5");
+  const char* kEpoch = "SELECT lease_epoch FROM trials WHERE trial_id = ?1";
+  EXPECT_EQ(raw.Query(kEpoch, {1}), "0");
+  EXPECT_EQ(raw.Query(kEpoch, {2}), "3");
+  EXPECT_EQ(raw.Query(kEpoch, {3}), "7");
+  // The unreadable trial keeps 0 and stays unreadable; the file opened.
+  EXPECT_EQ(raw.Query(kEpoch, {4}), "0");
+  EXPECT_EQ(store->GetTrial("mnist", 4).status().code(),
+            absl::StatusCode::kDataLoss);
+
+  // Conditional updates compare against the filled-in epochs.
+  absl::StatusOr<v1::Trial> active = store->GetTrial("mnist", 2);
+  ASSERT_TRUE(active.ok()) << active.status();
+  v1::Trial completed = *active;
+  completed.set_state(v1::Trial::COMPLETED);
+  absl::Status stale = store->UpdateTrialIf(completed, {v1::Trial::ACTIVE, 0});
+  EXPECT_EQ(stale.code(), absl::StatusCode::kAborted) << stale;
+  EXPECT_THAT(stale.message(), HasSubstr("ACTIVE under lease epoch 3 now"));
+  EXPECT_TRUE(store->UpdateTrialIf(completed, TrialVersion::Of(*active)).ok());
+  EXPECT_EQ(store->GetTrial("mnist", 2)->state(), v1::Trial::COMPLETED);
+  EXPECT_EQ(*store->IntegrityCheck(), "ok");
 }
 
 TEST_F(SqliteStoreTest, ReadConnectionsAreBounded) {
