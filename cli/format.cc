@@ -288,6 +288,7 @@ Grid TrialGrid(const TrialColumns& columns,
   };
   for (const v1::Trial& trial : trials) {
     Row row = {absl::StrCat(trial.id()), v1::Trial::State_Name(trial.state())};
+    if (trial.warm_start() && !csv) row[1] += " (warm start)";
     for (const std::string& name : params) {
       std::string cell;
       for (const v1::ParameterValue& p : trial.parameters()) {

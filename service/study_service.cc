@@ -511,6 +511,12 @@ void StudyService::ServeSuggestions(
     if (absl::Status s = LoadSuggestionState(name, state); !s.ok()) {
       return fail_all(s);
     }
+    if (state.study.spec().max_trials() > 0 &&
+        state.counts.contains(v1::Trial::COMPLETED)) {
+      absl::StatusOr<int64_t> warm = WarmStartTrials(runtime, state.study);
+      if (!warm.ok()) return fail_all(warm.status());
+      state.warm_start_trials = *warm;
+    }
     // Checked on the row read under the lock, as every other call does.
     for (size_t i = 0; i < batch.size(); ++i) {
       access[i] = CheckAccess(*batch[i]->caller, state.study, Access::kWrite);

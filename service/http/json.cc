@@ -259,6 +259,10 @@ void AppendTrial(const v1::Trial& t, std::string* out) {
   String("log_path", t.log_path(), &first, out);
   String("failure_reason", t.failure_reason(), &first, out);
   String("stop_reason", t.stop_reason(), &first, out);
+  if (t.warm_start()) {
+    Key("warm_start", &first, out);
+    out->append("true");
+  }
   out->push_back('}');
 }
 
