@@ -305,7 +305,13 @@ absl::StatusOr<v1::ParameterSpec> ToSpec(const std::string& name,
   if (d.low == d.high || (has_step && count <= kMaxDiscreteValues)) {
     auto& values = *spec.mutable_discrete_spec()->mutable_values();
     const int n = d.low == d.high ? 1 : static_cast<int>(count);
-    for (int k = 0; k < n; ++k) values.Add(d.low + k * d.step);
+    for (int k = 0; k < n; ++k) {
+      // 15 significant digits: 0.3, not 0.30000000000000004 (trials' values
+      // are matched to the nearest one).
+      char text[32];
+      std::snprintf(text, sizeof(text), "%.15g", d.low + k * d.step);
+      values.Add(std::strtod(text, nullptr));
+    }
     return spec;
   }
   if (d.kind == Distribution::kInt) {

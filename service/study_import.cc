@@ -205,6 +205,9 @@ absl::StatusOr<v1::Study> StudyService::ImportStudy(
   HT_RETURN_IF_ERROR(ToOptimizerAlgorithm(spec.algorithm()).status());
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(spec);
   if (!space.ok()) return space.status();
+  if (study.state() == v1::Study::STATE_UNSPECIFIED) {
+    study.set_state(v1::Study::ACTIVE);
+  }
   if (study.state() != v1::Study::ACTIVE && study.state() != v1::Study::PAUSED &&
       study.state() != v1::Study::COMPLETED) {
     return Invalid("study.state", "must be ACTIVE, PAUSED or COMPLETED");

@@ -11,6 +11,8 @@
 // gets a new one), and a STOPPING trial is STOPPED (its last measurement
 // final, ended now). REQUESTED and PAUSED trials stay as they are.
 //
+// A study without a state is imported ACTIVE.
+//
 // Warm-start trials (Trial.warm_start) are COMPLETED results brought from
 // elsewhere: the optimizer learns from them, max_trials does not count them.
 //

@@ -278,6 +278,8 @@ absl::StatusOr<v1::DeleteStudyResponse> StudyService::DeleteStudy(
       LoadStudyFor(caller, request.name(), Access::kWrite).status());
   HT_RETURN_IF_ERROR(store_->DeleteStudy(request.name()));
   (*runtime)->lease_check = {};  // a study of the same name starts afresh
+  absl::MutexLock count_lock(&(*runtime)->warm_start_mu);
+  (*runtime)->warm_start = {};
   return v1::DeleteStudyResponse();
 }
 
