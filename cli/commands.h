@@ -42,6 +42,20 @@ absl::Status RunHeartbeatCommand(const CommandContext& context,
 absl::Status RunWorkerCommand(const CommandContext& context, const Args& args);
 absl::Status RunWatchCommand(const CommandContext& context, const Args& args);
 absl::Status RunStopCommand(const CommandContext& context, const Args& args);
+// export_commands.cc and optuna_import.cc.
+absl::Status RunExportCommand(const CommandContext& context, const Args& args);
+absl::Status RunImportCommand(const CommandContext& context, const Args& args);
+absl::Status RunImportOptunaCommand(const CommandContext& context,
+                                    const Args& args);
+// `trials import NAME FILE` (args after "import").
+absl::Status RunTrialsImport(const CommandContext& context, const Args& args);
+// Copies the fitting COMPLETED trials of `sources` into study `name` as
+// warm-start results (study create --warm-start-from).
+absl::StatusOr<v1::ImportTrialsResponse> WarmStartFrom(
+    const CommandContext& context, const std::string& name,
+    const std::vector<std::string>& sources);
+// Study names from flag values, each a name or a comma-separated list.
+std::vector<std::string> SplitStudyList(const std::vector<std::string>& values);
 
 extern const char kStudyUsage[];
 extern const char kTrialsUsage[];
@@ -52,6 +66,10 @@ extern const char kHeartbeatUsage[];
 extern const char kWorkerUsage[];
 extern const char kWatchUsage[];
 extern const char kStopUsage[];
+extern const char kExportUsage[];
+extern const char kImportUsage[];
+extern const char kImportOptunaUsage[];
+extern const char kTrialsImportUsage[];
 
 }  // namespace hypertune::cli
 

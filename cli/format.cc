@@ -266,6 +266,7 @@ Grid TrialGrid(const v1::Study* study, const std::vector<v1::Trial>& trials) {
 
   for (const v1::Trial& trial : trials) {
     Row row = {absl::StrCat(trial.id()), v1::Trial::State_Name(trial.state())};
+    if (trial.warm_start()) row[1] += " (warm start)";
     for (const std::string& name : columns.parameters) {
       std::string cell;
       for (const v1::ParameterValue& p : trial.parameters()) {

@@ -28,7 +28,8 @@ constexpr char kUsage[] =
     "and key, for servers that require one (mutual TLS).\n"
     "\n"
     "Studies:\n"
-    "  study create --config FILE     create a study from its JSON config\n"
+    "  study create --config FILE [--warm-start-from OTHER[,OTHER...]]\n"
+    "                                 create a study from its JSON config\n"
     "  study list                     list the studies\n"
     "  study get NAME                 show a study\n"
     "  study best NAME                show its best trials\n"
@@ -49,6 +50,13 @@ constexpr char kUsage[] =
     "  stop NAME TRIAL_ID [--reason TEXT]\n"
     "                                 stop a trial early\n"
     "  watch NAME [--after SEQ]       print trial changes as they happen\n"
+    "  trials import NAME FILE        add results from a trials CSV/JSON file\n"
+    "                                 as warm-start trials\n"
+    "Moving studies:\n"
+    "  export NAME > FILE             write a study and its trials (JSON lines)\n"
+    "  import FILE [--name NEW]       recreate an exported study\n"
+    "  import-optuna FILE [--study NAME]\n"
+    "                                 import studies from an Optuna SQLite file\n"
     "Running:\n"
     "  worker NAME [--parallel N] -- CMD [ARG...]\n"
     "                                 run CMD once per trial of the study\n"
@@ -76,6 +84,10 @@ const Command kCommands[] = {
     {"worker", hypertune::cli::RunWorkerCommand, hypertune::cli::kWorkerUsage},
     {"watch", hypertune::cli::RunWatchCommand, hypertune::cli::kWatchUsage},
     {"stop", hypertune::cli::RunStopCommand, hypertune::cli::kStopUsage},
+    {"export", hypertune::cli::RunExportCommand, hypertune::cli::kExportUsage},
+    {"import", hypertune::cli::RunImportCommand, hypertune::cli::kImportUsage},
+    {"import-optuna", hypertune::cli::RunImportOptunaCommand,
+     hypertune::cli::kImportOptunaUsage},
 };
 
 const Command* FindCommand(const std::string& name) {

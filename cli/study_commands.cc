@@ -18,6 +18,7 @@ namespace hypertune::cli {
 
 const char kStudyUsage[] =
     "usage: hypertune study create --config FILE [--format json|table]\n"
+    "                              [--warm-start-from OTHER[,OTHER...]]\n"
     "       hypertune study list [--format table|json]\n"
     "       hypertune study get NAME [--format json|table]\n"
     "       hypertune study best NAME [--format table|json|csv]\n"
@@ -40,7 +41,11 @@ const char kStudyUsage[] =
     "update changes a study's budget, lease and early-stopping budget, and with\n"
     "--config FILE takes its parameters from FILE (ranges may widen and value\n"
     "lists grow; 0 means unlimited for the max_ flags). Raising the budget of a\n"
-    "COMPLETED study makes it ACTIVE. history lists every update.\n";
+    "COMPLETED study makes it ACTIVE. history lists every update.\n"
+    "--warm-start-from copies the COMPLETED trials of the OTHER studies whose\n"
+    "parameters fit the new space (and that report its objective) into it as\n"
+    "warm-start results: the optimizer learns from them, max_trials does not\n"
+    "count them; tables show them as COMPLETED (warm start).\n";
 
 namespace {
 
@@ -64,7 +69,7 @@ absl::StatusOr<std::string> OneName(const ParsedArgs& parsed,
 
 absl::Status Create(const CommandContext& context, const Args& args) {
   absl::StatusOr<ParsedArgs> parsed =
-      ParseArgs(args, {{"config"}, {"format"}});
+      ParseArgs(args, {{"config"}, {"format"}, {"warm-start-from", true, true}});
   if (!parsed.ok()) return parsed.status();
   std::optional<std::string> path = parsed->Get("config");
   if (!path.has_value()) return UsageError("study create needs --config FILE");
@@ -84,8 +89,29 @@ absl::Status Create(const CommandContext& context, const Args& args) {
   }
   v1::Study study;
   if (absl::Status s = ParseJsonConfig(text.str(), *path, &study); !s.ok()) return s;
+  const std::vector<std::string> sources =
+      SplitStudyList(parsed->GetAll("warm-start-from"));
+  for (const std::string& source : sources) {
+    // Before creating anything: a typo must not leave a cold study behind.
+    if (absl::Status s = context.client.GetStudy(source).status(); !s.ok()) {
+      return s;
+    }
+  }
   absl::StatusOr<v1::Study> created = context.client.CreateStudy(study);
   if (!created.ok()) return created.status();
+  if (!sources.empty()) {
+    absl::StatusOr<v1::ImportTrialsResponse> warm =
+        WarmStartFrom(context, created->name(), sources);
+    if (!warm.ok()) {
+      context.client.DeleteStudy(created->name()).IgnoreError();
+      return warm.status();
+    }
+    context.err << "warm start: copied " << warm->imported()
+                << " COMPLETED trials, skipped " << warm->skipped()
+                << " that do not fit the new space\n";
+    absl::StatusOr<v1::Study> counted = context.client.GetStudy(created->name());
+    if (counted.ok()) created = std::move(counted);
+  }
   if (*format == OutputFormat::kTable) {
     context.out << FormatTable(StudyDetailGrid(*created));
     return absl::OkStatus();

@@ -24,7 +24,11 @@ const char kTrialsUsage[] =
     "the given states (repeat it or give a comma-separated list): REQUESTED,\n"
     "ACTIVE, STOPPING, PAUSED, COMPLETED, STOPPED, INFEASIBLE, FAILED.\n"
     "CSV columns: id,state,<parameters>,<final metrics>,step,elapsed_seconds,\n"
-    "client_id,infeasible_reason.\n";
+    "client_id,infeasible_reason.\n"
+    "\n"
+    "usage: hypertune trials import NAME FILE\n"
+    "Adds FILE's COMPLETED trials (in the CSV or JSON written here) to study\n"
+    "NAME as warm-start results (`hypertune trials import --help`).\n";
 
 const char kSuggestUsage[] =
     "usage: hypertune suggest NAME [--count K] [--client-id ID]\n"
@@ -197,6 +201,10 @@ std::string DescribeEvent(const v1::TrialEvent& event,
 }  // namespace
 
 absl::Status RunTrialsCommand(const CommandContext& context, const Args& args) {
+  // `trials import NAME FILE`; `trials import` alone lists study "import".
+  if (args.size() >= 3 && args[0] == "import") {
+    return RunTrialsImport(context, Args(args.begin() + 1, args.end()));
+  }
   absl::StatusOr<ParsedArgs> parsed =
       ParseArgs(args, {{"state", true, true}, {"format"}});
   if (!parsed.ok()) return parsed.status();

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "service/study_import.h"
 
 namespace hypertune::service {
 namespace {
@@ -163,6 +164,25 @@ grpc::Status GrpcService::WatchTrials(
       *request,
       [writer](const v1::TrialEvent &event) { return writer->Write(event); },
       [context] { return context->IsCancelled(); }, *caller));
+}
+
+grpc::Status GrpcService::ImportStudy(
+    grpc::ServerContext *context,
+    grpc::ServerReader<v1::ImportStudyRequest> *reader, v1::Study *response) {
+  absl::StatusOr<Principal> caller = Caller(context);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  absl::StatusOr<ImportedStudy> imported = ReadImportStream(
+      [reader](v1::ImportStudyRequest &message) { return reader->Read(&message); });
+  if (!imported.ok()) return ToGrpcStatus(imported.status());
+  return Reply(service_->ImportStudy(std::move(imported->study),
+                                     std::move(imported->trials), *caller),
+               response);
+}
+
+grpc::Status GrpcService::ImportTrials(grpc::ServerContext *context,
+                                       const v1::ImportTrialsRequest *request,
+                                       v1::ImportTrialsResponse *response) {
+  return Serve(context, &StudyService::ImportTrials, *request, response);
 }
 
 }  // namespace hypertune::service

@@ -75,6 +75,12 @@ class GrpcService final : public v1::HyperTune::Service {
   grpc::Status WatchTrials(grpc::ServerContext *,
                            const v1::WatchTrialsRequest *,
                            grpc::ServerWriter<v1::TrialEvent> *) override;
+  grpc::Status ImportStudy(grpc::ServerContext *,
+                           grpc::ServerReader<v1::ImportStudyRequest> *,
+                           v1::Study *) override;
+  grpc::Status ImportTrials(grpc::ServerContext *,
+                            const v1::ImportTrialsRequest *,
+                            v1::ImportTrialsResponse *) override;
 
  private:
   template <typename Request, typename Response>

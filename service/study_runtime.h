@@ -43,6 +43,14 @@ struct StudyRuntime {
     int64_t earliest_expiry_ms = 0;
   };
   LeaseCheck lease_check ABSL_GUARDED_BY(mu);
+  // The warm-start trials of study incarnation study_created_ms (-1: not
+  // counted yet), which max_trials does not count (study_import.h).
+  struct WarmStartCount {
+    int64_t study_created_ms = -1;
+    int64_t n = 0;
+  };
+  absl::Mutex warm_start_mu;
+  WarmStartCount warm_start ABSL_GUARDED_BY(warm_start_mu);
 };
 
 // Holds a study's lock shared and the stripe of one of its trials, for a

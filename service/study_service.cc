@@ -335,6 +335,8 @@ absl::StatusOr<v1::DeleteStudyResponse> StudyService::DeleteStudy(
       LoadStudyFor(caller, request.name(), Access::kWrite).status());
   HT_RETURN_IF_ERROR(store_->DeleteStudy(request.name()));
   (*runtime)->lease_check = {};  // a study of the same name starts afresh
+  absl::MutexLock count_lock(&(*runtime)->warm_start_mu);
+  (*runtime)->warm_start = {};
   return v1::DeleteStudyResponse();
 }
 
@@ -646,6 +648,12 @@ void StudyService::ServeSuggestions(
     absl::ReaderMutexLock lock(&runtime.mu);
     if (absl::Status s = LoadSuggestionState(name, state); !s.ok()) {
       return fail_all(s);
+    }
+    if (state.study.spec().max_trials() > 0 &&
+        state.counts.contains(v1::Trial::COMPLETED)) {
+      absl::StatusOr<int64_t> warm = WarmStartTrials(runtime, state.study);
+      if (!warm.ok()) return fail_all(warm.status());
+      state.warm_start_trials = *warm;
     }
     // Checked on the row read under the lock, as every other call does.
     for (size_t i = 0; i < batch.size(); ++i) {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "hypertune/v1/hypertune.pb.h"
@@ -135,6 +136,17 @@ class StudyService {
       const std::string& study_name, int64_t after, int limit,
       const Principal& caller = Principal::AuthOff());
 
+  // Import (study_import.h, defined in study_import.cc). ImportStudy
+  // recreates an exported study with its trials, all or nothing;
+  // ALREADY_EXISTS if the name is taken. ImportTrials adds warm-start
+  // results to a study.
+  absl::StatusOr<v1::Study> ImportStudy(
+      v1::Study study, std::vector<v1::Trial> trials,
+      const Principal& caller = Principal::AuthOff());
+  absl::StatusOr<v1::ImportTrialsResponse> ImportTrials(
+      const v1::ImportTrialsRequest& request,
+      const Principal& caller = Principal::AuthOff());
+
   // Leases. A running trial whose lease ran out goes back to REQUESTED
   // (keeping its measurements and checkpoint) while it has retries left, else
   // it is FAILED. ExpireLeases does this for every study; a sweeper calls it
@@ -188,6 +200,11 @@ class StudyService {
   absl::Status Grant(const v1::Study& study, v1::Trial& trial,
                      const std::string& client_id, int64_t now) const;
   int64_t LeaseMs(const v1::Study& study) const;
+  // How many warm-start trials `study` holds (they do not count against
+  // max_trials), counted once per study incarnation and kept by the
+  // imports. REQUIRES: runtime.mu held.
+  absl::StatusOr<int64_t> WarmStartTrials(StudyRuntime& runtime,
+                                          const v1::Study& study);
   // The worker holding `trial` is gone (`reason`): back to REQUESTED while
   // retries remain, else FAILED (STOPPING ones are STOPPED).
   absl::Status Release(const v1::Study& study, v1::Trial& trial,

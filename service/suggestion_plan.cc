@@ -64,7 +64,7 @@ SuggestionPlan PlanSuggestions(const SuggestionState& state,
   SuggestionPlan plan;
   plan.requests.resize(asks.size());
 
-  int64_t created = 0;
+  int64_t created = -state.warm_start_trials;
   for (const auto& [s, n] : state.counts) created += n;
   const int64_t running =
       CountOf(state, v1::Trial::ACTIVE) + CountOf(state, v1::Trial::STOPPING);

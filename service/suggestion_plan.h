@@ -32,6 +32,8 @@ struct SuggestionState {
   v1::Study study;
   // Trials by state.
   absl::flat_hash_map<v1::Trial::State, int64_t> counts;
+  // Of those, warm-start results, which max_trials does not count.
+  int64_t warm_start_trials = 0;
   // REQUESTED trials, by id.
   std::vector<v1::Trial> queued;
   // ACTIVE and STOPPING trials.

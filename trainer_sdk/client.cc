@@ -525,4 +525,48 @@ absl::Status Client::WatchTrials(
   }
 }
 
+absl::StatusOr<v1::Study> Client::ImportStudy(
+    const v1::Study& study, const std::vector<v1::Trial>& trials) const {
+  constexpr size_t kMessageBytes = 1 << 20;
+  std::vector<v1::ImportStudyRequest> messages(1);
+  *messages[0].mutable_study() = study;
+  size_t bytes = study.ByteSizeLong();
+  for (const v1::Trial& trial : trials) {
+    const size_t size = trial.ByteSizeLong();
+    if (bytes > 0 && bytes + size > kMessageBytes) {
+      messages.emplace_back();
+      bytes = 0;
+    }
+    *messages.back().add_trials() = trial;
+    bytes += size;
+  }
+  v1::Study response;
+  absl::Status status = core_->Call(
+      "ImportStudy", Retry::kUnavailable, [&](grpc::ClientContext& c) {
+        c.set_deadline(std::chrono::system_clock::now() +
+                       std::max<std::chrono::milliseconds>(
+                           core_->options().call_timeout, std::chrono::minutes(10)));
+        std::unique_ptr<grpc::ClientWriter<v1::ImportStudyRequest>> writer =
+            core_->stub().ImportStudy(&c, &response);
+        for (const v1::ImportStudyRequest& message : messages) {
+          if (!writer->Write(message)) break;  // Finish says why
+        }
+        writer->WritesDone();
+        return writer->Finish();
+      });
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<v1::ImportTrialsResponse> Client::ImportTrials(
+    const v1::ImportTrialsRequest& request) const {
+  v1::ImportTrialsResponse response;
+  absl::Status status = core_->Call(
+      "ImportTrials", Retry::kUnavailable, [&](grpc::ClientContext& c) {
+        return core_->stub().ImportTrials(&c, request, &response);
+      });
+  if (!status.ok()) return status;
+  return response;
+}
+
 }  // namespace hypertune

@@ -208,6 +208,15 @@ class Client {
       const std::string& study, int64_t after_sequence,
       const std::function<bool(const v1::TrialEvent&)>& on_event) const;
 
+  // Recreates an exported study with its trials (the ImportStudy stream,
+  // in messages of at most 1 MiB of trials), all or nothing. The whole
+  // import has 10 minutes (or call_timeout if longer).
+  absl::StatusOr<v1::Study> ImportStudy(
+      const v1::Study& study, const std::vector<v1::Trial>& trials) const;
+  // Adds warm-start results to a study.
+  absl::StatusOr<v1::ImportTrialsResponse> ImportTrials(
+      const v1::ImportTrialsRequest& request) const;
+
   const std::string& client_id() const;
   // The resolved options (server and client_id filled in).
   const ClientOptions& options() const;

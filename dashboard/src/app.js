@@ -578,7 +578,9 @@ function trialTable(trials, objective) {
   const specs = state.study.spec.parameters || [];
   const columns = [
     {key: 'id', label: 'id', value: (t) => Number(t.id)},
-    {key: 'state', label: 'state', value: (t) => t.state || ''},
+    // Warm-start trials: results brought from another study or a file.
+    {key: 'state', label: 'state',
+     value: (t) => (t.state || '') + (t.warm_start ? ' (warm start)' : '')},
     {key: 'objective', label: objective.name,
      value: (t) => objectiveValue(t, objective.name)},
     ...specs.map((s) => ({key: 'p:' + s.name, label: s.name,

@@ -259,6 +259,14 @@ void AppendTrial(const v1::Trial& t, std::string* out) {
   String("log_path", t.log_path(), &first, out);
   String("failure_reason", t.failure_reason(), &first, out);
   String("stop_reason", t.stop_reason(), &first, out);
+  if (t.warm_start()) {
+    Key("warm_start", &first, out);
+    out->append("true");
+  }
+  if (t.has_feasible()) {
+    Key("feasible", &first, out);
+    out->append(t.feasible() ? "true" : "false");
+  }
   out->push_back('}');
 }
 

@@ -750,6 +750,63 @@ std::vector<BadInputCase> Cases() {
        // runs with a bare INTERNAL ("error parsing request proto"), which
        // the server reports as the bad input it is.
        {Code::INVALID_ARGUMENT}, "", nullptr});
+  // Imports (study_import.h): an ImportStudy stream of `messages`.
+  auto import_study = [](BadInputCaseTest& t,
+                         std::vector<v1::ImportStudyRequest> messages) {
+    grpc::ClientContext ctx;
+    v1::Study out;
+    auto writer = t.stub_->ImportStudy(&ctx, &out);
+    for (const v1::ImportStudyRequest& m : messages) writer->Write(m);
+    writer->WritesDone();
+    return writer->Finish();
+  };
+  add({"ImportOntoAnExistingName",
+       [import_study](BadInputCaseTest& t) {
+         v1::ImportStudyRequest m;
+         *m.mutable_study() = TargetStudy("target");
+         return import_study(t, {m});
+       },
+       {Code::ALREADY_EXISTS}, "target", nullptr});
+  add({"ImportWithAGapInTrialIds",
+       [import_study](BadInputCaseTest& t) {
+         v1::ImportStudyRequest m;
+         *m.mutable_study() = TargetStudy("imported");
+         v1::Trial* trial = m.add_trials();
+         trial->set_id(2);
+         trial->set_state(v1::Trial::REQUESTED);
+         *trial->mutable_parameters() = Params(0.5, 2, "relu");
+         return import_study(t, {m});
+       },
+       {Code::INVALID_ARGUMENT}, "trials[0].id", nullptr});
+  add({"ImportStreamWithoutTheStudy",
+       [import_study](BadInputCaseTest& t) {
+         v1::ImportStudyRequest m;
+         m.add_trials()->set_id(1);
+         return import_study(t, {m});
+       },
+       {Code::INVALID_ARGUMENT}, "study", nullptr});
+  add({"WarmStartResultOutsideTheSpace",
+       [](BadInputCaseTest& t) {
+         grpc::ClientContext ctx;
+         v1::ImportTrialsRequest request;
+         request.set_study_name("target");
+         v1::Trial* trial = request.add_trials();
+         *trial->mutable_parameters() = Params(7, 2, "relu");
+         (*trial->mutable_final_measurement()->mutable_metrics())["loss"] = 1;
+         v1::ImportTrialsResponse out;
+         return t.stub_->ImportTrials(&ctx, request, &out);
+       },
+       {Code::INVALID_ARGUMENT}, "trials[0].parameters", nullptr});
+  add({"WarmStartFromAnUnknownStudy",
+       [](BadInputCaseTest& t) {
+         grpc::ClientContext ctx;
+         v1::ImportTrialsRequest request;
+         request.set_study_name("target");
+         request.add_from_studies("nowhere");
+         v1::ImportTrialsResponse out;
+         return t.stub_->ImportTrials(&ctx, request, &out);
+       },
+       {Code::NOT_FOUND}, "nowhere", nullptr});
   return cases;
 }
 

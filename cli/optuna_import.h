@@ -1,0 +1,66 @@
+// Reading an Optuna RDB storage file (its SQLite schema, Optuna 2.x and 3.x)
+// into hypertune studies, with the sqlite3 library: no Python needed.
+//
+// The mapping (README, "Import from Optuna"):
+//   - each Optuna study becomes a study of the same name (characters a study
+//     name may not hold become '-'); its directions become the metrics
+//     "value" (one objective) or "values_0", "values_1", ... (several; until
+//     metrics carry roles, the first is the objective and the others are
+//     recorded), MINIMIZE or MAXIMIZE as Optuna had them;
+//   - distributions: Float(low, high) -> DOUBLE (LOG when log); Float with a
+//     step -> DISCRETE of its values (DOUBLE when over 1000 values); Int ->
+//     INTEGER (LOG when log), with a step > 1 -> DISCRETE; Categorical ->
+//     DISCRETE when every choice is a number, else CATEGORICAL of the
+//     choices' Python str() forms; the older Uniform, LogUniform,
+//     DiscreteUniform, IntUniform and IntLogUniform likewise. A parameter
+//     whose distribution differs between trials gets their union. A range
+//     of one value becomes a one-value DISCRETE;
+//   - trials keep their order (hypertune id = rank by Optuna number, from
+//     1) and their times; client_id says "optuna trial N". COMPLETE ->
+//     COMPLETED with the values as final metrics; PRUNED -> STOPPED (final:
+//     its value, else its last intermediate value); FAIL -> FAILED with
+//     Optuna's fail_reason; RUNNING and WAITING -> REQUESTED (no worker of
+//     hypertune holds them: they run again). Intermediate values become
+//     measurements at their steps (NaN ones are left out);
+//   - user attributes: numbers and booleans of a trial become recorded
+//     metrics "user_attr.KEY" of its final measurement; the others, and the
+//     study's, cannot be stored (no free-form attributes in the API) and
+//     are listed in the notes.
+//   - a trial that lacks some parameter of the study (a conditional search
+//     space) is left out, with a note, unless it FAILED.
+//
+// Thread safety: no shared state.
+#ifndef HYPERTUNE_CLI_OPTUNA_IMPORT_H_
+#define HYPERTUNE_CLI_OPTUNA_IMPORT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hypertune/v1/hypertune.pb.h"
+
+namespace hypertune::cli {
+
+struct OptunaStudy {
+  std::string optuna_name;
+  v1::Study study;
+  // Dense ids from 1, ready for ImportStudy.
+  std::vector<v1::Trial> trials;
+  // Trials of the file not imported, and what could not be kept.
+  int64_t skipped_trials = 0;
+  std::vector<std::string> notes;
+};
+
+// The studies of the Optuna SQLite file at `path` (only `study_name` when
+// given: NOT_FOUND if absent). `now_ms` stands for missing times.
+// INVALID_ARGUMENT if the file is not an Optuna storage or a distribution
+// cannot be mapped.
+absl::StatusOr<std::vector<OptunaStudy>> ReadOptunaFile(
+    const std::string& path, const std::optional<std::string>& study_name,
+    int64_t now_ms);
+
+}  // namespace hypertune::cli
+
+#endif  // HYPERTUNE_CLI_OPTUNA_IMPORT_H_

@@ -1,0 +1,463 @@
+#include "cli/trial_file.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/type_resolver.h>
+#include <google/protobuf/util/type_resolver_util.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "cli/format.h"
+#include "cli/json_config.h"
+
+namespace hypertune::cli {
+namespace {
+
+absl::Status LineError(const std::string& source, int line,
+                       absl::string_view message) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(source, ":", line, ": ", message));
+}
+
+// The line (1-based) of byte `offset` in `text`.
+int LineAt(std::string_view text, size_t offset) {
+  int line = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') ++line;
+  }
+  return line;
+}
+
+// ----- JSON -----
+
+struct JsonObject {
+  std::string_view text;
+  int line = 0;
+};
+
+// The trial objects of a JSON trial file: the elements of the "trials"
+// array of a ListTrialsResponse document, or each top-level object of JSON
+// lines. A bracket scanner (strings and escapes respected), so that each
+// object can be parsed on its own and errors can name its line.
+absl::StatusOr<std::vector<JsonObject>> SplitJsonObjects(
+    std::string_view text, const std::string& source) {
+  std::vector<JsonObject> top;  // top-level values
+  std::vector<char> stack;
+  bool in_string = false;
+  bool escaped = false;
+  size_t start = 0;
+  int line = 1;
+  int start_line = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        in_string = true;
+        break;
+      case '{':
+      case '[':
+        if (stack.empty()) {
+          start = i;
+          start_line = line;
+        }
+        stack.push_back(c);
+        break;
+      case '}':
+      case ']':
+        if (stack.empty() || (c == '}') != (stack.back() == '{')) {
+          return LineError(source, line,
+                           absl::StrCat("unexpected '", std::string(1, c), "'"));
+        }
+        stack.pop_back();
+        if (stack.empty()) {
+          top.push_back({text.substr(start, i + 1 - start), start_line});
+        }
+        break;
+      default:
+        if (stack.empty() && !absl::ascii_isspace(static_cast<unsigned char>(c))) {
+          return LineError(source, line,
+                           "expected a JSON object (a trial per line, or the "
+                           "document of `hypertune trials --format json`)");
+        }
+    }
+  }
+  if (!stack.empty()) {
+    return LineError(source, start_line, "a JSON value that never ends");
+  }
+  // One document {"trials": [...]}: its array's objects, found again with
+  // their lines.
+  if (top.size() == 1) {
+    std::string_view doc = top[0].text;
+    size_t key = doc.find_first_not_of(" \t\r\n", 1);
+    if (key != std::string_view::npos && doc.substr(key).starts_with("\"trials\"")) {
+      std::vector<JsonObject> trials;
+      const size_t base = static_cast<size_t>(doc.data() - text.data());
+      int depth = 0;
+      in_string = false;
+      escaped = false;
+      for (size_t i = 0; i < doc.size(); ++i) {
+        const char c = doc[i];
+        if (in_string) {
+          if (escaped) {
+            escaped = false;
+          } else if (c == '\\') {
+            escaped = true;
+          } else if (c == '"') {
+            in_string = false;
+          }
+          continue;
+        }
+        if (c == '"') {
+          in_string = true;
+        } else if (c == '{' || c == '[') {
+          if (depth == 2 && c == '{') start = i;
+          ++depth;
+        } else if (c == '}' || c == ']') {
+          --depth;
+          if (depth == 2 && c == '}') {
+            trials.push_back(
+                {doc.substr(start, i + 1 - start), LineAt(text, base + start)});
+          }
+        }
+      }
+      return trials;
+    }
+  }
+  return top;
+}
+
+// ----- CSV -----
+
+struct CsvRecord {
+  std::vector<std::string> fields;
+  int line = 0;
+};
+
+// RFC 4180 records (quoted fields may hold commas, quotes and newlines),
+// each with the line it starts on; blank lines are skipped.
+absl::StatusOr<std::vector<CsvRecord>> ParseCsv(std::string_view text,
+                                                const std::string& source) {
+  std::vector<CsvRecord> records;
+  CsvRecord record;
+  std::string field;
+  bool quoted = false;
+  bool field_started = false;
+  int line = 1;
+  record.line = 1;
+  auto end_record = [&] {
+    record.fields.push_back(std::move(field));
+    field.clear();
+    const bool blank = record.fields.size() == 1 && record.fields[0].empty();
+    if (!blank) records.push_back(std::move(record));
+    record = CsvRecord();
+    field_started = false;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"') {
+        if (i + 1 < text.size() && text[i + 1] == '"') {
+          field += '"';
+          ++i;
+        } else {
+          quoted = false;
+        }
+      } else {
+        if (c == '\n') ++line;
+        field += c;
+      }
+      continue;
+    }
+    if (c == '"' && !field_started) {
+      quoted = true;
+      field_started = true;
+    } else if (c == ',') {
+      record.fields.push_back(std::move(field));
+      field.clear();
+      field_started = false;
+    } else if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
+      continue;
+    } else if (c == '\n') {
+      end_record();
+      ++line;
+      record.line = line;
+    } else {
+      field += c;
+      field_started = true;
+    }
+  }
+  if (quoted) return LineError(source, record.line, "a quoted field never ends");
+  if (field_started || !record.fields.empty()) end_record();
+  return records;
+}
+
+// Columns of the CLI's and the HTTP API's trial CSV that are neither
+// parameters nor metrics.
+const absl::flat_hash_set<std::string>& TrialColumnNames() {
+  static const auto* names = new absl::flat_hash_set<std::string>{
+      "id",           "state",          "step",          "elapsed_seconds",
+      "client_id",    "infeasible_reason", "failure_reason", "stop_reason",
+      "create_time_ms", "start_time_ms", "end_time_ms",  "retry_count",
+      "measurements", "last_step",      "device_seconds", "cost",
+      "warm_start",   "checkpoint_uri", "log_path"};
+  return *names;
+}
+
+enum class ColumnKind { kParameter, kMetric, kTrial };
+
+struct Column {
+  ColumnKind kind;
+  std::string name;
+  const v1::ParameterSpec* parameter = nullptr;
+};
+
+absl::StatusOr<TrialFile> ParseCsvTrials(std::string_view text,
+                                         const std::string& source,
+                                         const v1::Study& study) {
+  absl::StatusOr<std::vector<CsvRecord>> records = ParseCsv(text, source);
+  if (!records.ok()) return records.status();
+  TrialFile file;
+  if (records->empty()) return file;
+  std::map<std::string, const v1::ParameterSpec*> parameters;
+  for (const v1::ParameterSpec& p : study.spec().parameters()) {
+    parameters[p.name()] = &p;
+  }
+  const CsvRecord& header = records->front();
+  std::vector<Column> columns;
+  for (const std::string& raw : header.fields) {
+    std::string name(absl::StripAsciiWhitespace(raw));
+    Column column{ColumnKind::kMetric, name};
+    const bool param_prefix = absl::StartsWith(name, "param:");
+    const bool metric_prefix = absl::StartsWith(name, "metric:");
+    if (param_prefix || metric_prefix) column.name = name.substr(name.find(':') + 1);
+    if (param_prefix || (!metric_prefix && parameters.contains(name))) {
+      column.kind = ColumnKind::kParameter;
+      auto it = parameters.find(column.name);
+      if (it == parameters.end()) {
+        return LineError(source, header.line,
+                         absl::StrCat("column \"", name,
+                                      "\": study \"", study.name(),
+                                      "\" has no such parameter"));
+      }
+      column.parameter = it->second;
+    } else if (metric_prefix) {
+      column.kind = ColumnKind::kMetric;
+    } else if (TrialColumnNames().contains(name)) {
+      column.kind = ColumnKind::kTrial;
+    }
+    columns.push_back(std::move(column));
+  }
+  for (size_t r = 1; r < records->size(); ++r) {
+    const CsvRecord& row = (*records)[r];
+    if (row.fields.size() != columns.size()) {
+      return LineError(source, row.line,
+                       absl::StrCat(row.fields.size(), " fields, but the header "
+                                    "has ", columns.size()));
+    }
+    v1::Trial trial;
+    bool skip = false;
+    v1::Measurement& final_m = *trial.mutable_final_measurement();
+    for (size_t i = 0; i < columns.size(); ++i) {
+      const Column& column = columns[i];
+      const std::string& cell = row.fields[i];
+      auto bad = [&](absl::string_view what) {
+        return LineError(source, row.line,
+                         absl::StrCat(column.name, ": \"", cell, "\" is not ",
+                                      what));
+      };
+      if (column.kind == ColumnKind::kTrial) {
+        if (column.name == "state" && !cell.empty()) {
+          v1::Trial::State state;
+          if (!v1::Trial::State_Parse(absl::AsciiStrToUpper(cell), &state)) {
+            return bad("a trial state");
+          }
+          skip = state != v1::Trial::COMPLETED;
+        } else if (column.name == "step" && !cell.empty()) {
+          int64_t step = 0;
+          if (!absl::SimpleAtoi(cell, &step)) return bad("an integer");
+          final_m.set_step(step);
+        } else if (column.name == "elapsed_seconds" && !cell.empty()) {
+          double seconds = 0;
+          if (!absl::SimpleAtod(cell, &seconds)) return bad("a number");
+          final_m.set_elapsed_seconds(seconds);
+        }
+        continue;
+      }
+      if (cell.empty()) continue;  // absent (an inactive parameter)
+      if (column.kind == ColumnKind::kMetric) {
+        double value = 0;
+        if (!absl::SimpleAtod(cell, &value)) return bad("a number");
+        (*final_m.mutable_metrics())[column.name] = value;
+        continue;
+      }
+      v1::ParameterValue& value = *trial.add_parameters();
+      value.set_name(column.name);
+      switch (column.parameter->kind_case()) {
+        case v1::ParameterSpec::kIntegerSpec: {
+          int64_t n = 0;
+          if (!absl::SimpleAtoi(cell, &n)) return bad("an integer");
+          value.set_int_value(n);
+          break;
+        }
+        case v1::ParameterSpec::kCategoricalSpec:
+          value.set_string_value(cell);
+          break;
+        default: {
+          double x = 0;
+          if (!absl::SimpleAtod(cell, &x)) return bad("a number");
+          value.set_double_value(x);
+        }
+      }
+    }
+    if (skip) {
+      file.skipped_lines.push_back(row.line);
+      continue;
+    }
+    if (final_m.metrics().empty()) {
+      return LineError(source, row.line,
+                       "final_measurement.metrics: the row has no metric "
+                       "value");
+    }
+    file.trials.push_back(std::move(trial));
+    file.lines.push_back(row.line);
+  }
+  return file;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ExportLine(
+    const google::protobuf::Message& message) {
+  // Deterministic serialization orders map entries by key; the JSON printer
+  // keeps the wire order.
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    if (!message.SerializeToCodedStream(&coded)) {
+      return absl::InternalError(
+          absl::StrCat("cannot serialize ", message.GetTypeName()));
+    }
+  }
+  static google::protobuf::util::TypeResolver* const resolver =
+      google::protobuf::util::NewTypeResolverForDescriptorPool(
+          "type.googleapis.com",
+          google::protobuf::DescriptorPool::generated_pool());
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = false;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  auto status = google::protobuf::util::BinaryToJsonString(
+      resolver, absl::StrCat("type.googleapis.com/", message.GetTypeName()),
+      bytes, &json, options);
+  if (!status.ok()) {
+    return absl::InternalError(absl::StrCat("cannot print ",
+                                            message.GetTypeName(), " as JSON: ",
+                                            std::string(status.message())));
+  }
+  return json;
+}
+
+absl::StatusOr<ExportFile> ParseExportFile(std::string_view text,
+                                           const std::string& source) {
+  ExportFile file;
+  bool have_study = false;
+  int line = 0;
+  for (absl::string_view piece :
+       absl::StrSplit(absl::string_view(text.data(), text.size()), '\n')) {
+    ++line;
+    if (absl::StripAsciiWhitespace(piece).empty()) continue;
+    const std::string_view json(piece.data(), piece.size());
+    const std::string where = absl::StrCat(source, ":", line);
+    if (!have_study) {
+      if (absl::Status s = ParseJsonConfig(json, where, &file.study); !s.ok()) {
+        return s;
+      }
+      have_study = true;
+      continue;
+    }
+    v1::Trial& trial = file.trials.emplace_back();
+    if (absl::Status s = ParseJsonConfig(json, where, &trial); !s.ok()) return s;
+    file.trial_lines.push_back(line);
+  }
+  if (!have_study) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": empty; an export begins with the study's line"));
+  }
+  return file;
+}
+
+absl::StatusOr<TrialFile> ParseTrialFile(std::string_view text,
+                                         const std::string& source,
+                                         const v1::Study& study) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || text[first] != '{') {
+    return ParseCsvTrials(text, source, study);
+  }
+  absl::StatusOr<std::vector<JsonObject>> objects =
+      SplitJsonObjects(text, source);
+  if (!objects.ok()) return objects.status();
+  TrialFile file;
+  for (const JsonObject& object : *objects) {
+    v1::Trial trial;
+    if (absl::Status s = ParseJsonConfig(object.text,
+                                  absl::StrCat(source, ":", object.line), &trial);
+        !s.ok()) {
+      return s;
+    }
+    if (trial.state() != v1::Trial::STATE_UNSPECIFIED &&
+        trial.state() != v1::Trial::COMPLETED) {
+      file.skipped_lines.push_back(object.line);
+      continue;
+    }
+    v1::Trial result;
+    *result.mutable_parameters() = trial.parameters();
+    *result.mutable_final_measurement() = trial.final_measurement();
+    file.trials.push_back(std::move(result));
+    file.lines.push_back(object.line);
+  }
+  return file;
+}
+
+absl::Status AtFileLine(const absl::Status& status, const std::string& source,
+                        const std::function<int(int)>& line_of) {
+  absl::string_view message = status.message();
+  if (!absl::ConsumePrefix(&message, "trials[")) return status;
+  const size_t close = message.find(']');
+  int index = 0;
+  if (close == std::string_view::npos ||
+      !absl::SimpleAtoi(message.substr(0, close), &index)) {
+    return status;
+  }
+  message.remove_prefix(close + 1);
+  absl::ConsumePrefix(&message, ".");
+  absl::ConsumePrefix(&message, ": ");
+  return absl::Status(status.code(), absl::StrCat(source, ":", line_of(index),
+                                                  ": ", message));
+}
+
+}  // namespace hypertune::cli

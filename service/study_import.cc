@@ -1,0 +1,342 @@
+#include "service/study_import.h"
+
+#include <cmath>
+#include <tuple>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "service/conversion.h"
+#include "service/status_macros.h"
+#include "service/study_service.h"
+#include "service/validation.h"
+
+namespace hypertune::service {
+namespace {
+
+absl::Status Invalid(const std::string& field, const std::string& problem) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", problem));
+}
+
+absl::Status CheckNonNegative(const std::string& field, int64_t value) {
+  if (value >= 0) return absl::OkStatus();
+  return Invalid(field, absl::StrCat("must be >= 0, got ", value));
+}
+
+absl::Status CheckFiniteNonNegative(const std::string& field, double value) {
+  if (value >= 0 && !std::isinf(value)) return absl::OkStatus();
+  return Invalid(field,
+                 absl::StrCat("must be a finite number >= 0, got ", value));
+}
+
+absl::Status CheckObjective(const std::string& field, const v1::StudySpec& spec,
+                            const v1::Measurement& final_measurement) {
+  if (MaximizedObjective(spec, final_measurement)) return absl::OkStatus();
+  return Invalid(absl::StrCat(field, ".final_measurement.metrics"),
+                 absl::StrFormat("missing the objective \"%s\"",
+                                 spec.metrics(0).name()));
+}
+
+}  // namespace
+
+absl::StatusOr<ImportedStudy> ReadImportStream(
+    absl::FunctionRef<bool(v1::ImportStudyRequest&)> next) {
+  ImportedStudy imported;
+  v1::ImportStudyRequest message;
+  size_t bytes = 0;
+  bool first = true;
+  while (next(message)) {
+    if (first != message.has_study()) {
+      return absl::InvalidArgumentError(
+          first ? "study: the first message of ImportStudy must carry the study"
+                : "study: only the first message of ImportStudy carries the "
+                  "study");
+    }
+    bytes += message.ByteSizeLong();
+    if (bytes > kMaxImportBytes) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "trials: the import passes %d bytes, the limit", kMaxImportBytes));
+    }
+    if (first) imported.study = std::move(*message.mutable_study());
+    for (v1::Trial& trial : *message.mutable_trials()) {
+      imported.trials.push_back(std::move(trial));
+    }
+    message.Clear();
+    first = false;
+  }
+  if (first) {
+    return absl::InvalidArgumentError(
+        "study: ImportStudy received no message carrying the study");
+  }
+  return imported;
+}
+
+absl::Status PrepareImportedTrial(const v1::StudySpec& spec,
+                                  const optimizer::SearchSpace& space,
+                                  const std::string& study_name, int index,
+                                  int64_t now, v1::Trial& trial) {
+  const std::string field = absl::StrCat("trials[", index, "]");
+  auto sub = [&](const char* name) { return absl::StrCat(field, ".", name); };
+  if (trial.id() != index + 1) {
+    return Invalid(sub("id"),
+                   absl::StrFormat("must be %d, got %d (trials come in id "
+                                   "order, dense from 1)",
+                                   index + 1, trial.id()));
+  }
+  if (!v1::Trial::State_IsValid(trial.state()) ||
+      trial.state() == v1::Trial::STATE_UNSPECIFIED) {
+    return Invalid(sub("state"), "must be a trial state");
+  }
+  trial.set_study_name(study_name);
+
+  absl::StatusOr<optimizer::Assignment> x =
+      ToAssignment(sub("parameters"), space, trial.parameters());
+  if (x.ok()) {
+    *trial.mutable_parameters() = ToParameterValues(space, *x);
+  } else if (trial.state() != v1::Trial::FAILED) {
+    // A FAILED trial may have failed before all its parameters were chosen
+    // (an Optuna trial, say); the model leaves FAILED trials out.
+    return x.status();
+  }
+  for (int j = 0; j < trial.measurements_size(); ++j) {
+    HT_RETURN_IF_ERROR(ValidateMeasurement(
+        absl::StrCat(field, ".measurements[", j, "]"), trial.measurements(j),
+        true));
+  }
+  if (trial.has_final_measurement()) {
+    HT_RETURN_IF_ERROR(ValidateMeasurement(sub("final_measurement"),
+                                           trial.final_measurement(), false));
+  }
+  if (trial.state() == v1::Trial::COMPLETED) {
+    HT_RETURN_IF_ERROR(CheckObjective(field, spec, trial.final_measurement()));
+  } else if (trial.warm_start()) {
+    return Invalid(sub("warm_start"), "only a COMPLETED trial is a warm start");
+  }
+  HT_RETURN_IF_ERROR(ValidateClientId(sub("client_id"), trial.client_id()));
+  for (const auto& [name, text, limit] :
+       {std::tuple{"checkpoint_uri", &trial.checkpoint_uri(), kMaxUriBytes},
+        std::tuple{"log_path", &trial.log_path(), kMaxUriBytes},
+        std::tuple{"infeasible_reason", &trial.infeasible_reason(),
+                   kMaxReasonBytes},
+        std::tuple{"failure_reason", &trial.failure_reason(), kMaxReasonBytes},
+        std::tuple{"stop_reason", &trial.stop_reason(), kMaxReasonBytes}}) {
+    HT_RETURN_IF_ERROR(ValidateText(sub(name), *text, limit));
+  }
+  for (const auto& [name, value] :
+       {std::pair{"create_time_ms", trial.create_time_ms()},
+        std::pair{"start_time_ms", trial.start_time_ms()},
+        std::pair{"end_time_ms", trial.end_time_ms()},
+        std::pair{"lease_expire_time_ms", trial.lease_expire_time_ms()},
+        std::pair{"lease_epoch", trial.lease_epoch()},
+        std::pair{"retry_count", int64_t{trial.retry_count()}}}) {
+    HT_RETURN_IF_ERROR(CheckNonNegative(sub(name), value));
+  }
+  HT_RETURN_IF_ERROR(
+      CheckFiniteNonNegative(sub("device_seconds"), trial.device_seconds()));
+  HT_RETURN_IF_ERROR(CheckFiniteNonNegative(sub("cost"), trial.cost()));
+
+  // No worker of this server holds a trial: see the header comment.
+  switch (trial.state()) {
+    case v1::Trial::ACTIVE:
+      trial.set_state(v1::Trial::REQUESTED);
+      trial.set_lease_expire_time_ms(0);
+      break;
+    case v1::Trial::STOPPING:
+      trial.set_state(v1::Trial::STOPPED);
+      trial.set_lease_expire_time_ms(0);
+      trial.set_end_time_ms(now);
+      if (!trial.has_final_measurement() && trial.measurements_size() > 0) {
+        *trial.mutable_final_measurement() =
+            trial.measurements(trial.measurements_size() - 1);
+      }
+      break;
+    case v1::Trial::REQUESTED:
+    case v1::Trial::PAUSED:
+      trial.set_lease_expire_time_ms(0);
+      break;
+    default:
+      break;
+  }
+  return ValidateTrialSize(field, trial);
+}
+
+absl::StatusOr<v1::Trial> WarmStartTrial(const std::string& field,
+                                         const v1::StudySpec& spec,
+                                         const optimizer::SearchSpace& space,
+                                         const v1::Trial& given, int64_t now) {
+  if (given.state() != v1::Trial::STATE_UNSPECIFIED &&
+      given.state() != v1::Trial::COMPLETED) {
+    return Invalid(absl::StrCat(field, ".state"),
+                   absl::StrCat("must be COMPLETED (a known result), got ",
+                                v1::Trial::State_Name(given.state())));
+  }
+  absl::StatusOr<optimizer::Assignment> x =
+      ToAssignment(absl::StrCat(field, ".parameters"), space, given.parameters());
+  if (!x.ok()) return x.status();
+  HT_RETURN_IF_ERROR(ValidateMeasurement(
+      absl::StrCat(field, ".final_measurement"), given.final_measurement(),
+      true));
+  HT_RETURN_IF_ERROR(CheckObjective(field, spec, given.final_measurement()));
+  v1::Trial trial;
+  trial.set_state(v1::Trial::COMPLETED);
+  *trial.mutable_parameters() = ToParameterValues(space, *x);
+  *trial.mutable_final_measurement() = given.final_measurement();
+  trial.set_warm_start(true);
+  trial.set_create_time_ms(now);
+  trial.set_start_time_ms(now);
+  trial.set_end_time_ms(now);
+  HT_RETURN_IF_ERROR(ValidateTrialSize(field, trial));
+  return trial;
+}
+
+// ----- StudyService's import methods -----
+
+absl::StatusOr<v1::Study> StudyService::ImportStudy(
+    v1::Study study, std::vector<v1::Trial> trials, const Principal& caller) {
+  // The owner is whoever imports, as for CreateStudy.
+  study.set_owner(caller.owner);
+  study.clear_trial_counts();
+  HT_RETURN_IF_ERROR(ValidateStudy(study));
+  v1::StudySpec& spec = *study.mutable_spec();
+  if (spec.algorithm() == v1::ALGORITHM_UNSPECIFIED) {
+    spec.set_algorithm(options_.default_algorithm);
+  }
+  HT_RETURN_IF_ERROR(ToOptimizerAlgorithm(spec.algorithm()).status());
+  absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(spec);
+  if (!space.ok()) return space.status();
+  if (study.state() == v1::Study::STATE_UNSPECIFIED) {
+    study.set_state(v1::Study::ACTIVE);
+  }
+  if (study.state() != v1::Study::ACTIVE && study.state() != v1::Study::PAUSED &&
+      study.state() != v1::Study::COMPLETED) {
+    return Invalid("study.state", "must be ACTIVE, PAUSED or COMPLETED");
+  }
+  HT_RETURN_IF_ERROR(
+      CheckNonNegative("study.create_time_ms", study.create_time_ms()));
+  const int64_t now = Now();
+  if (study.create_time_ms() == 0) study.set_create_time_ms(now);
+  HT_RETURN_IF_ERROR(
+      CheckFiniteNonNegative("study.device_seconds", study.device_seconds()));
+  HT_RETURN_IF_ERROR(CheckFiniteNonNegative("study.cost", study.cost()));
+  int64_t warm_start = 0;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    HT_RETURN_IF_ERROR(PrepareImportedTrial(spec, *space, study.name(),
+                                            static_cast<int>(i), now,
+                                            trials[i]));
+    if (trials[i].warm_start()) ++warm_start;
+  }
+
+  StudyRuntime& runtime = runtimes_.For(study.name());
+  absl::MutexLock lock(&runtime.mu);
+  HT_RETURN_IF_ERROR(store_->CreateStudy(study));
+  if (!trials.empty()) {
+    absl::StatusOr<std::vector<v1::Trial>> stored =
+        SaveNewTrials(study.name(), std::move(trials));
+    if (!stored.ok()) {
+      // All or nothing: the study goes with its trials.
+      store_->DeleteStudy(study.name()).IgnoreError();
+      return stored.status();
+    }
+  }
+  {
+    absl::MutexLock count_lock(&runtime.warm_start_mu);
+    runtime.warm_start = {study.create_time_ms(), warm_start};
+  }
+  runtime.lease_check = {};
+  return LoadStudyWithCounts(caller, study.name());
+}
+
+absl::StatusOr<v1::ImportTrialsResponse> StudyService::ImportTrials(
+    const v1::ImportTrialsRequest& request, const Principal& caller) {
+  const std::string& name = request.study_name();
+  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", name));
+  absl::flat_hash_set<std::string> sources;
+  for (int i = 0; i < request.from_studies_size(); ++i) {
+    const std::string field = absl::StrCat("from_studies[", i, "]");
+    const std::string& source = request.from_studies(i);
+    HT_RETURN_IF_ERROR(ValidateStudyName(field, source));
+    if (source == name) {
+      return Invalid(field, "a study cannot warm-start from itself");
+    }
+    if (!sources.insert(source).second) {
+      return Invalid(field, absl::StrCat("\"", source, "\" is named twice"));
+    }
+  }
+  // The sources' COMPLETED trials first, each under its own study's lock
+  // (never two studies' locks at once); they never change once COMPLETED.
+  std::vector<v1::Trial> candidates;
+  for (const std::string& source : request.from_studies()) {
+    absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(source);
+    if (!runtime.ok()) return runtime.status();
+    absl::ReaderMutexLock lock(&(*runtime)->mu);
+    HT_RETURN_IF_ERROR(LoadStudyFor(caller, source, Access::kRead).status());
+    storage::TrialQuery query;
+    query.states = {v1::Trial::COMPLETED};
+    absl::StatusOr<std::vector<v1::Trial>> completed =
+        store_->ListTrials(source, query);
+    if (!completed.ok()) return completed.status();
+    for (v1::Trial& t : *completed) candidates.push_back(std::move(t));
+  }
+
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(name);
+  if (!runtime.ok()) return runtime.status();
+  absl::MutexLock lock(&(*runtime)->mu);
+  absl::StatusOr<v1::Study> study = LoadStudyFor(caller, name, Access::kWrite);
+  if (!study.ok()) return study.status();
+  absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study->spec());
+  if (!space.ok()) return space.status();
+  const int64_t now = Now();
+  std::vector<v1::Trial> trials;
+  for (int i = 0; i < request.trials_size(); ++i) {
+    absl::StatusOr<v1::Trial> trial =
+        WarmStartTrial(absl::StrCat("trials[", i, "]"), study->spec(), *space,
+                       request.trials(i), now);
+    if (!trial.ok()) return trial.status();
+    trials.push_back(*std::move(trial));
+  }
+  v1::ImportTrialsResponse response;
+  for (const v1::Trial& candidate : candidates) {
+    v1::Trial given;
+    *given.mutable_parameters() = candidate.parameters();
+    *given.mutable_final_measurement() = candidate.final_measurement();
+    absl::StatusOr<v1::Trial> trial =
+        WarmStartTrial("trial", study->spec(), *space, given, now);
+    if (!trial.ok()) {
+      response.set_skipped(response.skipped() + 1);
+      continue;
+    }
+    trials.push_back(*std::move(trial));
+  }
+  if (trials.empty()) return response;
+  const int64_t count = static_cast<int64_t>(trials.size());
+  absl::StatusOr<std::vector<v1::Trial>> stored =
+      SaveNewTrials(name, std::move(trials));
+  if (!stored.ok()) return stored.status();
+  response.set_imported(count);
+  response.set_first_trial_id(stored->front().id());
+  absl::MutexLock count_lock(&(*runtime)->warm_start_mu);
+  if ((*runtime)->warm_start.study_created_ms == study->create_time_ms()) {
+    (*runtime)->warm_start.n += count;
+  }
+  return response;
+}
+
+absl::StatusOr<int64_t> StudyService::WarmStartTrials(StudyRuntime& runtime,
+                                                      const v1::Study& study) {
+  absl::MutexLock lock(&runtime.warm_start_mu);
+  if (runtime.warm_start.study_created_ms == study.create_time_ms()) {
+    return runtime.warm_start.n;
+  }
+  storage::TrialQuery query;
+  query.states = {v1::Trial::COMPLETED};
+  absl::StatusOr<std::vector<v1::Trial>> completed =
+      store_->ListTrials(study.name(), query);
+  if (!completed.ok()) return completed.status();
+  int64_t n = 0;
+  for (const v1::Trial& t : *completed) n += t.warm_start() ? 1 : 0;
+  runtime.warm_start = {study.create_time_ms(), n};
+  return n;
+}
+
+}  // namespace hypertune::service

@@ -1,0 +1,422 @@
+// `hypertune export|import|trials import|import-optuna` and `study create
+// --warm-start-from`, the CLI run as a process against in-process servers.
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+#include "service/server.h"
+#include "testing/test_server.h"
+#include "trainer_sdk/hypertune.h"
+
+namespace hypertune {
+namespace {
+
+using ::testing::HasSubstr;
+using test::TempDir;
+
+// Runs `command` in a shell; its exit status, with its stdout (and stderr,
+// unless `stderr_too` is false) in `out`.
+int Shell(const std::string& command, std::string* out, bool stderr_too = true) {
+  FILE* pipe = popen((command + (stderr_too ? " 2>&1" : "")).c_str(), "r");
+  if (pipe == nullptr) return -1;
+  out->clear();
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out->append(buffer, n);
+  const int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string Quote(const std::string& arg) { return absl::StrCat("'", arg, "'"); }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+class ImportExportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 2; ++i) {
+      service::ServerOptions options;
+      options.db_path = dir_.File(absl::StrCat("server", i, ".db"));
+      options.listen = "127.0.0.1:0";
+      auto server = service::Server::Start(std::move(options));
+      ASSERT_TRUE(server.ok()) << server.status();
+      servers_[i] = *std::move(server);
+    }
+  }
+
+  Client ClientOf(int server) const {
+    ClientOptions options;
+    options.server = servers_[server]->address();
+    options.client_id = "test";
+    options.heartbeats = false;
+    return Client(options);
+  }
+
+  // The CLI against server `server` with `args` (each quoted).
+  int Cli(int server, const std::vector<std::string>& args, std::string* out,
+          const std::string& redirect = "") {
+    std::string command = absl::StrCat(HYPERTUNE_CLI_PATH, " --server ",
+                                       servers_[server]->address());
+    for (const std::string& arg : args) absl::StrAppend(&command, " ", Quote(arg));
+    absl::StrAppend(&command, redirect);
+    return Shell(command, out, redirect.empty());
+  }
+
+  static v1::Study SmallStudy(const std::string& name, double x_min = -1) {
+    v1::Study study;
+    google::protobuf::TextFormat::ParseFromString(R"pb(
+      spec {
+        parameters { name: "x" double_spec { min: -1 max: 1 } }
+        parameters { name: "n" integer_spec { min: 1 max: 64 scale: LOG } }
+        parameters { name: "opt" categorical_spec { values: [ "adam", "sgd" ] } }
+        metrics { name: "loss" goal: MINIMIZE }
+        metrics { name: "acc" goal: MAXIMIZE }
+        algorithm: RANDOM
+        seed: 5
+        price_per_device_hour: 2.5
+      })pb", &study);
+    study.set_name(name);
+    study.mutable_spec()->mutable_parameters(0)->mutable_double_spec()->set_min(
+        x_min);
+    return study;
+  }
+
+  // A study with trials in every final state, measurements, a queued
+  // trial and costs.
+  void MakeStudy(int server, const std::string& name) {
+    Client client = ClientOf(server);
+    ASSERT_TRUE(client.CreateStudy(SmallStudy(name)).ok());
+    auto granted = client.Suggest(name, 5, "w1");
+    ASSERT_TRUE(granted.ok()) << granted.status();
+    ASSERT_EQ(granted->trials_size(), 5);
+    for (int i = 0; i < 5; ++i) {
+      const v1::Trial& t = granted->trials(i);
+      for (int step = 1; step <= 2; ++step) {
+        v1::AddMeasurementRequest report;
+        report.set_study_name(name);
+        report.set_trial_id(t.id());
+        report.set_lease_epoch(t.lease_epoch());
+        report.mutable_measurement()->set_step(step);
+        report.mutable_measurement()->set_elapsed_seconds(step * 1.25);
+        (*report.mutable_measurement()->mutable_metrics())["loss"] = 1.0 / (i + step);
+        (*report.mutable_measurement()->mutable_metrics())["acc"] = 0.1 * i;
+        ASSERT_TRUE(client.AddMeasurement(report).ok());
+      }
+      v1::CompleteTrialRequest complete;
+      complete.set_study_name(name);
+      complete.set_trial_id(t.id());
+      complete.set_lease_epoch(t.lease_epoch());
+      complete.set_device_seconds(10.0 * (i + 1));
+      if (i == 3) {
+        complete.set_infeasible(true);
+        complete.set_infeasible_reason("out of memory");
+      } else if (i == 4) {
+        complete.set_worker_failed(true);
+        complete.set_failure_reason("preempted");
+      }
+      ASSERT_TRUE(client.CompleteTrial(complete).ok());
+    }
+    v1::Trial queued;
+    v1::ParameterValue* p = queued.add_parameters();
+    p->set_name("x");
+    p->set_double_value(0.125);
+    p = queued.add_parameters();
+    p->set_name("n");
+    p->set_int_value(8);
+    p = queued.add_parameters();
+    p->set_name("opt");
+    p->set_string_value("sgd");
+    ASSERT_TRUE(client.CreateTrial(name, queued).ok());
+    ASSERT_TRUE(client.StopTrial(name, 6, "no longer needed").ok());
+  }
+
+  TempDir dir_;
+  std::unique_ptr<service::Server> servers_[2];
+};
+
+// Export, import on another server under a new name, export again: the
+// same bytes but for the name.
+TEST_F(ImportExportTest, RoundTripIsExact) {
+  MakeStudy(0, "round-trip-orig");
+  std::string out;
+  const std::string first = dir_.File("first.jsonl");
+  const std::string second = dir_.File("second.jsonl");
+  ASSERT_EQ(Cli(0, {"export", "round-trip-orig"}, &out, " > " + first), 0);
+  const std::string exported = ReadFile(first);
+  EXPECT_EQ(std::count(exported.begin(), exported.end(), '\n'), 7);
+  EXPECT_THAT(exported, HasSubstr("\"infeasible_reason\":\"out of memory\""));
+  EXPECT_THAT(exported, HasSubstr("\"stop_reason\":\"no longer needed\""));
+  EXPECT_THAT(exported, HasSubstr("\"measurements\":[{\"step\":\"1\""));
+  ASSERT_EQ(Cli(1, {"import", first, "--name", "round-trip-copy"}, &out), 0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("imported study \"round-trip-copy\""));
+  ASSERT_EQ(Cli(1, {"export", "round-trip-copy"}, &out, " > " + second), 0);
+  EXPECT_EQ(absl::StrReplaceAll(ReadFile(second),
+                                {{"\"round-trip-copy\"", "\"round-trip-orig\""}}),
+            exported);
+
+  // Onto a name that exists: ALREADY_EXISTS, nothing changed.
+  EXPECT_EQ(Cli(1, {"import", first, "--name", "round-trip-copy"}, &out), 1);
+  EXPECT_THAT(out, HasSubstr("ALREADY_EXISTS"));
+  EXPECT_EQ(Cli(0, {"import", first}, &out), 1);
+  EXPECT_THAT(out, HasSubstr("ALREADY_EXISTS"));
+}
+
+TEST_F(ImportExportTest, MalformedLinesAreRefusedNamingTheLine) {
+  MakeStudy(0, "orig");
+  std::string out;
+  const std::string path = dir_.File("study.jsonl");
+  ASSERT_EQ(Cli(0, {"export", "orig"}, &out, " > " + path), 0);
+  std::string text = ReadFile(path);
+  // Line 3 (the second trial) broken.
+  size_t second = text.find('\n', text.find('\n') + 1);
+  text.insert(second + 1, "{oops");
+  WriteFile(path, text);
+  EXPECT_EQ(Cli(1, {"import", path}, &out), 1);
+  EXPECT_THAT(out, HasSubstr("INVALID_ARGUMENT"));
+  EXPECT_THAT(out, HasSubstr(path + ":3:"));
+
+  // A line the server refuses (a trial id out of order), told by its line.
+  ASSERT_EQ(Cli(0, {"export", "orig"}, &out, " > " + path), 0);
+  text = ReadFile(path);
+  const size_t id = text.find("\"id\":\"4\"");
+  ASSERT_NE(id, std::string::npos);
+  text.replace(id, 8, "\"id\":\"9\"");
+  WriteFile(path, text);
+  EXPECT_EQ(Cli(1, {"import", path}, &out), 1);
+  EXPECT_THAT(out, HasSubstr("INVALID_ARGUMENT"));
+  EXPECT_THAT(out, HasSubstr(path + ":5: id: must be 4"));
+  EXPECT_FALSE(ClientOf(1).GetStudy("orig").ok());
+}
+
+TEST_F(ImportExportTest, TrialsImportReadsWhatTrialsWrites) {
+  MakeStudy(0, "source");
+  Client client = ClientOf(0);
+  std::string out;
+  for (const char* format : {"csv", "json"}) {
+    const std::string path = dir_.File(absl::StrCat("trials.", format));
+    ASSERT_EQ(Cli(0, {"trials", "source", "--format", format}, &out,
+                  " > " + path),
+              0);
+    const std::string target = absl::StrCat("target-", format);
+    ASSERT_TRUE(client.CreateStudy(SmallStudy(target)).ok());
+    ASSERT_EQ(Cli(0, {"trials", "import", target, path}, &out), 0) << out;
+    EXPECT_THAT(out, HasSubstr("imported 3 trials into study"));
+    EXPECT_THAT(out, HasSubstr("skipped 3 trials that are not COMPLETED"));
+    auto source = client.ListAllTrials("source", {v1::Trial::COMPLETED});
+    auto imported = client.ListAllTrials(target);
+    ASSERT_TRUE(source.ok() && imported.ok());
+    ASSERT_EQ(imported->size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+      const v1::Trial& a = (*source)[i];
+      const v1::Trial& b = (*imported)[i];
+      EXPECT_TRUE(b.warm_start());
+      EXPECT_EQ(b.state(), v1::Trial::COMPLETED);
+      ASSERT_EQ(b.parameters_size(), 3);
+      EXPECT_EQ(b.parameters(0).double_value(), a.parameters(0).double_value());
+      EXPECT_EQ(b.parameters(1).int_value(), a.parameters(1).int_value());
+      EXPECT_EQ(b.parameters(2).string_value(), a.parameters(2).string_value());
+      EXPECT_EQ(b.final_measurement().metrics().at("loss"),
+                a.final_measurement().metrics().at("loss"));
+    }
+    ASSERT_EQ(Cli(0, {"trials", target}, &out), 0);
+    EXPECT_THAT(out, HasSubstr("COMPLETED (warm start)"));
+  }
+  // A row the study cannot take: the error names its line.
+  const std::string bad = dir_.File("bad.csv");
+  WriteFile(bad, "x,n,opt,loss\n0.5,4,adam,1\n0.5,4,lamb,2\n");
+  EXPECT_EQ(Cli(0, {"trials", "import", "target-csv", bad}, &out), 1);
+  EXPECT_THAT(out, HasSubstr(bad + ":3: parameters"));
+  WriteFile(bad, "x,n,opt,loss\n0.5,four,adam,1\n");
+  EXPECT_EQ(Cli(0, {"trials", "import", "target-csv", bad}, &out), 1);
+  EXPECT_THAT(out, HasSubstr(bad + ":2: n: \"four\" is not an integer"));
+}
+
+TEST_F(ImportExportTest, StudyCreateWarmStartsFromOtherStudies) {
+  MakeStudy(0, "earlier");
+  std::string out;
+  const std::string config = dir_.File("study.json");
+  WriteFile(config, R"({"name": "later", "spec": {
+      "parameters": [
+        {"name": "x", "double_spec": {"min": -1, "max": 1}},
+        {"name": "n", "integer_spec": {"min": 1, "max": 64, "scale": "LOG"}},
+        {"name": "opt", "categorical_spec": {"values": ["adam", "sgd"]}}],
+      "metrics": [{"name": "loss", "goal": "MINIMIZE"}],
+      "algorithm": "RANDOM", "max_trials": 2}})");
+  EXPECT_EQ(Cli(0, {"study", "create", "--config", config, "--warm-start-from",
+                    "earlier,missing"},
+                &out),
+            1);
+  EXPECT_THAT(out, HasSubstr("NOT_FOUND"));
+  EXPECT_FALSE(ClientOf(0).GetStudy("later").ok());
+  ASSERT_EQ(Cli(0, {"study", "create", "--config", config, "--warm-start-from",
+                    "earlier"},
+                &out),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("warm start: copied 3 COMPLETED trials"));
+  Client client = ClientOf(0);
+  auto trials = client.ListAllTrials("later");
+  ASSERT_TRUE(trials.ok());
+  ASSERT_EQ(trials->size(), 3u);
+  for (const v1::Trial& t : *trials) EXPECT_TRUE(t.warm_start());
+  // max_trials 2 counts new trials only.
+  auto fresh = client.Suggest("later", 5, "w");
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(fresh->trials_size(), 2);
+}
+
+// An Optuna file written by Optuna itself (Debian's python3-optuna): every
+// trial imported, with its state, parameters, values and intermediate
+// values.
+TEST_F(ImportExportTest, ImportOptunaKeepsEveryTrial) {
+  const std::string db = dir_.File("optuna.db");
+  const std::string expected_path = dir_.File("expected.json");
+  std::string out;
+  const int rc = Shell(absl::StrCat(HYPERTUNE_PYTHON, " ",
+                                    HYPERTUNE_SOURCE_DIR,
+                                    "/tests/cli/make_optuna_study.py ", db, " ",
+                                    expected_path),
+                       &out);
+  if (rc == 77) {
+    GTEST_SKIP() << "optuna is not importable by " << HYPERTUNE_PYTHON
+                 << " (apt-get install python3-optuna)";
+  }
+  ASSERT_EQ(rc, 0) << out;
+  ASSERT_EQ(Cli(0, {"import-optuna", db}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("imported Optuna study \"optuna-demo\" as "
+                             "\"optuna-demo\": 11 trials"));
+  EXPECT_THAT(out, HasSubstr("study user attribute team=\"vision\""));
+  EXPECT_THAT(out, HasSubstr("trial user attribute \"comment\""));
+  const nlohmann::json expected = nlohmann::json::parse(ReadFile(expected_path));
+
+  Client client = ClientOf(0);
+  auto demo = client.GetStudy("optuna-demo");
+  ASSERT_TRUE(demo.ok()) << demo.status();
+  const v1::StudySpec& spec = demo->spec();
+  ASSERT_EQ(spec.metrics_size(), 1);
+  EXPECT_EQ(spec.metrics(0).name(), "value");
+  EXPECT_EQ(spec.metrics(0).goal(), v1::MetricSpec::MINIMIZE);
+  std::map<std::string, v1::ParameterSpec> params;
+  for (const v1::ParameterSpec& p : spec.parameters()) params[p.name()] = p;
+  ASSERT_EQ(params.size(), 6u);
+  EXPECT_EQ(params["lr"].double_spec().scale(), v1::LOG);
+  EXPECT_EQ(params["lr"].double_spec().min(), 1e-4);
+  EXPECT_EQ(params["dropout"].discrete_spec().values_size(), 6);
+  EXPECT_EQ(params["units"].integer_spec().scale(), v1::LOG);
+  EXPECT_EQ(params["units"].integer_spec().max(), 256);
+  EXPECT_THAT(params["layers"].discrete_spec().values(),
+              ::testing::ElementsAre(1, 3, 5, 7));
+  EXPECT_THAT(params["optimizer"].categorical_spec().values(),
+              ::testing::ElementsAre("adam", "sgd", "rmsprop"));
+  EXPECT_THAT(params["batch"].discrete_spec().values(),
+              ::testing::ElementsAre(32, 64, 128));
+
+  for (const std::string name : {"optuna-demo", "optuna-mo"}) {
+    auto trials = client.ListAllTrials(name);
+    ASSERT_TRUE(trials.ok());
+    const nlohmann::json& want = expected.at(name);
+    ASSERT_EQ(trials->size(), want.size()) << name;
+    for (size_t i = 0; i < want.size(); ++i) {
+      const nlohmann::json& w = want[i];
+      const v1::Trial& t = (*trials)[i];
+      SCOPED_TRACE(absl::StrCat(name, " trial ", w["number"].get<int>()));
+      EXPECT_EQ(t.id(), w["number"].get<int64_t>() + 1);
+      const std::string state = w["state"];
+      const v1::Trial::State mapped =
+          state == "COMPLETE"  ? v1::Trial::COMPLETED
+          : state == "PRUNED"  ? v1::Trial::STOPPED
+          : state == "FAIL"    ? v1::Trial::FAILED
+                               : v1::Trial::REQUESTED;
+      EXPECT_EQ(t.state(), mapped);
+      if (state != "WAITING") {
+        ASSERT_EQ(static_cast<size_t>(t.parameters_size()), w["params"].size());
+      }
+      for (const v1::ParameterValue& p : t.parameters()) {
+        if (!w["params"].contains(p.name())) continue;  // WAITING: fixed ones
+        const nlohmann::json& v = w["params"][p.name()];
+        switch (p.value_case()) {
+          case v1::ParameterValue::kStringValue:
+            EXPECT_EQ(p.string_value(), v.get<std::string>()) << p.name();
+            break;
+          case v1::ParameterValue::kIntValue:
+            EXPECT_EQ(p.int_value(), v.get<int64_t>()) << p.name();
+            break;
+          default:
+            EXPECT_DOUBLE_EQ(p.double_value(), v.get<double>()) << p.name();
+        }
+      }
+      const auto& metrics = t.final_measurement().metrics();
+      if (!w["values"].is_null()) {
+        const nlohmann::json& values = w["values"];
+        if (values.size() == 1) {
+          EXPECT_EQ(metrics.at("value"), values[0].get<double>());
+        } else {
+          for (size_t k = 0; k < values.size(); ++k) {
+            EXPECT_EQ(metrics.at(absl::StrCat("values_", k)),
+                      values[k].get<double>());
+          }
+        }
+      }
+      EXPECT_EQ(static_cast<size_t>(t.measurements_size()),
+                w["intermediate"].size());
+      for (const v1::Measurement& m : t.measurements()) {
+        EXPECT_EQ(m.metrics().at("value"),
+                  w["intermediate"][absl::StrCat(m.step())].get<double>());
+      }
+      if (w["user_attrs"].contains("epochs_run")) {
+        EXPECT_EQ(metrics.at("user_attr.epochs_run"), 3);
+        EXPECT_EQ(metrics.at("user_attr.converged"), 1);
+      }
+      if (state == "FAIL") {
+        // Optuna 3.1 keeps no fail_reason: ours says where it failed.
+        EXPECT_THAT(t.failure_reason(), HasSubstr("failed"));
+      }
+    }
+  }
+  auto mo = client.GetStudy("optuna-mo");
+  ASSERT_TRUE(mo.ok());
+  ASSERT_EQ(mo->spec().metrics_size(), 2);
+  EXPECT_EQ(mo->spec().metrics(1).name(), "values_1");
+  EXPECT_EQ(mo->spec().metrics(1).goal(), v1::MetricSpec::MAXIMIZE);
+
+  // The WAITING (enqueued) trial runs under hypertune with its parameters.
+  auto queued = client.Suggest("optuna-demo", 1, "w");
+  ASSERT_TRUE(queued.ok());
+  ASSERT_EQ(queued->trials_size(), 1);
+  EXPECT_EQ(queued->trials(0).id(), 11);
+  EXPECT_EQ(queued->trials(0).parameters_size(), 6);
+
+  // Importing again: the names are taken.
+  EXPECT_EQ(Cli(0, {"import-optuna", db, "--study", "optuna-mo"}, &out), 1);
+  EXPECT_THAT(out, HasSubstr("ALREADY_EXISTS"));
+  ASSERT_EQ(Cli(0, {"import-optuna", db, "--study", "optuna-mo", "--name",
+                    "mo-again"},
+                &out),
+            0)
+      << out;
+  EXPECT_EQ(Cli(0, {"import-optuna", db, "--study", "nope"}, &out), 1);
+  EXPECT_THAT(out, HasSubstr("NOT_FOUND"));
+}
+
+}  // namespace
+}  // namespace hypertune
