@@ -19,6 +19,11 @@
 //                        [--algorithm A]
 //   hypertune-bench metrics-latency [--dim 10] [--history 500]
 //                        [--objectives 2] [--constraints 1] [--algorithm A]
+//   hypertune-bench conditional [--functions jenatton,training]
+//                        [--trials 100] [--seeds 20] [--algorithm A]
+//                        [--flatten]
+//   hypertune-bench conditional-latency [--history 1000] [--algorithm A]
+//                        [--flatten]
 //
 // Prints one JSON object per line in the schema of shared/peers/
 // optuna_peer.py. Usage errors: a message on stderr and exit status 2;
@@ -46,6 +51,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "testing/chaos.h"
+#include "testing/conditional_problems.h"
 #include "testing/learning_curves.h"
 #include "testing/mo_functions.h"
 #include "testing/multi_objective.h"
@@ -84,6 +90,10 @@ constexpr char kUsage[] =
     "                       [--seeds N] [--parallel P] [--algorithm A]\n"
     "  hypertune-bench metrics-latency [--dim D] [--history N]\n"
     "                       [--objectives K] [--constraints C] [--algorithm A]\n"
+    "  hypertune-bench conditional [--functions jenatton,training] [--trials N]\n"
+    "                       [--seeds N] [--algorithm A] [--flatten]\n"
+    "  hypertune-bench conditional-latency [--history N] [--algorithm A]\n"
+    "                       [--flatten]\n"
     "algorithms: GP_BANDIT (default), TPE, RANDOM, QUASI_RANDOM\n";
 
 // `--name value` or `--name=value` flags, checked against the names a
@@ -574,6 +584,88 @@ int MetricsLatencyCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
+// Conditional search spaces (conditional_problems.h): regret on the tree
+// problems, labelled "hypertune-gp_bandit" on the tree and
+// "hypertune-gp_bandit-flat" on the flattened space; one JSON line per run.
+int ConditionalRuns(const std::vector<std::string>& args) {
+  std::vector<std::string> rest;
+  bool flatten = false;
+  for (const std::string& a : args) {
+    if (a == "--flatten") {
+      flatten = true;
+    } else {
+      rest.push_back(a);
+    }
+  }
+  absl::StatusOr<Flags> flags =
+      Flags::Parse(rest, {"functions", "trials", "seeds", "algorithm"});
+  if (!flags.ok()) return UsageError(flags.status());
+  const std::vector<std::string> names =
+      absl::StrSplit(flags->String("functions", "jenatton,training"), ',');
+  const absl::StatusOr<int> trials = flags->Int("trials", 100, 1);
+  const absl::StatusOr<int> seeds = flags->Int("seeds", 20, 1);
+  const absl::StatusOr<Algorithm> algorithm = flags->Algo();
+  for (const absl::Status& s :
+       {trials.status(), seeds.status(), algorithm.status()}) {
+    if (!s.ok()) return UsageError(s);
+  }
+  const std::string label =
+      OptimizerLabel(*algorithm, 1) + (flatten ? "-flat" : "");
+  for (const std::string& name : names) {
+    absl::StatusOr<TreeProblem> problem = FindTreeProblem(name);
+    if (!problem.ok()) return UsageError(problem.status());
+    for (int seed = 0; seed < *seeds; ++seed) {
+      const RegretOptions options{.algorithm = *algorithm,
+                                  .trials = *trials,
+                                  .parallel = 1,
+                                  .seed = static_cast<uint64_t>(seed)};
+      absl::StatusOr<RegretRun> run = RunTreeRegret(*problem, flatten, options);
+      if (!run.ok()) return Failure(run.status());
+      nlohmann::ordered_json line = {
+          {"optimizer", label},
+          {"function", name},
+          {"dim", problem->parameters.size()},
+          {"seed", seed},
+          {"trials", *trials},
+          {"best_regret", run->best_regret},
+          {"seconds", run->seconds}};
+      std::cout << line.dump() << std::endl;
+    }
+  }
+  return 0;
+}
+
+int ConditionalLatency(const std::vector<std::string>& args) {
+  std::vector<std::string> rest;
+  bool flatten = false;
+  for (const std::string& a : args) {
+    if (a == "--flatten") {
+      flatten = true;
+    } else {
+      rest.push_back(a);
+    }
+  }
+  absl::StatusOr<Flags> flags = Flags::Parse(rest, {"history", "algorithm"});
+  if (!flags.ok()) return UsageError(flags.status());
+  const absl::StatusOr<int> history = flags->Int("history", 1000, 0);
+  const absl::StatusOr<Algorithm> algorithm = flags->Algo();
+  for (const absl::Status& s : {history.status(), algorithm.status()}) {
+    if (!s.ok()) return UsageError(s);
+  }
+  absl::StatusOr<LatencyResult> result =
+      MeasureTreeLatency(*algorithm, flatten, *history);
+  if (!result.ok()) return Failure(result.status());
+  nlohmann::ordered_json line = {
+      {"optimizer", OptimizerLabel(*algorithm, 1) + (flatten ? "-flat" : "")},
+      {"dim", 20},
+      {"history", *history},
+      {"median_ms", result->median_ms},
+      {"p95_ms", result->p95_ms},
+      {"max_ms", result->max_ms}};
+  std::cout << line.dump() << std::endl;
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   if (argc < 2) {
     return UsageError(absl::InvalidArgumentError("missing subcommand"));
@@ -592,6 +684,8 @@ int Main(int argc, char** argv) {
   if (command == "multi-objective") return MetricsRuns(args, false);
   if (command == "constrained") return MetricsRuns(args, true);
   if (command == "metrics-latency") return MetricsLatencyCommand(args);
+  if (command == "conditional") return ConditionalRuns(args);
+  if (command == "conditional-latency") return ConditionalLatency(args);
   return UsageError(absl::InvalidArgumentError(
       absl::StrCat("unknown subcommand \"", argv[1], "\"")));
 }

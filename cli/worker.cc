@@ -377,7 +377,7 @@ class Worker {
 
     SubprocessOptions program;
     for (const std::string& arg : options_.command) {
-      program.argv.push_back(SubstituteParameters(arg, trial.parameters()));
+      program.argv.push_back(SubstituteParameters(arg, trial.parameters(), &study_.spec()));
     }
     const ClientOptions& client_options = client_.options();
     std::vector<std::pair<std::string, std::string>> vars = {

@@ -188,7 +188,8 @@ absl::Status CheckPlaceholders(const std::vector<std::string>& command,
 }
 
 std::string SubstituteParameters(std::string_view arg,
-                                 const ParameterValues& parameters) {
+                                 const ParameterValues& parameters,
+                                 const v1::StudySpec* spec) {
   std::string out;
   size_t i = 0;
   while (i < arg.size()) {
@@ -205,8 +206,12 @@ std::string SubstituteParameters(std::string_view arg,
     for (const v1::ParameterValue& p : parameters) {
       if (p.name() == name) match = &p;
     }
-    if (match != nullptr) {
-      out += FormatParameterValue(*match);
+    const bool inactive =
+        match == nullptr && spec != nullptr &&
+        std::any_of(spec->parameters().begin(), spec->parameters().end(),
+                    [&](const v1::ParameterSpec& p) { return p.name() == name; });
+    if (match != nullptr || inactive) {
+      if (match != nullptr) out += FormatParameterValue(*match);
       i = close + 1;
     } else {
       // Not a parameter: keep the brace and look again after it, so that

@@ -66,9 +66,12 @@ absl::Status CheckPlaceholders(const std::vector<std::string>& command,
                                const v1::StudySpec& spec);
 
 // Replaces each `{name}` in `arg` whose name is a parameter by its value
-// (FormatParameterValue); other braces are kept as they are.
+// (FormatParameterValue); other braces are kept as they are. With `spec`, a
+// parameter of the study that the trial lacks (inactive under its parent's
+// value) is replaced by the empty string.
 std::string SubstituteParameters(std::string_view arg,
-                                 const ParameterValues& parameters);
+                                 const ParameterValues& parameters,
+                                 const v1::StudySpec* spec = nullptr);
 
 // HYPERTUNE_PARAMS: a flat JSON object {name: value} in parameter order;
 // integers without a fraction, doubles as JSON numbers, categories as

@@ -12,24 +12,37 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "optimizer/conditional.h"
 #include "optimizer/initial_design.h"
 #include "optimizer/kernel.h"
 #include "optimizer/output_transform.h"
 #include "optimizer/pareto.h"
 #include "optimizer/sobol.h"
 #include "optimizer/splitmix.h"
+#include "optimizer/tree_kernel.h"
 
 namespace hypertune::optimizer {
 namespace {
 
 // The model's coordinates: the unit-cube encoding for numeric parameters,
 // the category index for categorical ones (compared for equality only).
+// An inactive parameter's coordinate is a placeholder (0.5, or category 0)
+// that the conditional space's kernel never reads.
 struct Coordinates {
   std::vector<int> categories;    // 0 for numeric dimensions.
   std::vector<bool> categorical;  // categories[j] > 0.
   std::vector<bool> snapped;      // Integer and discrete: decode rounds.
+  // A conditional space's tree (tree_kernel.h); empty for a flat space.
+  std::vector<TreeKernelGroup> tree;
+  // Whether the column is some parameter's parent.
+  std::vector<bool> parent;
 
-  explicit Coordinates(const SearchSpace& space) {
+  explicit Coordinates(const SearchSpace& space)
+      : parent(space.parameters().size(), false) {
+    if (space.conditional()) tree = TreeKernelGroups(space);
+    for (const ParameterConfig& p : space.parameters()) {
+      if (p.parent != kNoParent) parent[p.parent] = true;
+    }
     for (const ParameterConfig& p : space.parameters()) {
       const bool is_cat = p.type == ParameterType::kCategorical;
       categories.push_back(is_cat ? static_cast<int>(p.categories.size()) : 0);
@@ -62,9 +75,17 @@ struct Coordinates {
                                  const Assignment& a) const {
     Eigen::VectorXd x = space.Encode(a);
     for (int j = 0; j < dim(); ++j) {
-      if (categorical[j]) x[j] = a[j];
+      if (categorical[j]) x[j] = std::isnan(a[j]) ? 0.0 : a[j];
     }
     return x;
+  }
+  // The kernel of the model: on a conditional space the tree kernel, which
+  // compares only the groups both points have active (and has no additive
+  // variant); otherwise MakeMixedKernel's.
+  std::unique_ptr<Kernel> MakeKernel(
+      KernelStructure structure = KernelStructure::kProduct) const {
+    if (!tree.empty()) return std::make_unique<TreeKernel>(tree);
+    return MakeMixedKernel(categorical, structure);
   }
   // Moves integer and discrete coordinates to the centre of their cell.
   void Snap(const SearchSpace& space, Eigen::VectorXd& x) const {
@@ -141,6 +162,9 @@ int ArgMax(const Eigen::VectorXd& y) {
 // Matérn's parameters come first in MakeMixedKernel's layout.
 Eigen::VectorXd NumericLengthscales(const Coordinates& c,
                                     const GpParams& params) {
+  if (!c.tree.empty()) {
+    return TreeKernelLengthscales(c.tree, params.kernel, c.dim());
+  }
   Eigen::VectorXd l = Eigen::VectorXd::Ones(c.dim());
   int k = 0;
   for (int j = 0; j < c.dim(); ++j) {
@@ -174,7 +198,9 @@ Eigen::VectorXd PullTowardIncumbent(const Acquisition& acquisition,
   // Against x's value, so the total loss stays within the tolerance.
   const double floor = acquisition.Evaluate(x, nullptr) - tolerance;
   for (int j = 0; j < coords.dim(); ++j) {
-    if (out[j] == incumbent[j]) continue;
+    // A parent's value chooses which parameters exist: moving it is a move
+    // to another subspace, not along a direction the model deems flat.
+    if (out[j] == incumbent[j] || coords.parent[j]) continue;
     Eigen::VectorXd moved = out;
     moved[j] = incumbent[j];
     coords.Snap(space, moved);
@@ -224,7 +250,7 @@ std::optional<GaussianProcess> FeasibilityClassifier(
   Eigen::VectorXd labels(fx.rows());
   labels << Eigen::VectorXd::Ones(data_x.rows()),
       -Eigen::VectorXd::Ones(infeasible.rows());
-  const std::unique_ptr<Kernel> fkernel = MakeMixedKernel(coords.categorical);
+  const std::unique_ptr<Kernel> fkernel = coords.MakeKernel();
   const Eigen::VectorXd mode =
       GpPrior::ForDimension(coords.dim()).Mode(fkernel->num_params()).kernel;
   GpParams fparams = params;
@@ -306,14 +332,13 @@ GpBanditSuggester::Fit GpBanditSuggester::CheckpointParams(
   const int numeric_dims = static_cast<int>(
       std::count(coords.categorical.begin(), coords.categorical.end(), false));
   std::vector<KernelStructure> structures = {KernelStructure::kProduct};
-  if (allow_additive && numeric_dims >= 2) {
+  if (allow_additive && numeric_dims >= 2 && coords.tree.empty()) {
     structures.push_back(KernelStructure::kAdditive);
   }
   Fit best{KernelStructure::kProduct, GpParams()};
   double best_value = std::numeric_limits<double>::infinity();
   for (const KernelStructure structure : structures) {
-    const std::unique_ptr<Kernel> kernel =
-        MakeMixedKernel(coords.categorical, structure);
+    const std::unique_ptr<Kernel> kernel = coords.MakeKernel(structure);
     const GpPrior prior = PriorFor(coords, structure);
     std::vector<GpParams> starts = {prior.Mode(kernel->num_params())};
     SplitMix64 rng(MixSeeds(seed, static_cast<uint64_t>(c)));
@@ -359,8 +384,7 @@ GpBanditSuggester::BuildMetricModel(const SearchSpace& space, uint64_t seed,
                        options_.select_additive &&
                            n <= options_.max_local_points,
                        kind, cache);
-  const std::unique_ptr<Kernel> kernel =
-      MakeMixedKernel(coords.categorical, fit.structure);
+  const std::unique_ptr<Kernel> kernel = coords.MakeKernel(fit.structure);
   const GpParams& checkpoint = fit.params;
   GpParams params = checkpoint;
   if (n > c && n <= options_.warm_refit_below) {
@@ -524,7 +548,7 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestOneObjective(
 
   std::vector<Eigen::VectorXd> completed_x, infeasible_x, pending_x;
   std::vector<double> completed_y;
-  std::set<Assignment> taken;
+  std::set<Assignment, AssignmentLess> taken;
   for (const Observation& o : request.history) {
     taken.insert(o.x);
     const Eigen::VectorXd x = coords.FromAssignment(space, o.x);
@@ -744,7 +768,7 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestWithMetrics(
   }
 
   std::vector<Eigen::VectorXd> infeasible_x, pending_x;
-  std::set<Assignment> taken;
+  std::set<Assignment, AssignmentLess> taken;
   for (const Observation& o : request.history) {
     taken.insert(o.x);
     if (o.outcome == Outcome::kInfeasible) {

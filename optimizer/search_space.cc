@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "optimizer/conditional.h"
 
 namespace hypertune::optimizer {
 namespace {
@@ -211,7 +212,18 @@ absl::StatusOr<SearchSpace> SearchSpace::Create(
     }
     if (absl::Status s = CheckConfig(i, p); !s.ok()) return s;
   }
+  if (absl::Status s = ValidateTree(params); !s.ok()) return s;
   return SearchSpace(std::move(params));
+}
+
+SearchSpace::SearchSpace(std::vector<ParameterConfig> params)
+    : params_(std::move(params)),
+      order_(ParentsFirstOrder(params_)),
+      conditional_(HasConditions(params_)) {}
+
+std::vector<bool> SearchSpace::Active(const Assignment& a) const {
+  assert(a.size() == params_.size());
+  return ActiveParameters(params_, order_, a);
 }
 
 Assignment SearchSpace::Decode(const Eigen::VectorXd& unit) const {
@@ -220,6 +232,12 @@ Assignment SearchSpace::Decode(const Eigen::VectorXd& unit) const {
   for (size_t i = 0; i < params_.size(); ++i) {
     a[i] = DecodeOne(params_[i], unit[static_cast<Eigen::Index>(i)]);
   }
+  if (conditional_) {
+    const std::vector<bool> active = Active(a);
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!active[i]) a[i] = kInactive;
+    }
+  }
   return a;
 }
 
@@ -227,7 +245,8 @@ Eigen::VectorXd SearchSpace::Encode(const Assignment& a) const {
   assert(Validate(a).ok());
   Eigen::VectorXd unit(dim());
   for (size_t i = 0; i < params_.size(); ++i) {
-    unit[static_cast<Eigen::Index>(i)] = EncodeOne(params_[i], a[i]);
+    unit[static_cast<Eigen::Index>(i)] =
+        std::isnan(a[i]) ? 0.5 : EncodeOne(params_[i], a[i]);
   }
   return unit;
 }
@@ -238,9 +257,25 @@ absl::Status SearchSpace::Validate(const Assignment& a) const {
         absl::StrCat("assignment has ", a.size(), " values, the search space ",
                      params_.size(), " parameters"));
   }
+  const std::vector<bool> active =
+      conditional_ ? Active(a) : std::vector<bool>(params_.size(), true);
   for (size_t i = 0; i < params_.size(); ++i) {
     const ParameterConfig& p = params_[i];
     const double v = a[i];
+    if (!active[i]) {
+      if (std::isnan(v)) continue;
+      return Invalid(
+          i, p.name,
+          absl::StrCat("is inactive (its parent \"", params_[p.parent].name,
+                       "\" does not hold one of its parent values) but has "
+                       "the value ", v));
+    }
+    if (std::isnan(v) && p.parent != kNoParent) {
+      return Invalid(i, p.name,
+                     absl::StrCat("is active (under its parent \"",
+                                  params_[p.parent].name,
+                                  "\") but has no value"));
+    }
     if (!std::isfinite(v)) {
       return Invalid(i, p.name, absl::StrCat("value must be finite, got ", v));
     }

@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 
 #include "absl/strings/str_cat.h"
+#include "optimizer/conditional.h"
 #include "optimizer/metrics.h"
 #include "optimizer/sobol.h"
 #include "optimizer/splitmix.h"
@@ -169,8 +170,9 @@ absl::StatusOr<std::vector<Assignment>> TpeSuggester::Suggest(
   // Per trial: model coordinates (unit cube; category index) and a score
   // for the split (higher is better; infeasible at -infinity).
   std::vector<Eigen::VectorXd> points;
+  std::vector<bool> active;  // Row-major n x d: parameter j active in trial k.
   std::vector<double> scores;
-  std::set<Assignment> taken;
+  std::set<Assignment, AssignmentLess> taken;
   for (size_t i = 0; i < request.history.size(); ++i) {
     const Observation& o = request.history[i];
     taken.insert(o.x);
@@ -182,6 +184,7 @@ absl::StatusOr<std::vector<Assignment>> TpeSuggester::Suggest(
     }
     Eigen::VectorXd x = space.Encode(o.x);
     for (int j = 0; j < d; ++j) {
+      active.push_back(!std::isnan(o.x[j]));
       if (space.parameters()[j].type == ParameterType::kCategorical) x[j] = o.x[j];
     }
     points.push_back(std::move(x));
@@ -212,8 +215,10 @@ absl::StatusOr<std::vector<Assignment>> TpeSuggester::Suggest(
   std::vector<int> bad(order.begin() + n_good, order.end());
   std::sort(good.begin(), good.end());
   std::sort(bad.begin(), bad.end());
-  const std::vector<double> good_w = RecencyWeights(static_cast<int>(good.size()));
-  const std::vector<double> bad_w = RecencyWeights(static_cast<int>(bad.size()));
+  const std::vector<double> all_good_w =
+      RecencyWeights(static_cast<int>(good.size()));
+  const std::vector<double> all_bad_w =
+      RecencyWeights(static_cast<int>(bad.size()));
 
   for (int i = 0; i < request.count; ++i) {
     Assignment best;
@@ -225,9 +230,22 @@ absl::StatusOr<std::vector<Assignment>> TpeSuggester::Suggest(
           static_cast<uint64_t>(attempt)));
       Eigen::VectorXd unit(d);
       for (int j = 0; j < d; ++j) {
-        std::vector<double> gx, bx;
-        for (int k : good) gx.push_back(points[k][j]);
-        for (int k : bad) bx.push_back(points[k][j]);
+        // Each parameter's densities over the trials where it is active
+        // (Bergstra et al., "Algorithms for hyper-parameter optimization",
+        // NeurIPS 2011, section 4: the tree-structured Parzen estimator);
+        // in a flat space, every trial. Values drawn for a parameter that
+        // the drawn parents leave inactive are dropped by Decode.
+        std::vector<double> gx, bx, good_w, bad_w;
+        for (size_t m = 0; m < good.size(); ++m) {
+          if (!active[good[m] * d + j]) continue;
+          gx.push_back(points[good[m]][j]);
+          good_w.push_back(all_good_w[m]);
+        }
+        for (size_t m = 0; m < bad.size(); ++m) {
+          if (!active[bad[m] * d + j]) continue;
+          bx.push_back(points[bad[m]][j]);
+          bad_w.push_back(all_bad_w[m]);
+        }
         const ParameterConfig& p = space.parameters()[j];
         double chosen = 0, chosen_score = -std::numeric_limits<double>::infinity();
         if (p.type == ParameterType::kCategorical) {

@@ -6,6 +6,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "service/conditional_spec.h"
+#include "service/status_macros.h"
 #include "service/study_metrics.h"
 
 namespace hypertune::service {
@@ -73,6 +75,7 @@ absl::StatusOr<opt::SearchSpace> ToSearchSpace(const v1::StudySpec& spec) {
     }
     configs.push_back(ToParameterConfig(spec.parameters(i)));
   }
+  HT_RETURN_IF_ERROR(ResolveParents(spec, configs));
   absl::StatusOr<opt::SearchSpace> space =
       opt::SearchSpace::Create(std::move(configs));
   if (!space.ok()) {
@@ -114,6 +117,12 @@ absl::StatusOr<opt::Assignment> ToAssignment(const std::string& field,
   assignment.reserve(space.dim());
   for (const opt::ParameterConfig& p : space.parameters()) {
     auto it = by_name.find(p.name);
+    if (it == by_name.end() && p.parent != opt::kNoParent) {
+      // Absent: right for an inactive parameter; Validate below names an
+      // active one.
+      assignment.push_back(opt::kInactive);
+      continue;
+    }
     if (it == by_name.end()) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s: parameter \"%s\" is missing", field, p.name));
@@ -160,6 +169,7 @@ ParameterValues ToParameterValues(const opt::SearchSpace& space,
   ParameterValues values;
   for (int i = 0; i < space.dim(); ++i) {
     const opt::ParameterConfig& p = space.parameters()[i];
+    if (std::isnan(assignment[i])) continue;  // Inactive: absent.
     v1::ParameterValue* v = values.Add();
     v->set_name(p.name);
     switch (p.type) {

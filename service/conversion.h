@@ -28,13 +28,15 @@ absl::StatusOr<optimizer::SearchSpace> ToSearchSpace(const v1::StudySpec& spec);
 absl::StatusOr<optimizer::Algorithm> ToOptimizerAlgorithm(
     v1::Algorithm algorithm);
 
-// The assignment that `values` gives: every parameter of `space` exactly once,
-// each valid. INVALID_ARGUMENT naming `field` and the parameter otherwise.
+// The assignment that `values` gives: every active parameter of `space`
+// exactly once, each valid, and no inactive one (kInactive in its slot).
+// INVALID_ARGUMENT naming `field` and the parameter otherwise.
 absl::StatusOr<optimizer::Assignment> ToAssignment(
     const std::string& field, const optimizer::SearchSpace& space,
     const ParameterValues& values);
 
-// The API's parameter values for a valid assignment, in the space's order.
+// The API's parameter values for a valid assignment, in the space's order;
+// inactive parameters (kInactive) are left out.
 ParameterValues ToParameterValues(const optimizer::SearchSpace& space,
                                   const optimizer::Assignment& assignment);
 
