@@ -301,6 +301,42 @@ absl::StatusOr<v1::Study> StudyService::SetStudyState(
   return LoadStudyWithCounts(caller, request.name());
 }
 
+absl::StatusOr<v1::Study> StudyService::SetMaxTrials(
+    const std::string& name, int64_t max_trials, const Principal& caller) {
+  HT_RETURN_IF_ERROR(ValidateStudyName("name", name));
+  if (max_trials < 0 || max_trials > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_trials: must be from 0 (unlimited) to ",
+        std::numeric_limits<int32_t>::max(), ", got ", max_trials));
+  }
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(name);
+  if (!runtime.ok()) return runtime.status();
+  // Exclusive: no trial is created while the count is compared.
+  absl::MutexLock lock(&(*runtime)->mu);
+  absl::StatusOr<v1::Study> study = LoadStudyFor(caller, name, Access::kWrite);
+  if (!study.ok()) return study.status();
+  auto counts = store_->CountTrials(name);
+  if (!counts.ok()) return counts.status();
+  // Counted as the suggestion plan counts the budget: every trial created.
+  int64_t created = 0;
+  for (const auto& [state, n] : *counts) created += n;
+  if (max_trials != 0 && max_trials <= created) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_trials: must be 0 (unlimited) or above the ", created,
+        " trials study \"", name, "\" has created, got ", max_trials));
+  }
+  const int64_t old = study->spec().max_trials();
+  const bool raised = old != 0 && (max_trials == 0 || max_trials > old);
+  // Modified in place: completions may be adding to its cost meanwhile.
+  HT_RETURN_IF_ERROR(store_->ModifyStudy(name, [&](v1::Study& stored) {
+    stored.mutable_spec()->set_max_trials(static_cast<int32_t>(max_trials));
+    if (raised && stored.state() == v1::Study::COMPLETED) {
+      stored.set_state(v1::Study::ACTIVE);
+    }
+  }));
+  return LoadStudyWithCounts(caller, name);
+}
+
 absl::StatusOr<v1::Study> StudyService::SetStudyOwner(
     const v1::SetStudyOwnerRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("name", request.name()));
