@@ -38,6 +38,35 @@ HttpReply HttpGet(const std::string& address, const std::string& path,
   return reply;
 }
 
+HttpReply HttpPost(const std::string& address, const std::string& path,
+                   const std::string& token, const std::string& body,
+                   const std::string& content_type,
+                   const std::multimap<std::string, std::string>& headers) {
+  httplib::Client client(absl::StrCat("http://", address));
+  client.set_read_timeout(30, 0);
+  httplib::Headers all(headers.begin(), headers.end());
+  if (!token.empty()) {
+    all.emplace("Authorization", absl::StrCat("Bearer ", token));
+  }
+  // httplib's Post always names a content type; an empty one is sent as
+  // no header at all.
+  httplib::Request request;
+  request.method = "POST";
+  request.path = path;
+  request.headers = std::move(all);
+  request.body = body;
+  if (!content_type.empty()) request.set_header("Content-Type", content_type);
+  HttpReply reply;
+  httplib::Result result = client.send(request);
+  if (!result) return reply;
+  reply.status = result->status;
+  reply.body = result->body;
+  for (const auto& [key, value] : result->headers) {
+    reply.headers.emplace(key, value);
+  }
+  return reply;
+}
+
 v1::Study MakeStudy(const std::string& name, const std::string& owner,
                     const std::vector<std::string>& categories,
                     const std::string& objective) {
@@ -163,11 +192,14 @@ absl::Status WriteTokenFile(const std::string& path) {
 }
 
 absl::StatusOr<std::unique_ptr<service::Server>> StartHttpServer(
-    const std::string& db_path, const std::string& token_file) {
+    const std::string& db_path, const std::string& token_file,
+    const HttpServerExtras& extras) {
   service::ServerOptions options;
   options.db_path = db_path;
   options.listen = "127.0.0.1:0";
-  options.http_listen = "127.0.0.1:0";
+  options.http_listen = extras.http_listen;
+  options.http_allow_writes = extras.allow_writes;
+  options.log_root = extras.log_root;
   options.auth_token_file = token_file;
   options.service.default_algorithm = v1::QUASI_RANDOM;
   return service::Server::Start(options);
