@@ -27,7 +27,7 @@ struct Node {
   std::vector<char> goes_left;  // categorical: per category
   int left = -1;
   int right = -1;
-  double value = 0.0;           // a leaf's prediction: its points' mean
+  double value = 0.0;  // a leaf's prediction: its points' mean
 };
 
 struct Split {
@@ -210,9 +210,9 @@ void CollectLeaves(const std::vector<Node>& tree, int id, const Data& data,
     for (int j = 0; j < data.dim; ++j) {
       if (data.categories[j] > 0) {
         const auto& allowed = leaf.allowed[j];
-        leaf.width[j] = static_cast<double>(std::count(allowed.begin(),
-                                                       allowed.end(), 1)) /
-                        data.categories[j];
+        leaf.width[j] =
+            static_cast<double>(std::count(allowed.begin(), allowed.end(), 1)) /
+            data.categories[j];
       } else {
         leaf.width[j] = leaf.hi[j] - leaf.lo[j];
       }
@@ -349,8 +349,8 @@ absl::StatusOr<ImportanceResult> FanovaImportance(
           absl::StrCat("importance: point ", p, ": ", valid.message()));
     }
     if (!std::isfinite(values[p])) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "importance: value ", p, " is not finite: ", values[p]));
+      return absl::InvalidArgumentError(
+          absl::StrCat("importance: value ", p, " is not finite: ", values[p]));
     }
     const Eigen::VectorXd unit = space.Encode(points[p]);
     for (int j = 0; j < data.dim; ++j) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -179,6 +180,53 @@ absl::Status WriteStudy(const std::string& db_path, const v1::Study& study,
     if (!created.ok()) return created.status();
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<v1::Trial>> WriteDashboardStudies(
+    const std::string& db_path, const std::string& name,
+    const std::string& owner, int trials, int measurements) {
+  v1::Study study = MakeStudy(name, owner);
+  v1::EarlyStoppingSpec* asha =
+      study.mutable_spec()->mutable_early_stopping();
+  asha->set_rule(v1::EarlyStoppingSpec::ASHA);
+  asha->set_min_resource(1);
+  asha->set_max_resource(27);
+  asha->set_reduction_factor(3);
+  std::vector<v1::Trial> written = MakeTrials(study, trials, measurements, 7);
+  for (size_t i = 0; i < written.size(); ++i) {
+    v1::Trial& t = written[i];
+    const int id = static_cast<int>(i) + 1;
+    if (id % 17 == 0 && t.state() == v1::Trial::COMPLETED) {
+      t.set_state(v1::Trial::INFEASIBLE);
+      t.clear_final_measurement();
+      t.set_infeasible_reason("out of memory");
+    }
+    if (id == 5 && t.state() == v1::Trial::COMPLETED) {
+      (*t.mutable_final_measurement()->mutable_metrics())
+          [study.spec().metrics(0).name()] =
+          std::numeric_limits<double>::infinity();
+    }
+    if (id == 6 && t.state() == v1::Trial::COMPLETED) {
+      (*t.mutable_final_measurement()->mutable_metrics())
+          [study.spec().metrics(0).name()] =
+          std::numeric_limits<double>::quiet_NaN();
+    }
+  }
+  if (absl::Status s = WriteStudy(db_path, study, written); !s.ok()) return s;
+  v1::Study other = MakeStudy(name + "-b", owner);
+  if (absl::Status s = WriteStudy(db_path, other, MakeTrials(other, 60, 4, 8));
+      !s.ok()) {
+    return s;
+  }
+  v1::Study infeasible = MakeStudy("all-infeasible", owner);
+  std::vector<v1::Trial> bad = MakeTrials(infeasible, 12, 0, 9);
+  for (size_t i = 0; i < bad.size(); ++i) {
+    bad[i].set_state(v1::Trial::INFEASIBLE);
+    bad[i].clear_final_measurement();
+    bad[i].set_infeasible_reason(i % 3 == 0 ? "NaN loss" : "out of memory");
+  }
+  if (absl::Status s = WriteStudy(db_path, infeasible, bad); !s.ok()) return s;
+  return written;
 }
 
 absl::Status WriteTokenFile(const std::string& path) {

@@ -56,6 +56,19 @@ v1::Study MakeStudy(const std::string& name, const std::string& owner,
 std::vector<v1::Trial> MakeTrials(const v1::Study& study, int count,
                                   int measurements, uint64_t seed);
 
+// The studies the dashboard's browser test and benchmark show, written
+// into `db_path` for `owner`:
+//   `name`: MakeStudy with ASHA (rungs at steps 1, 3, 9 of 27), `trials`
+//     MakeTrials with `measurements` each, and besides every 17th trial
+//     INFEASIBLE ("out of memory"), trial 5's objective +infinity and
+//     trial 6's NaN (where those trials are COMPLETED);
+//   `name`-b: 60 trials of the same kind, to compare with;
+//   "all-infeasible": 12 trials, every one INFEASIBLE.
+// Returns the trials of `name` as written.
+absl::StatusOr<std::vector<v1::Trial>> WriteDashboardStudies(
+    const std::string& db_path, const std::string& name,
+    const std::string& owner, int trials, int measurements);
+
 // Writes `study` and `trials` into the SQLite file `db_path` (before a
 // server opens it).
 absl::Status WriteStudy(const std::string& db_path, const v1::Study& study,

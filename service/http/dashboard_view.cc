@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "optimizer/importance.h"
@@ -135,50 +137,78 @@ std::string CompactChangesPageJson(
   return body;
 }
 
+namespace {
+
+// One parameter's value in `space` (a space of that parameter alone), or
+// nullopt when `trial` lacks it (an inactive conditional parameter) or its
+// value no longer fits.
+std::optional<double> ParameterValue(const optimizer::SearchSpace& space,
+                                     const v1::Trial& trial) {
+  ParameterValues one;
+  for (const v1::ParameterValue& v : trial.parameters()) {
+    if (v.name() == space.parameters()[0].name) *one.Add() = v;
+  }
+  if (one.empty()) return std::nullopt;
+  absl::StatusOr<optimizer::Assignment> a = ToAssignment("", space, one);
+  if (!a.ok()) return std::nullopt;
+  return (*a)[0];
+}
+
+struct ImportancePoint {
+  std::vector<std::optional<double>> x;  // per parameter; nullopt: absent
+  double y = 0.0;                        // maximized
+};
+
+}  // namespace
+
 absl::StatusOr<std::string> ImportanceJson(
     const v1::Study& study, const std::vector<v1::Trial>& completed) {
   const v1::StudySpec& spec = study.spec();
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(spec);
   if (!space.ok()) return space.status();
-  std::vector<optimizer::Assignment> points;
-  std::vector<double> values;
+  const int dim = space->dim();
+  std::vector<optimizer::SearchSpace> singles;
+  for (const optimizer::ParameterConfig& p : space->parameters()) {
+    absl::StatusOr<optimizer::SearchSpace> one =
+        optimizer::SearchSpace::Create({p});
+    if (!one.ok()) return one.status();
+    singles.push_back(*std::move(one));
+  }
+  std::vector<ImportancePoint> points;
   for (const v1::Trial& trial : completed) {
     if (trial.state() != v1::Trial::COMPLETED) continue;
     const v1::Measurement* result = ResultMeasurement(trial);
     if (result == nullptr) continue;
     std::optional<double> y = MaximizedObjective(spec, *result);
     if (!y || std::isnan(*y)) continue;
-    absl::StatusOr<optimizer::Assignment> point =
-        ToAssignment("parameters", *space, trial.parameters());
-    if (!point.ok()) continue;
-    points.push_back(*std::move(point));
-    values.push_back(*y);
+    ImportancePoint point;
+    point.y = *y;
+    bool any = false;
+    for (int j = 0; j < dim; ++j) {
+      point.x.push_back(ParameterValue(singles[j], trial));
+      any = any || point.x.back().has_value();
+    }
+    if (any) points.push_back(std::move(point));
   }
   // Infinities as the worst finite value (maximized: the smallest).
   double worst = std::numeric_limits<double>::infinity();
-  for (double y : values) {
-    if (std::isfinite(y)) worst = std::min(worst, y);
+  for (const ImportancePoint& p : points) {
+    if (std::isfinite(p.y)) worst = std::min(worst, p.y);
   }
-  size_t kept = 0;
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (!std::isfinite(values[i])) {
+  std::vector<ImportancePoint> kept;
+  for (ImportancePoint& p : points) {
+    if (!std::isfinite(p.y)) {
       if (!std::isfinite(worst)) continue;  // no finite value at all
-      values[i] = worst;
+      p.y = worst;
     }
-    if (kept != i) {
-      points[kept] = std::move(points[i]);
-      values[kept] = values[i];
-    }
-    ++kept;
+    kept.push_back(std::move(p));
   }
-  points.resize(kept);
-  values.resize(kept);
 
   std::string body = "{\"method\":\"fanova\",\"objective\":";
   AppendJsonString(spec.metrics_size() > 0 ? spec.metrics(0).name() : "",
                    &body);
-  absl::StrAppend(&body, ",\"trials\":", points.size());
-  if (points.size() < 2) {
+  absl::StrAppend(&body, ",\"trials\":", kept.size());
+  if (kept.size() < 2) {
     body.append(
         ",\"trees\":0,\"varying_trees\":0,\"parameters\":[],\"message\":"
         "\"needs at least 2 completed trials with a finite objective\"}");
@@ -188,24 +218,85 @@ absl::StatusOr<std::string> ImportanceJson(
   options.num_trees = kImportanceTrees;
   options.max_points_per_tree = kImportancePointsPerTree;
   options.seed = spec.seed();
-  absl::StatusOr<optimizer::ImportanceResult> result =
-      optimizer::FanovaImportance(*space, points, values, options);
-  if (!result.ok()) return result.status();
-  absl::StrAppend(&body, ",\"trees\":", result->trees,
-                  ",\"varying_trees\":", result->varying_trees,
+
+  // Each parameter's importance over the trials where it is present, in
+  // the forest over the parameters present in all of those trials. Without
+  // conditional parameters that is one forest over every trial and
+  // parameter, and every share comes from it.
+  struct Share {
+    double fraction = 0.0;
+    double stddev = 0.0;
+    size_t trials = 0;
+  };
+  std::vector<Share> shares(dim);
+  std::vector<char> done(dim, 0);
+  int trees = 0;
+  int varying_trees = 0;
+  bool conditional = false;
+  for (int j = 0; j < dim; ++j) {
+    if (done[j]) continue;
+    std::vector<const ImportancePoint*> with;
+    for (const ImportancePoint& p : kept) {
+      if (p.x[j]) with.push_back(&p);
+    }
+    if (with.size() != kept.size()) conditional = true;
+    shares[j].trials = with.size();
+    if (with.size() < 2) {
+      done[j] = 1;
+      continue;
+    }
+    std::vector<int> sub;  // parameters present in all of `with`
+    for (int k = 0; k < dim; ++k) {
+      bool all = true;
+      for (const ImportancePoint* p : with) all = all && p->x[k].has_value();
+      if (all) sub.push_back(k);
+    }
+    std::vector<optimizer::ParameterConfig> configs;
+    for (int k : sub) configs.push_back(space->parameters()[k]);
+    absl::StatusOr<optimizer::SearchSpace> sub_space =
+        optimizer::SearchSpace::Create(configs);
+    if (!sub_space.ok()) return sub_space.status();
+    std::vector<optimizer::Assignment> xs;
+    std::vector<double> ys;
+    for (const ImportancePoint* p : with) {
+      optimizer::Assignment a;
+      for (int k : sub) a.push_back(*p->x[k]);
+      xs.push_back(std::move(a));
+      ys.push_back(p->y);
+    }
+    absl::StatusOr<optimizer::ImportanceResult> result =
+        optimizer::FanovaImportance(*sub_space, xs, ys, options);
+    if (!result.ok()) return result.status();
+    trees = std::max(trees, result->trees);
+    varying_trees = std::max(varying_trees, result->varying_trees);
+    // The same forest answers for every parameter with the same trials.
+    for (size_t s = 0; s < sub.size(); ++s) {
+      const int k = sub[s];
+      size_t present = 0;
+      for (const ImportancePoint& p : kept) present += p.x[k].has_value();
+      if (k != j && present != with.size()) continue;
+      shares[k] = {result->parameters[s].fraction,
+                   result->parameters[s].stddev, with.size()};
+      done[k] = 1;
+    }
+  }
+  absl::StrAppend(&body, ",\"trees\":", trees,
+                  ",\"varying_trees\":", varying_trees,
+                  ",\"conditional\":", conditional ? "true" : "false",
                   ",\"parameters\":[");
-  for (int i = 0; i < spec.parameters_size(); ++i) {
+  for (int i = 0; i < dim; ++i) {
     if (i > 0) body.push_back(',');
     body.append("{\"name\":");
     AppendJsonString(spec.parameters(i).name(), &body);
     body.append(",\"importance\":");
-    AppendJsonNumber(result->parameters[i].fraction, &body);
+    AppendJsonNumber(shares[i].fraction, &body);
     body.append(",\"stddev\":");
-    AppendJsonNumber(result->parameters[i].stddev, &body);
+    AppendJsonNumber(shares[i].stddev, &body);
+    absl::StrAppend(&body, ",\"trials\":", shares[i].trials);
     body.push_back('}');
   }
   body.append("]");
-  if (result->varying_trees == 0) {
+  if (varying_trees == 0) {
     body.append(
         ",\"message\":\"every completed trial has the same objective\"");
   }

@@ -43,11 +43,17 @@ std::string CompactChangesPageJson(
 // for its objective (the first metric) over `completed` trials (the caller
 // passes COMPLETED ones only; others are skipped too), as
 //   {"method": "fanova", "objective", "trials": the trials used, "trees",
-//    "varying_trees", "parameters": [{"name", "importance", "stddev"}],
+//    "varying_trees", "conditional": whether some trial lacks a parameter,
+//    "parameters": [{"name", "importance", "stddev", "trials"}],
 //    "message": why there are none, when there are none}.
 // An infinite objective counts as the worst finite one seen, as the
-// optimizer treats it. Trials whose parameters no longer fit the space, or
-// without the objective, are left out.
+// optimizer treats it. Trials without the objective are left out, and so
+// is a parameter's value that no longer fits the space.
+// Conditional parameters: a parameter's importance is measured over the
+// trials where it is present (its "trials"), in a forest over the
+// parameters present in all of those trials; an inactive parameter is
+// never filled in with a made-up value. Shares of parameters measured over
+// different trials need not sum to 1.
 absl::StatusOr<std::string> ImportanceJson(
     const v1::Study& study, const std::vector<v1::Trial>& completed);
 

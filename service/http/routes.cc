@@ -441,9 +441,10 @@ void HttpServer::MetricsText(const Request& req, Response& res) {
 
 // The dashboard: public files that hold no data (the page asks for the
 // token and sends it with every API call).
-void HttpServer::Page(const Request&, Response& res) {
+void HttpServer::Page(const Request& req, Response& res) {
   Request index;
   index.path = "/index.html";
+  index.headers = req.headers;
   AssetFile(index, res);
 }
 
@@ -453,8 +454,14 @@ void HttpServer::AssetFile(const Request& req, Response& res) {
     return ReplyError(res, absl::NotFoundError(
                                absl::StrCat("no such file: ", req.path)));
   }
-  res.status = 200;
+  // Revalidated on every load (no-cache), answered 304 while unchanged.
   res.set_header("Cache-Control", "no-cache");
+  res.set_header("ETag", std::string(asset->etag));
+  if (req.get_header_value("If-None-Match") == asset->etag) {
+    res.status = 304;
+    return;
+  }
+  res.status = 200;
   res.set_content(asset->data.data(), asset->data.size(),
                   std::string(asset->content_type));
 }

@@ -86,8 +86,8 @@ TEST(FanovaImportanceTest, ProductLeavesAShareToTheInteraction) {
   auto space = SearchSpace::Create(
       {Double("x0", 0, 1), Double("x1", 0, 1), Double("x2", 0, 1)});
   ASSERT_TRUE(space.ok());
-  Sample s = Draw(*space, 2000, 2,
-                  [](const Assignment& a) { return a[0] * a[1]; });
+  Sample s =
+      Draw(*space, 2000, 2, [](const Assignment& a) { return a[0] * a[1]; });
   auto result = FanovaImportance(*space, s.points, s.values);
   ASSERT_TRUE(result.ok()) << result.status();
   const std::vector<double> f = Fractions(*result);
@@ -136,9 +136,8 @@ TEST(FanovaImportanceTest, CategoricalParameterSplitsBySets) {
 }
 
 TEST(FanovaImportanceTest, SubsampledTreesStillFindTheImportantParameter) {
-  auto space = SearchSpace::Create(
-      {Double("x0", 0, 1), Double("x1", 0, 1), Double("x2", 0, 1),
-       Double("x3", 0, 1)});
+  auto space = SearchSpace::Create({Double("x0", 0, 1), Double("x1", 0, 1),
+                                    Double("x2", 0, 1), Double("x3", 0, 1)});
   ASSERT_TRUE(space.ok());
   Sample s = Draw(*space, 10000, 5, [](const Assignment& a) {
     return std::sin(6 * a[2]) + 0.1 * a[0];
@@ -188,13 +187,11 @@ TEST(FanovaImportanceTest, BadInputIsRefused) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(FanovaImportance(*space, {{0.1}}, {1.0}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(
-      FanovaImportance(*space, points, {1.0, INFINITY}).status().code(),
-      absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(FanovaImportance(*space, {{0.1}, {3.0}}, {1.0, 2.0})
-                .status()
-                .code(),
+  EXPECT_EQ(FanovaImportance(*space, points, {1.0, INFINITY}).status().code(),
             absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      FanovaImportance(*space, {{0.1}, {3.0}}, {1.0, 2.0}).status().code(),
+      absl::StatusCode::kInvalidArgument);
   ImportanceOptions none;
   none.num_trees = 0;
   EXPECT_EQ(FanovaImportance(*space, points, {1.0, 2.0}, none).status().code(),

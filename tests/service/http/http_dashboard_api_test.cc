@@ -245,6 +245,49 @@ TEST_F(DashboardApiTest, ImportanceUsesCompletedTrialsOnly) {
   EXPECT_LT(share["act"], 0.05) << reply.body;
 }
 
+// A conditional parameter (depth, present only where act is relu) is
+// measured over the trials that hold it, never filled in: among those
+// trials the objective is depth itself.
+TEST_F(DashboardApiTest, ImportanceOfAConditionalParameterUsesItsTrials) {
+  v1::Study study = MakeStudy("conditional", "alice");
+  std::vector<v1::Trial> trials = MakeTrials(study, 300, 0, 5);
+  int completed = 0;
+  int with_depth = 0;
+  for (v1::Trial& t : trials) {
+    ASSERT_EQ(t.parameters(2).name(), "depth");
+    ASSERT_EQ(t.parameters(3).name(), "act");
+    const bool relu = t.parameters(3).string_value() == "relu";
+    auto& final = *t.mutable_final_measurement()->mutable_metrics();
+    final["loss"] = relu ? static_cast<double>(t.parameters(2).int_value())
+                         : 100.0 + 1e-3 * t.parameters(0).double_value();
+    if (!relu) t.mutable_parameters()->DeleteSubrange(2, 1);
+    if (t.state() == v1::Trial::COMPLETED) {
+      ++completed;
+      with_depth += relu;
+    }
+  }
+  ASSERT_GT(with_depth, 20);
+  ASSERT_LT(with_depth, completed);
+  ASSERT_TRUE(WriteStudy(dir_.File("db"), study, trials).ok());
+  Start();
+  HttpReply reply = Get("/api/studies/conditional/importance");
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  json answer = json::parse(reply.body);
+  EXPECT_EQ(answer["trials"], completed) << reply.body;
+  EXPECT_EQ(answer["conditional"], true);
+  std::map<std::string, json> by_name;
+  for (const json& p : answer["parameters"]) by_name[p["name"]] = p;
+  ASSERT_EQ(by_name.size(), 4u);
+  EXPECT_EQ(by_name["depth"]["trials"], with_depth);
+  EXPECT_EQ(by_name["x"]["trials"], completed);
+  EXPECT_EQ(by_name["act"]["trials"], completed);
+  // Among the trials that have it, depth is the objective.
+  EXPECT_GT(by_name["depth"]["importance"].get<double>(), 0.8) << reply.body;
+  // Over every trial, act (relu or not) decides most of the objective.
+  EXPECT_GT(by_name["act"]["importance"].get<double>(), 0.5) << reply.body;
+  EXPECT_LT(by_name["x"]["importance"].get<double>(), 0.1) << reply.body;
+}
+
 TEST_F(DashboardApiTest, ImportanceNeedsTwoCompletedTrials) {
   v1::Study study = MakeStudy("young", "alice");
   std::vector<v1::Trial> trials = MakeTrials(study, 1, 2, 3);
