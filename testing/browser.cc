@@ -6,11 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace hypertune::test {
@@ -208,6 +210,25 @@ absl::StatusOr<nlohmann::json> Browser::Evaluate(const std::string& expression,
 }
 
 absl::Status Browser::WaitFor(const std::string& condition, int timeout_ms) {
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const int left = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                              Clock::now())
+            .count());
+    absl::Status s = WaitOnce(condition, std::max(left, 0));
+    // A navigation (the page's first load, a reload) destroys the context
+    // the poll ran in: poll again in the new one.
+    if (!s.ok() && left > 0 &&
+        absl::StrContains(s.message(), "context was destroyed")) {
+      continue;
+    }
+    return s;
+  }
+}
+
+absl::Status Browser::WaitOnce(const std::string& condition, int timeout_ms) {
   auto done = Evaluate(
       absl::StrCat("new Promise((resolve) => {"
                    "  const end = performance.now() + ", timeout_ms, ";"

@@ -56,6 +56,8 @@ class Browser {
 
  private:
   Browser() = default;
+  // One poll of WaitFor in the page's current context.
+  absl::Status WaitOnce(const std::string& condition, int timeout_ms);
   // Sends `method` with `params` (to the tab unless `browser_level`) and
   // returns its result, skipping events.
   absl::StatusOr<nlohmann::json> Call(const std::string& method,

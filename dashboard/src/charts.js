@@ -248,6 +248,9 @@ export function drawHistory(box, data, opts) {
                 shape: 'cross'});
   }
   legend(frame.svg, frame.margin.left + 8, 10, items);
+  // For tests and tools: each drawn trial and where (SVG pixels).
+  box.points = () => order.map((row, i) => ({id: row.id, x: xs[i],
+                                             y: ys[i]}));
   frame.interact((mx, my) => {
     const i = nearest(xs, ys, order.length, mx, my, 10);
     if (i < 0) return null;
@@ -256,7 +259,7 @@ export function drawHistory(box, data, opts) {
         (!Number.isFinite(row.objective) || (log && row.objective <= 0));
     return {id: row.id, x: xs[i], y: ys[i], html: trialTip(data, row, off
         ? [['plotted at the edge, its value is', row.objective]] : [])};
-  }, opts.open);
+  }, (id) => opts.open(id));
 }
 
 // ----- Slices -----
@@ -335,7 +338,7 @@ export function drawSlices(box, data, opts) {
       if (i < 0) return null;
       return {id: drawn[i].id, x: xs[i], y: ys[i],
               html: trialTip(data, drawn[i])};
-    }, opts.open);
+    }, (id) => opts.open(id));
   }
 }
 
@@ -512,7 +515,7 @@ export function drawContour(box, data, opts, xName, yName) {
     const i = nearest(tx, ty, used.length, mx, my, 8);
     if (i < 0) return null;
     return {id: used[i].id, x: tx[i], y: ty[i], html: trialTip(data, used[i])};
-  }, opts.open);
+  }, (id) => opts.open(id));
 }
 
 // ----- Parallel coordinates -----
@@ -707,7 +710,7 @@ export function drawParallel(box, data, opts, brushes, onBrush) {
     const yAt = ys[best * m + a] + (ys[best * m + a + 1] - ys[best * m + a]) * f;
     return {id: rows[best].id, x: mx, y: yAt, index: best,
             html: trialTip(data, rows[best])};
-  }, opts.open, (g, hit) => {
+  }, (id) => opts.open(id), (g, hit) => {
     const points = [];
     for (let a = 0; a < m; ++a) {
       const y = ys[hit.index * m + a];
@@ -903,7 +906,7 @@ export function drawCurves(box, data, opts, rungs) {
               ['measurements', row.steps.length],
               ...paramPairs(data, row),
               ...(row.reason ? [['reason', row.reason]] : [])])};
-  }, opts.open, (g, hit) => {
+  }, (id) => opts.open(id), (g, hit) => {
     const c = hit.index;
     const points = [];
     for (let k = 0; k < px[c].length; ++k) {
@@ -1224,5 +1227,5 @@ export function drawPareto(box, data, opts) {
       extra.push(['feasible', 'no']);
     }
     return {id: row.id, x: xs[i], y: ys[i], html: trialTip(data, row, extra)};
-  }, opts.open);
+  }, (id) => opts.open(id));
 }
