@@ -104,6 +104,14 @@ int main(int argc, char** argv) {
     ms["  of which: data (study + compact feed)"].push_back((*body)["load"]);
     ms["  of which: drawing every plot and the table"].push_back(
         (*body)["render"]);
+    auto charts = page.Evaluate(
+        "Object.assign(JSON.parse(document.body.dataset.chartMs), "
+        "{table: +document.body.dataset.tableMs})");
+    if (charts.ok() && charts->is_object()) {
+      for (auto& [k, v] : charts->items()) {
+        ms["    drawing " + k].push_back(v.get<double>());
+      }
+    }
     (void)page.WaitFor("document.querySelector('#importance[data-params]')",
                        60000);
     auto importance = page.Evaluate("+document.body.dataset.importanceMs");

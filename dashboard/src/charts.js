@@ -651,6 +651,7 @@ export function drawParallel(box, data, opts, brushes, onBrush) {
   draw();
 
   // The axes, their names, and a brush on each.
+  let frameRequest = null;
   axes.forEach((axis) => {
     const g = frame.svg.append('g').attr('class', 'axis')
         .attr('data-axis', axis.name)
@@ -666,9 +667,19 @@ export function drawParallel(box, data, opts, brushes, onBrush) {
           if (!event.sourceEvent) return;  // moved by code, below
           brushes[axis.name] = brushOf(axis, event.selection);
           if (!brushes[axis.name]) delete brushes[axis.name];
-          draw();
-          if (event.type === 'end' || event.type === 'brush') {
-            onBrush(idsOf(), event.type);
+          // While dragging, the lines and the table follow once a frame;
+          // the release draws at once.
+          if (event.type === 'end') {
+            if (frameRequest !== null) cancelAnimationFrame(frameRequest);
+            frameRequest = null;
+            draw();
+            onBrush(idsOf(), 'end');
+          } else if (frameRequest === null) {
+            frameRequest = requestAnimationFrame(() => {
+              frameRequest = null;
+              draw();
+              onBrush(idsOf(), 'brush');
+            });
           }
         });
     const handle = g.append('g').attr('class', 'brush')

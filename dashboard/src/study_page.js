@@ -127,7 +127,10 @@ export class StudyPage {
     const start = performance.now();
     this.renderHeader();
     this.renderCharts();
+    const table = performance.now();
     this.table.render();
+    document.body.setAttribute('data-table-ms',
+                               Math.round(performance.now() - table));
     this.renderedVersion = this.data.version;
     this.lastRenderMs = performance.now() - start;
   }
@@ -284,18 +287,27 @@ export class StudyPage {
       toggle.parentElement.title = positive ? ''
           : 'a log scale needs positive values';
     }
-    if (this.data.multiObjective()) {
-      charts.drawPareto(b.history, this.data, opts);
-    } else {
-      charts.drawHistory(b.history, this.data, opts);
-    }
-    charts.drawSlices(b.slice, this.data, opts);
-    this.drawContour();
-    this.drawParallel();
-    charts.drawCurves(b.curves, this.data, opts, rungsOf(this.data.study));
-    charts.drawEdf(b.edf, [{name: this.data.study.name, color: '#3b6ea5',
-                            rows: charts.completedRows(this.data)}],
-                   this.data.objective, opts);
+    // Each plot's drawing time, for people and benchmarks
+    // (body[data-chart-ms]).
+    const times = {};
+    const timed = (name, draw) => {
+      const start = performance.now();
+      draw();
+      times[name] = Math.round(performance.now() - start);
+    };
+    timed('history', () => (this.data.multiObjective()
+        ? charts.drawPareto(b.history, this.data, opts)
+        : charts.drawHistory(b.history, this.data, opts)));
+    timed('slice', () => charts.drawSlices(b.slice, this.data, opts));
+    timed('contour', () => this.drawContour());
+    timed('parallel', () => this.drawParallel());
+    timed('curves', () => charts.drawCurves(b.curves, this.data, opts,
+                                            rungsOf(this.data.study)));
+    timed('edf', () => charts.drawEdf(
+        b.edf, [{name: this.data.study.name, color: '#3b6ea5',
+                 rows: charts.completedRows(this.data)}],
+        this.data.objective, opts));
+    document.body.setAttribute('data-chart-ms', JSON.stringify(times));
   }
 
   drawParallel() {
