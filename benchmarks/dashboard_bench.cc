@@ -185,6 +185,12 @@ int main(int argc, char** argv) {
       ms["brush the parallel coordinates (press, 2 moves, release)"]
           .push_back(*brush);
     }
+    auto inside = page.Evaluate(
+        "+document.getElementById('parallel').getAttribute('data-brush-ms')");
+    if (inside.ok() && inside->is_number()) {
+      ms["  of which the page's handlers (lines and table redrawn)"]
+          .push_back(*inside);
+    }
     auto brushed = page.Evaluate(
         "+document.getElementById('trials').getAttribute('data-total')");
     if (!brushed.ok() || *brushed == trials) return Fail("the brush missed");
