@@ -78,8 +78,8 @@ function closeStudy() {
 function crumb(name, trial) {
   const box = document.getElementById('crumb');
   box.replaceChildren(
-      name ? [' / ', el('a', {href: '#study=' + encodeURIComponent(name)},
-                        name)] : '',
+      ...(name ? [' / ', el('a', {href: '#study=' + encodeURIComponent(name)},
+                            name)] : []),
       trial ? ` / trial ${trial}` : '');
 }
 

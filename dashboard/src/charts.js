@@ -1208,12 +1208,17 @@ export function drawPareto(box, data, opts) {
     ctx.strokeStyle = '#d9480f';
     ctx.lineWidth = 1.5;
     ctx.beginPath();
+    // The boundary of what the front dominates: along x first when x is
+    // minimized (the next point's x is worse), along y first otherwise.
     ordered.forEach((i, k) => {
-      if (k === 0) ctx.moveTo(xs[i], ys[i]);
-      else {
-        ctx.lineTo(xs[i], ys[ordered[k - 1]]);
-        ctx.lineTo(xs[i], ys[i]);
+      if (k === 0) {
+        ctx.moveTo(xs[i], ys[i]);
+        return;
       }
+      const before = ordered[k - 1];
+      if (ox.minimize) ctx.lineTo(xs[i], ys[before]);
+      else ctx.lineTo(xs[before], ys[i]);
+      ctx.lineTo(xs[i], ys[i]);
     });
     ctx.stroke();
   }

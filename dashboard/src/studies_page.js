@@ -5,7 +5,7 @@
 import * as api from './api.js';
 import * as charts from './charts.js';
 import {STATES, STATE_COLORS, StudyData, el, formatNumber, formatTime,
-        num, objectiveOf} from './model.js';
+        metricsOf, num, objectiveOf} from './model.js';
 
 const COLORS = ['#3b6ea5', '#d9480f', '#2e8b57', '#8e44ad', '#c23030',
                 '#b8860b', '#17a2b8', '#6b6b6b'];
@@ -106,8 +106,16 @@ export async function showStudies(app) {
     while (next < rows.length) {
       const r = rows[next++];
       try {
-        const best = bestOf(r.study, await api.get(
-            api.studyPath(r.study.name, '/best')));
+        const answer = await api.get(api.studyPath(r.study.name, '/best'));
+        // Several objectives: the optimal trials are a Pareto front.
+        if (metricsOf(r.study).filter((m) => m.role === 'OBJECTIVE')
+                .length >= 2) {
+          const n = (answer.trials || []).length;
+          r.best.textContent = `front of ${n}`;
+          r.best.setAttribute('data-front', n);
+          continue;
+        }
+        const best = bestOf(r.study, answer);
         r.best.textContent = best && best.value !== null
             ? formatNumber(best.value) : '—';
         if (best) {

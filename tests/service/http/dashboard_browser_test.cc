@@ -7,7 +7,8 @@
 // searches and compares, conditional parameters are skipped rather than
 // drawn at 0, and a multi-objective study (served from a fixture: this
 // server's proto has no metric roles yet) shows its Pareto front.
-// A screenshot is saved (dashboard_screenshot.png in the test's working
+// Screenshots are saved (dashboard_screenshot.png and
+// dashboard_pareto_screenshot.png in the test's working
 // directory). Skipped, saying why, without chromium or without the chart
 // assets that npm builds.
 //
@@ -237,6 +238,8 @@ TEST_F(DashboardBrowserTest, EveryPlotDrawsEachTrialOfAKnownStudy) {
                                   Js(kAliceToken), ")")),
             false);
   EXPECT_EQ(Attr(*b, "body", "data-charts"), "d3");
+  EXPECT_EQ(Eval(*b, "document.getElementById('crumb').textContent"),
+            " / browser-study");
   EXPECT_EQ(IntAttr(*b, "#summary", "data-trials"), kTrials);
   // History: every finished trial, +inf and NaN clipped to the edge.
   EXPECT_EQ(IntAttr(*b, "#history", "data-points"), finished);
@@ -700,6 +703,19 @@ class ParetoFixtureTest : public DashboardBrowserTest {
                       R"("charts":true})",
                       "application/json");
     });
+    stub_.Get("/api/studies", [this](const httplib::Request&,
+                                     httplib::Response& res) {
+      res.set_content(json({{"studies", {Study()}}}).dump(),
+                      "application/json");
+    });
+    stub_.Get("/api/studies/mo/best", [](const httplib::Request&,
+                                         httplib::Response& res) {
+      json trials = json::array();
+      for (const char* id : {"1", "2", "10"}) {
+        trials.push_back({{"id", id}, {"state", "COMPLETED"}});
+      }
+      res.set_content(json({{"trials", trials}}).dump(), "application/json");
+    });
     stub_.Get("/api/studies/mo", [this](const httplib::Request&,
                                         httplib::Response& res) {
       res.set_content(Study().dump(), "application/json");
@@ -826,6 +842,12 @@ TEST_F(ParetoFixtureTest, TwoObjectivesShowTheirParetoFront) {
   EXPECT_EQ(Attr(*b, "#pareto", "data-front-ids"), "1,10,2");
   EXPECT_EQ(IntAttr(*b, "#pareto", "data-infeasible"), 3);
   EXPECT_EQ(IntAttr(*b, "#best", "data-front"), 3);
+  // For people: dashboard_pareto_screenshot.png.
+  const std::string png =
+      (std::filesystem::current_path() / "dashboard_pareto_screenshot.png")
+          .string();
+  EXPECT_TRUE(b->Screenshot(png).ok());
+  std::printf("Pareto screenshot: %s\n", png.c_str());
   // The table says which completed trials are feasible.
   json feasible = Eval(*b, R"((() => {
     const heads = [...document.querySelectorAll('#trials th')];
@@ -841,6 +863,12 @@ TEST_F(ParetoFixtureTest, TwoObjectivesShowTheirParetoFront) {
   EXPECT_EQ(feasible["6"], "no");
   EXPECT_EQ(feasible["9"], "no");
   EXPECT_EQ(feasible["8"], "");
+  // The study list says how many trials are on the front.
+  Eval(*b, "location.hash = ''");
+  Wait(*b, "document.querySelector('#studies[data-best-loaded=\"1\"]')");
+  EXPECT_EQ(IntAttr(*b, "#studies td.best", "data-front"), 3);
+  Eval(*b, "location.hash = 'study=mo&live=0'");
+  Wait(*b, "document.querySelector('#pareto[data-front]')");
   // A front point is a link to its trial.
   Eval(*b, "document.querySelector('#pareto a[data-id=\"10\"]')"
            ".dispatchEvent(new MouseEvent('click', {bubbles: true}))");
