@@ -12,6 +12,19 @@ import {Frame, allPositive, extent, makeAxis, makeScale, nearest,
 
 const STOPPABLE = new Set(['REQUESTED', 'ACTIVE', 'PAUSED']);
 
+// What a metric is to the study, after its name in the metrics table.
+function roleNote(spec) {
+  if (!spec) return '';
+  if (spec.role === 'OBJECTIVE') {
+    return spec.minimize ? ' (objective, ↓)' : ' (objective, ↑)';
+  }
+  if (spec.role === 'CONSTRAINT') {
+    return ` (constraint, within [${spec.lower ?? '−∞'}, ` +
+           `${spec.upper ?? '+∞'}])`;
+  }
+  return '';
+}
+
 export class TrialPage {
   // `data`: the study's StudyData; `app`: {main, hasCharts, open(id)}.
   constructor(data, id, app) {
@@ -131,10 +144,8 @@ export class TrialPage {
         el('tr', {}, el('th', {}, 'metric'), el('th', {}, 'result'),
            el('th', {}, 'last reported')),
         ...metricNames.map((m) => el('tr', {'data-metric': m},
-            el('th', {}, m + (m === this.data.objective.name
-                                  ? (this.data.objective.minimize
-                                         ? ' (objective, ↓)'
-                                         : ' (objective, ↑)') : '')),
+            el('th', {}, m + roleNote(this.data.metricSpecs.find(
+                                 (spec) => spec.name === m))),
             el('td', {class: 'num'}, m in final ? formatNumber(num(final[m]))
                                                 : ''),
             el('td', {class: 'num'}, m in last ? formatNumber(num(last[m]))

@@ -874,6 +874,13 @@ TEST_F(ParetoFixtureTest, TwoObjectivesShowTheirParetoFront) {
            ".dispatchEvent(new MouseEvent('click', {bubbles: true}))");
   Wait(*b, "document.querySelector('#trial-page[data-id=\"10\"]"
            "[data-loaded=\"1\"]')");
+  // Its metrics say what each is to the study.
+  EXPECT_EQ(Eval(*b, "document.querySelector('#trial-metrics "
+                     "tr[data-metric=\"acc\"] th').textContent"),
+            "acc (objective, \u2191)");
+  EXPECT_EQ(Eval(*b, "document.querySelector('#trial-metrics "
+                     "tr[data-metric=\"latency\"] th').textContent"),
+            "latency (constraint, within [\u2212\u221e, 10])");
 }
 
 }  // namespace
