@@ -9,7 +9,7 @@ PACKAGES := g++ cmake ninja-build pkg-config \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
   libabsl-dev libeigen3-dev libboost-dev libsqlite3-dev nlohmann-json3-dev \
   liblbfgspp-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  libturbojpeg0-dev dataset-fashion-mnist libcpp-httplib-dev chromium \
+  libturbojpeg0-dev dataset-fashion-mnist libcpp-httplib-dev chromium npm \
   python3-grpcio python3-protobuf python3-pytest python3-pandas
 # Not here, being large: python3-torch (the PyTorch example; its tests are
 # skipped without it) and python3-optuna (the benchmarks' peer).

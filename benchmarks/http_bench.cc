@@ -1,17 +1,20 @@
 // hypertune_http_bench: the HTTP read API on a study of 10,000 trials with
 // 10 measurements each. Prints the time to serve a page of 1,000 trials, the
-// whole CSV and the whole change feed (what the dashboard loads), and, with
-// chromium present, the dashboard's first render. Timings are from the
-// client on loopback, so they bound the server's from above.
+// whole CSV and the whole change feed, full and compact (what the dashboard
+// loads). Timings are from the client on loopback, so they bound the
+// server's from above. The dashboard in a browser is measured by
+// benchmarks/dashboard_bench.py, on studies this program writes.
 //
 //   hypertune_http_bench [TRIALS] [MEASUREMENTS]
 //   hypertune_http_bench load [WORKERS] [TRIALS] [WATCHERS]
+//   hypertune_http_bench write DB TOKENS [TRIALS] [MEASUREMENTS]
 //
 // `load` runs WORKERS gRPC workers (suggest, 3 reports, complete) through
 // TRIALS trials twice, without and with WATCHERS dashboards reading the
-// study's event stream, and prints both throughputs.
-#include <sys/wait.h>
-#include <unistd.h>
+// study's event stream, and prints both throughputs. `write` writes the
+// dashboard's studies (testing/http_test_util.h: WriteDashboardStudies,
+// "bench" with TRIALS x MEASUREMENTS, owner alice) into the SQLite file DB
+// and the token file TOKENS (alice-secret-token, bob-secret-token).
 
 #include <algorithm>
 #include <atomic>
@@ -50,31 +53,6 @@ struct Summary {
 Summary Summarize(std::vector<double> ms) {
   std::sort(ms.begin(), ms.end());
   return {ms[ms.size() / 2], ms.back()};
-}
-
-// Runs headless Chromium on `url`, its DOM going to `dom_path`; returns the
-// wall time in ms.
-double RunChromium(const std::string& profile, const std::string& url,
-                   const std::string& dom_path) {
-  const Clock::time_point start = Clock::now();
-  pid_t pid = fork();
-  if (pid == 0) {
-    FILE* null = std::fopen("/dev/null", "w");
-    FILE* dom = std::fopen(dom_path.c_str(), "w");
-    if (null != nullptr && dom != nullptr) {
-      dup2(fileno(dom), 1);
-      dup2(fileno(null), 2);
-    }
-    execl("/usr/bin/chromium", "chromium", "--headless", "--no-sandbox",
-          "--disable-gpu", "--no-first-run",
-          ("--user-data-dir=" + profile).c_str(), "--window-size=1280,2600",
-          "--virtual-time-budget=30000", "--dump-dom", url.c_str(),
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return Ms(start);
 }
 
 // Trials per second of `workers` workers through `trials` trials while
@@ -179,6 +157,25 @@ int main(int argc, char** argv) {
         "with %d dashboards watching (%+.1f%%)\n",
         workers, trials, alone, watched, watchers,
         100.0 * (watched - alone) / alone);
+    return 0;
+  }
+  if (argc > 3 && std::string(argv[1]) == "write") {
+    const int trials = argc > 4 ? std::atoi(argv[4]) : 10000;
+    const int measurements = argc > 5 ? std::atoi(argv[5]) : 10;
+    if (absl::Status s = hypertune::test::WriteTokenFile(argv[3]); !s.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    auto written = hypertune::test::WriteDashboardStudies(
+        argv[2], "bench", "alice", trials, measurements);
+    if (!written.ok()) {
+      std::fprintf(stderr, "%s\n",
+                   std::string(written.status().message()).c_str());
+      return 1;
+    }
+    std::printf("wrote studies bench (%d trials x %d measurements), bench-b, "
+                "all-infeasible into %s\n",
+                trials, measurements, argv[2]);
     return 0;
   }
   const int trials = argc > 1 ? std::atoi(argv[1]) : 10000;
@@ -299,25 +296,29 @@ int main(int argc, char** argv) {
       "the JSON in the client\n",
       feed.median, feed.max, fetch_ms / 3);
 
-  if (access("/usr/bin/chromium", X_OK) == 0) {
-    // Chromium's own start-up, on a page without data, is subtracted.
-    const double blank =
-        RunChromium(dir.File("p0"), absl::StrCat("http://", http, "/nothing"),
-                    dir.File("dom"));
-    std::vector<double> render_ms;
-    for (int i = 0; i < 3; ++i) {
-      render_ms.push_back(
-          RunChromium(dir.File(absl::StrCat("p", i + 1)),
-                      absl::StrCat("http://", http,
-                                   "/#study=bench&live=0&token=", kAliceToken),
-                      dir.File("dom")) -
-          blank);
+  std::vector<double> compact_ms;
+  size_t compact_bytes = 0;
+  for (int i = 0; i < 3; ++i) {
+    const Clock::time_point start = Clock::now();
+    std::string after = "0";
+    compact_bytes = 0;
+    for (;;) {
+      auto reply = HttpGet(http,
+                           "/api/studies/bench/changes?view=compact&"
+                           "limit=1000&after=" + after,
+                           kAliceToken);
+      if (reply.status != 200) return 1;
+      compact_bytes += reply.body.size();
+      auto page = nlohmann::json::parse(reply.body);
+      after = page["last_sequence"].get<std::string>();
+      if (!page["more"].get<bool>()) break;
     }
-    Summary render = Summarize(render_ms);
-    std::printf(
-        "dashboard first render in headless chromium (minus its "
-        "start-up, %.0f ms): median %.0f ms, max %.0f ms\n",
-        blank, render.median, render.max);
+    compact_ms.push_back(Ms(start));
   }
+  Summary compact = Summarize(compact_ms);
+  std::printf(
+      "the whole compact change feed (view=compact): median %.1f ms, "
+      "max %.1f ms, %zu bytes\n",
+      compact.median, compact.max, compact_bytes);
   return 0;
 }

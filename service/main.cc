@@ -2,7 +2,8 @@
 //
 //   hypertuned --db PATH [--listen HOST:PORT] [--durability normal|full]
 //              [--auth-token-file F] [--tls-cert F --tls-key F
-//              [--tls-client-ca F]] [--http HOST:PORT [--http-plaintext]]
+//              [--tls-client-ca F]] [--http HOST:PORT [--http-plaintext]
+//              [--http-allow-writes] [--log-root DIR]]
 //
 // Prints "hypertuned listening on HOST:PORT" once serving (and, with --http,
 // "hypertuned: dashboard on http(s)://HOST:PORT/" before it); SIGTERM or
@@ -31,7 +32,9 @@ constexpr char kUsage[] =
     "normal|full]\n"
     "                  [--auth-token-file F] [--tls-cert F --tls-key F "
     "[--tls-client-ca F]]\n"
-    "                  [--http HOST:PORT [--http-plaintext]]\n"
+    "                  [--http HOST:PORT [--http-plaintext] "
+    "[--http-allow-writes]\n"
+    "                   [--log-root DIR]]\n"
     "  --db PATH            SQLite database file (created if absent)\n"
     "  --listen HOST:PORT   gRPC address (default 127.0.0.1:50051; port 0 "
     "picks one)\n"
@@ -52,7 +55,15 @@ constexpr char kUsage[] =
     "                       default off; port 0 picks one)\n"
     "  --http-plaintext     serve --http as plain HTTP even with TLS (tokens "
     "then cross\n"
-    "                       the network in the clear; prints a warning)\n";
+    "                       the network in the clear; prints a warning)\n"
+    "  --http-allow-writes  let the dashboard stop trials, pause, resume "
+    "and raise budgets\n"
+    "                       without auth (loopback --http only; with "
+    "--auth-token-file the\n"
+    "                       study owner's token allows them anyway)\n"
+    "  --log-root DIR       serve the end of trial logs found under DIR "
+    "(where workers\n"
+    "                       write them); default: no log serving\n";
 
 int UsageError(const std::string& message) {
   std::cerr << "hypertuned: " << message << "\n" << kUsage;
@@ -111,6 +122,12 @@ int main(int argc, char** argv) {
       }
     } else if (arg == "--http-plaintext") {
       options.http_plaintext = true;
+    } else if (arg == "--http-allow-writes") {
+      options.http_allow_writes = true;
+    } else if (arg == "--log-root") {
+      if (!value(&options.log_root)) {
+        return UsageError("--log-root needs a folder");
+      }
     } else {
       return UsageError("unknown argument " + std::string(arg));
     }
@@ -118,6 +135,12 @@ int main(int argc, char** argv) {
   if (options.db_path.empty()) return UsageError("--db is required");
   if (options.http_plaintext && options.http_listen.empty()) {
     return UsageError("--http-plaintext needs --http");
+  }
+  if (options.http_allow_writes && options.http_listen.empty()) {
+    return UsageError("--http-allow-writes needs --http");
+  }
+  if (!options.log_root.empty() && options.http_listen.empty()) {
+    return UsageError("--log-root needs --http (logs are served over HTTP)");
   }
 
   // Signals are taken synchronously by one thread, so shutdown runs outside

@@ -151,6 +151,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     http_options.max_streams = options.http_max_streams;
     http_options.max_streams_per_owner = options.http_max_streams_per_owner;
     http_options.db_path = options.db_path;
+    http_options.allow_writes = options.http_allow_writes;
+    http_options.log_root = options.log_root;
     if (!options.http_plaintext) {
       http_options.tls_cert_file = options.tls_cert_file;
       http_options.tls_key_file = options.tls_key_file;

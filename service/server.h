@@ -55,6 +55,12 @@ struct ServerOptions {
   // (HttpServerOptions).
   int http_max_streams = 256;
   int http_max_streams_per_owner = 16;
+  // Serve the HTTP API's writes without auth (HttpServerOptions::
+  // allow_writes; http_listen must be a loopback address). Default false.
+  bool http_allow_writes = false;
+  // The folder whose trial logs the HTTP API serves (log_tail.h); empty
+  // (default): none.
+  std::string log_root;
 };
 
 class Server {

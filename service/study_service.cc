@@ -439,6 +439,32 @@ absl::StatusOr<v1::Study> StudyService::UpdateStudy(
   return LoadStudyWithCounts(caller, request.name());
 }
 
+absl::StatusOr<v1::Study> StudyService::SetMaxTrials(
+    const std::string& name, int64_t max_trials, const Principal& caller) {
+  HT_RETURN_IF_ERROR(ValidateStudyName("name", name));
+  if (max_trials < 0 || max_trials > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_trials: must be from 0 (unlimited) to ",
+        std::numeric_limits<int32_t>::max(), ", got ", max_trials));
+  }
+  HT_RETURN_IF_ERROR(LoadStudyFor(caller, name, Access::kWrite).status());
+  auto counts = store_->CountTrials(name);
+  if (!counts.ok()) return counts.status();
+  // Counted as the suggestion plan counts the budget: every trial created.
+  int64_t created = 0;
+  for (const auto& [state, n] : *counts) created += n;
+  if (max_trials != 0 && max_trials <= created) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_trials: must be 0 (unlimited) or above the ", created,
+        " trials study \"", name, "\" has created, got ", max_trials));
+  }
+  v1::UpdateStudyRequest update;
+  update.set_name(name);
+  update.mutable_spec()->set_max_trials(static_cast<int32_t>(max_trials));
+  update.mutable_update_mask()->add_paths("max_trials");
+  return UpdateStudy(update, caller);
+}
+
 absl::StatusOr<v1::Study> StudyService::SetStudyOwner(
     const v1::SetStudyOwnerRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("name", request.name()));

@@ -73,6 +73,16 @@ class StudyService {
   absl::StatusOr<v1::Study> UpdateStudy(
       const v1::UpdateStudyRequest& request,
       const Principal& caller = Principal::AuthOff());
+  // Sets the study's budget, spec.max_trials (0 = unlimited), for `caller`
+  // with write access. INVALID_ARGUMENT naming max_trials unless it is 0 or
+  // above the trials created so far (and at most 2^31 - 1). Raising the
+  // budget (a larger number, or 0 after a limit) of a COMPLETED study makes
+  // it ACTIVE again; other states are kept. A narrow stand-in, used by the
+  // HTTP API's budget button: UpdateStudy of max_trials, refusing a budget
+  // the study has already used.
+  absl::StatusOr<v1::Study> SetMaxTrials(
+      const std::string& name, int64_t max_trials,
+      const Principal& caller = Principal::AuthOff());
   // Gives the study to request.owner: an admin may for any study, an owner
   // for its own. The caller checks that the new owner is known.
   absl::StatusOr<v1::Study> SetStudyOwner(

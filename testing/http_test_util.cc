@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -29,6 +30,35 @@ HttpReply HttpGet(const std::string& address, const std::string& path,
   }
   HttpReply reply;
   httplib::Result result = client.Get(path, headers);
+  if (!result) return reply;
+  reply.status = result->status;
+  reply.body = result->body;
+  for (const auto& [key, value] : result->headers) {
+    reply.headers.emplace(key, value);
+  }
+  return reply;
+}
+
+HttpReply HttpPost(const std::string& address, const std::string& path,
+                   const std::string& token, const std::string& body,
+                   const std::string& content_type,
+                   const std::multimap<std::string, std::string>& headers) {
+  httplib::Client client(absl::StrCat("http://", address));
+  client.set_read_timeout(30, 0);
+  httplib::Headers all(headers.begin(), headers.end());
+  if (!token.empty()) {
+    all.emplace("Authorization", absl::StrCat("Bearer ", token));
+  }
+  // httplib's Post always names a content type; an empty one is sent as
+  // no header at all.
+  httplib::Request request;
+  request.method = "POST";
+  request.path = path;
+  request.headers = std::move(all);
+  request.body = body;
+  if (!content_type.empty()) request.set_header("Content-Type", content_type);
+  HttpReply reply;
+  httplib::Result result = client.send(request);
   if (!result) return reply;
   reply.status = result->status;
   reply.body = result->body;
@@ -154,6 +184,53 @@ absl::Status WriteStudy(const std::string& db_path, const v1::Study& study,
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<v1::Trial>> WriteDashboardStudies(
+    const std::string& db_path, const std::string& name,
+    const std::string& owner, int trials, int measurements) {
+  v1::Study study = MakeStudy(name, owner);
+  v1::EarlyStoppingSpec* asha =
+      study.mutable_spec()->mutable_early_stopping();
+  asha->set_rule(v1::EarlyStoppingSpec::ASHA);
+  asha->set_min_resource(1);
+  asha->set_max_resource(27);
+  asha->set_reduction_factor(3);
+  std::vector<v1::Trial> written = MakeTrials(study, trials, measurements, 7);
+  for (size_t i = 0; i < written.size(); ++i) {
+    v1::Trial& t = written[i];
+    const int id = static_cast<int>(i) + 1;
+    if (id % 17 == 0 && t.state() == v1::Trial::COMPLETED) {
+      t.set_state(v1::Trial::INFEASIBLE);
+      t.clear_final_measurement();
+      t.set_infeasible_reason("out of memory");
+    }
+    if (id == 5 && t.state() == v1::Trial::COMPLETED) {
+      (*t.mutable_final_measurement()->mutable_metrics())
+          [study.spec().metrics(0).name()] =
+          std::numeric_limits<double>::infinity();
+    }
+    if (id == 6 && t.state() == v1::Trial::COMPLETED) {
+      (*t.mutable_final_measurement()->mutable_metrics())
+          [study.spec().metrics(0).name()] =
+          std::numeric_limits<double>::quiet_NaN();
+    }
+  }
+  if (absl::Status s = WriteStudy(db_path, study, written); !s.ok()) return s;
+  v1::Study other = MakeStudy(name + "-b", owner);
+  if (absl::Status s = WriteStudy(db_path, other, MakeTrials(other, 60, 4, 8));
+      !s.ok()) {
+    return s;
+  }
+  v1::Study infeasible = MakeStudy("all-infeasible", owner);
+  std::vector<v1::Trial> bad = MakeTrials(infeasible, 12, 0, 9);
+  for (size_t i = 0; i < bad.size(); ++i) {
+    bad[i].set_state(v1::Trial::INFEASIBLE);
+    bad[i].clear_final_measurement();
+    bad[i].set_infeasible_reason(i % 3 == 0 ? "NaN loss" : "out of memory");
+  }
+  if (absl::Status s = WriteStudy(db_path, infeasible, bad); !s.ok()) return s;
+  return written;
+}
+
 absl::Status WriteTokenFile(const std::string& path) {
   std::ofstream file(path);
   file << "# test tokens\n"
@@ -165,11 +242,14 @@ absl::Status WriteTokenFile(const std::string& path) {
 }
 
 absl::StatusOr<std::unique_ptr<service::Server>> StartHttpServer(
-    const std::string& db_path, const std::string& token_file) {
+    const std::string& db_path, const std::string& token_file,
+    const HttpServerExtras& extras) {
   service::ServerOptions options;
   options.db_path = db_path;
   options.listen = "127.0.0.1:0";
-  options.http_listen = "127.0.0.1:0";
+  options.http_listen = extras.http_listen;
+  options.http_allow_writes = extras.allow_writes;
+  options.log_root = extras.log_root;
   options.auth_token_file = token_file;
   options.service.default_algorithm = v1::QUASI_RANDOM;
   return service::Server::Start(options);

@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "httplib.h"
 #include "service/http/connection_pool.h"
+#include "service/http/log_tail.h"
 #include "service/http/replies.h"
 
 namespace hypertune::service {
@@ -54,12 +55,29 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     bind_host = bind_host.substr(1, bind_host.size() - 2);
   }
 
+  if (options.allow_writes && !IsLoopbackHost(host)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "http: --http-allow-writes serves writes without auth, so only on a "
+        "loopback address (127.0.0.1, [::1], localhost), not on \"",
+        options.listen, "\"; with --auth-token-file writes need no flag"));
+  }
+  std::string log_root;
+  if (!options.log_root.empty()) {
+    absl::StatusOr<std::string> resolved = ResolveLogRoot(options.log_root);
+    if (!resolved.ok()) return resolved.status();
+    log_root = *std::move(resolved);
+  }
+
   std::unique_ptr<HttpServer> server(new HttpServer());
   server->service_ = service;
   server->authorizer_ = std::move(authorizer);
   server->metrics_ = metrics;
   server->options_ = std::move(options);
+  server->log_root_ = std::move(log_root);
   const HttpServerOptions& o = server->options_;
+  server->write_policy_.auth = server->authorizer_.enabled();
+  server->write_policy_.allow_without_auth = o.allow_writes;
+  server->write_policy_.https = !o.tls_cert_file.empty();
   if (o.tls_cert_file.empty()) {
     if (!o.tls_client_ca_file.empty()) {
       return absl::InvalidArgumentError(
@@ -188,35 +206,70 @@ void HttpServer::Route() {
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
+  Get("/api/server", "/api/server", &HttpServer::ServerInfo);
   Get("/api/studies", "/api/studies", &HttpServer::ListStudies);
   Get(R"(/api/studies/([^/]+))", "/api/studies/{name}", &HttpServer::GetStudy);
   Get(R"(/api/studies/([^/]+)/trials)", "/api/studies/{name}/trials",
       &HttpServer::ListTrials);
   Get(R"(/api/studies/([^/]+)/trials\.csv)", "/api/studies/{name}/trials.csv",
       &HttpServer::TrialsCsv);
+  Get(R"(/api/studies/([^/]+)/trials/([^/]+))",
+      "/api/studies/{name}/trials/{id}", &HttpServer::GetTrial);
+  Get(R"(/api/studies/([^/]+)/trials/([^/]+)/log)",
+      "/api/studies/{name}/trials/{id}/log", &HttpServer::TrialLog);
   Get(R"(/api/studies/([^/]+)/best)", "/api/studies/{name}/best",
       &HttpServer::Best);
+  Get(R"(/api/studies/([^/]+)/importance)", "/api/studies/{name}/importance",
+      &HttpServer::Importance);
   Get(R"(/api/studies/([^/]+)/changes)", "/api/studies/{name}/changes",
       &HttpServer::Changes);
   Get(R"(/api/studies/([^/]+)/events)", "/api/studies/{name}/events",
       &HttpServer::Events);
+  Post(R"(/api/studies/([^/]+)/trials/([^/]+)/stop)",
+       "/api/studies/{name}/trials/{id}/stop", &HttpServer::StopTrial);
+  Post(R"(/api/studies/([^/]+)/state)", "/api/studies/{name}/state",
+       &HttpServer::SetStudyState);
+  Post(R"(/api/studies/([^/]+)/max_trials)", "/api/studies/{name}/max_trials",
+       &HttpServer::SetMaxTrials);
   Get("/metrics", "/metrics", &HttpServer::MetricsText);
   Get("/", "/", &HttpServer::Page);
   Get(R"(/assets/[A-Za-z0-9._-]+)", "/assets", &HttpServer::AssetFile);
 
-  // Anything else: a JSON 404 naming the path.
-  http_->set_error_handler([](const Request& req, Response& res) {
-    if (res.status == 404 && res.body.empty()) {
-      ReplyError(res, absl::NotFoundError(absl::StrCat(
-                          "no such endpoint: ", req.method, " ", req.path)));
+  // Anything else: a JSON 405 for a known path asked with another method,
+  // a 404 naming the path otherwise.
+  http_->set_error_handler([this](const Request& req, Response& res) {
+    if (res.status != 404 || !res.body.empty()) return;
+    for (const auto& [pattern, post] : routes_) {
+      if (std::regex_match(req.path, pattern)) {
+        res.set_header("Allow", post ? "POST" : "GET, HEAD");
+        ReplyError(res,
+                   absl::InvalidArgumentError(absl::StrCat(
+                       req.method, " ", req.path, ": this endpoint takes ",
+                       post ? "POST with a JSON body" : "GET")),
+                   405);
+        return;
+      }
     }
+    ReplyError(res, absl::NotFoundError(absl::StrCat(
+                        "no such endpoint: ", req.method, " ", req.path)));
   });
 }
 
 void HttpServer::Get(const std::string& pattern, std::string name,
                      Handler handler) {
-  http_->Get(pattern, [this, name = std::move(name), handler](
-                          const Request& req, Response& res) {
+  Handle(false, pattern, std::move(name), handler);
+}
+
+void HttpServer::Post(const std::string& pattern, std::string name,
+                      Handler handler) {
+  Handle(true, pattern, std::move(name), handler);
+}
+
+void HttpServer::Handle(bool post, const std::string& pattern,
+                        std::string name, Handler handler) {
+  routes_.emplace_back(std::regex(pattern), post);
+  auto serve = [this, name = std::move(name), handler](const Request& req,
+                                                       Response& res) {
     const Clock::time_point start = Clock::now();
     (this->*handler)(req, res);
     if (metrics_ != nullptr) {
@@ -224,7 +277,12 @@ void HttpServer::Get(const std::string& pattern, std::string name,
           name, res.status,
           std::chrono::duration<double>(Clock::now() - start).count());
     }
-  });
+  };
+  if (post) {
+    http_->Post(pattern, std::move(serve));
+  } else {
+    http_->Get(pattern, std::move(serve));
+  }
 }
 
 absl::StatusOr<Principal> HttpServer::Caller(const Request& req) const {
@@ -244,6 +302,33 @@ absl::StatusOr<HttpServer::Admitted> HttpServer::Admit(
   absl::StatusOr<v1::Study> study = service_->GetStudy(request, *who);
   if (!study.ok()) return study.status();
   return Admitted{*std::move(who), *std::move(study)};
+}
+
+std::variant<HttpServer::AdmittedWrite, HttpServer::Refusal>
+HttpServer::AdmitWrite(const Request& req, const std::string& name,
+                       const std::vector<std::string>& known) {
+  auto refuse = [](const absl::Status& status) {
+    return Refusal{HttpStatusOf(status.code()), status};
+  };
+  if (absl::Status origin = CheckWriteOrigin(req, write_policy_);
+      !origin.ok()) {
+    return refuse(origin);
+  }
+  absl::StatusOr<Principal> who = Caller(req);
+  if (!who.ok()) return refuse(who.status());
+  if (!HasJsonContentType(req)) {
+    return Refusal{415,
+                   absl::InvalidArgumentError(absl::StrCat(
+                       "Content-Type: writes take application/json, got \"",
+                       req.get_header_value("Content-Type"), "\""))};
+  }
+  absl::StatusOr<nlohmann::json> body = JsonObjectBody(req, known);
+  if (!body.ok()) return refuse(body.status());
+  v1::GetStudyRequest request;
+  request.set_name(name);
+  absl::StatusOr<v1::Study> study = service_->GetStudy(request, *who);
+  if (!study.ok()) return refuse(study.status());
+  return AdmittedWrite{*std::move(who), *std::move(study), *std::move(body)};
 }
 
 absl::StatusOr<v1::ListStudiesResponse> HttpServer::VisibleStudies(

@@ -1,28 +1,46 @@
-// HttpServer: hypertuned's HTTP side (`--http HOST:PORT`): the read-only JSON
-// API for dashboards and scripts, the trial table as CSV, a server-sent
-// events stream of trial changes, Prometheus /metrics and the dashboard's
-// page and assets.
+// HttpServer: hypertuned's HTTP side (`--http HOST:PORT`): the JSON API for
+// dashboards and scripts, the trial table as CSV, a server-sent events
+// stream of trial changes, Prometheus /metrics and the dashboard's page and
+// assets.
 //
+//   GET /api/server                           what this server offers the
+//       page: {"auth", "writes", "logs", "charts"}
 //   GET /api/studies                          ListStudies (the caller's)
 //   GET /api/studies/{name}                   GetStudy
 //   GET /api/studies/{name}/trials            ListTrials: page_size (1-1000,
 //       default 100), page_token, state (names, comma-separated or repeated)
 //   GET /api/studies/{name}/trials.csv        every trial, streamed (csv.h)
+//   GET /api/studies/{name}/trials/{id}       GetTrial
+//   GET /api/studies/{name}/trials/{id}/log   the end of the trial's log
+//       file (log_tail.h), bytes (1-65536, default 65536); only with
+//       --log-root, only from inside it
 //   GET /api/studies/{name}/best              ListOptimalTrials
+//   GET /api/studies/{name}/importance        fANOVA parameter importances
+//       over the COMPLETED trials (dashboard_view.h)
 //   GET /api/studies/{name}/changes           the change feed, one page:
-//       after (sequence, default 0), limit (1-1000, default 1000)
+//       after (sequence, default 0), limit (1-1000, default 1000),
+//       view (full, default, or compact: dashboard_view.h)
 //   GET /api/studies/{name}/events            text/event-stream of WatchTrials
 //       from `after` or the Last-Event-ID header; `id:` is the sequence
+//   POST /api/studies/{name}/trials/{id}/stop {"reason"?}: StopTrial
+//   POST /api/studies/{name}/state            {"state"}: SetStudyState
+//   POST /api/studies/{name}/max_trials       {"max_trials"}: SetMaxTrials
 //   GET /metrics                              Prometheus text format
 //   GET /, /assets/...                        the dashboard (no data, no auth)
 //
 // JSON is the protobuf JSON mapping with the proto's field names, as the CLI
 // prints it. Errors are {"error": {"code", "status", "message"}} with 400
-// (a bad query parameter, named), 401 (no or unknown bearer token when the
-// server has a token table), 403 (another owner's study), 404 (no such
-// study or route), 503 (too many event streams). Access follows the gRPC
-// rule (access.h): every read goes through StudyService with the caller's
-// principal. Reads never wait for writers.
+// (a bad query parameter or body field, named), 401 (no or unknown bearer
+// token when the server has a token table), 403 (another owner's study, a
+// write refused: write_guard.h), 404 (no such study, trial or route), 405
+// (a route asked with the wrong method), 415 (a write without a JSON body),
+// 503 (too many event streams). Access follows the gRPC rule (access.h):
+// every call goes through StudyService with the caller's principal. Reads
+// never wait for writers.
+//
+// Writes (POST) are served only with auth or with `allow_writes` on a
+// loopback address, and only to same-origin requests with a JSON body
+// (write_guard.h).
 //
 // Connections: each is served by a thread of its own (ConnectionPool, up to
 // `max_connections`), so silent or slow connections never hold up a ready
@@ -36,13 +54,19 @@
 
 #include <atomic>
 #include <memory>
+#include <regex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <variant>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "nlohmann/json.hpp"
 #include "service/auth.h"
+#include "service/http/write_guard.h"
 #include "service/metrics.h"
 #include "service/study_service.h"
 
@@ -78,6 +102,13 @@ struct HttpServerOptions {
   // How often an idle event stream sends a comment line, which is how a
   // closed connection is noticed. Default 15 s.
   int keepalive_ms = 15'000;
+  // Serve writes (stop a trial, pause or resume a study, raise its budget)
+  // without auth. Refused unless `listen` is a loopback address. With auth
+  // writes are served anyway, to the study's owner. Default false.
+  bool allow_writes = false;
+  // The folder trial logs are served from (log_tail.h); empty (default):
+  // no log serving.
+  std::string log_root;
 };
 
 class HttpServer {
@@ -116,14 +147,35 @@ class HttpServer {
   HttpServer() = default;
   // Registers every route.
   void Route();
-  // Registers `handler` for GET `pattern`, counted in /metrics as `name`.
+  // Registers `handler` for GET (or POST) `pattern`, counted in /metrics
+  // as `name`. A path registered for one method answers the other 405.
   void Get(const std::string& pattern, std::string name, Handler handler);
+  void Post(const std::string& pattern, std::string name, Handler handler);
+  void Handle(bool post, const std::string& pattern, std::string name,
+              Handler handler);
 
   // The principal of the request's bearer token (AuthOff() with auth off);
   // UNAUTHENTICATED without a known token.
   absl::StatusOr<Principal> Caller(const Request& req) const;
   // The caller, and study `name` if the caller may read it.
   absl::StatusOr<Admitted> Admit(const Request& req, const std::string& name);
+  // For a write: the caller and study `name` once the request passed
+  // write_guard.h's checks (403, 401, 415), the study exists and the caller
+  // may read it (the service call checks write access under the study's
+  // lock), with the request's JSON body, whose keys must be among `known`.
+  struct AdmittedWrite {
+    Principal caller;
+    v1::Study study;
+    nlohmann::json body;
+  };
+  // A failed admission: the HTTP status to answer with and why.
+  struct Refusal {
+    int http_status;
+    absl::Status status;
+  };
+  std::variant<AdmittedWrite, Refusal> AdmitWrite(
+      const Request& req, const std::string& name,
+      const std::vector<std::string>& known);
   // Every study `caller` may read, page by page.
   absl::StatusOr<v1::ListStudiesResponse> VisibleStudies(
       const Principal& caller);
@@ -133,13 +185,20 @@ class HttpServer {
   void ReleaseStream(const std::string& owner);
 
   // The routes (routes.cc), in the order of the table above.
+  void ServerInfo(const Request& req, Response& res);
   void ListStudies(const Request& req, Response& res);
   void GetStudy(const Request& req, Response& res);
   void ListTrials(const Request& req, Response& res);
   void TrialsCsv(const Request& req, Response& res);
+  void GetTrial(const Request& req, Response& res);
+  void TrialLog(const Request& req, Response& res);
   void Best(const Request& req, Response& res);
+  void Importance(const Request& req, Response& res);
   void Changes(const Request& req, Response& res);
   void Events(const Request& req, Response& res);
+  void StopTrial(const Request& req, Response& res);
+  void SetStudyState(const Request& req, Response& res);
+  void SetMaxTrials(const Request& req, Response& res);
   void MetricsText(const Request& req, Response& res);
   void Page(const Request& req, Response& res);
   void AssetFile(const Request& req, Response& res);
@@ -148,6 +207,12 @@ class HttpServer {
   Authorizer authorizer_;
   Metrics* metrics_ = nullptr;
   HttpServerOptions options_;
+  WritePolicy write_policy_;
+  // options_.log_root with symlinks resolved; empty: no log serving.
+  std::string log_root_;
+  // Each registered path pattern and whether it is a POST route, so that
+  // the other method gets 405 instead of 404.
+  std::vector<std::pair<std::regex, bool>> routes_;
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;
   std::atomic<bool> stopping_{false};

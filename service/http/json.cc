@@ -272,6 +272,10 @@ void AppendTrial(const v1::Trial& t, std::string* out) {
 
 }  // namespace
 
+void AppendJsonNumber(double value, std::string* out) {
+  AppendFloating(value, out);
+}
+
 void AppendJsonString(absl::string_view text, std::string* out) {
   out->push_back('"');
   for (unsigned char c : text) {

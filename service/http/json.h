@@ -23,6 +23,10 @@ void AppendJson(const google::protobuf::Message& message, std::string* out);
 // AppendJson into a new string.
 std::string ToJson(const google::protobuf::Message& message);
 
+// Appends `value` as the mapping spells a double: the shortest round-trip
+// decimal, or "NaN", "Infinity", "-Infinity" (quoted) for the non-finite.
+void AppendJsonNumber(double value, std::string* out);
+
 // Appends `text` as a JSON string literal (quoted, escaped).
 void AppendJsonString(absl::string_view text, std::string* out);
 

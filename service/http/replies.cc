@@ -48,8 +48,12 @@ int HttpStatusOf(absl::StatusCode code) {
 }
 
 std::string ErrorJson(const absl::Status& status) {
+  return ErrorJson(status, HttpStatusOf(status.code()));
+}
+
+std::string ErrorJson(const absl::Status& status, int http_status) {
   return absl::StrCat(
-      "{\"error\":{\"code\":", HttpStatusOf(status.code()),
+      "{\"error\":{\"code\":", http_status,
       ",\"status\":", JsonString(absl::StatusCodeToString(status.code())),
       ",\"message\":", JsonString(status.message()), "}}");
 }
@@ -73,9 +77,14 @@ std::string ChangesPageJson(const std::vector<storage::TrialChange>& changes,
 }
 
 void ReplyError(httplib::Response& res, const absl::Status& status) {
-  res.status = HttpStatusOf(status.code());
+  ReplyError(res, status, HttpStatusOf(status.code()));
+}
+
+void ReplyError(httplib::Response& res, const absl::Status& status,
+                int http_status) {
+  res.status = http_status;
   if (res.status == 401) res.set_header("WWW-Authenticate", "Bearer");
-  res.set_content(ErrorJson(status), "application/json");
+  res.set_content(ErrorJson(status, http_status), "application/json");
 }
 
 void ReplyJson(httplib::Response& res, std::string body) {

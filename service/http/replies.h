@@ -27,9 +27,14 @@ int HttpStatusOf(absl::StatusCode code);
 
 // {"error": {"code": HTTP status, "status": "NOT_FOUND", "message": ...}}
 std::string ErrorJson(const absl::Status& status);
+std::string ErrorJson(const absl::Status& status, int http_status);
 
 // Answers `status` as ErrorJson (with WWW-Authenticate on 401).
 void ReplyError(httplib::Response& res, const absl::Status& status);
+// The same with HTTP status `http_status` (405, 415: no canonical code maps
+// to them) in the answer and its "code".
+void ReplyError(httplib::Response& res, const absl::Status& status,
+                int http_status);
 
 // Answers 200 with the JSON `body`, not to be cached.
 void ReplyJson(httplib::Response& res, std::string body);

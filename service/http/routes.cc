@@ -6,14 +6,17 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "service/http/assets.h"
+#include "service/http/dashboard_view.h"
 #include "service/trial_csv.h"
 #include "service/http/json.h"
+#include "service/http/log_tail.h"
 #include "service/http/replies.h"
 #include "service/limits.h"
 // After Eigen (through the service's headers): httplib.h brings
@@ -25,7 +28,31 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A trial id from the path: a positive integer.
+absl::StatusOr<int64_t> TrialIdOf(const std::string& text) {
+  int64_t id = 0;
+  if (!absl::SimpleAtoi(text, &id) || id < 1) {
+    std::string quoted;
+    AppendJsonString(text, &quoted);
+    return absl::InvalidArgumentError(
+        absl::StrCat("trial id: must be a positive integer, got ", quoted));
+  }
+  return id;
+}
+
 }  // namespace
+
+void HttpServer::ServerInfo(const Request& req, Response& res) {
+  absl::StatusOr<Principal> who = Caller(req);
+  if (!who.ok()) return ReplyError(res, who.status());
+  ReplyJson(res, absl::StrCat(
+                     "{\"auth\":", write_policy_.auth ? "true" : "false",
+                     ",\"writes\":",
+                     write_policy_.writes_enabled() ? "true" : "false",
+                     ",\"logs\":", log_root_.empty() ? "false" : "true",
+                     ",\"charts\":", DashboardHasCharts() ? "true" : "false",
+                     "}"));
+}
 
 void HttpServer::ListStudies(const Request& req, Response& res) {
   absl::StatusOr<Principal> who = Caller(req);
@@ -100,6 +127,51 @@ void HttpServer::TrialsCsv(const Request& req, Response& res) {
       });
 }
 
+void HttpServer::GetTrial(const Request& req, Response& res) {
+  absl::StatusOr<int64_t> id = TrialIdOf(req.matches[2]);
+  if (!id.ok()) return ReplyError(res, id.status());
+  absl::StatusOr<Admitted> admitted = Admit(req, req.matches[1]);
+  if (!admitted.ok()) return ReplyError(res, admitted.status());
+  v1::GetTrialRequest request;
+  request.set_study_name(admitted->study.name());
+  request.set_trial_id(*id);
+  absl::StatusOr<v1::Trial> trial =
+      service_->GetTrial(request, admitted->caller);
+  if (!trial.ok()) return ReplyError(res, trial.status());
+  ReplyJson(res, ToJson(*trial));
+}
+
+void HttpServer::TrialLog(const Request& req, Response& res) {
+  absl::StatusOr<int64_t> id = TrialIdOf(req.matches[2]);
+  if (!id.ok()) return ReplyError(res, id.status());
+  absl::StatusOr<int64_t> bytes =
+      IntParam(req, "bytes", 1, kMaxLogTailBytes, kMaxLogTailBytes);
+  if (!bytes.ok()) return ReplyError(res, bytes.status());
+  absl::StatusOr<Admitted> admitted = Admit(req, req.matches[1]);
+  if (!admitted.ok()) return ReplyError(res, admitted.status());
+  v1::GetTrialRequest request;
+  request.set_study_name(admitted->study.name());
+  request.set_trial_id(*id);
+  absl::StatusOr<v1::Trial> trial =
+      service_->GetTrial(request, admitted->caller);
+  if (!trial.ok()) return ReplyError(res, trial.status());
+  if (trial->log_path().empty()) {
+    return ReplyError(res, absl::NotFoundError(absl::StrCat(
+                               "trial ", *id, " has no log path (trials run "
+                               "by `hypertune worker` have one)")));
+  }
+  absl::StatusOr<LogTail> tail =
+      ReadLogTail(log_root_, trial->log_path(), *bytes);
+  if (!tail.ok()) return ReplyError(res, tail.status());
+  std::string body = "{\"path\":";
+  AppendJsonString(tail->path, &body);
+  absl::StrAppend(&body, ",\"size\":", tail->size, ",\"offset\":",
+                  tail->offset, ",\"text\":");
+  AppendJsonString(tail->text, &body);
+  body.push_back('}');
+  ReplyJson(res, std::move(body));
+}
+
 void HttpServer::Best(const Request& req, Response& res) {
   absl::StatusOr<Admitted> admitted = Admit(req, req.matches[1]);
   if (!admitted.ok()) return ReplyError(res, admitted.status());
@@ -111,6 +183,29 @@ void HttpServer::Best(const Request& req, Response& res) {
   ReplyJson(res, ToJson(*best));
 }
 
+void HttpServer::Importance(const Request& req, Response& res) {
+  absl::StatusOr<Admitted> admitted = Admit(req, req.matches[1]);
+  if (!admitted.ok()) return ReplyError(res, admitted.status());
+  std::vector<v1::Trial> completed;
+  v1::ListTrialsRequest request;
+  request.set_study_name(admitted->study.name());
+  request.set_page_size(kMaxPageSize);
+  request.add_states(v1::Trial::COMPLETED);
+  do {
+    absl::StatusOr<v1::ListTrialsResponse> page =
+        service_->ListTrials(request, admitted->caller);
+    if (!page.ok()) return ReplyError(res, page.status());
+    for (v1::Trial& trial : *page->mutable_trials()) {
+      completed.push_back(std::move(trial));
+    }
+    request.set_page_token(page->next_page_token());
+  } while (!request.page_token().empty());
+  absl::StatusOr<std::string> body =
+      ImportanceJson(admitted->study, completed);
+  if (!body.ok()) return ReplyError(res, body.status());
+  ReplyJson(res, *std::move(body));
+}
+
 void HttpServer::Changes(const Request& req, Response& res) {
   absl::StatusOr<Admitted> admitted = Admit(req, req.matches[1]);
   if (!admitted.ok()) return ReplyError(res, admitted.status());
@@ -119,14 +214,23 @@ void HttpServer::Changes(const Request& req, Response& res) {
   absl::StatusOr<int64_t> limit =
       IntParam(req, "limit", 1, kMaxPageSize, kMaxPageSize);
   if (!limit.ok()) return ReplyError(res, limit.status());
+  const std::string view = req.get_param_value("view");
+  if (view != "" && view != "full" && view != "compact") {
+    std::string quoted;
+    AppendJsonString(view, &quoted);
+    return ReplyError(res, absl::InvalidArgumentError(absl::StrCat(
+                               "view: must be full or compact, got ", quoted)));
+  }
   absl::StatusOr<std::vector<storage::TrialChange>> changes =
       service_->ListTrialChanges(admitted->study.name(), *after,
                                  static_cast<int>(*limit), admitted->caller);
   if (!changes.ok()) return ReplyError(res, changes.status());
   // More may follow while a page comes back full.
-  ReplyJson(res, ChangesPageJson(
-                     *changes, *after,
-                     static_cast<int64_t>(changes->size()) == *limit));
+  const bool more = static_cast<int64_t>(changes->size()) == *limit;
+  ReplyJson(res, view == "compact"
+                     ? CompactChangesPageJson(admitted->study, *changes,
+                                              *after, more)
+                     : ChangesPageJson(*changes, *after, more));
 }
 
 void HttpServer::Events(const Request& req, Response& res) {
@@ -209,6 +313,85 @@ void HttpServer::Events(const Request& req, Response& res) {
       [this, owner](bool) { ReleaseStream(owner); });
 }
 
+void HttpServer::StopTrial(const Request& req, Response& res) {
+  absl::StatusOr<int64_t> id = TrialIdOf(req.matches[2]);
+  if (!id.ok()) return ReplyError(res, id.status());
+  auto admitted = AdmitWrite(req, req.matches[1], {"reason"});
+  if (auto* refusal = std::get_if<Refusal>(&admitted)) {
+    return ReplyError(res, refusal->status, refusal->http_status);
+  }
+  AdmittedWrite& write = std::get<AdmittedWrite>(admitted);
+  v1::StopTrialRequest request;
+  request.set_study_name(write.study.name());
+  request.set_trial_id(*id);
+  if (write.body.contains("reason")) {
+    if (!write.body["reason"].is_string()) {
+      return ReplyError(res, absl::InvalidArgumentError(
+                                 "reason: must be a string"));
+    }
+    request.set_reason(write.body["reason"].get<std::string>());
+  }
+  absl::StatusOr<v1::Trial> trial = service_->StopTrial(request, write.caller);
+  if (!trial.ok()) return ReplyError(res, trial.status());
+  ReplyJson(res, ToJson(*trial));
+}
+
+void HttpServer::SetStudyState(const Request& req, Response& res) {
+  auto admitted = AdmitWrite(req, req.matches[1], {"state"});
+  if (auto* refusal = std::get_if<Refusal>(&admitted)) {
+    return ReplyError(res, refusal->status, refusal->http_status);
+  }
+  AdmittedWrite& write = std::get<AdmittedWrite>(admitted);
+  v1::Study::State state = v1::Study::STATE_UNSPECIFIED;
+  if (!write.body.contains("state") || !write.body["state"].is_string() ||
+      !v1::Study::State_Parse(write.body["state"].get<std::string>(),
+                              &state) ||
+      state == v1::Study::STATE_UNSPECIFIED) {
+    return ReplyError(res, absl::InvalidArgumentError(
+                               "state: required, one of \"ACTIVE\" (resume), "
+                               "\"PAUSED\" or \"COMPLETED\""));
+  }
+  v1::SetStudyStateRequest request;
+  request.set_name(write.study.name());
+  request.set_state(state);
+  absl::StatusOr<v1::Study> study =
+      service_->SetStudyState(request, write.caller);
+  if (!study.ok()) return ReplyError(res, study.status());
+  ReplyJson(res, ToJson(*study));
+}
+
+void HttpServer::SetMaxTrials(const Request& req, Response& res) {
+  auto admitted = AdmitWrite(req, req.matches[1], {"max_trials"});
+  if (auto* refusal = std::get_if<Refusal>(&admitted)) {
+    return ReplyError(res, refusal->status, refusal->http_status);
+  }
+  AdmittedWrite& write = std::get<AdmittedWrite>(admitted);
+  // A JSON integer, or a string of one (the mapping's spelling of int64).
+  const nlohmann::json& field = write.body.contains("max_trials")
+                                    ? write.body["max_trials"]
+                                    : nlohmann::json();
+  int64_t max_trials = -1;
+  bool valid = false;
+  if (field.is_number_unsigned() &&
+      field.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    valid = false;
+  } else if (field.is_number_integer()) {
+    max_trials = field.get<int64_t>();
+    valid = true;
+  } else if (field.is_string()) {
+    valid = absl::SimpleAtoi(field.get<std::string>(), &max_trials);
+  }
+  if (!valid) {
+    return ReplyError(res, absl::InvalidArgumentError(
+                               "max_trials: required, an integer (0 = "
+                               "unlimited, else above the trials created)"));
+  }
+  absl::StatusOr<v1::Study> study =
+      service_->SetMaxTrials(write.study.name(), max_trials, write.caller);
+  if (!study.ok()) return ReplyError(res, study.status());
+  ReplyJson(res, ToJson(*study));
+}
+
 void HttpServer::MetricsText(const Request& req, Response& res) {
   absl::StatusOr<Principal> who = Caller(req);
   if (!who.ok()) return ReplyError(res, who.status());
@@ -258,9 +441,10 @@ void HttpServer::MetricsText(const Request& req, Response& res) {
 
 // The dashboard: public files that hold no data (the page asks for the
 // token and sends it with every API call).
-void HttpServer::Page(const Request&, Response& res) {
+void HttpServer::Page(const Request& req, Response& res) {
   Request index;
   index.path = "/index.html";
+  index.headers = req.headers;
   AssetFile(index, res);
 }
 
@@ -270,8 +454,14 @@ void HttpServer::AssetFile(const Request& req, Response& res) {
     return ReplyError(res, absl::NotFoundError(
                                absl::StrCat("no such file: ", req.path)));
   }
-  res.status = 200;
+  // Revalidated on every load (no-cache), answered 304 while unchanged.
   res.set_header("Cache-Control", "no-cache");
+  res.set_header("ETag", std::string(asset->etag));
+  if (req.get_header_value("If-None-Match") == asset->etag) {
+    res.status = 304;
+    return;
+  }
+  res.status = 200;
   res.set_content(asset->data.data(), asset->data.size(),
                   std::string(asset->content_type));
 }

@@ -250,6 +250,79 @@ TEST_F(StudyServiceTest, PausedStudySuggestsNothing) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(StudyServiceTest, RaisingMaxTrialsReopensACompletedStudy) {
+  Create("s", 2, 0);
+  ASSERT_TRUE(Suggest("s", 2, "").ok());
+  ASSERT_TRUE(Complete("s", 1, 0.5).ok());
+  ASSERT_TRUE(Complete("s", 2, 0.4).ok());
+  auto spent = Suggest("s", 1, "");
+  ASSERT_TRUE(spent.ok());
+  ASSERT_EQ(spent->study_state(), v1::Study::COMPLETED);
+
+  // At or below the trials created, or negative: refused, naming the field.
+  for (int64_t bad : {int64_t{-1}, int64_t{1}, int64_t{2},
+                      int64_t{std::numeric_limits<int32_t>::max()} + 1}) {
+    absl::Status s = service_.SetMaxTrials("s", bad).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("max_trials")) << bad;
+  }
+  EXPECT_EQ(service_.SetMaxTrials("nope", 5).status().code(),
+            absl::StatusCode::kNotFound);
+
+  auto raised = service_.SetMaxTrials("s", 4);
+  ASSERT_TRUE(raised.ok()) << raised.status();
+  EXPECT_EQ(raised->spec().max_trials(), 4);
+  EXPECT_EQ(raised->state(), v1::Study::ACTIVE);
+  auto more = Suggest("s", 5, "");
+  ASSERT_TRUE(more.ok());
+  EXPECT_EQ(more->trials_size(), 2);  // up to the new budget of 4
+
+  // 0 is unlimited, and raises a limited budget.
+  auto unlimited = service_.SetMaxTrials("s", 0);
+  ASSERT_TRUE(unlimited.ok()) << unlimited.status();
+  EXPECT_EQ(unlimited->spec().max_trials(), 0);
+}
+
+TEST_F(StudyServiceTest, MaxTrialsKeepsAPausedOrHandClosedStudysState) {
+  Create("s", 10, 0);
+  v1::SetStudyStateRequest pause;
+  pause.set_name("s");
+  pause.set_state(v1::Study::PAUSED);
+  ASSERT_TRUE(service_.SetStudyState(pause).ok());
+  auto raised = service_.SetMaxTrials("s", 20);
+  ASSERT_TRUE(raised.ok());
+  EXPECT_EQ(raised->state(), v1::Study::PAUSED);
+
+  // Closed by hand, then a lower budget: not a raise, so it stays closed.
+  pause.set_state(v1::Study::COMPLETED);
+  ASSERT_TRUE(service_.SetStudyState(pause).ok());
+  auto lowered = service_.SetMaxTrials("s", 15);
+  ASSERT_TRUE(lowered.ok());
+  EXPECT_EQ(lowered->state(), v1::Study::COMPLETED);
+  EXPECT_EQ(lowered->spec().max_trials(), 15);
+}
+
+TEST_F(StudyServiceTest, MaxTrialsNeedsWriteAccess) {
+  v1::CreateStudyRequest request;
+  google::protobuf::TextFormat::ParseFromString(R"pb(
+    study {
+      name: "alices"
+      spec {
+        parameters { name: "x" double_spec { min: 0 max: 1 } }
+        metrics { name: "y" goal: MAXIMIZE }
+        max_trials: 5
+      }
+    })pb", &request);
+  Principal alice{"alice", true, false};
+  Principal bob{"bob", true, false};
+  ASSERT_TRUE(service_.CreateStudy(request, alice).ok());
+  EXPECT_EQ(service_.SetMaxTrials("alices", 9, bob).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  auto mine = service_.SetMaxTrials("alices", 9, alice);
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  EXPECT_EQ(mine->spec().max_trials(), 9);
+}
+
 TEST_F(StudyServiceTest, QueuedTrialsAreGrantedFirstAndValidated) {
   Create("s", 0, 0);
   v1::CreateTrialRequest request;

@@ -1,107 +1,84 @@
-// The dashboard in headless Chromium against a real server holding a
-// generated study: the charts hold one point per finished trial, the table
-// pages, and a screenshot is saved (dashboard_screenshot.png in the test's
-// working directory). Skipped, saying why, without chromium or without the
-// chart assets that npm builds.
+// The dashboard in headless Chromium (driven over the DevTools protocol,
+// testing/browser.h) against a real server holding generated studies
+// (testing/http_test_util.h: WriteDashboardStudies): each plot draws the
+// right number of points, the table filters, searches, sorts and follows
+// the parallel coordinates' brush, a trial page opens, each action runs
+// with the owner's token and is refused without it, the study list
+// searches and compares, conditional parameters are skipped rather than
+// drawn at 0, and a multi-objective study (served from a fixture: this
+// server's proto has no metric roles yet) shows its Pareto front.
+// Screenshots are saved (dashboard_screenshot.png and
+// dashboard_pareto_screenshot.png in the test's working
+// directory). Skipped, saying why, without chromium or without the chart
+// assets that npm builds.
 //
 // The token reaches the page in the URL's fragment, which browsers never
-// send to the server (so it is in no server log); the page moves it into
-// sessionStorage. `live=0` keeps the page from opening the event stream,
-// which would hold Chromium's virtual clock (tests/service/http/http_api_test.cc
-// covers the stream).
-#include <sys/wait.h>
-#include <unistd.h>
-
+// send to the server; the page moves it into sessionStorage. `live=0`
+// keeps the page from opening the event stream, except in the live test.
+// The page writes what it drew into data-* attributes, which the test
+// reads; waits poll the page (no sleeps).
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <optional>
-#include <regex>
+#include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "testing/browser.h"
 #include "testing/http_test_util.h"
+// After Eigen (through http_test_util.h): httplib pulls in <resolv.h>,
+// whose `_res` macro breaks Eigen's headers.
+#include "httplib.h"
 
 namespace hypertune::test {
 namespace {
 
-constexpr int kTrials = 205;
-constexpr int kPageSize = 50;  // The page's PAGE_SIZE.
+using json = nlohmann::json;
 
-std::optional<std::string> FindChromium() {
-  for (const char* candidate :
-       {"/usr/bin/chromium", "/usr/bin/chromium-browser",
-        "/usr/bin/google-chrome"}) {
-    if (access(candidate, X_OK) == 0) return std::string(candidate);
+constexpr int kTrials = 205;
+constexpr int kMeasurements = 6;
+constexpr char kStudy[] = "browser-study";
+
+// A JavaScript string literal for `text`.
+std::string Js(const std::string& text) { return json(text).dump(); }
+
+// The expression: attribute `attribute` of the first element matching
+// `selector`, or null.
+std::string AttrJs(const std::string& selector, const std::string& attribute) {
+  return absl::StrCat("(() => { const e = document.querySelector(",
+                      Js(selector), "); return e ? e.getAttribute(",
+                      Js(attribute), ") : null; })()");
+}
+
+// The loss a finished trial is judged by (final, else its last report).
+std::optional<double> Loss(const v1::Trial& t) {
+  if (t.state() != v1::Trial::COMPLETED && t.state() != v1::Trial::STOPPED) {
+    return std::nullopt;
+  }
+  if (t.final_measurement().metrics().contains("loss")) {
+    return t.final_measurement().metrics().at("loss");
+  }
+  for (int i = t.measurements_size() - 1; i >= 0; --i) {
+    if (t.measurements(i).metrics().contains("loss")) {
+      return t.measurements(i).metrics().at("loss");
+    }
   }
   return std::nullopt;
 }
 
-// Starts `argv` with its stdout on a pipe whose read end goes to *out (stderr
-// is dropped: Chromium is chatty). Returns the child's pid, or -1.
-pid_t Spawn(const std::vector<std::string>& argv, int* out) {
-  int fds[2];
-  if (pipe(fds) != 0) return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    FILE* null = std::fopen("/dev/null", "w");
-    if (null != nullptr) dup2(fileno(null), 2);
-    close(fds[0]);
-    std::vector<char*> args;
-    for (const std::string& a : argv)
-      args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
+const v1::ParameterValue* Param(const v1::Trial& t, const std::string& name) {
+  for (const v1::ParameterValue& p : t.parameters()) {
+    if (p.name() == name) return &p;
   }
-  close(fds[1]);
-  *out = fds[0];
-  return pid;
-}
-
-// Everything readable from `fd` until end of file; closes it.
-std::string ReadAll(int fd) {
-  std::string text;
-  char buffer[65536];
-  ssize_t n;
-  while ((n = read(fd, buffer, sizeof(buffer))) > 0) text.append(buffer, n);
-  close(fd);
-  return text;
-}
-
-// Runs `argv`, returning its stdout.
-std::string RunProgram(const std::vector<std::string>& argv) {
-  int out = -1;
-  pid_t pid = Spawn(argv, &out);
-  if (pid < 0) return "";
-  std::string text = ReadAll(out);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return text;
-}
-
-// The value of attribute `attribute` on the element with id `id` in `dom`.
-std::string Attribute(const std::string& dom, const std::string& id,
-                      const std::string& attribute) {
-  std::smatch tag;
-  if (!std::regex_search(dom, tag,
-                         std::regex("<[a-z]+ [^>]*id=\"" + id + "\"[^>]*>"))) {
-    return "<no element #" + id + ">";
-  }
-  std::smatch value;
-  const std::string text = tag.str();
-  if (!std::regex_search(text, value,
-                         std::regex(" " + attribute + "=\"([^\"]*)\""))) {
-    return "<no " + attribute + " on #" + id + ">";
-  }
-  return value[1];
+  return nullptr;
 }
 
 class DashboardBrowserTest : public ::testing::Test {
@@ -113,165 +90,797 @@ class DashboardBrowserTest : public ::testing::Test {
                       "the dashboard was not tested in a browser";
     }
     ASSERT_TRUE(WriteTokenFile(dir_.File("tokens")).ok());
-    study_ = MakeStudy("browser-study", "alice");
-    trials_ = MakeTrials(study_, kTrials, 6, 7);
-    ASSERT_TRUE(WriteStudy(dir_.File("db"), study_, trials_).ok());
+    auto written = WriteDashboardStudies(dir_.File("db"), kStudy, "alice",
+                                         kTrials, kMeasurements);
+    ASSERT_TRUE(written.ok()) << written.status();
+    trials_ = *std::move(written);
+    // The store numbers trials from 1 in order; the copies here learn it.
+    for (size_t i = 0; i < trials_.size(); ++i) trials_[i].set_id(i + 1);
+    ASSERT_EQ(trials_[4].state(), v1::Trial::COMPLETED);  // +inf
+    ASSERT_EQ(trials_[5].state(), v1::Trial::COMPLETED);  // NaN
+    // "conditional": depth only where act is relu.
+    conditional_study_ = MakeStudy("conditional", "alice");
+    conditional_ = MakeTrials(conditional_study_, 40, 2, 11);
+    for (v1::Trial& t : conditional_) {
+      if (Param(t, "act")->string_value() != "relu") {
+        auto* params = t.mutable_parameters();
+        for (int i = 0; i < params->size(); ++i) {
+          if (params->Get(i).name() == "depth") params->DeleteSubrange(i, 1);
+        }
+      }
+    }
+    ASSERT_TRUE(
+        WriteStudy(dir_.File("db"), conditional_study_, conditional_).ok());
+    for (size_t i = 0; i < conditional_.size(); ++i) {
+      conditional_[i].set_id(i + 1);
+    }
     auto server = StartHttpServer(dir_.File("db"), dir_.File("tokens"));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
-    if (HttpGet(server_->http_address(), "/assets/uPlot.iife.min.js", "")
-            .status != 200) {
+    if (HttpGet(server_->http_address(), "/assets/d3.min.js", "").status !=
+        200) {
       GTEST_SKIP() << "SKIPPED: hypertuned was built without npm, so it "
                       "serves the plain page without charts; the browser "
                       "test needs the charts";
     }
   }
 
-  std::vector<std::string> BaseArgs(const std::string& profile) {
-    return {*chromium_,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-extensions",
-            "--user-data-dir=" + dir_.File(profile),
-            "--window-size=1280,2600",
-            "--virtual-time-budget=15000"};
+  // A browser on `url` (a fragment for this server, or a whole URL).
+  std::unique_ptr<Browser> Open(const std::string& url) {
+    auto browser =
+        Browser::Start(*chromium_, dir_.File(absl::StrCat("profile", ++n_)));
+    EXPECT_TRUE(browser.ok()) << browser.status();
+    if (!browser.ok()) return nullptr;
+    const std::string full =
+        url.rfind("http", 0) == 0
+            ? url
+            : absl::StrCat("http://", server_->http_address(), "/", url);
+    absl::Status opened = (*browser)->Open(full);
+    EXPECT_TRUE(opened.ok()) << opened;
+    return *std::move(browser);
   }
 
-  std::string Url(const std::string& extra) {
-    return absl::StrCat("http://", server_->http_address(),
-                        "/#study=browser-study&live=0", extra,
-                        "&token=", kAliceToken);
+  std::string StudyUrl(const std::string& study, const std::string& extra = "",
+                       const std::string& token = kAliceToken) {
+    return absl::StrCat("#study=", study, "&live=0", extra, "&token=", token);
+  }
+
+  // Opens a study page and waits for its first full render and importance.
+  std::unique_ptr<Browser> OpenStudy(const std::string& study) {
+    std::unique_ptr<Browser> b = Open(StudyUrl(study));
+    if (b == nullptr) return nullptr;
+    absl::Status ready = b->WaitFor(
+        "document.body.hasAttribute('data-render-ms') && "
+        "document.querySelector('#importance[data-params]')");
+    EXPECT_TRUE(ready.ok()) << ready << "\n" << Html(*b);
+    return b;
+  }
+
+  static json Eval(Browser& b, const std::string& expression) {
+    auto value = b.Evaluate(expression);
+    EXPECT_TRUE(value.ok()) << value.status() << "\nin: " << expression;
+    return value.ok() ? *value : json();
+  }
+
+  static std::string Attr(Browser& b, const std::string& selector,
+                          const std::string& attribute) {
+    json v = Eval(b, AttrJs(selector, attribute));
+    return v.is_string() ? v.get<std::string>() : "<none>";
+  }
+
+  static int IntAttr(Browser& b, const std::string& selector,
+                     const std::string& attribute) {
+    const std::string v = Attr(b, selector, attribute);
+    return v == "<none>" ? -1 : std::stoi(v);
+  }
+
+  static std::string Html(Browser& b) {
+    json v = Eval(b, "document.getElementById('main').outerHTML");
+    return v.is_string() ? v.get<std::string>().substr(0, 3000) : "";
+  }
+
+  // Clicks the first element matching `selector` (its click() method).
+  static void Click(Browser& b, const std::string& selector) {
+    json done = Eval(b, absl::StrCat("(() => { const e = document.querySelector(",
+                                     Js(selector),
+                                     "); if (!e) return false; e.click(); "
+                                     "return true; })()"));
+    EXPECT_EQ(done, true) << "nothing matches " << selector;
+  }
+
+  // Waits until `condition`; a failure names it and shows the page.
+  static void Wait(Browser& b, const std::string& condition) {
+    absl::Status s = b.WaitFor(condition, 20000);
+    EXPECT_TRUE(s.ok()) << s << "\n" << Html(b);
+  }
+
+  // The study's state through the API, as alice.
+  std::string StudyJsonField(const std::string& study,
+                             const std::string& field) {
+    HttpReply r = HttpGet(server_->http_address(), "/api/studies/" + study,
+                          kAliceToken);
+    json j = json::parse(r.body, nullptr, false);
+    if (j.is_discarded()) return "<bad>";
+    if (field == "max_trials") {
+      const json v = j["spec"].value("max_trials", json(0));
+      return v.is_string() ? v.get<std::string>() : v.dump();
+    }
+    return j.value(field, "");
   }
 
   std::optional<std::string> chromium_;
   TempDir dir_;
-  v1::Study study_;
+  int n_ = 0;
   std::vector<v1::Trial> trials_;
+  v1::Study conditional_study_;
+  std::vector<v1::Trial> conditional_;
   std::unique_ptr<service::Server> server_;
 };
 
-TEST_F(DashboardBrowserTest, ChartsHoldEveryTrialAndTheTablePages) {
-  int finished = 0;
-  int with_measurements = 0;
-  int stopped = 0;
+TEST_F(DashboardBrowserTest, EveryPlotDrawsEachTrialOfAKnownStudy) {
+  int finished = 0, completed_finite = 0, with_measurements = 0, stopped = 0,
+      infeasible = 0;
   for (const v1::Trial& t : trials_) {
-    finished +=
-        t.state() == v1::Trial::COMPLETED || t.state() == v1::Trial::STOPPED;
+    std::optional<double> loss = Loss(t);
+    finished += loss.has_value();
+    completed_finite += t.state() == v1::Trial::COMPLETED && loss &&
+                        std::isfinite(*loss);
     with_measurements += t.measurements_size() > 0;
     stopped += t.state() == v1::Trial::STOPPED;
+    infeasible += t.state() == v1::Trial::INFEASIBLE;
   }
-  std::vector<std::string> args = BaseArgs("profile1");
-  args.push_back("--dump-dom");
-  args.push_back(Url(""));
-  const std::string dom = RunProgram(args);
-  ASSERT_NE(dom.find("id=\"summary\""), std::string::npos)
-      << "the study did not render; the page was:\n"
-      << dom.substr(0, 4000);
+  std::unique_ptr<Browser> b = OpenStudy(kStudy);
+  ASSERT_NE(b, nullptr);
   // The token left the address and never reached the DOM.
-  EXPECT_EQ(dom.find(kAliceToken), std::string::npos);
-  EXPECT_EQ(Attribute(dom, "summary", "data-trials"), absl::StrCat(kTrials));
-  EXPECT_EQ(Attribute(dom, "history", "data-points"), absl::StrCat(finished));
-  EXPECT_EQ(Attribute(dom, "parallel", "data-lines"), absl::StrCat(finished));
-  EXPECT_EQ(Attribute(dom, "parallel", "data-axes"), "5");
-  EXPECT_EQ(Attribute(dom, "importance", "data-params"), "4");
-  EXPECT_EQ(Attribute(dom, "curves", "data-curves"),
-            absl::StrCat(with_measurements));
-  EXPECT_EQ(Attribute(dom, "curves", "data-stopped"), absl::StrCat(stopped));
-  const int pages = (kTrials + kPageSize - 1) / kPageSize;
-  EXPECT_EQ(Attribute(dom, "trials", "data-page"), "1");
-  EXPECT_EQ(Attribute(dom, "trials", "data-pages"), absl::StrCat(pages));
-  EXPECT_EQ(Attribute(dom, "trials", "data-rows"), absl::StrCat(kPageSize));
-  // uPlot drew the history into its canvas.
-  EXPECT_NE(dom.find("class=\"uplot"), std::string::npos);
-
-  // The last page holds the rest, sorted by id.
-  args = BaseArgs("profile2");
-  args.push_back("--dump-dom");
-  args.push_back(Url(absl::StrCat("&page=", pages)));
-  const std::string last = RunProgram(args);
-  EXPECT_EQ(Attribute(last, "trials", "data-page"), absl::StrCat(pages));
-  EXPECT_EQ(Attribute(last, "trials", "data-rows"),
-            absl::StrCat(kTrials - (pages - 1) * kPageSize));
-  EXPECT_NE(last.find(absl::StrCat("data-id=\"", kTrials, "\"")),
-            std::string::npos);
-  EXPECT_EQ(last.find("data-id=\"1\""), std::string::npos);
+  EXPECT_EQ(Eval(*b, absl::StrCat("document.documentElement.outerHTML"
+                                  ".includes(", Js(kAliceToken),
+                                  ") || location.href.includes(",
+                                  Js(kAliceToken), ")")),
+            false);
+  EXPECT_EQ(Attr(*b, "body", "data-charts"), "d3");
+  EXPECT_EQ(Eval(*b, "document.getElementById('crumb').textContent"),
+            " / browser-study");
+  EXPECT_EQ(IntAttr(*b, "#summary", "data-trials"), kTrials);
+  // History: every finished trial, +inf and NaN clipped to the edge.
+  EXPECT_EQ(IntAttr(*b, "#history", "data-points"), finished);
+  EXPECT_EQ(IntAttr(*b, "#history", "data-infeasible"), infeasible);
+  EXPECT_EQ(IntAttr(*b, "#history", "data-clipped"), 2);
+  EXPECT_EQ(IntAttr(*b, "#history", "data-nan"), 1);
+  EXPECT_GT(IntAttr(*b, "#history", "data-best-steps"), 0);
+  // Slices, contour, parallel coordinates, EDF: the COMPLETED trials with
+  // a finite objective.
+  EXPECT_EQ(IntAttr(*b, "#slice", "data-panels"), 4);
+  EXPECT_EQ(IntAttr(*b, "#slice", "data-points"), completed_finite);
+  EXPECT_EQ(IntAttr(*b, "#slice .panel[data-param='lr']", "data-points"),
+            completed_finite);
+  EXPECT_EQ(IntAttr(*b, "#contour", "data-points"), completed_finite);
+  EXPECT_GT(IntAttr(*b, "#contour", "data-levels"), 0);
+  EXPECT_EQ(IntAttr(*b, "#parallel", "data-lines"), completed_finite);
+  EXPECT_EQ(IntAttr(*b, "#parallel", "data-axes"), 5);
+  EXPECT_EQ(IntAttr(*b, "#parallel", "data-skipped"), 0);
+  EXPECT_EQ(IntAttr(*b, "#edf", "data-points"), completed_finite);
+  // Intermediate values with ASHA's rungs (1 and 3 within 6 steps).
+  EXPECT_EQ(IntAttr(*b, "#curves", "data-curves"), with_measurements);
+  EXPECT_EQ(IntAttr(*b, "#curves", "data-stopped"), stopped);
+  EXPECT_GT(IntAttr(*b, "#curves", "data-rungs"), 0);
+  EXPECT_EQ(IntAttr(*b, "#importance", "data-params"), 4);
+  // The table: the first page of 50, every metric a column.
+  EXPECT_EQ(IntAttr(*b, "#trials", "data-rows"), 50);
+  EXPECT_EQ(IntAttr(*b, "#trials", "data-pages"), (kTrials + 49) / 50);
+  for (const char* key : {"m:loss", "m:acc", "reason", "duration", "steps",
+                          "device_hours", "p:act"}) {
+    EXPECT_EQ(Eval(*b, absl::StrCat("!!document.querySelector('#trials "
+                                    "th[data-key=\"",
+                                    key, "\"]')")),
+              true)
+        << key;
+  }
+  // An infinite objective shows as such in its row.
+  Click(*b, "#last");
+  Click(*b, "#first");
+  EXPECT_EQ(Eval(*b, "document.querySelector('#trials tr[data-id=\"5\"]')"
+                     ".textContent.includes('+inf')"),
+            true);
 
   // A screenshot, for people.
   const std::string png =
       (std::filesystem::current_path() / "dashboard_screenshot.png").string();
   std::filesystem::remove(png);
-  args = BaseArgs("profile3");
-  args.push_back("--screenshot=" + png);
-  args.push_back(Url(""));
-  RunProgram(args);
+  ASSERT_TRUE(b->Screenshot(png).ok());
   std::ifstream file(png, std::ios::binary);
   char magic[8] = {};
   file.read(magic, sizeof(magic));
-  ASSERT_TRUE(file) << "no screenshot at " << png;
   EXPECT_EQ(std::string(magic + 1, 3), "PNG");
   std::printf("dashboard screenshot: %s\n", png.c_str());
-}
 
-// With the live stream on, trials created while the page is open show up
-// in it. Chromium's virtual clock stands still while a fetch is open, so the
-// page is given real time instead; the writer goes on until Chromium exits.
-TEST_F(DashboardBrowserTest, LiveUpdatesArriveOverTheEventStream) {
-  std::vector<std::string> args = BaseArgs("profile5");
-  args.back() = "--virtual-time-budget=3000";
-  args.push_back("--dump-dom");
-  args.push_back(absl::StrCat("http://", server_->http_address(),
-                              "/#study=browser-study&token=", kAliceToken));
-  int out = -1;
-  pid_t pid = Spawn(args, &out);
-  ASSERT_GT(pid, 0);
-  auto stub = MakeStub(server_->address());
-  int created = 0;
-  std::thread writer([&] {
-    for (; created < 10000; ++created) {
-      int status = 0;
-      if (waitpid(pid, &status, WNOHANG) != 0) return;
-      grpc::ClientContext context;
-      Authorize(&context, kAliceToken);
-      v1::CreateTrialRequest request;
-      request.set_study_name("browser-study");
-      *request.mutable_trial()->mutable_parameters() = trials_[0].parameters();
-      v1::Trial trial;
-      ASSERT_TRUE(stub->CreateTrial(&context, request, &trial).ok());
+  // Hover over the history finds a trial and says its values; hovering
+  // trial 5 (+inf, drawn at the top edge) says its real value; a click
+  // opens the trial's page.
+  json hover = Eval(*b, R"((() => {
+    const box = document.getElementById('history');
+    const surface = box.querySelector('rect.surface');
+    const r = box.querySelector('svg').getBoundingClientRect();
+    const found = {};
+    for (const p of box.points()) {
+      surface.dispatchEvent(new MouseEvent('mousemove', {
+          clientX: r.left + p.x, clientY: r.top + p.y, bubbles: true}));
+      const id = box.getAttribute('data-hover');
+      if (id) {
+        found[id] = {x: r.left + p.x, y: r.top + p.y,
+                     tip: box.querySelector('.tooltip').textContent};
+      }
     }
-    kill(pid, SIGKILL);
-  });
-  const std::string dom = ReadAll(out);
-  writer.join();
-  waitpid(pid, nullptr, 0);
-  std::printf("created %d trials while the page was open\n", created);
-  std::smatch match;
-  ASSERT_TRUE(
-      std::regex_search(dom, match, std::regex("data-trials=\"([0-9]+)\"")))
-      << dom.substr(0, 3000);
-  EXPECT_GT(std::stoi(match[1]), kTrials);
-  // The stream was open when the page was dumped.
-  EXPECT_NE(dom.find("\xe2\x97\x8f live"), std::string::npos);
+    return found;
+  })())");
+  ASSERT_TRUE(hover.is_object());
+  // Every point answers hover (points closer than a pixel may answer as
+  // their neighbour).
+  EXPECT_GT(hover.size(), static_cast<size_t>(finished * 9 / 10));
+  ASSERT_TRUE(hover.contains("5")) << hover.dump().substr(0, 500);
+  EXPECT_NE(hover["5"]["tip"].get<std::string>().find("+inf"),
+            std::string::npos)
+      << hover["5"]["tip"];
+  if (hover.contains("6")) {
+    EXPECT_NE(hover["6"]["tip"].get<std::string>().find("NaN"),
+              std::string::npos);
+  }
+  Eval(*b, absl::StrCat(
+               "document.querySelector('#history rect.surface').dispatchEvent("
+               "new MouseEvent('click', {bubbles: true, clientX: ",
+               hover["5"]["x"].dump(), ", clientY: ", hover["5"]["y"].dump(),
+               "}))"));
+  Wait(*b, "document.querySelector('#trial-page[data-id=\"5\"]"
+           "[data-loaded=\"1\"]')");
 }
 
-TEST_F(DashboardBrowserTest, StudyListLinksToTheCallersStudies) {
-  std::vector<std::string> args = BaseArgs("profile6");
-  args.push_back("--dump-dom");
-  args.push_back(absl::StrCat("http://", server_->http_address(),
-                              "/#token=", kAliceToken));
-  const std::string dom = RunProgram(args);
-  EXPECT_EQ(Attribute(dom, "studies", "data-rows"), "1") << dom.substr(0, 3000);
-  EXPECT_NE(dom.find("href=\"#study=browser-study\""), std::string::npos);
+TEST_F(DashboardBrowserTest, FiltersSearchSortAndTheBrushNarrowTheTable) {
+  int completed = 0, out_of_memory = 0, depth_2_to_4 = 0;
+  double best = INFINITY;
+  int best_id = 0;
+  for (const v1::Trial& t : trials_) {
+    completed += t.state() == v1::Trial::COMPLETED;
+    out_of_memory += t.infeasible_reason() == "out of memory";
+    const int64_t depth = Param(t, "depth")->int_value();
+    depth_2_to_4 += depth >= 2 && depth <= 4;
+    std::optional<double> loss = Loss(t);
+    if (loss && std::isfinite(*loss) && *loss < best) {
+      best = *loss;
+      best_id = static_cast<int>(t.id());
+    }
+  }
+  std::unique_ptr<Browser> b = OpenStudy(kStudy);
+  ASSERT_NE(b, nullptr);
+  const std::string total = AttrJs("#trials", "data-total");
+
+  // By state.
+  Click(*b, "#state-filter input[data-state='COMPLETED']");
+  EXPECT_EQ(IntAttr(*b, "#trials", "data-total"), kTrials - completed);
+  Click(*b, "#state-filter input[data-state='COMPLETED']");
+  EXPECT_EQ(IntAttr(*b, "#trials", "data-total"), kTrials);
+
+  // Search.
+  Eval(*b, "(() => { const s = document.getElementById('trial-search');"
+           "s.value = 'out of memory';"
+           "s.dispatchEvent(new Event('input')); })()");
+  EXPECT_EQ(IntAttr(*b, "#trials", "data-total"), out_of_memory);
+  Eval(*b, "(() => { const s = document.getElementById('trial-search');"
+           "s.value = ''; s.dispatchEvent(new Event('input')); })()");
+
+  // A parameter's range.
+  Eval(*b, "(() => { document.getElementById('range-column').value = "
+           "'p:depth'; document.getElementById('range-min').value = '2';"
+           "document.getElementById('range-max').value = '4'; })()");
+  Click(*b, "#range-add");
+  EXPECT_EQ(IntAttr(*b, "#trials", "data-total"), depth_2_to_4);
+  Click(*b, "#active-filters [data-filter='p:depth'] button");
+  EXPECT_EQ(IntAttr(*b, "#trials", "data-total"), kTrials);
+
+  // Sort by the objective: the best first; descending, +inf first.
+  Click(*b, "#trials th[data-key='m:loss']");
+  EXPECT_EQ(Attr(*b, "#trials", "data-sort"), "+m:loss");
+  EXPECT_EQ(IntAttr(*b, "#trials tbody tr", "data-id"), best_id);
+  Click(*b, "#trials th[data-key='m:loss']");
+  EXPECT_EQ(IntAttr(*b, "#trials tbody tr", "data-id"), 5);
+  Click(*b, "#trials th[data-key='id']");
+
+  // Brush the objective's axis of the parallel coordinates with the mouse:
+  // the table keeps the trials the brush passes.
+  json rect = Eval(*b, R"((() => {
+    const o = document.querySelector(
+        '#parallel .brush[data-axis="loss"] .overlay');
+    o.scrollIntoView({block: 'center'});
+    const r = o.getBoundingClientRect();
+    return {x: r.left + r.width / 2, top: r.top, height: r.height};
+  })())");
+  ASSERT_TRUE(rect.is_object());
+  const double x = rect["x"], top = rect["top"], height = rect["height"];
+  ASSERT_TRUE(b->Mouse("mousePressed", x, top + 0.05 * height).ok());
+  ASSERT_TRUE(b->Mouse("mouseMoved", x, top + 0.3 * height).ok());
+  ASSERT_TRUE(b->Mouse("mouseMoved", x, top + 0.6 * height).ok());
+  ASSERT_TRUE(b->Mouse("mouseReleased", x, top + 0.6 * height).ok());
+  Wait(*b, "document.querySelector('#active-filters [data-filter=\"brush\"]')");
+  const int lines = IntAttr(*b, "#parallel", "data-lines");
+  const int selected = IntAttr(*b, "#parallel", "data-selected");
+  EXPECT_GT(selected, 0);
+  EXPECT_LT(selected, lines);
+  EXPECT_EQ(Attr(*b, "#parallel", "data-brushed-axes"), "loss");
+  EXPECT_EQ(IntAttr(*b, "#trials", "data-total"), selected);
+  // The CSV holds exactly the filtered rows.
+  Click(*b, "#csv-filtered");
+  EXPECT_EQ(IntAttr(*b, "body", "data-last-csv-rows"), selected);
+  // Clearing the brush brings every trial back.
+  Click(*b, "#active-filters [data-filter='brush'] button");
+  EXPECT_EQ(IntAttr(*b, "#trials", "data-total"), kTrials);
+  (void)total;
+
+  // A row opens its trial.
+  Click(*b, "#trials tbody tr[data-id='3']");
+  Wait(*b, "document.querySelector('#trial-page[data-id=\"3\"]"
+           "[data-loaded=\"1\"]')");
+}
+
+TEST_F(DashboardBrowserTest, TrialPageShowsWhatTheTrialHolds) {
+  const v1::Trial* stopped = nullptr;
+  for (const v1::Trial& t : trials_) {
+    if (t.state() == v1::Trial::STOPPED && t.measurements_size() > 0) {
+      stopped = &t;
+      break;
+    }
+  }
+  ASSERT_NE(stopped, nullptr);
+  std::unique_ptr<Browser> b =
+      Open(StudyUrl(kStudy, absl::StrCat("&trial=", stopped->id())));
+  ASSERT_NE(b, nullptr);
+  Wait(*b, "document.querySelector('#trial-page[data-loaded=\"1\"]')");
+  EXPECT_EQ(Attr(*b, "#trial-state", "data-state"), "STOPPED");
+  EXPECT_EQ(Eval(*b, "document.querySelectorAll('#trial-params tr').length"),
+            4);
+  EXPECT_EQ(Eval(*b, "!!document.querySelector("
+                     "'#trial-metrics tr[data-metric=\"acc\"]')"),
+            true);
+  EXPECT_EQ(IntAttr(*b, "#trial-curve", "data-points"),
+            stopped->measurements_size());
+  // A generated trial has no log.
+  EXPECT_EQ(Attr(*b, "#log-box", "data-state"), "none");
+  // Back to the study, from memory.
+  Click(*b, "#back");
+  Wait(*b, "document.getElementById('study-page') && "
+           "document.getElementById('study-page').isConnected");
+}
+
+// The log's tail comes through the API from the server's log root; a log
+// outside it is refused (http_dashboard_api_test covers the paths).
+TEST_F(DashboardBrowserTest, TrialPageShowsTheLogsTail) {
+  server_.reset();
+  std::filesystem::create_directories(dir_.File("logs"));
+  const std::string log = dir_.File("logs/trial-1.log");
+  {
+    std::ofstream out(log);
+    for (int i = 0; i < 5000; ++i) out << "epoch " << i << " loss 0.5\n";
+    out << "the last line\n";
+  }
+  v1::Study study = MakeStudy("logged", "alice");
+  std::vector<v1::Trial> trials = MakeTrials(study, 2, 2, 3);
+  trials[0].set_log_path(log);
+  trials[1].set_log_path("/etc/passwd");
+  ASSERT_TRUE(WriteStudy(dir_.File("db"), study, trials).ok());
+  HttpServerExtras extras;
+  extras.log_root = dir_.File("logs");
+  auto server = StartHttpServer(dir_.File("db"), dir_.File("tokens"), extras);
+  ASSERT_TRUE(server.ok()) << server.status();
+  server_ = *std::move(server);
+  std::unique_ptr<Browser> b = Open(StudyUrl("logged", "&trial=1"));
+  ASSERT_NE(b, nullptr);
+  Wait(*b, "document.querySelector('#log-box[data-state=\"ok\"]')");
+  json tail = Eval(*b, "document.getElementById('log-tail').textContent");
+  ASSERT_TRUE(tail.is_string());
+  EXPECT_NE(tail.get<std::string>().find("the last line"), std::string::npos);
+  EXPECT_EQ(tail.get<std::string>().find("epoch 0 "), std::string::npos);
+  Eval(*b, "location.hash = 'study=logged&trial=2'");
+  Wait(*b, "document.querySelector('#log-box[data-state=\"error\"]')");
+}
+
+TEST_F(DashboardBrowserTest, ActionsRunWithTheOwnersTokenOnly) {
+  std::unique_ptr<Browser> b = OpenStudy(kStudy);
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(Eval(*b, "!!document.getElementById('action-pause')"), true)
+      << Html(*b);
+  // Another owner's token, then none: refused, the study unchanged.
+  for (const char* token : {kBobToken, ""}) {
+    Eval(*b, absl::StrCat("sessionStorage.setItem('hypertune-token', ",
+                          Js(token), ")"));
+    Click(*b, "#action-pause");
+    Wait(*b, "document.getElementById('action-error') && "
+             "document.getElementById('action-error').textContent");
+    EXPECT_EQ(StudyJsonField(kStudy, "state"), "ACTIVE") << token;
+    EXPECT_EQ(Attr(*b, "#study-state", "data-state"), "ACTIVE");
+  }
+  Eval(*b, absl::StrCat("sessionStorage.setItem('hypertune-token', ",
+                        Js(kAliceToken), ")"));
+  Click(*b, "#action-pause");
+  Wait(*b, "document.querySelector('#study-state[data-state=\"PAUSED\"]')");
+  EXPECT_EQ(StudyJsonField(kStudy, "state"), "PAUSED");
+  EXPECT_EQ(Attr(*b, "#action-error", "class"), "error");
+  EXPECT_EQ(Eval(*b, "document.getElementById('action-error').textContent"),
+            "");
+  Click(*b, "#action-resume");
+  Wait(*b, "document.querySelector('#study-state[data-state=\"ACTIVE\"]')");
+  EXPECT_EQ(StudyJsonField(kStudy, "state"), "ACTIVE");
+
+  // The budget: refused for bob, set for alice.
+  Eval(*b, absl::StrCat("sessionStorage.setItem('hypertune-token', ",
+                        Js(kBobToken), ")"));
+  Eval(*b, "document.getElementById('budget-input').value = '400'");
+  Click(*b, "#budget-set");
+  Wait(*b, "document.getElementById('action-error').textContent");
+  EXPECT_EQ(StudyJsonField(kStudy, "max_trials"), "0");
+  Eval(*b, absl::StrCat("sessionStorage.setItem('hypertune-token', ",
+                        Js(kAliceToken), ")"));
+  Eval(*b, "document.getElementById('budget-input').value = '400'");
+  Click(*b, "#budget-set");
+  Wait(*b, "document.getElementById('action-status').textContent === "
+           "'budget: done'");
+  EXPECT_EQ(StudyJsonField(kStudy, "max_trials"), "400");
+
+  // Stop an ACTIVE trial from its page.
+  int active = 0;
+  for (const v1::Trial& t : trials_) {
+    if (t.state() == v1::Trial::ACTIVE) {
+      active = static_cast<int>(t.id());
+      break;
+    }
+  }
+  ASSERT_GT(active, 0);
+  Eval(*b, absl::StrCat("location.hash = 'study=", kStudy, "&trial=", active,
+                        "'"));
+  Wait(*b, "document.querySelector('#trial-page[data-loaded=\"1\"]') && "
+           "document.getElementById('trial-stop')");
+  Eval(*b, absl::StrCat("sessionStorage.setItem('hypertune-token', ",
+                        Js(kBobToken), ")"));
+  Click(*b, "#trial-stop");
+  Wait(*b, "document.getElementById('trial-action-error').textContent");
+  auto state = [&] {
+    HttpReply r = HttpGet(server_->http_address(),
+                          absl::StrCat("/api/studies/", kStudy, "/trials/",
+                                       active),
+                          kAliceToken);
+    return json::parse(r.body, nullptr, false).value("state", "");
+  };
+  EXPECT_EQ(state(), "ACTIVE");
+  Eval(*b, absl::StrCat("sessionStorage.setItem('hypertune-token', ",
+                        Js(kAliceToken), ")"));
+  Wait(*b, "document.getElementById('trial-stop')");
+  Click(*b, "#trial-stop");
+  Wait(*b, "['STOPPING', 'STOPPED'].includes(document.querySelector("
+           "'#trial-state').getAttribute('data-state'))");
+  EXPECT_TRUE(state() == "STOPPING" || state() == "STOPPED") << state();
+}
+
+TEST_F(DashboardBrowserTest, ReadOnlyServerOffersNoActions) {
+  server_.reset();
+  auto server = StartHttpServer(dir_.File("db"), "");  // no auth, no writes
+  ASSERT_TRUE(server.ok()) << server.status();
+  server_ = *std::move(server);
+  std::unique_ptr<Browser> b = OpenStudy(kStudy);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(Eval(*b, "!!document.getElementById('actions-off')"), true);
+  EXPECT_EQ(Eval(*b, "!!document.getElementById('action-pause')"), false);
+}
+
+TEST_F(DashboardBrowserTest, AllInfeasibleStudyExplainsItsEmptyPlot) {
+  std::unique_ptr<Browser> b = OpenStudy("all-infeasible");
+  ASSERT_NE(b, nullptr);
+  json text = Eval(*b, "document.getElementById('history-empty').textContent");
+  ASSERT_TRUE(text.is_string()) << Html(*b);
+  EXPECT_NE(text.get<std::string>().find("All 12 trials are INFEASIBLE"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.get<std::string>().find("out of memory"), std::string::npos);
+  EXPECT_EQ(IntAttr(*b, "#history", "data-infeasible"), 12);
+}
+
+TEST_F(DashboardBrowserTest, ConditionalParametersAreSkippedNotDrawnAtZero) {
+  int completed = 0, without_depth = 0, with_depth = 0;
+  for (const v1::Trial& t : conditional_) {
+    std::optional<double> loss = Loss(t);
+    if (t.state() != v1::Trial::COMPLETED || !loss) continue;
+    ++completed;
+    (Param(t, "depth") ? with_depth : without_depth)++;
+  }
+  ASSERT_GT(without_depth, 0);
+  ASSERT_GT(with_depth, 0);
+  std::unique_ptr<Browser> b = OpenStudy("conditional");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(IntAttr(*b, "#parallel", "data-lines"), completed);
+  // One (trial, axis) pair skipped per completed trial without depth.
+  EXPECT_EQ(IntAttr(*b, "#parallel", "data-skipped"), without_depth);
+  EXPECT_EQ(IntAttr(*b, "#slice .panel[data-param='depth']", "data-points"),
+            with_depth);
+  EXPECT_EQ(IntAttr(*b, "#slice .panel[data-param='x']", "data-points"),
+            completed);
+  // The table: an empty depth cell where the trial has none, and never 0.
+  json cells = Eval(*b, R"((() => {
+    const heads = [...document.querySelectorAll('#trials th')];
+    const col = heads.findIndex((h) => h.dataset.key === 'p:depth');
+    const out = {};
+    for (const tr of document.querySelectorAll('#trials tbody tr')) {
+      out[tr.dataset.id] = tr.children[col].textContent;
+    }
+    return out;
+  })())");
+  ASSERT_TRUE(cells.is_object());
+  int checked = 0;
+  for (const v1::Trial& t : conditional_) {
+    const std::string id = absl::StrCat(t.id());
+    if (!cells.contains(id)) continue;
+    const v1::ParameterValue* depth = Param(t, "depth");
+    EXPECT_EQ(cells[id], depth ? absl::StrCat(depth->int_value()) : "") << id;
+    ++checked;
+  }
+  EXPECT_EQ(checked, static_cast<int>(conditional_.size()));
+  // Importance is measured, depth over the trials that have it.
+  EXPECT_EQ(IntAttr(*b, "#importance", "data-params"), 4);
+}
+
+TEST_F(DashboardBrowserTest, StudyListSearchesShowsBestAndCompares) {
+  std::unique_ptr<Browser> b = Open(absl::StrCat("#token=", kAliceToken));
+  ASSERT_NE(b, nullptr);
+  Wait(*b, "document.querySelector('#studies[data-best-loaded=\"1\"]')");
+  EXPECT_EQ(IntAttr(*b, "#studies", "data-rows"), 4);
+  const std::string best = Attr(
+      *b, "#studies tr[data-study='browser-study'] td.best", "data-best");
+  EXPECT_TRUE(std::isfinite(std::stod(best))) << best;
+  // Counts by state: every trial counted.
+  json counted = Eval(*b, R"((() => {
+    let n = 0;
+    for (const s of document.querySelectorAll(
+        '#studies tr[data-study="browser-study"] .count')) {
+      n += parseInt(s.textContent);
+    }
+    return n;
+  })())");
+  EXPECT_EQ(counted, kTrials);
+  Eval(*b, "(() => { const s = document.getElementById('study-search');"
+           "s.value = 'infeasible'; s.dispatchEvent(new Event('input')); })()");
+  EXPECT_EQ(IntAttr(*b, "#studies", "data-shown"), 1);
+  Eval(*b, "(() => { const s = document.getElementById('study-search');"
+           "s.value = ''; s.dispatchEvent(new Event('input')); })()");
+  Click(*b, "input.pick[data-study='browser-study']");
+  Click(*b, "input.pick[data-study='browser-study-b']");
+  Click(*b, "#compare");
+  Wait(*b, "document.querySelector('#compare-history[data-series]')");
+  EXPECT_EQ(IntAttr(*b, "#compare-history", "data-series"), 2);
+  EXPECT_EQ(IntAttr(*b, "#compare-edf", "data-series"), 2);
 }
 
 TEST_F(DashboardBrowserTest, AskForTheTokenWithoutOne) {
-  std::vector<std::string> args = BaseArgs("profile4");
-  args.push_back("--dump-dom");
-  args.push_back(absl::StrCat("http://", server_->http_address(), "/"));
-  const std::string dom = RunProgram(args);
-  EXPECT_NE(dom.find("id=\"token-form\""), std::string::npos)
-      << dom.substr(0, 4000);
+  std::unique_ptr<Browser> b = Open("");
+  ASSERT_NE(b, nullptr);
+  Wait(*b, "document.getElementById('token-form')");
+}
+
+// With the live stream on, trials created while the page is open show up
+// in it.
+TEST_F(DashboardBrowserTest, LiveUpdatesArriveOverTheEventStream) {
+  std::unique_ptr<Browser> b =
+      Open(absl::StrCat("#study=", kStudy, "&token=", kAliceToken));
+  ASSERT_NE(b, nullptr);
+  Wait(*b, "document.getElementById('live').textContent === '\u25cf live'");
+  auto stub = MakeStub(server_->address());
+  for (int i = 0; i < 3; ++i) {
+    grpc::ClientContext context;
+    Authorize(&context, kAliceToken);
+    v1::CreateTrialRequest request;
+    request.set_study_name(kStudy);
+    *request.mutable_trial()->mutable_parameters() = trials_[0].parameters();
+    v1::Trial trial;
+    ASSERT_TRUE(stub->CreateTrial(&context, request, &trial).ok());
+  }
+  Wait(*b, absl::StrCat(AttrJs("#summary", "data-trials"),
+                        " === '", kTrials + 3, "'"));
+}
+
+// ----- A multi-objective study, served from a fixture -----
+
+// The page's files from the real server, and a study with two objectives
+// and two constraints (bounds in both JSON spellings) from fixtures.
+class ParetoFixtureTest : public DashboardBrowserTest {
+ protected:
+  void SetUp() override {
+    DashboardBrowserTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    const std::string real = server_->http_address();
+    auto proxy = [real](const httplib::Request& req, httplib::Response& res) {
+      HttpReply r = HttpGet(real, req.path, "");
+      res.status = r.status;
+      res.set_content(r.body, r.Header("Content-Type"));
+    };
+    stub_.Get("/", proxy);
+    stub_.Get(R"(/assets/.*)", proxy);
+    stub_.Get("/api/server", [](const httplib::Request&,
+                                httplib::Response& res) {
+      res.set_content(R"({"auth":false,"writes":false,"logs":false,)"
+                      R"("charts":true})",
+                      "application/json");
+    });
+    stub_.Get("/api/studies", [this](const httplib::Request&,
+                                     httplib::Response& res) {
+      res.set_content(json({{"studies", {Study()}}}).dump(),
+                      "application/json");
+    });
+    stub_.Get("/api/studies/mo/best", [](const httplib::Request&,
+                                         httplib::Response& res) {
+      json trials = json::array();
+      for (const char* id : {"1", "2", "10"}) {
+        trials.push_back({{"id", id}, {"state", "COMPLETED"}});
+      }
+      res.set_content(json({{"trials", trials}}).dump(), "application/json");
+    });
+    stub_.Get("/api/studies/mo", [this](const httplib::Request&,
+                                        httplib::Response& res) {
+      res.set_content(Study().dump(), "application/json");
+    });
+    stub_.Get("/api/studies/mo/changes", [this](const httplib::Request&,
+                                                httplib::Response& res) {
+      res.set_content(Changes().dump(), "application/json");
+    });
+    stub_.Get("/api/studies/mo/importance",
+              [](const httplib::Request&, httplib::Response& res) {
+                res.set_content(
+                    R"({"method":"fanova","objective":"loss","trials":0,)"
+                    R"("trees":0,"varying_trees":0,"parameters":[],)"
+                    R"("message":"fixture"})",
+                    "application/json");
+              });
+    stub_.Get(R"(/api/studies/mo/trials/(\d+))",
+              [](const httplib::Request& req, httplib::Response& res) {
+                json t = {{"id", req.matches[1].str()},
+                          {"state", "COMPLETED"},
+                          {"parameters", {{{"name", "x"},
+                                           {"double_value", 0.5}}}},
+                          {"final_measurement",
+                           {{"metrics", {{"loss", 0.25}, {"acc", 0.8}}}}}};
+                res.set_content(t.dump(), "application/json");
+              });
+    port_ = stub_.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port_, 0);
+    // Bound already: connections wait in the backlog until it listens.
+    thread_ = std::thread([this] { stub_.listen_after_bind(); });
+  }
+
+  void TearDown() override {
+    if (thread_.joinable()) {
+      stub_.stop();
+      thread_.join();
+    }
+  }
+
+  static json Study() {
+    return {{"name", "mo"},
+            {"owner", "alice"},
+            {"state", "ACTIVE"},
+            {"spec",
+             {{"parameters",
+               {{{"name", "x"}, {"double_spec", {{"min", 0}, {"max", 1}}}}}},
+              {"metrics",
+               {{{"name", "loss"}, {"goal", "MINIMIZE"}, {"role", "OBJECTIVE"}},
+                {{"name", "acc"}, {"goal", "MAXIMIZE"}, {"role", "OBJECTIVE"}},
+                {{"name", "latency"},
+                 {"goal", "MINIMIZE"},
+                 {"role", "CONSTRAINT"},
+                 {"upper_bound", 10}},
+                {{"name", "memory"},
+                 {"goal", "MINIMIZE"},
+                 {"role", "CONSTRAINT"},
+                 {"upperBound", 8}}}}}}};
+  }
+
+  // Front among the feasible COMPLETED trials: 1, 2 and 10 (10 beats 3
+  // and 4, 1 beats 7); 5 and 6 miss a constraint (latency, memory), 9 is
+  // marked infeasible by the server; 8 is STOPPED, 11 INFEASIBLE, 12
+  // ACTIVE.
+  static json Changes() {
+    struct T {
+      int id;
+      const char* state;
+      std::vector<double> metrics;  // loss, acc, latency, memory
+      int feasible;                 // -1: absent
+    };
+    const std::vector<T> trials = {
+        {1, "COMPLETED", {0.1, 0.5, 1, 2}, -1},
+        {2, "COMPLETED", {0.5, 0.9, 1, 2}, -1},
+        {3, "COMPLETED", {0.3, 0.7, 1, 2}, -1},
+        {4, "COMPLETED", {0.4, 0.6, 1, 2}, -1},
+        {5, "COMPLETED", {0.05, 0.99, 50, 2}, -1},
+        {6, "COMPLETED", {0.02, 0.999, 1, 9}, -1},
+        {7, "COMPLETED", {0.2, 0.5, 1, 2}, 1},
+        {8, "STOPPED", {0.01, 1.0, 1, 2}, -1},
+        {9, "COMPLETED", {0.3, 0.7, 1, 2}, 0},
+        {10, "COMPLETED", {0.25, 0.8, 1, 2}, 1},
+        {11, "INFEASIBLE", {}, -1},
+        {12, "ACTIVE", {}, -1}};
+    json events = json::array();
+    for (const T& t : trials) {
+      json metrics = json::array();
+      for (int m = 0; m < 4; ++m) {
+        metrics.push_back(t.metrics.empty() ? json() : json(t.metrics[m]));
+      }
+      json c = {{"id", t.id},
+                {"state", t.state},
+                {"params", {0.1 * t.id}},
+                {"metrics", metrics},
+                {"curve", json::array()},
+                {"reason", t.id == 11 ? "NaN loss" : ""},
+                {"create_time_ms", 1700000000000 + t.id},
+                {"start_time_ms", 1700000000000 + t.id},
+                {"end_time_ms", 1700000001000 + t.id},
+                {"device_seconds", 1},
+                {"cost", 0},
+                {"measurements", 0}};
+      if (t.feasible >= 0) c["feasible"] = t.feasible == 1;
+      events.push_back({{"sequence", t.id}, {"trial", c}});
+    }
+    return {{"events", events}, {"last_sequence", "12"}, {"more", false}};
+  }
+
+  httplib::Server stub_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST_F(ParetoFixtureTest, TwoObjectivesShowTheirParetoFront) {
+  std::unique_ptr<Browser> b = Open(
+      absl::StrCat("http://127.0.0.1:", port_, "/#study=mo&live=0"));
+  ASSERT_NE(b, nullptr);
+  Wait(*b, "document.body.hasAttribute('data-render-ms')");
+  // The Pareto front instead of the history.
+  EXPECT_EQ(Eval(*b, "!!document.getElementById('pareto')"), true)
+      << Html(*b);
+  EXPECT_EQ(Eval(*b, "!!document.getElementById('history')"), false);
+  EXPECT_EQ(IntAttr(*b, "#pareto", "data-points"), 9);
+  EXPECT_EQ(IntAttr(*b, "#pareto", "data-front"), 3);
+  EXPECT_EQ(Attr(*b, "#pareto", "data-front-ids"), "1,10,2");
+  EXPECT_EQ(IntAttr(*b, "#pareto", "data-infeasible"), 3);
+  EXPECT_EQ(IntAttr(*b, "#best", "data-front"), 3);
+  // For people: dashboard_pareto_screenshot.png.
+  const std::string png =
+      (std::filesystem::current_path() / "dashboard_pareto_screenshot.png")
+          .string();
+  EXPECT_TRUE(b->Screenshot(png).ok());
+  std::printf("Pareto screenshot: %s\n", png.c_str());
+  // The table says which completed trials are feasible.
+  json feasible = Eval(*b, R"((() => {
+    const heads = [...document.querySelectorAll('#trials th')];
+    const col = heads.findIndex((h) => h.dataset.key === 'feasible');
+    const out = {};
+    for (const tr of document.querySelectorAll('#trials tbody tr')) {
+      out[tr.dataset.id] = tr.children[col].textContent;
+    }
+    return out;
+  })())");
+  EXPECT_EQ(feasible["1"], "yes");
+  EXPECT_EQ(feasible["5"], "no");
+  EXPECT_EQ(feasible["6"], "no");
+  EXPECT_EQ(feasible["9"], "no");
+  EXPECT_EQ(feasible["8"], "");
+  // The study list says how many trials are on the front.
+  Eval(*b, "location.hash = ''");
+  Wait(*b, "document.querySelector('#studies[data-best-loaded=\"1\"]')");
+  EXPECT_EQ(IntAttr(*b, "#studies td.best", "data-front"), 3);
+  Eval(*b, "location.hash = 'study=mo&live=0'");
+  Wait(*b, "document.querySelector('#pareto[data-front]')");
+  // A front point is a link to its trial.
+  Eval(*b, "document.querySelector('#pareto a[data-id=\"10\"]')"
+           ".dispatchEvent(new MouseEvent('click', {bubbles: true}))");
+  Wait(*b, "document.querySelector('#trial-page[data-id=\"10\"]"
+           "[data-loaded=\"1\"]')");
+  // Its metrics say what each is to the study.
+  EXPECT_EQ(Eval(*b, "document.querySelector('#trial-metrics "
+                     "tr[data-metric=\"acc\"] th').textContent"),
+            "acc (objective, \u2191)");
+  EXPECT_EQ(Eval(*b, "document.querySelector('#trial-metrics "
+                     "tr[data-metric=\"latency\"] th').textContent"),
+            "latency (constraint, within [\u2212\u221e, 10])");
 }
 
 }  // namespace

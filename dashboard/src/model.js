@@ -1,0 +1,411 @@
+// A study as the page holds it: the Study message, and one row per trial
+// in the compact form the server's `changes?view=compact` feed sends
+// (service/http/dashboard_view.h); trials from the live event stream (full
+// Trial messages) are turned into the same rows by rowFromTrial, by the
+// same rules. Also the small DOM and formatting helpers every view uses.
+
+import * as api from './api.js';
+
+export const STATES = ['REQUESTED', 'ACTIVE', 'STOPPING', 'PAUSED',
+                       'COMPLETED', 'STOPPED', 'INFEASIBLE', 'FAILED'];
+
+export const STATE_COLORS = {
+  REQUESTED: '#9aa5b1', ACTIVE: '#2e8b57', STOPPING: '#e67e22',
+  PAUSED: '#8e44ad', COMPLETED: '#3b6ea5', STOPPED: '#d9822b',
+  INFEASIBLE: '#c23030', FAILED: '#6b6b6b',
+};
+
+// ----- DOM -----
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith('on')) node[key] = value;
+    else if (key === 'text') node.textContent = value;
+    else if (key === 'value') node.value = value;
+    else if (key === 'checked') node.checked = value;
+    else node.setAttribute(key, value === true ? '' : value);
+  }
+  for (const child of children.flat()) {
+    if (child !== null && child !== undefined && child !== false) {
+      node.append(child instanceof Node ? child : String(child));
+    }
+  }
+  return node;
+}
+
+// ----- Formatting -----
+
+export function formatNumber(value) {
+  if (value === undefined || value === null) return '';
+  if (Number.isNaN(value)) return 'NaN';
+  if (!Number.isFinite(value)) return value > 0 ? '+inf' : '-inf';
+  if (Number.isInteger(value) && Math.abs(value) < 1e15) return String(value);
+  const a = Math.abs(value);
+  return a >= 1e5 || a < 1e-3 ? value.toExponential(3)
+                              : String(Number(value.toPrecision(5)));
+}
+
+export function formatValue(value) {
+  return typeof value === 'number' ? formatNumber(value) : (value ?? '');
+}
+
+export function formatTime(ms) {
+  return ms ? new Date(Number(ms)).toISOString().replace('T', ' ').slice(0, 19)
+            : '';
+}
+
+export function formatDuration(ms) {
+  if (ms === null || ms === undefined || !(ms >= 0)) return '';
+  const s = ms / 1000;
+  if (s < 60) return s.toFixed(s < 10 ? 1 : 0) + ' s';
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${Math.round(s - 60 * m)}s`;
+  const h = Math.floor(m / 60);
+  return `${h}h ${m - 60 * h}m`;
+}
+
+// A proto JSON number: a number, or "Infinity" / "-Infinity" / "NaN".
+export function num(value) {
+  if (value === null || value === undefined) return null;
+  return typeof value === 'number' ? value : Number(value);
+}
+
+// ----- The study -----
+
+// Each metric's role, goal and bounds (issue 18's roles; a study without
+// roles means what it always meant: the first metric is the objective,
+// the rest are recorded). A constraint's bounds come as lower_bound /
+// upper_bound (the proto's names, as this server writes JSON) or
+// lowerBound / upperBound (protobuf's JSON names); absent means unbounded.
+export function metricsOf(study) {
+  const specs = (study.spec && study.spec.metrics) || [];
+  const roleOf = (m) => (m.role && m.role !== 'ROLE_UNSPECIFIED' ? m.role
+                                                                 : null);
+  const anyRole = specs.some((m) => roleOf(m));
+  const bound = (m, snake, camel) => {
+    const v = m[snake] ?? m[camel] ??
+        (m.constraint && (m.constraint[snake] ?? m.constraint[camel]));
+    return v === undefined || v === null ? null : num(v);
+  };
+  const out = specs.map((m, index) => ({
+    name: m.name, index, minimize: m.goal === 'MINIMIZE',
+    role: anyRole ? (roleOf(m) || 'RECORDED')
+                  : (index === 0 ? 'OBJECTIVE' : 'RECORDED'),
+    lower: bound(m, 'lower_bound', 'lowerBound'),
+    upper: bound(m, 'upper_bound', 'upperBound'),
+  }));
+  // Roles that name no objective: the first metric that is not a
+  // constraint is the objective.
+  if (out.length && !out.some((m) => m.role === 'OBJECTIVE')) {
+    const first = out.find((m) => m.role !== 'CONSTRAINT') || out[0];
+    first.role = 'OBJECTIVE';
+  }
+  return out;
+}
+
+// The first objective: {name, index (among the metrics), minimize}.
+export function objectiveOf(study) {
+  const metric = metricsOf(study).find((m) => m.role === 'OBJECTIVE');
+  return metric ? {name: metric.name, index: metric.index,
+                   minimize: metric.minimize}
+                : {name: '', index: 0, minimize: false};
+}
+
+// Whether a row meets every constraint of `metrics` (metricsOf): each
+// constraint's value present, not NaN and within its bounds; and not
+// marked infeasible by the server (`feasible: false`). Without
+// constraints, only the server's mark counts.
+export function isFeasible(row, metrics) {
+  if (row.feasible === false) return false;
+  for (const m of metrics) {
+    if (m.role !== 'CONSTRAINT') continue;
+    const v = row.metrics[m.index];
+    if (v === null || v === undefined || Number.isNaN(v)) return false;
+    if (m.lower !== null && v < m.lower) return false;
+    if (m.upper !== null && v > m.upper) return false;
+  }
+  return true;
+}
+
+// The Pareto front of `rows` over `objectives` (metricsOf entries): the
+// rows no other row dominates, among COMPLETED feasible rows whose
+// objectives are all finite. Row a dominates b when a is at least as good
+// in every objective (by its goal) and better in one. Sorted by the first
+// objective then the rest, a row can be dominated only by rows before it,
+// so each is checked against the front so far: O(n log n + n * front).
+export function paretoFront(rows, objectives, metrics = objectives) {
+  const k = objectives.length;
+  const points = [];
+  for (const row of rows) {
+    if (row.state !== 'COMPLETED' || !isFeasible(row, metrics)) continue;
+    const v = new Float64Array(k);
+    let ok = true;
+    for (let j = 0; j < k; ++j) {
+      const x = row.metrics[objectives[j].index];
+      if (x === null || x === undefined || !Number.isFinite(x)) {
+        ok = false;
+        break;
+      }
+      v[j] = objectives[j].minimize ? x : -x;  // all minimized
+    }
+    if (ok) points.push({row, v});
+  }
+  points.sort((a, b) => {
+    for (let j = 0; j < k; ++j) if (a.v[j] !== b.v[j]) return a.v[j] - b.v[j];
+    return a.row.id - b.row.id;
+  });
+  const dominates = (a, b) => {
+    let strictly = false;
+    for (let j = 0; j < k; ++j) {
+      if (a[j] > b[j]) return false;
+      if (a[j] < b[j]) strictly = true;
+    }
+    return strictly;
+  };
+  const front = [];
+  for (const p of points) {
+    if (!front.some((f) => dominates(f.v, p.v))) front.push(p);
+  }
+  return front.map((p) => p.row);
+}
+
+// Each parameter spec as the charts need it.
+export function parametersOf(study) {
+  return ((study.spec && study.spec.parameters) || []).map((spec, index) => {
+    const p = {name: spec.name, index, kind: 'double', log: false,
+               categories: null, min: null, max: null};
+    if (spec.categorical_spec) {
+      p.kind = 'categorical';
+      p.categories = spec.categorical_spec.values || [];
+    } else if (spec.discrete_spec) {
+      p.kind = 'discrete';
+      const values = (spec.discrete_spec.values || []).map(Number);
+      p.min = Math.min(...values);
+      p.max = Math.max(...values);
+    } else {
+      const range = spec.double_spec || spec.integer_spec || {};
+      p.kind = spec.integer_spec ? 'integer' : 'double';
+      p.log = range.scale === 'LOG';
+      p.min = Number(range.min || 0);
+      p.max = Number(range.max || 0);
+    }
+    return p;
+  });
+}
+
+export function metricNames(study) {
+  return ((study.spec && study.spec.metrics) || []).map((m) => m.name);
+}
+
+// The rungs of an ASHA or HYPERBAND rule, in steps (min_resource * eta^k
+// up to max_resource), or [] without one.
+export function rungsOf(study) {
+  const rule = study.spec && study.spec.early_stopping;
+  if (!rule || (rule.rule !== 'ASHA' && rule.rule !== 'HYPERBAND')) return [];
+  const min = Number(rule.min_resource || 1);
+  const max = Number(rule.max_resource || 0);
+  const eta = Number(rule.reduction_factor || 3);
+  const rungs = [];
+  for (let r = min; r < max && rungs.length < 64; r *= eta) rungs.push(r);
+  return rungs;
+}
+
+// ----- Rows -----
+
+function reasonOf(trial) {
+  switch (trial.state) {
+    case 'INFEASIBLE': return trial.infeasible_reason || '';
+    case 'STOPPING': case 'STOPPED': case 'PAUSED':
+      return trial.stop_reason || '';
+    case 'COMPLETED': return '';
+    default: return trial.failure_reason || '';
+  }
+}
+
+// Derived fields: the duration (to now while it runs) and the objective
+// (the metric at `objectiveIndex`).
+function finishRow(row, objectiveIndex = 0) {
+  const running = row.state === 'ACTIVE' || row.state === 'STOPPING';
+  row.duration = !row.start_time_ms ? null
+      : row.end_time_ms ? row.end_time_ms - row.start_time_ms
+      : running ? Date.now() - row.start_time_ms : null;
+  row.objective = objectiveIndex < row.metrics.length
+      ? row.metrics[objectiveIndex] : null;
+  return row;
+}
+
+// A row from the compact feed (dashboard_view.h). An inactive (conditional)
+// parameter is null. `feasible` is kept when the server sends it.
+export function rowFromCompact(c, objectiveIndex = 0) {
+  const curve = c.curve || [];
+  const steps = new Float64Array(curve.length);
+  const values = new Float64Array(curve.length);
+  for (let i = 0; i < curve.length; ++i) {
+    steps[i] = curve[i][0];
+    values[i] = num(curve[i][1]);
+  }
+  return finishRow({
+    id: c.id, state: c.state,
+    params: c.params.map((v) => (typeof v === 'string' ? v : num(v))),
+    metrics: c.metrics.map(num), steps, values, reason: c.reason || '',
+    create_time_ms: c.create_time_ms, start_time_ms: c.start_time_ms,
+    end_time_ms: c.end_time_ms, device_seconds: num(c.device_seconds) || 0,
+    cost: num(c.cost) || 0, measurements: c.measurements,
+    feasible: typeof c.feasible === 'boolean' ? c.feasible : null,
+    warm_start: c.warm_start === true,
+  }, objectiveIndex);
+}
+
+function parameterValue(value) {
+  if (!value) return null;
+  if ('double_value' in value) return num(value.double_value);
+  if ('int_value' in value) return Number(value.int_value);
+  if ('string_value' in value) return value.string_value;
+  return 0;  // proto3 omits a zero double
+}
+
+// A row from a full Trial message, by the compact feed's rules.
+export function rowFromTrial(trial, study) {
+  const specs = parametersOf(study);
+  const byName = new Map((trial.parameters || []).map(
+      (p) => [p.name, parameterValue(p)]));
+  const names = metricNames(study);
+  const finished = trial.state === 'COMPLETED' || trial.state === 'STOPPED';
+  const ms = trial.measurements || [];
+  // The result measurement: the final one if it has metrics, else the last.
+  let result = null;
+  if (finished) {
+    const final = trial.final_measurement;
+    if (final && final.metrics && Object.keys(final.metrics).length) {
+      result = final;
+    } else if (ms.length) {
+      result = ms[ms.length - 1];
+    }
+  }
+  const objective = names[objectiveOf(study).index];
+  const steps = [];
+  const values = [];
+  for (const m of ms) {
+    if (m.metrics && objective in m.metrics) {
+      steps.push(Number(m.step || 0));
+      values.push(num(m.metrics[objective]));
+    }
+  }
+  return finishRow({
+    id: Number(trial.id), state: trial.state,
+    params: specs.map((p) => (byName.has(p.name) ? byName.get(p.name)
+                                                 : null)),
+    metrics: names.map((n) => (result && result.metrics && n in result.metrics
+                                   ? num(result.metrics[n]) : null)),
+    steps: Float64Array.from(steps), values: Float64Array.from(values),
+    reason: reasonOf(trial),
+    create_time_ms: Number(trial.create_time_ms || 0),
+    start_time_ms: Number(trial.start_time_ms || 0),
+    end_time_ms: Number(trial.end_time_ms || 0),
+    device_seconds: num(trial.device_seconds) || 0,
+    cost: num(trial.cost) || 0, measurements: ms.length,
+    feasible: typeof trial.feasible === 'boolean' ? trial.feasible : null,
+    warm_start: trial.warm_start === true,
+  }, objectiveOf(study).index);
+}
+
+// One study's data: the Study message and its trials' rows, loaded from the
+// compact change feed and kept current by the event stream.
+export class StudyData {
+  constructor(study) {
+    this.study = study;
+    this.objective = objectiveOf(study);
+    this.params = parametersOf(study);
+    this.metrics = metricNames(study);
+    this.metricSpecs = metricsOf(study);
+    this.objectives = this.metricSpecs.filter((m) => m.role === 'OBJECTIVE');
+    this.rows = new Map();
+    this.cursor = '0';
+    this.version = 0;  // bumped on every change
+    this.sortedCache = null;
+  }
+
+  setStudy(study) {
+    this.study = study;
+    ++this.version;
+  }
+
+  // Whether the study has two or more objectives (a Pareto front, not a
+  // best value).
+  multiObjective() {
+    return this.objectives.length >= 2;
+  }
+
+  // The Pareto front of the COMPLETED feasible rows (multi-objective).
+  front() {
+    if (!this.frontCache || this.frontCache.version !== this.version) {
+      this.frontCache = {version: this.version,
+                         rows: paretoFront(this.sorted(), this.objectives,
+                                           this.metricSpecs)};
+    }
+    return this.frontCache.rows;
+  }
+
+  // Every page of the compact feed after the cursor.
+  async load(signal) {
+    for (;;) {
+      const page = await api.get(api.studyPath(
+          this.study.name,
+          '/changes?view=compact&limit=1000&after=' + this.cursor),
+          {signal});
+      for (const event of page.events) {
+        this.rows.set(event.trial.id,
+                      rowFromCompact(event.trial, this.objective.index));
+      }
+      this.cursor = page.last_sequence;
+      ++this.version;
+      this.sortedCache = null;
+      if (!page.more) break;
+    }
+  }
+
+  applyTrial(trial) {
+    const row = rowFromTrial(trial, this.study);
+    this.rows.set(row.id, row);
+    ++this.version;
+    this.sortedCache = null;
+    return row;
+  }
+
+  // Rows by id.
+  sorted() {
+    if (!this.sortedCache) {
+      this.sortedCache = [...this.rows.values()].sort((a, b) => a.id - b.id);
+    }
+    return this.sortedCache;
+  }
+
+  counts() {
+    const counts = {};
+    for (const row of this.rows.values()) {
+      counts[row.state] = (counts[row.state] || 0) + 1;
+    }
+    return counts;
+  }
+
+  // Whether value a is better than b for the objective.
+  better(a, b) {
+    return this.objective.minimize ? a < b : a > b;
+  }
+
+  // The COMPLETED feasible row of the best finite objective, or null.
+  best() {
+    let best = null;
+    for (const row of this.rows.values()) {
+      const v = row.objective;
+      if (row.state !== 'COMPLETED' || v === null || !Number.isFinite(v) ||
+          !isFeasible(row, this.metricSpecs)) {
+        continue;
+      }
+      if (best === null || this.better(v, best.objective)) best = row;
+    }
+    return best;
+  }
+}

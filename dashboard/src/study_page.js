@@ -1,0 +1,385 @@
+// A study's page: its summary and actions (pause, resume, raise the
+// budget: only when the server serves writes), the plots (history, slices,
+// contour, parallel coordinates, intermediate values, EDF, importance) and
+// the trial table, kept live by the event stream. Drawing is throttled to
+// at most once a second, or four times the last drawing's duration.
+
+import * as api from './api.js';
+import * as charts from './charts.js';
+import {STATES, STATE_COLORS, el, formatNumber, rungsOf} from './model.js';
+import {TrialTable} from './table.js';
+
+const RENDER_EVERY_MS = 1000;
+// Importance is recomputed by the server at most this often while live.
+const IMPORTANCE_EVERY_MS = 10000;
+
+export class StudyPage {
+  // `data`: a loaded StudyData; `app`: {main, open(id, study), setLive,
+  // hasCharts, route()}.
+  constructor(data, app) {
+    this.data = data;
+    this.app = app;
+    this.logObjective = false;
+    this.logParams = true;
+    this.brushes = {};
+    this.contour = null;  // [x, y] parameter names
+    this.importance = null;
+    this.importanceAt = 0;
+    this.importanceCompleted = -1;
+    this.renderTimer = null;
+    this.lastRenderMs = 0;
+    this.table = new TrialTable(data, {
+      open: (id) => app.open(id),
+      clearBrush: () => {
+        this.brushes = {};
+        this.drawParallel();
+        this.table.setBrush(null);
+      },
+    });
+    this.root = null;
+  }
+
+  width() {
+    return Math.max(600, Math.min(1200, this.app.main.clientWidth - 40));
+  }
+
+  opts() {
+    return {logObjective: this.logObjective, logParams: this.logParams,
+            width: this.width(), open: (id, study) => this.app.open(id, study)};
+  }
+
+  // Builds the page's skeleton and draws everything once.
+  async show(server) {
+    this.server = server;
+    // Back from a trial: the page as it was, redrawn only if data changed.
+    if (this.root) {
+      this.app.main.replaceChildren(this.root);
+      if (this.renderedVersion !== this.data.version) this.render();
+      return;
+    }
+    const section = (id, title, ...extra) => {
+      const box = el('div', {id, class: 'chart'});
+      return [el('section', {class: 'plot'},
+                 el('h2', {}, title, ...extra), box), box];
+    };
+    this.header = el('div', {id: 'study-header'});
+    const toggles = el('div', {class: 'toggles'},
+        el('label', {}, el('input', {
+          type: 'checkbox', id: 'log-objective', checked: this.logObjective,
+          onchange: (event) => {
+            this.logObjective = event.target.checked;
+            this.renderCharts();
+          }}), ` log scale for ${this.data.objective.name}`),
+        el('label', {}, el('input', {
+          type: 'checkbox', id: 'log-params', checked: this.logParams,
+          onchange: (event) => {
+            this.logParams = event.target.checked;
+            this.renderCharts();
+          }}), ' log axes for log-scaled parameters'));
+    const sections = [this.header];
+    if (this.app.hasCharts) {
+      let history;
+      let slice;
+      let contour;
+      let parallel;
+      let curves;
+      let edf;
+      let importance;
+      this.contourControls = el('span', {class: 'controls'});
+      // Two or more objectives: their Pareto front instead of one
+      // objective's best-so-far history.
+      const s1 = this.data.multiObjective()
+          ? section('pareto', 'Pareto front: ' + this.data.objectives.slice(0, 2)
+                .map((m) => m.name).join(' against '))
+          : section('history', 'Optimization history');
+      const s2 = section('slice', 'Slices: the objective against each parameter');
+      const s3 = section('contour', 'Contour', this.contourControls);
+      const s4 = section('parallel', 'Parallel coordinates',
+          el('span', {class: 'hint'}, 'drag along an axis to filter the table'));
+      const s5 = section('curves', 'Intermediate values');
+      const s6 = section('edf', 'Empirical distribution of the objective');
+      const s7 = section('importance', 'Parameter importance');
+      [, history] = s1;
+      [, slice] = s2;
+      [, contour] = s3;
+      [, parallel] = s4;
+      [, curves] = s5;
+      [, edf] = s6;
+      [, importance] = s7;
+      this.boxes = {history, slice, contour, parallel, curves, edf,
+                    importance};
+      importance.append(el('p', {class: 'note'}, 'Computing…'));
+      sections.push(toggles, s1[0], s7[0], s2[0], s3[0], s4[0], s5[0], s6[0]);
+    } else {
+      sections.push(el('p', {id: 'no-charts', class: 'note'},
+          'Charts are not part of this build (npm was absent when ' +
+          'hypertuned was built): tables and text only.'));
+    }
+    sections.push(el('section', {class: 'plot'}, el('h2', {}, 'Trials'),
+                     this.table.root));
+    this.root = el('div', {id: 'study-page'}, ...sections);
+    this.app.main.replaceChildren(this.root);
+    this.render();
+    if (this.app.hasCharts) this.loadImportance();
+  }
+
+  render() {
+    const start = performance.now();
+    this.renderHeader();
+    this.renderCharts();
+    const table = performance.now();
+    this.table.render();
+    document.body.setAttribute('data-table-ms',
+                               Math.round(performance.now() - table));
+    this.renderedVersion = this.data.version;
+    this.lastRenderMs = performance.now() - start;
+  }
+
+  scheduleRender() {
+    if (this.renderTimer !== null) return;
+    this.renderTimer = setTimeout(() => {
+      this.renderTimer = null;
+      if (!this.root || !this.root.isConnected) return;
+      this.render();
+      this.maybeReloadImportance();
+    }, Math.max(RENDER_EVERY_MS, 4 * this.lastRenderMs));
+  }
+
+  stop() {
+    if (this.renderTimer !== null) clearTimeout(this.renderTimer);
+    this.renderTimer = null;
+  }
+
+  // ----- Summary and actions -----
+
+  renderHeader() {
+    const data = this.data;
+    const study = data.study;
+    const counts = data.counts();
+    const total = data.rows.size;
+    const best = data.best();
+    const spec = study.spec || {};
+    const budget = Number(spec.max_trials || 0);
+    const parts = STATES.filter((s) => counts[s]).map((s) => el('span', {
+      class: 'count', style: `color:${STATE_COLORS[s]}`, 'data-state': s},
+      `${counts[s]} ${s.toLowerCase()}`));
+    const summary = el('p', {id: 'summary', 'data-trials': total},
+        el('span', {id: 'study-state', 'data-state': study.state || '',
+                    class: 'badge'}, study.state || ''),
+        ` ${total} trials: `, ...parts.flatMap((p, i) => (i ? [', ', p] : [p])),
+        ` · ${data.objectives.length > 1 ? 'objectives' : 'objective'} ` +
+        data.objectives.map((m) => `${m.name} ` +
+            `(${m.minimize ? 'minimize' : 'maximize'})`).join(', ') + ' · ' +
+        `${spec.algorithm || 'default algorithm'} · budget ` +
+        (budget ? `${budget} trials` : 'unlimited'),
+        Number(study.cost || 0) > 0
+            ? ` · cost ${formatNumber(Number(study.cost))}` : '',
+        Number(study.device_seconds || 0) > 0
+            ? ` · ${formatNumber(Number(study.device_seconds) / 3600)} ` +
+              'device-hours' : '',
+        ' · ',
+        el('a', {href: api.studyPath(study.name, '/trials.csv'), id: 'csv',
+                 onclick: (event) => this.downloadAllCsv(event)},
+           'CSV of all trials'));
+    const link = (id) => el('a', {href: `#study=${encodeURIComponent(
+        study.name)}&trial=${id}`}, `trial ${id}`);
+    const front = data.multiObjective() ? data.front() : null;
+    const bestLine = front ? el('p', {id: 'best', 'data-front': front.length},
+        front.length
+            ? [`Pareto front of ${data.objectives.map((m) => m.name)
+                   .join(', ')}: ${front.length} trials: `,
+               ...front.slice(0, 20).flatMap((r, i) => [i ? ', ' : '',
+                                                       link(r.id)]),
+               front.length > 20 ? ', …' : '']
+            : 'No completed feasible trial yet.')
+        : el('p', {id: 'best', 'data-id': best ? best.id : ''},
+        best ? ['Best: ', el('a', {href: `#study=${encodeURIComponent(
+                                       study.name)}&trial=${best.id}`},
+                             `trial ${best.id}`),
+                `, ${data.objective.name} = ${formatNumber(best.objective)}` +
+                ' with ' + data.params.map((p) =>
+                    `${p.name}=${typeof best.params[p.index] === 'number'
+                        ? formatNumber(best.params[p.index])
+                        : best.params[p.index] ?? '—'}`).join(', ')]
+             : 'No completed trial yet.');
+    this.header.replaceChildren(
+        el('h1', {}, study.name), summary, bestLine, this.actions());
+  }
+
+  actions() {
+    const box = el('div', {id: 'actions', class: 'actions'});
+    if (!this.server || !this.server.writes) {
+      box.append(el('span', {class: 'note', id: 'actions-off'},
+          'Read-only: this server takes no actions from the page (start ' +
+          'hypertuned with --auth-token-file, or --http-allow-writes on ' +
+          'loopback).'));
+      return box;
+    }
+    const study = this.data.study;
+    const status = el('span', {id: 'action-status', class: 'note'},
+                      this.actionStatus || '');
+    const error = el('span', {id: 'action-error', class: 'error'},
+                     this.actionError || '');
+    // Each action goes through the same service call as gRPC; the answer
+    // is the study as it is now.
+    const run = async (what, path, body) => {
+      error.textContent = '';
+      status.textContent = what + '…';
+      try {
+        const updated = await api.post(api.studyPath(study.name, path), body);
+        this.data.setStudy(updated);
+        this.actionStatus = what + ': done';
+        this.actionError = '';
+      } catch (e) {
+        this.actionStatus = '';
+        this.actionError = `${what}: ${e.message}`;
+      }
+      this.renderHeader();
+    };
+    if (study.state === 'ACTIVE') {
+      box.append(el('button', {id: 'action-pause', onclick: () =>
+          run('pause', '/state', {state: 'PAUSED'})}, 'Pause study'));
+    } else if (study.state === 'PAUSED') {
+      box.append(el('button', {id: 'action-resume', onclick: () =>
+          run('resume', '/state', {state: 'ACTIVE'})}, 'Resume study'));
+    }
+    const created = this.data.rows.size;
+    const budget = Number((study.spec || {}).max_trials || 0);
+    const input = el('input', {id: 'budget-input', type: 'number',
+                               min: 0, step: 1,
+                               value: budget ? Math.max(budget, created) + 10
+                                             : created + 10});
+    const form = el('form', {id: 'budget-form', onsubmit: (event) => {
+      event.preventDefault();
+      run('budget', '/max_trials', {max_trials: Number(input.value)});
+    }}, ' max trials ', input, ' ',
+        el('button', {id: 'budget-set', type: 'submit'}, 'Set budget'),
+        el('span', {class: 'hint'}, ' (0 = unlimited; a completed study ' +
+                                    'becomes active when raised)'));
+    box.append(form, ' ', status, error);
+    return box;
+  }
+
+  async downloadAllCsv(event) {
+    event.preventDefault();
+    const name = this.data.study.name;
+    const response = await api.get(api.studyPath(name, '/trials.csv'),
+                                   {raw: true});
+    const url = URL.createObjectURL(await response.blob());
+    const a = el('a', {href: url, download: name + '.csv'});
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  }
+
+  // ----- Plots -----
+
+  renderCharts() {
+    if (!this.app.hasCharts) return;
+    const opts = this.opts();
+    const b = this.boxes;
+    const positive = charts.completedRows(this.data).every(
+        (r) => r.objective > 0);
+    const toggle = document.getElementById('log-objective');
+    if (toggle) {
+      toggle.disabled = !positive;
+      toggle.parentElement.title = positive ? ''
+          : 'a log scale needs positive values';
+    }
+    // Each plot's drawing time, for people and benchmarks
+    // (body[data-chart-ms]).
+    const times = {};
+    const timed = (name, draw) => {
+      const start = performance.now();
+      draw();
+      times[name] = Math.round(performance.now() - start);
+    };
+    timed('history', () => (this.data.multiObjective()
+        ? charts.drawPareto(b.history, this.data, opts)
+        : charts.drawHistory(b.history, this.data, opts)));
+    timed('slice', () => charts.drawSlices(b.slice, this.data, opts));
+    timed('contour', () => this.drawContour());
+    timed('parallel', () => this.drawParallel());
+    timed('curves', () => charts.drawCurves(b.curves, this.data, opts,
+                                            rungsOf(this.data.study)));
+    timed('edf', () => charts.drawEdf(
+        b.edf, [{name: this.data.study.name, color: '#3b6ea5',
+                 rows: charts.completedRows(this.data)}],
+        this.data.objective, opts));
+    document.body.setAttribute('data-chart-ms', JSON.stringify(times));
+  }
+
+  drawParallel() {
+    const drawn = charts.drawParallel(
+        this.boxes.parallel, this.data, this.opts(), this.brushes,
+        (ids) => this.table.setBrush(ids));
+    // Redrawn with the same brushes (new trials, other scales): the table
+    // follows what passes now; render() draws it next.
+    this.table.brushIds = drawn && Object.keys(this.brushes).length
+        ? drawn.ids : null;
+    this.table.brushVersion = (this.table.brushVersion || 0) + 1;
+  }
+
+  drawContour() {
+    const params = this.data.params;
+    if (!this.contour || !params.some((p) => p.name === this.contour[0])) {
+      const ranked = this.importance && this.importance.parameters &&
+          this.importance.parameters.length
+          ? [...this.importance.parameters].sort(
+                (a, b) => b.importance - a.importance).map((p) => p.name)
+          : params.map((p) => p.name);
+      this.contour = [ranked[0], ranked[1] || ranked[0]];
+    }
+    const select = (id, index) => el('select', {
+      id, onchange: (event) => {
+        this.contour[index] = event.target.value;
+        this.drawContour();
+      }}, ...params.map((p) => el('option', {
+        value: p.name, selected: p.name === this.contour[index]}, p.name)));
+    this.contourControls.replaceChildren(
+        ' of ', select('contour-x', 0), ' and ', select('contour-y', 1));
+    charts.drawContour(this.boxes.contour, this.data, this.opts(),
+                       this.contour[0], this.contour[1]);
+  }
+
+  async loadImportance() {
+    const box = this.boxes.importance;
+    const started = performance.now();
+    this.importanceAt = Date.now();
+    this.importanceCompleted = this.data.counts().COMPLETED || 0;
+    try {
+      this.importance = await api.get(
+          api.studyPath(this.data.study.name, '/importance'));
+    } catch (e) {
+      box.replaceChildren(el('p', {class: 'error'},
+                             'Importance: ' + e.message));
+      return;
+    }
+    if (!box.isConnected) return;
+    const hadContour = this.contour !== null;
+    charts.drawImportance(box, this.importance, (name) => {
+      this.contour = [name, this.contour[0] === name ? this.contour[1]
+                                                     : this.contour[0]];
+      this.drawContour();
+      this.boxes.contour.scrollIntoView({block: 'nearest'});
+    });
+    document.body.setAttribute('data-importance-ms',
+                               Math.round(performance.now() - started));
+    // The first contour shows the two most important parameters.
+    if (!this.contourPicked && hadContour) {
+      this.contourPicked = true;
+      this.contour = null;
+      this.drawContour();
+    }
+  }
+
+  maybeReloadImportance() {
+    if (!this.app.hasCharts) return;
+    const completed = this.data.counts().COMPLETED || 0;
+    if (completed !== this.importanceCompleted &&
+        Date.now() - this.importanceAt >= IMPORTANCE_EVERY_MS) {
+      this.loadImportance();
+    }
+  }
+}

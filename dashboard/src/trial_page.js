@@ -1,0 +1,369 @@
+// One trial's page: its state and reason, parameters, every metric of its
+// result, its learning curve (any metric by step), timing, device time and
+// cost, lease and worker, checkpoint URI, log path and the log's tail (from
+// the server's log root only), and Stop when the server serves writes.
+// It shows what the study page already holds at once, then the full trial.
+
+import * as api from './api.js';
+import {STATE_COLORS, el, formatDuration, formatNumber, formatTime,
+        formatValue, num} from './model.js';
+import {Frame, allPositive, extent, makeAxis, makeScale, nearest,
+        tipHtml} from './plot.js';
+
+const STOPPABLE = new Set(['REQUESTED', 'ACTIVE', 'PAUSED']);
+
+// What a metric is to the study, after its name in the metrics table.
+function roleNote(spec) {
+  if (!spec) return '';
+  if (spec.role === 'OBJECTIVE') {
+    return spec.minimize ? ' (objective, ↓)' : ' (objective, ↑)';
+  }
+  if (spec.role === 'CONSTRAINT') {
+    return ` (constraint, within [${spec.lower ?? '−∞'}, ` +
+           `${spec.upper ?? '+∞'}])`;
+  }
+  return '';
+}
+
+export class TrialPage {
+  // `data`: the study's StudyData; `app`: {main, hasCharts, open(id)}.
+  constructor(data, id, app) {
+    this.data = data;
+    this.id = id;
+    this.app = app;
+    this.trial = null;
+    this.metric = data.objective.name;
+    this.logScale = false;
+  }
+
+  async show(server) {
+    this.server = server;
+    this.root = el('div', {id: 'trial-page', 'data-id': this.id,
+                           'data-loaded': '0'});
+    this.app.main.replaceChildren(this.root);
+    this.renderFromRow();
+    await this.refresh();
+  }
+
+  // Fetches the full trial (after a live change too) and its log.
+  async refresh() {
+    const name = this.data.study.name;
+    try {
+      this.trial = await api.get(api.studyPath(name, `/trials/${this.id}`));
+    } catch (e) {
+      this.root.replaceChildren(el('p', {class: 'error', id: 'error'},
+                                   e.message));
+      return;
+    }
+    if (!this.root.isConnected) return;
+    this.render();
+    this.root.setAttribute('data-loaded', '1');
+    this.loadLog();
+  }
+
+  nav() {
+    const name = encodeURIComponent(this.data.study.name);
+    const ids = this.data.sorted().map((r) => r.id);
+    const at = ids.indexOf(this.id);
+    return el('p', {class: 'nav'},
+        el('a', {href: `#study=${name}`, id: 'back'}, '← study'),
+        at > 0 ? [' · ', el('a', {href: `#study=${name}&trial=${ids[at - 1]}`,
+                                  id: 'prev-trial'}, `‹ trial ${ids[at - 1]}`)]
+               : '',
+        at >= 0 && at + 1 < ids.length
+            ? [' · ', el('a', {href: `#study=${name}&trial=${ids[at + 1]}`,
+                               id: 'next-trial'}, `trial ${ids[at + 1]} ›`)]
+            : '');
+  }
+
+  // A live change of this trial (the event carries the whole trial).
+  update(trial) {
+    this.trial = trial;
+    if (!this.root || !this.root.isConnected) return;
+    this.render();
+    this.root.setAttribute('data-loaded', '1');
+    this.loadLog();
+  }
+
+  // What the study page's row already says, shown before the fetch ends.
+  renderFromRow() {
+    const row = this.data.rows.get(this.id);
+    const title = el('h1', {}, `Trial ${this.id}`,
+        row ? el('span', {class: 'badge', id: 'trial-state',
+                          style: `background:${STATE_COLORS[row.state]}`},
+                 row.state) : '');
+    const items = row ? [
+      ['reason', row.reason],
+      ...this.data.metrics.map((m, i) => [m, formatNumber(row.metrics[i])]),
+      ...this.data.params.map((p) => [p.name, formatValue(row.params[p.index])]),
+    ] : [];
+    this.root.replaceChildren(this.nav(), title,
+        el('table', {class: 'kv'}, ...items.filter(([, v]) => v !== '').map(
+            ([k, v]) => el('tr', {}, el('th', {}, k), el('td', {}, v)))),
+        el('p', {class: 'note'}, 'Loading the trial…'));
+  }
+
+  render() {
+    const t = this.trial;
+    const study = this.data.study;
+    const state = t.state || '';
+    const reasons = [['infeasible reason', t.infeasible_reason],
+                     ['stop reason', t.stop_reason],
+                     ['failure reason', t.failure_reason]]
+        .filter(([, v]) => v);
+    const start = Number(t.start_time_ms || 0);
+    const end = Number(t.end_time_ms || 0);
+    const running = state === 'ACTIVE' || state === 'STOPPING';
+    const duration = start ? (end || (running ? Date.now() : 0)) - start : null;
+    const measurements = t.measurements || [];
+    const final = (t.final_measurement && t.final_measurement.metrics) || {};
+    const last = measurements.length
+        ? measurements[measurements.length - 1].metrics || {} : {};
+    const metricNames = [...new Set([...this.data.metrics,
+                                     ...Object.keys(final),
+                                     ...Object.keys(last)])];
+    const params = new Map((t.parameters || []).map((p) => [
+      p.name, 'double_value' in p ? num(p.double_value)
+          : 'int_value' in p ? Number(p.int_value)
+          : 'string_value' in p ? p.string_value : 0]));
+
+    const header = el('h1', {}, `Trial ${t.id} of ${study.name} `,
+        el('span', {class: 'badge', id: 'trial-state', 'data-state': state,
+                    style: `background:${STATE_COLORS[state] || '#999'}`},
+           state));
+    const reasonBox = el('div', {id: 'trial-reasons'}, ...reasons.map(
+        ([k, v]) => el('p', {class: 'reason', 'data-kind': k},
+                       el('b', {}, k + ': '), v)));
+    const paramTable = el('table', {class: 'kv', id: 'trial-params'},
+        ...this.data.params.map((p) => el('tr', {'data-param': p.name},
+            el('th', {}, p.name + (p.log ? ' (log)' : '')),
+            el('td', {class: 'num'},
+               params.has(p.name) ? formatValue(params.get(p.name))
+                                  : '— (inactive)'))));
+    const metricTable = el('table', {class: 'kv', id: 'trial-metrics'},
+        el('tr', {}, el('th', {}, 'metric'), el('th', {}, 'result'),
+           el('th', {}, 'last reported')),
+        ...metricNames.map((m) => el('tr', {'data-metric': m},
+            el('th', {}, m + roleNote(this.data.metricSpecs.find(
+                                 (spec) => spec.name === m))),
+            el('td', {class: 'num'}, m in final ? formatNumber(num(final[m]))
+                                                : ''),
+            el('td', {class: 'num'}, m in last ? formatNumber(num(last[m]))
+                                               : ''))));
+    const info = [
+      ['created', formatTime(t.create_time_ms)],
+      ['started', formatTime(t.start_time_ms)],
+      ['ended', formatTime(t.end_time_ms)],
+      ['duration', formatDuration(duration) + (running && duration !== null
+                                                   ? ' (running)' : '')],
+      ['device time', formatNumber(num(t.device_seconds) || 0) + ' s' +
+                      ` (${formatNumber((num(t.device_seconds) || 0) / 3600)}` +
+                      ' device-hours)'],
+      ['cost', Number((study.spec || {}).price_per_device_hour || 0) > 0
+                   ? formatNumber(num(t.cost) || 0) : 'not priced'],
+      ['worker', t.client_id || ''],
+      ['lease epoch', t.lease_epoch || ''],
+      ['lease expires', running ? formatTime(t.lease_expire_time_ms) : ''],
+      ['retries', t.retry_count || 0],
+      ['checkpoint URI', t.checkpoint_uri || '—'],
+      ['log path', t.log_path || '— (not run by hypertune worker)'],
+    ];
+    const infoTable = el('table', {class: 'kv', id: 'trial-info'},
+        ...info.map(([k, v]) => el('tr', {'data-key': k}, el('th', {}, k),
+                                   el('td', {}, String(v)))));
+    this.curveBox = el('div', {id: 'trial-curve', class: 'chart'});
+    const metricSelect = el('select', {id: 'curve-metric', onchange: (e) => {
+      this.metric = e.target.value;
+      this.drawCurve();
+    }}, ...metricNames.map((m) => el('option', {value: m,
+                                                selected: m === this.metric},
+                                     m)));
+    const logToggle = el('label', {}, el('input', {
+      type: 'checkbox', id: 'curve-log', checked: this.logScale,
+      onchange: (e) => {
+        this.logScale = e.target.checked;
+        this.drawCurve();
+      }}), ' log scale');
+    // The last log shown stays until the next one arrives.
+    this.logBox = this.logBox ||
+        el('div', {id: 'log-box'}, el('p', {class: 'note'}, 'Loading the log…'));
+    this.actionBox = el('div', {id: 'trial-actions', class: 'actions'});
+    this.root.replaceChildren(
+        this.nav(), header, reasonBox, this.actionBox,
+        el('div', {class: 'columns'},
+           el('section', {}, el('h2', {}, 'Parameters'), paramTable),
+           el('section', {}, el('h2', {}, 'Metrics'), metricTable),
+           el('section', {}, el('h2', {}, 'Run'), infoTable)),
+        el('section', {class: 'plot'},
+           el('h2', {}, 'Learning curve ', metricSelect, ' ', logToggle),
+           this.curveBox, this.measurementTable(measurements, metricNames)),
+        el('section', {}, el('h2', {}, 'Log'), this.logBox));
+    this.renderActions();
+    this.drawCurve();
+  }
+
+  measurementTable(measurements, names) {
+    const shown = measurements.slice(-200);
+    return el('details', {id: 'measurements'},
+        el('summary', {}, `${measurements.length} measurements` +
+                          (shown.length < measurements.length
+                               ? ' (the last 200 below)' : '')),
+        el('table', {class: 'trials'},
+           el('tr', {}, el('th', {}, 'step'), el('th', {}, 'elapsed s'),
+              ...names.map((n) => el('th', {}, n))),
+           ...shown.map((m) => el('tr', {},
+               el('td', {class: 'num'}, Number(m.step || 0)),
+               el('td', {class: 'num'}, formatNumber(num(m.elapsed_seconds) ||
+                                                     0)),
+               ...names.map((n) => el('td', {class: 'num'},
+                   m.metrics && n in m.metrics
+                       ? formatNumber(num(m.metrics[n])) : ''))))));
+  }
+
+  renderActions() {
+    const box = this.actionBox;
+    box.replaceChildren();
+    const state = this.trial.state;
+    if (!this.server || !this.server.writes || !STOPPABLE.has(state)) return;
+    const reason = el('input', {id: 'stop-reason', type: 'text', size: 30,
+                                placeholder: 'reason (optional)'});
+    const status = el('span', {id: 'trial-action-status', class: 'note'});
+    const error = el('span', {id: 'trial-action-error', class: 'error'});
+    box.append(el('button', {id: 'trial-stop', onclick: async () => {
+      error.textContent = '';
+      status.textContent = 'stopping…';
+      try {
+        this.trial = await api.post(api.studyPath(
+            this.data.study.name, `/trials/${this.id}/stop`),
+            reason.value ? {reason: reason.value} : {});
+        this.data.applyTrial(this.trial);
+        this.render();
+        this.actionBox.append(el('span', {id: 'trial-action-status',
+                                          class: 'note'},
+                                 `stop requested: ${this.trial.state}`));
+      } catch (e) {
+        status.textContent = '';
+        error.textContent = 'stop: ' + e.message;
+      }
+    }}, 'Stop trial'), ' ', reason, ' ', status, error);
+  }
+
+  drawCurve() {
+    const box = this.curveBox;
+    const points = [];
+    for (const m of this.trial.measurements || []) {
+      if (m.metrics && this.metric in m.metrics) {
+        points.push([Number(m.step || 0), num(m.metrics[this.metric])]);
+      }
+    }
+    box.setAttribute('data-points', points.length);
+    box.setAttribute('data-metric', this.metric);
+    if (!this.app.hasCharts) {
+      box.replaceChildren(el('p', {class: 'note'},
+                             'Charts are not part of this build.'));
+      return;
+    }
+    if (points.length === 0) {
+      box.replaceChildren(el('p', {class: 'note'},
+          `No intermediate value of ${this.metric} was reported.`));
+      return;
+    }
+    const values = points.map((p) => p[1]);
+    const log = this.logScale && allPositive(values);
+    const frame = new Frame(box, {width: Math.min(900, this.app.main
+        .clientWidth - 40), height: 280});
+    const steps = points.map((p) => p[0]);
+    const x = makeScale({domain: [Math.min(...steps),
+                                  Math.max(Math.max(...steps),
+                                           Math.min(...steps) + 1)],
+                         range: frame.xRange(), integer: true});
+    const y = makeScale({domain: extent(values, log) || [0, 1], log,
+                         range: [frame.yRange()[0] - 4,
+                                 frame.yRange()[1] + 4]});
+    frame.axisBottom(makeAxis('bottom', x, {integer: true}), 'step');
+    frame.axisLeft(makeAxis('left', y), this.metric + (log ? ' (log)' : ''));
+    const xs = new Float32Array(points.length);
+    const ys = new Float32Array(points.length);
+    points.forEach(([s, v], i) => {
+      xs[i] = x(s);
+      ys[i] = Number.isFinite(v) && (!log || v > 0) ? y(v) : NaN;
+    });
+    const ctx = frame.ctx;
+    ctx.strokeStyle = STATE_COLORS[this.trial.state] || '#3b6ea5';
+    ctx.lineWidth = 2;
+    ctx.beginPath();
+    let pen = false;
+    for (let i = 0; i < points.length; ++i) {
+      if (Number.isNaN(ys[i])) {
+        pen = false;
+        continue;
+      }
+      if (pen) ctx.lineTo(xs[i], ys[i]);
+      else ctx.moveTo(xs[i], ys[i]);
+      pen = true;
+    }
+    ctx.stroke();
+    ctx.fillStyle = ctx.strokeStyle;
+    for (let i = 0; i < points.length; ++i) {
+      if (Number.isNaN(ys[i])) continue;
+      ctx.beginPath();
+      ctx.arc(xs[i], ys[i], 2.5, 0, 2 * Math.PI);
+      ctx.fill();
+    }
+    frame.interact((mx, my) => {
+      const i = nearest(xs, ys, points.length, mx, my, 12);
+      if (i < 0) return null;
+      return {id: this.id, x: xs[i], y: ys[i],
+              html: tipHtml(`step ${points[i][0]}`,
+                            [[this.metric, points[i][1]]])};
+    }, () => {});
+  }
+
+  // Reads the log's tail, at most every 2 s while live changes come in.
+  async loadLog() {
+    const now = Date.now();
+    if (this.logAt && now - this.logAt < 2000) {
+      if (!this.logTimer) {
+        this.logTimer = setTimeout(() => {
+          this.logTimer = null;
+          this.logAt = 0;
+          if (this.root.isConnected) this.loadLog();
+        }, 2000 - (now - this.logAt));
+      }
+      return;
+    }
+    this.logAt = now;
+    const box = this.logBox;
+    if (!this.trial.log_path) {
+      box.setAttribute('data-state', 'none');
+      box.replaceChildren(el('p', {class: 'note'},
+          'This trial has no log: only trials run by `hypertune worker` ' +
+          'have one.'));
+      return;
+    }
+    if (this.server && !this.server.logs) {
+      box.setAttribute('data-state', 'off');
+      box.replaceChildren(el('p', {class: 'note', id: 'log-off'},
+          'This server does not serve logs: start hypertuned with ' +
+          '--log-root DIR (the folder the workers write their logs into) ' +
+          `to see the end of ${this.trial.log_path} here.`));
+      return;
+    }
+    try {
+      const tail = await api.get(api.studyPath(
+          this.data.study.name, `/trials/${this.id}/log`));
+      box.setAttribute('data-state', 'ok');
+      box.setAttribute('data-bytes', tail.text.length);
+      box.replaceChildren(
+          el('p', {class: 'note'}, tail.offset > 0
+              ? `The last ${formatNumber(tail.size - tail.offset)} bytes of ` +
+                `${tail.path} (${formatNumber(tail.size)} bytes):`
+              : `${tail.path} (${formatNumber(tail.size)} bytes):`),
+          el('pre', {id: 'log-tail'}, tail.text));
+    } catch (e) {
+      box.setAttribute('data-state', 'error');
+      box.replaceChildren(el('p', {class: 'error', id: 'log-error'},
+                             'Log: ' + e.message));
+    }
+  }
+}

@@ -1,0 +1,136 @@
+// Unit tests of the dashboard's data model (dashboard/src/model.js) in
+// node: metric roles, feasibility, the Pareto front, rows of conditional
+// trials and non-finite objectives. Run by ctest (dashboard_model_test)
+// with `node --test`.
+
+import assert from 'node:assert/strict';
+import {test} from 'node:test';
+
+import {isFeasible, metricsOf, objectiveOf, paretoFront, rowFromCompact,
+        rowFromTrial} from '../src/model.js';
+
+const twoObjectives = {
+  name: 'mo',
+  spec: {
+    parameters: [{name: 'x', double_spec: {min: 0, max: 1}}],
+    metrics: [
+      {name: 'loss', goal: 'MINIMIZE', role: 'OBJECTIVE'},
+      {name: 'acc', goal: 'MAXIMIZE', role: 'OBJECTIVE'},
+      {name: 'latency', goal: 'MINIMIZE', role: 'CONSTRAINT',
+       upper_bound: 10},
+      {name: 'memory', role: 'CONSTRAINT', lowerBound: 1, upperBound: '8'},
+      {name: 'epochs'},
+    ],
+  },
+};
+
+function row(id, metrics, state = 'COMPLETED', feasible = null) {
+  return {id, state, metrics, params: [], feasible};
+}
+
+test('a study without roles has the first metric as its objective', () => {
+  const study = {spec: {metrics: [{name: 'a', goal: 'MAXIMIZE'},
+                                  {name: 'b', goal: 'MINIMIZE'}]}};
+  const metrics = metricsOf(study);
+  assert.deepEqual(metrics.map((m) => m.role), ['OBJECTIVE', 'RECORDED']);
+  assert.deepEqual(objectiveOf(study),
+                   {name: 'a', index: 0, minimize: false});
+  const unspecified = {spec: {metrics: [{name: 'a', role: 'ROLE_UNSPECIFIED'},
+                                        {name: 'b'}]}};
+  assert.equal(metricsOf(unspecified)[0].role, 'OBJECTIVE');
+});
+
+test('roles and both spellings of the bounds are read', () => {
+  const metrics = metricsOf(twoObjectives);
+  assert.deepEqual(metrics.map((m) => m.role),
+                   ['OBJECTIVE', 'OBJECTIVE', 'CONSTRAINT', 'CONSTRAINT',
+                    'RECORDED']);
+  assert.equal(metrics[2].upper, 10);
+  assert.equal(metrics[2].lower, null);
+  assert.equal(metrics[3].lower, 1);
+  assert.equal(metrics[3].upper, 8);
+  // A constraint listed first leaves the objective to the next metric.
+  const first = {spec: {metrics: [{name: 'c', role: 'CONSTRAINT'},
+                                  {name: 'o', goal: 'MINIMIZE'}]}};
+  assert.deepEqual(objectiveOf(first), {name: 'o', index: 1, minimize: true});
+});
+
+test('feasibility follows the bounds and the server\'s mark', () => {
+  const metrics = metricsOf(twoObjectives);
+  assert.ok(isFeasible(row(1, [1, 1, 10, 8, 0]), metrics));
+  assert.ok(!isFeasible(row(2, [1, 1, 10.5, 8, 0]), metrics));
+  assert.ok(!isFeasible(row(3, [1, 1, 5, 0.5, 0]), metrics));
+  assert.ok(!isFeasible(row(4, [1, 1, null, 2, 0]), metrics));
+  assert.ok(!isFeasible(row(5, [1, 1, NaN, 2, 0]), metrics));
+  assert.ok(!isFeasible(row(6, [1, 1, 5, 2, 0], 'COMPLETED', false),
+                        metrics));
+});
+
+test('the Pareto front honours each objective\'s goal', () => {
+  const metrics = metricsOf(twoObjectives);
+  const objectives = metrics.filter((m) => m.role === 'OBJECTIVE');
+  // loss (min), acc (max), latency <= 10, 1 <= memory <= 8.
+  const rows = [
+    row(1, [0.1, 0.5, 1, 2, 0]),   // front: lowest loss
+    row(2, [0.5, 0.9, 1, 2, 0]),   // front: highest acc
+    row(3, [0.3, 0.7, 1, 2, 0]),   // front: between
+    row(4, [0.4, 0.6, 1, 2, 0]),   // dominated by 3
+    row(5, [0.05, 0.99, 50, 2, 0]),  // would dominate all; misses latency
+    row(6, [0.2, 0.5, 1, 2, 0]),   // dominated by 1
+    row(7, [0.01, 1.0, 1, 2, 0], 'STOPPED'),  // not COMPLETED
+    row(8, [Infinity, 1.5, 1, 2, 0]),  // non-finite: left out
+    row(9, [0.3, 0.7, 1, 2, 0]),   // equal to 3: on the front too
+    row(10, [0.1, 0.5, 1, 2, 0], 'COMPLETED', false),  // marked infeasible
+  ];
+  const front = paretoFront(rows, objectives, metrics);
+  assert.deepEqual(front.map((r) => r.id).sort((a, b) => a - b),
+                   [1, 2, 3, 9]);
+  // Flipping acc's goal: a trial with low loss and low acc wins.
+  const flipped = objectives.map((m) => ({...m, minimize: true}));
+  assert.deepEqual(paretoFront(rows, flipped, metrics).map((r) => r.id),
+                   [1]);
+});
+
+test('the front of many random points matches the quadratic definition',
+     () => {
+  const metrics = metricsOf(twoObjectives);
+  const objectives = metrics.filter((m) => m.role === 'OBJECTIVE');
+  let seed = 7;
+  const random = () => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed / 2147483648;
+  };
+  const rows = [];
+  for (let i = 1; i <= 500; ++i) {
+    rows.push(row(i, [Math.round(random() * 50) / 50,
+                      Math.round(random() * 50) / 50, 1, 2, 0]));
+  }
+  const better = (a, b) => a.metrics[0] <= b.metrics[0] &&
+      a.metrics[1] >= b.metrics[1] &&
+      (a.metrics[0] < b.metrics[0] || a.metrics[1] > b.metrics[1]);
+  const expected = rows.filter((r) => !rows.some((o) => better(o, r)))
+      .map((r) => r.id).sort((a, b) => a - b);
+  const got = paretoFront(rows, objectives, metrics).map((r) => r.id)
+      .sort((a, b) => a - b);
+  assert.deepEqual(got, expected);
+});
+
+test('an inactive parameter is null and non-finite objectives are kept',
+     () => {
+  const study = {spec: {
+    parameters: [{name: 'x', double_spec: {min: 0, max: 1}},
+                 {name: 'depth', integer_spec: {min: 1, max: 9}}],
+    metrics: [{name: 'loss', goal: 'MINIMIZE'}]}};
+  const compact = rowFromCompact({id: 3, state: 'COMPLETED',
+                                  params: [0.5, null], metrics: ['NaN'],
+                                  curve: [[1, 'Infinity']], measurements: 1});
+  assert.equal(compact.params[1], null);
+  assert.ok(Number.isNaN(compact.objective));
+  assert.equal(compact.values[0], Infinity);
+  const full = rowFromTrial({
+    id: '4', state: 'COMPLETED',
+    parameters: [{name: 'x', double_value: 0.25}],
+    final_measurement: {metrics: {loss: '-Infinity'}}}, study);
+  assert.deepEqual(full.params, [0.25, null]);
+  assert.equal(full.objective, -Infinity);
+});
