@@ -44,6 +44,7 @@ absl::Status RunWatchCommand(const CommandContext& context, const Args& args);
 absl::Status RunStopCommand(const CommandContext& context, const Args& args);
 // export_commands.cc and optuna_import.cc.
 absl::Status RunExportCommand(const CommandContext& context, const Args& args);
+absl::Status RunAdminCommand(const CommandContext& context, const Args& args);
 absl::Status RunImportCommand(const CommandContext& context, const Args& args);
 absl::Status RunImportOptunaCommand(const CommandContext& context,
                                     const Args& args);
@@ -67,6 +68,7 @@ extern const char kWorkerUsage[];
 extern const char kWatchUsage[];
 extern const char kStopUsage[];
 extern const char kExportUsage[];
+extern const char kAdminUsage[];
 extern const char kImportUsage[];
 extern const char kImportOptunaUsage[];
 extern const char kTrialsImportUsage[];

@@ -33,6 +33,9 @@ constexpr char kUsage[] =
     "  study list                     list the studies\n"
     "  study get NAME                 show a study\n"
     "  study best NAME                show its best trials\n"
+    "  study update NAME --max-trials N ...\n"
+    "                                 change its budget, lease or search space\n"
+    "  study history NAME             list its updates\n"
     "  study delete NAME              delete a study and its trials\n"
     "  study pause|resume NAME        stop or restart its suggestions\n"
     "  study chown NAME OWNER         give a study to another owner (an\n"
@@ -57,6 +60,7 @@ constexpr char kUsage[] =
     "  import FILE [--name NEW]       recreate an exported study\n"
     "  import-optuna FILE [--study NAME]\n"
     "                                 import studies from an Optuna SQLite file\n"
+    "  admin backup FILE              copy the live database (on the server)\n"
     "Running:\n"
     "  worker NAME [--parallel N] -- CMD [ARG...]\n"
     "                                 run CMD once per trial of the study\n"
@@ -88,6 +92,7 @@ const Command kCommands[] = {
     {"import", hypertune::cli::RunImportCommand, hypertune::cli::kImportUsage},
     {"import-optuna", hypertune::cli::RunImportOptunaCommand,
      hypertune::cli::kImportOptunaUsage},
+    {"admin", hypertune::cli::RunAdminCommand, hypertune::cli::kAdminUsage},
 };
 
 const Command* FindCommand(const std::string& name) {

@@ -80,6 +80,12 @@ grpc::Status GrpcService::UpdateStudy(grpc::ServerContext *context,
   return Serve(context, &StudyService::UpdateStudy, *request, response);
 }
 
+grpc::Status GrpcService::Backup(grpc::ServerContext *context,
+                                 const v1::BackupRequest *request,
+                                 v1::BackupResponse *response) {
+  return Serve(context, &StudyService::Backup, *request, response);
+}
+
 grpc::Status GrpcService::SuggestTrials(grpc::ServerContext *context,
                                         const v1::SuggestTrialsRequest *request,
                                         v1::SuggestTrialsResponse *response) {

@@ -46,6 +46,8 @@ class GrpcService final : public v1::HyperTune::Service {
   grpc::Status UpdateStudy(grpc::ServerContext *,
                            const v1::UpdateStudyRequest *,
                            v1::Study *) override;
+  grpc::Status Backup(grpc::ServerContext *, const v1::BackupRequest *,
+                      v1::BackupResponse *) override;
   grpc::Status SuggestTrials(grpc::ServerContext *,
                              const v1::SuggestTrialsRequest *,
                              v1::SuggestTrialsResponse *) override;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <filesystem>
 #include <limits>
 
 #include "absl/container/flat_hash_map.h"
@@ -463,6 +464,32 @@ absl::StatusOr<v1::Study> StudyService::SetMaxTrials(
   update.mutable_spec()->set_max_trials(static_cast<int32_t>(max_trials));
   update.mutable_update_mask()->add_paths("max_trials");
   return UpdateStudy(update, caller);
+}
+
+absl::StatusOr<v1::BackupResponse> StudyService::Backup(
+    const v1::BackupRequest& request, const Principal& caller) {
+  if (caller.checked && !caller.admin) {
+    // The path is on the server's machine: only its operator may name one.
+    return absl::PermissionDeniedError(
+        "Backup: an admin's call (a token whose owner is admin)");
+  }
+  HT_RETURN_IF_ERROR(ValidateText("destination_path",
+                                  request.destination_path(), kMaxUriBytes));
+  if (request.destination_path().empty()) {
+    return absl::InvalidArgumentError(
+        "destination_path: empty; name the file to write on the server");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  HT_RETURN_IF_ERROR(store_->Backup(request.destination_path()));
+  v1::BackupResponse response;
+  response.set_destination_path(request.destination_path());
+  std::error_code error;
+  const auto bytes = std::filesystem::file_size(request.destination_path(), error);
+  response.set_bytes(error ? 0 : static_cast<int64_t>(bytes));
+  response.set_duration_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now() - start)
+                               .count());
+  return response;
 }
 
 absl::StatusOr<v1::Study> StudyService::SetStudyOwner(

@@ -83,6 +83,11 @@ class StudyService {
   absl::StatusOr<v1::Study> SetMaxTrials(
       const std::string& name, int64_t max_trials,
       const Principal& caller = Principal::AuthOff());
+  // A consistent copy of the live database at request.destination_path, made
+  // while serving (storage's online backup). An admin's call when auth is on.
+  absl::StatusOr<v1::BackupResponse> Backup(
+      const v1::BackupRequest& request,
+      const Principal& caller = Principal::AuthOff());
   // Gives the study to request.owner: an admin may for any study, an owner
   // for its own. The caller checks that the new owner is known.
   absl::StatusOr<v1::Study> SetStudyOwner(

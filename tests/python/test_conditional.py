@@ -114,7 +114,8 @@ def test_worker_trials_show_only_active_parameters(client, server, tmp_path, alg
     assert len(rows) == 10
     for row in rows:
         for name in ("momentum", "beta2"):
-            assert (row[name] != "") == (name in ACTIVE[row["optimizer"]]), row
+            active = name in ACTIVE[row["param:optimizer"]]
+            assert (row[f"param:{name}"] != "") == active, row
     text = cli(server, "trials", study.name, "--format", "json")
     listed = json.loads(text)
     listed = listed if isinstance(listed, list) else listed.get("trials", [])

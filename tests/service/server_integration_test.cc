@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -12,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -19,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "hypertune/v1/hypertune.grpc.pb.h"
 #include "service/server.h"
+#include "storage/open_store.h"
 #include "testing/test_server.h"
 #include "trainer_sdk/hypertune.h"
 
@@ -148,7 +152,6 @@ TEST(ServerIntegrationTest, EightWorkersRunFortyTrialsAndRestartKeepsHistory) {
   }
 }
 
-// Each malformed request gets its code; the server keeps serving.
 // A second server on a served port would take half its connections (gRPC
 // and httplib both default to SO_REUSEPORT): it must refuse to start.
 TEST(ServerIntegrationTest, AServedPortIsRefused) {
@@ -180,6 +183,88 @@ TEST(ServerIntegrationTest, AServedPortIsRefused) {
               HasSubstr("http: cannot bind " + (*first)->http_address()));
 }
 
+// Two servers on one database file would each think they own it.
+TEST(ServerIntegrationTest, ADatabaseHeldByAnotherServerIsRefused) {
+  TempDir dir;
+  auto first = StartServer(dir.File("one.db"));
+  ASSERT_NE(first, nullptr);
+  service::ServerOptions options;
+  options.db_path = dir.File("one.db");
+  options.listen = "127.0.0.1:0";
+  auto second = service::Server::Start(options);
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(std::string(second.status().message()),
+              HasSubstr("another hypertuned holds it"));
+  first.reset();
+  EXPECT_NE(StartServer(dir.File("one.db")), nullptr);
+}
+
+// An online backup under 16 working workers: the copy passes SQLite's
+// integrity check, holds every trial acknowledged before the backup
+// started, and serves as a database of its own.
+TEST(ServerIntegrationTest, ABackupUnderLoadHoldsEveryAcknowledgedTrial) {
+  TempDir dir;
+  auto server = StartServer(dir.File("live.db"));
+  ASSERT_NE(server, nullptr);
+  Client admin = MakeClient(server->address(), "admin");
+  ASSERT_TRUE(admin.CreateStudy(QuadraticStudy("busy", 0, 0)).ok());
+
+  absl::Mutex mu;
+  std::vector<int64_t> acknowledged;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 16; ++w) {
+    workers.emplace_back([&, w] {
+      Client client = MakeClient(server->address(), absl::StrCat("w", w));
+      while (!stop) {
+        auto next = client.NextTrial("busy");
+        if (!next.ok() || !next->has_value()) return;
+        Trial& trial = **next;
+        if (!trial.Report(1, {{"loss", Loss(trial.proto()) + 1}}).ok()) return;
+        if (!trial.Complete({{"loss", Loss(trial.proto())}}).ok()) return;
+        absl::MutexLock lock(&mu);
+        acknowledged.push_back(trial.id());
+      }
+    });
+  }
+  auto enough = [&] {
+    absl::MutexLock lock(&mu);
+    return acknowledged.size() >= 40;
+  };
+  while (!enough()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::vector<int64_t> before;
+  {
+    absl::MutexLock lock(&mu);
+    before = acknowledged;
+  }
+  auto backup = admin.Backup(dir.File("copy.db"));
+  ASSERT_TRUE(backup.ok()) << backup.status();
+  EXPECT_GT(backup->bytes(), 0);
+  EXPECT_EQ(backup->destination_path(), dir.File("copy.db"));
+  stop = true;
+  for (std::thread& t : workers) t.join();
+
+  {
+    storage::StoreOptions options;
+    options.path = dir.File("copy.db");
+    auto copy = storage::OpenStore(options);
+    ASSERT_TRUE(copy.ok()) << copy.status();
+    EXPECT_TRUE((*copy)->CheckIntegrity().ok());
+  }
+  auto restored = StartServer(dir.File("copy.db"));
+  ASSERT_NE(restored, nullptr);
+  Client reader = MakeClient(restored->address(), "reader");
+  std::map<int64_t, v1::Trial> copied;
+  for (const v1::Trial& t : AllTrials(reader, "busy")) copied[t.id()] = t;
+  for (int64_t id : before) {
+    ASSERT_TRUE(copied.contains(id)) << "trial " << id << " is missing";
+    EXPECT_EQ(copied[id].state(), v1::Trial::COMPLETED) << id;
+  }
+  // The live database kept serving: it holds more than the copy.
+  EXPECT_GE(AllTrials(admin, "busy").size(), copied.size());
+}
+
+// Each malformed request gets its code; the server keeps serving.
 TEST(ServerIntegrationTest, MalformedRequestsGetTheirCodes) {
   TempDir dir;
   auto server = StartServer(dir.File("bad.db"));

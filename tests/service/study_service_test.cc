@@ -558,6 +558,24 @@ TEST_F(StudyServiceTest, AnInfiniteResultDoesNotDerailTheSearch) {
   (void)finite_points;
 }
 
+TEST_F(StudyServiceTest, BackupIsAnAdminsCallAndNeedsSqlite) {
+  Principal bob;
+  bob.owner = "bob";
+  bob.checked = true;
+  v1::BackupRequest request;
+  request.set_destination_path("/tmp/copy.db");
+  EXPECT_EQ(service_.Backup(request, bob).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  Principal admin = bob;
+  admin.admin = true;
+  absl::Status memory = service_.Backup(request, admin).status();
+  EXPECT_EQ(memory.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(memory.message()), HasSubstr("SQLite"));
+  request.clear_destination_path();
+  EXPECT_EQ(service_.Backup(request, admin).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 // Two objectives (accuracy up, latency down) under a memory constraint.
 v1::CreateStudyRequest TwoObjectivesOneConstraint(v1::Algorithm algorithm) {
   v1::CreateStudyRequest request;

@@ -7,7 +7,8 @@
 // (step = epoch: val_accuracy, val_loss, train_loss), a checkpoint is written
 // each epoch and its URI recorded on the trial, a trial carrying a checkpoint
 // resumes from it, and the run stops early when the server says so. The
-// final measurement adds train_seconds, images_per_second, device_seconds.
+// final measurement adds train_seconds, images_per_second, device_seconds
+// and parameter_count (for accuracy-against-size studies).
 // A NaN/Inf loss or a device failure marks the trial infeasible.
 //
 // Otherwise it trains with the flags and prints the worker's stdout protocol,
@@ -425,6 +426,11 @@ int Run(int argc, char** argv) {
                            {"train_seconds", result->train_seconds},
                            {"images_per_second", result->images_per_second},
                            {"device_seconds", result->device_seconds}};
+  // What a size/speed trade-off study needs beside images_per_second.
+  if (model != nullptr) {
+    final_metrics["parameter_count"] =
+        static_cast<double>(model->Size(ModelArray::kParameters));
+  }
   if (want_test && sets->test != nullptr && model != nullptr) {
     absl::StatusOr<EvalStats> test =
         EvaluateDataset(*model, *sets->test, options.eval_batch_size, options.prefetch);
