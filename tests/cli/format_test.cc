@@ -180,10 +180,16 @@ TEST(Json, ParseErrorsNameTheSource) {
 }
 
 TEST(Json, ExampleStudyConfigsParse) {
-  const std::pair<const char*, v1::Algorithm> kExamples[] = {
-      {"examples/study.json", v1::GP_BANDIT},
-      {"examples/shell/study.json", v1::QUASI_RANDOM}};
-  for (const auto& [path, algorithm] : kExamples) {
+  struct Example {
+    const char* path;
+    v1::Algorithm algorithm;
+    const char* first_metric;
+  };
+  const Example kExamples[] = {
+      {"examples/study.json", v1::GP_BANDIT, "loss"},
+      {"examples/shell/study.json", v1::QUASI_RANDOM, "loss"},
+      {"examples/accuracy_vs_size.json", v1::GP_BANDIT, "val_accuracy"}};
+  for (const auto& [path, algorithm, first_metric] : kExamples) {
     std::string full = std::string(HYPERTUNE_SOURCE_DIR) + "/" + path;
     FILE* f = std::fopen(full.c_str(), "r");
     ASSERT_NE(f, nullptr) << full;
@@ -196,7 +202,7 @@ TEST(Json, ExampleStudyConfigsParse) {
     v1::Study study;
     absl::Status status = ParseJsonConfig(text, path, &study);
     ASSERT_TRUE(status.ok()) << status;
-    EXPECT_EQ(study.spec().metrics(0).name(), "loss");
+    EXPECT_EQ(study.spec().metrics(0).name(), first_metric);
     EXPECT_EQ(study.spec().algorithm(), algorithm) << path;
   }
 }
