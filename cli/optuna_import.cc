@@ -470,12 +470,14 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
     v1::MetricSpec& m = *study.mutable_spec()->add_metrics();
     m.set_name(metric_names[i]);
     m.set_goal(goals[i]);
+    // Several directions: a multi-objective study (its user attributes,
+    // which set no role, are then recorded).
+    if (goals.size() > 1) m.set_role(v1::MetricSpec::OBJECTIVE);
   }
   if (goals.size() > 1) {
     out.notes.push_back(absl::StrCat(
         goals.size(), " objectives: metrics ", absl::StrJoin(metric_names, ", "),
-        " with Optuna's directions; the first is the objective, the others "
-        "are recorded (until metrics carry roles)"));
+        " with Optuna's directions, each an OBJECTIVE"));
   }
 
   // Study user attributes: nowhere to keep them.

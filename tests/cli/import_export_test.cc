@@ -398,6 +398,12 @@ TEST_F(ImportExportTest, ImportOptunaKeepsEveryTrial) {
   ASSERT_EQ(mo->spec().metrics_size(), 2);
   EXPECT_EQ(mo->spec().metrics(1).name(), "values_1");
   EXPECT_EQ(mo->spec().metrics(1).goal(), v1::MetricSpec::MAXIMIZE);
+  EXPECT_EQ(mo->spec().metrics(0).role(), v1::MetricSpec::OBJECTIVE);
+  EXPECT_EQ(mo->spec().metrics(1).role(), v1::MetricSpec::OBJECTIVE);
+  // Both objectives make the answer a Pareto front of the imported trials.
+  auto front = client.ListOptimalTrials("optuna-mo");
+  ASSERT_TRUE(front.ok()) << front.status();
+  EXPECT_GE(front->trials_size(), 1);
 
   // The WAITING (enqueued) trial runs under hypertune with its parameters.
   auto queued = client.Suggest("optuna-demo", 1, "w");
