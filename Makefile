@@ -9,10 +9,13 @@ PACKAGES := g++ cmake ninja-build pkg-config \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
   libabsl-dev libeigen3-dev libboost-dev libsqlite3-dev nlohmann-json3-dev \
   liblbfgspp-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  libturbojpeg0-dev dataset-fashion-mnist libcpp-httplib-dev chromium npm \
+  libturbojpeg0-dev dataset-fashion-mnist libcpp-httplib-dev chromium \
   python3-grpcio python3-protobuf python3-pytest python3-pandas
 # Not here, being large: python3-torch (the PyTorch example; its tests are
-# skipped without it) and python3-optuna (the benchmarks' peer).
+# skipped without it) and python3-optuna (the benchmarks' peer). npm (the
+# dashboard's charts from the npm registry) is installed only where no npm
+# is on the PATH: Node.js from elsewhere brings its own, which Debian's
+# package would conflict with.
 
 .PHONY: all deps configure build test demo install clean fuzz
 
@@ -30,6 +33,11 @@ deps:
 	  echo "installing:" $$missing; \
 	  apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi; \
+	if ! command -v npm >/dev/null 2>&1 && [ "$$(id -u)" -eq 0 ]; then \
+	  echo "installing: npm"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null || \
+	    echo "npm could not be installed: the dashboard is built without its charts" >&2; \
 	fi
 
 $(BUILD)/build.ninja: CMakeLists.txt | deps
