@@ -57,6 +57,21 @@ absl::Status Print(const CommandContext& context,
   return absl::OkStatus();
 }
 
+// The study config in the JSON file at `path` (json_config.h's errors).
+absl::StatusOr<v1::Study> ReadStudyConfig(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  if (!file || !(text << file.rdbuf())) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read study config \"", path, "\""));
+  }
+  v1::Study study;
+  if (absl::Status s = ParseJsonConfig(text.str(), path, &study); !s.ok()) {
+    return s;
+  }
+  return study;
+}
+
 // The single NAME argument of a subcommand.
 absl::StatusOr<std::string> OneName(const ParsedArgs& parsed,
                                      const std::string& subcommand) {
@@ -81,14 +96,9 @@ absl::Status Create(const CommandContext& context, const Args& args) {
       {OutputFormat::kJson, OutputFormat::kTable});
   if (!format.ok()) return format.status();
 
-  std::ifstream file(*path);
-  std::stringstream text;
-  if (!file || !(text << file.rdbuf())) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read study config \"", *path, "\""));
-  }
-  v1::Study study;
-  if (absl::Status s = ParseJsonConfig(text.str(), *path, &study); !s.ok()) return s;
+  absl::StatusOr<v1::Study> config = ReadStudyConfig(*path);
+  if (!config.ok()) return config.status();
+  v1::Study& study = *config;
   const std::vector<std::string> sources =
       SplitStudyList(parsed->GetAll("warm-start-from"));
   for (const std::string& source : sources) {
@@ -260,17 +270,9 @@ absl::Status Update(const CommandContext& context, const Args& args) {
     }
   }
   if (std::optional<std::string> path = parsed->Get("config")) {
-    std::ifstream file(*path);
-    std::stringstream text;
-    if (!file || !(text << file.rdbuf())) {
-      return absl::NotFoundError(
-          absl::StrCat("cannot read study config \"", *path, "\""));
-    }
-    v1::Study config;
-    if (absl::Status s = ParseJsonConfig(text.str(), *path, &config); !s.ok()) {
-      return s;
-    }
-    *request.mutable_spec()->mutable_parameters() = config.spec().parameters();
+    absl::StatusOr<v1::Study> config = ReadStudyConfig(*path);
+    if (!config.ok()) return config.status();
+    *request.mutable_spec()->mutable_parameters() = config->spec().parameters();
     request.mutable_update_mask()->add_paths("parameters");
   }
   if (request.update_mask().paths().empty()) {
