@@ -7,7 +7,8 @@
 // the browser test reads, and answers hover (the trial and its values) and
 // click (the trial's page) through plot.js.
 
-import {STATE_COLORS, el, formatNumber, isFeasible} from './model.js';
+import {STATE_COLORS, boundText, el, formatNumber, isFeasible,
+        outsideBounds} from './model.js';
 import {Frame, allPositive, d3, extent, legend, makeAxis, makeScale,
         nearest, objectiveColors, position, tipHtml} from './plot.js';
 
@@ -33,7 +34,10 @@ function paramPairs(data, row) {
 
 function trialTip(data, row, extra = []) {
   return tipHtml(`trial ${row.id} (${row.state.toLowerCase()})`, [
-    [data.objective.name, row.objective], ...extra, ...paramPairs(data, row),
+    [data.objective.name, row.objective],
+    ...data.constraints.map((m) => [`${m.name} (${boundText(m)})`,
+                                    row.metrics[m.index]]),
+    ...extra, ...paramPairs(data, row),
     ...(row.reason ? [['reason', row.reason]] : [])]);
 }
 
@@ -65,11 +69,29 @@ function drawPoints(ctx, xs, ys, colors, n, radius, {hollow = false} = {}) {
   }
 }
 
+// Crosses (x), one stroke.
+function drawCrosses(ctx, xs, ys, color, size = 3) {
+  ctx.strokeStyle = color;
+  ctx.lineWidth = 1.5;
+  ctx.beginPath();
+  for (let i = 0; i < xs.length; ++i) {
+    ctx.moveTo(xs[i] - size, ys[i] - size);
+    ctx.lineTo(xs[i] + size, ys[i] + size);
+    ctx.moveTo(xs[i] + size, ys[i] - size);
+    ctx.lineTo(xs[i] - size, ys[i] + size);
+  }
+  ctx.stroke();
+}
+
+// Trials that miss a constraint.
+const MISSED_COLOR = '#888';
+
 // ----- Optimization history -----
 
-// Each finished trial's objective by trial number, the best so far,
-// stopped trials hollow, infinite values clipped to the edge (triangles),
-// INFEASIBLE trials as crosses on a strip below.
+// Each finished trial's objective by trial number, the best so far (over
+// feasible trials), stopped trials hollow, completed trials that miss a
+// constraint as grey crosses, infinite values clipped to the edge
+// (triangles), INFEASIBLE trials as crosses on a strip below.
 export function drawHistory(box, data, opts) {
   const rows = data.sorted();
   const points = [];
@@ -123,11 +145,16 @@ export function drawHistory(box, data, opts) {
                  data.objective.name + (log ? ' (log)' : ''));
   const ctx = frame.ctx;
 
-  // Best so far over COMPLETED trials: a step line.
+  const missesConstraint = (row) => data.constraints.length > 0 &&
+      row.state === 'COMPLETED' && !isFeasible(row, data.metricSpecs);
+  // Best so far over feasible COMPLETED trials: a step line.
   let best = null;
   const bestPath = [];
   for (const row of points) {
-    if (row.state !== 'COMPLETED' || !Number.isFinite(row.objective)) continue;
+    if (row.state !== 'COMPLETED' || !Number.isFinite(row.objective) ||
+        missesConstraint(row)) {
+      continue;
+    }
     if (best === null || data.better(row.objective, best)) {
       best = row.objective;
       bestPath.push([row.id, best]);
@@ -159,6 +186,7 @@ export function drawHistory(box, data, opts) {
   const [yLow, yHigh] = y.range();
   const filled = [];
   const hollow = [];
+  const missed = [];
   const clippedAt = [];
   points.forEach((row) => {
     const i = order.length;
@@ -174,12 +202,14 @@ export function drawHistory(box, data, opts) {
       clippedAt.push(i);
     } else {
       ys[i] = y(v);
-      (row.state === 'STOPPED' ? hollow : filled).push(i);
+      (row.state === 'STOPPED' ? hollow
+       : missesConstraint(row) ? missed : filled).push(i);
     }
     colors.push(STATE_COLORS[row.state]);
   });
   box.setAttribute('data-clipped', clipped);
   box.setAttribute('data-nan', nans);
+  box.setAttribute('data-missed-constraint', missed.length);
   const pick = (list) => {
     const lx = new Float32Array(list.length);
     const ly = new Float32Array(list.length);
@@ -195,6 +225,8 @@ export function drawHistory(box, data, opts) {
   drawPoints(ctx, ...pick(filled), filled.length, radius);
   drawPoints(ctx, ...pick(hollow), hollow.length, radius + 0.5,
              {hollow: true});
+  drawCrosses(ctx, missed.map((i) => xs[i]), missed.map((i) => ys[i]),
+              MISSED_COLOR);
   ctx.fillStyle = '#c23030';
   ctx.strokeStyle = '#c23030';
   ctx.lineWidth = 1.5;
@@ -234,6 +266,10 @@ export function drawHistory(box, data, opts) {
   }
   const items = [{label: 'completed', color: STATE_COLORS.COMPLETED}];
   if (hollow.length) items.push({label: 'stopped', color: STATE_COLORS.STOPPED});
+  if (missed.length) {
+    items.push({label: 'misses a constraint', color: MISSED_COLOR,
+                shape: 'cross'});
+  }
   items.push({label: 'best so far', color: '#d9480f', shape: 'line'});
   if (clipped > nans) {
     items.push({label: '±inf, clipped to the edge', color: '#c23030',
@@ -259,6 +295,89 @@ export function drawHistory(box, data, opts) {
         (!Number.isFinite(row.objective) || (log && row.objective <= 0));
     return {id: row.id, x: xs[i], y: ys[i], html: trialTip(data, row, off
         ? [['plotted at the edge, its value is', row.objective]] : [])};
+  }, (id) => opts.open(id));
+}
+
+// ----- Constraints -----
+
+// One panel per constraint under the history: the constrained metric of
+// each finished trial by trial number, its bounds as dashed lines, the
+// region outside them shaded, the trials outside them as red crosses.
+export function drawConstraints(box, data, opts) {
+  const rows = data.sorted();
+  const maxId = rows.length ? rows[rows.length - 1].id : 1;
+  const panels = data.constraints.map(
+      (m) => el('div', {class: 'constraint', 'data-metric': m.name}));
+  box.replaceChildren(...panels);
+  box.setAttribute('data-constraints', panels.length);
+  data.constraints.forEach((m, k) => {
+    drawConstraintPanel(panels[k], data, opts, m, rows, maxId);
+  });
+}
+
+function drawConstraintPanel(panel, data, opts, m, rows, maxId) {
+  const points = rows.filter(
+      (r) => FINISHED.has(r.state) && finite(r.metrics[m.index] ?? null));
+  const outside = points.filter((r) => outsideBounds(m, r.metrics[m.index]));
+  panel.setAttribute('data-points', points.length);
+  panel.setAttribute('data-violations', outside.length);
+  if (points.length === 0) {
+    panel.replaceChildren(el('p', {class: 'note'},
+        `${m.name} (${boundText(m)}): no finished trial reported it yet.`));
+    panel.setAttribute('data-bounds', 0);
+    return;
+  }
+  const bounds = [m.lower, m.upper].filter((b) => b !== null);
+  const frame = new Frame(panel, {width: opts.width, height: 180});
+  const x = makeScale({domain: [1, Math.max(1, maxId)], range: frame.xRange(),
+                       integer: true});
+  x.domain([0.5, Math.max(1, maxId) + 0.5]);
+  const y = makeScale({
+    domain: extent([...points.map((r) => r.metrics[m.index]), ...bounds]),
+    range: frame.yRange()});
+  frame.axisBottom(makeAxis('bottom', x, {integer: true}), 'trial');
+  frame.axisLeft(makeAxis('left', y), `${m.name} ${boundText(m)}`);
+  const ctx = frame.ctx;
+  const [left, right] = frame.xRange();
+  const [bottom, top] = frame.yRange();
+  // Outside the bounds: shaded, under the points.
+  ctx.fillStyle = 'rgba(194, 48, 48, 0.08)';
+  if (m.upper !== null) ctx.fillRect(left, top, right - left, y(m.upper) - top);
+  if (m.lower !== null) {
+    ctx.fillRect(left, y(m.lower), right - left, bottom - y(m.lower));
+  }
+  for (const b of bounds) {
+    frame.plot.append('line').attr('class', 'bound').attr('data-bound', b)
+        .attr('x1', left).attr('x2', right).attr('y1', y(b)).attr('y2', y(b));
+  }
+  panel.setAttribute('data-bounds', bounds.length);
+  const xs = Float32Array.from(points, (r) => x(r.id));
+  const ys = Float32Array.from(points, (r) => y(r.metrics[m.index]));
+  const inIdx = [];
+  const outIdx = [];
+  points.forEach((r, i) => {
+    (outsideBounds(m, r.metrics[m.index]) ? outIdx : inIdx).push(i);
+  });
+  drawPoints(ctx, Float32Array.from(inIdx, (i) => xs[i]),
+             Float32Array.from(inIdx, (i) => ys[i]),
+             inIdx.map((i) => STATE_COLORS[points[i].state]), inIdx.length,
+             points.length > 3000 ? 2 : 3);
+  drawCrosses(ctx, outIdx.map((i) => xs[i]), outIdx.map((i) => ys[i]),
+              '#c23030');
+  const items = [{label: 'within', color: STATE_COLORS.COMPLETED}];
+  if (outIdx.length) {
+    items.push({label: `outside (${outIdx.length})`, color: '#c23030',
+                shape: 'cross'});
+  }
+  items.push({label: 'bound', color: '#c23030', shape: 'line'});
+  legend(frame.svg, frame.margin.left + 8, 10, items);
+  frame.interact((mx, my) => {
+    const i = nearest(xs, ys, points.length, mx, my, 10);
+    if (i < 0) return null;
+    const row = points[i];
+    return {id: row.id, x: xs[i], y: ys[i], html: trialTip(data, row, [
+      ['within the bounds',
+       outsideBounds(m, row.metrics[m.index]) ? 'no' : 'yes']])};
   }, (id) => opts.open(id));
 }
 
@@ -520,14 +639,19 @@ export function drawContour(box, data, opts, xName, yName) {
 
 // ----- Parallel coordinates -----
 
-// An axis per parameter and one for the objective; a line per COMPLETED
-// trial, coloured by its objective. Brushing an axis (drag along it)
+// An axis per parameter, one per constraint (its bound marked, the side
+// outside it shaded) and one for the objective; a line per COMPLETED
+// trial, coloured by its objective, grey when it misses a constraint.
+// Brushing an axis (drag along it)
 // keeps the lines inside every brushed range: `brushes` (axis name ->
 // {lo, hi} or {categories}) holds them across redraws, and onBrush(ids or
 // null) is told the trials that pass.
 export function drawParallel(box, data, opts, brushes, onBrush) {
   const rows = completedRows(data);
   const axes = data.params.map((p) => ({name: p.name, param: p}));
+  for (const c of data.constraints) {
+    axes.push({name: c.name, param: null, constraint: c});
+  }
   axes.push({name: data.objective.name, param: null});
   box.setAttribute('data-axes', axes.length);
   box.setAttribute('data-lines', rows.length);
@@ -550,6 +674,14 @@ export function drawParallel(box, data, opts, brushes, onBrush) {
       axis.scale = s.scale;
       axis.log = s.log;
       axis.value = (row) => row.params[axis.param.index];
+    } else if (axis.constraint) {
+      const c = axis.constraint;
+      axis.log = false;
+      axis.value = (row) => row.metrics[c.index] ?? null;
+      const bounds = [c.lower, c.upper].filter((b) => b !== null);
+      axis.scale = makeScale({
+        domain: extent([...rows.map(axis.value), ...bounds]) || [0, 1],
+        range: frame.yRange()});
     } else {
       axis.log = logObjective;
       axis.scale = makeScale({domain: extent(values, logObjective) || [0, 1],
@@ -585,6 +717,16 @@ export function drawParallel(box, data, opts, brushes, onBrush) {
     const i = ranked[Math.min(n - 1, Math.floor((b + 0.5) * n / buckets))];
     bucketColor.push(colorOf(rows[i].objective));
   }
+  const missed = new Uint8Array(n);
+  let missedCount = 0;
+  if (data.constraints.length) {
+    rows.forEach((row, i) => {
+      missed[i] = isFeasible(row, data.metricSpecs) ? 0 : 1;
+      missedCount += missed[i];
+    });
+  }
+  box.setAttribute('data-constraint-axes', data.constraints.length);
+  box.setAttribute('data-missed-constraint', missedCount);
   const selected = new Uint8Array(n);
   let selectedCount = n;
 
@@ -638,11 +780,19 @@ export function drawParallel(box, data, opts, brushes, onBrush) {
       ctx.stroke();
     }
     ctx.globalAlpha = n > 3000 ? 0.3 : n > 500 ? 0.5 : 0.8;
+    if (missedCount) {
+      ctx.strokeStyle = MISSED_COLOR;
+      ctx.setLineDash([4, 3]);
+      ctx.beginPath();
+      for (let i = 0; i < n; ++i) if (missed[i] && selected[i]) polyline(ctx, i);
+      ctx.stroke();
+      ctx.setLineDash([]);
+    }
     for (let b = 0; b < buckets; ++b) {
       ctx.strokeStyle = bucketColor[b];
       ctx.beginPath();
       for (let i = 0; i < n; ++i) {
-        if (bucketOf[i] === b && selected[i]) polyline(ctx, i);
+        if (bucketOf[i] === b && selected[i] && !missed[i]) polyline(ctx, i);
       }
       ctx.stroke();
     }
@@ -661,6 +811,7 @@ export function drawParallel(box, data, opts, brushes, onBrush) {
           count: 6, integer: axis.param && axis.param.kind === 'integer'}));
     g.append('text').attr('class', 'axis-name').attr('y', 20)
         .text(axis.name + (axis.log ? ' (log)' : ''));
+    if (axis.constraint) markBounds(g, axis.scale, axis.constraint);
     const brush = d3.brushY()
         .extent([[-12, frame.margin.top - 2],
                  [12, frame.margin.top + frame.inner.height + 2]])
@@ -741,6 +892,26 @@ export function drawParallel(box, data, opts, brushes, onBrush) {
         .attr('d', d3.line()(points));
   });
   return {ids: idsOf()};
+}
+
+// On a constraint's axis (the group `g`, at x = 0): the side outside each
+// bound shaded, the bound a dashed tick labelled "≤ 10".
+function markBounds(g, scale, c) {
+  const [bottom, top] = scale.range();
+  const mark = (bound, edge, label) => {
+    const y = scale(bound);
+    g.append('rect').attr('class', 'outside-bound').attr('x', -6)
+        .attr('width', 12).attr('y', Math.min(y, edge))
+        .attr('height', Math.abs(edge - y));
+    g.append('line').attr('class', 'bound').attr('data-bound', bound)
+        .attr('x1', -14).attr('x2', 14).attr('y1', y).attr('y2', y);
+    g.append('text').attr('class', 'bound-label').attr('x', 16)
+        .attr('y', y + 4).text(label);
+  };
+  if (c.upper !== null) mark(c.upper, top, `\u2264 ${formatNumber(c.upper)}`);
+  if (c.lower !== null) {
+    mark(c.lower, bottom, `\u2265 ${formatNumber(c.lower)}`);
+  }
 }
 
 // A brush's pixel selection [y0, y1] on `axis` in data terms.
@@ -1191,16 +1362,8 @@ export function drawPareto(box, data, opts) {
   const [fx, fy] = sub(feasibleIdx);
   drawPoints(ctx, fx, fy, feasibleIdx.map(() => STATE_COLORS.COMPLETED),
              feasibleIdx.length, n > 3000 ? 1.5 : 3);
-  ctx.strokeStyle = '#888';
-  ctx.lineWidth = 1.5;
-  ctx.beginPath();
-  for (const i of infeasibleIdx) {
-    ctx.moveTo(xs[i] - 3, ys[i] - 3);
-    ctx.lineTo(xs[i] + 3, ys[i] + 3);
-    ctx.moveTo(xs[i] + 3, ys[i] - 3);
-    ctx.lineTo(xs[i] - 3, ys[i] + 3);
-  }
-  ctx.stroke();
+  drawCrosses(ctx, infeasibleIdx.map((i) => xs[i]),
+              infeasibleIdx.map((i) => ys[i]), MISSED_COLOR);
   // The front of the two plotted objectives as a step line (exact when
   // there are two objectives; with more, the front's points in order).
   const ordered = [...frontIdx].sort((a, b) => xs[a] - xs[b]);
@@ -1239,7 +1402,8 @@ export function drawPareto(box, data, opts) {
     {label: `Pareto front (${front.length})`, color: '#d9480f'},
     {label: 'feasible', color: STATE_COLORS.COMPLETED}];
   if (infeasibleIdx.length) {
-    items.push({label: 'misses a constraint', color: '#888', shape: 'cross'});
+    items.push({label: 'misses a constraint', color: MISSED_COLOR,
+                shape: 'cross'});
   }
   legend(frame.svg, frame.margin.left + 8, 10, items);
   frame.interact((mx, my) => {

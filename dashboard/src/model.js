@@ -123,10 +123,25 @@ export function isFeasible(row, metrics) {
     if (m.role !== 'CONSTRAINT') continue;
     const v = row.metrics[m.index];
     if (v === null || v === undefined || Number.isNaN(v)) return false;
-    if (m.lower !== null && v < m.lower) return false;
-    if (m.upper !== null && v > m.upper) return false;
+    if (outsideBounds(m, v)) return false;
   }
   return true;
+}
+
+// A constraint's bounds for people: "≤ 10", "≥ 2" or "in [2, 10]".
+export function boundText(m) {
+  if (m.lower !== null && m.upper !== null) {
+    return `in [${formatNumber(m.lower)}, ${formatNumber(m.upper)}]`;
+  }
+  if (m.upper !== null) return `\u2264 ${formatNumber(m.upper)}`;
+  if (m.lower !== null) return `\u2265 ${formatNumber(m.lower)}`;
+  return 'unbounded';
+}
+
+// Whether `value` lies outside constraint m's bounds.
+export function outsideBounds(m, value) {
+  return (m.lower !== null && value < m.lower) ||
+         (m.upper !== null && value > m.upper);
 }
 
 // The Pareto front of `rows` over `objectives` (metricsOf entries): the
@@ -321,6 +336,7 @@ export class StudyData {
     this.metrics = metricNames(study);
     this.metricSpecs = metricsOf(study);
     this.objectives = this.metricSpecs.filter((m) => m.role === 'OBJECTIVE');
+    this.constraints = this.metricSpecs.filter((m) => m.role === 'CONSTRAINT');
     this.rows = new Map();
     this.cursor = '0';
     this.version = 0;  // bumped on every change

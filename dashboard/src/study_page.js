@@ -92,6 +92,12 @@ export class StudyPage {
           ? section('pareto', 'Pareto front: ' + this.data.objectives.slice(0, 2)
                 .map((m) => m.name).join(' against '))
           : section('history', 'Optimization history');
+      // Constraints: each constrained metric by trial, under the history.
+      const s1c = this.data.constraints.length
+          ? section('constraints', 'Constraints by trial',
+                    el('span', {class: 'hint'},
+                       'bounds dashed, the region outside them shaded'))
+          : null;
       const s2 = section('slice', 'Slices: the objective against each parameter');
       const s3 = section('contour', 'Contour', this.contourControls);
       const s4 = section('parallel', 'Parallel coordinates',
@@ -106,10 +112,11 @@ export class StudyPage {
       [, curves] = s5;
       [, edf] = s6;
       [, importance] = s7;
-      this.boxes = {history, slice, contour, parallel, curves, edf,
-                    importance};
+      this.boxes = {history, constraints: s1c && s1c[1], slice, contour,
+                    parallel, curves, edf, importance};
       importance.append(el('p', {class: 'note'}, 'Computing…'));
-      sections.push(toggles, s1[0], s7[0], s2[0], s3[0], s4[0], s5[0], s6[0]);
+      sections.push(toggles, s1[0], ...(s1c ? [s1c[0]] : []), s7[0], s2[0],
+                    s3[0], s4[0], s5[0], s6[0]);
     } else {
       sections.push(el('p', {id: 'no-charts', class: 'note'},
           'Charts are not part of this build (npm was absent when ' +
@@ -298,6 +305,10 @@ export class StudyPage {
     timed('history', () => (this.data.multiObjective()
         ? charts.drawPareto(b.history, this.data, opts)
         : charts.drawHistory(b.history, this.data, opts)));
+    if (b.constraints) {
+      timed('constraints',
+            () => charts.drawConstraints(b.constraints, this.data, opts));
+    }
     timed('slice', () => charts.drawSlices(b.slice, this.data, opts));
     timed('contour', () => this.drawContour());
     timed('parallel', () => this.drawParallel());

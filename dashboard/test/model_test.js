@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import {test} from 'node:test';
 
-import {isFeasible, metricsOf, objectiveOf, paretoFront, rowFromCompact,
-        rowFromTrial} from '../src/model.js';
+import {boundText, isFeasible, metricsOf, objectiveOf, outsideBounds,
+        paretoFront, rowFromCompact, rowFromTrial} from '../src/model.js';
 
 const twoObjectives = {
   name: 'mo',
@@ -64,6 +64,18 @@ test('feasibility follows the bounds and the server\'s mark', () => {
   assert.ok(!isFeasible(row(5, [1, 1, NaN, 2, 0]), metrics));
   assert.ok(!isFeasible(row(6, [1, 1, 5, 2, 0], 'COMPLETED', false),
                         metrics));
+});
+
+test('a constraint\'s bounds are told and checked inclusively', () => {
+  const [, , latency, memory] = metricsOf(twoObjectives);
+  assert.equal(boundText(latency), '\u2264 10');
+  assert.equal(boundText(memory), 'in [1, 8]');
+  assert.equal(boundText({lower: 2, upper: null}), '\u2265 2');
+  assert.ok(!outsideBounds(latency, 10));
+  assert.ok(outsideBounds(latency, 10.01));
+  assert.ok(!outsideBounds(memory, 1));
+  assert.ok(outsideBounds(memory, 0.99));
+  assert.ok(outsideBounds(memory, 8.5));
 });
 
 test('the Pareto front honours each objective\'s goal', () => {
