@@ -21,6 +21,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/worker_protocol.h"
+#include "service/limits.h"
 
 namespace hypertune::cli {
 
@@ -30,15 +31,33 @@ const char kImportOptunaUsage[] =
     "Imports the studies of an Optuna RDB storage file (sqlite:///FILE), or\n"
     "only its study NAME, each under its own name (or NEW, for one study):\n"
     "distributions, directions, trials with their states, values, times and\n"
-    "intermediate values, numeric user attributes as recorded metrics\n"
-    "\"user_attr.KEY\". COMPLETE -> COMPLETED, PRUNED -> STOPPED, FAIL ->\n"
-    "FAILED, RUNNING and WAITING -> REQUESTED (they run again). What cannot\n"
-    "be kept (text attributes, trials of conditional search spaces) is\n"
-    "listed. Reads the file only; Python is not needed.\n";
+    "intermediate values, the study's and trials' user attributes as their\n"
+    "attributes (text as is, other values as JSON; numeric ones also as\n"
+    "recorded metrics \"user_attr.KEY\", for plots). COMPLETE -> COMPLETED,\n"
+    "PRUNED -> STOPPED, FAIL -> FAILED, RUNNING and WAITING -> REQUESTED\n"
+    "(they run again). What cannot be kept (attributes past the server's\n"
+    "limits, trials of conditional search spaces) is listed. Reads the file\n"
+    "only; Python is not needed.\n";
 
 namespace {
 
 using Json = nlohmann::json;
+
+// Keeps Optuna attribute `key` (its value_json parsed) in `attributes` as
+// text: a string as itself, any other value as its JSON. False, leaving
+// `attributes` as it was, when it would pass the server's limits.
+bool KeepAttribute(const std::string& key, const Json& value,
+                   google::protobuf::Map<std::string, std::string>& attributes) {
+  std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+  if (key.empty() || key.size() > service::kMaxNameBytes ||
+      text.size() > service::kMaxAttributeValueBytes ||
+      (!attributes.contains(key) &&
+       attributes.size() >= static_cast<size_t>(service::kMaxAttributes))) {
+    return false;
+  }
+  attributes[key] = std::move(text);
+  return true;
+}
 
 // ----- SQLite -----
 
@@ -480,7 +499,7 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
         " with Optuna's directions, each an OBJECTIVE"));
   }
 
-  // Study user attributes: nowhere to keep them.
+  // Study user attributes.
   {
     absl::StatusOr<Statement> s = Prepare(
         db,
@@ -489,9 +508,15 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
         path);
     if (!s.ok()) return s.status();
     while (sqlite3_step(s->get()) == SQLITE_ROW) {
-      out.notes.push_back(absl::StrCat("study user attribute ", Text(s->get(), 0),
-                                       "=", Text(s->get(), 1),
-                                       " not kept (studies have no attributes)"));
+      const std::string key = Text(s->get(), 0);
+      if (!KeepAttribute(key, Json::parse(Text(s->get(), 1), nullptr, false),
+                         *study.mutable_attributes())) {
+        out.notes.push_back(absl::StrCat(
+            "study user attribute \"", key,
+            "\" not kept: past the limits on attributes (", 
+            service::kMaxAttributes, " entries, values of ",
+            service::kMaxAttributeValueBytes, " bytes)"));
+      }
     }
   }
 
@@ -749,15 +774,16 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
       continue;
     }
     for (const auto& [key, value] : t.user_attrs) {
+      if (!KeepAttribute(key, value, *trial.mutable_attributes())) {
+        ++dropped_attrs[key];
+      }
       if (IsNumber(value) || value.is_boolean()) {
         const double v = value.is_boolean() ? (value.get<bool>() ? 1.0 : 0.0)
                                             : value.get<double>();
         if (!std::isnan(v)) {
           (*final_m.mutable_metrics())[Identifier("user_attr." + key)] = v;
-          continue;
         }
       }
-      ++dropped_attrs[key];
     }
     if (!final_m.metrics().empty()) {
       *trial.mutable_final_measurement() = std::move(final_m);
@@ -775,8 +801,11 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
     out.trials.push_back(std::move(trial));
   }
   for (const auto& [key, n] : dropped_attrs) {
-    out.notes.push_back(absl::StrCat("trial user attribute \"", key, "\" (on ",
-                                     n, " trials) not kept: not a number"));
+    out.notes.push_back(absl::StrCat(
+        "trial user attribute \"", key, "\" (on ", n,
+        " trials) not kept: past the limits on attributes (",
+        service::kMaxAttributes, " entries, values of ",
+        service::kMaxAttributeValueBytes, " bytes)"));
   }
   study.set_create_time_ms(created_ms > 0 ? created_ms : now_ms);
   return out;

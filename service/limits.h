@@ -30,6 +30,9 @@ inline constexpr int kMaxStudyChanges = 1000;      // UpdateStudy's record
 inline constexpr int32_t kMaxLeaseSeconds = 24 * 3600;
 inline constexpr int32_t kMaxRetries = 1000;
 inline constexpr size_t kMaxOwnerBytes = 128;
+// Study and trial attributes: entries, and bytes per value (keys are names).
+inline constexpr int kMaxAttributes = 64;
+inline constexpr size_t kMaxAttributeValueBytes = 4096;
 
 // Trials.
 inline constexpr int kMaxMetricsPerMeasurement = 200;

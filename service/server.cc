@@ -8,7 +8,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "service/limits.h"
 #include "storage/open_store.h"
@@ -108,6 +110,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   server->sweeper_ = std::make_unique<LeaseSweeper>(
       server->service_.get(), options.lease_sweep_interval);
 
+  // The standard health service (grpc.health.v1: SERVING while it serves,
+  // NOT_SERVING once shutting down; for Kubernetes probes and load
+  // balancers) and server reflection (grpcurl and other generic clients).
+  // Neither needs a token; reflection shows only the public API.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   int port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, *credentials, &port);
@@ -178,6 +186,10 @@ void Server::Shutdown() {
   // server's deadline otherwise.
   if (http_ != nullptr) http_->Shutdown();
   if (server_ != nullptr) {
+    if (grpc::HealthCheckServiceInterface* health =
+            server_->GetHealthCheckService()) {
+      health->SetServingStatus(false);
+    }
     server_->Shutdown(std::chrono::system_clock::now() +
                       std::chrono::seconds(5));
   }

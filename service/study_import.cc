@@ -114,6 +114,7 @@ absl::Status PrepareImportedTrial(const v1::StudySpec& spec,
     return Invalid(sub("warm_start"), "only a COMPLETED trial is a warm start");
   }
   HT_RETURN_IF_ERROR(ValidateClientId(sub("client_id"), trial.client_id()));
+  HT_RETURN_IF_ERROR(ValidateAttributes(sub("attributes"), trial.attributes()));
   for (const auto& [name, text, limit] :
        {std::tuple{"checkpoint_uri", &trial.checkpoint_uri(), kMaxUriBytes},
         std::tuple{"log_path", &trial.log_path(), kMaxUriBytes},
@@ -182,6 +183,9 @@ absl::StatusOr<v1::Trial> WarmStartTrial(const std::string& field,
   trial.set_state(v1::Trial::COMPLETED);
   *trial.mutable_parameters() = ToParameterValues(space, *x);
   *trial.mutable_final_measurement() = given.final_measurement();
+  HT_RETURN_IF_ERROR(ValidateAttributes(absl::StrCat(field, ".attributes"),
+                                        given.attributes()));
+  *trial.mutable_attributes() = given.attributes();
   trial.set_warm_start(true);
   trial.set_create_time_ms(now);
   trial.set_start_time_ms(now);

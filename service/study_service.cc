@@ -950,6 +950,9 @@ absl::StatusOr<v1::Trial> StudyService::CreateTrial(
           "trial.state: must be REQUESTED (queue it) or COMPLETED (a known "
           "result)");
   }
+  HT_RETURN_IF_ERROR(
+      ValidateAttributes("trial.attributes", given.attributes()));
+  *trial.mutable_attributes() = given.attributes();
   const std::string& name = request.study_name();
   absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(name);
   if (!runtime.ok()) return runtime.status();
@@ -1114,6 +1117,7 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
                                   kMaxReasonBytes));
   HT_RETURN_IF_ERROR(ValidateText("failure_reason", request.failure_reason(),
                                   kMaxReasonBytes));
+  HT_RETURN_IF_ERROR(ValidateAttributes("attributes", request.attributes()));
   if (request.infeasible() && request.worker_failed()) {
     return absl::InvalidArgumentError(
         "worker_failed: a trial is either infeasible (its parameters) or its "
@@ -1203,6 +1207,10 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
   trial.set_infeasible_reason(infeasible_reason);
   *trial.mutable_final_measurement() = std::move(final_m);
   if (!request.infeasible()) SetFeasible(StudyMetrics(study.spec()), trial);
+  for (const auto& [key, value] : request.attributes()) {
+    (*trial.mutable_attributes())[key] = value;
+  }
+  HT_RETURN_IF_ERROR(ValidateAttributes("attributes", trial.attributes()));
   AddDeviceSeconds(request.device_seconds(), study, trial);
   trial.set_end_time_ms(Now());
   trial.set_lease_expire_time_ms(0);

@@ -240,6 +240,26 @@ absl::Status ValidateTrialSize(const std::string& field,
   return absl::OkStatus();
 }
 
+absl::Status ValidateAttributes(
+    const std::string& field,
+    const google::protobuf::Map<std::string, std::string>& attributes) {
+  if (attributes.size() > static_cast<size_t>(kMaxAttributes)) {
+    return Invalid(field, absl::StrFormat("%d entries; at most %d",
+                                          attributes.size(), kMaxAttributes));
+  }
+  for (const auto& [key, value] : attributes) {
+    const std::string entry =
+        absl::StrFormat("%s[\"%s\"]", field, absl::CHexEscape(key));
+    if (key.empty()) return Invalid(field, "a key must not be empty");
+    if (key.size() > kMaxNameBytes) {
+      return Invalid(entry, absl::StrFormat("key longer than %d bytes",
+                                            kMaxNameBytes));
+    }
+    HT_RETURN_IF_ERROR(ValidateText(entry, value, kMaxAttributeValueBytes));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateTrialId(const std::string& field, int64_t id) {
   if (id < 1) return Invalid(field, absl::StrCat("must be >= 1, got ", id));
   return absl::OkStatus();
@@ -254,6 +274,8 @@ absl::Status ValidateStudy(const v1::Study& study) {
                                             "limit of %d per study",
                                             bytes, kMaxStudyBytes));
   }
+  HT_RETURN_IF_ERROR(
+      ValidateAttributes("study.attributes", study.attributes()));
   const v1::StudySpec& spec = study.spec();
   if (spec.parameters_size() == 0) {
     return Invalid("study.spec.parameters",

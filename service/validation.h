@@ -32,6 +32,12 @@ absl::Status ValidateText(const std::string& field, const std::string& text,
 absl::Status ValidateTrialSize(const std::string& field,
                                const v1::Trial& trial);
 
+// Study or trial attributes: at most kMaxAttributes, each key a name (as a
+// metric's), each value at most kMaxAttributeValueBytes of UTF-8 text.
+absl::Status ValidateAttributes(
+    const std::string& field,
+    const google::protobuf::Map<std::string, std::string>& attributes);
+
 // A trial id: at least 1.
 absl::Status ValidateTrialId(const std::string& field, int64_t id);
 

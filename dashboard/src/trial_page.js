@@ -171,6 +171,15 @@ export class TrialPage {
     const infoTable = el('table', {class: 'kv', id: 'trial-info'},
         ...info.map(([k, v]) => el('tr', {'data-key': k}, el('th', {}, k),
                                    el('td', {}, String(v)))));
+    // Free-form notes (a model's path, an Optuna trial's user attributes).
+    const attributes = Object.entries(t.attributes || {})
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const attributeSection = attributes.length
+        ? el('section', {}, el('h2', {}, 'Attributes'),
+             el('table', {class: 'kv', id: 'trial-attributes'},
+                ...attributes.map(([k, v]) => el('tr', {'data-key': k},
+                    el('th', {}, k), el('td', {}, v)))))
+        : null;
     this.curveBox = el('div', {id: 'trial-curve', class: 'chart'});
     const metricSelect = el('select', {id: 'curve-metric', onchange: (e) => {
       this.metric = e.target.value;
@@ -193,7 +202,8 @@ export class TrialPage {
         el('div', {class: 'columns'},
            el('section', {}, el('h2', {}, 'Parameters'), paramTable),
            el('section', {}, el('h2', {}, 'Metrics'), metricTable),
-           el('section', {}, el('h2', {}, 'Run'), infoTable)),
+           el('section', {}, el('h2', {}, 'Run'), infoTable),
+           ...(attributeSection ? [attributeSection] : [])),
         el('section', {class: 'plot'},
            el('h2', {}, 'Learning curve ', metricSelect, ' ', logToggle),
            this.curveBox, this.measurementTable(measurements, metricNames)),

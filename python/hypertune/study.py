@@ -107,6 +107,12 @@ class Study:
         return pb.MetricSpec.Goal.Name(found[0].goal) if found else ""
 
     @property
+    def attributes(self) -> dict[str, str]:
+        """Free-form notes kept with the study (the config's
+        ``"attributes"``, or an Optuna study's user attributes)."""
+        return dict(self._proto.attributes)
+
+    @property
     def trial_counts(self) -> dict[str, int]:
         """Trials by state, as last read."""
         return dict(self._proto.trial_counts)

@@ -152,6 +152,7 @@ class Trial:
         self._slot = slot
         self._worker_holds = worker_holds
         self._finished = False
+        self._pending_attributes: dict[str, str] = {}
         self._signals_entered = False
         self._attached_at = time.monotonic()
         self._elapsed_at_attach = 0.0
@@ -209,6 +210,22 @@ class Trial:
         """The final metrics (empty until the trial is COMPLETED or
         STOPPED)."""
         return dict(self._proto.final_measurement.metrics)
+
+    @property
+    def attributes(self) -> dict[str, str]:
+        """Free-form notes on the trial: those stored, and those set by
+        :meth:`set_attribute` that its completion will store."""
+        return {**self._proto.attributes, **self._pending_attributes}
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        """Notes ``key`` = ``value`` on the trial (a model's path, a git
+        commit; like Optuna's ``set_user_attr``), stored when the trial is
+        completed or marked infeasible. A value that is not a string is
+        stored as its ``str()``."""
+        self._usable("set an attribute")
+        if not isinstance(key, str) or not key:
+            raise InvalidArgumentError(f"trial {self.id} attribute: the key must be a non-empty string")
+        self._pending_attributes[key] = value if isinstance(value, str) else str(value)
 
     @property
     def objective(self) -> str:
@@ -441,6 +458,8 @@ class Trial:
         request.study_name = self.study_name
         request.trial_id = self.id
         request.lease_epoch = self.lease_epoch
+        if not request.worker_failed:
+            request.attributes.update(self._pending_attributes)
         request.device_seconds = (time.monotonic() - self._attached_at) * client.devices
         try:
             self._proto = client._call("CompleteTrial", request)

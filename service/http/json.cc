@@ -267,6 +267,19 @@ void AppendTrial(const v1::Trial& t, std::string* out) {
     Key("feasible", &first, out);
     out->append(t.feasible() ? "true" : "false");
   }
+  if (!t.attributes().empty()) {
+    Key("attributes", &first, out);
+    out->push_back('{');
+    bool first_attribute = true;
+    for (const auto& [key, value] : t.attributes()) {
+      if (!first_attribute) out->push_back(',');
+      first_attribute = false;
+      AppendJsonString(key, out);
+      out->push_back(':');
+      AppendJsonString(value, out);
+    }
+    out->push_back('}');
+  }
   out->push_back('}');
 }
 

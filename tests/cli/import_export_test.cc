@@ -23,6 +23,7 @@ namespace hypertune {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using test::TempDir;
 
 // Runs `command` in a shell; its exit status, with its stdout (and stderr,
@@ -305,13 +306,14 @@ TEST_F(ImportExportTest, ImportOptunaKeepsEveryTrial) {
   ASSERT_EQ(Cli(0, {"import-optuna", db}, &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("imported Optuna study \"optuna-demo\" as "
                              "\"optuna-demo\": 11 trials"));
-  EXPECT_THAT(out, HasSubstr("study user attribute team=\"vision\""));
-  EXPECT_THAT(out, HasSubstr("trial user attribute \"comment\""));
+  // Every attribute fits: none is listed as left behind.
+  EXPECT_THAT(out, Not(HasSubstr("not kept")));
   const nlohmann::json expected = nlohmann::json::parse(ReadFile(expected_path));
 
   Client client = ClientOf(0);
   auto demo = client.GetStudy("optuna-demo");
   ASSERT_TRUE(demo.ok()) << demo.status();
+  EXPECT_EQ(demo->attributes().at("team"), "vision");
   const v1::StudySpec& spec = demo->spec();
   ASSERT_EQ(spec.metrics_size(), 1);
   EXPECT_EQ(spec.metrics(0).name(), "value");
@@ -383,7 +385,19 @@ TEST_F(ImportExportTest, ImportOptunaKeepsEveryTrial) {
         EXPECT_EQ(m.metrics().at("value"),
                   w["intermediate"][absl::StrCat(m.step())].get<double>());
       }
+      // Every user attribute as an attribute (text as is, the rest as
+      // JSON); numbers and booleans also as metrics.
+      EXPECT_EQ(static_cast<size_t>(t.attributes_size()),
+                w["user_attrs"].size());
+      for (const auto& [key, value] : w["user_attrs"].items()) {
+        ASSERT_TRUE(t.attributes().contains(key)) << key;
+        EXPECT_EQ(t.attributes().at(key), value.is_string()
+                                              ? value.get<std::string>()
+                                              : value.dump());
+      }
       if (w["user_attrs"].contains("epochs_run")) {
+        EXPECT_EQ(t.attributes().at("comment"), "text is kept as text");
+        EXPECT_EQ(t.attributes().at("layers_used"), "[1,2]");
         EXPECT_EQ(metrics.at("user_attr.epochs_run"), 3);
         EXPECT_EQ(metrics.at("user_attr.converged"), 1);
       }

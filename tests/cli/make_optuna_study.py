@@ -41,7 +41,8 @@ def objective(trial):
     loss += {"adam": 0.0, "sgd": 0.1, "rmsprop": 0.2}[opt] + batch / 1000
     trial.set_user_attr("epochs_run", 3)
     trial.set_user_attr("converged", True)
-    trial.set_user_attr("comment", "text is not kept")
+    trial.set_user_attr("comment", "text is kept as text")
+    trial.set_user_attr("layers_used", [1, 2])
     for step in range(3):
         trial.report(loss + (3 - step) * 0.1, step)
         if trial.number in (3, 5) and step == 1:

@@ -73,6 +73,27 @@ def test_report_and_complete(client: hypertune.Client) -> None:
     assert study.trial(other.id).metrics == {"loss": 0.3}
 
 
+def test_attributes_of_study_and_trial(client: hypertune.Client) -> None:
+    config = study_config(unique_name())
+    config["attributes"] = {"dataset": "fashion-mnist v2"}
+    study = client.create_study(config)
+    assert study.attributes == {"dataset": "fashion-mnist v2"}
+    trial = study.ask()
+    trial.set_attribute("model", "/ckpt/model.pt")
+    trial.set_attribute("epochs_run", 3)
+    assert trial.attributes == {"model": "/ckpt/model.pt", "epochs_run": "3"}
+    trial.complete(loss=0.4)
+    stored = study.trial(trial.id)
+    assert stored.attributes == {"model": "/ckpt/model.pt", "epochs_run": "3"}
+    # The server's limits name the field.
+    other = study.ask()
+    other.set_attribute("log", "x" * 5000)
+    with pytest.raises(hypertune.InvalidArgumentError, match=r'attributes\["log"\]'):
+        other.complete(loss=0.5)
+    with pytest.raises(hypertune.FailedPreconditionError, match="not a trial this process holds"):
+        stored.set_attribute("k", "v")
+
+
 @pytest.mark.parametrize(
     "call, message",
     [

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <latch>
+#include <map>
 #include <limits>
 #include <memory>
 #include <set>
@@ -416,6 +417,60 @@ std::vector<BadInputCase> Cases() {
          return t.Measure(2, 0.6);
        },
        {Code::INVALID_ARGUMENT}, "already recorded", nullptr});
+
+  // ----- Attributes -----
+  // A completion with `attributes`.
+  auto complete_with = [](BadInputCaseTest& t,
+                          std::map<std::string, std::string> attributes) {
+    v1::CompleteTrialRequest request;
+    request.set_study_name("target");
+    request.set_trial_id(t.target_trial_.id());
+    request.set_lease_epoch(t.target_trial_.lease_epoch());
+    (*request.mutable_final_measurement()->mutable_metrics())["loss"] = 0.5;
+    request.mutable_attributes()->insert(attributes.begin(), attributes.end());
+    v1::Trial out;
+    grpc::ClientContext ctx;
+    return t.stub_->CompleteTrial(&ctx, request, &out);
+  };
+  add({"AttributesAreKept",
+       [complete_with](BadInputCaseTest& t) {
+         return complete_with(t, {{"git commit", "4f2a9c1"},
+                                  {"model", "s3://bucket/model.pt"}});
+       },
+       {Code::OK}, "",
+       [](BadInputCaseTest& t) {
+         v1::Trial trial;
+         ASSERT_TRUE(t.GetTrial("target", t.target_trial_.id(), &trial).ok());
+         EXPECT_EQ(trial.attributes().at("git commit"), "4f2a9c1");
+         EXPECT_EQ(trial.attributes().at("model"), "s3://bucket/model.pt");
+       }});
+  add({"TooManyAttributes",
+       [complete_with](BadInputCaseTest& t) {
+         std::map<std::string, std::string> many;
+         for (int i = 0; i <= service::kMaxAttributes; ++i) {
+           many[absl::StrCat("k", i)] = "v";
+         }
+         return complete_with(t, many);
+       },
+       {Code::INVALID_ARGUMENT}, "attributes: 65 entries; at most 64", nullptr});
+  add({"AttributeValueTooLong",
+       [complete_with](BadInputCaseTest& t) {
+         return complete_with(
+             t, {{"log", std::string(service::kMaxAttributeValueBytes + 1, 'x')}});
+       },
+       {Code::INVALID_ARGUMENT}, "attributes[\"log\"]", nullptr});
+  add({"AttributeWithEmptyKey",
+       [complete_with](BadInputCaseTest& t) { return complete_with(t, {{"", "v"}}); },
+       {Code::INVALID_ARGUMENT}, "a key must not be empty", nullptr});
+  add({"StudyAttributeValueTooLong",
+       [](BadInputCaseTest& t) {
+         v1::Study study = TargetStudy("noted");
+         (*study.mutable_attributes())["note"] =
+             std::string(service::kMaxAttributeValueBytes + 1, 'x');
+         v1::Study out;
+         return t.CreateStudy(study, &out);
+       },
+       {Code::INVALID_ARGUMENT}, "study.attributes[\"note\"]", nullptr});
 
   // ----- Parameters -----
   add({"DoubleOutsideItsRange",

@@ -795,6 +795,8 @@ class LiveParetoTest : public DashboardBrowserTest {
       complete.set_infeasible(true);
       complete.set_infeasible_reason("NaN loss");
     } else {
+      (*complete.mutable_attributes())["model"] =
+          absl::StrCat("/ckpt/", p.id, ".pt");
       const char* names[] = {"loss", "acc", "latency", "memory"};
       for (int m = 0; m < 4; ++m) {
         (*complete.mutable_final_measurement()->mutable_metrics())[names[m]] =
@@ -884,6 +886,10 @@ TEST_F(LiveParetoTest, TwoObjectivesShowTheirParetoFrontAndConstraintBounds) {
   EXPECT_EQ(Eval(*b, "document.querySelector('#trial-metrics "
                      "tr[data-metric=\"latency\"] th').textContent"),
             "latency (constraint, within [\u2212\u221e, 10])");
+  // And its attributes.
+  EXPECT_EQ(Eval(*b, "document.querySelector('#trial-attributes "
+                     "tr[data-key=\"model\"] td').textContent"),
+            "/ckpt/10.pt");
 }
 
 TEST_F(LiveParetoTest, OneObjectiveHistoryLeavesOutTrialsThatMissAConstraint) {
