@@ -207,8 +207,8 @@ class StudyStoreTest : public ::testing::Test {
   std::unique_ptr<StudyStore> store_;
 };
 
-using StoreTypes = ::testing::Types<MemoryStore, SqliteStore, SqliteInMemory,
-                                    PostgresStore>;
+using StoreTypes =
+    ::testing::Types<MemoryStore, SqliteStore, SqliteInMemory, PostgresStore>;
 class StoreNames {
  public:
   template <typename T>
