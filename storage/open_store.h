@@ -3,9 +3,10 @@
 // include its header.
 //
 // kSqlite opens a SqliteStore on options.path (a file, or ":memory:" for a
-// private in-memory SQLite database); a PostgreSQL URL (postgresql://,
-// postgres://) is refused with INVALID_ARGUMENT until a PostgreSQL store
-// exists. kMemory makes an empty MemoryStore.
+// private in-memory SQLite database), unless options.path is a PostgreSQL
+// URL (postgresql://, postgres://): that, like kPostgres, opens a
+// PostgresStore on the database it names. kMemory makes an empty
+// MemoryStore.
 //
 // Thread safety: OpenStore may be called from any thread; the store it
 // returns is thread-safe (study_store.h).
@@ -20,12 +21,13 @@
 
 namespace hypertune::storage {
 
-// Opens (creating if absent) the store that `options` name. INVALID_ARGUMENT
-// for a location this build cannot serve; otherwise the implementation's
-// own errors (SqliteStore::Open: among them FAILED_PRECONDITION when another
-// hypertuned holds the file).
+// Opens (creating a SQLite file if absent) the store that `options` name,
+// with the implementation's own errors: SqliteStore::Open's (among them
+// FAILED_PRECONDITION when another hypertuned holds the file) or
+// PostgresStore::Open's (among them UNAVAILABLE when the server cannot be
+// reached; a URL is shown without its password).
 absl::StatusOr<std::unique_ptr<StudyStore>> OpenStore(
-    const StoreOptions& options);
+    const StoreOptions &options);
 
 }  // namespace hypertune::storage
 

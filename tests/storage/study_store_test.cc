@@ -1,6 +1,6 @@
 // One typed suite run against every StudyStore, plus OpenStore's tests and
 // SqliteStore's own (persistence, schema versioning, pragmas, damaged
-// files).
+// files). PostgresStore's own are in postgres_store_test.cc.
 #include "storage/study_store.h"
 
 #include <sqlite3.h>
@@ -30,7 +30,9 @@
 #include "gtest/gtest.h"
 #include "storage/memory_store.h"
 #include "storage/open_store.h"
+#include "storage/postgres_store.h"
 #include "storage/sqlite_store.h"
+#include "tests/storage/postgres_test_util.h"
 
 namespace hypertune::storage {
 namespace {
@@ -167,11 +169,27 @@ std::unique_ptr<StudyStore> MakeStore<SqliteInMemory>(const TempDir&) {
   return store.ok() ? std::move(*store) : nullptr;
 }
 
+// A PostgresStore on a fresh database of the test binary's own server;
+// null, with the test skipped, where PostgreSQL is not installed.
+template <>
+std::unique_ptr<StudyStore> MakeStore<PostgresStore>(const TempDir&) {
+  absl::StatusOr<std::string> url = FreshPostgresDatabase();
+  if (!url.ok()) {
+    SkipOrFail(url.status());
+    return nullptr;
+  }
+  absl::StatusOr<std::unique_ptr<PostgresStore>> store =
+      PostgresStore::Open(*url);
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? std::move(*store) : nullptr;
+}
+
 template <typename Store>
 class StudyStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = MakeStore<Store>(dir_);
+    if (IsSkipped()) return;
     ASSERT_NE(store_, nullptr);
   }
 
@@ -189,12 +207,14 @@ class StudyStoreTest : public ::testing::Test {
   std::unique_ptr<StudyStore> store_;
 };
 
-using StoreTypes = ::testing::Types<MemoryStore, SqliteStore, SqliteInMemory>;
+using StoreTypes =
+    ::testing::Types<MemoryStore, SqliteStore, SqliteInMemory, PostgresStore>;
 class StoreNames {
  public:
   template <typename T>
   static std::string GetName(int) {
     if (std::is_same_v<T, MemoryStore>) return "Memory";
+    if (std::is_same_v<T, PostgresStore>) return "Postgres";
     return std::is_same_v<T, SqliteStore> ? "Sqlite" : "SqliteInMemory";
   }
 };
@@ -1215,7 +1235,9 @@ TYPED_TEST(StudyStoreTest, BackupIsACopyAsOfTheCallOrNeedsSqlite) {
   const std::string copy_path = this->dir_.File("copy.db");
 
   absl::Status status = store.Backup(copy_path);
-  if constexpr (std::is_same_v<TypeParam, MemoryStore>) {
+  // Neither keeps its studies in a file of its own.
+  if constexpr (std::is_same_v<TypeParam, MemoryStore> ||
+                std::is_same_v<TypeParam, PostgresStore>) {
     EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
     EXPECT_THAT(status.message(), HasSubstr("backup needs the SQLite store"));
     EXPECT_FALSE(std::filesystem::exists(copy_path));
@@ -1293,20 +1315,48 @@ TEST(OpenStoreTest, KindMemoryIsAMemoryStore) {
   EXPECT_FALSE(std::filesystem::exists(path));
 }
 
-TEST(OpenStoreTest, PostgresqlIsNotSupportedYet) {
-  for (const std::string location :
-       {"postgresql://alice:s3cret@db.example/hypertune",
-        "postgres://db.example/hypertune", "PostgreSQL://db.example/x"}) {
+TEST(OpenStoreTest, APostgresqlUrlIsAPostgresStore) {
+  absl::StatusOr<std::string> url = FreshPostgresDatabase();
+  if (!url.ok()) return SkipOrFail(url.status());
+  // Any case of either scheme, as --db gives it; or kind kPostgres.
+  for (const std::string& location :
+       {*url, "PostgreSQL" + url->substr(std::string("postgresql").size()),
+        "postgres" + url->substr(std::string("postgresql").size())}) {
+    SCOPED_TRACE(location);
+    absl::StatusOr<std::unique_ptr<StudyStore>> store =
+        OpenStore(SqliteAt(location));
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_NE(dynamic_cast<PostgresStore*>(store->get()), nullptr);
+  }
+  StoreOptions options = SqliteAt(*url);
+  options.kind = StoreOptions::Kind::kPostgres;
+  options.postgres.max_connections = 1;
+  absl::StatusOr<std::unique_ptr<StudyStore>> store = OpenStore(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->CreateStudy(MakeStudy("mnist")).ok());
+  EXPECT_TRUE((*store)->CheckIntegrity().ok());
+}
+
+TEST(OpenStoreTest, AnUnreachablePostgresqlServerIsUnavailable) {
+  TempDir dir;  // No server listens there.
+  for (const std::string& location :
+       {"postgresql://alice:s3cret@/hypertune?host=" + dir.File(""),
+        "postgres:///hypertune?password=s3cret&host=" + dir.File("")}) {
     SCOPED_TRACE(location);
     absl::StatusOr<std::unique_ptr<StudyStore>> store =
         OpenStore(SqliteAt(location));
     ASSERT_FALSE(store.ok());
-    EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(store.status().message(),
-                HasSubstr("postgresql:// is not supported by this build yet"));
-    // A URL may carry a password: it is not repeated.
+    EXPECT_EQ(store.status().code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT(store.status().message(), HasSubstr("****"));
+    EXPECT_THAT(store.status().message(), HasSubstr(dir.File("")));
+    // A URL may carry a password: it is never repeated.
     EXPECT_THAT(store.status().message(), Not(HasSubstr("s3cret")));
   }
+  StoreOptions kind_only;
+  kind_only.kind = StoreOptions::Kind::kPostgres;
+  kind_only.path = dir.File("studies.db");
+  EXPECT_EQ(OpenStore(kind_only).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(OpenStoreTest, OptionsAndErrorsAreSqlites) {

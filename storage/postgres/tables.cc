@@ -1,0 +1,545 @@
+#include "storage/postgres/tables.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "storage/store_util.h"
+
+namespace hypertune::storage::postgres {
+
+namespace {
+
+// ----- Statements (fixed text; values only ever arrive as parameters) -----
+
+// A study found by name: the unique index is on the name's sha256 (see
+// schema.cc), the second test is the exact one.
+#define HT_STUDY_NAMED(s, n) \
+  "sha256(" s "name) = sha256(" n ") AND " s "name = " n
+
+constexpr char kInsertStudy[] =
+    "INSERT INTO studies(name, state, create_time_ms, study) "
+    "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING";
+constexpr char kSelectStudy[] =
+    "SELECT study FROM studies WHERE " HT_STUDY_NAMED("", "$1");
+constexpr char kSelectStudyForUpdate[] =
+    "SELECT study FROM studies WHERE " HT_STUDY_NAMED("", "$1") " FOR UPDATE";
+constexpr char kSelectStudyId[] =
+    "SELECT id FROM studies WHERE " HT_STUDY_NAMED("", "$1");
+constexpr char kListStudies[] = "SELECT name, study FROM studies ORDER BY name";
+constexpr char kUpdateStudy[] =
+    "UPDATE studies SET state = $2, create_time_ms = $3, study = $4 "
+    "WHERE " HT_STUDY_NAMED("", "$1");
+constexpr char kDeleteStudy[] =
+    "DELETE FROM studies WHERE " HT_STUDY_NAMED("", "$1");
+
+// Takes $2 trial ids and as many sequence numbers; returns the study's id
+// and the last of each taken. Locks the study's row.
+constexpr char kTakeTrialIds[] =
+    "UPDATE studies SET last_trial_id = last_trial_id + $2, "
+    "last_sequence = last_sequence + $2 "
+    "WHERE " HT_STUDY_NAMED("", "$1") " RETURNING id, last_trial_id, "
+                                      "last_sequence";
+constexpr char kInsertTrial[] =
+    "INSERT INTO trials(study_id, trial_id, state, client_id, lease_epoch, "
+    "sequence, trial) VALUES ($1, $2, $3, $4, $5, $6, $7)";
+// One row if the study exists; its trial's columns are NULL if the trial
+// does not.
+constexpr char kSelectTrial[] =
+    "SELECT s.id, t.trial FROM studies s LEFT JOIN trials t "
+    "ON t.study_id = s.id AND t.trial_id = $2 "
+    "WHERE " HT_STUDY_NAMED("s.", "$1");
+constexpr char kSelectTrialVersion[] =
+    "SELECT s.id, t.state, t.lease_epoch FROM studies s LEFT JOIN trials t "
+    "ON t.study_id = s.id AND t.trial_id = $2 "
+    "WHERE " HT_STUDY_NAMED("s.", "$1");
+// Takes the study's next sequence number; returns the study's id and the
+// number. Locks the study's row.
+constexpr char kTakeSequence[] =
+    "UPDATE studies SET last_sequence = last_sequence + 1 "
+    "WHERE " HT_STUDY_NAMED("", "$1") " RETURNING id, last_sequence";
+// $1 the study's id, $2 the trial's id, $3..$6 its state, client id, lease
+// epoch and message, $7 the change's sequence number; for the conditional
+// update, $8 and $9 the lease epoch and state the caller read.
+constexpr char kUpdateTrial[] =
+    "UPDATE trials SET state = $3, client_id = $4, lease_epoch = $5, "
+    "trial = $6, sequence = $7 WHERE study_id = $1 AND trial_id = $2";
+constexpr char kUpdateTrialIf[] =
+    "UPDATE trials SET state = $3, client_id = $4, lease_epoch = $5, "
+    "trial = $6, sequence = $7 WHERE study_id = $1 AND trial_id = $2 "
+    "AND lease_epoch = $8 AND state = $9";
+// Lease renewals: no sequence number, so no lock on the study's row. $5 and
+// $6 are the trial's own lease epoch and state, which a renewal keeps.
+constexpr char kRenewTrialLease[] =
+    "UPDATE trials t SET client_id = $3, trial = $4 FROM studies s "
+    "WHERE s.id = t.study_id AND " HT_STUDY_NAMED(
+        "s.",
+        "$1") " AND t.trial_id = $2 AND t.lease_epoch = $5 AND t.state = $6";
+// The reads below return one row with NULL trial columns for a study with
+// no matching trials, and no row for a missing study.
+constexpr char kListTrialChanges[] =
+    "SELECT s.id, t.trial_id, t.sequence, t.trial FROM studies s "
+    "LEFT JOIN LATERAL (SELECT trial_id, sequence, trial FROM trials "
+    "WHERE study_id = s.id AND sequence > $2 ORDER BY sequence LIMIT $3) t "
+    "ON true WHERE " HT_STUDY_NAMED("s.", "$1");
+constexpr char kCountTrials[] =
+    "SELECT s.id, c.state, c.n FROM studies s "
+    "LEFT JOIN LATERAL (SELECT state, COUNT(*) AS n FROM trials "
+    "WHERE study_id = s.id GROUP BY state) c "
+    "ON true WHERE " HT_STUDY_NAMED("s.", "$1");
+
+// Integrity: per study, its counters beside what its trials hold.
+constexpr char kStudyTotals[] =
+    "SELECT s.id, s.name, s.state, s.study, s.last_trial_id, s.last_sequence, "
+    "COUNT(t.trial_id), COALESCE(MAX(t.trial_id), 0), "
+    "COALESCE(MAX(t.sequence), 0), COUNT(DISTINCT t.sequence) "
+    "FROM studies s LEFT JOIN trials t ON t.study_id = s.id "
+    "GROUP BY s.id ORDER BY s.name";
+// Integrity: a study's trials, a page at a time.
+constexpr char kTrialRows[] =
+    "SELECT trial_id, state, client_id, lease_epoch, trial FROM trials "
+    "WHERE study_id = $1 AND trial_id > $2 ORDER BY trial_id LIMIT $3";
+constexpr int kIntegrityPage = 500;
+constexpr size_t kMaxProblems = 10;
+
+#undef HT_STUDY_NAMED
+
+// ----- Helpers -----
+
+template <typename Message>
+absl::Status Parse(std::string_view bytes, Message &message,
+                   absl::string_view label) {
+  if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::DataLossError(
+        absl::StrCat(label, ": the stored ", Message::descriptor()->name(),
+                     " message (", bytes.size(), " bytes) does not parse"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StudyNotFound(std::string_view name) {
+  return absl::NotFoundError(absl::StrCat(StudyLabel(name), " not found"));
+}
+
+absl::Status TrialNotFound(std::string_view study_name, int64_t trial_id) {
+  return absl::NotFoundError(
+      absl::StrCat(TrialLabel(study_name, trial_id), " not found"));
+}
+
+// The stored form of `study`: trial_counts are derived on read, never kept.
+absl::StatusOr<std::string> StudyBytes(const v1::Study &study) {
+  v1::Study stored = study;
+  stored.clear_trial_counts();
+  return SerializeForStore(stored, StudyLabel(study.name()));
+}
+
+// The parameters of the studies row: name, state, create time, message.
+Params StudyRow(const v1::Study &study, std::string_view bytes) {
+  Params params;
+  params.Bytes(study.name())
+      .Int(study.state())
+      .Int(study.create_time_ms())
+      .Bytes(bytes);
+  return params;
+}
+
+// Why a write of `trial` changed no row, as kSelectTrialVersion finds it
+// now: NOT_FOUND naming the study or the trial, or ABORTED naming the
+// version the caller `read` and the stored one.
+absl::Status WhyNotUpdated(Connection &db, const v1::Trial &trial,
+                           const TrialVersion &read, const std::string &what) {
+  absl::StatusOr<Result> row =
+      db.Run(kSelectTrialVersion,
+             Params().Bytes(trial.study_name()).Int(trial.id()), what);
+  if (!row.ok()) return row.status();
+  if (row->rows() == 0) return StudyNotFound(trial.study_name());
+  if (row->IsNull(0, 1)) return TrialNotFound(trial.study_name(), trial.id());
+  const TrialVersion stored{static_cast<v1::Trial::State>(row->Int(0, 1)),
+                            row->Int(0, 2)};
+  if (absl::Status s =
+          CheckVersion(trial.study_name(), trial.id(), stored, read);
+      !s.ok()) {
+    return s;
+  }
+  // Only a renewal, which does not lock the study, can get here: the trial
+  // changed and changed back between its UPDATE and this read.
+  return absl::AbortedError(
+      absl::StrCat(TrialLabel(trial.study_name(), trial.id()),
+                   " changed while it was being written; read it again"));
+}
+
+// Returns `states` sorted and without repeats: one statement text then
+// serves every order of the same states.
+std::vector<int> DistinctStates(const std::vector<v1::Trial::State> &states) {
+  std::vector<int> distinct(states.begin(), states.end());
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  return distinct;
+}
+
+// LIMIT's value: NULL (no limit) for 0.
+Params &Limit(Params &params, int limit) {
+  return limit == 0 ? params.Null() : params.Int(limit);
+}
+
+}  // namespace
+
+// ----- Studies -----
+
+absl::Status InsertStudy(Connection &db, const v1::Study &study,
+                         const std::string &what) {
+  absl::StatusOr<std::string> bytes = StudyBytes(study);
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<Result> inserted =
+      db.Run(kInsertStudy, StudyRow(study, *bytes), what);
+  if (!inserted.ok()) return inserted.status();
+  if (inserted->affected() == 0) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(StudyLabel(study.name()), " already exists"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LoadStudy(Connection &db, std::string_view name,
+                       const std::string &what, v1::Study &study) {
+  absl::StatusOr<Result> row = db.Run(kSelectStudy, Params().Bytes(name), what);
+  if (!row.ok()) return row.status();
+  if (row->rows() == 0) return StudyNotFound(name);
+  return Parse(row->Bytes(0, 0), study, StudyLabel(name));
+}
+
+absl::Status SaveStudy(Connection &db, const v1::Study &study,
+                       const std::string &what) {
+  absl::StatusOr<std::string> bytes = StudyBytes(study);
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<Result> updated =
+      db.Run(kUpdateStudy, StudyRow(study, *bytes), what);
+  if (!updated.ok()) return updated.status();
+  if (updated->affected() == 0) return StudyNotFound(study.name());
+  return absl::OkStatus();
+}
+
+absl::Status ModifyStudy(Connection &db, std::string_view name,
+                         absl::FunctionRef<void(v1::Study &)> modify,
+                         const std::string &what) {
+  Transaction transaction(db);
+  if (absl::Status s = transaction.Begin(what); !s.ok()) return s;
+  absl::StatusOr<Result> row =
+      db.Run(kSelectStudyForUpdate, Params().Bytes(name), what);
+  if (!row.ok()) return row.status();
+  if (row->rows() == 0) return StudyNotFound(name);
+  v1::Study study;
+  if (absl::Status s = Parse(row->Bytes(0, 0), study, StudyLabel(name));
+      !s.ok()) {
+    return s;
+  }
+  modify(study);
+  if (absl::Status s = SaveStudy(db, study, what); !s.ok()) return s;
+  return transaction.Commit(what);
+}
+
+absl::Status DeleteStudy(Connection &db, std::string_view name,
+                         const std::string &what) {
+  // The trials go with it: ON DELETE CASCADE.
+  absl::StatusOr<Result> deleted =
+      db.Run(kDeleteStudy, Params().Bytes(name), what);
+  if (!deleted.ok()) return deleted.status();
+  if (deleted->affected() == 0) return StudyNotFound(name);
+  return absl::OkStatus();
+}
+
+absl::Status LoadStudies(Connection &db, std::vector<v1::Study> &studies) {
+  absl::StatusOr<Result> rows =
+      db.Run(kListStudies, Params(), "listing studies");
+  if (!rows.ok()) return rows.status();
+  for (int i = 0; i < rows->rows(); ++i) {
+    if (absl::Status s = Parse(rows->Bytes(i, 1), studies.emplace_back(),
+                               StudyLabel(rows->Bytes(i, 0)));
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ----- Trials -----
+
+absl::Status InsertTrials(Connection &db, std::string_view study_name,
+                          std::vector<v1::Trial> &trials,
+                          const std::string &what) {
+  if (trials.empty()) {
+    absl::StatusOr<Result> row =
+        db.Run(kSelectStudyId, Params().Bytes(study_name), what);
+    if (!row.ok()) return row.status();
+    return row->rows() == 0 ? StudyNotFound(study_name) : absl::OkStatus();
+  }
+  Transaction transaction(db);
+  if (absl::Status s = transaction.Begin(what); !s.ok()) return s;
+  const int64_t count = static_cast<int64_t>(trials.size());
+  absl::StatusOr<Result> taken =
+      db.Run(kTakeTrialIds, Params().Bytes(study_name).Int(count), what);
+  if (!taken.ok()) return taken.status();
+  if (taken->rows() == 0) return StudyNotFound(study_name);
+  const int64_t study_id = taken->Int(0, 0);
+  int64_t id = taken->Int(0, 1) - count;
+  int64_t sequence = taken->Int(0, 2) - count;
+  for (v1::Trial &trial : trials) {
+    trial.set_study_name(std::string(study_name));
+    trial.set_id(++id);
+    // Ids are known only here, so the trials are serialized here.
+    const std::string label = TrialLabel(study_name, trial.id());
+    absl::StatusOr<std::string> bytes = SerializeForStore(trial, label);
+    if (!bytes.ok()) return bytes.status();
+    absl::StatusOr<Result> inserted = db.Run(kInsertTrial,
+                                             Params()
+                                                 .Int(study_id)
+                                                 .Int(trial.id())
+                                                 .Int(trial.state())
+                                                 .Bytes(trial.client_id())
+                                                 .Int(trial.lease_epoch())
+                                                 .Int(++sequence)
+                                                 .Bytes(*bytes),
+                                             absl::StrCat("creating ", label));
+    if (!inserted.ok()) return inserted.status();
+  }
+  return transaction.Commit(what);
+}
+
+absl::Status LoadTrial(Connection &db, std::string_view study_name,
+                       int64_t trial_id, const std::string &what,
+                       v1::Trial &trial) {
+  absl::StatusOr<Result> row =
+      db.Run(kSelectTrial, Params().Bytes(study_name).Int(trial_id), what);
+  if (!row.ok()) return row.status();
+  if (row->rows() == 0) return StudyNotFound(study_name);
+  if (row->IsNull(0, 1)) return TrialNotFound(study_name, trial_id);
+  return Parse(row->Bytes(0, 1), trial, TrialLabel(study_name, trial_id));
+}
+
+absl::Status UpdateTrial(Connection &db, const v1::Trial &trial,
+                         std::string_view bytes, const TrialVersion *read,
+                         const std::string &what) {
+  Transaction transaction(db);
+  if (absl::Status s = transaction.Begin(what); !s.ok()) return s;
+  // The study's row first (see the header): the trial is then written
+  // under the study's lock, and WhyNotUpdated reads what it was.
+  absl::StatusOr<Result> taken =
+      db.Run(kTakeSequence, Params().Bytes(trial.study_name()), what);
+  if (!taken.ok()) return taken.status();
+  if (taken->rows() == 0) return StudyNotFound(trial.study_name());
+  Params params;
+  params.Int(taken->Int(0, 0))
+      .Int(trial.id())
+      .Int(trial.state())
+      .Bytes(trial.client_id())
+      .Int(trial.lease_epoch())
+      .Bytes(bytes)
+      .Int(taken->Int(0, 1));
+  if (read != nullptr) params.Int(read->lease_epoch).Int(read->state);
+  absl::StatusOr<Result> updated =
+      db.Run(read != nullptr ? kUpdateTrialIf : kUpdateTrial, params, what);
+  if (!updated.ok()) return updated.status();
+  if (updated->affected() == 0) {
+    // Rolled back with the transaction: the sequence number is not used.
+    // An unconditional update misses only a trial that is absent.
+    return WhyNotUpdated(
+        db, trial, read != nullptr ? *read : TrialVersion::Of(trial), what);
+  }
+  return transaction.Commit(what);
+}
+
+absl::Status RenewTrialLease(Connection &db, const v1::Trial &trial,
+                             std::string_view bytes, const std::string &what) {
+  absl::StatusOr<Result> updated = db.Run(kRenewTrialLease,
+                                          Params()
+                                              .Bytes(trial.study_name())
+                                              .Int(trial.id())
+                                              .Bytes(trial.client_id())
+                                              .Bytes(bytes)
+                                              .Int(trial.lease_epoch())
+                                              .Int(trial.state()),
+                                          what);
+  if (!updated.ok()) return updated.status();
+  if (updated->affected() != 0) return absl::OkStatus();
+  return WhyNotUpdated(db, trial, TrialVersion::Of(trial), what);
+}
+
+absl::Status LoadTrials(Connection &db, std::string_view study_name,
+                        const TrialQuery &query, const std::string &what,
+                        std::vector<v1::Trial> &trials) {
+  const std::vector<int> states = DistinctStates(query.states);
+  // The text depends only on which filters there are, so each shape is
+  // prepared once; the values themselves are parameters.
+  std::string filters;
+  Params params;
+  params.Bytes(study_name).Int(query.after_id);
+  Limit(params, query.limit);
+  int next = 4;
+  if (!query.client_id.empty()) {
+    absl::StrAppend(&filters, " AND sha256(client_id) = sha256($", next,
+                    ") AND client_id = $", next);
+    params.Bytes(query.client_id);
+    ++next;
+  }
+  if (!states.empty()) {
+    absl::StrAppend(&filters, " AND state = ANY($", next, ")");
+    params.Ints(states);
+  }
+  const std::string sql = absl::StrCat(
+      "SELECT s.id, t.trial_id, t.trial FROM studies s "
+      "LEFT JOIN LATERAL (SELECT trial_id, trial FROM trials "
+      "WHERE study_id = s.id AND trial_id > $2",
+      filters,
+      " ORDER BY trial_id LIMIT $3) t ON true "
+      "WHERE sha256(s.name) = sha256($1) AND s.name = $1");
+  absl::StatusOr<Result> rows = db.Run(sql, params, what);
+  if (!rows.ok()) return rows.status();
+  if (rows->rows() == 0) return StudyNotFound(study_name);
+  for (int i = 0; i < rows->rows(); ++i) {
+    if (rows->IsNull(i, 1)) continue;
+    if (absl::Status s = Parse(rows->Bytes(i, 2), trials.emplace_back(),
+                               TrialLabel(study_name, rows->Int(i, 1)));
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LoadTrialChanges(Connection &db, std::string_view study_name,
+                              int64_t after_sequence, int limit,
+                              const std::string &what,
+                              std::vector<TrialChange> &changes) {
+  Params params;
+  params.Bytes(study_name).Int(after_sequence);
+  Limit(params, limit);
+  absl::StatusOr<Result> rows = db.Run(kListTrialChanges, params, what);
+  if (!rows.ok()) return rows.status();
+  if (rows->rows() == 0) return StudyNotFound(study_name);
+  for (int i = 0; i < rows->rows(); ++i) {
+    if (rows->IsNull(i, 1)) continue;
+    TrialChange &change = changes.emplace_back();
+    change.sequence = rows->Int(i, 2);
+    if (absl::Status s = Parse(rows->Bytes(i, 3), change.trial,
+                               TrialLabel(study_name, rows->Int(i, 1)));
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CountTrials(
+    Connection &db, std::string_view study_name, const std::string &what,
+    absl::flat_hash_map<v1::Trial::State, int64_t> &counts) {
+  absl::StatusOr<Result> rows =
+      db.Run(kCountTrials, Params().Bytes(study_name), what);
+  if (!rows.ok()) return rows.status();
+  if (rows->rows() == 0) return StudyNotFound(study_name);
+  for (int i = 0; i < rows->rows(); ++i) {
+    if (rows->IsNull(i, 1)) continue;
+    counts[static_cast<v1::Trial::State>(rows->Int(i, 1))] = rows->Int(i, 2);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LoadTrialsInStates(Connection &db,
+                                const std::vector<v1::Trial::State> &states,
+                                std::vector<v1::Trial> &trials) {
+  const std::vector<int> distinct = DistinctStates(states);
+  Params params;
+  std::string sql =
+      "SELECT s.name, t.trial_id, t.trial FROM trials t "
+      "JOIN studies s ON s.id = t.study_id";
+  if (!distinct.empty()) {
+    absl::StrAppend(&sql, " WHERE t.state = ANY($1)");
+    params.Ints(distinct);
+  }
+  absl::StrAppend(&sql, " ORDER BY s.name, t.trial_id");
+  absl::StatusOr<Result> rows = db.Run(sql, params, "listing trials by state");
+  if (!rows.ok()) return rows.status();
+  for (int i = 0; i < rows->rows(); ++i) {
+    if (absl::Status s = Parse(rows->Bytes(i, 2), trials.emplace_back(),
+                               TrialLabel(rows->Bytes(i, 0), rows->Int(i, 1)));
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ----- The database -----
+
+absl::StatusOr<std::vector<std::string>> IntegrityProblems(Connection &db) {
+  constexpr char kWhat[] = "checking integrity";
+  std::vector<std::string> problems;
+  auto add = [&](std::string problem) {
+    if (problems.size() < kMaxProblems) problems.push_back(std::move(problem));
+  };
+  // One snapshot for every page.
+  Transaction transaction(db);
+  if (absl::Status s = transaction.Begin(
+          kWhat, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<Result> studies = db.Run(kStudyTotals, Params(), kWhat);
+  if (!studies.ok()) return studies.status();
+  for (int i = 0; i < studies->rows(); ++i) {
+    const int64_t study_id = studies->Int(i, 0);
+    const std::string name(studies->Bytes(i, 1));
+    const std::string label = StudyLabel(name);
+    v1::Study study;
+    if (absl::Status s = Parse(studies->Bytes(i, 3), study, label); !s.ok()) {
+      add(std::string(s.message()));
+    } else if (study.name() != name || study.state() != studies->Int(i, 2)) {
+      add(absl::StrCat(label,
+                       ": the name or state column disagrees with "
+                       "the stored message"));
+    }
+    const int64_t last_trial_id = studies->Int(i, 4);
+    const int64_t last_sequence = studies->Int(i, 5);
+    const int64_t count = studies->Int(i, 6);
+    const int64_t max_id = studies->Int(i, 7);
+    const int64_t max_sequence = studies->Int(i, 8);
+    const int64_t distinct_sequences = studies->Int(i, 9);
+    if (count != max_id || max_id != last_trial_id) {
+      add(absl::StrCat(label, ": ", count, " trials, the highest id ", max_id,
+                       ", the last id given out ", last_trial_id,
+                       "; ids must be 1 to the last given out"));
+    }
+    if (max_sequence > last_sequence || distinct_sequences != count) {
+      add(absl::StrCat(label, ": the change sequence is damaged (", count,
+                       " trials with ", distinct_sequences,
+                       " distinct numbers, the highest ", max_sequence,
+                       ", the last given out ", last_sequence, ")"));
+    }
+    for (int64_t after = 0;;) {
+      absl::StatusOr<Result> rows =
+          db.Run(kTrialRows,
+                 Params().Int(study_id).Int(after).Int(kIntegrityPage), kWhat);
+      if (!rows.ok()) return rows.status();
+      for (int r = 0; r < rows->rows(); ++r) {
+        after = rows->Int(r, 0);
+        const std::string trial_label = TrialLabel(name, after);
+        v1::Trial trial;
+        if (absl::Status s = Parse(rows->Bytes(r, 4), trial, trial_label);
+            !s.ok()) {
+          add(std::string(s.message()));
+        } else if (trial.study_name() != name || trial.id() != after ||
+                   trial.state() != rows->Int(r, 1) ||
+                   trial.client_id() != rows->Bytes(r, 2) ||
+                   trial.lease_epoch() != rows->Int(r, 3)) {
+          add(absl::StrCat(trial_label,
+                           ": the columns (study, id, state, client id, "
+                           "lease epoch) disagree with the stored message"));
+        }
+      }
+      if (rows->rows() < kIntegrityPage) break;
+    }
+  }
+  if (absl::Status s = transaction.Commit(kWhat); !s.ok()) return s;
+  return problems;
+}
+
+}  // namespace hypertune::storage::postgres
