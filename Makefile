@@ -10,7 +10,8 @@ PACKAGES := g++ cmake ninja-build pkg-config \
   libabsl-dev libeigen3-dev libboost-dev libsqlite3-dev nlohmann-json3-dev \
   liblbfgspp-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libturbojpeg0-dev dataset-fashion-mnist libcpp-httplib-dev chromium \
-  python3-grpcio python3-protobuf python3-pytest python3-pandas
+  python3-grpcio python3-protobuf python3-pytest python3-pandas \
+  libpq-dev postgresql
 # Not here, being large: python3-torch (the PyTorch example; its tests are
 # skipped without it) and python3-optuna (the benchmarks' peer). npm (the
 # dashboard's charts from the npm registry) is installed only where no npm
@@ -49,11 +50,15 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 # ctest reports a skipped test without its output: the reasons pytest gave
-# for its skips follow, from ctest's log.
+# for its skips, and the deploy/ uses that wait for features, follow, from
+# ctest's log.
 test: build
 	@status=0; ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) || status=$$?; \
 	grep -h '^SKIPPED \[' $(BUILD)/Testing/Temporary/LastTest.log 2>/dev/null \
 	  | sed 's/^/pytest: /'; \
+	sed -n '/^Planned, not in the programs yet/,/^<end of output>/p' \
+	  $(BUILD)/Testing/Temporary/LastTest.log 2>/dev/null \
+	  | grep -v '^<end of output>' | sed 's/^/deploy: /'; \
 	exit $$status
 
 demo: build

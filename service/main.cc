@@ -21,6 +21,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "service/server.h"
+#include "storage/open_store.h"
 
 namespace {
 
@@ -35,7 +36,11 @@ constexpr char kUsage[] =
     "                  [--http HOST:PORT [--http-plaintext] "
     "[--http-allow-writes]\n"
     "                   [--log-root DIR]]\n"
-    "  --db PATH            SQLite database file (created if absent)\n"
+    "  --db PATH            SQLite database file (created if absent), or a "
+    "PostgreSQL URL\n"
+    "                       postgresql://USER[:PASSWORD]@HOST[:PORT]/DB (the "
+    "database must\n"
+    "                       exist; the schema is created and migrated)\n"
     "  --listen HOST:PORT   gRPC address (default 127.0.0.1:50051; port 0 "
     "picks one)\n"
     "  --durability MODE    normal (default; survives kill -9) or full "
@@ -170,7 +175,7 @@ int main(int argc, char** argv) {
               << (*server)->http_address() << "/" << std::endl;
   }
   std::cout << "hypertuned listening on " << (*server)->address()
-            << " (database " << options.db_path
+            << " (database " << hypertune::storage::DisplayLocation(options.db_path)
             << (options.auth_token_file.empty() ? "" : ", token auth")
             << (options.tls_cert_file.empty()        ? ", plaintext"
                 : options.tls_client_ca_file.empty() ? ", TLS"

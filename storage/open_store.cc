@@ -8,7 +8,7 @@
 namespace hypertune::storage {
 
 absl::StatusOr<std::unique_ptr<StudyStore>> OpenStore(
-    const StoreOptions &options) {
+    const StoreOptions& options) {
   if (options.kind == StoreOptions::Kind::kMemory) {
     return std::make_unique<MemoryStore>();
   }
@@ -23,6 +23,15 @@ absl::StatusOr<std::unique_ptr<StudyStore>> OpenStore(
       SqliteStore::Open(options.path, options.sqlite);
   if (!store.ok()) return store.status();
   return std::unique_ptr<StudyStore>(*std::move(store));
+}
+
+bool IsServerLocation(std::string_view location) {
+  return postgres::IsPostgresUrl(location);
+}
+
+std::string DisplayLocation(std::string_view location) {
+  return postgres::IsPostgresUrl(location) ? postgres::RedactUrl(location)
+                                           : std::string(location);
 }
 
 }  // namespace hypertune::storage

@@ -14,6 +14,8 @@
 #define HYPERTUNE_STORAGE_OPEN_STORE_H_
 
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "storage/store_options.h"
@@ -27,7 +29,15 @@ namespace hypertune::storage {
 // PostgresStore::Open's (among them UNAVAILABLE when the server cannot be
 // reached; a URL is shown without its password).
 absl::StatusOr<std::unique_ptr<StudyStore>> OpenStore(
-    const StoreOptions &options);
+    const StoreOptions& options);
+
+// Whether `location` (a --db value) names a database server (a PostgreSQL
+// URL) rather than a file.
+bool IsServerLocation(std::string_view location);
+
+// `location` as it may be shown in logs and messages: a URL's password
+// hidden.
+std::string DisplayLocation(std::string_view location);
 
 }  // namespace hypertune::storage
 

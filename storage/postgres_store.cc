@@ -17,8 +17,8 @@ using postgres::Connection;
 
 // ----- Opening -----
 
-PostgresStore::PostgresStore(const std::string &url, std::string shown_url,
-                             const PostgresOptions &options)
+PostgresStore::PostgresStore(const std::string& url, std::string shown_url,
+                             const PostgresOptions& options)
     : shown_url_(std::move(shown_url)),
       pool_(std::make_unique<postgres::ConnectionPool>(url, shown_url_,
                                                        options)) {}
@@ -26,7 +26,7 @@ PostgresStore::PostgresStore(const std::string &url, std::string shown_url,
 PostgresStore::~PostgresStore() = default;
 
 absl::StatusOr<std::unique_ptr<PostgresStore>> PostgresStore::Open(
-    const std::string &url, const PostgresOptions &options) {
+    const std::string& url, const PostgresOptions& options) {
   std::string shown_url = postgres::RedactUrl(url);
   if (!postgres::IsPostgresUrl(url)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -54,22 +54,22 @@ absl::StatusOr<std::unique_ptr<PostgresStore>> PostgresStore::Open(
 }
 
 absl::Status PostgresStore::Use(
-    absl::FunctionRef<absl::Status(Connection &)> use) {
+    absl::FunctionRef<absl::Status(Connection&)> use) {
   return pool_->Use(use);
 }
 
 // ----- Studies -----
 
-absl::Status PostgresStore::CreateStudy(const v1::Study &study) {
+absl::Status PostgresStore::CreateStudy(const v1::Study& study) {
   const std::string what = absl::StrCat("creating ", StudyLabel(study.name()));
   return Use(
-      [&](Connection &db) { return postgres::InsertStudy(db, study, what); });
+      [&](Connection& db) { return postgres::InsertStudy(db, study, what); });
 }
 
 absl::StatusOr<v1::Study> PostgresStore::GetStudy(std::string_view name) {
   const std::string what = absl::StrCat("reading ", StudyLabel(name));
   v1::Study study;
-  absl::Status status = Use([&](Connection &db) {
+  absl::Status status = Use([&](Connection& db) {
     return postgres::LoadStudy(db, name, what, study);
   });
   if (!status.ok()) return status;
@@ -79,21 +79,21 @@ absl::StatusOr<v1::Study> PostgresStore::GetStudy(std::string_view name) {
 absl::StatusOr<std::vector<v1::Study>> PostgresStore::ListStudies() {
   std::vector<v1::Study> studies;
   absl::Status status =
-      Use([&](Connection &db) { return postgres::LoadStudies(db, studies); });
+      Use([&](Connection& db) { return postgres::LoadStudies(db, studies); });
   if (!status.ok()) return status;
   return studies;
 }
 
-absl::Status PostgresStore::UpdateStudy(const v1::Study &study) {
+absl::Status PostgresStore::UpdateStudy(const v1::Study& study) {
   const std::string what = absl::StrCat("updating ", StudyLabel(study.name()));
   return Use(
-      [&](Connection &db) { return postgres::SaveStudy(db, study, what); });
+      [&](Connection& db) { return postgres::SaveStudy(db, study, what); });
 }
 
 absl::Status PostgresStore::ModifyStudy(
-    std::string_view name, absl::FunctionRef<void(v1::Study &)> modify) {
+    std::string_view name, absl::FunctionRef<void(v1::Study&)> modify) {
   const std::string what = absl::StrCat("modifying ", StudyLabel(name));
-  return Use([&](Connection &db) {
+  return Use([&](Connection& db) {
     return postgres::ModifyStudy(db, name, modify, what);
   });
 }
@@ -101,7 +101,7 @@ absl::Status PostgresStore::ModifyStudy(
 absl::Status PostgresStore::DeleteStudy(std::string_view name) {
   const std::string what = absl::StrCat("deleting ", StudyLabel(name));
   return Use(
-      [&](Connection &db) { return postgres::DeleteStudy(db, name, what); });
+      [&](Connection& db) { return postgres::DeleteStudy(db, name, what); });
 }
 
 // ----- Trials -----
@@ -110,7 +110,7 @@ absl::StatusOr<std::vector<v1::Trial>> PostgresStore::CreateTrials(
     std::string_view study_name, std::vector<v1::Trial> trials) {
   const std::string what =
       absl::StrCat("creating trials in ", StudyLabel(study_name));
-  absl::Status status = Use([&](Connection &db) {
+  absl::Status status = Use([&](Connection& db) {
     return postgres::InsertTrials(db, study_name, trials, what);
   });
   if (!status.ok()) return status;
@@ -122,50 +122,50 @@ absl::StatusOr<v1::Trial> PostgresStore::GetTrial(std::string_view study_name,
   const std::string what =
       absl::StrCat("reading ", TrialLabel(study_name, trial_id));
   v1::Trial trial;
-  absl::Status status = Use([&](Connection &db) {
+  absl::Status status = Use([&](Connection& db) {
     return postgres::LoadTrial(db, study_name, trial_id, what, trial);
   });
   if (!status.ok()) return status;
   return trial;
 }
 
-absl::Status PostgresStore::UpdateTrial(const v1::Trial &trial) {
+absl::Status PostgresStore::UpdateTrial(const v1::Trial& trial) {
   return ReplaceTrial(trial, nullptr);
 }
 
-absl::Status PostgresStore::UpdateTrialIf(const v1::Trial &trial,
-                                          const TrialVersion &read) {
+absl::Status PostgresStore::UpdateTrialIf(const v1::Trial& trial,
+                                          const TrialVersion& read) {
   return ReplaceTrial(trial, &read);
 }
 
-absl::Status PostgresStore::ReplaceTrial(const v1::Trial &trial,
-                                         const TrialVersion *read) {
+absl::Status PostgresStore::ReplaceTrial(const v1::Trial& trial,
+                                         const TrialVersion* read) {
   const std::string label = TrialLabel(trial.study_name(), trial.id());
   absl::StatusOr<std::string> bytes = SerializeForStore(trial, label);
   if (!bytes.ok()) return bytes.status();
   const std::string what = absl::StrCat("updating ", label);
-  return Use([&](Connection &db) {
+  return Use([&](Connection& db) {
     return postgres::UpdateTrial(db, trial, *bytes, read, what);
   });
 }
 
-absl::Status PostgresStore::RenewTrialLease(const v1::Trial &trial) {
+absl::Status PostgresStore::RenewTrialLease(const v1::Trial& trial) {
   const std::string label = TrialLabel(trial.study_name(), trial.id());
   absl::StatusOr<std::string> bytes = SerializeForStore(trial, label);
   if (!bytes.ok()) return bytes.status();
   const std::string what = absl::StrCat("renewing the lease of ", label);
-  return Use([&](Connection &db) {
+  return Use([&](Connection& db) {
     return postgres::RenewTrialLease(db, trial, *bytes, what);
   });
 }
 
 absl::StatusOr<std::vector<v1::Trial>> PostgresStore::ListTrials(
-    std::string_view study_name, const TrialQuery &query) {
+    std::string_view study_name, const TrialQuery& query) {
   if (absl::Status s = CheckLimit(query.limit); !s.ok()) return s;
   const std::string what =
       absl::StrCat("listing trials of ", StudyLabel(study_name));
   std::vector<v1::Trial> trials;
-  absl::Status status = Use([&](Connection &db) {
+  absl::Status status = Use([&](Connection& db) {
     return postgres::LoadTrials(db, study_name, query, what, trials);
   });
   if (!status.ok()) return status;
@@ -178,7 +178,7 @@ absl::StatusOr<std::vector<TrialChange>> PostgresStore::ListTrialChanges(
   const std::string what =
       absl::StrCat("listing trial changes of ", StudyLabel(study_name));
   std::vector<TrialChange> changes;
-  absl::Status status = Use([&](Connection &db) {
+  absl::Status status = Use([&](Connection& db) {
     return postgres::LoadTrialChanges(db, study_name, after_sequence, limit,
                                       what, changes);
   });
@@ -191,7 +191,7 @@ PostgresStore::CountTrials(std::string_view study_name) {
   const std::string what =
       absl::StrCat("counting trials of ", StudyLabel(study_name));
   absl::flat_hash_map<v1::Trial::State, int64_t> counts;
-  absl::Status status = Use([&](Connection &db) {
+  absl::Status status = Use([&](Connection& db) {
     return postgres::CountTrials(db, study_name, what, counts);
   });
   if (!status.ok()) return status;
@@ -199,9 +199,9 @@ PostgresStore::CountTrials(std::string_view study_name) {
 }
 
 absl::StatusOr<std::vector<v1::Trial>> PostgresStore::ListTrialsInStates(
-    const std::vector<v1::Trial::State> &states) {
+    const std::vector<v1::Trial::State>& states) {
   std::vector<v1::Trial> trials;
-  absl::Status status = Use([&](Connection &db) {
+  absl::Status status = Use([&](Connection& db) {
     return postgres::LoadTrialsInStates(db, states, trials);
   });
   if (!status.ok()) return status;
@@ -212,7 +212,7 @@ absl::StatusOr<std::vector<v1::Trial>> PostgresStore::ListTrialsInStates(
 
 absl::Status PostgresStore::CheckIntegrity() {
   absl::StatusOr<std::vector<std::string>> problems;
-  absl::Status status = Use([&](Connection &db) {
+  absl::Status status = Use([&](Connection& db) {
     problems = postgres::IntegrityProblems(db);
     return problems.status();
   });
@@ -223,7 +223,7 @@ absl::Status PostgresStore::CheckIntegrity() {
                    "' is damaged: ", absl::StrJoin(*problems, "; ")));
 }
 
-absl::Status PostgresStore::Backup(const std::string &destination_path) {
+absl::Status PostgresStore::Backup(const std::string& destination_path) {
   return absl::FailedPreconditionError(absl::StrCat(
       "cannot back up to '", destination_path,
       "': backup needs the SQLite store; this store keeps its studies in "

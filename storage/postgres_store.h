@@ -66,58 +66,57 @@ class PostgresStore : public StudyStore {
   // schema newer than kSchemaVersion. Messages show the URL without its
   // password.
   static absl::StatusOr<std::unique_ptr<PostgresStore>> Open(
-      const std::string &url, const PostgresOptions &options = {});
+      const std::string& url, const PostgresOptions& options = {});
 
-  PostgresStore(const PostgresStore &) = delete;
-  PostgresStore &operator=(const PostgresStore &) = delete;
+  PostgresStore(const PostgresStore&) = delete;
+  PostgresStore& operator=(const PostgresStore&) = delete;
   // REQUIRES: no call is in progress.
   ~PostgresStore() override;
 
-  absl::Status CreateStudy(const v1::Study &study) override;
+  absl::Status CreateStudy(const v1::Study& study) override;
   absl::StatusOr<v1::Study> GetStudy(std::string_view name) override;
   absl::StatusOr<std::vector<v1::Study>> ListStudies() override;
-  absl::Status UpdateStudy(const v1::Study &study) override;
-  absl::Status ModifyStudy(
-      std::string_view name,
-      absl::FunctionRef<void(v1::Study &)> modify) override;
+  absl::Status UpdateStudy(const v1::Study& study) override;
+  absl::Status ModifyStudy(std::string_view name,
+                           absl::FunctionRef<void(v1::Study&)> modify) override;
   absl::Status DeleteStudy(std::string_view name) override;
   absl::StatusOr<std::vector<v1::Trial>> CreateTrials(
       std::string_view study_name, std::vector<v1::Trial> trials) override;
   absl::StatusOr<v1::Trial> GetTrial(std::string_view study_name,
                                      int64_t trial_id) override;
-  absl::Status UpdateTrial(const v1::Trial &trial) override;
-  absl::Status UpdateTrialIf(const v1::Trial &trial,
-                             const TrialVersion &read) override;
-  absl::Status RenewTrialLease(const v1::Trial &trial) override;
+  absl::Status UpdateTrial(const v1::Trial& trial) override;
+  absl::Status UpdateTrialIf(const v1::Trial& trial,
+                             const TrialVersion& read) override;
+  absl::Status RenewTrialLease(const v1::Trial& trial) override;
   absl::StatusOr<std::vector<TrialChange>> ListTrialChanges(
       std::string_view study_name, int64_t after_sequence, int limit) override;
   absl::StatusOr<std::vector<v1::Trial>> ListTrials(
-      std::string_view study_name, const TrialQuery &query) override;
+      std::string_view study_name, const TrialQuery& query) override;
   absl::StatusOr<absl::flat_hash_map<v1::Trial::State, int64_t>> CountTrials(
       std::string_view study_name) override;
   absl::StatusOr<std::vector<v1::Trial>> ListTrialsInStates(
-      const std::vector<v1::Trial::State> &states) override;
+      const std::vector<v1::Trial::State>& states) override;
   // Reads every row on one snapshot: DATA_LOSS listing the first problems
   // found (messages that do not parse, columns that disagree with their
   // message, trial ids that are not dense, a damaged change sequence).
   absl::Status CheckIntegrity() override;
   // FAILED_PRECONDITION: this store keeps nothing in a file of its own; the
   // message points to pg_dump and standbys.
-  absl::Status Backup(const std::string &destination_path) override;
+  absl::Status Backup(const std::string& destination_path) override;
 
   // The URL as given to Open, with its password hidden.
-  const std::string &shown_url() const { return shown_url_; }
+  const std::string& shown_url() const { return shown_url_; }
 
  private:
-  PostgresStore(const std::string &url, std::string shown_url,
-                const PostgresOptions &options);
+  PostgresStore(const std::string& url, std::string shown_url,
+                const PostgresOptions& options);
 
   // Runs `use` on a pooled connection; returns its status, or the error
   // that connecting met (postgres/connection_pool.h).
-  absl::Status Use(absl::FunctionRef<absl::Status(postgres::Connection &)> use);
+  absl::Status Use(absl::FunctionRef<absl::Status(postgres::Connection&)> use);
 
   // UpdateTrial, conditional on `read` unless it is null.
-  absl::Status ReplaceTrial(const v1::Trial &trial, const TrialVersion *read);
+  absl::Status ReplaceTrial(const v1::Trial& trial, const TrialVersion* read);
 
   const std::string shown_url_;
   // Kept behind a pointer so that this header does not need libpq's.

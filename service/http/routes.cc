@@ -19,6 +19,7 @@
 #include "service/http/log_tail.h"
 #include "service/http/replies.h"
 #include "service/limits.h"
+#include "storage/open_store.h"
 // After Eigen (through the service's headers): httplib.h brings
 // <resolv.h>, whose `_res` macro breaks Eigen's parameter names.
 #include "httplib.h"
@@ -420,7 +421,8 @@ void HttpServer::MetricsText(const Request& req, Response& res) {
               {"study", "state"}, trials, &body);
   AppendGauge("hypertune_study_info", "Studies, by state (always 1).",
               {"study", "state"}, studies, &body);
-  if (!options_.db_path.empty()) {
+  if (!options_.db_path.empty() &&
+      !storage::IsServerLocation(options_.db_path)) {
     AppendGauge("hypertune_database_size_bytes",
                 "Size of the SQLite database file and its write-ahead log.",
                 {"file"},

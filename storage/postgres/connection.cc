@@ -23,10 +23,10 @@ absl::string_view ToAbsl(std::string_view view) {
 }
 
 // libpq's messages end in a newline and may span lines.
-std::string OneLine(const char *message) {
+std::string OneLine(const char* message) {
   std::string line(
       absl::StripAsciiWhitespace(message == nullptr ? "" : message));
-  for (char &c : line) {
+  for (char& c : line) {
     if (c == '\n') c = ' ';
   }
   return line;
@@ -54,7 +54,7 @@ absl::StatusCode CodeFor(std::string_view sqlstate) {
 
 // ----- Params -----
 
-Params &Params::Int(int64_t value) {
+Params& Params::Int(int64_t value) {
   std::string bytes(8, '\0');
   for (int i = 0; i < 8; ++i) {
     bytes[i] = static_cast<char>(static_cast<uint64_t>(value) >> (56 - 8 * i));
@@ -63,12 +63,12 @@ Params &Params::Int(int64_t value) {
   return *this;
 }
 
-Params &Params::Bytes(std::string_view value) {
+Params& Params::Bytes(std::string_view value) {
   values_.push_back({kByteaOid, 1, false, {}, value});
   return *this;
 }
 
-Params &Params::Ints(const std::vector<int> &values) {
+Params& Params::Ints(const std::vector<int>& values) {
   values_.push_back({kInt8ArrayOid,
                      0,
                      false,
@@ -77,7 +77,7 @@ Params &Params::Ints(const std::vector<int> &values) {
   return *this;
 }
 
-Params &Params::Null() {
+Params& Params::Null() {
   values_.push_back({kInt8Oid, 1, true, {}, {}});
   return *this;
 }
@@ -90,7 +90,7 @@ int64_t Result::affected() const {
 }
 
 int64_t Result::Int(int row, int column) const {
-  const auto *bytes = reinterpret_cast<const unsigned char *>(
+  const auto* bytes = reinterpret_cast<const unsigned char*>(
       PQgetvalue(result_.get(), row, column));
   const int size = PQgetlength(result_.get(), row, column);
   // Big-endian two's complement of 2, 4 or 8 bytes.
@@ -114,9 +114,9 @@ absl::Status PostgresError(std::string_view sqlstate,
                                    " (SQLSTATE ", ToAbsl(sqlstate), ")"));
 }
 
-absl::Status Connection::Error(const PGresult *result,
+absl::Status Connection::Error(const PGresult* result,
                                std::string_view what) const {
-  const char *sqlstate = result == nullptr
+  const char* sqlstate = result == nullptr
                              ? nullptr
                              : PQresultErrorField(result, PG_DIAG_SQLSTATE);
   // No SQLSTATE: libpq's own failure, which is the connection's.
@@ -125,7 +125,7 @@ absl::Status Connection::Error(const PGresult *result,
         absl::StrCat(ToAbsl(what), ": lost the connection to PostgreSQL at ",
                      shown_url_, ": ", OneLine(PQerrorMessage(connection_))));
   }
-  const char *primary = PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
+  const char* primary = PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
   absl::Status status = PostgresError(
       sqlstate,
       OneLine(primary != nullptr ? primary : PQresultErrorMessage(result)),
@@ -140,10 +140,10 @@ absl::Status Connection::Error(const PGresult *result,
 // ----- Connection -----
 
 absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(
-    const std::string &url, const std::string &shown_url,
+    const std::string& url, const std::string& shown_url,
     int connect_timeout_seconds) {
-  char *parse_error = nullptr;
-  PQconninfoOption *parsed = PQconninfoParse(url.c_str(), &parse_error);
+  char* parse_error = nullptr;
+  PQconninfoOption* parsed = PQconninfoParse(url.c_str(), &parse_error);
   if (parsed == nullptr) {
     std::string why = parse_error != nullptr ? OneLine(parse_error)
                                              : std::string("out of memory");
@@ -156,11 +156,11 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(
 
   // Earlier keywords are defaults that the URL's own parameters override.
   const std::string timeout = absl::StrCat(connect_timeout_seconds);
-  const char *const keywords[] = {
+  const char* const keywords[] = {
       "connect_timeout", "fallback_application_name", "dbname", nullptr};
-  const char *const values[] = {timeout.c_str(), "hypertuned", url.c_str(),
+  const char* const values[] = {timeout.c_str(), "hypertuned", url.c_str(),
                                 nullptr};
-  PGconn *connection = PQconnectdbParams(keywords, values,
+  PGconn* connection = PQconnectdbParams(keywords, values,
                                          /*expand_dbname=*/1);
   if (connection == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -175,7 +175,7 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(
   }
   // NOTICEs (as "relation already exists, skipping") would go to stderr.
   PQsetNoticeProcessor(
-      connection, [](void *, const char *) {}, nullptr);
+      connection, [](void*, const char*) {}, nullptr);
   return std::unique_ptr<Connection>(new Connection(connection, shown_url));
 }
 
@@ -186,14 +186,14 @@ bool Connection::Reusable() const {
          PQtransactionStatus(connection_) == PQTRANS_IDLE;
 }
 
-absl::StatusOr<Result> Connection::Run(const std::string &sql,
-                                       const Params &params,
+absl::StatusOr<Result> Connection::Run(const std::string& sql,
+                                       const Params& params,
                                        std::string_view what) {
   const int count = static_cast<int>(params.values_.size());
   auto statement = prepared_.find(sql);
   if (statement == prepared_.end()) {
     std::vector<Oid> types;
-    for (const Params::Value &value : params.values_) {
+    for (const Params::Value& value : params.values_) {
       types.push_back(value.type);
     }
     const std::string name = absl::StrCat("s", prepared_.size());
@@ -204,10 +204,10 @@ absl::StatusOr<Result> Connection::Run(const std::string &sql,
     }
     statement = prepared_.emplace(sql, name).first;
   }
-  std::vector<const char *> values;
+  std::vector<const char*> values;
   std::vector<int> lengths;
   std::vector<int> formats;
-  for (const Params::Value &value : params.values_) {
+  for (const Params::Value& value : params.values_) {
     // A null pointer would be SQL NULL, so an empty bytea points at "".
     const std::string_view bytes =
         value.type == kByteaOid ? value.bytes : std::string_view(value.owned);
@@ -225,7 +225,7 @@ absl::StatusOr<Result> Connection::Run(const std::string &sql,
   return result;
 }
 
-absl::StatusOr<std::string> Connection::Execute(const std::string &sql,
+absl::StatusOr<std::string> Connection::Execute(const std::string& sql,
                                                 std::string_view what) {
   Result result(PQexec(connection_, sql.c_str()));
   const ExecStatusType status = PQresultStatus(result.result_.get());
@@ -243,7 +243,7 @@ Transaction::~Transaction() {
 }
 
 absl::Status Transaction::Begin(std::string_view what,
-                                const std::string &begin) {
+                                const std::string& begin) {
   absl::StatusOr<std::string> began = connection_.Execute(begin, what);
   if (!began.ok()) return began.status();
   open_ = true;

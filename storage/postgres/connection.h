@@ -35,13 +35,13 @@ namespace hypertune::storage::postgres {
 class Params {
  public:
   // An int8.
-  Params &Int(int64_t value);
+  Params& Int(int64_t value);
   // A bytea. The bytes are not copied: they must outlive the statement.
-  Params &Bytes(std::string_view value);
+  Params& Bytes(std::string_view value);
   // An int8[] (for "= ANY($n)").
-  Params &Ints(const std::vector<int> &values);
+  Params& Ints(const std::vector<int>& values);
   // An int8 NULL (as in "LIMIT NULL", no limit).
-  Params &Null();
+  Params& Null();
 
  private:
   friend class Connection;
@@ -60,7 +60,7 @@ class Params {
 // The rows a statement returned, in binary format.
 class Result {
  public:
-  explicit Result(PGresult *result) : result_(result, &PQclear) {}
+  explicit Result(PGresult* result) : result_(result, &PQclear) {}
 
   int rows() const { return PQntuples(result_.get()); }
   // The rows an INSERT, UPDATE or DELETE changed.
@@ -95,35 +95,35 @@ class Connection {
   // UNAVAILABLE (naming `shown_url` and saying why) if no connection could
   // be made, INVALID_ARGUMENT if `url` does not parse.
   static absl::StatusOr<std::unique_ptr<Connection>> Open(
-      const std::string &url, const std::string &shown_url,
+      const std::string& url, const std::string& shown_url,
       int connect_timeout_seconds);
 
   ~Connection();
-  Connection(const Connection &) = delete;
-  Connection &operator=(const Connection &) = delete;
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
 
   // Runs `sql` with `params` and returns its rows (none for most writes).
-  absl::StatusOr<Result> Run(const std::string &sql, const Params &params,
+  absl::StatusOr<Result> Run(const std::string& sql, const Params& params,
                              std::string_view what);
   // Runs `sql`, without parameters and without preparing it (BEGIN,
   // COMMIT, schema changes), and returns its command tag ("COMMIT").
-  absl::StatusOr<std::string> Execute(const std::string &sql,
+  absl::StatusOr<std::string> Execute(const std::string& sql,
                                       std::string_view what);
 
   // Whether the connection can take the next call: connected, and not left
   // inside a transaction.
   bool Reusable() const;
 
-  const std::string &shown_url() const { return shown_url_; }
+  const std::string& shown_url() const { return shown_url_; }
 
  private:
-  Connection(PGconn *connection, std::string shown_url)
+  Connection(PGconn* connection, std::string shown_url)
       : connection_(connection), shown_url_(std::move(shown_url)) {}
 
   // The error of `result` (null when libpq could not even make one).
-  absl::Status Error(const PGresult *result, std::string_view what) const;
+  absl::Status Error(const PGresult* result, std::string_view what) const;
 
-  PGconn *const connection_;
+  PGconn* const connection_;
   const std::string shown_url_;
   // Statement text -> the name it was prepared under on this connection.
   absl::flat_hash_map<std::string, std::string> prepared_;
@@ -132,19 +132,19 @@ class Connection {
 // A transaction on one connection: rolled back when destroyed uncommitted.
 class Transaction {
  public:
-  explicit Transaction(Connection &connection) : connection_(connection) {}
+  explicit Transaction(Connection& connection) : connection_(connection) {}
   ~Transaction();
-  Transaction(const Transaction &) = delete;
-  Transaction &operator=(const Transaction &) = delete;
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
 
   // BEGIN, or `begin` (as in "BEGIN ISOLATION LEVEL REPEATABLE READ").
-  absl::Status Begin(std::string_view what, const std::string &begin = "BEGIN");
+  absl::Status Begin(std::string_view what, const std::string& begin = "BEGIN");
   // COMMIT. A lost connection here is UNAVAILABLE saying that the
   // transaction may or may not have been committed.
   absl::Status Commit(std::string_view what);
 
  private:
-  Connection &connection_;
+  Connection& connection_;
   bool open_ = false;
 };
 

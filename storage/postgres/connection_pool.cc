@@ -6,7 +6,7 @@
 namespace hypertune::storage::postgres {
 
 ConnectionPool::ConnectionPool(std::string url, std::string shown_url,
-                               const PostgresOptions &options)
+                               const PostgresOptions& options)
     : url_(std::move(url)),
       shown_url_(std::move(shown_url)),
       max_connections_(options.max_connections),
@@ -15,12 +15,12 @@ ConnectionPool::ConnectionPool(std::string url, std::string shown_url,
 }
 
 absl::Status ConnectionPool::Use(
-    absl::FunctionRef<absl::Status(Connection &)> use) {
+    absl::FunctionRef<absl::Status(Connection&)> use) {
   std::unique_ptr<Connection> connection;
   {
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(
-        +[](ConnectionPool *pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(pool->mu_) {
+        +[](ConnectionPool* pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(pool->mu_) {
           return !pool->idle_.empty() || pool->open_ < pool->max_connections_;
         },
         this));

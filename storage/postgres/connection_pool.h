@@ -29,15 +29,15 @@ class ConnectionPool {
   // `url` as given to Connection::Open; `shown_url` its redacted form.
   // REQUIRES: options.max_connections >= 1.
   ConnectionPool(std::string url, std::string shown_url,
-                 const PostgresOptions &options);
+                 const PostgresOptions& options);
   // REQUIRES: no Use is in progress.
   ~ConnectionPool() = default;
-  ConnectionPool(const ConnectionPool &) = delete;
-  ConnectionPool &operator=(const ConnectionPool &) = delete;
+  ConnectionPool(const ConnectionPool&) = delete;
+  ConnectionPool& operator=(const ConnectionPool&) = delete;
 
   // Runs `use` on a connection that no other call uses meanwhile and
   // returns its status, or the error that connecting met (UNAVAILABLE).
-  absl::Status Use(absl::FunctionRef<absl::Status(Connection &)> use);
+  absl::Status Use(absl::FunctionRef<absl::Status(Connection&)> use);
 
  private:
   const std::string url_;

@@ -18,7 +18,7 @@ namespace {
 // longer. Each study keeps the last trial id and change sequence number it
 // gave out: taking the next ones locks the study's row, which orders the
 // study's writes.
-constexpr const char *kSchemaV1[] = {
+constexpr const char* kSchemaV1[] = {
     R"sql(CREATE TABLE studies(
       id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
       name BYTEA NOT NULL,
@@ -47,7 +47,7 @@ constexpr const char *kSchemaV1[] = {
 struct Migration {
   // The version the database has once the step has run.
   int version;
-  std::span<const char *const> statements;
+  std::span<const char* const> statements;
 };
 
 // Applied in order, each once; append, never edit a released step.
@@ -72,10 +72,10 @@ constexpr char kInsertVersion[] =
     "INSERT INTO schema_version(version) VALUES ($1)";
 
 // Runs one migration and records it.
-absl::Status Apply(Connection &db, const Migration &migration) {
+absl::Status Apply(Connection& db, const Migration& migration) {
   const std::string what =
       absl::StrCat("migrating the schema to version ", migration.version);
-  for (const char *sql : migration.statements) {
+  for (const char* sql : migration.statements) {
     absl::StatusOr<std::string> ran = db.Execute(sql, what);
     if (!ran.ok()) return ran.status();
   }
@@ -86,7 +86,7 @@ absl::Status Apply(Connection &db, const Migration &migration) {
 
 }  // namespace
 
-absl::Status Migrate(Connection &db) {
+absl::Status Migrate(Connection& db) {
   constexpr char kWhat[] = "migrating the schema";
   Transaction transaction(db);
   if (absl::Status s = transaction.Begin(kWhat); !s.ok()) return s;
@@ -106,7 +106,7 @@ absl::Status Migrate(Connection &db) {
         "the schema version is ", current, ", newer than the ", kSchemaVersion,
         " this build of hypertune knows; open it with a newer hypertuned"));
   }
-  for (const Migration &migration : kMigrations) {
+  for (const Migration& migration : kMigrations) {
     if (migration.version <= current) continue;
     if (absl::Status s = Apply(db, migration); !s.ok()) return s;
   }

@@ -25,7 +25,7 @@ inline constexpr int kSchemaVersion = 1;
 // Applies the migrations that the database lacks, in order, each once.
 // FAILED_PRECONDITION if its schema is newer than kSchemaVersion; other
 // failures name the step and the server's message.
-absl::Status Migrate(Connection &db);
+absl::Status Migrate(Connection& db);
 
 }  // namespace hypertune::storage::postgres
 

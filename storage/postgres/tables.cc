@@ -107,7 +107,7 @@ constexpr size_t kMaxProblems = 10;
 // ----- Helpers -----
 
 template <typename Message>
-absl::Status Parse(std::string_view bytes, Message &message,
+absl::Status Parse(std::string_view bytes, Message& message,
                    absl::string_view label) {
   if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return absl::DataLossError(
@@ -127,14 +127,14 @@ absl::Status TrialNotFound(std::string_view study_name, int64_t trial_id) {
 }
 
 // The stored form of `study`: trial_counts are derived on read, never kept.
-absl::StatusOr<std::string> StudyBytes(const v1::Study &study) {
+absl::StatusOr<std::string> StudyBytes(const v1::Study& study) {
   v1::Study stored = study;
   stored.clear_trial_counts();
   return SerializeForStore(stored, StudyLabel(study.name()));
 }
 
 // The parameters of the studies row: name, state, create time, message.
-Params StudyRow(const v1::Study &study, std::string_view bytes) {
+Params StudyRow(const v1::Study& study, std::string_view bytes) {
   Params params;
   params.Bytes(study.name())
       .Int(study.state())
@@ -146,8 +146,8 @@ Params StudyRow(const v1::Study &study, std::string_view bytes) {
 // Why a write of `trial` changed no row, as kSelectTrialVersion finds it
 // now: NOT_FOUND naming the study or the trial, or ABORTED naming the
 // version the caller `read` and the stored one.
-absl::Status WhyNotUpdated(Connection &db, const v1::Trial &trial,
-                           const TrialVersion &read, const std::string &what) {
+absl::Status WhyNotUpdated(Connection& db, const v1::Trial& trial,
+                           const TrialVersion& read, const std::string& what) {
   absl::StatusOr<Result> row =
       db.Run(kSelectTrialVersion,
              Params().Bytes(trial.study_name()).Int(trial.id()), what);
@@ -170,7 +170,7 @@ absl::Status WhyNotUpdated(Connection &db, const v1::Trial &trial,
 
 // Returns `states` sorted and without repeats: one statement text then
 // serves every order of the same states.
-std::vector<int> DistinctStates(const std::vector<v1::Trial::State> &states) {
+std::vector<int> DistinctStates(const std::vector<v1::Trial::State>& states) {
   std::vector<int> distinct(states.begin(), states.end());
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
@@ -178,7 +178,7 @@ std::vector<int> DistinctStates(const std::vector<v1::Trial::State> &states) {
 }
 
 // LIMIT's value: NULL (no limit) for 0.
-Params &Limit(Params &params, int limit) {
+Params& Limit(Params& params, int limit) {
   return limit == 0 ? params.Null() : params.Int(limit);
 }
 
@@ -186,8 +186,8 @@ Params &Limit(Params &params, int limit) {
 
 // ----- Studies -----
 
-absl::Status InsertStudy(Connection &db, const v1::Study &study,
-                         const std::string &what) {
+absl::Status InsertStudy(Connection& db, const v1::Study& study,
+                         const std::string& what) {
   absl::StatusOr<std::string> bytes = StudyBytes(study);
   if (!bytes.ok()) return bytes.status();
   absl::StatusOr<Result> inserted =
@@ -200,16 +200,16 @@ absl::Status InsertStudy(Connection &db, const v1::Study &study,
   return absl::OkStatus();
 }
 
-absl::Status LoadStudy(Connection &db, std::string_view name,
-                       const std::string &what, v1::Study &study) {
+absl::Status LoadStudy(Connection& db, std::string_view name,
+                       const std::string& what, v1::Study& study) {
   absl::StatusOr<Result> row = db.Run(kSelectStudy, Params().Bytes(name), what);
   if (!row.ok()) return row.status();
   if (row->rows() == 0) return StudyNotFound(name);
   return Parse(row->Bytes(0, 0), study, StudyLabel(name));
 }
 
-absl::Status SaveStudy(Connection &db, const v1::Study &study,
-                       const std::string &what) {
+absl::Status SaveStudy(Connection& db, const v1::Study& study,
+                       const std::string& what) {
   absl::StatusOr<std::string> bytes = StudyBytes(study);
   if (!bytes.ok()) return bytes.status();
   absl::StatusOr<Result> updated =
@@ -219,9 +219,9 @@ absl::Status SaveStudy(Connection &db, const v1::Study &study,
   return absl::OkStatus();
 }
 
-absl::Status ModifyStudy(Connection &db, std::string_view name,
-                         absl::FunctionRef<void(v1::Study &)> modify,
-                         const std::string &what) {
+absl::Status ModifyStudy(Connection& db, std::string_view name,
+                         absl::FunctionRef<void(v1::Study&)> modify,
+                         const std::string& what) {
   Transaction transaction(db);
   if (absl::Status s = transaction.Begin(what); !s.ok()) return s;
   absl::StatusOr<Result> row =
@@ -238,8 +238,8 @@ absl::Status ModifyStudy(Connection &db, std::string_view name,
   return transaction.Commit(what);
 }
 
-absl::Status DeleteStudy(Connection &db, std::string_view name,
-                         const std::string &what) {
+absl::Status DeleteStudy(Connection& db, std::string_view name,
+                         const std::string& what) {
   // The trials go with it: ON DELETE CASCADE.
   absl::StatusOr<Result> deleted =
       db.Run(kDeleteStudy, Params().Bytes(name), what);
@@ -248,7 +248,7 @@ absl::Status DeleteStudy(Connection &db, std::string_view name,
   return absl::OkStatus();
 }
 
-absl::Status LoadStudies(Connection &db, std::vector<v1::Study> &studies) {
+absl::Status LoadStudies(Connection& db, std::vector<v1::Study>& studies) {
   absl::StatusOr<Result> rows =
       db.Run(kListStudies, Params(), "listing studies");
   if (!rows.ok()) return rows.status();
@@ -264,9 +264,9 @@ absl::Status LoadStudies(Connection &db, std::vector<v1::Study> &studies) {
 
 // ----- Trials -----
 
-absl::Status InsertTrials(Connection &db, std::string_view study_name,
-                          std::vector<v1::Trial> &trials,
-                          const std::string &what) {
+absl::Status InsertTrials(Connection& db, std::string_view study_name,
+                          std::vector<v1::Trial>& trials,
+                          const std::string& what) {
   if (trials.empty()) {
     absl::StatusOr<Result> row =
         db.Run(kSelectStudyId, Params().Bytes(study_name), what);
@@ -283,7 +283,7 @@ absl::Status InsertTrials(Connection &db, std::string_view study_name,
   const int64_t study_id = taken->Int(0, 0);
   int64_t id = taken->Int(0, 1) - count;
   int64_t sequence = taken->Int(0, 2) - count;
-  for (v1::Trial &trial : trials) {
+  for (v1::Trial& trial : trials) {
     trial.set_study_name(std::string(study_name));
     trial.set_id(++id);
     // Ids are known only here, so the trials are serialized here.
@@ -305,9 +305,9 @@ absl::Status InsertTrials(Connection &db, std::string_view study_name,
   return transaction.Commit(what);
 }
 
-absl::Status LoadTrial(Connection &db, std::string_view study_name,
-                       int64_t trial_id, const std::string &what,
-                       v1::Trial &trial) {
+absl::Status LoadTrial(Connection& db, std::string_view study_name,
+                       int64_t trial_id, const std::string& what,
+                       v1::Trial& trial) {
   absl::StatusOr<Result> row =
       db.Run(kSelectTrial, Params().Bytes(study_name).Int(trial_id), what);
   if (!row.ok()) return row.status();
@@ -316,9 +316,9 @@ absl::Status LoadTrial(Connection &db, std::string_view study_name,
   return Parse(row->Bytes(0, 1), trial, TrialLabel(study_name, trial_id));
 }
 
-absl::Status UpdateTrial(Connection &db, const v1::Trial &trial,
-                         std::string_view bytes, const TrialVersion *read,
-                         const std::string &what) {
+absl::Status UpdateTrial(Connection& db, const v1::Trial& trial,
+                         std::string_view bytes, const TrialVersion* read,
+                         const std::string& what) {
   Transaction transaction(db);
   if (absl::Status s = transaction.Begin(what); !s.ok()) return s;
   // The study's row first (see the header): the trial is then written
@@ -348,8 +348,8 @@ absl::Status UpdateTrial(Connection &db, const v1::Trial &trial,
   return transaction.Commit(what);
 }
 
-absl::Status RenewTrialLease(Connection &db, const v1::Trial &trial,
-                             std::string_view bytes, const std::string &what) {
+absl::Status RenewTrialLease(Connection& db, const v1::Trial& trial,
+                             std::string_view bytes, const std::string& what) {
   absl::StatusOr<Result> updated = db.Run(kRenewTrialLease,
                                           Params()
                                               .Bytes(trial.study_name())
@@ -364,9 +364,9 @@ absl::Status RenewTrialLease(Connection &db, const v1::Trial &trial,
   return WhyNotUpdated(db, trial, TrialVersion::Of(trial), what);
 }
 
-absl::Status LoadTrials(Connection &db, std::string_view study_name,
-                        const TrialQuery &query, const std::string &what,
-                        std::vector<v1::Trial> &trials) {
+absl::Status LoadTrials(Connection& db, std::string_view study_name,
+                        const TrialQuery& query, const std::string& what,
+                        std::vector<v1::Trial>& trials) {
   const std::vector<int> states = DistinctStates(query.states);
   // The text depends only on which filters there are, so each shape is
   // prepared once; the values themselves are parameters.
@@ -406,10 +406,10 @@ absl::Status LoadTrials(Connection &db, std::string_view study_name,
   return absl::OkStatus();
 }
 
-absl::Status LoadTrialChanges(Connection &db, std::string_view study_name,
+absl::Status LoadTrialChanges(Connection& db, std::string_view study_name,
                               int64_t after_sequence, int limit,
-                              const std::string &what,
-                              std::vector<TrialChange> &changes) {
+                              const std::string& what,
+                              std::vector<TrialChange>& changes) {
   Params params;
   params.Bytes(study_name).Int(after_sequence);
   Limit(params, limit);
@@ -418,7 +418,7 @@ absl::Status LoadTrialChanges(Connection &db, std::string_view study_name,
   if (rows->rows() == 0) return StudyNotFound(study_name);
   for (int i = 0; i < rows->rows(); ++i) {
     if (rows->IsNull(i, 1)) continue;
-    TrialChange &change = changes.emplace_back();
+    TrialChange& change = changes.emplace_back();
     change.sequence = rows->Int(i, 2);
     if (absl::Status s = Parse(rows->Bytes(i, 3), change.trial,
                                TrialLabel(study_name, rows->Int(i, 1)));
@@ -430,8 +430,8 @@ absl::Status LoadTrialChanges(Connection &db, std::string_view study_name,
 }
 
 absl::Status CountTrials(
-    Connection &db, std::string_view study_name, const std::string &what,
-    absl::flat_hash_map<v1::Trial::State, int64_t> &counts) {
+    Connection& db, std::string_view study_name, const std::string& what,
+    absl::flat_hash_map<v1::Trial::State, int64_t>& counts) {
   absl::StatusOr<Result> rows =
       db.Run(kCountTrials, Params().Bytes(study_name), what);
   if (!rows.ok()) return rows.status();
@@ -443,9 +443,9 @@ absl::Status CountTrials(
   return absl::OkStatus();
 }
 
-absl::Status LoadTrialsInStates(Connection &db,
-                                const std::vector<v1::Trial::State> &states,
-                                std::vector<v1::Trial> &trials) {
+absl::Status LoadTrialsInStates(Connection& db,
+                                const std::vector<v1::Trial::State>& states,
+                                std::vector<v1::Trial>& trials) {
   const std::vector<int> distinct = DistinctStates(states);
   Params params;
   std::string sql =
@@ -470,7 +470,7 @@ absl::Status LoadTrialsInStates(Connection &db,
 
 // ----- The database -----
 
-absl::StatusOr<std::vector<std::string>> IntegrityProblems(Connection &db) {
+absl::StatusOr<std::vector<std::string>> IntegrityProblems(Connection& db) {
   constexpr char kWhat[] = "checking integrity";
   std::vector<std::string> problems;
   auto add = [&](std::string problem) {

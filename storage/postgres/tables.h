@@ -39,81 +39,81 @@ namespace hypertune::storage::postgres {
 
 // Inserts `study`. ALREADY_EXISTS if a study of that name exists;
 // INVALID_ARGUMENT if it would not read back.
-absl::Status InsertStudy(Connection &db, const v1::Study &study,
-                         const std::string &what);
+absl::Status InsertStudy(Connection& db, const v1::Study& study,
+                         const std::string& what);
 
 // The named study, parsed into `study`.
-absl::Status LoadStudy(Connection &db, std::string_view name,
-                       const std::string &what, v1::Study &study);
+absl::Status LoadStudy(Connection& db, std::string_view name,
+                       const std::string& what, v1::Study& study);
 
 // Replaces the stored study of `study`'s name.
-absl::Status SaveStudy(Connection &db, const v1::Study &study,
-                       const std::string &what);
+absl::Status SaveStudy(Connection& db, const v1::Study& study,
+                       const std::string& what);
 
 // Applies `modify` to the named study and stores the result, in one
 // transaction that holds the study's row locked meanwhile.
-absl::Status ModifyStudy(Connection &db, std::string_view name,
-                         absl::FunctionRef<void(v1::Study &)> modify,
-                         const std::string &what);
+absl::Status ModifyStudy(Connection& db, std::string_view name,
+                         absl::FunctionRef<void(v1::Study&)> modify,
+                         const std::string& what);
 
 // Deletes the named study and, by cascade, its trials.
-absl::Status DeleteStudy(Connection &db, std::string_view name,
-                         const std::string &what);
+absl::Status DeleteStudy(Connection& db, std::string_view name,
+                         const std::string& what);
 
 // Appends every study, by name, to `studies`.
-absl::Status LoadStudies(Connection &db, std::vector<v1::Study> &studies);
+absl::Status LoadStudies(Connection& db, std::vector<v1::Study>& studies);
 
 // ----- Trials -----
 
 // Inserts `trials` into the named study with the next dense ids and change
 // sequence numbers, setting their study_name and id.
-absl::Status InsertTrials(Connection &db, std::string_view study_name,
-                          std::vector<v1::Trial> &trials,
-                          const std::string &what);
+absl::Status InsertTrials(Connection& db, std::string_view study_name,
+                          std::vector<v1::Trial>& trials,
+                          const std::string& what);
 
 // The trial, parsed into `trial`.
-absl::Status LoadTrial(Connection &db, std::string_view study_name,
-                       int64_t trial_id, const std::string &what,
-                       v1::Trial &trial);
+absl::Status LoadTrial(Connection& db, std::string_view study_name,
+                       int64_t trial_id, const std::string& what,
+                       v1::Trial& trial);
 
 // Replaces the stored trial (matched by study_name and id) with `trial`,
 // whose stored form is `bytes`, giving it the next number of the study's
 // change sequence: if `read` is null, or only while the stored trial's
 // state and lease epoch are still `*read` (compared by the UPDATE itself,
 // under the study's lock).
-absl::Status UpdateTrial(Connection &db, const v1::Trial &trial,
-                         std::string_view bytes, const TrialVersion *read,
-                         const std::string &what);
+absl::Status UpdateTrial(Connection& db, const v1::Trial& trial,
+                         std::string_view bytes, const TrialVersion* read,
+                         const std::string& what);
 
 // Stores `trial` (its message and client id), whose stored form is
 // `bytes`, without recording a change, only while the stored trial's state
 // and lease epoch are still `trial`'s.
-absl::Status RenewTrialLease(Connection &db, const v1::Trial &trial,
-                             std::string_view bytes, const std::string &what);
+absl::Status RenewTrialLease(Connection& db, const v1::Trial& trial,
+                             std::string_view bytes, const std::string& what);
 
 // Appends the trials of the named study that match `query` to `trials`,
 // by id.
-absl::Status LoadTrials(Connection &db, std::string_view study_name,
-                        const TrialQuery &query, const std::string &what,
-                        std::vector<v1::Trial> &trials);
+absl::Status LoadTrials(Connection& db, std::string_view study_name,
+                        const TrialQuery& query, const std::string& what,
+                        std::vector<v1::Trial>& trials);
 
 // Appends the trials of the named study changed after `after_sequence`, at
 // most `limit` (0: no limit), by sequence, to `changes`.
-absl::Status LoadTrialChanges(Connection &db, std::string_view study_name,
+absl::Status LoadTrialChanges(Connection& db, std::string_view study_name,
                               int64_t after_sequence, int limit,
-                              const std::string &what,
-                              std::vector<TrialChange> &changes);
+                              const std::string& what,
+                              std::vector<TrialChange>& changes);
 
 // Sets the number of the named study's trials in each state that has any.
 absl::Status CountTrials(
-    Connection &db, std::string_view study_name, const std::string &what,
-    absl::flat_hash_map<v1::Trial::State, int64_t> &counts);
+    Connection& db, std::string_view study_name, const std::string& what,
+    absl::flat_hash_map<v1::Trial::State, int64_t>& counts);
 
 // Appends every trial in one of `states` (empty: any), by study name, then
 // id, to `trials`.
-absl::Status LoadTrialsInStates(Connection &db,
-                                const std::vector<v1::Trial::State> &states,
-                                std::vector<v1::Trial> &trials);
+absl::Status LoadTrialsInStates(Connection& db,
+                                const std::vector<v1::Trial::State>& states,
+                                std::vector<v1::Trial>& trials);
 
 // ----- The database -----
 
@@ -121,7 +121,7 @@ absl::Status LoadTrialsInStates(Connection &db,
 // not parse, columns that disagree with their message, a study whose trial
 // ids are not dense or whose counters lag behind its trials. Empty when
 // all is sound; at most a few problems are listed.
-absl::StatusOr<std::vector<std::string>> IntegrityProblems(Connection &db);
+absl::StatusOr<std::vector<std::string>> IntegrityProblems(Connection& db);
 
 }  // namespace hypertune::storage::postgres
 

@@ -77,7 +77,7 @@ std::string LowerCaseScheme(std::string_view url) {
 std::string RedactUrl(std::string_view url) {
   std::string shown;
   size_t copied = 0;
-  for (const auto &[begin, end] : PasswordRanges(url)) {
+  for (const auto& [begin, end] : PasswordRanges(url)) {
     absl::StrAppend(&shown, ToAbsl(url.substr(copied, begin - copied)),
                     kHidden);
     copied = end;
@@ -88,7 +88,7 @@ std::string RedactUrl(std::string_view url) {
 
 std::string HidePasswords(std::string_view message, std::string_view url) {
   std::string hidden(message);
-  for (const auto &[begin, end] : PasswordRanges(url)) {
+  for (const auto& [begin, end] : PasswordRanges(url)) {
     if (end == begin) continue;
     hidden = absl::StrReplaceAll(
         hidden, {{ToAbsl(url.substr(begin, end - begin)), kHidden}});
