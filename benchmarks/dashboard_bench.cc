@@ -3,8 +3,9 @@
 // study of TRIALS trials with MEASUREMENTS measurements each (default
 // 10,000 x 10; testing/http_test_util.h: WriteDashboardStudies):
 //   - the study page's first render (navigation start to the first paint
-//     after every plot and the table are drawn, as the page records it),
-//     target <= 1.5 s;
+//     of the page, what is in the window drawn, as the page records it),
+//     target <= 1.5 s; and the time until every plot is drawn (those below
+//     the window are drawn when the browser is next idle);
 //   - each interaction, from the event to the next paint: filter by state,
 //     search, range filter, sort, next page, brush the parallel coordinates
 //     (real mouse events), open a trial and come back; target <= 150 ms;
@@ -82,7 +83,9 @@ int main(int argc, char** argv) {
   } ms;
   std::map<std::string, double> bytes;
   for (int run = 0; run < runs; ++run) {
-    auto b = Browser::Start(*chromium, dir.File(absl::StrCat("p", run)));
+    // A laptop's window (the tests use a taller one, to see more at once).
+    auto b = Browser::Start(*chromium, dir.File(absl::StrCat("p", run)),
+                            /*width=*/1440, /*height=*/900);
     if (!b.ok()) return Fail(std::string(b.status().message()));
     Browser& page = **b;
     if (!page.Open(base + "#study=bench&live=0&token=" +
@@ -90,7 +93,8 @@ int main(int argc, char** argv) {
              .ok()) {
       return Fail("cannot open the page");
     }
-    if (!page.WaitFor("document.body.hasAttribute('data-first-render-ms')",
+    if (!page.WaitFor("document.body.hasAttribute('data-first-render-ms') && "
+                      "document.body.hasAttribute('data-charts-drawn')",
                       60000)
              .ok()) {
       return Fail("the study page did not render in 60 s");
@@ -98,12 +102,23 @@ int main(int argc, char** argv) {
     auto body = page.Evaluate(
         "({first: +document.body.dataset.firstRenderMs, "
         "load: +document.body.dataset.loadMs, "
-        "render: +document.body.dataset.renderMs})");
+        "render: +document.body.dataset.renderMs, "
+        "all: +document.body.dataset.chartsDrawnMs, "
+        "code: +document.body.dataset.renderCodeMs})");
     if (!body.ok()) return Fail(std::string(body.status().message()));
     ms["first render (navigation to painted page)"].push_back((*body)["first"]);
     ms["  of which: data (study + compact feed)"].push_back((*body)["load"]);
-    ms["  of which: drawing every plot and the table"].push_back(
+    auto feed = page.Evaluate("JSON.parse(document.body.dataset.loadTimes)");
+    if (feed.ok() && feed->is_object()) {
+      ms["    feed: until the answer's headers"].push_back((*feed)["answer"]);
+      ms["    feed: reading and parsing its body"].push_back((*feed)["parse"]);
+      ms["    feed: building the rows"].push_back((*feed)["rows"]);
+    }
+    ms["  of which: drawing what is in the window, and the table"].push_back(
         (*body)["render"]);
+    ms["    the page's code"].push_back((*body)["code"]);
+    ms["every plot drawn (navigation to the last one)"].push_back(
+        std::max((*body)["all"].get<double>(), (*body)["first"].get<double>()));
     auto charts = page.Evaluate(
         "Object.assign(JSON.parse(document.body.dataset.chartMs), "
         "{table: +document.body.dataset.tableMs})");
@@ -120,6 +135,23 @@ int main(int argc, char** argv) {
           *importance);
     }
     if (run == 0) {
+      // Where the first render's time went: each request's start and end,
+      // and the document's milestones (ms from navigation start).
+      auto timeline = page.Evaluate(
+          "(() => { const n = performance.getEntriesByType('navigation')[0]; "
+          "const out = [['document', 0, n.responseEnd], ['DOMContentLoaded', "
+          "n.domContentLoadedEventStart, n.domContentLoadedEventEnd]]; for "
+          "(const e of performance.getEntriesByType('resource')) out.push(["
+          "e.name.replace(location.origin, '').slice(0, 60), e.startTime, "
+          "e.responseEnd]); return out; })()");
+      if (timeline.ok() && timeline->is_array()) {
+        std::printf("timeline of the first run (ms from navigation start):\n");
+        for (const json& e : *timeline) {
+          std::printf("  %-62s %7.0f %7.0f\n",
+                      e[0].get<std::string>().c_str(), e[1].get<double>(),
+                      e[2].get<double>());
+        }
+      }
       auto sizes = page.Evaluate(
           "(() => { const out = {}; for (const e of "
           "performance.getEntriesByType('resource')) { const k = "

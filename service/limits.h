@@ -45,6 +45,9 @@ inline constexpr size_t kMaxReasonBytes = 4096;
 // Calls.
 inline constexpr int kMaxSuggestCount = 1000;
 inline constexpr int kMaxPageSize = 1000;
+// The HTTP change feed's compact view (the dashboard's bulk read; HTTP has
+// no 4 MiB answer limit): a page of 10,000 trials is about 5 MB.
+inline constexpr int kMaxCompactPageSize = 10'000;
 
 }  // namespace hypertune::service
 

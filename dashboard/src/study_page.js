@@ -2,7 +2,11 @@
 // budget: only when the server serves writes), the plots (history, slices,
 // contour, parallel coordinates, intermediate values, EDF, importance) and
 // the trial table, kept live by the event stream. Drawing is throttled to
-// at most once a second, or four times the last drawing's duration.
+// at most once a second, or four times the last drawing's duration. Plots
+// in or near the window are drawn at once; the others when they scroll
+// near it or when the browser is next idle, one at a time, so that the
+// first paint waits only for what can be seen (body[data-charts-drawn]
+// says when every plot is drawn).
 
 import * as api from './api.js';
 import * as charts from './charts.js';
@@ -10,6 +14,10 @@ import {STATES, STATE_COLORS, el, formatNumber, rungsOf} from './model.js';
 import {TrialTable} from './table.js';
 
 const RENDER_EVERY_MS = 1000;
+// A plot this close to the window (px) is drawn as it scrolls near.
+const NEAR_WINDOW_PX = 200;
+// The height a plot not yet drawn keeps, so that the layout holds still.
+const PLACEHOLDER_PX = 340;
 // Importance is recomputed by the server at most this often while live.
 const IMPORTANCE_EVERY_MS = 10000;
 
@@ -28,6 +36,13 @@ export class StudyPage {
     this.importanceCompleted = -1;
     this.renderTimer = null;
     this.lastRenderMs = 0;
+    this.pendingCharts = new Map();  // box id -> draw(), not yet drawn
+    this.idleRequest = null;
+    this.observer = window.IntersectionObserver
+        ? new IntersectionObserver((entries) => {
+          for (const e of entries) if (e.isIntersecting) this.drawPending(e.target.id);
+        }, {rootMargin: `${NEAR_WINDOW_PX}px`})
+        : null;
     this.table = new TrialTable(data, {
       open: (id) => app.open(id),
       clearBrush: () => {
@@ -55,6 +70,7 @@ export class StudyPage {
     if (this.root) {
       this.app.main.replaceChildren(this.root);
       if (this.renderedVersion !== this.data.version) this.render();
+      else this.drawWhenIdle();
       return;
     }
     const section = (id, title, ...extra) => {
@@ -115,6 +131,8 @@ export class StudyPage {
       this.boxes = {history, constraints: s1c && s1c[1], slice, contour,
                     parallel, curves, edf, importance};
       importance.append(el('p', {class: 'note'}, 'Computing…'));
+      // About its drawn height, so that the plots below hold still.
+      importance.style.minHeight = 30 * (this.data.params.length + 3) + 'px';
       sections.push(toggles, s1[0], ...(s1c ? [s1c[0]] : []), s7[0], s2[0],
                     s3[0], s4[0], s5[0], s6[0]);
     } else {
@@ -283,7 +301,10 @@ export class StudyPage {
   // ----- Plots -----
 
   renderCharts() {
-    if (!this.app.hasCharts) return;
+    if (!this.app.hasCharts) {
+      document.body.setAttribute('data-charts-drawn', this.data.version);
+      return;
+    }
     const opts = this.opts();
     const b = this.boxes;
     const positive = charts.completedRows(this.data).every(
@@ -294,31 +315,92 @@ export class StudyPage {
       toggle.parentElement.title = positive ? ''
           : 'a log scale needs positive values';
     }
-    // Each plot's drawing time, for people and benchmarks
-    // (body[data-chart-ms]).
-    const times = {};
-    const timed = (name, draw) => {
-      const start = performance.now();
-      draw();
-      times[name] = Math.round(performance.now() - start);
-    };
-    timed('history', () => (this.data.multiObjective()
-        ? charts.drawPareto(b.history, this.data, opts)
-        : charts.drawHistory(b.history, this.data, opts)));
-    if (b.constraints) {
-      timed('constraints',
-            () => charts.drawConstraints(b.constraints, this.data, opts));
+    const plots = [
+      [b.history, () => (this.data.multiObjective()
+          ? charts.drawPareto(b.history, this.data, opts)
+          : charts.drawHistory(b.history, this.data, opts))],
+      [b.constraints,
+       () => charts.drawConstraints(b.constraints, this.data, opts)],
+      [b.slice, () => charts.drawSlices(b.slice, this.data, opts)],
+      [b.contour, () => this.drawContour()],
+      [b.parallel, () => this.drawParallel()],
+      [b.curves, () => charts.drawCurves(b.curves, this.data, opts,
+                                         rungsOf(this.data.study))],
+      [b.edf, () => charts.drawEdf(
+          b.edf, [{name: this.data.study.name, color: '#3b6ea5',
+                   rows: charts.completedRows(this.data)}],
+          this.data.objective, opts)],
+    ].filter(([box]) => box);
+    this.chartTimes = {};
+    this.pendingCharts.clear();
+    document.body.removeAttribute('data-charts-drawn');
+    // Where each plot lies, read before any is drawn: one layout, not one
+    // per plot.
+    for (const [box] of plots) {
+      if (!box.firstChild) box.style.minHeight = PLACEHOLDER_PX + 'px';
     }
-    timed('slice', () => charts.drawSlices(b.slice, this.data, opts));
-    timed('contour', () => this.drawContour());
-    timed('parallel', () => this.drawParallel());
-    timed('curves', () => charts.drawCurves(b.curves, this.data, opts,
-                                            rungsOf(this.data.study)));
-    timed('edf', () => charts.drawEdf(
-        b.edf, [{name: this.data.study.name, color: '#3b6ea5',
-                 rows: charts.completedRows(this.data)}],
-        this.data.objective, opts));
-    document.body.setAttribute('data-chart-ms', JSON.stringify(times));
+    const bottom = window.innerHeight;
+    const tops = plots.map(([box]) => box.getBoundingClientRect().top);
+    for (const [i, [box, draw]] of plots.entries()) {
+      if (tops[i] < bottom) {
+        box.style.minHeight = '';
+        this.timedDraw(box.id, draw);
+      } else {
+        box.setAttribute('data-deferred', '1');
+        this.pendingCharts.set(box.id, draw);
+        if (this.observer) this.observer.observe(box);
+      }
+    }
+    this.drawWhenIdle();
+  }
+
+  // Draws one plot and records its time (body[data-chart-ms], for people
+  // and benchmarks).
+  timedDraw(id, draw) {
+    const start = performance.now();
+    draw();
+    this.chartTimes[id] = Math.round(performance.now() - start);
+    document.body.setAttribute('data-chart-ms',
+                               JSON.stringify(this.chartTimes));
+  }
+
+  // Draws the deferred plot in box `id`, if it still waits.
+  drawPending(id) {
+    const draw = this.pendingCharts.get(id);
+    if (!draw) return;
+    this.pendingCharts.delete(id);
+    const box = document.getElementById(id);
+    if (this.observer && box) this.observer.unobserve(box);
+    if (box) {
+      box.removeAttribute('data-deferred');
+      box.style.minHeight = '';
+    }
+    this.timedDraw(id, draw);
+    this.drawWhenIdle();
+  }
+
+  // Draws the deferred plots one per idle moment; marks the body when
+  // every plot is drawn.
+  drawWhenIdle() {
+    if (this.pendingCharts.size === 0) {
+      if (this.idleRequest !== null) {
+        (window.cancelIdleCallback || clearTimeout)(this.idleRequest);
+        this.idleRequest = null;
+      }
+      document.body.setAttribute('data-charts-drawn', this.data.version);
+      document.body.setAttribute('data-charts-drawn-ms',
+                                 Math.round(performance.now()));
+      return;
+    }
+    if (this.idleRequest !== null) return;
+    const idle = window.requestIdleCallback ||
+        ((f) => setTimeout(f, 16));
+    this.idleRequest = idle(() => {
+      this.idleRequest = null;
+      if (!this.root || !this.root.isConnected) return;
+      const [id] = this.pendingCharts.keys();
+      if (id !== undefined) this.drawPending(id);
+    }, {timeout: 100});
   }
 
   drawParallel() {
@@ -369,6 +451,7 @@ export class StudyPage {
     }
     if (!box.isConnected) return;
     const hadContour = this.contour !== null;
+    box.style.minHeight = '';
     charts.drawImportance(box, this.importance, (name) => {
       this.contour = [name, this.contour[0] === name ? this.contour[1]
                                                      : this.contour[0]];

@@ -18,7 +18,8 @@
 //   GET /api/studies/{name}/importance        fANOVA parameter importances
 //       over the COMPLETED trials (dashboard_view.h)
 //   GET /api/studies/{name}/changes           the change feed, one page:
-//       after (sequence, default 0), limit (1-1000, default 1000),
+//       after (sequence, default 0), limit (1-1000, default 1000; up to
+//       10,000 with view=compact),
 //       view (full, default, or compact: dashboard_view.h)
 //   GET /api/studies/{name}/events            text/event-stream of WatchTrials
 //       from `after` or the Last-Event-ID header; `id:` is the sequence

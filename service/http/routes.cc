@@ -212,9 +212,6 @@ void HttpServer::Changes(const Request& req, Response& res) {
   if (!admitted.ok()) return ReplyError(res, admitted.status());
   absl::StatusOr<int64_t> after = IntParam(req, "after", 0, INT64_MAX, 0);
   if (!after.ok()) return ReplyError(res, after.status());
-  absl::StatusOr<int64_t> limit =
-      IntParam(req, "limit", 1, kMaxPageSize, kMaxPageSize);
-  if (!limit.ok()) return ReplyError(res, limit.status());
   const std::string view = req.get_param_value("view");
   if (view != "" && view != "full" && view != "compact") {
     std::string quoted;
@@ -222,6 +219,11 @@ void HttpServer::Changes(const Request& req, Response& res) {
     return ReplyError(res, absl::InvalidArgumentError(absl::StrCat(
                                "view: must be full or compact, got ", quoted)));
   }
+  const int64_t max_limit =
+      view == "compact" ? kMaxCompactPageSize : kMaxPageSize;
+  absl::StatusOr<int64_t> limit =
+      IntParam(req, "limit", 1, max_limit, kMaxPageSize);
+  if (!limit.ok()) return ReplyError(res, limit.status());
   absl::StatusOr<std::vector<storage::TrialChange>> changes =
       service_->ListTrialChanges(admitted->study.name(), *after,
                                  static_cast<int>(*limit), admitted->caller);

@@ -144,7 +144,7 @@ class DashboardBrowserTest : public ::testing::Test {
     std::unique_ptr<Browser> b = Open(StudyUrl(study));
     if (b == nullptr) return nullptr;
     absl::Status ready = b->WaitFor(
-        "document.body.hasAttribute('data-render-ms') && "
+        "document.body.hasAttribute('data-charts-drawn') && "
         "document.querySelector('#importance[data-params]')");
     EXPECT_TRUE(ready.ok()) << ready << "\n" << Html(*b);
     return b;
@@ -813,7 +813,7 @@ class LiveParetoTest : public DashboardBrowserTest {
 TEST_F(LiveParetoTest, TwoObjectivesShowTheirParetoFrontAndConstraintBounds) {
   std::unique_ptr<Browser> b = Open(StudyUrl("mo"));
   ASSERT_NE(b, nullptr);
-  Wait(*b, "document.body.hasAttribute('data-render-ms')");
+  Wait(*b, "document.body.hasAttribute('data-charts-drawn')");
   // The Pareto front instead of the history.
   EXPECT_EQ(Eval(*b, "!!document.getElementById('pareto')"), true)
       << Html(*b);
@@ -895,7 +895,7 @@ TEST_F(LiveParetoTest, TwoObjectivesShowTheirParetoFrontAndConstraintBounds) {
 TEST_F(LiveParetoTest, OneObjectiveHistoryLeavesOutTrialsThatMissAConstraint) {
   std::unique_ptr<Browser> b = Open(StudyUrl("safe"));
   ASSERT_NE(b, nullptr);
-  Wait(*b, "document.body.hasAttribute('data-render-ms')");
+  Wait(*b, "document.body.hasAttribute('data-charts-drawn')");
   // Trials 1-3 COMPLETED, 4 STOPPED: plotted; 2 (latency 20) crossed and
   // left out of the best so far, which steps at 1 (0.5) and 3 (0.3).
   EXPECT_EQ(IntAttr(*b, "#history", "data-points"), 4) << Html(*b);
