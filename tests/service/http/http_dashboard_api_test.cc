@@ -148,6 +148,9 @@ TEST_F(DashboardApiTest, TrialByIdIsTheFullMessage) {
            {"/api/studies/alice-study/trials/1/log?bytes=0", 400, "bytes"},
            {"/api/studies/alice-study/trials/1/log?bytes=70000", 400, "bytes"},
            {"/api/studies/alice-study/changes?view=tiny", 400, "view"},
+           // The compact view takes pages of up to 10,000; the full one 1,000.
+           {"/api/studies/alice-study/changes?view=compact&limit=10001", 400,
+            "limit"},
        }) {
     SCOPED_TRACE(c.path);
     HttpReply r = Get(c.path);
@@ -163,6 +166,9 @@ TEST_F(DashboardApiTest, CompactChangesAgreeWithTheFullFeed) {
   json compact =
       json::parse(Get("/api/studies/alice-study/changes?view=compact").body);
   ASSERT_EQ(compact["events"].size(), static_cast<size_t>(kTrials));
+  EXPECT_EQ(Get("/api/studies/alice-study/changes?view=compact&limit=10000")
+                .status,
+            200);
   EXPECT_EQ(compact["last_sequence"], full["last_sequence"]);
   EXPECT_EQ(compact["more"], false);
   for (size_t i = 0; i < compact["events"].size(); ++i) {
