@@ -6,6 +6,7 @@
 //   hypertune-bench service [--workers 16] [--trials 800] [--reports 3]
 //                           [--algorithm RANDOM] [--durability normal|full]
 //                           [--hypertuned PATH]
+//   hypertune-bench failover [--kills 20] [--workers 16] [--trials 600]
 //   hypertune-bench soak [--minutes 10] [--workers 64] [--reports 5]
 //                        [--report-ms 200] [--algorithm RANDOM] [--seed 1]
 //   hypertune-bench early-stopping [--configs 400] [--seeds 20]
@@ -55,6 +56,7 @@
 #include "testing/learning_curves.h"
 #include "testing/mo_functions.h"
 #include "testing/multi_objective.h"
+#include "testing/postgres_server.h"
 #include "testing/regret.h"
 #include "testing/test_functions.h"
 #include "benchmarks/service_load.h"
@@ -79,6 +81,7 @@ constexpr char kUsage[] =
     "  hypertune-bench service [--workers W] [--trials T] [--reports R]\n"
     "                          [--algorithm A] [--durability normal|full]\n"
     "                          [--hypertuned PATH]\n"
+    "  hypertune-bench failover [--kills K] [--workers W] [--trials N]\n"
     "  hypertune-bench soak [--minutes M] [--workers W] [--reports R]\n"
     "                       [--report-ms MS] [--algorithm A] [--seed S]\n"
     "  hypertune-bench early-stopping [--configs N] [--seeds S] [--workers W]\n"
@@ -363,6 +366,83 @@ int Soak(const std::vector<std::string>& args) {
       std::cerr << "soak: violation: " << v << "\n";
     }
     std::cerr << "soak: files kept in " << dir << "\n";
+    return 1;
+  }
+  std::filesystem::remove_all(dir, ignored);
+  return 0;
+}
+
+// Failover on PostgreSQL (testing/chaos.h with db_url): a leader and its
+// standby on a throwaway PostgreSQL server (testing/postgres_server.h), the
+// leader SIGKILLed --kills times under --workers workers; prints the
+// takeover times (kill to the standby answering) and the broken promises
+// (acknowledged results lost, trials completed twice: chaos.h's checks) as
+// one JSON line.
+int Failover(const std::vector<std::string>& args) {
+  absl::StatusOr<Flags> flags =
+      Flags::Parse(args, {"kills", "workers", "trials", "seed"});
+  if (!flags.ok()) return UsageError(flags.status());
+  const absl::StatusOr<int> kills = flags->Int("kills", 20, 1);
+  const absl::StatusOr<int> workers = flags->Int("workers", 16, 1);
+  const absl::StatusOr<int> trials = flags->Int("trials", 600, 1);
+  const absl::StatusOr<int> seed = flags->Int("seed", 1, 0);
+  for (const absl::Status& s : {kills.status(), workers.status(),
+                                trials.status(), seed.status()}) {
+    if (!s.ok()) return UsageError(s);
+  }
+  absl::StatusOr<std::unique_ptr<test::PostgresServer>> postgres =
+      test::PostgresServer::Start();
+  if (!postgres.ok()) return Failure(postgres.status());
+  absl::StatusOr<std::string> url = (*postgres)->CreateDatabase("failover");
+  if (!url.ok()) return Failure(url.status());
+  ChaosOptions options;
+  std::error_code ignored;
+  const std::filesystem::path bin =
+      std::filesystem::read_symlink("/proc/self/exe", ignored).parent_path();
+  options.hypertuned = (bin / "hypertuned").string();
+  options.worker = (bin / "hypertune-chaos-worker").string();
+  std::string dir =
+      (std::filesystem::temp_directory_path() / "hypertune-failover-XXXXXX")
+          .string();
+  if (mkdtemp(dir.data()) == nullptr) {
+    return Failure(absl::InternalError(absl::StrCat("mkdtemp ", dir)));
+  }
+  options.dir = dir;
+  options.db_url = *url;
+  options.workers = *workers;
+  options.trials = *trials;
+  options.reports = 3;
+  options.report_ms = 30;
+  for (int k = 1; k <= *kills; ++k) {
+    options.server_kills_at.push_back(0.9 * k / *kills);
+  }
+  options.server_downtime = std::chrono::milliseconds(200);
+  options.duration = std::chrono::minutes(10);
+  options.seed = static_cast<uint64_t>(*seed);
+  options.log = &std::cerr;
+  absl::StatusOr<ChaosResult> result = RunChaos(options);
+  if (!result.ok()) return Failure(result.status());
+  std::vector<double> takeover = result->takeover_ms;
+  std::sort(takeover.begin(), takeover.end());
+  nlohmann::ordered_json line = {
+      {"benchmark", "failover"},
+      {"workers", options.workers},
+      {"seconds", result->seconds},
+      {"trials", result->trials},
+      {"acknowledged", result->acknowledged},
+      {"completed", result->completed},
+      {"requeued", result->requeued},
+      {"leader_kills", result->server_kills},
+      {"takeover_ms_p50", takeover.empty() ? 0 : takeover[takeover.size() / 2]},
+      {"takeover_ms_max", takeover.empty() ? 0 : takeover.back()},
+      {"unexpected_errors", result->unexpected_errors},
+      {"violations", result->violations.size()}};
+  std::cout << line.dump() << std::endl;
+  if (!result->violations.empty()) {
+    for (const std::string& v : result->violations) {
+      std::cerr << "failover: violation: " << v << "\n";
+    }
+    std::cerr << "failover: files kept in " << dir << "\n";
     return 1;
   }
   std::filesystem::remove_all(dir, ignored);
@@ -680,6 +760,7 @@ int Main(int argc, char** argv) {
   if (command == "latency") return Latency(args);
   if (command == "service") return Service(args);
   if (command == "soak") return Soak(args);
+  if (command == "failover") return Failover(args);
   if (command == "early-stopping") return EarlyStopping(args);
   if (command == "multi-objective") return MetricsRuns(args, false);
   if (command == "constrained") return MetricsRuns(args, true);

@@ -26,6 +26,9 @@ grpc::Status ToGrpcStatus(const absl::Status &status) {
 
 absl::StatusOr<Principal> GrpcService::Caller(
     const grpc::ServerContext *context) const {
+  if (serving_) {
+    if (absl::Status serving = serving_(); !serving.ok()) return serving;
+  }
   const auto &metadata = context->client_metadata();
   auto it = metadata.find("authorization");
   std::optional<absl::string_view> authorization;

@@ -8,6 +8,7 @@
 #ifndef HYPERTUNE_SERVICE_GRPC_SERVICE_H_
 #define HYPERTUNE_SERVICE_GRPC_SERVICE_H_
 
+#include <functional>
 #include <utility>
 
 #include "hypertune/v1/hypertune.grpc.pb.h"
@@ -21,10 +22,16 @@ grpc::Status ToGrpcStatus(const absl::Status &status);
 class GrpcService final : public v1::HyperTune::Service {
  public:
   // `authorizer` decides who may call (default: everyone, no owners).
+  // `serving`: OK while this server serves its database, else the error
+  // every call answers (a standby's UNAVAILABLE naming the leader:
+  // leadership.h); null: always serving.
   // REQUIRES: `service` outlives *this.
   explicit GrpcService(StudyService *service,
-                       Authorizer authorizer = Authorizer())
-      : service_(service), authorizer_(std::move(authorizer)) {}
+                       Authorizer authorizer = Authorizer(),
+                       std::function<absl::Status()> serving = nullptr)
+      : service_(service),
+        authorizer_(std::move(authorizer)),
+        serving_(std::move(serving)) {}
 
   grpc::Status CreateStudy(grpc::ServerContext *,
                            const v1::CreateStudyRequest *,
@@ -99,6 +106,7 @@ class GrpcService final : public v1::HyperTune::Service {
 
   StudyService *const service_;
   const Authorizer authorizer_;
+  const std::function<absl::Status()> serving_;
 };
 
 }  // namespace hypertune::service

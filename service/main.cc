@@ -9,6 +9,9 @@
 // "hypertuned: dashboard on http(s)://HOST:PORT/" before it); SIGTERM or
 // SIGINT shut it down gracefully (calls in flight finish, the database is
 // closed), and a shutdown that hangs is cut short after kShutdownLimit.
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -29,7 +32,8 @@ namespace {
 constexpr std::chrono::seconds kShutdownLimit{30};
 
 constexpr char kUsage[] =
-    "usage: hypertuned --db PATH [--listen HOST:PORT] [--durability "
+    "usage: hypertuned --db PATH [--listen HOST:PORT] [--advertise HOST:PORT]\n"
+    "                  [--durability "
     "normal|full]\n"
     "                  [--auth-token-file F] [--tls-cert F --tls-key F "
     "[--tls-client-ca F]]\n"
@@ -43,6 +47,13 @@ constexpr char kUsage[] =
     "                       exist; the schema is created and migrated)\n"
     "  --listen HOST:PORT   gRPC address (default 127.0.0.1:50051; port 0 "
     "picks one)\n"
+    "  --advertise HOST:PORT\n"
+    "                       the address clients dial to reach this server, "
+    "which standbys\n"
+    "                       name when they send clients to the leader "
+    "(PostgreSQL only;\n"
+    "                       default: the listen address, this machine's "
+    "name for 0.0.0.0)\n"
     "  --durability MODE    normal (default; survives kill -9) or full "
     "(also survives power loss)\n"
     "  --auth-token-file F  lines \"TOKEN OWNER\" (# comments); every call "
@@ -98,6 +109,10 @@ int main(int argc, char** argv) {
       if (!value(&options.db_path)) return UsageError("--db needs a path");
     } else if (arg == "--listen") {
       if (!value(&options.listen)) return UsageError("--listen needs HOST:PORT");
+    } else if (arg == "--advertise") {
+      if (!value(&options.advertise_address)) {
+        return UsageError("--advertise needs HOST:PORT");
+      }
     } else if (arg == "--durability") {
       if (!value(&durability)) return UsageError("--durability needs a mode");
       if (durability != "normal" && durability != "full") {
@@ -181,6 +196,12 @@ int main(int argc, char** argv) {
                 : options.tls_client_ca_file.empty() ? ", TLS"
                                                      : ", mutual TLS")
             << ")" << std::endl;
+  if (!(*server)->leading()) {
+    std::cout << "hypertuned: a standby on this database (another "
+                 "hypertuned leads it); calls are refused until it takes "
+                 "over"
+              << std::endl;
+  }
 
   std::thread signal_waiter([&] {
     int signal = 0;
@@ -199,8 +220,17 @@ int main(int argc, char** argv) {
     (*server)->Shutdown();
   });
   (*server)->Wait();
+  const absl::Status lost = (*server)->lost_lead();
+  // Stopped on its own: wake the signal waiter.
+  if (!lost.ok()) kill(getpid(), SIGTERM);
   signal_waiter.join();
   server->reset();
+  if (!lost.ok()) {
+    std::cerr << "hypertuned: stopped: lost the database's lead ("
+              << lost.message() << "); start it again to serve as a standby"
+              << std::endl;
+    return 3;
+  }
   std::cout << "hypertuned: stopped" << std::endl;
   return 0;
 }

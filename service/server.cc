@@ -1,9 +1,12 @@
 #include "service/server.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -13,6 +16,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "service/limits.h"
+#include "storage/leader_election.h"
 #include "storage/open_store.h"
 #include "service/http/rpc_metrics_interceptor.h"
 #include "service/parse_error_interceptor.h"
@@ -72,6 +76,20 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
   return grpc::SslServerCredentials(ssl);
 }
 
+// What clients dial to reach this server: `advertised` if given, else the
+// listen address, with this machine's name for a wildcard host.
+std::string AdvertisedAddress(const std::string& advertised,
+                              const std::string& host, int port) {
+  if (!advertised.empty()) return advertised;
+  if (host == "0.0.0.0" || host == "[::]" || host == "::" || host.empty()) {
+    char name[256] = {};
+    if (gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0') {
+      return absl::StrCat(name, ":", port);
+    }
+  }
+  return absl::StrCat(host, ":", port);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
@@ -100,15 +118,42 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   server->store_ = *std::move(store);
   server->service_ =
       std::make_unique<StudyService>(server->store_.get(), options.service);
+  absl::StatusOr<std::unique_ptr<storage::LeaderElection>> election =
+      storage::LeaderElection::ForLocation(options.db_path);
+  if (!election.ok()) return election.status();
+  Server* raw = server.get();
+  Leadership::Hooks hooks;
+  // Taking over: the leases of trials in flight are extended as after a
+  // restart (their workers reconnect), then expired ones are swept.
+  hooks.on_lead = [raw, sweep = options.lease_sweep_interval]() {
+    if (absl::Status s = raw->service_->ExtendLeasesOnStart(); !s.ok()) {
+      return s;
+    }
+    raw->sweeper_ = std::make_unique<LeaseSweeper>(raw->service_.get(), sweep);
+    return absl::OkStatus();
+  };
+  hooks.on_change = [raw](bool leading) {
+    if (raw->server_ == nullptr) return;
+    if (grpc::HealthCheckServiceInterface* health =
+            raw->server_->GetHealthCheckService()) {
+      health->SetServingStatus(leading);
+    }
+  };
+  hooks.on_lost = [raw](const absl::Status& why) {
+    std::cerr << "hypertuned: stopping: " << why.message() << std::endl;
+    {
+      absl::MutexLock lock(&raw->lost_mu_);
+      raw->lost_lead_ = why;
+    }
+    raw->Shutdown();
+  };
+  server->leadership_ = std::make_unique<Leadership>(*std::move(election),
+                                                     std::move(hooks));
+  auto serving = [raw] { return raw->leadership_->Check(); };
   // The HTTP side checks the same tokens.
   Authorizer http_authorizer = authorizer;
-  server->grpc_service_ = std::make_unique<GrpcService>(server->service_.get(),
-                                                        std::move(authorizer));
-  if (absl::Status s = server->service_->ExtendLeasesOnStart(); !s.ok()) {
-    return s;
-  }
-  server->sweeper_ = std::make_unique<LeaseSweeper>(
-      server->service_.get(), options.lease_sweep_interval);
+  server->grpc_service_ = std::make_unique<GrpcService>(
+      server->service_.get(), std::move(authorizer), serving);
 
   // The standard health service (grpc.health.v1: SERVING while it serves,
   // NOT_SERVING once shutting down; for Kubernetes probes and load
@@ -152,6 +197,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   }
   std::string host = options.listen.substr(0, options.listen.rfind(':'));
   server->address_ = absl::StrCat(host, ":", port);
+  if (absl::Status s = server->leadership_->Start(
+          AdvertisedAddress(options.advertise_address, host, port));
+      !s.ok()) {
+    return s;
+  }
 
   if (!options.http_listen.empty()) {
     HttpServerOptions http_options;
@@ -161,6 +211,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     http_options.db_path = options.db_path;
     http_options.allow_writes = options.http_allow_writes;
     http_options.log_root = options.log_root;
+    http_options.serving = serving;
     if (!options.http_plaintext) {
       http_options.tls_cert_file = options.tls_cert_file;
       http_options.tls_key_file = options.tls_key_file;
@@ -199,7 +250,18 @@ void Server::Wait() {
   if (server_ != nullptr) server_->Wait();
   if (http_ != nullptr) http_->Shutdown();
   http_.reset();
+  // The leadership's thread may be the one that created the sweeper.
+  leadership_.reset();
   sweeper_.reset();
+}
+
+bool Server::leading() const {
+  return leadership_ != nullptr && leadership_->leading();
+}
+
+absl::Status Server::lost_lead() const {
+  absl::MutexLock lock(&lost_mu_);
+  return lost_lead_;
 }
 
 }  // namespace hypertune::service

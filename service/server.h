@@ -17,6 +17,7 @@
 #include "service/grpc_service.h"
 #include "service/http/http_server.h"
 #include "service/lease_sweeper.h"
+#include "service/leadership.h"
 #include "service/metrics.h"
 #include "service/study_service.h"
 #include "storage/study_store.h"
@@ -24,10 +25,15 @@
 namespace hypertune::service {
 
 struct ServerOptions {
-  // The SQLite file; created if absent.
+  // The SQLite file (created if absent), or a PostgreSQL URL: then several
+  // servers may share the database, one leading (leadership.h).
   std::string db_path;
   // HOST:PORT; port 0 picks a free one (see Server::address).
   std::string listen = "127.0.0.1:50051";
+  // HOST:PORT that clients should dial to reach this server, which a
+  // standby names when it sends them to the leader. Empty (default): the
+  // listen address, with this machine's host name for a wildcard host.
+  std::string advertise_address;
   // synchronous=FULL instead of NORMAL (NORMAL already survives kill -9).
   bool durable_full = false;
   ServiceOptions service;
@@ -88,6 +94,13 @@ class Server {
   // Blocks until Shutdown has finished.
   void Wait();
 
+  // Whether this server serves its database now (always, but for a
+  // PostgreSQL standby: leadership.h).
+  bool leading() const;
+  // Why the server stopped on its own: it lost its database's lead (it then
+  // shut itself down); OK otherwise.
+  absl::Status lost_lead() const;
+
  private:
   Server() = default;
 
@@ -95,7 +108,12 @@ class Server {
   std::unique_ptr<storage::StudyStore> store_;
   std::unique_ptr<StudyService> service_;
   std::unique_ptr<GrpcService> grpc_service_;
+  // Set when the lead is won (Leadership's thread), reset in Wait after the
+  // leadership has stopped.
   std::unique_ptr<LeaseSweeper> sweeper_;
+  std::unique_ptr<Leadership> leadership_;
+  mutable absl::Mutex lost_mu_;
+  absl::Status lost_lead_ ABSL_GUARDED_BY(lost_mu_);
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<HttpServer> http_;
   std::string address_;

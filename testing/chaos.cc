@@ -158,15 +158,29 @@ class Experiment {
 
   absl::StatusOr<ChaosResult> Run() {
     const Clock::time_point start = Clock::now();
-    absl::StatusOr<int> port = test::PickFreePort();
-    if (!port.ok()) return port.status();
-    server_options_.program = options_.hypertuned;
-    server_options_.db_path = (fs::path(options_.dir) / "chaos.db").string();
-    server_options_.listen = absl::StrCat("127.0.0.1:", *port);
-    if (absl::Status s = StartServer(); !s.ok()) return s;
+    const int count = options_.db_url.empty() ? 1 : 2;
+    for (int i = 0; i < count; ++i) {
+      absl::StatusOr<int> port = test::PickFreePort();
+      if (!port.ok()) return port.status();
+      test::ServerProcessOptions server;
+      server.program = options_.hypertuned;
+      server.db_path = options_.db_url.empty()
+                           ? (fs::path(options_.dir) / "chaos.db").string()
+                           : options_.db_url;
+      server.listen = absl::StrCat("127.0.0.1:", *port);
+      server_options_.push_back(server);
+      servers_.emplace_back();
+      // The first leads; the second waits as its standby.
+      if (absl::Status s = StartServer(i); !s.ok()) return s;
+    }
+    std::vector<std::string> addresses;
+    for (const test::ServerProcessOptions& s : server_options_) {
+      addresses.push_back(s.listen);
+    }
+    server_list_ = absl::StrJoin(addresses, ",");
 
     ClientOptions admin_options;
-    admin_options.server = server_options_.listen;
+    admin_options.server = server_list_;
     admin_options.client_id = "chaos-admin";
     admin_options.heartbeats = false;
     admin_options.call_timeout = milliseconds(5000);
@@ -256,14 +270,14 @@ class Experiment {
     return Clock::now() + milliseconds(pick(rng_));
   }
 
-  absl::Status StartServer() {
+  absl::Status StartServer(int i) {
     // The address is fixed; a moment after a kill the port may still be
     // held, so starting is retried briefly.
     absl::Status last;
     for (int attempt = 0; attempt < 20; ++attempt) {
-      auto server = test::ServerProcess::Start(server_options_);
+      auto server = test::ServerProcess::Start(server_options_[i]);
       if (server.ok()) {
-        server_ = *std::move(server);
+        servers_[i] = *std::move(server);
         return absl::OkStatus();
       }
       last = server.status();
@@ -272,13 +286,42 @@ class Experiment {
     return last;
   }
 
+  // Whether server i answers calls (leads its database), asked once.
+  bool Answers(int i) {
+    ClientOptions probe;
+    probe.server = server_options_[i].listen;
+    probe.client_id = "chaos-probe";
+    probe.heartbeats = false;
+    probe.max_attempts = 1;
+    probe.call_timeout = milliseconds(1000);
+    return Client(probe).ListStudies().ok();
+  }
+
   absl::Status KillServer(int64_t acknowledged) {
-    server_->Kill(SIGKILL);
+    // The leader: the one server, or the one of two that answers.
+    int victim = 0;
+    if (servers_.size() > 1 && !Answers(0)) victim = 1;
+    servers_[victim]->Kill(SIGKILL);
     ++result_.server_kills;
     const Clock::time_point killed = Clock::now();
+    if (servers_.size() > 1) {
+      const int standby = 1 - victim;
+      while (!Answers(standby)) {
+        if (Clock::now() - killed > std::chrono::seconds(30)) {
+          return absl::DeadlineExceededError(
+              "chaos: the standby did not take over within 30 s");
+        }
+        std::this_thread::sleep_for(milliseconds(20));
+      }
+      const double ms =
+          std::chrono::duration<double, std::milli>(Clock::now() - killed)
+              .count();
+      result_.takeover_ms.push_back(ms);
+      Log(absl::StrFormat("standby took over in %.0f ms", ms));
+    }
     // The outage itself, as chaos: workers meet a dead address meanwhile.
     std::this_thread::sleep_for(options_.server_downtime);
-    if (absl::Status s = StartServer(); !s.ok()) return s;
+    if (absl::Status s = StartServer(victim); !s.ok()) return s;
     Log(absl::StrFormat(
         "server SIGKILLed (#%d, %d trials acknowledged), back in %d ms",
         result_.server_kills, acknowledged,
@@ -295,7 +338,7 @@ class Experiment {
     slot.ack_offsets.push_back(0);
     slot.error_files.push_back(base + ".errors");
     absl::StatusOr<pid_t> pid = Spawn(
-        {options_.worker, "--server", server_options_.listen, "--study", kStudy,
+        {options_.worker, "--server", server_list_, "--study", kStudy,
          "--client-id", slot.client_id, "--acks", slot.ack_files.back(),
          "--errors", slot.error_files.back(), "--reports",
          absl::StrCat(options_.reports), "--report-ms",
@@ -506,14 +549,16 @@ class Experiment {
     }
 
     // A clean stop, then the file's own check.
-    const int status = server_->Kill(SIGTERM);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      violations.push_back(absl::StrCat("hypertuned did not stop cleanly: ",
-                                        DescribeWaitStatus(status)));
+    for (std::unique_ptr<test::ServerProcess>& server : servers_) {
+      const int status = server->Kill(SIGTERM);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        violations.push_back(absl::StrCat("hypertuned did not stop cleanly: ",
+                                          DescribeWaitStatus(status)));
+      }
     }
     admin_.reset();
     storage::StoreOptions store_options;
-    store_options.path = server_options_.db_path;
+    store_options.path = server_options_[0].db_path;
     auto store = storage::OpenStore(store_options);
     if (!store.ok()) {
       violations.push_back(
@@ -528,8 +573,10 @@ class Experiment {
 
   const ChaosOptions& options_;
   std::mt19937_64 rng_;
-  test::ServerProcessOptions server_options_;
-  std::unique_ptr<test::ServerProcess> server_;
+  // One server, or a leader and its standby (db_url).
+  std::vector<test::ServerProcessOptions> server_options_;
+  std::vector<std::unique_ptr<test::ServerProcess>> servers_;
+  std::string server_list_;  // Their addresses, for clients.
   std::optional<Client> admin_;
   std::vector<Slot> slots_;
   Acks acks_;

@@ -42,6 +42,12 @@ struct ChaosOptions {
   // A directory for the database, the workers' acknowledgement files and
   // error files; it must exist.
   std::string dir;
+  // A PostgreSQL URL: the database, shared by two servers, a leader and a
+  // standby (service/leadership.h), whose addresses the workers get as a
+  // list. Each server kill then SIGKILLs the leader: the standby takes
+  // over, and the killed one comes back (after server_downtime) as the new
+  // standby. Empty (default): one server on an SQLite file in `dir`.
+  std::string db_url;
 
   // Worker processes running at once.
   int workers = 8;
@@ -85,6 +91,9 @@ struct ChaosResult {
   int64_t failed = 0;        // FAILED trials (retries spent).
   int64_t server_kills = 0;
   int64_t worker_kills = 0;
+  // With db_url: per leader kill, the milliseconds until the standby
+  // answered as the leader.
+  std::vector<double> takeover_ms;
   // Worker errors other than the expected ones (also in `violations`).
   int64_t unexpected_errors = 0;
   bool study_completed = false;

@@ -8,10 +8,14 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "trainer_sdk/client_core.h"
 #include "trainer_sdk/grpc_status.h"
@@ -89,7 +93,12 @@ ClientOptions ResolveClientOptions(ClientOptions options) {
   if (options.server.empty()) {
     options.server = EnvOr("HYPERTUNE_SERVER", kDefaultServer);
   }
-  options.server = WithDefaultPort(options.server);
+  std::vector<std::string> servers =
+      absl::StrSplit(options.server, ',', absl::SkipWhitespace());
+  for (std::string& server : servers) {
+    server = WithDefaultPort(std::string(absl::StripAsciiWhitespace(server)));
+  }
+  options.server = absl::StrJoin(servers, ",");
   if (options.client_id.empty()) {
     options.client_id =
         EnvOr("HYPERTUNE_CLIENT_ID", absl::StrCat(HostName(), "-", getpid()));

@@ -16,6 +16,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "trainer_sdk/grpc_status.h"
 
@@ -122,8 +123,32 @@ ClientCore::ClientCore(ClientOptions resolved) : options_(std::move(resolved)) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  channel_ = grpc::CreateCustomChannel(options_.server, *credentials, args);
-  stub_ = v1::HyperTune::NewStub(channel_);
+  servers_ = absl::StrSplit(options_.server, ',', absl::SkipEmpty());
+  if (servers_.empty()) servers_.push_back(options_.server);
+  for (const std::string& server : servers_) {
+    stubs_.push_back(v1::HyperTune::NewStub(
+        grpc::CreateCustomChannel(server, *credentials, args)));
+  }
+}
+
+bool ClientCore::MoveOn(const absl::Status& status) const {
+  if (servers_.size() < 2) return false;
+  // A standby's answer (service/leadership.h).
+  constexpr absl::string_view kLeaderIs = "the leader is at ";
+  const absl::string_view message = status.message();
+  if (const size_t at = message.find(kLeaderIs);
+      at != absl::string_view::npos) {
+    absl::string_view leader = message.substr(at + kLeaderIs.size());
+    leader = leader.substr(0, leader.find_first_of(" ;,)"));
+    for (size_t i = 0; i < servers_.size(); ++i) {
+      if (servers_[i] == leader) {
+        return current_.exchange(i) != i;
+      }
+    }
+  }
+  size_t now = current_.load();
+  current_.compare_exchange_strong(now, (now + 1) % servers_.size());
+  return false;
 }
 
 absl::Status ClientCore::PrepareContext(
@@ -153,6 +178,9 @@ absl::Status ClientCore::Call(
     if (status.ok() || !Retryable(status.code(), retry) ||
         made >= options_.max_attempts) {
       break;
+    }
+    if (status.code() == absl::StatusCode::kUnavailable && MoveOn(status)) {
+      continue;  // To the leader a standby named: at once.
     }
     SleepBackoff(made, options_.initial_backoff, options_.max_backoff);
   }

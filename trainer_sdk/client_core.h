@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <grpcpp/channel.h>
 #include <grpcpp/client_context.h>
@@ -39,8 +40,9 @@ class ClientCore {
   explicit ClientCore(ClientOptions resolved);
 
   const ClientOptions& options() const { return options_; }
-  // REQUIRES: setup_error() is OK.
-  v1::HyperTune::Stub& stub() const { return *stub_; }
+  // The stub of the server calls go to now (of several: the leader, as far
+  // as this client knows). REQUIRES: setup_error() is OK.
+  v1::HyperTune::Stub& stub() const { return *stubs_[current_.load()]; }
   // Why no call can be made (a TLS file could not be read), or OK.
   const absl::Status& setup_error() const { return setup_error_; }
 
@@ -51,18 +53,26 @@ class ClientCore {
 
   // Runs `attempt` (one RPC on a fresh context carrying the deadline) until it
   // succeeds, fails in a way `retry` does not cover, or max_attempts are
-  // spent, sleeping a jittered backoff between attempts. Returns the last
-  // status; a retried failure's message names the RPC, the server and the
-  // attempts. Sets *attempts (if given) to the number of attempts made.
+  // spent, sleeping a jittered backoff between attempts. With several
+  // servers, an UNAVAILABLE moves the calls to the leader a standby names,
+  // else to the next server. Returns the last status; a retried failure's
+  // message names the RPC, the server and the attempts. Sets *attempts (if
+  // given) to the number of attempts made.
   absl::Status Call(const char* rpc, Retry retry,
                     absl::FunctionRef<grpc::Status(grpc::ClientContext&)> attempt,
                     int* attempts = nullptr) const;
 
  private:
+  // After an UNAVAILABLE `status` from the current server: moves to the
+  // leader it names, else to the next server. Returns whether it moved to
+  // a named leader (worth trying at once, without a backoff).
+  bool MoveOn(const absl::Status& status) const;
+
   ClientOptions options_;
   absl::Status setup_error_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::HyperTune::Stub> stub_;
+  std::vector<std::string> servers_;  // options_.server, split
+  std::vector<std::unique_ptr<v1::HyperTune::Stub>> stubs_;
+  mutable std::atomic<size_t> current_{0};
 };
 
 // Sleeps BackoffDelay with a random jitter.

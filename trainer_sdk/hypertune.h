@@ -64,7 +64,10 @@ inline constexpr int kDefaultPort = 50051;
 
 struct ClientOptions {
   // host:port of hypertuned; "" -> $HYPERTUNE_SERVER, else kDefaultServer.
-  // A host without a port gets kDefaultPort.
+  // A host without a port gets kDefaultPort. Several servers sharing one
+  // PostgreSQL database, comma-separated ("a:50051,b:50051"): calls go to
+  // the one that leads, following a standby's pointer to the leader and
+  // trying the others when one cannot be reached.
   std::string server;
   // Who holds the trials this client asks for; "" -> $HYPERTUNE_CLIENT_ID,
   // else "<host>-<pid>".

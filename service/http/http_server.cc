@@ -286,6 +286,11 @@ void HttpServer::Handle(bool post, const std::string& pattern,
 }
 
 absl::StatusOr<Principal> HttpServer::Caller(const Request& req) const {
+  if (options_.serving) {
+    if (absl::Status serving = options_.serving(); !serving.ok()) {
+      return serving;
+    }
+  }
   if (!req.has_header("Authorization")) {
     return authorizer_.Authenticate(std::nullopt);
   }

@@ -54,6 +54,7 @@
 #define HYPERTUNE_SERVICE_HTTP_HTTP_SERVER_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <regex>
 #include <string>
@@ -100,6 +101,10 @@ struct HttpServerOptions {
   std::string tls_client_ca_file;
   // The SQLite file whose size /metrics reports; empty: not reported.
   std::string db_path;
+  // OK while this server serves its database; else the error every API
+  // call answers (a standby's UNAVAILABLE naming the leader: leadership.h).
+  // Default: always serving.
+  std::function<absl::Status()> serving;
   // How often an idle event stream sends a comment line, which is how a
   // closed connection is noticed. Default 15 s.
   int keepalive_ms = 15'000;
