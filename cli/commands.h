@@ -40,6 +40,8 @@ absl::Status RunCompleteCommand(const CommandContext& context,
 absl::Status RunHeartbeatCommand(const CommandContext& context,
                                  const Args& args);
 absl::Status RunWorkerCommand(const CommandContext& context, const Args& args);
+// launch_commands.cc: `launch slurm` (a job array of workers).
+absl::Status RunLaunchCommand(const CommandContext& context, const Args& args);
 absl::Status RunWatchCommand(const CommandContext& context, const Args& args);
 absl::Status RunStopCommand(const CommandContext& context, const Args& args);
 // export_commands.cc and optuna_import.cc.
@@ -65,6 +67,7 @@ extern const char kReportUsage[];
 extern const char kCompleteUsage[];
 extern const char kHeartbeatUsage[];
 extern const char kWorkerUsage[];
+extern const char kLaunchUsage[];
 extern const char kWatchUsage[];
 extern const char kStopUsage[];
 extern const char kExportUsage[];

@@ -64,6 +64,8 @@ constexpr char kUsage[] =
     "Running:\n"
     "  worker NAME [--parallel N] -- CMD [ARG...]\n"
     "                                 run CMD once per trial of the study\n"
+    "  launch slurm NAME --workers N [--time T] -- CMD [ARG...]\n"
+    "                                 run N workers as a Slurm job array\n"
     "\n"
     "`hypertune COMMAND --help` describes a command. Tables, JSON (protobuf's\n"
     "JSON mapping with the API's field names) or CSV with --format. Errors\n"
@@ -86,6 +88,7 @@ const Command kCommands[] = {
     {"heartbeat", hypertune::cli::RunHeartbeatCommand,
      hypertune::cli::kHeartbeatUsage},
     {"worker", hypertune::cli::RunWorkerCommand, hypertune::cli::kWorkerUsage},
+    {"launch", hypertune::cli::RunLaunchCommand, hypertune::cli::kLaunchUsage},
     {"watch", hypertune::cli::RunWatchCommand, hypertune::cli::kWatchUsage},
     {"stop", hypertune::cli::RunStopCommand, hypertune::cli::kStopUsage},
     {"export", hypertune::cli::RunExportCommand, hypertune::cli::kExportUsage},
