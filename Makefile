@@ -11,7 +11,7 @@ PACKAGES := g++ cmake ninja-build pkg-config \
   liblbfgspp-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libturbojpeg0-dev dataset-fashion-mnist libcpp-httplib-dev chromium \
   python3-grpcio python3-protobuf python3-pytest python3-pandas \
-  libpq-dev postgresql
+  libpq-dev postgresql slurm-wlm munge
 # Not here, being large: python3-torch (the PyTorch example; its tests are
 # skipped without it) and python3-optuna (the benchmarks' peer). npm (the
 # dashboard's charts from the npm registry) is installed only where no npm

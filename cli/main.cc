@@ -16,11 +16,12 @@ using hypertune::cli::Args;
 using hypertune::cli::CommandContext;
 
 constexpr char kUsage[] =
-    "usage: hypertune [--server HOST:PORT] [--token T] [--tls-ca F\n"
-    "                 [--tls-cert F --tls-key F]] <command> [args]\n"
+    "usage: hypertune [--server HOST:PORT[,HOST:PORT...]] [--token T]\n"
+    "                 [--tls-ca F [--tls-cert F --tls-key F]] <command> [args]\n"
     "\n"
     "Talks to hypertuned at --server, else $HYPERTUNE_SERVER, else\n"
-    "127.0.0.1:50051. --token (else $HYPERTUNE_TOKEN) is the bearer token of\n"
+    "127.0.0.1:50051; of several servers sharing a PostgreSQL database, to\n"
+    "the one that leads (a standby names it). --token (else $HYPERTUNE_TOKEN) is the bearer token of\n"
     "servers with auth; prefer the variable, which `ps` does not show.\n"
     "--tls-ca (else $HYPERTUNE_TLS_CA) is the PEM file of the CA that signed\n"
     "the server's certificate: talk TLS. --tls-cert and --tls-key (else\n"
