@@ -2,7 +2,7 @@
 // sessionStorage, never in a cookie), JSON reads, JSON writes, and the
 // server's event stream read with fetch so that it can carry the token.
 
-const TOKEN_KEY = 'hypertune-token';
+import {TOKEN_KEY, takePrefetched} from './boot.js';
 
 export class ApiError extends Error {
   constructor(status, message) {
@@ -36,9 +36,11 @@ async function check(response) {
 }
 
 // GET `path`: the parsed JSON, or the Response itself with {raw: true}.
+// The answer boot.js started early is taken when there is one.
 export async function get(path, options = {}) {
+  const early = await takePrefetched(path);
   const response = await check(
-      await fetch(path, {headers: headers(), signal: options.signal}));
+      early || await fetch(path, {headers: headers(), signal: options.signal}));
   return options.raw ? response : response.json();
 }
 

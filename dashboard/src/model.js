@@ -5,6 +5,7 @@
 // same rules. Also the small DOM and formatting helpers every view uses.
 
 import * as api from './api.js';
+import {FEED_LIMIT} from './boot.js';
 
 export const STATES = ['REQUESTED', 'ACTIVE', 'STOPPING', 'PAUSED',
                        'COMPLETED', 'STOPPED', 'INFEASIBLE', 'FAILED'];
@@ -374,7 +375,7 @@ export class StudyData {
       let t = performance.now();
       const response = await api.get(api.studyPath(
           this.study.name,
-          '/changes?view=compact&limit=10000&after=' + this.cursor),
+          `/changes?view=compact&limit=${FEED_LIMIT}&after=` + this.cursor),
           {signal, raw: true});
       times.answer += performance.now() - t;
       t = performance.now();

@@ -127,12 +127,15 @@ std::string CompactChangesPageJson(
     const v1::Study& study, const std::vector<storage::TrialChange>& changes,
     int64_t after, bool more) {
   std::string body = "{\"events\":[";
+  // Grown once, from the first trial's size: each regrowth of a string of
+  // megabytes copies it and makes the allocator consolidate its free lists.
   int64_t last = after;
   for (size_t i = 0; i < changes.size(); ++i) {
     if (i > 0) body.push_back(',');
     absl::StrAppend(&body, "{\"sequence\":", changes[i].sequence,
                     ",\"trial\":");
     AppendCompactTrial(study, changes[i].trial, &body);
+    if (i == 0) body.reserve(body.size() * (changes.size() + 1) * 5 / 4);
     body.push_back('}');
     last = changes[i].sequence;
   }

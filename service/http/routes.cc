@@ -224,12 +224,15 @@ void HttpServer::Changes(const Request& req, Response& res) {
   absl::StatusOr<int64_t> limit =
       IntParam(req, "limit", 1, max_limit, kMaxPageSize);
   if (!limit.ok()) return ReplyError(res, limit.status());
+  // One change past the page says whether more follow, so that a reader
+  // that got everything asks no second time.
   absl::StatusOr<std::vector<storage::TrialChange>> changes =
       service_->ListTrialChanges(admitted->study.name(), *after,
-                                 static_cast<int>(*limit), admitted->caller);
+                                 static_cast<int>(*limit) + 1,
+                                 admitted->caller);
   if (!changes.ok()) return ReplyError(res, changes.status());
-  // More may follow while a page comes back full.
-  const bool more = static_cast<int64_t>(changes->size()) == *limit;
+  const bool more = static_cast<int64_t>(changes->size()) > *limit;
+  if (more) changes->pop_back();
   ReplyJson(res, view == "compact"
                      ? CompactChangesPageJson(admitted->study, *changes,
                                               *after, more)

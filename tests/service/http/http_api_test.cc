@@ -458,7 +458,18 @@ TEST_F(HttpApiTest, ChangeFeedHoldsEveryTrialOnce) {
     if (!page["more"].get<bool>()) break;
   }
   EXPECT_EQ(ids.size(), static_cast<size_t>(kAliceTrials));
-  EXPECT_EQ(pages, kAliceTrials / 50);
+  EXPECT_EQ(pages + 1, (kAliceTrials + 49) / 50);
+  // A page that ends with the last trial says no more follow, even when it
+  // is full: a reader asks no second time for nothing.
+  auto more = [&](int limit) {
+    return json::parse(Get(absl::StrCat("/api/studies/alice-study/changes?"
+                                        "limit=",
+                                        limit))
+                           .body)["more"]
+        .get<bool>();
+  };
+  EXPECT_FALSE(more(kAliceTrials));
+  EXPECT_TRUE(more(kAliceTrials - 1));
 }
 
 // Reads server-sent events from `path` until `stop` says so; returns the
