@@ -80,7 +80,7 @@ constexpr char kUsage[] =
     "  hypertune-bench latency [--dim D] [--history N] [--algorithm A]\n"
     "  hypertune-bench service [--workers W] [--trials T] [--reports R]\n"
     "                          [--algorithm A] [--durability normal|full]\n"
-    "                          [--hypertuned PATH]\n"
+    "                          [--hypertuned PATH] [--store sqlite|postgres]\n"
     "  hypertune-bench failover [--kills K] [--workers W] [--trials N]\n"
     "  hypertune-bench soak [--minutes M] [--workers W] [--reports R]\n"
     "                       [--report-ms MS] [--algorithm A] [--seed S]\n"
@@ -250,7 +250,7 @@ int Latency(const std::vector<std::string>& args) {
 int Service(const std::vector<std::string>& args) {
   absl::StatusOr<Flags> flags =
       Flags::Parse(args, {"workers", "trials", "reports", "algorithm",
-                          "durability", "hypertuned"});
+                          "durability", "hypertuned", "store"});
   if (!flags.ok()) return UsageError(flags.status());
   const absl::StatusOr<int> workers = flags->Int("workers", 16, 1);
   const absl::StatusOr<int> trials = flags->Int("trials", 800, 1);
@@ -265,7 +265,23 @@ int Service(const std::vector<std::string>& args) {
     return UsageError(absl::InvalidArgumentError(
         absl::StrCat("--durability: normal or full, got \"", durability, "\"")));
   }
+  const std::string store = flags->String("store", "sqlite");
+  if (store != "sqlite" && store != "postgres") {
+    return UsageError(absl::InvalidArgumentError(
+        absl::StrCat("--store: sqlite or postgres, got \"", store, "\"")));
+  }
   ServiceLoadOptions options;
+  // postgres: a throwaway PostgreSQL server (testing/postgres_server.h).
+  std::unique_ptr<test::PostgresServer> postgres;
+  if (store == "postgres") {
+    absl::StatusOr<std::unique_ptr<test::PostgresServer>> started =
+        test::PostgresServer::Start();
+    if (!started.ok()) return Failure(started.status());
+    postgres = *std::move(started);
+    absl::StatusOr<std::string> url = postgres->CreateDatabase("load");
+    if (!url.ok()) return Failure(url.status());
+    options.db = *url;
+  }
   options.workers = *workers;
   options.trials = *trials;
   options.reports = *reports;
@@ -283,6 +299,7 @@ int Service(const std::vector<std::string>& args) {
   if (!result.ok()) return Failure(result.status());
   nlohmann::ordered_json line = {
       {"optimizer", absl::StrCat("hypertune-", options.algorithm)},
+      {"store", store},
       {"workers", options.workers},
       {"trials", result->trials},
       {"seconds", result->seconds},

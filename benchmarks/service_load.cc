@@ -98,7 +98,8 @@ absl::StatusOr<ServiceLoadResult> RunServiceLoad(
   {
     test::ServerProcessOptions server_options;
     server_options.program = options.hypertuned;
-    server_options.db_path = (dir / "load.db").string();
+    server_options.db_path =
+        options.db.empty() ? (dir / "load.db").string() : options.db;
     server_options.extra_args = {"--durability",
                                  options.durable_full ? "full" : "normal"};
     auto server = test::ServerProcess::Start(server_options);

@@ -22,6 +22,9 @@ struct ServiceLoadOptions {
   std::string hypertuned;
   // hypertuned --durability full (every commit fsynced).
   bool durable_full = false;
+  // The database to serve (a PostgreSQL URL); empty (default): a fresh
+  // SQLite file.
+  std::string db;
 };
 
 struct ServiceLoadResult {
