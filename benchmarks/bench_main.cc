@@ -247,6 +247,44 @@ int Latency(const std::vector<std::string>& args) {
   return 0;
 }
 
+// The programs built next to this one.
+std::filesystem::path BinDir() {
+  std::error_code ignored;
+  return std::filesystem::read_symlink("/proc/self/exe", ignored).parent_path();
+}
+
+// A chaos experiment's programs (next to this one) and a fresh temporary
+// directory named after `name`, or the error.
+absl::Status PrepareChaos(const std::string& name, ChaosOptions& options) {
+  options.hypertuned = (BinDir() / "hypertuned").string();
+  options.worker = (BinDir() / "hypertune-chaos-worker").string();
+  std::string dir = (std::filesystem::temp_directory_path() /
+                     absl::StrCat("hypertune-", name, "-XXXXXX"))
+                        .string();
+  if (mkdtemp(dir.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("mkdtemp ", dir));
+  }
+  options.dir = dir;
+  return absl::OkStatus();
+}
+
+// Prints `line`; with violations, prints them (keeping the experiment's
+// files) and returns 1, else removes the files and returns 0.
+int ReportChaos(const std::string& name, const ChaosOptions& options,
+                const ChaosResult& result, const nlohmann::ordered_json& line) {
+  std::cout << line.dump() << std::endl;
+  if (!result.violations.empty()) {
+    for (const std::string& v : result.violations) {
+      std::cerr << name << ": violation: " << v << "\n";
+    }
+    std::cerr << name << ": files kept in " << options.dir << "\n";
+    return 1;
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(options.dir, ignored);
+  return 0;
+}
+
 int Service(const std::vector<std::string>& args) {
   absl::StatusOr<Flags> flags =
       Flags::Parse(args, {"workers", "trials", "reports", "algorithm",
@@ -289,12 +327,8 @@ int Service(const std::vector<std::string>& args) {
   options.algorithm = flags->String("algorithm", "RANDOM");
   options.durable_full = durability == "full";
   // By default the hypertuned built next to this program.
-  std::error_code ignored;
-  options.hypertuned = flags->String(
-      "hypertuned",
-      (std::filesystem::read_symlink("/proc/self/exe", ignored).parent_path() /
-       "hypertuned")
-          .string());
+  options.hypertuned =
+      flags->String("hypertuned", (BinDir() / "hypertuned").string());
   absl::StatusOr<ServiceLoadResult> result = RunServiceLoad(options);
   if (!result.ok()) return Failure(result.status());
   nlohmann::ordered_json line = {
@@ -335,19 +369,9 @@ int Soak(const std::vector<std::string>& args) {
       !s.ok()) {
     return UsageError(absl::InvalidArgumentError(absl::StrCat("--", s.message())));
   }
-  // The programs built next to this one.
-  std::error_code ignored;
-  const std::filesystem::path bin =
-      std::filesystem::read_symlink("/proc/self/exe", ignored).parent_path();
-  options.hypertuned = (bin / "hypertuned").string();
-  options.worker = (bin / "hypertune-chaos-worker").string();
-  std::string dir =
-      (std::filesystem::temp_directory_path() / "hypertune-soak-XXXXXX")
-          .string();
-  if (mkdtemp(dir.data()) == nullptr) {
-    return Failure(absl::InternalError(absl::StrCat("mkdtemp ", dir)));
+  if (absl::Status s = PrepareChaos("soak", options); !s.ok()) {
+    return Failure(s);
   }
-  options.dir = dir;
   options.workers = *workers;
   options.trials = 0;  // Unlimited: the soak ends by time.
   options.reports = *reports;
@@ -377,16 +401,7 @@ int Soak(const std::vector<std::string>& args) {
       {"worker_kills", result->worker_kills},
       {"unexpected_errors", result->unexpected_errors},
       {"violations", result->violations.size()}};
-  std::cout << line.dump() << std::endl;
-  if (!result->violations.empty()) {
-    for (const std::string& v : result->violations) {
-      std::cerr << "soak: violation: " << v << "\n";
-    }
-    std::cerr << "soak: files kept in " << dir << "\n";
-    return 1;
-  }
-  std::filesystem::remove_all(dir, ignored);
-  return 0;
+  return ReportChaos("soak", options, *result, line);
 }
 
 // Failover on PostgreSQL (testing/chaos.h with db_url): a leader and its
@@ -413,18 +428,9 @@ int Failover(const std::vector<std::string>& args) {
   absl::StatusOr<std::string> url = (*postgres)->CreateDatabase("failover");
   if (!url.ok()) return Failure(url.status());
   ChaosOptions options;
-  std::error_code ignored;
-  const std::filesystem::path bin =
-      std::filesystem::read_symlink("/proc/self/exe", ignored).parent_path();
-  options.hypertuned = (bin / "hypertuned").string();
-  options.worker = (bin / "hypertune-chaos-worker").string();
-  std::string dir =
-      (std::filesystem::temp_directory_path() / "hypertune-failover-XXXXXX")
-          .string();
-  if (mkdtemp(dir.data()) == nullptr) {
-    return Failure(absl::InternalError(absl::StrCat("mkdtemp ", dir)));
+  if (absl::Status s = PrepareChaos("failover", options); !s.ok()) {
+    return Failure(s);
   }
-  options.dir = dir;
   options.db_url = *url;
   options.workers = *workers;
   options.trials = *trials;
@@ -454,16 +460,7 @@ int Failover(const std::vector<std::string>& args) {
       {"takeover_ms_max", takeover.empty() ? 0 : takeover.back()},
       {"unexpected_errors", result->unexpected_errors},
       {"violations", result->violations.size()}};
-  std::cout << line.dump() << std::endl;
-  if (!result->violations.empty()) {
-    for (const std::string& v : result->violations) {
-      std::cerr << "failover: violation: " << v << "\n";
-    }
-    std::cerr << "failover: files kept in " << dir << "\n";
-    return 1;
-  }
-  std::filesystem::remove_all(dir, ignored);
-  return 0;
+  return ReportChaos("failover", options, *result, line);
 }
 
 // The early-stopping benchmark (testing/learning_curves.h): every rule over

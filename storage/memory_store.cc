@@ -32,7 +32,7 @@ absl::Status CheckStorable(const google::protobuf::Message& message,
 absl::StatusOr<MemoryStore::Entry*> MemoryStore::Find(std::string_view name) {
   auto it = studies_.find(name);
   if (it == studies_.end()) {
-    return absl::NotFoundError(absl::StrCat(StudyLabel(name), " not found"));
+    return StudyNotFound(name);
   }
   return &it->second;
 }
@@ -100,7 +100,7 @@ absl::Status MemoryStore::DeleteStudy(std::string_view name) {
   absl::MutexLock lock(&mu_);
   auto it = studies_.find(name);
   if (it == studies_.end()) {
-    return absl::NotFoundError(absl::StrCat(StudyLabel(name), " not found"));
+    return StudyNotFound(name);
   }
   studies_.erase(it);
   return absl::OkStatus();
@@ -137,8 +137,7 @@ absl::StatusOr<v1::Trial> MemoryStore::GetTrial(std::string_view study_name,
   if (!entry.ok()) return entry.status();
   auto it = (*entry)->trials.find(trial_id);
   if (it == (*entry)->trials.end()) {
-    return absl::NotFoundError(
-        absl::StrCat(TrialLabel(study_name, trial_id), " not found"));
+    return TrialNotFound(study_name, trial_id);
   }
   return it->second;
 }
@@ -177,8 +176,7 @@ absl::Status MemoryStore::Replace(const v1::Trial& trial,
   if (!entry.ok()) return entry.status();
   auto it = (*entry)->trials.find(trial.id());
   if (it == (*entry)->trials.end()) {
-    return absl::NotFoundError(
-        absl::StrCat(TrialLabel(trial.study_name(), trial.id()), " not found"));
+    return TrialNotFound(trial.study_name(), trial.id());
   }
   if (read != nullptr) {
     if (absl::Status s = CheckVersion(trial.study_name(), trial.id(),

@@ -29,6 +29,26 @@ std::string TrialLabel(std::string_view study_name, int64_t trial_id) {
   return absl::StrCat("trial ", trial_id, " of study ", Quoted(study_name));
 }
 
+absl::Status StudyNotFound(std::string_view study_name) {
+  return absl::NotFoundError(absl::StrCat(StudyLabel(study_name), " not found"));
+}
+
+absl::Status TrialNotFound(std::string_view study_name, int64_t trial_id) {
+  return absl::NotFoundError(
+      absl::StrCat(TrialLabel(study_name, trial_id), " not found"));
+}
+
+absl::Status ParseStored(std::string_view bytes,
+                         google::protobuf::Message& message,
+                         absl::string_view label) {
+  if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::DataLossError(absl::StrCat(
+        label, ": the stored ", message.GetDescriptor()->name(), " message (",
+        bytes.size(), " bytes) does not parse"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckLimit(int limit) {
   if (limit >= 0) return absl::OkStatus();
   return absl::InvalidArgumentError(

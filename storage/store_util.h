@@ -36,6 +36,17 @@ absl::Status CheckVersion(std::string_view study_name, int64_t trial_id,
                           const TrialVersion& stored,
                           const TrialVersion& read);
 
+// NOT_FOUND: `study "NAME" not found`, and `trial ID of study "NAME" not
+// found`.
+absl::Status StudyNotFound(std::string_view study_name);
+absl::Status TrialNotFound(std::string_view study_name, int64_t trial_id);
+
+// Parses stored `bytes` into `message`; DATA_LOSS naming `label` when they
+// do not parse (the store's file or database was damaged).
+absl::Status ParseStored(std::string_view bytes,
+                         google::protobuf::Message& message,
+                         absl::string_view label);
+
 // OK for a row limit >= 0 (0 means none); INVALID_ARGUMENT naming "limit".
 absl::Status CheckLimit(int limit);
 

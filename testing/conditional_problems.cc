@@ -19,8 +19,11 @@ using opt::ParameterType;
 using opt::Scale;
 using Clock = std::chrono::steady_clock;
 
-ParameterConfig Cat(std::string name, std::vector<std::string> categories,
-                    int parent = kNoParent, std::vector<double> values = {}) {
+}  // namespace
+
+ParameterConfig CategoricalParameter(std::string name,
+                                     std::vector<std::string> categories,
+                                     int parent, std::vector<double> values) {
   ParameterConfig p;
   p.name = std::move(name);
   p.type = ParameterType::kCategorical;
@@ -30,10 +33,9 @@ ParameterConfig Cat(std::string name, std::vector<std::string> categories,
   return p;
 }
 
-ParameterConfig Real(std::string name, double min, double max,
-                     int parent = kNoParent, std::vector<double> values = {},
-                     Scale scale = Scale::kLinear,
-                     ParameterType type = ParameterType::kDouble) {
+ParameterConfig NumericParameter(std::string name, double min, double max,
+                                 int parent, std::vector<double> values,
+                                 Scale scale, ParameterType type) {
   ParameterConfig p;
   p.name = std::move(name);
   p.type = type;
@@ -45,9 +47,9 @@ ParameterConfig Real(std::string name, double min, double max,
   return p;
 }
 
-ParameterConfig Discrete(std::string name, std::vector<double> values,
-                         int parent = kNoParent,
-                         std::vector<double> parent_values = {}) {
+ParameterConfig DiscreteParameter(std::string name, std::vector<double> values,
+                                  int parent,
+                                  std::vector<double> parent_values) {
   ParameterConfig p;
   p.name = std::move(name);
   p.type = ParameterType::kDiscrete;
@@ -57,14 +59,20 @@ ParameterConfig Discrete(std::string name, std::vector<double> values,
   return p;
 }
 
+namespace {
+
 TreeProblem Jenatton() {
   // 0 x1, 1 x2, 2 x3, 3 x4, 4 x5, 5 x6, 6 x7, 7 r8, 8 r9.
   std::vector<ParameterConfig> p = {
-      Cat("x1", {"0", "1"}),         Cat("x2", {"0", "1"}, 0, {0}),
-      Cat("x3", {"0", "1"}, 0, {1}), Real("x4", -1, 1, 1, {0}),
-      Real("x5", -1, 1, 1, {1}),     Real("x6", -1, 1, 2, {0}),
-      Real("x7", -1, 1, 2, {1}),     Real("r8", 0, 1, 0, {0}),
-      Real("r9", 0, 1, 0, {1})};
+      CategoricalParameter("x1", {"0", "1"}),
+      CategoricalParameter("x2", {"0", "1"}, 0, {0}),
+      CategoricalParameter("x3", {"0", "1"}, 0, {1}),
+      NumericParameter("x4", -1, 1, 1, {0}),
+      NumericParameter("x5", -1, 1, 1, {1}),
+      NumericParameter("x6", -1, 1, 2, {0}),
+      NumericParameter("x7", -1, 1, 2, {1}),
+      NumericParameter("r8", 0, 1, 0, {0}),
+      NumericParameter("r9", 0, 1, 0, {1})};
   auto f = [](const Assignment& x) {
     if (x[0] == 0) {
       return x[1] == 0 ? x[3] * x[3] + 0.1 + x[7] : x[4] * x[4] + 0.2 + x[7];
@@ -81,21 +89,23 @@ TreeProblem Training() {
   // 6 rms_lr, 7 rho, 8 model, 9 layers, 10 width, 11 depth, 12 width_mult,
   // 13 weight_decay, 14 batch_size.
   std::vector<ParameterConfig> p = {
-      Cat("optimizer", {"sgd", "adam", "rmsprop"}),
-      Real("sgd_lr", 1e-4, 1, 0, {0}, Scale::kLog),
-      Real("momentum", 0, 0.99, 0, {0}),
-      Real("adam_lr", 1e-5, 1e-1, 0, {1}, Scale::kLog),
-      Real("beta1", 0.8, 0.999, 0, {1}),
-      Real("beta2", 0.9, 0.9999, 0, {1}),
-      Real("rms_lr", 1e-5, 1e-1, 0, {2}, Scale::kLog),
-      Real("rho", 0.8, 0.99, 0, {2}),
-      Cat("model", {"mlp", "resnet"}),
-      Real("layers", 1, 8, 8, {0}, Scale::kLinear, ParameterType::kInteger),
-      Real("width", 16, 1024, 8, {0}, Scale::kLog, ParameterType::kInteger),
-      Discrete("depth", {18, 34, 50, 101}, 8, {1}),
-      Real("width_mult", 0.5, 2, 8, {1}),
-      Real("weight_decay", 1e-6, 1e-2, kNoParent, {}, Scale::kLog),
-      Discrete("batch_size", {32, 64, 128, 256})};
+      CategoricalParameter("optimizer", {"sgd", "adam", "rmsprop"}),
+      NumericParameter("sgd_lr", 1e-4, 1, 0, {0}, Scale::kLog),
+      NumericParameter("momentum", 0, 0.99, 0, {0}),
+      NumericParameter("adam_lr", 1e-5, 1e-1, 0, {1}, Scale::kLog),
+      NumericParameter("beta1", 0.8, 0.999, 0, {1}),
+      NumericParameter("beta2", 0.9, 0.9999, 0, {1}),
+      NumericParameter("rms_lr", 1e-5, 1e-1, 0, {2}, Scale::kLog),
+      NumericParameter("rho", 0.8, 0.99, 0, {2}),
+      CategoricalParameter("model", {"mlp", "resnet"}),
+      NumericParameter("layers", 1, 8, 8, {0}, Scale::kLinear,
+                       ParameterType::kInteger),
+      NumericParameter("width", 16, 1024, 8, {0}, Scale::kLog,
+                       ParameterType::kInteger),
+      DiscreteParameter("depth", {18, 34, 50, 101}, 8, {1}),
+      NumericParameter("width_mult", 0.5, 2, 8, {1}),
+      NumericParameter("weight_decay", 1e-6, 1e-2, kNoParent, {}, Scale::kLog),
+      DiscreteParameter("batch_size", {32, 64, 128, 256})};
   auto f = [](const Assignment& x) {
     double v = 0;
     switch (static_cast<int>(x[0])) {
@@ -113,8 +123,10 @@ TreeProblem Training() {
     if (x[8] == 0) {  // mlp: best 0.3 at 3 layers of 256.
       v += 0.3 + 0.02 * Sq(x[9] - 3) + Sq((std::log2(x[10]) - 8) / 3);
     } else {  // resnet: best 0 at depth 34, multiplier 1.25.
-      const double depth = x[11] == 18 ? 0.08 : x[11] == 34 ? 0.0
-                           : x[11] == 50 ? 0.02 : 0.06;
+      const double depth = x[11] == 18   ? 0.08
+                           : x[11] == 34 ? 0.0
+                           : x[11] == 50 ? 0.02
+                                         : 0.06;
       v += depth + 0.3 * Sq(x[12] - 1.25);
     }
     v += 0.1 * Sq((std::log10(x[13]) + 4) / 2);
@@ -132,12 +144,12 @@ absl::StatusOr<TreeProblem> FindTreeProblem(const std::string& name) {
   for (TreeProblem& p : TreeProblems()) {
     if (p.name == name) return std::move(p);
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown tree problem \"", name,
-                   "\" (known: jenatton, training)"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown tree problem \"", name, "\" (known: jenatton, training)"));
 }
 
-std::vector<ParameterConfig> Flattened(std::vector<ParameterConfig> parameters) {
+std::vector<ParameterConfig> Flattened(
+    std::vector<ParameterConfig> parameters) {
   for (ParameterConfig& p : parameters) {
     p.parent = kNoParent;
     p.parent_values.clear();
@@ -171,8 +183,7 @@ absl::StatusOr<RegretRun> RunTreeRegret(const TreeProblem& problem,
     request.history.push_back(
         {std::move(x->front()), opt::Outcome::kCompleted, -y});
   }
-  run.seconds =
-      std::chrono::duration<double>(Clock::now() - start).count();
+  run.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return run;
 }
 
@@ -180,12 +191,14 @@ absl::StatusOr<LatencyResult> MeasureTreeLatency(opt::Algorithm algorithm,
                                                  bool flatten, int history,
                                                  int rounds) {
   // 0 branch; 1..3 always; 4 + 4 b + k: child k of branch b.
-  std::vector<ParameterConfig> params = {Cat("branch", {"a", "b", "c", "d"})};
-  for (int k = 0; k < 3; ++k) params.push_back(Real(absl::StrCat("x", k), 0, 1));
+  std::vector<ParameterConfig> params = {
+      CategoricalParameter("branch", {"a", "b", "c", "d"})};
+  for (int k = 0; k < 3; ++k)
+    params.push_back(NumericParameter(absl::StrCat("x", k), 0, 1));
   for (int b = 0; b < 4; ++b) {
     for (int k = 0; k < 4; ++k) {
-      params.push_back(Real(absl::StrCat("b", b, "_", k), 0, 1, 0,
-                            {static_cast<double>(b)}));
+      params.push_back(NumericParameter(absl::StrCat("b", b, "_", k), 0, 1, 0,
+                                        {static_cast<double>(b)}));
     }
   }
   absl::StatusOr<opt::SearchSpace> space =
@@ -217,8 +230,8 @@ absl::StatusOr<LatencyResult> MeasureTreeLatency(opt::Algorithm algorithm,
     request.trials_created = static_cast<int64_t>(trials.size());
     const Clock::time_point start = Clock::now();
     absl::StatusOr<std::vector<Assignment>> x = suggester->Suggest(request);
-    ms.push_back(
-        1000 * std::chrono::duration<double>(Clock::now() - start).count());
+    ms.push_back(1000 *
+                 std::chrono::duration<double>(Clock::now() - start).count());
     if (!x.ok()) return x.status();
     const double y = f(x->front());
     trials.push_back({std::move(x->front()), opt::Outcome::kCompleted, -y});

@@ -21,6 +21,20 @@
 
 namespace hypertune::bench {
 
+// Parameter configs for trees: under `parent` (an index, or
+// optimizer::kNoParent) when it takes one of `parent_values`.
+optimizer::ParameterConfig CategoricalParameter(
+    std::string name, std::vector<std::string> categories,
+    int parent = optimizer::kNoParent, std::vector<double> parent_values = {});
+optimizer::ParameterConfig NumericParameter(
+    std::string name, double min, double max, int parent = optimizer::kNoParent,
+    std::vector<double> parent_values = {},
+    optimizer::Scale scale = optimizer::Scale::kLinear,
+    optimizer::ParameterType type = optimizer::ParameterType::kDouble);
+optimizer::ParameterConfig DiscreteParameter(
+    std::string name, std::vector<double> values,
+    int parent = optimizer::kNoParent, std::vector<double> parent_values = {});
+
 struct TreeProblem {
   std::string name;
   // The tree: parents, children and their conditions.

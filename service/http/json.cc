@@ -167,24 +167,31 @@ void Double(const char* name, double value, bool* first, std::string* out) {
   AppendFloating(value, out);
 }
 
+// Map field `name` as a JSON object (left out when empty), each value
+// written by `append_value`.
+template <typename Map, typename AppendValue>
+void MapField(const char* name, const Map& map, AppendValue append_value,
+              bool* first, std::string* out) {
+  if (map.empty()) return;
+  Key(name, first, out);
+  out->push_back('{');
+  bool first_entry = true;
+  for (const auto& [key, value] : map) {
+    if (!first_entry) out->push_back(',');
+    first_entry = false;
+    AppendJsonString(key, out);
+    out->push_back(':');
+    append_value(value, out);
+  }
+  out->push_back('}');
+}
+
 void AppendMeasurement(const v1::Measurement& m, std::string* out) {
   out->push_back('{');
   bool first = true;
   Int64("step", m.step(), &first, out);
   Double("elapsed_seconds", m.elapsed_seconds(), &first, out);
-  if (!m.metrics().empty()) {
-    Key("metrics", &first, out);
-    out->push_back('{');
-    bool first_metric = true;
-    for (const auto& [name, value] : m.metrics()) {
-      if (!first_metric) out->push_back(',');
-      first_metric = false;
-      AppendJsonString(name, out);
-      out->push_back(':');
-      AppendFloating(value, out);
-    }
-    out->push_back('}');
-  }
+  MapField("metrics", m.metrics(), AppendFloating<double>, &first, out);
   out->push_back('}');
 }
 
@@ -267,19 +274,12 @@ void AppendTrial(const v1::Trial& t, std::string* out) {
     Key("feasible", &first, out);
     out->append(t.feasible() ? "true" : "false");
   }
-  if (!t.attributes().empty()) {
-    Key("attributes", &first, out);
-    out->push_back('{');
-    bool first_attribute = true;
-    for (const auto& [key, value] : t.attributes()) {
-      if (!first_attribute) out->push_back(',');
-      first_attribute = false;
-      AppendJsonString(key, out);
-      out->push_back(':');
-      AppendJsonString(value, out);
-    }
-    out->push_back('}');
-  }
+  MapField(
+      "attributes", t.attributes(),
+      [](const std::string& value, std::string* o) {
+        AppendJsonString(value, o);
+      },
+      &first, out);
   out->push_back('}');
 }
 

@@ -106,26 +106,6 @@ constexpr size_t kMaxProblems = 10;
 
 // ----- Helpers -----
 
-template <typename Message>
-absl::Status Parse(std::string_view bytes, Message& message,
-                   absl::string_view label) {
-  if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::DataLossError(
-        absl::StrCat(label, ": the stored ", Message::descriptor()->name(),
-                     " message (", bytes.size(), " bytes) does not parse"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status StudyNotFound(std::string_view name) {
-  return absl::NotFoundError(absl::StrCat(StudyLabel(name), " not found"));
-}
-
-absl::Status TrialNotFound(std::string_view study_name, int64_t trial_id) {
-  return absl::NotFoundError(
-      absl::StrCat(TrialLabel(study_name, trial_id), " not found"));
-}
-
 // The stored form of `study`: trial_counts are derived on read, never kept.
 absl::StatusOr<std::string> StudyBytes(const v1::Study& study) {
   v1::Study stored = study;
@@ -205,7 +185,7 @@ absl::Status LoadStudy(Connection& db, std::string_view name,
   absl::StatusOr<Result> row = db.Run(kSelectStudy, Params().Bytes(name), what);
   if (!row.ok()) return row.status();
   if (row->rows() == 0) return StudyNotFound(name);
-  return Parse(row->Bytes(0, 0), study, StudyLabel(name));
+  return ParseStored(row->Bytes(0, 0), study, StudyLabel(name));
 }
 
 absl::Status SaveStudy(Connection& db, const v1::Study& study,
@@ -229,7 +209,7 @@ absl::Status ModifyStudy(Connection& db, std::string_view name,
   if (!row.ok()) return row.status();
   if (row->rows() == 0) return StudyNotFound(name);
   v1::Study study;
-  if (absl::Status s = Parse(row->Bytes(0, 0), study, StudyLabel(name));
+  if (absl::Status s = ParseStored(row->Bytes(0, 0), study, StudyLabel(name));
       !s.ok()) {
     return s;
   }
@@ -253,7 +233,7 @@ absl::Status LoadStudies(Connection& db, std::vector<v1::Study>& studies) {
       db.Run(kListStudies, Params(), "listing studies");
   if (!rows.ok()) return rows.status();
   for (int i = 0; i < rows->rows(); ++i) {
-    if (absl::Status s = Parse(rows->Bytes(i, 1), studies.emplace_back(),
+    if (absl::Status s = ParseStored(rows->Bytes(i, 1), studies.emplace_back(),
                                StudyLabel(rows->Bytes(i, 0)));
         !s.ok()) {
       return s;
@@ -313,7 +293,7 @@ absl::Status LoadTrial(Connection& db, std::string_view study_name,
   if (!row.ok()) return row.status();
   if (row->rows() == 0) return StudyNotFound(study_name);
   if (row->IsNull(0, 1)) return TrialNotFound(study_name, trial_id);
-  return Parse(row->Bytes(0, 1), trial, TrialLabel(study_name, trial_id));
+  return ParseStored(row->Bytes(0, 1), trial, TrialLabel(study_name, trial_id));
 }
 
 absl::Status UpdateTrial(Connection& db, const v1::Trial& trial,
@@ -397,7 +377,7 @@ absl::Status LoadTrials(Connection& db, std::string_view study_name,
   if (rows->rows() == 0) return StudyNotFound(study_name);
   for (int i = 0; i < rows->rows(); ++i) {
     if (rows->IsNull(i, 1)) continue;
-    if (absl::Status s = Parse(rows->Bytes(i, 2), trials.emplace_back(),
+    if (absl::Status s = ParseStored(rows->Bytes(i, 2), trials.emplace_back(),
                                TrialLabel(study_name, rows->Int(i, 1)));
         !s.ok()) {
       return s;
@@ -420,7 +400,7 @@ absl::Status LoadTrialChanges(Connection& db, std::string_view study_name,
     if (rows->IsNull(i, 1)) continue;
     TrialChange& change = changes.emplace_back();
     change.sequence = rows->Int(i, 2);
-    if (absl::Status s = Parse(rows->Bytes(i, 3), change.trial,
+    if (absl::Status s = ParseStored(rows->Bytes(i, 3), change.trial,
                                TrialLabel(study_name, rows->Int(i, 1)));
         !s.ok()) {
       return s;
@@ -459,7 +439,7 @@ absl::Status LoadTrialsInStates(Connection& db,
   absl::StatusOr<Result> rows = db.Run(sql, params, "listing trials by state");
   if (!rows.ok()) return rows.status();
   for (int i = 0; i < rows->rows(); ++i) {
-    if (absl::Status s = Parse(rows->Bytes(i, 2), trials.emplace_back(),
+    if (absl::Status s = ParseStored(rows->Bytes(i, 2), trials.emplace_back(),
                                TrialLabel(rows->Bytes(i, 0), rows->Int(i, 1)));
         !s.ok()) {
       return s;
@@ -490,7 +470,7 @@ absl::StatusOr<std::vector<std::string>> IntegrityProblems(Connection& db) {
     const std::string name(studies->Bytes(i, 1));
     const std::string label = StudyLabel(name);
     v1::Study study;
-    if (absl::Status s = Parse(studies->Bytes(i, 3), study, label); !s.ok()) {
+    if (absl::Status s = ParseStored(studies->Bytes(i, 3), study, label); !s.ok()) {
       add(std::string(s.message()));
     } else if (study.name() != name || study.state() != studies->Int(i, 2)) {
       add(absl::StrCat(label,
@@ -523,7 +503,7 @@ absl::StatusOr<std::vector<std::string>> IntegrityProblems(Connection& db) {
         after = rows->Int(r, 0);
         const std::string trial_label = TrialLabel(name, after);
         v1::Trial trial;
-        if (absl::Status s = Parse(rows->Bytes(r, 4), trial, trial_label);
+        if (absl::Status s = ParseStored(rows->Bytes(r, 4), trial, trial_label);
             !s.ok()) {
           add(std::string(s.message()));
         } else if (trial.study_name() != name || trial.id() != after ||

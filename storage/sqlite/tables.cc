@@ -79,21 +79,6 @@ constexpr char kIntegrityCheck[] = "PRAGMA integrity_check";
 
 // ----- Helpers -----
 
-template <typename Message>
-absl::Status Parse(std::string_view bytes, Message& message,
-                   absl::string_view label) {
-  if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::DataLossError(
-        absl::StrCat(label, ": the stored ", Message::descriptor()->name(),
-                     " message (", bytes.size(), " bytes) does not parse"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status StudyNotFound(std::string_view name) {
-  return absl::NotFoundError(absl::StrCat(StudyLabel(name), " not found"));
-}
-
 // Steps `query`, bound to a study's name, to the study's row; NOT_FOUND if
 // there is none.
 absl::Status StepToStudyRow(Query& query, std::string_view name) {
@@ -109,8 +94,7 @@ absl::Status TrialNotFound(Connection& db, std::string_view study_name,
                            int64_t trial_id) {
   absl::StatusOr<int64_t> study_id = StudyId(db, study_name);
   if (!study_id.ok()) return study_id.status();
-  return absl::NotFoundError(
-      absl::StrCat(TrialLabel(study_name, trial_id), " not found"));
+  return storage::TrialNotFound(study_name, trial_id);
 }
 
 // Why an update of `trial` changed no row: NOT_FOUND naming the study or
@@ -216,7 +200,7 @@ absl::Status LoadStudy(Connection& db, std::string_view name,
   Query query(db.db(), *statement, what);
   query.BindBytes(1, name);
   if (absl::Status s = StepToStudyRow(query, name); !s.ok()) return s;
-  return Parse(query.Bytes(0), study, StudyLabel(name));
+  return ParseStored(query.Bytes(0), study, StudyLabel(name));
 }
 
 absl::Status SaveStudy(Connection& db, const v1::Study& study,
@@ -253,7 +237,7 @@ absl::Status LoadStudies(Connection& db, std::vector<v1::Study>& studies) {
   if (!statement.ok()) return statement.status();
   Query rows(db.db(), *statement, "listing studies");
   return rows.ForEachRow([&] {
-    return Parse(rows.Bytes(1), studies.emplace_back(),
+    return ParseStored(rows.Bytes(1), studies.emplace_back(),
                  StudyLabel(rows.Bytes(0)));
   });
 }
@@ -315,7 +299,7 @@ absl::Status LoadTrial(Connection& db, std::string_view study_name,
   if (!row.ok()) return row.status();
   // Say which of the two is missing.
   if (!*row) return TrialNotFound(db, study_name, trial_id);
-  return Parse(query.Bytes(0), trial, TrialLabel(study_name, trial_id));
+  return ParseStored(query.Bytes(0), trial, TrialLabel(study_name, trial_id));
 }
 
 absl::Status UpdateTrial(Connection& db, const v1::Trial& trial,
@@ -397,7 +381,7 @@ absl::Status LoadTrials(Connection& db, int64_t study_id,
     rows.BindInt(first_state_index + static_cast<int>(i), states[i]);
   }
   return rows.ForEachRow([&] {
-    return Parse(rows.Bytes(1), trials.emplace_back(),
+    return ParseStored(rows.Bytes(1), trials.emplace_back(),
                  TrialLabel(study_name, rows.Int(0)));
   });
 }
@@ -416,7 +400,7 @@ absl::Status LoadTrialChanges(Connection& db, int64_t study_id,
   return rows.ForEachRow([&] {
     TrialChange& change = changes.emplace_back();
     change.sequence = rows.Int(1);
-    return Parse(rows.Bytes(2), change.trial,
+    return ParseStored(rows.Bytes(2), change.trial,
                  TrialLabel(study_name, rows.Int(0)));
   });
 }
@@ -455,7 +439,7 @@ absl::Status LoadTrialsInStates(Connection& db,
     rows.BindInt(static_cast<int>(i) + 1, distinct[i]);
   }
   return rows.ForEachRow([&] {
-    return Parse(rows.Bytes(2), trials.emplace_back(),
+    return ParseStored(rows.Bytes(2), trials.emplace_back(),
                  TrialLabel(rows.Bytes(0), rows.Int(1)));
   });
 }

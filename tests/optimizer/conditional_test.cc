@@ -2,6 +2,7 @@
 // sampling by every algorithm, and the tree kernel (tree_kernel.h).
 #include "optimizer/conditional.h"
 
+#include <Eigen/Eigenvalues>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -9,51 +10,24 @@
 #include <string>
 #include <vector>
 
-#include <Eigen/Eigenvalues>
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "optimizer/search_space.h"
 #include "optimizer/suggester.h"
 #include "optimizer/tree_kernel.h"
+#include "testing/conditional_problems.h"
 
 namespace hypertune::optimizer {
 namespace {
 
 using ::testing::HasSubstr;
 
-ParameterConfig Categorical(std::string name, std::vector<std::string> cats,
-                            int parent = kNoParent,
-                            std::vector<double> values = {}) {
-  ParameterConfig p;
-  p.name = std::move(name);
-  p.type = ParameterType::kCategorical;
-  p.categories = std::move(cats);
-  p.parent = parent;
-  p.parent_values = std::move(values);
-  return p;
-}
-
-ParameterConfig Double(std::string name, double min, double max,
-                       int parent = kNoParent, std::vector<double> values = {},
-                       Scale scale = Scale::kLinear) {
-  ParameterConfig p;
-  p.name = std::move(name);
-  p.min = min;
-  p.max = max;
-  p.scale = scale;
-  p.parent = parent;
-  p.parent_values = std::move(values);
-  return p;
-}
-
 ParameterConfig Integer(std::string name, double min, double max,
                         int parent = kNoParent,
                         std::vector<double> values = {}) {
-  ParameterConfig p = Double(std::move(name), min, max, parent,
-                             std::move(values));
-  p.type = ParameterType::kInteger;
-  return p;
+  return bench::NumericParameter(std::move(name), min, max, parent,
+                                 std::move(values), Scale::kLinear,
+                                 ParameterType::kInteger);
 }
 
 // optimizer in {sgd, adam}; momentum under sgd; beta2 under adam; lr
@@ -66,12 +40,12 @@ std::vector<ParameterConfig> TreeConfigs() {
   width2.values = {16, 32, 64};
   width2.parent = 4;
   width2.parent_values = {3};
-  return {Categorical("optimizer", {"sgd", "adam"}),
-          Double("momentum", 0, 0.99, 0, {0}),
-          Double("beta2", 0.9, 0.9999, 0, {1}),
-          Double("lr", 1e-4, 1, kNoParent, {}, Scale::kLog),
+  return {bench::CategoricalParameter("optimizer", {"sgd", "adam"}),
+          bench::NumericParameter("momentum", 0, 0.99, 0, {0}),
+          bench::NumericParameter("beta2", 0.9, 0.9999, 0, {1}),
+          bench::NumericParameter("lr", 1e-4, 1, kNoParent, {}, Scale::kLog),
           Integer("layers", 1, 3),
-          Double("width", 0, 1, 4, {2, 3}),
+          bench::NumericParameter("width", 0, 1, 4, {2, 3}),
           width2};
 }
 
@@ -91,7 +65,8 @@ TEST(ConditionalValidationTest, AcceptsATreeAndAFlatSpace) {
   EXPECT_TRUE(SearchSpace::Create(TreeConfigs()).ok());
   const SearchSpace tree = TreeSpace();
   EXPECT_TRUE(tree.conditional());
-  const SearchSpace flat = *SearchSpace::Create({Double("x", 0, 1)});
+  const SearchSpace flat =
+      *SearchSpace::Create({bench::NumericParameter("x", 0, 1)});
   EXPECT_FALSE(flat.conditional());
 }
 
@@ -175,8 +150,8 @@ TEST(ConditionalEncodingTest, ValidateNamesInactiveValuesAndMissingActiveOnes) {
   EXPECT_EQ(s1.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s1.message(), HasSubstr("\"beta2\""));
   EXPECT_THAT(s1.message(), HasSubstr("inactive"));
-  const Assignment missing = {0, kInactive, kInactive, 0.01, 1, kInactive,
-                              kInactive};
+  const Assignment missing = {0, kInactive, kInactive, 0.01,
+                              1, kInactive, kInactive};
   const absl::Status s2 = space.Validate(missing);
   EXPECT_THAT(s2.message(), HasSubstr("\"momentum\""));
   EXPECT_THAT(s2.message(), HasSubstr("active"));
@@ -247,8 +222,9 @@ TEST_P(ConditionalSamplingTest, EverySuggestionIsAValidConfiguration) {
       o.x = a;
       o.outcome = Outcome::kCompleted;
       // Best: sgd with momentum near 0.9, lr near 0.01.
-      o.value = a[0] == 0 ? -std::abs(a[1] - 0.9) - std::abs(std::log10(a[3]) + 2)
-                          : -1.0 - std::abs(std::log10(a[3]) + 2);
+      o.value = a[0] == 0
+                    ? -std::abs(a[1] - 0.9) - std::abs(std::log10(a[3]) + 2)
+                    : -1.0 - std::abs(std::log10(a[3]) + 2);
       request.history.push_back(o);
     }
   }
@@ -287,15 +263,17 @@ TEST_P(ConditionalSamplingTest, StaysPendingAware) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllAlgorithms, ConditionalSamplingTest,
-    ::testing::Values(Algorithm::kRandom, Algorithm::kQuasiRandom,
-                      Algorithm::kGpBandit, Algorithm::kTpe),
-    [](const ::testing::TestParamInfo<Algorithm>& info) {
-      return std::string(AlgorithmName(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, ConditionalSamplingTest,
+                         ::testing::Values(Algorithm::kRandom,
+                                           Algorithm::kQuasiRandom,
+                                           Algorithm::kGpBandit,
+                                           Algorithm::kTpe),
+                         [](const ::testing::TestParamInfo<Algorithm>& info) {
+                           return std::string(AlgorithmName(info.param));
+                         });
 
-// Random model coordinates of the tree space (tree_kernel.h's TreeKernelGroups).
+// Random model coordinates of the tree space (tree_kernel.h's
+// TreeKernelGroups).
 Eigen::MatrixXd TreePoints(const SearchSpace& space, int n, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> unit(0, 1);
@@ -328,7 +306,8 @@ TEST(TreeKernelTest, GroupsFollowTheTree) {
   const TreeKernel k(groups);
   Eigen::MatrixXd x(4, space.dim());
   // layers 1, 2, 3 and adam: in layers' unit coordinate, the cells' centres.
-  const Eigen::VectorXd sgd3 = space.Encode({0, 0.5, kInactive, 0.1, 3, 0.5, 16});
+  const Eigen::VectorXd sgd3 =
+      space.Encode({0, 0.5, kInactive, 0.1, 3, 0.5, 16});
   const Eigen::VectorXd adam1 =
       space.Encode({1, kInactive, 0.99, 0.1, 1, kInactive, kInactive});
   const Eigen::VectorXd sgd2 =

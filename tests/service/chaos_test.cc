@@ -26,8 +26,9 @@
 namespace hypertune {
 namespace {
 
-TEST(ChaosTest, KilledServerAndWorkersLoseNoAcknowledgedCompletion) {
-  test::TempDir dir;
+// Both tests' study and workers: 8 workers through 120 RANDOM trials of 3
+// reports each, 1 s leases, 2 retries; files in `dir`.
+bench::ChaosOptions EightWorkers(const test::TempDir& dir) {
   bench::ChaosOptions options;
   options.hypertuned = HYPERTUNED_PATH;
   options.worker = CHAOS_WORKER_PATH;
@@ -39,12 +40,18 @@ TEST(ChaosTest, KilledServerAndWorkersLoseNoAcknowledgedCompletion) {
   options.max_retries = 2;
   options.reports = 3;
   options.report_ms = 30;
+  options.log = &std::cout;
+  return options;
+}
+
+TEST(ChaosTest, KilledServerAndWorkersLoseNoAcknowledgedCompletion) {
+  test::TempDir dir;
+  bench::ChaosOptions options = EightWorkers(dir);
   options.server_kills_at = {0.3, 0.6};
   options.worker_kills_at = {0.15, 0.45};
   options.server_downtime = std::chrono::milliseconds(300);
   options.duration = std::chrono::seconds(75);
   options.seed = 7;
-  options.log = &std::cout;
 
   absl::StatusOr<bench::ChaosResult> result = bench::RunChaos(options);
   ASSERT_TRUE(result.ok()) << result.status();
@@ -77,23 +84,12 @@ TEST(FailoverTest, KilledLeaderHandsOverToItsStandbyLosingNothing) {
   ASSERT_TRUE(url.ok()) << url.status();
 
   test::TempDir dir;
-  bench::ChaosOptions options;
-  options.hypertuned = HYPERTUNED_PATH;
-  options.worker = CHAOS_WORKER_PATH;
-  options.dir = dir.path().string();
+  bench::ChaosOptions options = EightWorkers(dir);
   options.db_url = *url;
-  options.workers = 8;
-  options.trials = 120;
-  options.algorithm = "RANDOM";
-  options.lease_seconds = 1;
-  options.max_retries = 2;
-  options.reports = 3;
-  options.report_ms = 30;
   options.server_kills_at = {0.2, 0.4, 0.6, 0.8};
   options.server_downtime = std::chrono::milliseconds(200);
   options.duration = std::chrono::seconds(90);
   options.seed = 11;
-  options.log = &std::cout;
 
   absl::StatusOr<bench::ChaosResult> result = bench::RunChaos(options);
   ASSERT_TRUE(result.ok()) << result.status();
