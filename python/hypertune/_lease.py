@@ -9,8 +9,9 @@ else), after which it is no longer renewed.
 A :class:`LeaseRenewer`, one per Client, renews every started keeper's
 lease from one background thread: each lease at its own period, with
 Heartbeats sent asynchronously so that a slow one holds up no other, and
-retried sooner after a transient failure. (One thread per Client, not per
-trial: handing out a trial then costs no thread start.)
+retried sooner after a transient failure; after an UNAVAILABLE, on the
+server the Client's calls move on to (_servers.py). (One thread per Client,
+not per trial: handing out a trial then costs no thread start.)
 
 Thread safety: every method may be called from any thread.
 """
@@ -77,6 +78,7 @@ class LeaseKeeper:
         self._should_stop = False
         self._state: Optional[int] = None
         self.failures = 0  # renewals failed in a row (the renewer's business)
+        self.sent_to = 0  # the server of the last background renewal
 
     def start(self, interval: float) -> None:
         """Renews every ``interval`` seconds in the background, until
@@ -174,7 +176,8 @@ class LeaseKeeper:
             if self._done:
                 return None
             client = self._client
-            self._in_flight = client._stub.Heartbeat.future(
+            self.sent_to, stub = client._servers.current()
+            self._in_flight = stub.Heartbeat.future(
                 self.request, timeout=client._policy.call_timeout, metadata=client._metadata
             )
             return self._in_flight
@@ -252,4 +255,7 @@ class LeaseRenewer:
         keeper.failures += 1
         policy = self._client._policy
         delay = min(interval, policy.delay(keeper.failures, random.uniform(0.5, 1.0)))
+        if failed.code == grpc.StatusCode.UNAVAILABLE:
+            if self._client._servers.move_on(keeper.sent_to, failed.message):
+                delay = 0.0  # to the leader a standby named: at once
         self._schedule(keeper, delay, interval)

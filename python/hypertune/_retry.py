@@ -1,18 +1,23 @@
 """The retry policy every call goes through, the same as the C++ SDK's and
 the CLI's: a deadline per attempt, and on UNAVAILABLE (plus
 DEADLINE_EXCEEDED where repeating the call is harmless) another attempt
-after a jittered exponential backoff, up to ``max_attempts``."""
+after a jittered exponential backoff, up to ``max_attempts``. With several
+servers, an UNAVAILABLE moves the calls on first (_servers.py): to the
+leader a standby names, tried at once, else to the next server."""
 
 from __future__ import annotations
 
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Sequence, Tuple
 
 import grpc
 
 from hypertune.errors import HypertuneError, error_for
+
+if TYPE_CHECKING:
+    from hypertune._servers import Servers
 
 Metadata = Sequence[Tuple[str, str]]
 
@@ -48,7 +53,7 @@ def retryable(code: grpc.StatusCode, idempotent: bool) -> bool:
 
 
 def call(
-    method: Callable[..., Any],
+    servers: Servers,
     request: Any,
     *,
     rpc: str,
@@ -58,18 +63,22 @@ def call(
     metadata: Metadata,
     backoff: Callable[[float], None] = time.sleep,
 ) -> Any:
-    """Calls ``method(request)`` under ``policy`` and returns its response,
-    waiting ``backoff(seconds)`` between attempts.
+    """Calls method ``rpc`` of the current server's stub with ``request``
+    under ``policy`` and returns its response. After an UNAVAILABLE the
+    calls move on (:meth:`Servers.move_on`): the next attempt goes at once
+    to a leader a standby named, else after ``backoff(seconds)``.
 
     Raises the :mod:`hypertune.errors` exception of the last failure, whose
     ``attempts`` says how many attempts were made; a retried failure's
-    message names the RPC, the server and the attempts.
+    message names the RPC, ``server`` (the servers as the user gave them)
+    and the attempts.
     """
     attempts = 0
     while True:
         attempts += 1
+        index, stub = servers.current()
         try:
-            return method(request, timeout=policy.call_timeout, metadata=metadata)
+            return getattr(stub, rpc)(request, timeout=policy.call_timeout, metadata=metadata)
         except grpc.RpcError as err:
             code, details = err.code(), err.details() or ""
             again = retryable(code, idempotent)
@@ -78,6 +87,8 @@ def call(
                     plural = "attempt" if attempts == 1 else "attempts"
                     details = f"{rpc} to {server} failed after {attempts} {plural}: {details}"
                 raise failure(code, details, attempts) from None
+            if code == grpc.StatusCode.UNAVAILABLE and servers.move_on(index, details):
+                continue  # to the leader a standby named: at once
         backoff(policy.jittered(attempts))
 
 

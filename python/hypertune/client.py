@@ -2,7 +2,7 @@
 here; :class:`~hypertune.Study` and :class:`~hypertune.Trial` do the rest.
 
 Thread safety: a Client may be shared by any number of threads (gRPC
-channels are); it owns one channel.
+channels are); it owns one channel per server it is given.
 """
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ from __future__ import annotations
 import os
 import socket
 import threading
-import time
 from typing import Any, Optional
 
 import grpc
 
 from hypertune import _config
 from hypertune._lease import LeaseRenewer
-from hypertune._proto import pb, pb_grpc
+from hypertune._proto import pb
 from hypertune._retry import Metadata, RetryPolicy, call
+from hypertune._servers import Servers, split
 from hypertune.errors import (
     AlreadyExistsError,
     FailedPreconditionError,
@@ -49,9 +49,6 @@ CHANNEL_OPTIONS = [
     ("grpc.dns_min_time_between_resolutions_ms", 100),
 ]
 
-# grpcio's connectivity poller checks for subscribers this often (seconds).
-_POLLER_STOPS_WITHIN = 0.2
-
 
 def _env(name: str) -> Optional[str]:
     value = os.environ.get(name)
@@ -66,12 +63,45 @@ def _read(field: str, path: str) -> bytes:
         raise InvalidArgumentError(f'{field}: cannot read "{path}": {err.strerror}') from None
 
 
+def _credentials(
+    tls_ca: Optional[str], tls_cert: Optional[str], tls_key: Optional[str]
+) -> Optional[grpc.ChannelCredentials]:
+    """The TLS credentials of the channels, or None for plaintext."""
+    if bool(tls_cert) != bool(tls_key):
+        raise InvalidArgumentError(
+            "tls_cert, tls_key: the client certificate and its key go together"
+        )
+    if not tls_ca:
+        if tls_cert:
+            raise InvalidArgumentError(
+                "tls_cert, tls_key: a client certificate needs TLS; give the server's CA "
+                "too (tls_ca)"
+            )
+        return None
+    return grpc.ssl_channel_credentials(
+        root_certificates=_read("tls_ca", tls_ca),
+        private_key=_read("tls_key", tls_key) if tls_key else None,
+        certificate_chain=_read("tls_cert", tls_cert) if tls_cert else None,
+    )
+
+
+def _open_channel(address: str, credentials: Optional[grpc.ChannelCredentials]) -> grpc.Channel:
+    if credentials is None:
+        return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+    return grpc.secure_channel(address, credentials, options=CHANNEL_OPTIONS)
+
+
 class Client:
     """A connection to hypertuned.
 
     Args:
-        server: ``HOST:PORT``; default ``$HYPERTUNE_SERVER``, else
-            ``127.0.0.1:50051``, as for the CLI.
+        server: ``HOST:PORT``, or a comma-separated list of them (several
+            hypertuned sharing a PostgreSQL database, of which one leads
+            and the others are standbys); default ``$HYPERTUNE_SERVER``,
+            else ``127.0.0.1:50051``, as for the CLI. With a list, calls go
+            to one server at a time: a standby's UNAVAILABLE moves them at
+            once to the leader it names (when listed), any other
+            UNAVAILABLE to the next server, after the backoff.
         token: the bearer token for servers run with auth; default
             ``$HYPERTUNE_TOKEN``.
         tls_ca: the PEM file of the CA that signed the server's certificate:
@@ -83,7 +113,8 @@ class Client:
             ``$HYPERTUNE_CLIENT_ID``, else ``<host>-<pid>``.
         call_timeout: seconds each attempt of a call may take.
         max_attempts, initial_backoff, max_backoff: a call that finds the
-            server UNAVAILABLE is tried again, up to ``max_attempts`` times,
+            server UNAVAILABLE is tried again (moving on, with a list, as
+            above), up to ``max_attempts`` times in all,
             after a jittered backoff from ``initial_backoff`` doubling to
             ``max_backoff`` seconds (the C++ SDK's policy).
         heartbeats: renew the lease of the trials this client hands out
@@ -135,38 +166,17 @@ class Client:
         )
         token = token or _env("HYPERTUNE_TOKEN")
         self._metadata: Metadata = (("authorization", f"Bearer {token}"),) if token else ()
-        self._channel = self._open_channel(
+        credentials = _credentials(
             tls_ca or _env("HYPERTUNE_TLS_CA"),
             tls_cert or _env("HYPERTUNE_TLS_CERT"),
             tls_key or _env("HYPERTUNE_TLS_KEY"),
         )
-        self._stub = pb_grpc.HyperTuneStub(self._channel)
-        self._connectivity: Optional[grpc.ChannelConnectivity] = None
+        self._servers = Servers(
+            split(self.server), lambda address: _open_channel(address, credentials)
+        )
         self._lease_renewer: Optional[LeaseRenewer] = None
         self._renewer_lock = threading.Lock()
         self._closed = False
-        self._channel.subscribe(self._note_connectivity, try_to_connect=False)
-
-    def _open_channel(
-        self, tls_ca: Optional[str], tls_cert: Optional[str], tls_key: Optional[str]
-    ) -> grpc.Channel:
-        if bool(tls_cert) != bool(tls_key):
-            raise InvalidArgumentError(
-                "tls_cert, tls_key: the client certificate and its key go together"
-            )
-        if not tls_ca:
-            if tls_cert:
-                raise InvalidArgumentError(
-                    "tls_cert, tls_key: a client certificate needs TLS; give the server's CA "
-                    "too (tls_ca)"
-                )
-            return grpc.insecure_channel(self.server, options=CHANNEL_OPTIONS)
-        credentials = grpc.ssl_channel_credentials(
-            root_certificates=_read("tls_ca", tls_ca),
-            private_key=_read("tls_key", tls_key) if tls_key else None,
-            certificate_chain=_read("tls_cert", tls_cert) if tls_cert else None,
-        )
-        return grpc.secure_channel(self.server, credentials, options=CHANNEL_OPTIONS)
 
     def __repr__(self) -> str:
         return f"Client(server={self.server!r}, client_id={self.client_id!r})"
@@ -180,13 +190,7 @@ class Client:
             self._closed = True
             if self._lease_renewer is not None:
                 self._lease_renewer.close()
-        self._channel.unsubscribe(self._note_connectivity)
-        # grpcio's connectivity poller (behind subscribe) raises in its own
-        # thread if the channel is closed between two of its polls; it sees
-        # the unsubscription within 0.2 s and stops, so close after that.
-        closer = threading.Timer(_POLLER_STOPS_WITHIN + 0.1, self._channel.close)
-        closer.daemon = True
-        closer.start()
+        self._servers.close()
 
     def _renewer(self) -> LeaseRenewer:
         """The thread that renews the leases of this client's trials."""
@@ -201,24 +205,9 @@ class Client:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def _note_connectivity(self, state: grpc.ChannelConnectivity) -> None:
-        self._connectivity = state
-
     def _backoff(self, seconds: float) -> None:
-        """Waits ``seconds`` before a retry, or less: as soon as a channel
-        that is not connected (the server is down or restarting) connects
-        again. A connected channel whose server answered UNAVAILABLE itself
-        waits the whole backoff."""
-        if self._connectivity == grpc.ChannelConnectivity.READY:
-            time.sleep(seconds)
-            return
-        ready = grpc.channel_ready_future(self._channel)
-        try:
-            ready.result(timeout=seconds)
-        except grpc.FutureTimeoutError:
-            pass
-        finally:
-            ready.cancel()
+        """Waits ``seconds`` before a retry, or less (:meth:`Servers.backoff`)."""
+        self._servers.backoff(seconds)
 
     def _call(self, rpc: str, request: Any, *, idempotent: bool = True) -> Any:
         """One RPC of the HyperTune service under the retry policy.
@@ -226,7 +215,7 @@ class Client:
         if self._closed:
             raise FailedPreconditionError(f"{rpc}: the client is closed")
         return call(
-            getattr(self._stub, rpc),
+            self._servers,
             request,
             rpc=rpc,
             server=self.server,

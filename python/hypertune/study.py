@@ -219,10 +219,12 @@ class Study:
         sequence number ``after`` first (0 = from the start).
 
         A dropped stream (the server restarted) is opened again after the
-        last sequence seen, so nothing is missed or repeated; UNAVAILABLE is
-        raised after the client's ``max_attempts`` reconnections fail in a
-        row. With ``timeout``, the watch ends after that many seconds;
-        otherwise it lasts until the caller stops iterating.
+        last sequence seen, so nothing is missed or repeated (with several
+        servers, on the one calls move on to: the leader a standby names,
+        else the next); UNAVAILABLE is raised after the client's
+        ``max_attempts`` reconnections fail in a row. With ``timeout``, the
+        watch ends after that many seconds; otherwise it lasts until the
+        caller stops iterating.
         """
         client = self._client
         policy = client._policy
@@ -235,7 +237,8 @@ class Study:
             if client._closed:
                 raise FailedPreconditionError(f"WatchTrials of study {self.name!r}: the client is closed")
             request = pb.WatchTrialsRequest(study_name=self.name, after_sequence=after)
-            stream = client._stub.WatchTrials(request, timeout=left, metadata=client._metadata)
+            index, stub = client._servers.current()
+            stream = stub.WatchTrials(request, timeout=left, metadata=client._metadata)
             try:
                 for event in stream:
                     after = event.sequence
@@ -251,7 +254,8 @@ class Study:
             failures += 1
             if code != grpc.StatusCode.UNAVAILABLE or failures >= policy.max_attempts:
                 raise failure(code, f"WatchTrials of study {self.name!r}: {details}", failures)
-            client._backoff(policy.jittered(failures))
+            if not client._servers.move_on(index, details):
+                client._backoff(policy.jittered(failures))
 
     def trials_dataframe(
         self, states: Union[str, Iterable[str], None] = None
