@@ -234,15 +234,12 @@ absl::StatusOr<StudyRuntime*> StudyService::RuntimeOf(const std::string& name) {
 
 absl::StatusOr<StudyService::StudyAndTrial> StudyService::LoadStudyAndTrial(
     const Principal& caller, const std::string& study_name, int64_t trial_id) {
-  StudyAndTrial loaded;
-  absl::StatusOr<v1::Study> study =
-      LoadStudyFor(caller, study_name, Access::kWrite);
-  if (!study.ok()) return study.status();
-  loaded.study = *std::move(study);
-  absl::StatusOr<v1::Trial> trial = store_->GetTrial(study_name, trial_id);
-  if (!trial.ok()) return trial.status();
-  loaded.trial = *std::move(trial);
-  return loaded;
+  absl::StatusOr<storage::StudyWithTrial> read =
+      store_->GetStudyWithTrial(study_name, trial_id);
+  if (!read.ok()) return read.status();
+  HT_RETURN_IF_ERROR(CheckAccess(caller, read->study, Access::kWrite));
+  if (!read->trial.ok()) return read->trial.status();
+  return StudyAndTrial{std::move(read->study), *std::move(read->trial)};
 }
 
 void StudyService::AddDeviceSeconds(double seconds, const v1::Study& study,

@@ -129,6 +129,18 @@ absl::StatusOr<v1::Trial> PostgresStore::GetTrial(std::string_view study_name,
   return trial;
 }
 
+absl::StatusOr<StudyWithTrial> PostgresStore::GetStudyWithTrial(
+    std::string_view study_name, int64_t trial_id) {
+  const std::string what =
+      absl::StrCat("reading ", TrialLabel(study_name, trial_id));
+  StudyWithTrial read;
+  absl::Status status = Use([&](Connection& db) {
+    return postgres::LoadStudyWithTrial(db, study_name, trial_id, what, read);
+  });
+  if (!status.ok()) return status;
+  return read;
+}
+
 absl::Status PostgresStore::UpdateTrial(const v1::Trial& trial) {
   return ReplaceTrial(trial, nullptr);
 }

@@ -84,6 +84,8 @@ class PostgresStore : public StudyStore {
       std::string_view study_name, std::vector<v1::Trial> trials) override;
   absl::StatusOr<v1::Trial> GetTrial(std::string_view study_name,
                                      int64_t trial_id) override;
+  absl::StatusOr<StudyWithTrial> GetStudyWithTrial(std::string_view study_name,
+                                                   int64_t trial_id) override;
   absl::Status UpdateTrial(const v1::Trial& trial) override;
   absl::Status UpdateTrialIf(const v1::Trial& trial,
                              const TrialVersion& read) override;

@@ -1,7 +1,8 @@
 // StudyStore: where studies and their trials live.
 //
-// An abstract interface with a SQLite implementation (the embedded default)
-// and an in-memory one for tests; both pass the same typed test suite.
+// An abstract interface with a SQLite implementation (the embedded default),
+// a PostgreSQL one (several servers, one leading) and an in-memory one for
+// tests; all pass the same typed test suite.
 // OpenStore (open_store.h) opens the one StoreOptions name. It stores the
 // API's own messages and knows nothing of gRPC: errors are absl::Status
 // with NOT_FOUND / ALREADY_EXISTS / INVALID_ARGUMENT / ABORTED / DATA_LOSS /
@@ -60,6 +61,13 @@ struct TrialChange {
   v1::Trial trial;
 };
 
+// A study and one of its trials, read together.
+struct StudyWithTrial {
+  v1::Study study;
+  // NOT_FOUND if the study has no such trial.
+  absl::StatusOr<v1::Trial> trial;
+};
+
 class StudyStore {
  public:
   virtual ~StudyStore() = default;
@@ -96,6 +104,16 @@ class StudyStore {
   // NOT_FOUND if the study or trial is absent.
   virtual absl::StatusOr<v1::Trial> GetTrial(std::string_view study_name,
                                              int64_t trial_id) = 0;
+
+  // The study and its trial, for callers that check the study before they
+  // look at the trial (a store may read both in one round trip). NOT_FOUND
+  // if the study is absent; a missing trial is NOT_FOUND in `trial`.
+  virtual absl::StatusOr<StudyWithTrial> GetStudyWithTrial(
+      std::string_view study_name, int64_t trial_id) {
+    absl::StatusOr<v1::Study> study = GetStudy(study_name);
+    if (!study.ok()) return study.status();
+    return StudyWithTrial{*std::move(study), GetTrial(study_name, trial_id)};
+  }
 
   // Replaces the stored trial (matched by study_name and id) and records the
   // change in the study's change sequence. NOT_FOUND if absent.

@@ -44,6 +44,42 @@ constexpr const char* kSchemaV1[] = {
     "CREATE INDEX trials_in_state ON trials(state)",
 };
 
+// Version 2: a trial's write in one round trip. The function takes the
+// study's next change sequence number (locking the study's row), then
+// writes the trial, if `read_state` is NULL or while it still has the
+// lease epoch and state the caller read. A write that misses gives its
+// number back, which is safe because the study's row stays locked until
+// the transaction ends: the sequence has no gaps.
+constexpr const char* kSchemaV2[] = {
+    R"sql(CREATE FUNCTION hypertune_update_trial(
+      in_study_name BYTEA, in_trial_id BIGINT, new_state BIGINT,
+      new_client_id BYTEA, new_lease_epoch BIGINT, new_trial BYTEA,
+      read_lease_epoch BIGINT, read_state BIGINT)
+    RETURNS BOOLEAN LANGUAGE plpgsql AS $$
+    DECLARE
+      the_study BIGINT;
+      taken BIGINT;
+    BEGIN
+      UPDATE studies SET last_sequence = last_sequence + 1
+        WHERE sha256(name) = sha256(in_study_name) AND name = in_study_name
+        RETURNING id, last_sequence INTO the_study, taken;
+      IF NOT FOUND THEN
+        RETURN FALSE;
+      END IF;
+      UPDATE trials SET state = new_state, client_id = new_client_id,
+          lease_epoch = new_lease_epoch, trial = new_trial, sequence = taken
+        WHERE study_id = the_study AND trial_id = in_trial_id
+          AND (read_state IS NULL
+               OR (lease_epoch = read_lease_epoch AND state = read_state));
+      IF FOUND THEN
+        RETURN TRUE;
+      END IF;
+      UPDATE studies SET last_sequence = last_sequence - 1
+        WHERE id = the_study;
+      RETURN FALSE;
+    END $$)sql",
+};
+
 struct Migration {
   // The version the database has once the step has run.
   int version;
@@ -53,6 +89,7 @@ struct Migration {
 // Applied in order, each once; append, never edit a released step.
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
+    {2, kSchemaV2},
 };
 static_assert(std::size(kMigrations) == kSchemaVersion &&
                   kMigrations[std::size(kMigrations) - 1].version ==

@@ -20,7 +20,7 @@ namespace hypertune::storage::postgres {
 class Connection;
 
 // The schema version this build writes.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // Applies the migrations that the database lacks, in order, each once.
 // FAILED_PRECONDITION if its schema is newer than kSchemaVersion; other

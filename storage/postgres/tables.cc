@@ -40,34 +40,26 @@ constexpr char kTakeTrialIds[] =
     "last_sequence = last_sequence + $2 "
     "WHERE " HT_STUDY_NAMED("", "$1") " RETURNING id, last_trial_id, "
                                       "last_sequence";
-constexpr char kInsertTrial[] =
-    "INSERT INTO trials(study_id, trial_id, state, client_id, lease_epoch, "
-    "sequence, trial) VALUES ($1, $2, $3, $4, $5, $6, $7)";
 // One row if the study exists; its trial's columns are NULL if the trial
 // does not.
 constexpr char kSelectTrial[] =
     "SELECT s.id, t.trial FROM studies s LEFT JOIN trials t "
     "ON t.study_id = s.id AND t.trial_id = $2 "
     "WHERE " HT_STUDY_NAMED("s.", "$1");
+constexpr char kSelectStudyWithTrial[] =
+    "SELECT s.study, t.trial FROM studies s LEFT JOIN trials t "
+    "ON t.study_id = s.id AND t.trial_id = $2 "
+    "WHERE " HT_STUDY_NAMED("s.", "$1");
 constexpr char kSelectTrialVersion[] =
     "SELECT s.id, t.state, t.lease_epoch FROM studies s LEFT JOIN trials t "
     "ON t.study_id = s.id AND t.trial_id = $2 "
     "WHERE " HT_STUDY_NAMED("s.", "$1");
-// Takes the study's next sequence number; returns the study's id and the
-// number. Locks the study's row.
-constexpr char kTakeSequence[] =
-    "UPDATE studies SET last_sequence = last_sequence + 1 "
-    "WHERE " HT_STUDY_NAMED("", "$1") " RETURNING id, last_sequence";
-// $1 the study's id, $2 the trial's id, $3..$6 its state, client id, lease
-// epoch and message, $7 the change's sequence number; for the conditional
-// update, $8 and $9 the lease epoch and state the caller read.
+// Replaces a trial under its study's next change sequence number (see
+// schema.cc): $1 the study's name, $2 the trial's id, $3..$6 its state,
+// client id, lease epoch and message, $7 and $8 the lease epoch and state
+// the caller read, or NULL for an unconditional write. True if written.
 constexpr char kUpdateTrial[] =
-    "UPDATE trials SET state = $3, client_id = $4, lease_epoch = $5, "
-    "trial = $6, sequence = $7 WHERE study_id = $1 AND trial_id = $2";
-constexpr char kUpdateTrialIf[] =
-    "UPDATE trials SET state = $3, client_id = $4, lease_epoch = $5, "
-    "trial = $6, sequence = $7 WHERE study_id = $1 AND trial_id = $2 "
-    "AND lease_epoch = $8 AND state = $9";
+    "SELECT hypertune_update_trial($1, $2, $3, $4, $5, $6, $7, $8)::INT4";
 // Lease renewals: no sequence number, so no lock on the study's row. $5 and
 // $6 are the trial's own lease epoch and state, which a renewal keeps.
 constexpr char kRenewTrialLease[] =
@@ -106,6 +98,24 @@ constexpr size_t kMaxProblems = 10;
 
 // ----- Helpers -----
 
+// Trials inserted per statement: few round trips for a batch, and few
+// statement texts (one per row count) prepared on each connection.
+constexpr size_t kTrialsPerInsert = 64;
+
+// Inserts `rows` trials in one statement: $1 the study's id, then per trial
+// its id, state, client id, lease epoch, sequence number and message.
+std::string InsertTrialsSql(size_t rows) {
+  std::string sql =
+      "INSERT INTO trials(study_id, trial_id, state, client_id, lease_epoch, "
+      "sequence, trial) VALUES ";
+  for (size_t row = 0, next = 2; row < rows; ++row, next += 6) {
+    absl::StrAppend(&sql, row == 0 ? "" : ", ", "($1, $", next, ", $",
+                    next + 1, ", $", next + 2, ", $", next + 3, ", $",
+                    next + 4, ", $", next + 5, ")");
+  }
+  return sql;
+}
+
 // The stored form of `study`: trial_counts are derived on read, never kept.
 absl::StatusOr<std::string> StudyBytes(const v1::Study& study) {
   v1::Study stored = study;
@@ -141,8 +151,8 @@ absl::Status WhyNotUpdated(Connection& db, const v1::Trial& trial,
       !s.ok()) {
     return s;
   }
-  // Only a renewal, which does not lock the study, can get here: the trial
-  // changed and changed back between its UPDATE and this read.
+  // The write missed a version that is gone again by this read, which
+  // holds no lock: the trial changed twice in between.
   return absl::AbortedError(
       absl::StrCat(TrialLabel(trial.study_name(), trial.id()),
                    " changed while it was being written; read it again"));
@@ -263,23 +273,29 @@ absl::Status InsertTrials(Connection& db, std::string_view study_name,
   const int64_t study_id = taken->Int(0, 0);
   int64_t id = taken->Int(0, 1) - count;
   int64_t sequence = taken->Int(0, 2) - count;
-  for (v1::Trial& trial : trials) {
-    trial.set_study_name(std::string(study_name));
-    trial.set_id(++id);
+  for (size_t first = 0; first < trials.size(); first += kTrialsPerInsert) {
+    const size_t rows = std::min(kTrialsPerInsert, trials.size() - first);
     // Ids are known only here, so the trials are serialized here.
-    const std::string label = TrialLabel(study_name, trial.id());
-    absl::StatusOr<std::string> bytes = SerializeForStore(trial, label);
-    if (!bytes.ok()) return bytes.status();
-    absl::StatusOr<Result> inserted = db.Run(kInsertTrial,
-                                             Params()
-                                                 .Int(study_id)
-                                                 .Int(trial.id())
-                                                 .Int(trial.state())
-                                                 .Bytes(trial.client_id())
-                                                 .Int(trial.lease_epoch())
-                                                 .Int(++sequence)
-                                                 .Bytes(*bytes),
-                                             absl::StrCat("creating ", label));
+    std::vector<std::string> bytes(rows);
+    Params params;
+    params.Int(study_id);
+    for (size_t i = 0; i < rows; ++i) {
+      v1::Trial& trial = trials[first + i];
+      trial.set_study_name(std::string(study_name));
+      trial.set_id(++id);
+      absl::StatusOr<std::string> serialized =
+          SerializeForStore(trial, TrialLabel(study_name, trial.id()));
+      if (!serialized.ok()) return serialized.status();
+      bytes[i] = *std::move(serialized);
+      params.Int(trial.id())
+          .Int(trial.state())
+          .Bytes(trial.client_id())
+          .Int(trial.lease_epoch())
+          .Int(++sequence)
+          .Bytes(bytes[i]);
+    }
+    absl::StatusOr<Result> inserted =
+        db.Run(InsertTrialsSql(rows), params, what);
     if (!inserted.ok()) return inserted.status();
   }
   return transaction.Commit(what);
@@ -296,36 +312,53 @@ absl::Status LoadTrial(Connection& db, std::string_view study_name,
   return ParseStored(row->Bytes(0, 1), trial, TrialLabel(study_name, trial_id));
 }
 
+absl::Status LoadStudyWithTrial(Connection& db, std::string_view study_name,
+                                int64_t trial_id, const std::string& what,
+                                StudyWithTrial& read) {
+  absl::StatusOr<Result> row = db.Run(
+      kSelectStudyWithTrial, Params().Bytes(study_name).Int(trial_id), what);
+  if (!row.ok()) return row.status();
+  if (row->rows() == 0) return StudyNotFound(study_name);
+  if (absl::Status s =
+          ParseStored(row->Bytes(0, 0), read.study, StudyLabel(study_name));
+      !s.ok()) {
+    return s;
+  }
+  if (row->IsNull(0, 1)) {
+    read.trial = TrialNotFound(study_name, trial_id);
+    return absl::OkStatus();
+  }
+  v1::Trial trial;
+  if (absl::Status s = ParseStored(row->Bytes(0, 1), trial,
+                                   TrialLabel(study_name, trial_id));
+      !s.ok()) {
+    return s;
+  }
+  read.trial = std::move(trial);
+  return absl::OkStatus();
+}
+
 absl::Status UpdateTrial(Connection& db, const v1::Trial& trial,
                          std::string_view bytes, const TrialVersion* read,
                          const std::string& what) {
-  Transaction transaction(db);
-  if (absl::Status s = transaction.Begin(what); !s.ok()) return s;
-  // The study's row first (see the header): the trial is then written
-  // under the study's lock, and WhyNotUpdated reads what it was.
-  absl::StatusOr<Result> taken =
-      db.Run(kTakeSequence, Params().Bytes(trial.study_name()), what);
-  if (!taken.ok()) return taken.status();
-  if (taken->rows() == 0) return StudyNotFound(trial.study_name());
   Params params;
-  params.Int(taken->Int(0, 0))
+  params.Bytes(trial.study_name())
       .Int(trial.id())
       .Int(trial.state())
       .Bytes(trial.client_id())
       .Int(trial.lease_epoch())
-      .Bytes(bytes)
-      .Int(taken->Int(0, 1));
-  if (read != nullptr) params.Int(read->lease_epoch).Int(read->state);
-  absl::StatusOr<Result> updated =
-      db.Run(read != nullptr ? kUpdateTrialIf : kUpdateTrial, params, what);
-  if (!updated.ok()) return updated.status();
-  if (updated->affected() == 0) {
-    // Rolled back with the transaction: the sequence number is not used.
-    // An unconditional update misses only a trial that is absent.
-    return WhyNotUpdated(
-        db, trial, read != nullptr ? *read : TrialVersion::Of(trial), what);
+      .Bytes(bytes);
+  if (read != nullptr) {
+    params.Int(read->lease_epoch).Int(read->state);
+  } else {
+    params.Null().Null();
   }
-  return transaction.Commit(what);
+  absl::StatusOr<Result> updated = db.Run(kUpdateTrial, params, what);
+  if (!updated.ok()) return updated.status();
+  if (updated->Int(0, 0) != 0) return absl::OkStatus();
+  // An unconditional update misses only a trial (or study) that is absent.
+  return WhyNotUpdated(
+      db, trial, read != nullptr ? *read : TrialVersion::Of(trial), what);
 }
 
 absl::Status RenewTrialLease(Connection& db, const v1::Trial& trial,

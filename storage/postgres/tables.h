@@ -76,6 +76,11 @@ absl::Status LoadTrial(Connection& db, std::string_view study_name,
                        int64_t trial_id, const std::string& what,
                        v1::Trial& trial);
 
+// The study and its trial, on one snapshot, into `read`.
+absl::Status LoadStudyWithTrial(Connection& db, std::string_view study_name,
+                                int64_t trial_id, const std::string& what,
+                                StudyWithTrial& read);
+
 // Replaces the stored trial (matched by study_name and id) with `trial`,
 // whose stored form is `bytes`, giving it the next number of the study's
 // change sequence: if `read` is null, or only while the stored trial's

@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
@@ -328,6 +329,7 @@ TYPED_TEST(StudyStoreTest, EveryMethodSaysNotFoundForAMissingStudy) {
             kNotFound);
   EXPECT_EQ(store.CreateTrials("nope", {}).status().code(), kNotFound);
   EXPECT_EQ(store.GetTrial("nope", 1).status().code(), kNotFound);
+  EXPECT_EQ(store.GetStudyWithTrial("nope", 1).status().code(), kNotFound);
   v1::Trial trial = MakeTrial(v1::Trial::ACTIVE);
   trial.set_study_name("nope");
   trial.set_id(1);
@@ -358,6 +360,53 @@ TYPED_TEST(StudyStoreTest, MissingTrialIsNotFound) {
   }
   // The failed updates created nothing.
   EXPECT_EQ(store.ListTrials("mnist", {})->size(), 2u);
+}
+
+TYPED_TEST(StudyStoreTest, StudyWithTrialReadsBothOrSaysWhichIsMissing) {
+  StudyStore& store = *this->store_;
+  this->Create("mnist");
+  absl::StatusOr<std::vector<v1::Trial>> created =
+      store.CreateTrials("mnist", MakeTrials(2, v1::Trial::REQUESTED));
+  ASSERT_TRUE(created.ok()) << created.status();
+
+  absl::StatusOr<StudyWithTrial> read = store.GetStudyWithTrial("mnist", 2);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_THAT(read->study, EqualsProto(*store.GetStudy("mnist")));
+  ASSERT_TRUE(read->trial.ok()) << read->trial.status();
+  EXPECT_THAT(*read->trial, EqualsProto((*created)[1]));
+
+  // The study is there, the trial is not: the study still comes back.
+  read = store.GetStudyWithTrial("mnist", 3);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->study.name(), "mnist");
+  EXPECT_EQ(read->trial.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(read->trial.status().message(), HasSubstr("trial 3"));
+}
+
+TYPED_TEST(StudyStoreTest, ALargeBatchOfTrialsIsStoredWhole) {
+  StudyStore& store = *this->store_;
+  this->Create("mnist");
+  // More than one statement's worth in the PostgreSQL store.
+  constexpr int kTrials = 150;
+  std::vector<v1::Trial> input = MakeTrials(kTrials, v1::Trial::REQUESTED);
+  for (int i = 0; i < kTrials; ++i) input[i].set_client_id(absl::StrCat(i));
+  absl::StatusOr<std::vector<v1::Trial>> created =
+      store.CreateTrials("mnist", input);
+  ASSERT_TRUE(created.ok()) << created.status();
+  absl::StatusOr<std::vector<v1::Trial>> stored = store.ListTrials("mnist", {});
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  ASSERT_EQ(stored->size(), static_cast<size_t>(kTrials));
+  for (int i = 0; i < kTrials; ++i) {
+    EXPECT_EQ((*stored)[i].id(), i + 1);
+    EXPECT_EQ((*stored)[i].client_id(), absl::StrCat(i));
+    EXPECT_THAT((*stored)[i], EqualsProto((*created)[i]));
+  }
+  absl::StatusOr<std::vector<TrialChange>> changes =
+      store.ListTrialChanges("mnist", 0, 0);
+  ASSERT_TRUE(changes.ok()) << changes.status();
+  ASSERT_EQ(changes->size(), static_cast<size_t>(kTrials));
+  EXPECT_EQ(changes->front().sequence, 1);
+  EXPECT_EQ(changes->back().sequence, kTrials);
 }
 
 TYPED_TEST(StudyStoreTest, CreateTrialsAssignsDenseIdsPerStudy) {
