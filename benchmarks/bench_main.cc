@@ -29,6 +29,7 @@
 // Prints one JSON object per line in the schema of shared/peers/
 // optuna_peer.py. Usage errors: a message on stderr and exit status 2;
 // failures while running: exit status 1.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -62,6 +63,7 @@
 #include "benchmarks/service_load.h"
 #include "optimizer/early_stopping.h"
 #include "optimizer/suggester.h"
+#include "service/background_pool.h"
 
 namespace hypertune::bench {
 namespace {
@@ -78,6 +80,7 @@ constexpr char kUsage[] =
     "[--seeds N]\n"
     "                         [--parallel P] [--algorithm A]\n"
     "  hypertune-bench latency [--dim D] [--history N] [--algorithm A]\n"
+    "                          [--fit-threads T]\n"
     "  hypertune-bench service [--workers W] [--trials T] [--reports R]\n"
     "                          [--algorithm A] [--durability normal|full]\n"
     "                          [--hypertuned PATH] [--store sqlite|postgres]\n"
@@ -225,21 +228,28 @@ int Regret(const std::vector<std::string>& args) {
 
 int Latency(const std::vector<std::string>& args) {
   absl::StatusOr<Flags> flags =
-      Flags::Parse(args, {"dim", "history", "algorithm"});
+      Flags::Parse(args, {"dim", "history", "algorithm", "fit-threads"});
   if (!flags.ok()) return UsageError(flags.status());
   const absl::StatusOr<int> dim = flags->Int("dim", 5, 1);
   const absl::StatusOr<int> history = flags->Int("history", 1000, 0);
   const absl::StatusOr<Algorithm> algorithm = flags->Algo();
-  for (const absl::Status& s :
-       {dim.status(), history.status(), algorithm.status()}) {
+  // As hypertuned's --fit-threads: 0 fits on the request path.
+  const absl::StatusOr<int> fit_threads = flags->Int("fit-threads", 1, 0);
+  for (const absl::Status& s : {dim.status(), history.status(),
+                                algorithm.status(), fit_threads.status()}) {
     if (!s.ok()) return UsageError(s);
   }
-  absl::StatusOr<LatencyResult> result =
-      MeasureLatency(*algorithm, *dim, *history);
+  std::optional<service::BackgroundPool> fits;
+  const service::StopFlag stop = std::make_shared<std::atomic<bool>>(false);
+  if (*fit_threads > 0) fits.emplace(*fit_threads);
+  absl::StatusOr<LatencyResult> result = MeasureLatency(
+      *algorithm, *dim, *history, 20,
+      fits ? fits->RunnerFor(stop) : optimizer::FitRunner());
   if (!result.ok()) return Failure(result.status());
   nlohmann::ordered_json line = {{"optimizer", OptimizerLabel(*algorithm, 1)},
                                  {"dim", *dim},
                                  {"history", *history},
+                                 {"fit_threads", *fit_threads},
                                  {"median_ms", result->median_ms},
                                  {"p95_ms", result->p95_ms},
                                  {"max_ms", result->max_ms}};

@@ -170,10 +170,16 @@ double NegLogPosterior(const Kernel& kernel, const Eigen::MatrixXd& x,
 GpParams FitGpParams(const Kernel& kernel, const Eigen::MatrixXd& x,
                      const Eigen::VectorXd& y,
                      const std::vector<GpParams>& starts, const GpPrior& prior,
-                     double min_noise, int max_iterations) {
+                     double min_noise, int max_iterations,
+                     const std::function<bool()>& stop) {
   assert(!starts.empty());
   const ParamBounds bounds = GpParamBounds(kernel.num_params(), min_noise);
   auto objective = [&](const Eigen::VectorXd& flat, Eigen::VectorXd& grad) {
+    if (stop && stop()) {
+      // A flat objective: the minimizer ends at once.
+      grad.setZero(flat.size());
+      return 0.0;
+    }
     return NegLogPosterior(kernel, x, y, flat, prior, &grad);
   };
   BoxMinimizerOptions options;

@@ -11,6 +11,7 @@
 #ifndef HYPERTUNE_OPTIMIZER_GP_H_
 #define HYPERTUNE_OPTIMIZER_GP_H_
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -85,12 +86,15 @@ double NegLogPosterior(const Kernel& kernel, const Eigen::MatrixXd& x,
 
 // The MAP parameters: the best of L-BFGS-B runs on NegLogPosterior in the
 // box GpParamBounds, one run from each start (at most max_iterations each).
+// Once `stop` (if given) returns true, the runs end at their next step and
+// the result is meaningless: the caller drops it.
 // REQUIRES: !starts.empty(); y.size() == x.rows() >= 1
 GpParams FitGpParams(const Kernel& kernel, const Eigen::MatrixXd& x,
                      const Eigen::VectorXd& y,
                      const std::vector<GpParams>& starts,
                      const GpPrior& prior, double min_noise,
-                     int max_iterations);
+                     int max_iterations,
+                     const std::function<bool()>& stop = {});
 
 class GaussianProcess {
  public:

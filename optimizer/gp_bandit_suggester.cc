@@ -299,6 +299,12 @@ struct GpBanditSuggester::Model {
 GpBanditSuggester::GpBanditSuggester(GpBanditOptions options)
     : options_(std::move(options)) {}
 
+GpBanditSuggester::~GpBanditSuggester() {
+  for (MetricCache& cache : caches_) {
+    if (cache.background) cache.background->cancelled = true;
+  }
+}
+
 int GpBanditSuggester::LastRefitCheckpoint(int n) {
   int c = kMinModelPoints;
   while (true) {
@@ -322,12 +328,74 @@ GpBanditSuggester::Fit GpBanditSuggester::CheckpointParams(
     xc = Rows(xc, rows);
     yc = Entries(yc, rows);
   }
-  if (cache.fit && cache.fit->checkpoint == c && cache.fit->seed == seed &&
-      cache.fit->x.rows() == xc.rows() && cache.fit->x.cols() == xc.cols() &&
-      cache.fit->allow_additive == allow_additive && cache.fit->x == xc &&
-      cache.fit->y == yc) {
+  if (cache.fit && cache.fit->Holds(c, seed, allow_additive, xc, yc)) {
     return cache.fit->fit;
   }
+  // Small fits are quick, and decide most of a small budget: they stay on
+  // the request path.
+  if (options_.background_fits && c > options_.warm_refit_below) {
+    if (!cache.fit) {
+      // A fresh instance (a restarted server) has fitted nothing yet: the
+      // prior's mode, as a never-matching checkpoint 0, until a fit lands.
+      const std::unique_ptr<Kernel> kernel =
+          coords.MakeKernel(KernelStructure::kProduct);
+      cache.fit = FitCache{
+          0, seed, allow_additive, Eigen::MatrixXd(), Eigen::VectorXd(),
+          Fit{KernelStructure::kProduct,
+              PriorFor(coords, KernelStructure::kProduct)
+                  .Mode(kernel->num_params())}};
+    }
+    FitInBackground(space, seed, std::move(xc), std::move(yc), c,
+                    allow_additive, kind, cache);
+    // The latest fit: this checkpoint's if it just finished, else older.
+    return cache.fit->fit;
+  }
+  const Fit fit = *FitCheckpoint(space, seed, xc, yc, c, allow_additive,
+                                 kind, options_, [] { return false; });
+  cache.fit = FitCache{c, seed, allow_additive, std::move(xc), std::move(yc),
+                       fit};
+  return fit;
+}
+
+void GpBanditSuggester::FitInBackground(const SearchSpace& space,
+                                        uint64_t seed, Eigen::MatrixXd xc,
+                                        Eigen::VectorXd yc, int c,
+                                        bool allow_additive, Targets kind,
+                                        MetricCache& cache) {
+  if (!cache.background) cache.background = std::make_shared<BackgroundFit>();
+  const std::shared_ptr<BackgroundFit> background = cache.background;
+  absl::MutexLock lock(&background->mu);
+  if (background->done) {
+    cache.fit = *std::move(background->done);
+    background->done.reset();
+  }
+  if (background->running ||
+      cache.fit->Holds(c, seed, allow_additive, xc, yc)) {
+    return;
+  }
+  background->running = true;
+  // The job owns copies of everything it reads: the suggester may be gone
+  // before it runs.
+  options_.background_fits(
+      [background, space, seed, xc = std::move(xc), yc = std::move(yc), c,
+       allow_additive, kind,
+       options = options_](const std::atomic<bool>& stop) mutable {
+        std::optional<Fit> fit = FitCheckpoint(
+            space, seed, xc, yc, c, allow_additive, kind, options,
+            [&] { return stop || background->cancelled; });
+        absl::MutexLock lock(&background->mu);
+        background->running = false;
+        if (!fit) return;
+        background->done = FitCache{c, seed, allow_additive, std::move(xc),
+                                    std::move(yc), *std::move(fit)};
+      });
+}
+
+std::optional<GpBanditSuggester::Fit> GpBanditSuggester::FitCheckpoint(
+    const SearchSpace& space, uint64_t seed, const Eigen::MatrixXd& xc,
+    const Eigen::VectorXd& yc, int c, bool allow_additive, Targets kind,
+    const GpBanditOptions& options, const std::function<bool()>& stop) {
+  const Coordinates coords(space);
   const Eigen::VectorXd targets = ToTargets(kind, yc);
   const int numeric_dims = static_cast<int>(
       std::count(coords.categorical.begin(), coords.categorical.end(), false));
@@ -338,20 +406,22 @@ GpBanditSuggester::Fit GpBanditSuggester::CheckpointParams(
   Fit best{KernelStructure::kProduct, GpParams()};
   double best_value = std::numeric_limits<double>::infinity();
   for (const KernelStructure structure : structures) {
+    if (stop()) return std::nullopt;
     const std::unique_ptr<Kernel> kernel = coords.MakeKernel(structure);
     const GpPrior prior = PriorFor(coords, structure);
     std::vector<GpParams> starts = {prior.Mode(kernel->num_params())};
     SplitMix64 rng(MixSeeds(seed, static_cast<uint64_t>(c)));
     // Large fits are the latency spikes: one restart there.
-    const int restarts = c > options_.warm_refit_below
-                             ? std::min(options_.fit_restarts, 1)
-                             : options_.fit_restarts;
+    const int restarts = c > options.warm_refit_below
+                             ? std::min(options.fit_restarts, 1)
+                             : options.fit_restarts;
     for (int r = 0; r < restarts; ++r) {
       starts.push_back(prior.Sample(kernel->num_params(), rng));
     }
     const GpParams params =
         FitGpParams(*kernel, xc, targets, starts, prior,
-                    options_.min_noise_variance, options_.fit_iterations);
+                    options.min_noise_variance, options.fit_iterations, stop);
+    if (stop()) return std::nullopt;
     const double value =
         NegLogPosterior(*kernel, xc, targets, params.Flat(), prior, nullptr);
     // The product kernel, the default, unless the additive one is clearly
@@ -362,8 +432,6 @@ GpBanditSuggester::Fit GpBanditSuggester::CheckpointParams(
       best_value = value;
     }
   }
-  cache.fit =
-      FitCache{c, seed, allow_additive, std::move(xc), std::move(yc), best};
   return best;
 }
 

@@ -53,6 +53,9 @@
 #ifndef HYPERTUNE_OPTIMIZER_GP_BANDIT_SUGGESTER_H_
 #define HYPERTUNE_OPTIMIZER_GP_BANDIT_SUGGESTER_H_
 
+#include <atomic>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +63,7 @@
 #include <Eigen/Core>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "optimizer/acquisition.h"
 #include "optimizer/acquisition_optimizer.h"
 #include "optimizer/gp.h"
@@ -89,6 +93,14 @@ struct GpBanditOptions {
   // Below this many completed trials the hyperparameters are refitted,
   // warm, at every suggestion (default 100).
   int warm_refit_below = 100;
+  // Where the full fits past warm_refit_below trials run (the latency
+  // spikes). Empty (the default): on the request path, so that a seed and a
+  // history always give the same suggestion. Given: each is handed to the
+  // runner, one at a time per metric, and suggestions meanwhile use the
+  // latest fitted hyperparameters, the Cholesky factor extended by each new
+  // trial; a fresh instance uses the prior's mode until its first fit
+  // lands.
+  FitRunner background_fits;
   // Full fits use at most this many points, the nearest to the incumbent
   // (default 256).
   int max_fit_points = 256;
@@ -128,6 +140,8 @@ struct GpBanditOptions {
 class GpBanditSuggester final : public Suggester {
  public:
   explicit GpBanditSuggester(GpBanditOptions options = {});
+  // Tells background fits still running to stop; they finish on their own.
+  ~GpBanditSuggester() override;
 
   absl::StatusOr<std::vector<Assignment>> Suggest(
       const SuggestRequest& request) override;
@@ -154,10 +168,28 @@ class GpBanditSuggester final : public Suggester {
     Eigen::MatrixXd x;  // The data fitted (model coordinates), raw values.
     Eigen::VectorXd y;
     Fit fit;
+
+    // Whether this is the fit of exactly these inputs.
+    bool Holds(int c, uint64_t s, bool additive, const Eigen::MatrixXd& xc,
+               const Eigen::VectorXd& yc) const {
+      return checkpoint == c && seed == s && allow_additive == additive &&
+             x.rows() == xc.rows() && x.cols() == xc.cols() && x == xc &&
+             y == yc;
+    }
+  };
+  // A full fit off the request path, shared with its job.
+  struct BackgroundFit {
+    absl::Mutex mu;
+    bool running ABSL_GUARDED_BY(mu) = false;
+    std::optional<FitCache> done ABSL_GUARDED_BY(mu);
+    // Set when the suggester goes: the job stops at its next start and its
+    // result is dropped.
+    std::atomic<bool> cancelled{false};
   };
   // One metric's caches; each is checked against the request before use.
   struct MetricCache {
     std::optional<FitCache> fit;
+    std::shared_ptr<BackgroundFit> background;
     // A GP with the checkpoint's parameters on a prefix of the completed
     // trials, built as "factor the checkpoint's prefix, then append".
     std::optional<GaussianProcess> factor;
@@ -208,6 +240,19 @@ class GpBanditSuggester final : public Suggester {
   Fit CheckpointParams(const SearchSpace& space, uint64_t seed,
                        const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
                        int c, bool allow_additive, Targets targets,
+                       MetricCache& cache);
+
+  // The hyperparameters of the fitted data xc, yc (checkpoint c); nullopt
+  // if `stop` returns true first.
+  static std::optional<Fit> FitCheckpoint(
+      const SearchSpace& space, uint64_t seed, const Eigen::MatrixXd& xc,
+      const Eigen::VectorXd& yc, int c, bool allow_additive, Targets targets,
+      const GpBanditOptions& options, const std::function<bool()>& stop);
+  // Hands checkpoint c's fit to options_.background_fits unless one is
+  // running; adopts a finished one into cache.fit.
+  void FitInBackground(const SearchSpace& space, uint64_t seed,
+                       Eigen::MatrixXd xc, Eigen::VectorXd yc, int c,
+                       bool allow_additive, Targets targets,
                        MetricCache& cache);
 
   // Conditions the model on a pending evaluation at x (model coordinates).

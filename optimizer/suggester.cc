@@ -22,14 +22,18 @@ constexpr Algorithm kAlgorithms[] = {Algorithm::kRandom,
 
 }  // namespace
 
-std::unique_ptr<Suggester> MakeSuggester(Algorithm algorithm) {
+std::unique_ptr<Suggester> MakeSuggester(Algorithm algorithm,
+                                         FitRunner background_fits) {
   switch (algorithm) {
     case Algorithm::kRandom:
       return std::make_unique<RandomSuggester>();
     case Algorithm::kQuasiRandom:
       return std::make_unique<QuasiRandomSuggester>();
-    case Algorithm::kGpBandit:
-      return std::make_unique<GpBanditSuggester>();
+    case Algorithm::kGpBandit: {
+      GpBanditOptions options;
+      options.background_fits = std::move(background_fits);
+      return std::make_unique<GpBanditSuggester>(std::move(options));
+    }
     case Algorithm::kTpe:
       return std::make_unique<TpeSuggester>();
   }

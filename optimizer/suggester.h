@@ -24,7 +24,9 @@
 #ifndef HYPERTUNE_OPTIMIZER_SUGGESTER_H_
 #define HYPERTUNE_OPTIMIZER_SUGGESTER_H_
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -102,8 +104,16 @@ class Suggester {
   virtual bool UsesHistory() const { return true; }
 };
 
-// Returns the suggester for `algorithm`; never null.
-std::unique_ptr<Suggester> MakeSuggester(Algorithm algorithm);
+// Runs `job(stop)` later, on another thread (the service's background
+// pool); `stop` turns true once the result is no longer wanted (the study
+// deleted, the server stopping), and the job then returns early.
+using BackgroundJob = std::function<void(const std::atomic<bool>& stop)>;
+using FitRunner = std::function<void(BackgroundJob job)>;
+
+// Returns the suggester for `algorithm`; never null. GP_BANDIT runs its
+// large model fits on `background_fits` if given (GpBanditOptions).
+std::unique_ptr<Suggester> MakeSuggester(Algorithm algorithm,
+                                         FitRunner background_fits = {});
 
 // The checks every Suggest starts with: a space is set, count >= 1,
 // trials_created >= 0, and every history entry is a valid assignment; with

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
 #include "service/server.h"
 #include "storage/open_store.h"
@@ -39,7 +40,7 @@ constexpr char kUsage[] =
     "[--tls-client-ca F]]\n"
     "                  [--http HOST:PORT [--http-plaintext] "
     "[--http-allow-writes]\n"
-    "                   [--log-root DIR]]\n"
+    "                   [--log-root DIR]] [--fit-threads N]\n"
     "  --db PATH            SQLite database file (created if absent), or a "
     "PostgreSQL URL\n"
     "                       postgresql://USER[:PASSWORD]@HOST[:PORT]/DB (the "
@@ -79,7 +80,12 @@ constexpr char kUsage[] =
     "                       study owner's token allows them anyway)\n"
     "  --log-root DIR       serve the end of trial logs found under DIR "
     "(where workers\n"
-    "                       write them); default: no log serving\n";
+    "                       write them); default: no log serving\n"
+    "  --fit-threads N      threads for GP_BANDIT's large model fits, off "
+    "the request path\n"
+    "                       (default 1); 0 fits on the request path: a "
+    "seed and a history\n"
+    "                       then always give the same suggestion\n";
 
 int UsageError(const std::string& message) {
   std::cerr << "hypertuned: " << message << "\n" << kUsage;
@@ -144,6 +150,15 @@ int main(int argc, char** argv) {
       options.http_plaintext = true;
     } else if (arg == "--http-allow-writes") {
       options.http_allow_writes = true;
+    } else if (arg == "--fit-threads") {
+      std::string threads;
+      if (!value(&threads) ||
+          !absl::SimpleAtoi(threads, &options.service.fit_threads) ||
+          options.service.fit_threads < 0 ||
+          options.service.fit_threads > 64) {
+        return UsageError("--fit-threads needs a number from 0 to 64, got '" +
+                          threads + "'");
+      }
     } else if (arg == "--log-root") {
       if (!value(&options.log_root)) {
         return UsageError("--log-root needs a folder");

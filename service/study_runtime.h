@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "hypertune/v1/hypertune.pb.h"
 #include "optimizer/suggester.h"
+#include "service/background_pool.h"
 #include "service/suggest_queue.h"
 
 namespace hypertune::service {
@@ -36,6 +37,9 @@ struct StudyRuntime {
   // by the suggestion leader.
   std::unique_ptr<optimizer::Suggester> suggester;
   int64_t suggester_study_created_ms = 0;
+  // Raised when the study is deleted or the suggester replaced: its
+  // background fits stop (background_pool.h).
+  StopFlag suggester_stop;
   // No lease of the study (incarnation) can run out before
   // earliest_expiry_ms: lease checks before then skip the store.
   struct LeaseCheck {

@@ -175,7 +175,11 @@ absl::StatusOr<int64_t> ParsePageToken(const std::string& token) {
 }  // namespace
 
 StudyService::StudyService(storage::StudyStore* store, ServiceOptions options)
-    : store_(store), options_(std::move(options)) {}
+    : store_(store),
+      options_(std::move(options)),
+      fits_(options_.fit_threads > 0
+                ? std::make_unique<BackgroundPool>(options_.fit_threads)
+                : nullptr) {}
 
 absl::StatusOr<v1::Study> StudyService::CreateStudy(
     const v1::CreateStudyRequest& request, const Principal& caller) {
@@ -333,6 +337,7 @@ absl::StatusOr<v1::DeleteStudyResponse> StudyService::DeleteStudy(
       LoadStudyFor(caller, request.name(), Access::kWrite).status());
   HT_RETURN_IF_ERROR(store_->DeleteStudy(request.name()));
   (*runtime)->lease_check = {};  // a study of the same name starts afresh
+  if ((*runtime)->suggester_stop) *(*runtime)->suggester_stop = true;
   absl::MutexLock count_lock(&(*runtime)->warm_start_mu);
   (*runtime)->warm_start = {};
   return v1::DeleteStudyResponse();
@@ -886,7 +891,11 @@ absl::Status StudyService::PrepareSuggester(StudyRuntime& runtime,
   absl::StatusOr<optimizer::Algorithm> algorithm =
       ToOptimizerAlgorithm(study.spec().algorithm());
   if (!algorithm.ok()) return algorithm.status();
-  runtime.suggester = optimizer::MakeSuggester(*algorithm);
+  if (runtime.suggester_stop) *runtime.suggester_stop = true;
+  runtime.suggester_stop = std::make_shared<std::atomic<bool>>(false);
+  runtime.suggester = optimizer::MakeSuggester(
+      *algorithm,
+      fits_ ? fits_->RunnerFor(runtime.suggester_stop) : optimizer::FitRunner());
   runtime.suggester_study_created_ms = study.create_time_ms();
   return absl::OkStatus();
 }

@@ -13,11 +13,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "hypertune/v1/hypertune.pb.h"
 #include "service/access.h"
+#include "service/background_pool.h"
 #include "service/change_notifier.h"
 #include "service/study_runtime.h"
 #include "service/suggestion_plan.h"
@@ -41,6 +43,10 @@ struct ServiceOptions {
   // Where suggestion latencies and lease expiries are counted (/metrics);
   // null: nowhere. REQUIRES: outlives the service.
   Metrics* metrics = nullptr;
+  // Threads that run GP_BANDIT's large model fits off the request path
+  // (GpBanditOptions::background_fits). 0: on the request path, so that a
+  // seed and a history always give the same suggestion. Default 1.
+  int fit_threads = 1;
 };
 
 class StudyService {
@@ -271,6 +277,8 @@ class StudyService {
 
   storage::StudyStore* const store_;
   const ServiceOptions options_;
+  // Before runtimes_: their suggesters hand it jobs until they go.
+  std::unique_ptr<BackgroundPool> fits_;  // Null for fit_threads 0.
   StudyRuntimes runtimes_;
   ChangeNotifier changes_;
 };

@@ -97,15 +97,17 @@ std::string OptimizerLabel(optimizer::Algorithm algorithm, int parallel) {
   return label;
 }
 
-absl::StatusOr<LatencyResult> MeasureLatency(optimizer::Algorithm algorithm,
-                                             int dim, int history, int rounds) {
+absl::StatusOr<LatencyResult> MeasureLatency(
+    optimizer::Algorithm algorithm, int dim, int history, int rounds,
+    optimizer::FitRunner background_fits) {
   assert(dim >= 1 && history >= 0 && rounds >= 1);
   const BenchmarkFunction bowl{
       "bowl", Bowl, std::vector<std::pair<double, double>>(dim, {0.0, 1.0}),
       0.0};
   absl::StatusOr<optimizer::SearchSpace> space = SpaceFor(bowl);
   if (!space.ok()) return space.status();
-  const auto suggester = optimizer::MakeSuggester(algorithm);
+  const auto suggester =
+      optimizer::MakeSuggester(algorithm, std::move(background_fits));
 
   std::mt19937_64 rng(0);
   std::uniform_real_distribution<double> unit(0.0, 1.0);

@@ -58,10 +58,11 @@ struct LatencyResult {
 // A study of `history` completed uniform random trials of the smooth
 // sum((x - 0.3)^2) on [0,1]^dim (seed 0, as the peer), then `rounds` rounds
 // of suggest + complete; returns statistics of the suggestion times.
+// GP_BANDIT fits on `background_fits` if given (suggester.h).
 // REQUIRES: dim >= 1, history >= 0, rounds >= 1
-absl::StatusOr<LatencyResult> MeasureLatency(optimizer::Algorithm algorithm,
-                                             int dim, int history,
-                                             int rounds = 20);
+absl::StatusOr<LatencyResult> MeasureLatency(
+    optimizer::Algorithm algorithm, int dim, int history, int rounds = 20,
+    optimizer::FitRunner background_fits = {});
 
 // The p-th percentile (0..100) of `values`, interpolating linearly between
 // order statistics as numpy.percentile does. REQUIRES: !values.empty()

@@ -1,7 +1,9 @@
 #include "optimizer/gp_bandit_suggester.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -100,6 +102,95 @@ TEST(GpBanditTest, FreshInstanceReplayingARequestAgrees) {
     history.push_back(
         {x, Outcome::kCompleted, -std::pow(x[0] - 0.2, 2) - x[1] * x[2]});
   }
+}
+
+// Jobs handed to a background runner, run only when the test says so.
+struct HeldJobs {
+  std::vector<BackgroundJob> jobs;
+  FitRunner Runner() {
+    return [this](BackgroundJob job) { jobs.push_back(std::move(job)); };
+  }
+};
+
+SuggestRequest RequestAt(const SearchSpace& space,
+                         const std::vector<Observation>& history) {
+  SuggestRequest r;
+  r.space = &space;
+  r.history = history;
+  r.trials_created = static_cast<int64_t>(history.size());
+  r.seed = 3;
+  return r;
+}
+
+std::vector<Observation> RandomHistory(int n) {
+  std::vector<Observation> history;
+  for (int i = 0; i < n; ++i) {
+    const Assignment x = {std::fmod(0.37 * i + 0.1, 1.0),
+                          std::fmod(0.61 * i + 0.3, 1.0),
+                          std::fmod(0.83 * i + 0.7, 1.0)};
+    history.push_back(
+        {x, Outcome::kCompleted, -std::pow(x[0] - 0.2, 2) - x[1] * x[2]});
+  }
+  return history;
+}
+
+// Past warm_refit_below, a due fit goes to the runner and the suggestion
+// is made with the last one at once; one fit runs at a time; a finished fit
+// is taken up by the next suggestion, which then agrees with a suggester
+// that fitted on the request path.
+TEST(GpBanditTest, LargeFitsRunInTheBackgroundOneAtATime) {
+  GpBanditOptions synchronous;
+  synchronous.warm_refit_below = 10;
+  synchronous.acquisition_optimizer.raw_samples = 128;
+  GpBanditOptions background = synchronous;
+  HeldJobs held;
+  background.background_fits = held.Runner();
+  const SearchSpace space = Box(3);
+  GpBanditSuggester gp(background);
+  std::vector<Observation> history = RandomHistory(12);
+
+  // A fresh instance has fitted nothing: it suggests with the prior's
+  // mode and hands checkpoint 12's fit over.
+  ASSERT_TRUE(gp.Suggest(RequestAt(space, history)).ok());
+  ASSERT_EQ(held.jobs.size(), 1u);
+  // Checkpoint 13 is due too, but one fit runs at a time.
+  history = RandomHistory(13);
+  ASSERT_TRUE(gp.Suggest(RequestAt(space, history)).ok());
+  ASSERT_EQ(held.jobs.size(), 1u);
+
+  const std::atomic<bool> go{false};
+  held.jobs[0](go);  // Fits checkpoint 12.
+  // Taken up; checkpoint 13's fit is handed over in turn.
+  ASSERT_TRUE(gp.Suggest(RequestAt(space, history)).ok());
+  ASSERT_EQ(held.jobs.size(), 2u);
+  held.jobs[1](go);
+  const std::vector<Assignment> after =
+      gp.Suggest(RequestAt(space, history)).value();
+  EXPECT_EQ(held.jobs.size(), 2u) << "checkpoint 13 is fitted now";
+  GpBanditSuggester on_request_path(synchronous);
+  EXPECT_EQ(on_request_path.Suggest(RequestAt(space, history)).value(), after);
+}
+
+TEST(GpBanditTest, AStoppedBackgroundFitIsDroppedAndAskedForAgain) {
+  GpBanditOptions options;
+  options.warm_refit_below = 10;
+  options.acquisition_optimizer.raw_samples = 128;
+  HeldJobs held;
+  options.background_fits = held.Runner();
+  const SearchSpace space = Box(3);
+  auto gp = std::make_unique<GpBanditSuggester>(options);
+  ASSERT_TRUE(gp->Suggest(RequestAt(space, RandomHistory(13))).ok());
+  ASSERT_EQ(held.jobs.size(), 1u);
+  const std::atomic<bool> stop{true};
+  held.jobs[0](stop);  // Its study was deleted, say: nothing is kept.
+  ASSERT_TRUE(gp->Suggest(RequestAt(space, RandomHistory(13))).ok());
+  ASSERT_EQ(held.jobs.size(), 2u) << "the dropped fit is asked for again";
+
+  // A job outlives its suggester: it stops at once and touches nothing
+  // that went with it.
+  gp.reset();
+  const std::atomic<bool> go{false};
+  held.jobs[1](go);
 }
 
 // Maximized: a bumpy function on [-2, 2]^2 with several local optima.
