@@ -25,11 +25,18 @@
 //                        [--flatten]
 //   hypertune-bench conditional-latency [--history 1000] [--algorithm A]
 //                        [--flatten]
+//   hypertune-bench cost [--functions F1,F2,...] [--trials 50] [--seeds 20]
+//   hypertune-bench transfer [--functions F1,F2,...] [--trials 25]
+//                        [--prior-trials 50] [--seeds 20]
 //
 // Prints one JSON object per line in the schema of shared/peers/
 // optuna_peer.py. Usage errors: a message on stderr and exit status 2;
 // failures while running: exit status 1.
+#include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <limits>
+#include <random>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -49,6 +56,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
@@ -100,6 +108,9 @@ constexpr char kUsage[] =
     "                       [--seeds N] [--algorithm A] [--flatten]\n"
     "  hypertune-bench conditional-latency [--history N] [--algorithm A]\n"
     "                       [--flatten]\n"
+    "  hypertune-bench cost [--functions F1,F2,...] [--trials N] [--seeds N]\n"
+    "  hypertune-bench transfer [--functions F1,F2,...] [--trials N]\n"
+    "                       [--prior-trials N] [--seeds N]\n"
     "algorithms: GP_BANDIT (default), TPE, RANDOM, QUASI_RANDOM\n";
 
 // `--name value` or `--name=value` flags, checked against the names a
@@ -182,21 +193,37 @@ int Failure(const absl::Status& status) {
   return 1;
 }
 
-int Regret(const std::vector<std::string>& args) {
-  absl::StatusOr<Flags> flags = Flags::Parse(
-      args, {"functions", "trials", "seeds", "parallel", "algorithm"});
-  if (!flags.ok()) return UsageError(flags.status());
+// --functions (default: the public suite).
+absl::StatusOr<std::vector<BenchmarkFunction>> Functions(const Flags& flags) {
   std::vector<std::string> all_names;
   for (const BenchmarkFunction& f : PublicSuite()) all_names.push_back(f.name);
   const std::string names =
-      flags->String("functions", absl::StrJoin(all_names, ","));
+      flags.String("functions", absl::StrJoin(all_names, ","));
   std::vector<BenchmarkFunction> functions;
   const std::vector<std::string> parts = absl::StrSplit(names, ',');
   for (const std::string& name : parts) {
     absl::StatusOr<BenchmarkFunction> f = FindFunction(name);
-    if (!f.ok()) return UsageError(f.status());
+    if (!f.ok()) return f.status();
     functions.push_back(*std::move(f));
   }
+  return functions;
+}
+
+// The median; infinite when an infinite value decides it.
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2]
+                    : values[n / 2 - 1] / 2 + values[n / 2] / 2;
+}
+
+int Regret(const std::vector<std::string>& args) {
+  absl::StatusOr<Flags> flags = Flags::Parse(
+      args, {"functions", "trials", "seeds", "parallel", "algorithm"});
+  if (!flags.ok()) return UsageError(flags.status());
+  const absl::StatusOr<std::vector<BenchmarkFunction>> functions =
+      Functions(*flags);
+  if (!functions.ok()) return UsageError(functions.status());
   const absl::StatusOr<int> trials = flags->Int("trials", 100, 1);
   const absl::StatusOr<int> seeds = flags->Int("seeds", 20, 1);
   const absl::StatusOr<int> parallel = flags->Int("parallel", 1, 1);
@@ -207,7 +234,7 @@ int Regret(const std::vector<std::string>& args) {
   }
 
   const std::string label = OptimizerLabel(*algorithm, *parallel);
-  for (const BenchmarkFunction& f : functions) {
+  for (const BenchmarkFunction& f : *functions) {
     for (int seed = 0; seed < *seeds; ++seed) {
       const RegretOptions options{.algorithm = *algorithm,
                                   .trials = *trials,
@@ -222,6 +249,162 @@ int Regret(const std::vector<std::string>& args) {
           {"seconds", run->seconds}};
       std::cout << line.dump() << std::endl;
     }
+  }
+  return 0;
+}
+
+// The cost surface of the cost suite: 10^(u0 + u1), u the unit-cube
+// coordinates of the first two dimensions: a 100-fold range, as batch size
+// and width give a training run.
+double CostSurface(const BenchmarkFunction& f, const Eigen::VectorXd& x) {
+  double exponent = 0;
+  for (int j = 0; j < std::min(2, f.dim()); ++j) {
+    const auto [lo, hi] = f.bounds[static_cast<size_t>(j)];
+    exponent += (x[j] - lo) / (hi - lo);
+  }
+  return std::pow(10.0, exponent);
+}
+
+// Cost-aware against cost-blind GP_BANDIT, same seeds and the same money:
+// per seed, the cost-blind run's `trials` trials cost C, and the
+// cost-aware run gets C as its budget (its horizon; up to 4 x trials
+// trials). The runs as JSON lines, then per function on stderr the median
+// over seeds of the cost at which the cost-aware run first reaches the
+// regret the cost-blind run ends with, as a fraction of C (inf: never).
+int CostRuns(const std::vector<std::string>& args) {
+  absl::StatusOr<Flags> flags =
+      Flags::Parse(args, {"functions", "trials", "seeds"});
+  if (!flags.ok()) return UsageError(flags.status());
+  const absl::StatusOr<std::vector<BenchmarkFunction>> functions =
+      Functions(*flags);
+  if (!functions.ok()) return UsageError(functions.status());
+  const absl::StatusOr<int> trials = flags->Int("trials", 50, 1);
+  const absl::StatusOr<int> seeds = flags->Int("seeds", 20, 1);
+  for (const absl::Status& s : {trials.status(), seeds.status()}) {
+    if (!s.ok()) return UsageError(s);
+  }
+  std::cerr << "function      blind regret  blind cost  aware regret  "
+               "aware cost  cost to reach blind's regret (median ratio)\n";
+  for (const BenchmarkFunction& f : *functions) {
+    std::vector<double> ratios, blind_regret, blind_cost, aware_regret,
+        aware_cost;
+    for (int seed = 0; seed < *seeds; ++seed) {
+      RegretRun runs[2];
+      for (const bool aware : {false, true}) {
+        const RegretOptions options{
+            .trials = aware ? 4 * *trials : *trials,
+            .seed = static_cast<uint64_t>(seed),
+            .cost = [&f](const Eigen::VectorXd& x) { return CostSurface(f, x); },
+            .cost_aware = aware,
+            .cost_budget = aware ? runs[0].cumulative_cost.back() : 0};
+        absl::StatusOr<RegretRun> run = RunRegret(f, options);
+        if (!run.ok()) return Failure(run.status());
+        nlohmann::ordered_json line = {
+            {"optimizer", aware ? "hypertune-gp_bandit-cost_aware"
+                                : "hypertune-gp_bandit"},
+            {"function", f.name},
+            {"dim", f.dim()},
+            {"seed", seed},
+            {"trials", run->best_regret.size()},
+            {"best_regret", run->best_regret},
+            {"cumulative_cost", run->cumulative_cost},
+            {"seconds", run->seconds}};
+        std::cout << line.dump() << std::endl;
+        runs[aware] = *std::move(run);
+      }
+      const RegretRun& blind = runs[0];
+      const RegretRun& aware = runs[1];
+      double reach = std::numeric_limits<double>::infinity();
+      for (size_t k = 0; k < aware.best_regret.size(); ++k) {
+        if (aware.best_regret[k] <= blind.best_regret.back()) {
+          reach = aware.cumulative_cost[k];
+          break;
+        }
+      }
+      ratios.push_back(reach / blind.cumulative_cost.back());
+      blind_regret.push_back(blind.best_regret.back());
+      blind_cost.push_back(blind.cumulative_cost.back());
+      aware_regret.push_back(aware.best_regret.back());
+      aware_cost.push_back(aware.cumulative_cost.back());
+    }
+    std::cerr << absl::StrFormat("%-12s  %12.4g  %10.4g  %12.4g  %10.4g  %.3f\n",
+                                 f.name, Median(blind_regret),
+                                 Median(blind_cost), Median(aware_regret),
+                                 Median(aware_cost), Median(ratios));
+  }
+  return 0;
+}
+
+// Transfer: per function and seed, an earlier study of prior-trials
+// GP_BANDIT trials on a related task (RelatedTask), then the study itself
+// without a prior, with it, and with the prior's values shuffled among its
+// trials (unrelated). The runs as JSON lines; per function on stderr the
+// median regrets at 10 trials and at the end.
+int TransferRuns(const std::vector<std::string>& args) {
+  absl::StatusOr<Flags> flags =
+      Flags::Parse(args, {"functions", "trials", "prior-trials", "seeds"});
+  if (!flags.ok()) return UsageError(flags.status());
+  const absl::StatusOr<std::vector<BenchmarkFunction>> functions =
+      Functions(*flags);
+  if (!functions.ok()) return UsageError(functions.status());
+  const absl::StatusOr<int> trials = flags->Int("trials", 25, 10);
+  const absl::StatusOr<int> prior_trials = flags->Int("prior-trials", 50, 1);
+  const absl::StatusOr<int> seeds = flags->Int("seeds", 20, 1);
+  for (const absl::Status& s :
+       {trials.status(), prior_trials.status(), seeds.status()}) {
+    if (!s.ok()) return UsageError(s);
+  }
+  const char* const kinds[] = {"none", "related", "shuffled"};
+  std::cerr << absl::StrFormat(
+      "function      regret@10: none  related  shuffled   regret@%d: none  "
+      "related  shuffled   related/none@10\n",
+      *trials);
+  for (const BenchmarkFunction& f : *functions) {
+    std::vector<double> at10[3], at_end[3];
+    for (int seed = 0; seed < *seeds; ++seed) {
+      const uint64_t prior_seed = 1000 + static_cast<uint64_t>(seed);
+      absl::StatusOr<RegretRun> earlier = RunRegret(
+          RelatedTask(f, prior_seed),
+          {.trials = *prior_trials, .seed = prior_seed});
+      if (!earlier.ok()) return Failure(earlier.status());
+      const std::vector<bool> all_shared(static_cast<size_t>(f.dim()), true);
+      optimizer::PriorStudy related{earlier->trials, all_shared};
+      optimizer::PriorStudy shuffled = related;
+      std::vector<double> values;
+      for (const optimizer::Observation& o : shuffled.trials) {
+        values.push_back(o.value);
+      }
+      std::shuffle(values.begin(), values.end(), std::mt19937_64(prior_seed));
+      for (size_t i = 0; i < values.size(); ++i) {
+        shuffled.trials[i].value = values[i];
+      }
+      const std::vector<optimizer::PriorStudy> priors[3] = {
+          {}, {related}, {shuffled}};
+      for (int k = 0; k < 3; ++k) {
+        absl::StatusOr<RegretRun> run =
+            RunRegret(f, {.trials = *trials,
+                          .seed = static_cast<uint64_t>(seed),
+                          .priors = priors[k]});
+        if (!run.ok()) return Failure(run.status());
+        nlohmann::ordered_json line = {
+            {"optimizer", absl::StrCat("hypertune-gp_bandit-prior_", kinds[k])},
+            {"function", f.name},
+            {"dim", f.dim()},
+            {"seed", seed},
+            {"trials", *trials},
+            {"prior_trials", *prior_trials},
+            {"best_regret", run->best_regret},
+            {"seconds", run->seconds}};
+        std::cout << line.dump() << std::endl;
+        at10[k].push_back(run->best_regret[9]);
+        at_end[k].push_back(run->best_regret.back());
+      }
+    }
+    std::cerr << absl::StrFormat(
+        "%-12s  %15.4g  %7.4g  %8.4g   %15.4g  %7.4g  %8.4g   %.3f\n", f.name,
+        Median(at10[0]), Median(at10[1]), Median(at10[2]), Median(at_end[0]),
+        Median(at_end[1]), Median(at_end[2]),
+        Median(at10[1]) / std::max(Median(at10[0]), 1e-12));
   }
   return 0;
 }
@@ -791,6 +974,8 @@ int Main(int argc, char** argv) {
   if (command == "metrics-latency") return MetricsLatencyCommand(args);
   if (command == "conditional") return ConditionalRuns(args);
   if (command == "conditional-latency") return ConditionalLatency(args);
+  if (command == "cost") return CostRuns(args);
+  if (command == "transfer") return TransferRuns(args);
   return UsageError(absl::InvalidArgumentError(
       absl::StrCat("unknown subcommand \"", argv[1], "\"")));
 }

@@ -373,6 +373,15 @@ Grid StudyDetailGrid(const v1::Study& study) {
                               FormatShort(spec.price_per_device_hour()),
                               " per device-hour")});
   }
+  if (spec.cost_aware()) {
+    grid.push_back({"cost_aware", spec.cost_metric().empty()
+                                      ? "yes (device-seconds)"
+                                      : absl::StrCat("yes (", spec.cost_metric(),
+                                                     ")")});
+  }
+  if (!spec.prior_studies().empty()) {
+    grid.push_back({"prior_studies", absl::StrJoin(spec.prior_studies(), ", ")});
+  }
   grid.push_back({"created", FormatTimeMs(study.create_time_ms())});
   return grid;
 }

@@ -30,6 +30,7 @@ constexpr char kUsage[] =
     "\n"
     "Studies:\n"
     "  study create --config FILE [--warm-start-from OTHER[,OTHER...]]\n"
+    "               [--transfer-from OTHER[,OTHER...]]\n"
     "                                 create a study from its JSON config\n"
     "  study list                     list the studies\n"
     "  study get NAME                 show a study\n"

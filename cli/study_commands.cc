@@ -19,6 +19,7 @@ namespace hypertune::cli {
 const char kStudyUsage[] =
     "usage: hypertune study create --config FILE [--format json|table]\n"
     "                              [--warm-start-from OTHER[,OTHER...]]\n"
+    "                              [--transfer-from OTHER[,OTHER...]]\n"
     "       hypertune study list [--format table|json]\n"
     "       hypertune study get NAME [--format json|table]\n"
     "       hypertune study best NAME [--format table|json|csv]\n"
@@ -45,7 +46,11 @@ const char kStudyUsage[] =
     "--warm-start-from copies the COMPLETED trials of the OTHER studies whose\n"
     "parameters fit the new space (and that report its objective) into it as\n"
     "warm-start results: the optimizer learns from them, max_trials does not\n"
-    "count them; tables show them as COMPLETED (warm start).\n";
+    "count them; tables show them as COMPLETED (warm start).\n"
+    "--transfer-from adds the OTHER studies to spec.prior_studies: GP_BANDIT\n"
+    "takes their COMPLETED trials as a prior, never as this study's results,\n"
+    "weighted by how well they predict its own (same or overlapping\n"
+    "parameters, one objective).\n";
 
 namespace {
 
@@ -84,7 +89,10 @@ absl::StatusOr<std::string> OneName(const ParsedArgs& parsed,
 
 absl::Status Create(const CommandContext& context, const Args& args) {
   absl::StatusOr<ParsedArgs> parsed =
-      ParseArgs(args, {{"config"}, {"format"}, {"warm-start-from", true, true}});
+      ParseArgs(args, {{"config"},
+                       {"format"},
+                       {"warm-start-from", true, true},
+                       {"transfer-from", true, true}});
   if (!parsed.ok()) return parsed.status();
   std::optional<std::string> path = parsed->Get("config");
   if (!path.has_value()) return UsageError("study create needs --config FILE");
@@ -99,6 +107,10 @@ absl::Status Create(const CommandContext& context, const Args& args) {
   absl::StatusOr<v1::Study> config = ReadStudyConfig(*path);
   if (!config.ok()) return config.status();
   v1::Study& study = *config;
+  for (const std::string& prior :
+       SplitStudyList(parsed->GetAll("transfer-from"))) {
+    study.mutable_spec()->add_prior_studies(prior);
+  }
   const std::vector<std::string> sources =
       SplitStudyList(parsed->GetAll("warm-start-from"));
   for (const std::string& source : sources) {

@@ -213,6 +213,7 @@ GaussianProcess::GaussianProcess(const Kernel& kernel, const GpParams& params,
   signal_ = std::exp(params.log_signal_variance);
   noise_ = std::exp(params.log_noise_variance);
   noise_per_point_ = Eigen::VectorXd::Constant(x.rows(), noise_);
+  prior_at_x_ = Eigen::VectorXd::Zero(x.rows());
 }
 
 GaussianProcess::GaussianProcess(const GaussianProcess& other)
@@ -224,6 +225,8 @@ GaussianProcess::GaussianProcess(const GaussianProcess& other)
       x_(other.x_),
       y_(other.y_),
       noise_per_point_(other.noise_per_point_),
+      prior_mean_(other.prior_mean_),
+      prior_at_x_(other.prior_at_x_),
       l_(other.l_),
       alpha_(other.alpha_) {}
 
@@ -263,7 +266,7 @@ absl::Status GaussianProcess::Factor() {
 }
 
 void GaussianProcess::UpdateAlpha() {
-  alpha_ = (y_.array() - params_.mean).matrix();
+  alpha_ = (y_.array() - params_.mean - prior_at_x_.array()).matrix();
   l_.triangularView<Eigen::Lower>().solveInPlace(alpha_);
   l_.triangularView<Eigen::Lower>().transpose().solveInPlace(alpha_);
 }
@@ -278,6 +281,8 @@ absl::Status GaussianProcess::AddPoint(const Eigen::VectorXd& x, double y,
   y_[n] = y;
   noise_per_point_.conservativeResize(n + 1);
   noise_per_point_[n] = noise;
+  prior_at_x_.conservativeResize(n + 1);
+  prior_at_x_[n] = prior_mean_ ? prior_mean_->Value(x, nullptr) : 0.0;
   // New row of L: l = L^-1 k, pivot sqrt(k(x, x) + noise + jitter - l'l).
   Eigen::VectorXd k =
       signal_ * kernel_->Matrix(x_.topRows(n), x.transpose()).col(0);
@@ -292,6 +297,7 @@ absl::Status GaussianProcess::AddPoint(const Eigen::VectorXd& x, double y,
       x_.conservativeResize(n, Eigen::NoChange);
       y_.conservativeResize(n);
       noise_per_point_.conservativeResize(n);
+      prior_at_x_.conservativeResize(n);
       return s;
     }
     return absl::OkStatus();
@@ -307,6 +313,14 @@ absl::Status GaussianProcess::AddPoint(const Eigen::VectorXd& x, double y,
 void GaussianProcess::SetTargets(const Eigen::VectorXd& y) {
   assert(y.size() == x_.rows());
   y_ = y;
+  UpdateAlpha();
+}
+
+void GaussianProcess::SetPriorMean(std::shared_ptr<const MeanFunction> mean) {
+  prior_mean_ = std::move(mean);
+  prior_at_x_ = prior_mean_ && x_.rows() > 0
+                    ? prior_mean_->Values(x_)
+                    : Eigen::VectorXd::Zero(x_.rows());
   UpdateAlpha();
 }
 
@@ -328,6 +342,7 @@ void GaussianProcess::Predict(const Eigen::MatrixXd& xq, Eigen::VectorXd* mean,
     variance->segment(start, rows) =
         (signal_ - v.colwise().squaredNorm().transpose().array()).max(0.0);
   }
+  if (prior_mean_ && xq.rows() > 0) *mean += prior_mean_->Values(xq);
 }
 
 void GaussianProcess::PredictWithGradient(const Eigen::VectorXd& x,
@@ -344,6 +359,11 @@ void GaussianProcess::PredictWithGradient(const Eigen::VectorXd& x,
   *variance = std::max(signal_ - v.squaredNorm(), 0.0);
   l_.triangularView<Eigen::Lower>().transpose().solveInPlace(v);
   *dvariance = -2.0 * (dk.transpose() * v);
+  if (prior_mean_) {
+    Eigen::VectorXd dprior;
+    *mean += prior_mean_->Value(x, &dprior);
+    *dmean += dprior;
+  }
 }
 
 }  // namespace hypertune::optimizer

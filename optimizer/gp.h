@@ -96,6 +96,19 @@ GpParams FitGpParams(const Kernel& kernel, const Eigen::MatrixXd& x,
                      int max_iterations,
                      const std::function<bool()>& stop = {});
 
+// A mean function beyond the GP's constant mean (Rasmussen and Williams,
+// section 2.7): the model is then m(x) + GP(mean, s2 k) and conditions on
+// y - m(x). Transfer uses it for an earlier study's prediction.
+class MeanFunction {
+ public:
+  virtual ~MeanFunction() = default;
+  // m(x), its gradient with respect to x in *grad if not null.
+  virtual double Value(const Eigen::VectorXd& x,
+                       Eigen::VectorXd* grad) const = 0;
+  // m at each row of xs.
+  virtual Eigen::VectorXd Values(const Eigen::MatrixXd& xs) const = 0;
+};
+
 class GaussianProcess {
  public:
   // The model conditioned on (x, y). Escalates a diagonal jitter (up to
@@ -124,6 +137,10 @@ class GaussianProcess {
   // Replaces the targets (same points), O(n^2).
   // REQUIRES: y.size() == size()
   void SetTargets(const Eigen::VectorXd& y);
+
+  // Adds `mean` (null: none) to the constant mean, for the data conditioned
+  // on and for predictions alike; O(n^2). Targets keep their values.
+  void SetPriorMean(std::shared_ptr<const MeanFunction> mean);
 
   int size() const { return static_cast<int>(x_.rows()); }
   const Eigen::MatrixXd& x() const { return x_; }
@@ -158,8 +175,10 @@ class GaussianProcess {
   Eigen::MatrixXd x_;
   Eigen::VectorXd y_;
   Eigen::VectorXd noise_per_point_;  // The diagonal's noise, per point.
+  std::shared_ptr<const MeanFunction> prior_mean_;  // May be null.
+  Eigen::VectorXd prior_at_x_;  // prior_mean_ at each point; 0 without.
   Eigen::MatrixXd l_;
-  Eigen::VectorXd alpha_;  // K^-1 (y - m)
+  Eigen::VectorXd alpha_;  // K^-1 (y - mean - prior_at_x)
 };
 
 }  // namespace hypertune::optimizer

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "optimizer/conditional.h"
+#include "optimizer/cost_model.h"
 #include "optimizer/initial_design.h"
 #include "optimizer/kernel.h"
 #include "optimizer/output_transform.h"
@@ -216,6 +217,9 @@ constexpr int kMinModelPoints = 2;
 // objectives down worse paths (hartmann6 in benchmarks/README.md).
 constexpr double kAdditiveMargin = 2.0;
 constexpr int kAnchors = 5;
+// A cost-aware initial design picks the cheapest of this many Sobol points
+// per trial.
+constexpr int kCostAwareDesignCandidates = 4;
 // Feasibility GP: labels +-1 with this noise variance, unit signal.
 constexpr double kFeasibilityNoise = 1e-2;
 // Fantasies (kriging believer) are noise-free: the pending evaluation will
@@ -303,6 +307,7 @@ GpBanditSuggester::~GpBanditSuggester() {
   for (MetricCache& cache : caches_) {
     if (cache.background) cache.background->cancelled = true;
   }
+  if (cost_cache_.background) cost_cache_.background->cancelled = true;
 }
 
 int GpBanditSuggester::LastRefitCheckpoint(int n) {
@@ -546,32 +551,200 @@ GpBanditSuggester::BuildMetricModel(const SearchSpace& space, uint64_t seed,
 
 absl::StatusOr<GpBanditSuggester::Model> GpBanditSuggester::BuildModel(
     const SearchSpace& space, uint64_t seed, const Eigen::MatrixXd& x,
-    const Eigen::VectorXd& y, const Eigen::MatrixXd& infeasible) {
+    const Eigen::VectorXd& y, const Eigen::MatrixXd& infeasible,
+    const PriorFit* prior) {
   const Coordinates coords(space);
   if (caches_.empty()) caches_.resize(1);
   absl::StatusOr<MetricModel> built =
-      BuildMetricModel(space, seed, x, y, Targets::kWarped, nullptr,
-                       /*allow_local=*/true, caches_[0]);
+      prior != nullptr
+          ? BuildTransferModel(space, seed, x, y, *prior)
+          : BuildMetricModel(space, seed, x, y, Targets::kWarped, nullptr,
+                             /*allow_local=*/true, caches_[0]);
   if (!built.ok()) return built.status();
   MetricModel& m = *built;
   const Eigen::VectorXd& targets = m.targets;
 
-  Model model{std::move(m.gp), std::nullopt, targets.maxCoeff(),
-              Eigen::MatrixXd(), m.lower, m.upper,
-              Eigen::VectorXd::Zero(coords.dim())};
-  // Anchors: the best observed points, best first.
+  // Without own trials yet, the bar is the best the prior predicts at its
+  // own trials.
+  double best = 0;
+  if (targets.size() > 0) {
+    best = targets.maxCoeff();
+  } else {
+    Eigen::VectorXd mean, var;
+    m.gp.Predict(prior->x, &mean, &var);
+    best = mean.maxCoeff();
+  }
+  Model model{std::move(m.gp), std::nullopt, best, Eigen::MatrixXd(), m.lower,
+              m.upper, Eigen::VectorXd::Zero(coords.dim())};
+  // Anchors: the best observed points, best first, then the prior's.
   std::vector<int> order(targets.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](int a, int b) { return targets[a] > targets[b]; });
   order.resize(std::min<size_t>(order.size(), kAnchors));
   model.anchors = Rows(m.data_x, order);
+  // The prior's best trials, while the own ones are few.
+  if (prior != nullptr && targets.size() < kAnchors) {
+    Eigen::MatrixXd both(model.anchors.rows() + prior->anchors.rows(),
+                         coords.dim());
+    both << model.anchors, prior->anchors;
+    model.anchors = std::move(both);
+  }
   model.perturbation_scale = PerturbationScale(coords, m.lengthscales);
   if (infeasible.rows() > 0) {
     model.feasibility =
         FeasibilityClassifier(coords, m.data_x, infeasible, m.params, m.structure);
   }
   return model;
+}
+
+absl::StatusOr<GpBanditSuggester::MetricModel>
+GpBanditSuggester::BuildTransferModel(const SearchSpace& space, uint64_t seed,
+                                      const Eigen::MatrixXd& x,
+                                      const Eigen::VectorXd& y,
+                                      const PriorFit& prior) {
+  const Coordinates coords(space);
+  const Eigen::VectorXd targets =
+      y.size() > 0 ? TransformOutputs(y) : Eigen::VectorXd();
+  const auto mean = std::make_shared<const TransferMean>(
+      prior.mean->WithWeight(
+          FitPriorWeight(prior.mean->Unweighted(x), targets)));
+  const Eigen::VectorXd residuals = targets - mean->Values(x);
+  absl::StatusOr<MetricModel> m;
+  if (x.rows() >= kMinModelPoints) {
+    m = BuildMetricModel(space, seed, x, residuals, Targets::kAsGiven, nullptr,
+                         /*allow_local=*/true, caches_[0]);
+  } else {
+    // Too few own trials to fit: the hyperparameter prior's mode (unit
+    // signal, little noise), so that the residual is as uncertain as the
+    // prior allows: the prior's noise, fitted to another study, could make
+    // the first own results look like noise.
+    const std::unique_ptr<Kernel> kernel =
+        coords.MakeKernel(KernelStructure::kProduct);
+    const GpParams params = PriorFor(coords, KernelStructure::kProduct)
+                                .Mode(kernel->num_params());
+    absl::StatusOr<GaussianProcess> gp =
+        GaussianProcess::Create(*kernel, params, x, residuals);
+    if (!gp.ok()) return gp.status();
+    m = MetricModel{*std::move(gp),
+                    KernelStructure::kProduct,
+                    params,
+                    NumericLengthscales(coords, params),
+                    x,
+                    residuals,
+                    Eigen::VectorXd::Zero(coords.dim()),
+                    Eigen::VectorXd::Ones(coords.dim())};
+  }
+  if (!m.ok()) return m.status();
+  // From residuals back to targets, the prior now the GP's mean function.
+  m->targets += mean->Values(m->data_x);
+  m->gp.SetPriorMean(mean);
+  m->gp.SetTargets(m->targets);
+  return m;
+}
+
+const GpBanditSuggester::PriorFit* GpBanditSuggester::FitPrior(
+    const SearchSpace& space, uint64_t seed,
+    const std::vector<PriorStudy>& priors) {
+  const Coordinates coords(space);
+  std::vector<bool> shared(coords.dim(), false);
+  std::vector<Eigen::VectorXd> rows;
+  std::vector<double> values;
+  for (const PriorStudy& prior : priors) {
+    for (int j = 0; j < coords.dim(); ++j) {
+      if (prior.shared[j] && !prior.trials.empty()) shared[j] = true;
+    }
+    // Each study's values on their own scale: studies differ in offset and
+    // spread, not in where their optima lie.
+    std::vector<double> y;
+    for (const Observation& o : prior.trials) {
+      if (!std::isfinite(o.value)) continue;  // As in the study's own model.
+      y.push_back(o.value);
+      rows.push_back(TransferMean::Project(
+                         prior.shared,
+                         coords.FromAssignment(space, o.x).transpose())
+                         .row(0)
+                         .transpose());
+    }
+    if (y.empty()) continue;
+    const Eigen::VectorXd warped = TransformOutputs(Eigen::Map<Eigen::VectorXd>(
+        y.data(), static_cast<Eigen::Index>(y.size())));
+    values.insert(values.end(), warped.data(), warped.data() + warped.size());
+  }
+  if (rows.empty()) return nullptr;
+  Eigen::MatrixXd x(static_cast<Eigen::Index>(rows.size()), coords.dim());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    x.row(static_cast<Eigen::Index>(i)) = rows[i].transpose();
+  }
+  Eigen::VectorXd y = Eigen::Map<const Eigen::VectorXd>(
+      values.data(), static_cast<Eigen::Index>(values.size()));
+  if (prior_ && prior_->seed == seed && prior_->shared == shared &&
+      prior_->x.rows() == x.rows() && prior_->x == x && prior_->y == y) {
+    return &*prior_;
+  }
+  prior_.reset();
+  // As a local model: the trials nearest the best.
+  if (x.rows() > options_.max_local_points) {
+    const std::vector<int> keep =
+        Nearest(coords, x, ArgMax(y), options_.max_local_points,
+                Eigen::VectorXd::Ones(coords.dim()), 1.0);
+    x = Rows(x, keep);
+    y = Entries(y, keep);
+  }
+  const int n = static_cast<int>(x.rows());
+  Eigen::MatrixXd fx = x;
+  Eigen::VectorXd fy = y;
+  if (n > options_.max_fit_points) {
+    const std::vector<int> keep =
+        Nearest(coords, x, ArgMax(y), options_.max_fit_points,
+                Eigen::VectorXd::Ones(coords.dim()), 1.0);
+    fx = Rows(x, keep);
+    fy = Entries(y, keep);
+  }
+  const Fit fit = *FitCheckpoint(space, seed, fx, fy, n, /*allow_additive=*/false,
+                                 Targets::kAsGiven, options_,
+                                 [] { return false; });
+  const std::unique_ptr<Kernel> kernel = coords.MakeKernel(fit.structure);
+  absl::StatusOr<GaussianProcess> gp =
+      GaussianProcess::Create(*kernel, fit.params, x, y);
+  if (!gp.ok()) return nullptr;
+  std::vector<int> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return y[a] > y[b]; });
+  order.resize(std::min<size_t>(order.size(), kAnchors));
+  Eigen::MatrixXd anchors = Rows(x, order);
+  prior_ = PriorFit{seed,
+                    std::move(x),
+                    std::move(y),
+                    shared,
+                    std::make_shared<const TransferMean>(*std::move(gp), shared,
+                                                         PriorWeight{}),
+                    fit,
+                    std::move(anchors)};
+  return &*prior_;
+}
+
+double GpBanditSuggester::CostExponent(const SuggestRequest& request,
+                                       int initial) {
+  const CostAwareness& cost = request.cost;
+  if (cost.budget > 0) {
+    double initial_spent = 0;
+    for (size_t i = 0;
+         i < std::min(request.history.size(), static_cast<size_t>(initial));
+         ++i) {
+      initial_spent += request.history[i].cost;
+    }
+    return CostCoolingExponent(cost.budget, cost.spent, initial_spent);
+  }
+  if (cost.max_trials > 0) {
+    if (cost.max_trials <= initial) return 0.0;
+    return std::clamp(static_cast<double>(cost.max_trials -
+                                          request.trials_created) /
+                          static_cast<double>(cost.max_trials - initial),
+                      0.0, 1.0);
+  }
+  return 1.0;
 }
 
 void GpBanditSuggester::AddFantasy(const Eigen::VectorXd& x, Model& model) {
@@ -597,12 +770,18 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
   if (IsPlainSingleObjective(request)) {
     return SuggestOneObjective(WithoutMetrics(request, table));
   }
+  if (request.cost.enabled || !request.priors.empty()) {
+    return absl::InvalidArgumentError(
+        "cost, priors: cost-aware search and transfer need one objective "
+        "and no constraints");
+  }
   return SuggestWithMetrics(request, table);
 }
 
 Eigen::VectorXd GpBanditSuggester::ToTargets(Targets kind,
                                              const Eigen::VectorXd& y) {
   if (kind == Targets::kWarped) return TransformOutputs(y);
+  if (kind == Targets::kAsGiven) return y;
   const Standardization map = StandardizationOf(y);
   return (y.array() - map.mean) / map.scale;
 }
@@ -614,12 +793,16 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestOneObjective(
   const int d = coords.dim();
   fallback_reason_.clear();
 
-  std::vector<Eigen::VectorXd> completed_x, infeasible_x, pending_x;
-  std::vector<double> completed_y;
+  std::vector<Eigen::VectorXd> completed_x, infeasible_x, pending_x, costed_x;
+  std::vector<double> completed_y, log_costs;
   std::set<Assignment, AssignmentLess> taken;
   for (const Observation& o : request.history) {
     taken.insert(o.x);
     const Eigen::VectorXd x = coords.FromAssignment(space, o.x);
+    if (request.cost.enabled && o.outcome != Outcome::kPending && o.cost > 0) {
+      costed_x.push_back(x);
+      log_costs.push_back(std::log(o.cost));
+    }
     switch (o.outcome) {
       case Outcome::kCompleted:
         if (std::isfinite(o.value)) {
@@ -650,9 +833,25 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestOneObjective(
   const int initial =
       options_.initial_trials > 0 ? options_.initial_trials : InitialDesignSize(d);
   const int64_t history_size = static_cast<int64_t>(request.history.size());
+  const PriorFit* prior =
+      request.priors.empty() || !coords.tree.empty()
+          ? nullptr
+          : FitPrior(space, request.seed, request.priors);
   std::vector<Assignment> out;
   std::vector<Eigen::VectorXd> picks;  // This batch's points, model coords.
   std::optional<Model> model;
+  // Cost-aware: the log-cost model, once two trials have a cost.
+  std::optional<MetricModel> cost_model;
+  const double cost_exponent = CostExponent(request, initial);
+  if (costed_x.size() >= kMinModelPoints && cost_exponent > 0) {
+    absl::StatusOr<MetricModel> cost = BuildMetricModel(
+        space, request.seed, to_matrix(costed_x),
+        Eigen::Map<const Eigen::VectorXd>(
+            log_costs.data(), static_cast<Eigen::Index>(log_costs.size())),
+        Targets::kStandardized, nullptr, /*allow_local=*/false, cost_cache_);
+    // Without a cost model the search is merely cost-blind.
+    if (cost.ok()) cost_model = *std::move(cost);
+  }
   auto fallback = [&](int i, const std::string& reason) {
     if (fallback_reason_.empty()) {
       fallback_reason_ = reason;
@@ -665,15 +864,38 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestOneObjective(
 
   for (int i = 0; i < request.count; ++i) {
     Assignment a;
-    if (history_size + i < initial || n < kMinModelPoints) {
-      a = space.Decode(
-          InitialDesignPoint(d, request.seed, request.trials_created + i));
+    // A transfer prior's best guess replaces the initial design's first
+    // Sobol point (after the centre); the rest of the design stays, so that
+    // an unrelated prior is found out (transfer.h).
+    const bool prior_pick =
+        prior != nullptr && history_size + i == std::min(1, initial - 1);
+    if (!prior_pick && (history_size + i < initial || n < kMinModelPoints)) {
+      const int64_t index = request.trials_created + i;
+      a = space.Decode(InitialDesignPoint(d, request.seed, index));
+      if (cost_model && index > 0) {
+        // Cost-aware: the cheapest of the next few Sobol points, so that
+        // the design does not spend a fixed share of the budget blind.
+        double cheapest = std::numeric_limits<double>::infinity();
+        for (int j = 0; j < kCostAwareDesignCandidates; ++j) {
+          Assignment candidate = space.Decode(InitialDesignPoint(
+              d, request.seed, index * kCostAwareDesignCandidates + j));
+          if (taken.contains(candidate)) continue;
+          Eigen::VectorXd mean, var;
+          cost_model->gp.Predict(
+              coords.FromAssignment(space, candidate).transpose(), &mean,
+              &var);
+          if (mean[0] < cheapest) {
+            cheapest = mean[0];
+            a = std::move(candidate);
+          }
+        }
+      }
     } else {
       if (!model) {
         absl::StatusOr<Model> built = BuildModel(
             space, request.seed, to_matrix(completed_x),
             Eigen::Map<const Eigen::VectorXd>(completed_y.data(), n),
-            to_matrix(infeasible_x));
+            to_matrix(infeasible_x), prior);
         if (built.ok()) {
           model = *std::move(built);
           std::vector<Eigen::VectorXd> fantasies = pending_x;
@@ -687,9 +909,16 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestOneObjective(
         }
       }
       if (model) {
-        const AcquisitionFunction acquisition(
+        const AcquisitionFunction improvement(
             &model->gp, model->feasibility ? &*model->feasibility : nullptr,
             options_.acquisition, model->best, options_.ucb_beta);
+        std::optional<CostPerUnitAcquisition> per_cost;
+        if (cost_model) {
+          per_cost.emplace(&improvement, &cost_model->gp, cost_exponent,
+                           cost_model->target_scale);
+        }
+        const Acquisition& acquisition =
+            per_cost ? static_cast<const Acquisition&>(*per_cost) : improvement;
         AcquisitionDomain domain{coords.categories, model->lower, model->upper,
                                  [&](Eigen::VectorXd& x) { coords.Snap(space, x); }};
         const std::vector<ScoredPoint> ranked = MaximizeAcquisition(
@@ -700,9 +929,10 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestOneObjective(
         bool found = false;
         for (const ScoredPoint& p : ranked) {
           if (!std::isfinite(p.value) || !p.x.allFinite()) continue;
+          // Before any own trial there is no incumbent to pull toward.
           const Eigen::VectorXd px = PullTowardIncumbent(
               acquisition, coords, space, model->anchors.row(0).transpose(),
-              p.x, options_.incumbent_pull_tolerance);
+              p.x, n > 0 ? options_.incumbent_pull_tolerance : 0.0);
           Assignment candidate = space.Decode(coords.ToUnit(px));
           // Fully pulled onto a known point: the acquisition's own pick.
           if (taken.contains(candidate)) {

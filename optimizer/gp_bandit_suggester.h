@@ -40,6 +40,29 @@
 //       at their posterior means (kriging believer) in every model and,
 //       when predicted feasible, join the front, so that the improvement
 //       vanishes near them.
+// Cost-aware requests (SuggestRequest::cost, one objective): a GP on the
+// log cost of every costed trial, and the acquisition becomes
+// LogEI(x) - alpha E[log cost(x)], cost-cooled EI (cost_model.h), alpha
+// falling from 1 to 0 as the budget (else max_trials) left after the
+// initial design is spent. Once two trials have a cost, each further
+// initial-design trial is the cheapest of the next
+// kCostAwareDesignCandidates Sobol points: a blind design would spend a
+// fixed share of the budget (a fifth to a half, with 10 trials of 50) on
+// dear points.
+//
+// Transfer (SuggestRequest::priors, one objective, flat spaces): a GP on
+// the earlier studies' completed trials (each study's values warped on
+// their own) becomes the mean function of this study's GP, weighted by how
+// well it predicts this study's targets (transfer.h). The second trial is
+// the prior's best guess instead of the initial design's first Sobol point
+// (the residual GP, with one trial, has the hyperparameter prior's mode);
+// the rest of the design stays, since the weight can tell a related prior
+// from an unrelated one only where the prior's predictions differ (ending
+// the design once the weight is 1.645 sd above 0 stranded 11 of 20
+// branin2 runs away from its optima). While the own trials are fewer than
+// the anchors, the earlier studies' best trials join the acquisition's
+// anchors.
+//
 // Past max_local_points completed trials every model is conditioned on
 // the max_local_points trials nearest to the anchors (the best feasible
 // trials, or the front), searched over the whole domain. The infeasibility
@@ -71,6 +94,7 @@
 #include "optimizer/metrics.h"
 #include "optimizer/suggester.h"
 #include "optimizer/tpe_suggester.h"
+#include "optimizer/transfer.h"
 
 namespace hypertune::optimizer {
 
@@ -199,6 +223,7 @@ class GpBanditSuggester final : public Suggester {
   enum class Targets {
     kWarped,        // TransformOutputs (objectives).
     kStandardized,  // (y - mean) / sd (constraints: bounds map alike).
+    kAsGiven,       // y itself (transfer's residuals, already warped).
   };
   // One metric's GP on the completed trials.
   struct MetricModel {
@@ -212,6 +237,17 @@ class GpBanditSuggester final : public Suggester {
     double target_mean = 0, target_scale = 1;  // kStandardized's map.
   };
   struct MetricsModel;
+  // The transfer prior's GP on the earlier studies' trials, and the data
+  // it was fitted on (the cache key).
+  struct PriorFit {
+    uint64_t seed;
+    Eigen::MatrixXd x;  // Model coordinates; unshared ones 0.
+    Eigen::VectorXd y;  // Each study's values warped on their own.
+    std::vector<bool> shared;
+    std::shared_ptr<const TransferMean> mean;  // Weight 1, offset 0.
+    Fit fit;
+    Eigen::MatrixXd anchors;  // The best prior trials, best first.
+  };
 
   // A metric's values as GP targets.
   static Eigen::VectorXd ToTargets(Targets kind, const Eigen::VectorXd& y);
@@ -231,10 +267,27 @@ class GpBanditSuggester final : public Suggester {
       const std::vector<int>* subset, bool allow_local, MetricCache& cache);
   // The single-objective model of the completed trials (rows of x in model
   // coordinates, raw values y) and the infeasible ones.
+  // With `prior`, its prediction is the GP's mean function (transfer.h).
   absl::StatusOr<Model> BuildModel(const SearchSpace& space, uint64_t seed,
                                    const Eigen::MatrixXd& x,
                                    const Eigen::VectorXd& y,
-                                   const Eigen::MatrixXd& infeasible);
+                                   const Eigen::MatrixXd& infeasible,
+                                   const PriorFit* prior);
+  // The objective's model with a transfer prior: the GP of the residuals
+  // of y's targets after the weighted prior, with that prior as its mean
+  // function; with fewer than kMinModelPoints trials, the hyperparameter
+  // prior's mode.
+  absl::StatusOr<MetricModel> BuildTransferModel(const SearchSpace& space,
+                                                 uint64_t seed,
+                                                 const Eigen::MatrixXd& x,
+                                                 const Eigen::VectorXd& y,
+                                                 const PriorFit& prior);
+  // The fitted transfer prior of `priors`, from the cache when it holds the
+  // same data; null if they hold no trial or the fit fails.
+  const PriorFit* FitPrior(const SearchSpace& space, uint64_t seed,
+                           const std::vector<PriorStudy>& priors);
+  // The cost exponent of cost-cooled EI for `request` (cost_model.h).
+  static double CostExponent(const SuggestRequest& request, int initial);
   // The hyperparameters at checkpoint c (the first c completed trials),
   // from the cache when it holds the same data.
   Fit CheckpointParams(const SearchSpace& space, uint64_t seed,
@@ -263,6 +316,9 @@ class GpBanditSuggester final : public Suggester {
   std::string fallback_reason_;
   // Per metric (index 0 alone for a request without metrics).
   std::vector<MetricCache> caches_;
+  // The log-cost model's (cost-aware requests).
+  MetricCache cost_cache_;
+  std::optional<PriorFit> prior_;
 };
 
 }  // namespace hypertune::optimizer

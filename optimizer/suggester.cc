@@ -40,6 +40,51 @@ std::unique_ptr<Suggester> MakeSuggester(Algorithm algorithm,
   return std::make_unique<RandomSuggester>();
 }
 
+namespace {
+
+// The checks of SuggestRequest::cost and ::priors.
+absl::Status ValidateCostAndPriors(const SuggestRequest& request) {
+  const CostAwareness& cost = request.cost;
+  if (!(std::isfinite(cost.budget) && cost.budget >= 0) ||
+      !(std::isfinite(cost.spent) && cost.spent >= 0) || cost.max_trials < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cost: budget, spent and max_trials must be finite and not negative, "
+        "got ",
+        cost.budget, ", ", cost.spent, ", ", cost.max_trials));
+  }
+  for (size_t i = 0; i < request.history.size(); ++i) {
+    const double c = request.history[i].cost;
+    if (!(std::isfinite(c) && c >= 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "history[", i, "].cost: must be finite and not negative, got ", c));
+    }
+  }
+  const size_t dim = request.space->parameters().size();
+  for (size_t p = 0; p < request.priors.size(); ++p) {
+    const PriorStudy& prior = request.priors[p];
+    if (prior.shared.size() != dim) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "priors[", p, "].shared: ", prior.shared.size(), " entries for ",
+          dim, " parameters"));
+    }
+    for (size_t i = 0; i < prior.trials.size(); ++i) {
+      const Observation& o = prior.trials[i];
+      if (o.outcome != Outcome::kCompleted || std::isnan(o.value)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "priors[", p, "].trials[", i,
+            "]: must be a completed trial with a value"));
+      }
+      if (absl::Status s = request.space->Validate(o.x); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "priors[", p, "].trials[", i, "]: ", s.message()));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateRequest(const SuggestRequest& request) {
   if (request.space == nullptr) {
     return absl::InvalidArgumentError("space: no search space given");
@@ -59,6 +104,7 @@ absl::Status ValidateRequest(const SuggestRequest& request) {
           absl::StrCat("history[", i, "]: ", s.message()));
     }
   }
+  if (absl::Status s = ValidateCostAndPriors(request); !s.ok()) return s;
   if (request.metrics.empty()) return absl::OkStatus();
   bool has_objective = false;
   for (size_t j = 0; j < request.metrics.size(); ++j) {

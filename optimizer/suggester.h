@@ -73,6 +73,35 @@ struct Observation {
   // order of SuggestRequest::metrics; objectives turned into maximization,
   // constraints as measured. Never NaN; +-infinity allowed.
   std::vector<double> values = {};
+  // Cost-aware requests (SuggestRequest::cost): what the trial cost
+  // (device-seconds, or the study's cost metric); 0 if not known.
+  double cost = 0.0;
+};
+
+// Cost-aware search (GP_BANDIT): each trial's cost is modelled by a GP on
+// log cost and the acquisition becomes improvement per unit of expected
+// cost raised to a power that falls from 1 to 0 as the horizon is spent
+// (cost-cooled EI; gp_bandit_suggester.h).
+struct CostAwareness {
+  bool enabled = false;
+  // The horizon: the cost the study may spend in all (0: none) and what
+  // its trials have spent so far, failed ones included.
+  double budget = 0.0;
+  double spent = 0.0;
+  // Without a budget, the horizon in trials (0: none, and the power stays
+  // 1: EI per unit cost).
+  int64_t max_trials = 0;
+};
+
+// Transfer (GP_BANDIT): an earlier study's completed trials, a prior for
+// this study's model and never data of its own.
+struct PriorStudy {
+  // kCompleted observations, assignments of this request's space, values
+  // turned into maximization (on the prior study's own scale).
+  std::vector<Observation> trials;
+  // Per parameter of this space: whether the prior study has it. Where it
+  // does not, the trials' value is a placeholder the prior ignores.
+  std::vector<bool> shared;
 };
 
 struct SuggestRequest {
@@ -90,6 +119,11 @@ struct SuggestRequest {
   // optimizer models, at least one of them an objective, with their values
   // in Observation::values.
   std::vector<MetricConfig> metrics = {};
+  // Optional: cost-aware search, single objective only (GP_BANDIT).
+  CostAwareness cost = {};
+  // Optional: earlier studies over this space, oldest first; one objective,
+  // flat spaces only (GP_BANDIT).
+  std::vector<PriorStudy> priors = {};
 };
 
 class Suggester {

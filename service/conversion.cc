@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -278,9 +279,60 @@ std::vector<opt::Observation> ToHistory(
         ToAssignment("trial.parameters", space, trial.parameters());
     if (!x.ok()) continue;
     obs.x = *std::move(x);
+    if (spec.cost_aware()) obs.cost = TrialCost(spec, trial);
     history.push_back(std::move(obs));
   }
   return history;
+}
+
+double TrialCost(const v1::StudySpec& spec, const v1::Trial& trial) {
+  if (spec.cost_metric().empty()) return trial.device_seconds();
+  const v1::Measurement* m = ResultMeasurement(trial);
+  if (m == nullptr) return 0;
+  const auto it = m->metrics().find(spec.cost_metric());
+  if (it == m->metrics().end()) return 0;
+  return std::isfinite(it->second) && it->second > 0 ? it->second : 0;
+}
+
+opt::PriorStudy ToPriorStudy(const opt::SearchSpace& space,
+                             const v1::StudySpec& spec,
+                             const v1::StudySpec& prior_spec,
+                             const std::vector<v1::Trial>& prior_trials) {
+  opt::PriorStudy prior;
+  absl::flat_hash_map<std::string, v1::ParameterSpec::KindCase> prior_kinds;
+  for (const v1::ParameterSpec& p : prior_spec.parameters()) {
+    prior_kinds[p.name()] = p.kind_case();
+  }
+  absl::flat_hash_set<std::string> shared;
+  for (const v1::ParameterSpec& p : spec.parameters()) {
+    const auto it = prior_kinds.find(p.name());
+    const bool same = it != prior_kinds.end() && it->second == p.kind_case();
+    prior.shared.push_back(same);
+    if (same) shared.insert(p.name());
+  }
+  // Values for the parameters the prior lacks; the prior ignores them.
+  const ParameterValues placeholders = ToParameterValues(
+      space, space.Decode(Eigen::VectorXd::Constant(space.dim(), 0.5)));
+  const StudyMetrics prior_metrics(prior_spec);
+  for (const v1::Trial& trial : prior_trials) {
+    if (trial.state() != v1::Trial::COMPLETED) continue;
+    const v1::Measurement* m = ResultMeasurement(trial);
+    const std::optional<double> value =
+        m == nullptr ? std::nullopt : prior_metrics.MaximizedPrimary(*m);
+    if (!value || std::isnan(*value)) continue;
+    ParameterValues values;
+    for (const v1::ParameterValue& v : trial.parameters()) {
+      if (shared.contains(v.name())) *values.Add() = v;
+    }
+    for (const v1::ParameterValue& v : placeholders) {
+      if (!shared.contains(v.name())) *values.Add() = v;
+    }
+    absl::StatusOr<opt::Assignment> x =
+        ToAssignment("trial.parameters", space, values);
+    if (!x.ok()) continue;  // Outside this study's domain.
+    prior.trials.push_back({*std::move(x), opt::Outcome::kCompleted, *value});
+  }
+  return prior;
 }
 
 opt::EarlyStoppingConfig ToEarlyStoppingConfig(const v1::StudySpec& spec) {

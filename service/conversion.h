@@ -74,6 +74,20 @@ std::vector<optimizer::Observation> ToHistory(
     const std::vector<v1::Trial>& trials,
     const absl::flat_hash_map<int64_t, double>* values_at_rung = nullptr);
 
+// What `trial` cost, for cost-aware search: its device-seconds, or with
+// spec.cost_metric that metric of its result measurement; 0 if unknown.
+double TrialCost(const v1::StudySpec& spec, const v1::Trial& trial);
+
+// An earlier study (`prior_spec`, `prior_trials`) as a transfer prior of a
+// study over `space`: its COMPLETED trials with their primary objective
+// turned into maximization, parameters matched to `space` by name and kind
+// (shared); the others hold placeholders. Trials with a shared value
+// outside `space`'s domain, or without the objective, are left out.
+optimizer::PriorStudy ToPriorStudy(const optimizer::SearchSpace& space,
+                                   const v1::StudySpec& spec,
+                                   const v1::StudySpec& prior_spec,
+                                   const std::vector<v1::Trial>& prior_trials);
+
 // The early-stopping rule of `spec` with the API's defaults filled in
 // (Rule::kNone when it sets none). maximize follows the objective's goal.
 optimizer::EarlyStoppingConfig ToEarlyStoppingConfig(const v1::StudySpec& spec);

@@ -25,6 +25,7 @@ inline constexpr int kMaxParameters = 500;
 inline constexpr int kMaxValuesPerParameter = 1000;  // categories, numbers
 inline constexpr size_t kMaxCategoryBytes = 1024;
 inline constexpr int kMaxMetricsPerStudy = 100;
+inline constexpr int kMaxPriorStudies = 8;  // StudySpec.prior_studies
 inline constexpr size_t kMaxStudyBytes = 1 << 20;  // serialized
 inline constexpr int kMaxStudyChanges = 1000;      // UpdateStudy's record
 inline constexpr int32_t kMaxLeaseSeconds = 24 * 3600;

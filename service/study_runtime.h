@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -37,6 +38,9 @@ struct StudyRuntime {
   // by the suggestion leader.
   std::unique_ptr<optimizer::Suggester> suggester;
   int64_t suggester_study_created_ms = 0;
+  // The completed trials of the study's prior_studies (transfer), as read
+  // when the suggester was made; studies deleted since then are kept.
+  std::vector<optimizer::PriorStudy> priors;
   // Raised when the study is deleted or the suggester replaced: its
   // background fits stop (background_pool.h).
   StopFlag suggester_stop;

@@ -193,6 +193,18 @@ absl::StatusOr<v1::Study> StudyService::CreateStudy(
   }
   HT_RETURN_IF_ERROR(ToOptimizerAlgorithm(spec.algorithm()).status());
   HT_RETURN_IF_ERROR(ToSearchSpace(spec).status());
+  // Again, now that the server's default algorithm is filled in.
+  HT_RETURN_IF_ERROR(ValidateCostAndTransfer(study.name(), spec));
+  for (int i = 0; i < spec.prior_studies_size(); ++i) {
+    absl::StatusOr<v1::Study> prior =
+        LoadStudyFor(caller, spec.prior_studies(i), Access::kRead);
+    if (!prior.ok()) {
+      return absl::Status(
+          prior.status().code(),
+          absl::StrCat("study.spec.prior_studies[", i, "]: ",
+                       prior.status().message()));
+    }
+  }
   study.set_state(v1::Study::ACTIVE);
   study.set_create_time_ms(Now());
   study.clear_trial_counts();
@@ -893,6 +905,20 @@ absl::Status StudyService::PrepareSuggester(StudyRuntime& runtime,
   if (!algorithm.ok()) return algorithm.status();
   if (runtime.suggester_stop) *runtime.suggester_stop = true;
   runtime.suggester_stop = std::make_shared<std::atomic<bool>>(false);
+  absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
+  if (!space.ok()) return space.status();
+  std::vector<optimizer::PriorStudy> priors;
+  for (const std::string& name : study.spec().prior_studies()) {
+    absl::StatusOr<v1::Study> prior = store_->GetStudy(name);
+    // Deleted since: the study goes on without it.
+    if (absl::IsNotFound(prior.status())) continue;
+    if (!prior.ok()) return prior.status();
+    absl::StatusOr<std::vector<v1::Trial>> trials = store_->ListTrials(name, {});
+    if (!trials.ok()) return trials.status();
+    priors.push_back(
+        ToPriorStudy(*space, study.spec(), prior->spec(), *trials));
+  }
+  runtime.priors = std::move(priors);
   runtime.suggester = optimizer::MakeSuggester(
       *algorithm,
       fits_ ? fits_->RunnerFor(runtime.suggester_stop) : optimizer::FitRunner());
@@ -927,6 +953,16 @@ absl::StatusOr<std::vector<v1::Trial>> StudyService::ProposeTrials(
   request.trials_created = trials_created;
   request.count = count;
   request.seed = study.spec().seed();
+  if (study.spec().cost_aware()) {
+    // The budget is in device-hours: a horizon only when cost is time.
+    const bool device_time = study.spec().cost_metric().empty();
+    request.cost = {
+        .enabled = true,
+        .budget = device_time ? study.spec().max_device_hours() * 3600.0 : 0,
+        .spent = device_time ? study.device_seconds() : 0,
+        .max_trials = study.spec().max_trials()};
+  }
+  request.priors = runtime.priors;
   absl::StatusOr<std::vector<optimizer::Assignment>> points =
       runtime.suggester->Suggest(request);
   if (!points.ok()) return points.status();

@@ -264,7 +264,8 @@ class StudyService {
       const std::vector<SuggestQueue::Ticket*>& batch,
       const SuggestionPlan& plan,
       std::vector<v1::SuggestTrialsResponse>& responses);
-  // Makes runtime.suggester the model of `study`'s current incarnation.
+  // Makes runtime.suggester the model of `study`'s current incarnation,
+  // and loads its prior studies' trials into runtime.priors.
   // REQUIRES: as ServeSuggestions.
   absl::Status PrepareSuggester(StudyRuntime& runtime, const v1::Study& study);
   // `count` new trials (parameters only) from the study's algorithm, given

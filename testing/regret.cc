@@ -61,6 +61,7 @@ absl::StatusOr<RegretRun> RunRegret(const BenchmarkFunction& f,
   size_t completed = 0;
   RegretRun run;
   double best = std::numeric_limits<double>::infinity();
+  double spent = 0;
   auto complete_oldest = [&] {
     Observation& o = trials[completed++];
     const double y = f.f(ToVector(o.x));
@@ -68,15 +69,26 @@ absl::StatusOr<RegretRun> RunRegret(const BenchmarkFunction& f,
     o.value = -y;
     best = std::min(best, y);
     run.best_regret.push_back(best - f.minimum);
+    if (options.cost) {
+      o.cost = options.cost(ToVector(o.x));
+      spent += o.cost;
+      run.cumulative_cost.push_back(spent);
+    }
   };
 
   for (int t = 0; t < options.trials; ++t) {
+    if (options.cost_budget > 0 && spent >= options.cost_budget) break;
     optimizer::SuggestRequest request;
     request.space = &*space;
     request.history = trials;
     request.trials_created = t;
     request.count = 1;
     request.seed = options.seed;
+    request.cost = {.enabled = options.cost_aware,
+                    .budget = options.cost_budget,
+                    .spent = spent,
+                    .max_trials = options.trials};
+    request.priors = options.priors;
     absl::StatusOr<std::vector<Assignment>> x = suggester->Suggest(request);
     if (!x.ok()) return x.status();
     trials.push_back({std::move(x->front()), Outcome::kPending, 0.0});
@@ -86,7 +98,27 @@ absl::StatusOr<RegretRun> RunRegret(const BenchmarkFunction& f,
   }
   while (completed < trials.size()) complete_oldest();
   run.seconds = SecondsSince(start);
+  run.trials = std::move(trials);
   return run;
+}
+
+BenchmarkFunction RelatedTask(const BenchmarkFunction& f, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  Eigen::VectorXd shift(f.dim());
+  for (int j = 0; j < f.dim(); ++j) {
+    const auto [lo, hi] = f.bounds[static_cast<size_t>(j)];
+    shift[j] = (unit(rng) < 0.5 ? -1 : 1) * (0.01 + 0.03 * unit(rng)) * (hi - lo);
+  }
+  const double scale = 0.9 + 0.2 * unit(rng);
+  const double offset = 0.1 * f.minimum + 1.0;
+  BenchmarkFunction related = f;
+  related.name = absl::StrCat(f.name, "-related");
+  related.f = [g = f.f, shift, scale, offset](const Eigen::VectorXd& x) {
+    return scale * g(x - shift) + offset;
+  };
+  related.minimum = scale * f.minimum + offset;
+  return related;
 }
 
 std::string OptimizerLabel(optimizer::Algorithm algorithm, int parallel) {

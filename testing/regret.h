@@ -6,6 +6,7 @@
 #define HYPERTUNE_TESTING_REGRET_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,12 +26,27 @@ struct RegretOptions {
   int parallel = 1;
   // The optimizer's seed (default 0).
   uint64_t seed = 0;
+  // Optional: each trial's cost at its point (the function's domain);
+  // RegretRun::cumulative_cost is then filled, and with cost_aware the
+  // optimizer sees the costs (SuggestRequest::cost, horizon `trials`).
+  std::function<double(const Eigen::VectorXd&)> cost = {};
+  bool cost_aware = false;
+  // With cost: the run ends once its trials have cost this much (0: no
+  // limit), and a cost-aware optimizer takes it as its horizon.
+  double cost_budget = 0;
+  // Optional: earlier studies the optimizer transfers from.
+  std::vector<optimizer::PriorStudy> priors = {};
 };
 
 struct RegretRun {
   // best_regret[k]: best value among the first k + 1 trials minus the known
   // minimum (trials in creation order, which is also completion order).
   std::vector<double> best_regret;
+  // With RegretOptions::cost: the cost of the first k + 1 trials.
+  std::vector<double> cumulative_cost;
+  // The trials, completed, in creation order (values as the optimizer saw
+  // them: -f).
+  std::vector<optimizer::Observation> trials;
   // Wall time of the whole run, suggestions and evaluations.
   double seconds = 0;
 };
@@ -44,6 +60,10 @@ absl::StatusOr<optimizer::SearchSpace> SpaceFor(const BenchmarkFunction& f);
 // REQUIRES: options.trials >= 1, options.parallel >= 1
 absl::StatusOr<RegretRun> RunRegret(const BenchmarkFunction& f,
                                     const RegretOptions& options);
+
+// f shifted by a few percent of each range and scaled (seeded): a task
+// related to f, as the same model tuned on new data is.
+BenchmarkFunction RelatedTask(const BenchmarkFunction& f, uint64_t seed);
 
 // The label the comparison groups runs by: "hypertune-quasi_random", with
 // "-p4" appended for 4 parallel workers.

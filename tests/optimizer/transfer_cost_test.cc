@@ -1,0 +1,332 @@
+// Cost-aware search (cost_model.h) and transfer from earlier studies
+// (transfer.h), as math and through GP_BANDIT.
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "optimizer/cost_model.h"
+#include "optimizer/gp.h"
+#include "optimizer/gp_bandit_suggester.h"
+#include "optimizer/kernel.h"
+#include "optimizer/transfer.h"
+
+namespace hypertune::optimizer {
+namespace {
+
+SearchSpace Box(int d, double lo, double hi) {
+  std::vector<ParameterConfig> params(d);
+  for (int j = 0; j < d; ++j) {
+    params[j].name = absl::StrCat("x", j);
+    params[j].min = lo;
+    params[j].max = hi;
+  }
+  return SearchSpace::Create(params).value();
+}
+
+// A GP with a fixed Matérn kernel on the rows of x.
+GaussianProcess FixedGp(const Eigen::MatrixXd& x, const Eigen::VectorXd& y) {
+  const std::unique_ptr<Kernel> kernel = MakeMixedKernel(
+      std::vector<bool>(static_cast<size_t>(x.cols()), false),
+      KernelStructure::kProduct);
+  GpParams params;
+  params.kernel = Eigen::VectorXd::Constant(kernel->num_params(), std::log(0.3));
+  params.log_noise_variance = std::log(1e-6);
+  return GaussianProcess::Create(*kernel, params, x, y).value();
+}
+
+// ---------------------------------------------------------------- cost ---
+
+TEST(CostModelTest, CoolingFallsFromOneToZeroOverTheBudgetLeft) {
+  EXPECT_EQ(CostCoolingExponent(0, 50, 10), 1.0);  // No horizon.
+  EXPECT_DOUBLE_EQ(CostCoolingExponent(100, 10, 10), 1.0);
+  EXPECT_DOUBLE_EQ(CostCoolingExponent(100, 55, 10), 0.5);
+  EXPECT_DOUBLE_EQ(CostCoolingExponent(100, 100, 10), 0.0);
+  EXPECT_DOUBLE_EQ(CostCoolingExponent(100, 150, 10), 0.0);
+  EXPECT_DOUBLE_EQ(CostCoolingExponent(10, 5, 20), 0.0);  // Spent up front.
+}
+
+TEST(CostModelTest, PerUnitAcquisitionSubtractsTheScaledLogCostAndItsSlope) {
+  // Objective: flat data; log cost: rising along x0.
+  Eigen::MatrixXd x(5, 2);
+  x << 0.1, 0.5, 0.3, 0.2, 0.5, 0.9, 0.7, 0.4, 0.9, 0.6;
+  const GaussianProcess objective = FixedGp(x, Eigen::VectorXd::Zero(5));
+  const GaussianProcess log_cost = FixedGp(x, 2.0 * x.col(0));
+  const AcquisitionFunction ei(&objective, nullptr, AcquisitionKind::kLogEi,
+                               0.0, 1.8);
+  const CostPerUnitAcquisition per_cost(&ei, &log_cost, 0.5, 3.0);
+  Eigen::VectorXd q(2);
+  q << 0.4, 0.45;
+  Eigen::VectorXd grad;
+  const double value = per_cost.Evaluate(q, &grad);
+  double mean, var;
+  Eigen::VectorXd dmean, dvar;
+  log_cost.PredictWithGradient(q, &mean, &var, &dmean, &dvar);
+  EXPECT_NEAR(value, ei.Evaluate(q, nullptr) - 1.5 * mean, 1e-12);
+  for (int j = 0; j < 2; ++j) {
+    Eigen::VectorXd hi = q, lo = q;
+    hi[j] += 1e-6;
+    lo[j] -= 1e-6;
+    EXPECT_NEAR(grad[j],
+                (per_cost.Evaluate(hi, nullptr) - per_cost.Evaluate(lo, nullptr)) /
+                    2e-6,
+                1e-4)
+        << "dimension " << j;
+  }
+  EXPECT_NEAR(per_cost.EvaluateBatch(q.transpose())[0], value, 1e-9);
+  // Cheaper is better, other things equal.
+  Eigen::VectorXd cheap = q, dear = q;
+  cheap[0] = 0.2;
+  dear[0] = 0.8;
+  EXPECT_GT(per_cost.Evaluate(cheap, nullptr) - ei.Evaluate(cheap, nullptr),
+            per_cost.Evaluate(dear, nullptr) - ei.Evaluate(dear, nullptr));
+}
+
+// Maximized: only x1 matters, optimum at x1 = 0.5; the cost grows 50-fold
+// along x0.
+double OnlyX1(const Assignment& a) { return -std::pow(a[1] - 0.5, 2); }
+double CostAlongX0(const Assignment& a) { return std::exp(4.0 * a[0]); }
+
+struct CostRun {
+  double spent = 0;
+  double best = -1e300;
+};
+
+CostRun RunCostStudy(bool cost_aware, int trials, uint64_t seed) {
+  const SearchSpace space = Box(2, 0, 1);
+  GpBanditSuggester gp;
+  std::vector<Observation> history;
+  CostRun run;
+  for (int t = 0; t < trials; ++t) {
+    SuggestRequest r;
+    r.space = &space;
+    r.history = history;
+    r.trials_created = t;
+    r.seed = seed;
+    r.cost = {.enabled = cost_aware, .max_trials = trials};
+    const Assignment a = gp.Suggest(r).value().front();
+    Observation o{a, Outcome::kCompleted, OnlyX1(a)};
+    o.cost = CostAlongX0(a);
+    run.spent += o.cost;
+    run.best = std::max(run.best, o.value);
+    history.push_back(o);
+  }
+  return run;
+}
+
+TEST(CostModelTest, CostAwareSearchSpendsLessForTheSameOptimum) {
+  for (uint64_t seed : {0, 1, 2}) {
+    const CostRun blind = RunCostStudy(false, 25, seed);
+    const CostRun aware = RunCostStudy(true, 25, seed);
+    EXPECT_LT(aware.spent, 0.7 * blind.spent) << "seed " << seed;
+    EXPECT_GT(aware.best, -1e-3) << "seed " << seed;
+  }
+}
+
+TEST(CostModelTest, ASpentBudgetMakesTheSearchCostBlind) {
+  const SearchSpace space = Box(2, 0, 1);
+  // The best trials so far are dear ones (large x0).
+  std::vector<Observation> history;
+  for (int i = 0; i < 12; ++i) {
+    const double x1 = (i + 0.5) / 12;
+    Assignment a = {std::abs(x1 - 0.5) < 0.2 ? 0.9 : 0.1, x1};
+    Observation o{a, Outcome::kCompleted, OnlyX1(a)};
+    o.cost = CostAlongX0(a);
+    history.push_back(o);
+  }
+  SuggestRequest r;
+  r.space = &space;
+  r.history = history;
+  r.trials_created = 12;
+  GpBanditSuggester blind, spent, fresh_budget;
+  const Assignment plain = blind.Suggest(r).value().front();
+  r.cost = {.enabled = true, .budget = 100, .spent = 100};
+  EXPECT_EQ(spent.Suggest(r).value().front(), plain);
+  r.cost = {.enabled = true, .budget = 1000, .spent = 0};
+  EXPECT_LT(fresh_budget.Suggest(r).value().front()[0], plain[0] - 0.3);
+}
+
+TEST(CostModelTest, BadCostsAndCostsWithConstraintsAreRefused) {
+  const SearchSpace space = Box(2, 0, 1);
+  GpBanditSuggester gp;
+  SuggestRequest r;
+  r.space = &space;
+  r.history = {{{0.1, 0.2}, Outcome::kCompleted, 1.0}};
+  r.history[0].cost = -1;
+  absl::StatusOr<std::vector<Assignment>> s = gp.Suggest(r);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("history[0].cost"), std::string::npos);
+  r.history[0].cost = 1;
+  r.cost = {.enabled = true, .budget = -5};
+  EXPECT_EQ(gp.Suggest(r).status().code(), absl::StatusCode::kInvalidArgument);
+  r.cost = {.enabled = true};
+  r.metrics = {{MetricRole::kObjective}, {MetricRole::kConstraint, 0, 1}};
+  r.history[0].values = {1.0, 0.5};
+  s = gp.Suggest(r);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("one objective"), std::string::npos);
+}
+
+// ------------------------------------------------------------ transfer ---
+
+TEST(TransferTest, WeightIsOneWithoutDataAndFollowsARelatedStudy) {
+  const PriorWeight none = FitPriorWeight(Eigen::VectorXd(), Eigen::VectorXd());
+  EXPECT_EQ(none.weight, 1.0);
+  EXPECT_EQ(none.offset, 0.0);
+  std::mt19937_64 rng(1);
+  std::normal_distribution<double> normal;
+  Eigen::VectorXd m(40), t(40);
+  for (int i = 0; i < 40; ++i) {
+    m[i] = normal(rng);
+    t[i] = 2.0 * m[i] + 1.0 + 0.05 * normal(rng);
+  }
+  const PriorWeight related = FitPriorWeight(m, t);
+  EXPECT_NEAR(related.weight, 2.0, 0.1);
+  EXPECT_NEAR(related.offset + related.weight * 0.5, 2.0, 0.1);
+}
+
+TEST(TransferTest, WeightOfAnUnrelatedStudyFallsAsOwnDataGrows) {
+  std::mt19937_64 rng(2);
+  std::normal_distribution<double> normal;
+  Eigen::VectorXd m(200), t(200);
+  for (int i = 0; i < 200; ++i) {
+    m[i] = normal(rng);
+    t[i] = normal(rng);
+  }
+  const double few = FitPriorWeight(m.head(3), t.head(3)).weight;
+  const double many = FitPriorWeight(m, t).weight;
+  EXPECT_LT(many, 0.15);
+  EXPECT_LT(many, few);
+}
+
+TEST(TransferTest, MeanIsTheWeightedPriorOverSharedCoordinatesOnly) {
+  Eigen::MatrixXd x(4, 2);
+  x << 0.1, 0, 0.4, 0, 0.6, 0, 0.9, 0;
+  Eigen::VectorXd y(4);
+  y << -1, 0.5, 1, -0.5;
+  const GaussianProcess prior = FixedGp(x, y);
+  const TransferMean mean(prior, {true, false}, PriorWeight{0.5, 2.0});
+  Eigen::VectorXd q(2);
+  q << 0.55, 0.8;
+  Eigen::VectorXd grad;
+  const double value = mean.Value(q, &grad);
+  Eigen::VectorXd at_zero = q;
+  at_zero[1] = 0;
+  Eigen::VectorXd pm, pv;
+  prior.Predict(at_zero.transpose(), &pm, &pv);
+  EXPECT_NEAR(value, 2.0 + 0.5 * pm[0], 1e-12);
+  EXPECT_EQ(grad[1], 0.0);  // The prior knows nothing of x1.
+  Eigen::VectorXd hi = q, lo = q;
+  hi[0] += 1e-6;
+  lo[0] -= 1e-6;
+  EXPECT_NEAR(grad[0],
+              (mean.Value(hi, nullptr) - mean.Value(lo, nullptr)) / 2e-6, 1e-4);
+  EXPECT_NEAR(mean.Values(q.transpose())[0], value, 1e-12);
+}
+
+TEST(TransferTest, GpWithAPriorMeanPredictsItAwayFromDataAndTheDataAtIt) {
+  Eigen::MatrixXd px(3, 1);
+  px << 0.2, 0.5, 0.8;
+  auto prior = std::make_shared<const TransferMean>(
+      FixedGp(px, Eigen::Vector3d(1, 2, 1)), std::vector<bool>{true},
+      PriorWeight{});
+  // No own data at all.
+  GaussianProcess empty = FixedGp(Eigen::MatrixXd(0, 1), Eigen::VectorXd());
+  empty.SetPriorMean(prior);
+  Eigen::VectorXd mean, var;
+  empty.Predict(px, &mean, &var);
+  EXPECT_NEAR(mean[1], 2.0, 1e-3);
+  // One own point, far below the prior: the posterior goes through it and
+  // returns to the prior far away; points added later are treated alike.
+  Eigen::MatrixXd x(1, 1);
+  x << 0.5;
+  GaussianProcess gp = FixedGp(x, Eigen::VectorXd::Constant(1, -3.0));
+  gp.SetPriorMean(prior);
+  ASSERT_TRUE(gp.AddPoint(Eigen::VectorXd::Constant(1, 0.2), 1.0).ok());
+  Eigen::MatrixXd q(3, 1);
+  q << 0.5, 0.2, 5.0;
+  gp.Predict(q, &mean, &var);
+  EXPECT_NEAR(mean[0], -3.0, 1e-3);
+  EXPECT_NEAR(mean[1], 1.0, 1e-3);
+  Eigen::VectorXd far;
+  prior->Values(q.bottomRows(1)).swap(far);
+  EXPECT_NEAR(mean[2], far[0], 1e-6);
+}
+
+// Maximized, on [-2, 2]^2: optimum at (a, b).
+double Bowl(const Assignment& x, double a, double b) {
+  return -std::pow(x[0] - a, 2) - std::pow(x[1] - b, 2);
+}
+
+std::vector<Observation> PriorTrials(double a, double b, double scale,
+                                     double shift) {
+  std::vector<Observation> trials;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(-2, 2);
+  for (int i = 0; i < 40; ++i) {
+    Assignment x = {u(rng), u(rng)};
+    trials.push_back({x, Outcome::kCompleted, scale * Bowl(x, a, b) + shift});
+  }
+  return trials;
+}
+
+// Best value of a study on Bowl(0.3, -0.7) after `trials` trials.
+double RunTransferStudy(const std::vector<PriorStudy>& priors, int trials,
+                        uint64_t seed) {
+  const SearchSpace space = Box(2, -2, 2);
+  GpBanditSuggester gp;
+  std::vector<Observation> history;
+  double best = -1e300;
+  for (int t = 0; t < trials; ++t) {
+    SuggestRequest r;
+    r.space = &space;
+    r.history = history;
+    r.trials_created = t;
+    r.seed = seed;
+    r.priors = priors;
+    const Assignment a = gp.Suggest(r).value().front();
+    history.push_back({a, Outcome::kCompleted, Bowl(a, 0.3, -0.7)});
+    best = std::max(best, history.back().value);
+  }
+  return best;
+}
+
+TEST(TransferTest, ARelatedPriorStudyFindsTheOptimumInAFewTrials) {
+  // The earlier study: shifted a little, scaled and offset.
+  const std::vector<PriorStudy> related = {
+      {PriorTrials(0.35, -0.6, 3.0, 10.0), {true, true}}};
+  for (uint64_t seed : {0, 1, 2}) {
+    EXPECT_GT(RunTransferStudy(related, 4, seed), -0.05) << "seed " << seed;
+    EXPECT_LT(RunTransferStudy({}, 4, seed), -0.05) << "seed " << seed;
+  }
+}
+
+TEST(TransferTest, AnUnrelatedPriorStudyStillFindsTheOptimum) {
+  // The earlier study's optimum lies in the opposite corner.
+  const std::vector<PriorStudy> unrelated = {
+      {PriorTrials(-1.5, 1.6, 1.0, 0.0), {true, true}}};
+  for (uint64_t seed : {0, 1, 2}) {
+    EXPECT_GT(RunTransferStudy(unrelated, 30, seed), -1e-3) << "seed " << seed;
+  }
+}
+
+TEST(TransferTest, BadPriorsAreRefused) {
+  const SearchSpace space = Box(2, -2, 2);
+  GpBanditSuggester gp;
+  SuggestRequest r;
+  r.space = &space;
+  r.priors = {{PriorTrials(0, 0, 1, 0), {true}}};
+  absl::StatusOr<std::vector<Assignment>> s = gp.Suggest(r);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("priors[0].shared"), std::string::npos);
+  r.priors = {{PriorTrials(0, 0, 1, 0), {true, true}}};
+  r.priors[0].trials[3].outcome = Outcome::kPending;
+  s = gp.Suggest(r);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("priors[0].trials[3]"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hypertune::optimizer
