@@ -651,6 +651,11 @@ const GpBanditSuggester::PriorFit* GpBanditSuggester::FitPrior(
   std::vector<Eigen::VectorXd> rows;
   std::vector<double> values;
   for (const PriorStudy& prior : priors) {
+    // Sharing no parameter, a study predicts nothing here.
+    if (std::none_of(prior.shared.begin(), prior.shared.end(),
+                     [](bool b) { return b; })) {
+      continue;
+    }
     for (int j = 0; j < coords.dim(); ++j) {
       if (prior.shared[j] && !prior.trials.empty()) shared[j] = true;
     }

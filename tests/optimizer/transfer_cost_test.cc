@@ -312,6 +312,18 @@ TEST(TransferTest, AnUnrelatedPriorStudyStillFindsTheOptimum) {
   }
 }
 
+TEST(TransferTest, APriorSharingNoParameterIsIgnored) {
+  const SearchSpace space = Box(2, -2, 2);
+  SuggestRequest r;
+  r.space = &space;
+  r.trials_created = 1;
+  r.history = {{{0.0, 0.0}, Outcome::kCompleted, -1.0}};
+  GpBanditSuggester without, with;
+  const Assignment plain = without.Suggest(r).value().front();
+  r.priors = {{PriorTrials(0.3, -0.7, 1, 0), {false, false}}};
+  EXPECT_EQ(with.Suggest(r).value().front(), plain);
+}
+
 TEST(TransferTest, BadPriorsAreRefused) {
   const SearchSpace space = Box(2, -2, 2);
   GpBanditSuggester gp;
