@@ -604,42 +604,38 @@ GpBanditSuggester::BuildTransferModel(const SearchSpace& space, uint64_t seed,
                                       const Eigen::VectorXd& y,
                                       const PriorFit& prior) {
   const Coordinates coords(space);
-  const Eigen::VectorXd targets =
-      y.size() > 0 ? TransformOutputs(y) : Eigen::VectorXd();
-  const auto mean = std::make_shared<const TransferMean>(
-      prior.mean->WithWeight(
-          FitPriorWeight(prior.mean->Unweighted(x), targets)));
-  const Eigen::VectorXd residuals = targets - mean->Values(x);
   absl::StatusOr<MetricModel> m;
   if (x.rows() >= kMinModelPoints) {
-    m = BuildMetricModel(space, seed, x, residuals, Targets::kAsGiven, nullptr,
+    // The study's own model, hyperparameters and all: at weight 0 it is
+    // the model the study would have without a prior.
+    m = BuildMetricModel(space, seed, x, y, Targets::kWarped, nullptr,
                          /*allow_local=*/true, caches_[0]);
   } else {
     // Too few own trials to fit: the hyperparameter prior's mode (unit
-    // signal, little noise), so that the residual is as uncertain as the
-    // prior allows: the prior's noise, fitted to another study, could make
-    // the first own results look like noise.
+    // signal, little noise), as uncertain about the residual as the prior
+    // allows.
     const std::unique_ptr<Kernel> kernel =
         coords.MakeKernel(KernelStructure::kProduct);
     const GpParams params = PriorFor(coords, KernelStructure::kProduct)
                                 .Mode(kernel->num_params());
+    const Eigen::VectorXd targets =
+        y.size() > 0 ? TransformOutputs(y) : Eigen::VectorXd();
     absl::StatusOr<GaussianProcess> gp =
-        GaussianProcess::Create(*kernel, params, x, residuals);
+        GaussianProcess::Create(*kernel, params, x, targets);
     if (!gp.ok()) return gp.status();
     m = MetricModel{*std::move(gp),
                     KernelStructure::kProduct,
                     params,
                     NumericLengthscales(coords, params),
                     x,
-                    residuals,
+                    targets,
                     Eigen::VectorXd::Zero(coords.dim()),
                     Eigen::VectorXd::Ones(coords.dim())};
   }
   if (!m.ok()) return m.status();
-  // From residuals back to targets, the prior now the GP's mean function.
-  m->targets += mean->Values(m->data_x);
-  m->gp.SetPriorMean(mean);
-  m->gp.SetTargets(m->targets);
+  m->gp.SetPriorMean(std::make_shared<const TransferMean>(
+      prior.mean->WithWeight(FitPriorWeight(
+          prior.mean->Unweighted(m->data_x), m->targets))));
   return m;
 }
 

@@ -223,7 +223,7 @@ class GpBanditSuggester final : public Suggester {
   enum class Targets {
     kWarped,        // TransformOutputs (objectives).
     kStandardized,  // (y - mean) / sd (constraints: bounds map alike).
-    kAsGiven,       // y itself (transfer's residuals, already warped).
+    kAsGiven,       // y itself (the transfer prior's, already warped).
   };
   // One metric's GP on the completed trials.
   struct MetricModel {
@@ -273,10 +273,9 @@ class GpBanditSuggester final : public Suggester {
                                    const Eigen::VectorXd& y,
                                    const Eigen::MatrixXd& infeasible,
                                    const PriorFit* prior);
-  // The objective's model with a transfer prior: the GP of the residuals
-  // of y's targets after the weighted prior, with that prior as its mean
-  // function; with fewer than kMinModelPoints trials, the hyperparameter
-  // prior's mode.
+  // The objective's model with a transfer prior: the model without it,
+  // the weighted prior added as its mean function; with fewer than
+  // kMinModelPoints trials, with the hyperparameter prior's mode.
   absl::StatusOr<MetricModel> BuildTransferModel(const SearchSpace& space,
                                                  uint64_t seed,
                                                  const Eigen::MatrixXd& x,

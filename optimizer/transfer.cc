@@ -18,7 +18,7 @@ PriorWeight FitPriorWeight(const Eigen::VectorXd& prior_at_own,
   // 1 + sum m^2, posterior mean (1 + sum m t) / precision.
   const double weight =
       std::max(0.0, (1.0 + (m * t).sum()) / (1.0 + m.square().sum()));
-  return {weight, t_mean - weight * m_mean};
+  return {weight, -weight * m_mean};
 }
 
 TransferMean::TransferMean(GaussianProcess prior, std::vector<bool> shared,

@@ -4,7 +4,9 @@
 // As OSS Vizier's stacked residual GPs (Golovin et al., "Google Vizier",
 // KDD 2017, section 3.3), a GP fitted on the earlier studies' trials gives
 // a prediction m(x), and this study's GP models what is left:
-//   f(x) = offset + weight (m(x) - mean of m over own trials) + GP(x).
+//   f(x) = weight (m(x) - mean of m over own trials) + GP(x),
+// the level being the GP's constant mean. The GP keeps the hyperparameters
+// it has without a prior, so that at weight 0 it is that model exactly.
 // Unlike Vizier, the weight is not fixed at 1: it is the posterior mean of
 // a Bayesian linear regression of this study's targets on m (prior
 // weight ~ N(1, 1), unit residual variance, as the targets are
@@ -32,7 +34,8 @@ struct PriorWeight {
 
 // The weight and offset for own targets t at whose points the prior
 // predicts m: weight = (1 + sum m~ t~) / (1 + sum m~^2) (m~, t~ centred),
-// floored at 0; offset = mean(t) - weight mean(m). No own data: {1, 0}.
+// floored at 0; offset = -weight mean(m), centring the prior on the own
+// trials. No own data: {1, 0}.
 // REQUIRES: prior_at_own.size() == own_targets.size()
 PriorWeight FitPriorWeight(const Eigen::VectorXd& prior_at_own,
                            const Eigen::VectorXd& own_targets);

@@ -184,7 +184,7 @@ TEST(TransferTest, WeightIsOneWithoutDataAndFollowsARelatedStudy) {
   }
   const PriorWeight related = FitPriorWeight(m, t);
   EXPECT_NEAR(related.weight, 2.0, 0.1);
-  EXPECT_NEAR(related.offset + related.weight * 0.5, 2.0, 0.1);
+  EXPECT_NEAR(related.offset, -related.weight * m.mean(), 1e-12);
 }
 
 TEST(TransferTest, WeightOfAnUnrelatedStudyFallsAsOwnDataGrows) {
