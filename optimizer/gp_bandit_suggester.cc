@@ -159,6 +159,17 @@ int ArgMax(const Eigen::VectorXd& y) {
   return static_cast<int>(i);
 }
 
+// Keeps the at most `count` rows of (x, y) nearest the best one, distances
+// in unit lengthscales.
+void KeepNearestBest(const Coordinates& c, int count, Eigen::MatrixXd& x,
+                     Eigen::VectorXd& y) {
+  if (x.rows() <= count) return;
+  const std::vector<int> rows =
+      Nearest(c, x, ArgMax(y), count, Eigen::VectorXd::Ones(c.dim()), 1.0);
+  x = Rows(x, rows);
+  y = Entries(y, rows);
+}
+
 // Numeric lengthscales per dimension (categorical dimensions: 1): the
 // Matérn's parameters come first in MakeMixedKernel's layout.
 Eigen::VectorXd NumericLengthscales(const Coordinates& c,
@@ -326,13 +337,7 @@ GpBanditSuggester::Fit GpBanditSuggester::CheckpointParams(
   const Coordinates coords(space);
   Eigen::MatrixXd xc = x.topRows(c);
   Eigen::VectorXd yc = y.head(c);
-  if (c > options_.max_fit_points) {
-    const std::vector<int> rows =
-        Nearest(coords, xc, ArgMax(yc), options_.max_fit_points,
-                Eigen::VectorXd::Ones(coords.dim()), 1.0);
-    xc = Rows(xc, rows);
-    yc = Entries(yc, rows);
-  }
+  KeepNearestBest(coords, options_.max_fit_points, xc, yc);
   if (cache.fit && cache.fit->Holds(c, seed, allow_additive, xc, yc)) {
     return cache.fit->fit;
   }
@@ -685,23 +690,11 @@ const GpBanditSuggester::PriorFit* GpBanditSuggester::FitPrior(
   }
   prior_.reset();
   // As a local model: the trials nearest the best.
-  if (x.rows() > options_.max_local_points) {
-    const std::vector<int> keep =
-        Nearest(coords, x, ArgMax(y), options_.max_local_points,
-                Eigen::VectorXd::Ones(coords.dim()), 1.0);
-    x = Rows(x, keep);
-    y = Entries(y, keep);
-  }
+  KeepNearestBest(coords, options_.max_local_points, x, y);
   const int n = static_cast<int>(x.rows());
   Eigen::MatrixXd fx = x;
   Eigen::VectorXd fy = y;
-  if (n > options_.max_fit_points) {
-    const std::vector<int> keep =
-        Nearest(coords, x, ArgMax(y), options_.max_fit_points,
-                Eigen::VectorXd::Ones(coords.dim()), 1.0);
-    fx = Rows(x, keep);
-    fy = Entries(y, keep);
-  }
+  KeepNearestBest(coords, options_.max_fit_points, fx, fy);
   const Fit fit = *FitCheckpoint(space, seed, fx, fy, n, /*allow_additive=*/false,
                                  Targets::kAsGiven, options_,
                                  [] { return false; });
@@ -771,7 +764,8 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
   if (IsPlainSingleObjective(request)) {
     return SuggestOneObjective(WithoutMetrics(request, table));
   }
-  if (request.cost.enabled || !request.priors.empty()) {
+  if (request.cost.enabled ||
+      (request.priors != nullptr && !request.priors->empty())) {
     return absl::InvalidArgumentError(
         "cost, priors: cost-aware search and transfer need one objective "
         "and no constraints");
@@ -835,9 +829,10 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestOneObjective(
       options_.initial_trials > 0 ? options_.initial_trials : InitialDesignSize(d);
   const int64_t history_size = static_cast<int64_t>(request.history.size());
   const PriorFit* prior =
-      request.priors.empty() || !coords.tree.empty()
+      request.priors == nullptr || request.priors->empty() ||
+              !coords.tree.empty()
           ? nullptr
-          : FitPrior(space, request.seed, request.priors);
+          : FitPrior(space, request.seed, *request.priors);
   std::vector<Assignment> out;
   std::vector<Eigen::VectorXd> picks;  // This batch's points, model coords.
   std::optional<Model> model;

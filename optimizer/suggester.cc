@@ -59,9 +59,10 @@ absl::Status ValidateCostAndPriors(const SuggestRequest& request) {
           "history[", i, "].cost: must be finite and not negative, got ", c));
     }
   }
+  if (request.priors == nullptr) return absl::OkStatus();
   const size_t dim = request.space->parameters().size();
-  for (size_t p = 0; p < request.priors.size(); ++p) {
-    const PriorStudy& prior = request.priors[p];
+  for (size_t p = 0; p < request.priors->size(); ++p) {
+    const PriorStudy& prior = (*request.priors)[p];
     if (prior.shared.size() != dim) {
       return absl::InvalidArgumentError(absl::StrCat(
           "priors[", p, "].shared: ", prior.shared.size(), " entries for ",

@@ -122,8 +122,9 @@ struct SuggestRequest {
   // Optional: cost-aware search, single objective only (GP_BANDIT).
   CostAwareness cost = {};
   // Optional: earlier studies over this space, oldest first; one objective,
-  // flat spaces only (GP_BANDIT).
-  std::vector<PriorStudy> priors = {};
+  // flat spaces only (GP_BANDIT). Not owned: they change rarely, and a
+  // copy per request would cost as much as the suggestion.
+  const std::vector<PriorStudy>* priors = nullptr;
 };
 
 class Suggester {

@@ -186,15 +186,14 @@ absl::StatusOr<v1::Study> StudyService::CreateStudy(
   v1::Study study = request.study();
   // The owner is whoever calls, never what the request claims.
   study.set_owner(caller.owner);
-  HT_RETURN_IF_ERROR(ValidateStudy(study));
   v1::StudySpec& spec = *study.mutable_spec();
+  // Before validation, which checks what needs GP_BANDIT.
   if (spec.algorithm() == v1::ALGORITHM_UNSPECIFIED) {
     spec.set_algorithm(options_.default_algorithm);
   }
+  HT_RETURN_IF_ERROR(ValidateStudy(study));
   HT_RETURN_IF_ERROR(ToOptimizerAlgorithm(spec.algorithm()).status());
   HT_RETURN_IF_ERROR(ToSearchSpace(spec).status());
-  // Again, now that the server's default algorithm is filled in.
-  HT_RETURN_IF_ERROR(ValidateCostAndTransfer(study.name(), spec));
   for (int i = 0; i < spec.prior_studies_size(); ++i) {
     absl::StatusOr<v1::Study> prior =
         LoadStudyFor(caller, spec.prior_studies(i), Access::kRead);
@@ -962,7 +961,7 @@ absl::StatusOr<std::vector<v1::Trial>> StudyService::ProposeTrials(
         .spent = device_time ? study.device_seconds() : 0,
         .max_trials = study.spec().max_trials()};
   }
-  request.priors = runtime.priors;
+  request.priors = &runtime.priors;
   absl::StatusOr<std::vector<optimizer::Assignment>> points =
       runtime.suggester->Suggest(request);
   if (!points.ok()) return points.status();

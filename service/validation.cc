@@ -181,6 +181,78 @@ absl::Status ValidateMetricRole(const std::string& field,
   return absl::OkStatus();
 }
 
+// The cost-aware and transfer fields of study `study_name`'s spec: GP_BANDIT
+// (the server's default filled in), one objective, no constraints;
+// cost_metric a recorded metric; prior_studies at most kMaxPriorStudies
+// valid names, not the study itself, none twice, on a flat space. Whether
+// they exist is the service's to check.
+absl::Status ValidateCostAndTransfer(const std::string& study_name,
+                                     const v1::StudySpec& spec) {
+  if (!spec.cost_aware() && !spec.cost_metric().empty()) {
+    return Invalid("study.spec.cost_metric", "needs cost_aware: true");
+  }
+  if (!spec.cost_aware() && spec.prior_studies().empty()) {
+    return absl::OkStatus();
+  }
+  const std::string field = spec.cost_aware() ? "study.spec.cost_aware"
+                                              : "study.spec.prior_studies";
+  if (spec.algorithm() != v1::ALGORITHM_UNSPECIFIED &&
+      spec.algorithm() != v1::GP_BANDIT) {
+    return Invalid(field, absl::StrCat("needs algorithm GP_BANDIT, got ",
+                                       v1::Algorithm_Name(spec.algorithm())));
+  }
+  const StudyMetrics metrics(spec);
+  if (metrics.objectives().size() != 1 || !metrics.constraints().empty()) {
+    return Invalid(field, "needs exactly one objective and no constraints");
+  }
+  if (!spec.cost_metric().empty()) {
+    const auto it = std::find_if(
+        spec.metrics().begin(), spec.metrics().end(),
+        [&](const v1::MetricSpec& m) { return m.name() == spec.cost_metric(); });
+    if (it == spec.metrics().end()) {
+      return Invalid("study.spec.cost_metric",
+                     absl::StrFormat("\"%s\" is not one of study.spec.metrics",
+                                     spec.cost_metric()));
+    }
+    if (spec.cost_metric() == metrics.primary().name) {
+      return Invalid("study.spec.cost_metric",
+                     absl::StrFormat("\"%s\" is the objective; name a "
+                                     "recorded metric",
+                                     spec.cost_metric()));
+    }
+  }
+  if (spec.prior_studies_size() > kMaxPriorStudies) {
+    return Invalid("study.spec.prior_studies",
+                   absl::StrFormat("%d studies, over the limit of %d",
+                                   spec.prior_studies_size(),
+                                   kMaxPriorStudies));
+  }
+  absl::flat_hash_set<std::string> priors;
+  for (int i = 0; i < spec.prior_studies_size(); ++i) {
+    const std::string prior_field =
+        absl::StrCat("study.spec.prior_studies[", i, "]");
+    const std::string& name = spec.prior_studies(i);
+    HT_RETURN_IF_ERROR(ValidateStudyName(prior_field, name));
+    if (name == study_name) {
+      return Invalid(prior_field, "a study cannot be its own prior");
+    }
+    if (!priors.insert(name).second) {
+      return Invalid(prior_field,
+                     absl::StrFormat("\"%s\" is listed twice", name));
+    }
+  }
+  if (!spec.prior_studies().empty()) {
+    for (int i = 0; i < spec.parameters_size(); ++i) {
+      if (!spec.parameters(i).parent().empty()) {
+        return Invalid(absl::StrCat("study.spec.parameters[", i, "]"),
+                       "transfer (prior_studies) needs a search space "
+                       "without conditional parameters");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateStudyName(const std::string& field,
@@ -378,73 +450,6 @@ absl::Status ValidateStudy(const v1::Study& study) {
   }
   HT_RETURN_IF_ERROR(ValidateCostAndTransfer(study.name(), spec));
   return ValidateEarlyStopping(spec);
-}
-
-absl::Status ValidateCostAndTransfer(const std::string& study_name,
-                                     const v1::StudySpec& spec) {
-  if (!spec.cost_aware() && !spec.cost_metric().empty()) {
-    return Invalid("study.spec.cost_metric", "needs cost_aware: true");
-  }
-  if (!spec.cost_aware() && spec.prior_studies().empty()) {
-    return absl::OkStatus();
-  }
-  const std::string field = spec.cost_aware() ? "study.spec.cost_aware"
-                                              : "study.spec.prior_studies";
-  if (spec.algorithm() != v1::ALGORITHM_UNSPECIFIED &&
-      spec.algorithm() != v1::GP_BANDIT) {
-    return Invalid(field, absl::StrCat("needs algorithm GP_BANDIT, got ",
-                                       v1::Algorithm_Name(spec.algorithm())));
-  }
-  const StudyMetrics metrics(spec);
-  if (metrics.objectives().size() != 1 || !metrics.constraints().empty()) {
-    return Invalid(field, "needs exactly one objective and no constraints");
-  }
-  if (!spec.cost_metric().empty()) {
-    const auto it = std::find_if(
-        spec.metrics().begin(), spec.metrics().end(),
-        [&](const v1::MetricSpec& m) { return m.name() == spec.cost_metric(); });
-    if (it == spec.metrics().end()) {
-      return Invalid("study.spec.cost_metric",
-                     absl::StrFormat("\"%s\" is not one of study.spec.metrics",
-                                     spec.cost_metric()));
-    }
-    if (spec.cost_metric() == metrics.primary().name) {
-      return Invalid("study.spec.cost_metric",
-                     absl::StrFormat("\"%s\" is the objective; name a "
-                                     "recorded metric",
-                                     spec.cost_metric()));
-    }
-  }
-  if (spec.prior_studies_size() > kMaxPriorStudies) {
-    return Invalid("study.spec.prior_studies",
-                   absl::StrFormat("%d studies, over the limit of %d",
-                                   spec.prior_studies_size(),
-                                   kMaxPriorStudies));
-  }
-  absl::flat_hash_set<std::string> priors;
-  for (int i = 0; i < spec.prior_studies_size(); ++i) {
-    const std::string prior_field =
-        absl::StrCat("study.spec.prior_studies[", i, "]");
-    const std::string& name = spec.prior_studies(i);
-    HT_RETURN_IF_ERROR(ValidateStudyName(prior_field, name));
-    if (name == study_name) {
-      return Invalid(prior_field, "a study cannot be its own prior");
-    }
-    if (!priors.insert(name).second) {
-      return Invalid(prior_field,
-                     absl::StrFormat("\"%s\" is listed twice", name));
-    }
-  }
-  if (!spec.prior_studies().empty()) {
-    for (int i = 0; i < spec.parameters_size(); ++i) {
-      if (!spec.parameters(i).parent().empty()) {
-        return Invalid(absl::StrCat("study.spec.parameters[", i, "]"),
-                       "transfer (prior_studies) needs a search space "
-                       "without conditional parameters");
-      }
-    }
-  }
-  return absl::OkStatus();
 }
 
 absl::Status ValidateEarlyStopping(const v1::StudySpec& spec) {

@@ -47,14 +47,6 @@ absl::Status ValidateTrialId(const std::string& field, int64_t id);
 // search space is built (see conversion.h).
 absl::Status ValidateStudy(const v1::Study& study);
 
-// The cost-aware and transfer fields of study `study_name`'s spec: GP_BANDIT
-// (or unspecified), one objective, no constraints; cost_metric a recorded
-// metric; prior_studies at most kMaxPriorStudies valid names, not the study
-// itself, none twice, on a flat space. Whether they exist is the service's
-// to check.
-absl::Status ValidateCostAndTransfer(const std::string& study_name,
-                                     const v1::StudySpec& spec);
-
 // The early-stopping rule of `spec`: known, with usable fields; ASHA and
 // HYPERBAND need max_resource and forbid tuning "epochs".
 absl::Status ValidateEarlyStopping(const v1::StudySpec& spec);

@@ -88,7 +88,7 @@ absl::StatusOr<RegretRun> RunRegret(const BenchmarkFunction& f,
                     .budget = options.cost_budget,
                     .spent = spent,
                     .max_trials = options.trials};
-    request.priors = options.priors;
+    request.priors = &options.priors;
     absl::StatusOr<std::vector<Assignment>> x = suggester->Suggest(request);
     if (!x.ok()) return x.status();
     trials.push_back({std::move(x->front()), Outcome::kPending, 0.0});

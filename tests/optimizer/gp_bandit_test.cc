@@ -6,23 +6,13 @@
 #include <memory>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "optimizer/initial_design.h"
 #include "optimizer/tpe_suggester.h"
+#include "tests/optimizer/spaces.h"
 
 namespace hypertune::optimizer {
 namespace {
-
-SearchSpace Box(int d, double lo = 0, double hi = 1) {
-  std::vector<ParameterConfig> params(d);
-  for (int j = 0; j < d; ++j) {
-    params[j].name = absl::StrCat("x", j);
-    params[j].min = lo;
-    params[j].max = hi;
-  }
-  return SearchSpace::Create(params).value();
-}
 
 // Maximized: -(x - 0.3)^2 - (y + 0.7)^2 on [-2, 2]^2, optimum 0.
 double Quadratic(const Assignment& a) {

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "optimizer/gp_bandit_suggester.h"
@@ -15,6 +14,7 @@
 #include "optimizer/pareto.h"
 #include "optimizer/suggester.h"
 #include "optimizer/tpe_suggester.h"
+#include "tests/optimizer/spaces.h"
 
 namespace hypertune::optimizer {
 namespace {
@@ -22,12 +22,6 @@ namespace {
 using ::testing::HasSubstr;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-SearchSpace Box(int d) {
-  std::vector<ParameterConfig> params(d);
-  for (int j = 0; j < d; ++j) params[j].name = absl::StrCat("x", j);
-  return SearchSpace::Create(params).value();
-}
 
 SearchSpace MixedSpace() {
   ParameterConfig x, n, c;

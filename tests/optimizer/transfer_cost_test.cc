@@ -1,29 +1,41 @@
 // Cost-aware search (cost_model.h) and transfer from earlier studies
 // (transfer.h), as math and through GP_BANDIT.
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <random>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "optimizer/cost_model.h"
 #include "optimizer/gp.h"
 #include "optimizer/gp_bandit_suggester.h"
 #include "optimizer/kernel.h"
 #include "optimizer/transfer.h"
+#include "tests/optimizer/spaces.h"
 
 namespace hypertune::optimizer {
 namespace {
 
-SearchSpace Box(int d, double lo, double hi) {
-  std::vector<ParameterConfig> params(d);
-  for (int j = 0; j < d; ++j) {
-    params[j].name = absl::StrCat("x", j);
-    params[j].min = lo;
-    params[j].max = hi;
+// Runs `trials` sequential GP_BANDIT trials on `space`: `configure` adds
+// to each request, `observe` completes each suggestion.
+std::vector<Observation> RunStudy(
+    const SearchSpace& space, int trials, uint64_t seed,
+    const std::function<void(SuggestRequest&)>& configure,
+    const std::function<Observation(const Assignment&)>& observe) {
+  GpBanditSuggester gp;
+  std::vector<Observation> history;
+  for (int t = 0; t < trials; ++t) {
+    SuggestRequest r;
+    r.space = &space;
+    r.history = history;
+    r.trials_created = t;
+    r.seed = seed;
+    configure(r);
+    history.push_back(observe(gp.Suggest(r).value().front()));
   }
-  return SearchSpace::Create(params).value();
+  return history;
 }
 
 // A GP with a fixed Matérn kernel on the rows of x.
@@ -95,23 +107,20 @@ struct CostRun {
 };
 
 CostRun RunCostStudy(bool cost_aware, int trials, uint64_t seed) {
-  const SearchSpace space = Box(2, 0, 1);
-  GpBanditSuggester gp;
-  std::vector<Observation> history;
+  const std::vector<Observation> history = RunStudy(
+      Box(2, 0, 1), trials, seed,
+      [&](SuggestRequest& r) {
+        r.cost = {.enabled = cost_aware, .max_trials = trials};
+      },
+      [](const Assignment& a) {
+        Observation o{a, Outcome::kCompleted, OnlyX1(a)};
+        o.cost = CostAlongX0(a);
+        return o;
+      });
   CostRun run;
-  for (int t = 0; t < trials; ++t) {
-    SuggestRequest r;
-    r.space = &space;
-    r.history = history;
-    r.trials_created = t;
-    r.seed = seed;
-    r.cost = {.enabled = cost_aware, .max_trials = trials};
-    const Assignment a = gp.Suggest(r).value().front();
-    Observation o{a, Outcome::kCompleted, OnlyX1(a)};
-    o.cost = CostAlongX0(a);
+  for (const Observation& o : history) {
     run.spent += o.cost;
     run.best = std::max(run.best, o.value);
-    history.push_back(o);
   }
   return run;
 }
@@ -275,21 +284,14 @@ std::vector<Observation> PriorTrials(double a, double b, double scale,
 // Best value of a study on Bowl(0.3, -0.7) after `trials` trials.
 double RunTransferStudy(const std::vector<PriorStudy>& priors, int trials,
                         uint64_t seed) {
-  const SearchSpace space = Box(2, -2, 2);
-  GpBanditSuggester gp;
-  std::vector<Observation> history;
+  const std::vector<Observation> history = RunStudy(
+      Box(2, -2, 2), trials, seed,
+      [&](SuggestRequest& r) { r.priors = &priors; },
+      [](const Assignment& a) {
+        return Observation{a, Outcome::kCompleted, Bowl(a, 0.3, -0.7)};
+      });
   double best = -1e300;
-  for (int t = 0; t < trials; ++t) {
-    SuggestRequest r;
-    r.space = &space;
-    r.history = history;
-    r.trials_created = t;
-    r.seed = seed;
-    r.priors = priors;
-    const Assignment a = gp.Suggest(r).value().front();
-    history.push_back({a, Outcome::kCompleted, Bowl(a, 0.3, -0.7)});
-    best = std::max(best, history.back().value);
-  }
+  for (const Observation& o : history) best = std::max(best, o.value);
   return best;
 }
 
@@ -320,7 +322,9 @@ TEST(TransferTest, APriorSharingNoParameterIsIgnored) {
   r.history = {{{0.0, 0.0}, Outcome::kCompleted, -1.0}};
   GpBanditSuggester without, with;
   const Assignment plain = without.Suggest(r).value().front();
-  r.priors = {{PriorTrials(0.3, -0.7, 1, 0), {false, false}}};
+  const std::vector<PriorStudy> unshared = {
+      {PriorTrials(0.3, -0.7, 1, 0), {false, false}}};
+  r.priors = &unshared;
   EXPECT_EQ(with.Suggest(r).value().front(), plain);
 }
 
@@ -329,12 +333,13 @@ TEST(TransferTest, BadPriorsAreRefused) {
   GpBanditSuggester gp;
   SuggestRequest r;
   r.space = &space;
-  r.priors = {{PriorTrials(0, 0, 1, 0), {true}}};
+  std::vector<PriorStudy> priors = {{PriorTrials(0, 0, 1, 0), {true}}};
+  r.priors = &priors;
   absl::StatusOr<std::vector<Assignment>> s = gp.Suggest(r);
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.status().message().find("priors[0].shared"), std::string::npos);
-  r.priors = {{PriorTrials(0, 0, 1, 0), {true, true}}};
-  r.priors[0].trials[3].outcome = Outcome::kPending;
+  priors = {{PriorTrials(0, 0, 1, 0), {true, true}}};
+  priors[0].trials[3].outcome = Outcome::kPending;
   s = gp.Suggest(r);
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.status().message().find("priors[0].trials[3]"), std::string::npos);
