@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <utility>
 
 namespace hypertune::optimizer {
 namespace {
@@ -149,6 +150,62 @@ Eigen::VectorXd AcquisitionFunction::EvaluateBatch(
           fmean[i] / std::sqrt(kFeasibilityKappa * kFeasibilityKappa + fvar[i]),
           &unused);
     }
+  }
+  return out;
+}
+
+IntegratedAcquisition::IntegratedAcquisition(
+    std::vector<const Acquisition*> parts, bool log_scale)
+    : parts_(std::move(parts)), log_scale_(log_scale) {
+  assert(!parts_.empty());
+}
+
+double IntegratedAcquisition::Evaluate(const Eigen::VectorXd& x,
+                                       Eigen::VectorXd* grad) const {
+  const int k = static_cast<int>(parts_.size());
+  Eigen::VectorXd values(k);
+  std::vector<Eigen::VectorXd> grads(grad ? k : 0);
+  for (int i = 0; i < k; ++i) {
+    values[i] = parts_[i]->Evaluate(x, grad ? &grads[i] : nullptr);
+  }
+  // Weights of the parts in the value's gradient.
+  Eigen::VectorXd weights = Eigen::VectorXd::Constant(k, 1.0 / k);
+  double value = values.mean();
+  if (log_scale_) {
+    const double top = values.maxCoeff();
+    if (!std::isfinite(top)) {
+      if (grad) *grad = Eigen::VectorXd::Zero(x.size());
+      return top;
+    }
+    weights = (values.array() - top).exp();
+    const double total = weights.sum();
+    value = top + std::log(total / k);
+    weights /= total;
+  }
+  if (grad) {
+    *grad = Eigen::VectorXd::Zero(x.size());
+    for (int i = 0; i < k; ++i) {
+      if (weights[i] > 0) *grad += weights[i] * grads[i];
+    }
+  }
+  return value;
+}
+
+Eigen::VectorXd IntegratedAcquisition::EvaluateBatch(
+    const Eigen::MatrixXd& xs) const {
+  Eigen::MatrixXd values(xs.rows(), parts_.size());
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    values.col(static_cast<Eigen::Index>(i)) = parts_[i]->EvaluateBatch(xs);
+  }
+  if (!log_scale_) return values.rowwise().mean();
+  Eigen::VectorXd out(xs.rows());
+  const double log_k = std::log(static_cast<double>(parts_.size()));
+  for (Eigen::Index r = 0; r < xs.rows(); ++r) {
+    const double top = values.row(r).maxCoeff();
+    out[r] = std::isfinite(top)
+                 ? top + std::log((values.row(r).array() - top).exp().sum()) -
+                       log_k
+                 : top;
   }
   return out;
 }

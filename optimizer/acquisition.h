@@ -8,6 +8,8 @@
 #ifndef HYPERTUNE_OPTIMIZER_ACQUISITION_H_
 #define HYPERTUNE_OPTIMIZER_ACQUISITION_H_
 
+#include <vector>
+
 #include <Eigen/Core>
 
 #include "optimizer/gp.h"
@@ -102,6 +104,23 @@ class AcquisitionFunction final : public Acquisition {
   AcquisitionKind kind_;
   double best_;
   double ucb_beta_;
+};
+
+// The average of one acquisition over draws of the model's hyperparameters
+// (hyperparameter_sampling.h), one part per draw. Log-scale parts (LogEI,
+// LogPI) are averaged as what they are the log of: log mean exp.
+class IntegratedAcquisition final : public Acquisition {
+ public:
+  // The parts must outlive this object. REQUIRES: !parts.empty()
+  IntegratedAcquisition(std::vector<const Acquisition*> parts, bool log_scale);
+
+  double Evaluate(const Eigen::VectorXd& x,
+                  Eigen::VectorXd* grad) const override;
+  Eigen::VectorXd EvaluateBatch(const Eigen::MatrixXd& xs) const override;
+
+ private:
+  std::vector<const Acquisition*> parts_;
+  bool log_scale_;
 };
 
 }  // namespace hypertune::optimizer

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "optimizer/conditional.h"
 #include "optimizer/cost_model.h"
+#include "optimizer/hyperparameter_sampling.h"
 #include "optimizer/initial_design.h"
 #include "optimizer/kernel.h"
 #include "optimizer/output_transform.h"
@@ -304,6 +305,9 @@ Standardization StandardizationOf(const Eigen::VectorXd& y) {
 
 struct GpBanditSuggester::Model {
   GaussianProcess gp;
+  // With few trials: models under posterior draws of the hyperparameters,
+  // which the acquisition averages over (empty: gp alone).
+  std::vector<GaussianProcess> draws;
   std::optional<GaussianProcess> feasibility;
   double best;
   Eigen::MatrixXd anchors;
@@ -579,8 +583,8 @@ absl::StatusOr<GpBanditSuggester::Model> GpBanditSuggester::BuildModel(
     m.gp.Predict(prior->x, &mean, &var);
     best = mean.maxCoeff();
   }
-  Model model{std::move(m.gp), std::nullopt, best, Eigen::MatrixXd(), m.lower,
-              m.upper, Eigen::VectorXd::Zero(coords.dim())};
+  Model model{std::move(m.gp), {}, std::nullopt, best, Eigen::MatrixXd(),
+              m.lower, m.upper, Eigen::VectorXd::Zero(coords.dim())};
   // Anchors: the best observed points, best first, then the prior's.
   std::vector<int> order(targets.size());
   std::iota(order.begin(), order.end(), 0);
@@ -596,6 +600,22 @@ absl::StatusOr<GpBanditSuggester::Model> GpBanditSuggester::BuildModel(
     model.anchors = std::move(both);
   }
   model.perturbation_scale = PerturbationScale(coords, m.lengthscales);
+  // Few trials: average over hyperparameter draws (no transfer prior,
+  // whose own weight is fitted at the MAP).
+  if (prior == nullptr && options_.hyperparameter_draws > 0 &&
+      targets.size() <= options_.integrate_below) {
+    const std::unique_ptr<Kernel> kernel = coords.MakeKernel(m.structure);
+    SplitMix64 rng(MixSeeds(seed, static_cast<uint64_t>(targets.size())));
+    const std::vector<GpParams> draws = SampleGpParams(
+        *kernel, m.data_x, targets, m.params, PriorFor(coords, m.structure),
+        options_.min_noise_variance, rng,
+        {.samples = options_.hyperparameter_draws});
+    for (const GpParams& params : draws) {
+      absl::StatusOr<GaussianProcess> draw =
+          GaussianProcess::Create(*kernel, params, m.data_x, targets);
+      if (draw.ok()) model.draws.push_back(*std::move(draw));
+    }
+  }
   if (infeasible.rows() > 0) {
     model.feasibility =
         FeasibilityClassifier(coords, m.data_x, infeasible, m.params, m.structure);
@@ -752,6 +772,10 @@ void GpBanditSuggester::AddFantasy(const Eigen::VectorXd& x, Model& model) {
   // does the plain kriging believer (the posterior mean): better regret at
   // 50 trials with 4 workers, but near-duplicate batches.
   (void)model.gp.AddPoint(x, std::min(mean[0], model.best), kFantasyNoise);
+  for (GaussianProcess& draw : model.draws) {
+    draw.Predict(x.transpose(), &mean, &var);
+    (void)draw.AddPoint(x, std::min(mean[0], model.best), kFantasyNoise);
+  }
 }
 
 absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
@@ -825,8 +849,8 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestOneObjective(
     return m;
   };
 
-  const int initial =
-      options_.initial_trials > 0 ? options_.initial_trials : InitialDesignSize(d);
+  const int initial = options_.initial_trials > 0 ? options_.initial_trials
+                                                  : InitialDesignSize(d, 1);
   const int64_t history_size = static_cast<int64_t>(request.history.size());
   const PriorFit* prior =
       request.priors == nullptr || request.priors->empty() ||
@@ -908,13 +932,31 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestOneObjective(
         const AcquisitionFunction improvement(
             &model->gp, model->feasibility ? &*model->feasibility : nullptr,
             options_.acquisition, model->best, options_.ucb_beta);
+        // Averaged over the hyperparameter draws, when there are some.
+        std::vector<AcquisitionFunction> parts;
+        std::vector<const Acquisition*> part_ptrs;
+        parts.reserve(model->draws.size());
+        for (const GaussianProcess& draw : model->draws) {
+          parts.emplace_back(
+              &draw, model->feasibility ? &*model->feasibility : nullptr,
+              options_.acquisition, model->best, options_.ucb_beta);
+          part_ptrs.push_back(&parts.back());
+        }
+        std::optional<IntegratedAcquisition> integrated;
+        if (!part_ptrs.empty()) {
+          integrated.emplace(std::move(part_ptrs),
+                             options_.acquisition != AcquisitionKind::kUcb);
+        }
+        const Acquisition& expected =
+            integrated ? static_cast<const Acquisition&>(*integrated)
+                       : improvement;
         std::optional<CostPerUnitAcquisition> per_cost;
         if (cost_model) {
-          per_cost.emplace(&improvement, &cost_model->gp, cost_exponent,
+          per_cost.emplace(&expected, &cost_model->gp, cost_exponent,
                            cost_model->target_scale);
         }
         const Acquisition& acquisition =
-            per_cost ? static_cast<const Acquisition&>(*per_cost) : improvement;
+            per_cost ? static_cast<const Acquisition&>(*per_cost) : expected;
         AcquisitionDomain domain{coords.categories, model->lower, model->upper,
                                  [&](Eigen::VectorXd& x) { coords.Snap(space, x); }};
         const std::vector<ScoredPoint> ranked = MaximizeAcquisition(
@@ -1197,7 +1239,9 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestWithMetrics(
   };
 
   const int initial =
-      options_.initial_trials > 0 ? options_.initial_trials : InitialDesignSize(d);
+      options_.initial_trials > 0
+          ? options_.initial_trials
+          : InitialDesignSize(d, num_objectives + num_constraints);
   const int64_t history_size = static_cast<int64_t>(request.history.size());
   std::vector<Assignment> out;
   std::vector<Eigen::VectorXd> picks;  // This batch's points, model coords.

@@ -152,6 +152,47 @@ TEST(AcquisitionFunctionTest, GradientMatchesFiniteDifferences) {
   }
 }
 
+TEST(IntegratedAcquisitionTest, AveragesWhatTheLogIsOfAndDifferentiates) {
+  const Model m = MakeModel();
+  // A second model: the same data under a shorter lengthscale.
+  GpParams p = m.gp.params();
+  p.kernel.array() -= 1.0;
+  const GaussianProcess other =
+      GaussianProcess::Create(m.gp.kernel(), p, m.gp.x(), m.gp.y()).value();
+  const AcquisitionFunction a(&m.gp, nullptr, AcquisitionKind::kLogEi, 0.0, 1.8);
+  const AcquisitionFunction b(&other, nullptr, AcquisitionKind::kLogEi, 0.0, 1.8);
+  const IntegratedAcquisition both({&a, &b}, /*log_scale=*/true);
+  const IntegratedAcquisition alone({&a}, /*log_scale=*/true);
+  const AcquisitionFunction ua(&m.gp, nullptr, AcquisitionKind::kUcb, 0.0, 1.8);
+  const AcquisitionFunction ub(&other, nullptr, AcquisitionKind::kUcb, 0.0, 1.8);
+  const IntegratedAcquisition ucb({&ua, &ub}, /*log_scale=*/false);
+  for (const Eigen::Vector2d& x :
+       {Eigen::Vector2d(0.2, 0.7), Eigen::Vector2d(0.9, 0.05)}) {
+    const double va = a.Evaluate(x, nullptr), vb = b.Evaluate(x, nullptr);
+    ASSERT_NE(va, vb);
+    // log((EI_a + EI_b) / 2), and the plain mean for UCB.
+    EXPECT_NEAR(both.Evaluate(x, nullptr),
+                std::log((std::exp(va) + std::exp(vb)) / 2), 1e-12);
+    EXPECT_NEAR(ucb.Evaluate(x, nullptr),
+                (ua.Evaluate(x, nullptr) + ub.Evaluate(x, nullptr)) / 2, 1e-12);
+    EXPECT_NEAR(alone.Evaluate(x, nullptr), va, 1e-12);
+    for (const IntegratedAcquisition* acq : {&both, &ucb}) {
+      Eigen::VectorXd grad;
+      const double value = acq->Evaluate(x, &grad);
+      EXPECT_NEAR(value, acq->EvaluateBatch(x.transpose())[0], 1e-10);
+      for (int j = 0; j < 2; ++j) {
+        const double h = 1e-6;
+        Eigen::Vector2d up = x, down = x;
+        up[j] += h;
+        down[j] -= h;
+        const double fd =
+            (acq->Evaluate(up, nullptr) - acq->Evaluate(down, nullptr)) / (2 * h);
+        EXPECT_NEAR(grad[j], fd, 1e-5 * (1 + std::abs(fd)));
+      }
+    }
+  }
+}
+
 TEST(MaximizeAcquisitionTest, FindsTheMaximumAndRanksResults) {
   const Model m = MakeModel();
   const AcquisitionFunction acq(&m.gp, nullptr, AcquisitionKind::kUcb, 0, 0);

@@ -94,6 +94,33 @@ TEST(GpBanditTest, FreshInstanceReplayingARequestAgrees) {
   }
 }
 
+// With few trials the acquisition averages over hyperparameter draws, so
+// the pick differs from the MAP-only one; past integrate_below both are the
+// MAP model's.
+TEST(GpBanditTest, AveragesOverHyperparameterDrawsOnlyWhileTrialsAreFew) {
+  const SearchSpace space = Box(2, -2, 2);
+  GpBanditOptions map_only;
+  map_only.hyperparameter_draws = 0;
+  GpBanditOptions integrated;
+  integrated.integrate_below = 12;
+  GpBanditSuggester driver;
+  const std::vector<Observation> h = RunStudy(driver, space, Quadratic, 14, 4);
+  auto pick = [&](const GpBanditOptions& options, int n) {
+    SuggestRequest r;
+    r.space = &space;
+    r.history.assign(h.begin(), h.begin() + n);
+    r.trials_created = n;
+    r.seed = 4;
+    GpBanditSuggester gp(options);
+    return gp.Suggest(r).value().front();
+  };
+  int differ = 0;
+  for (int n = 6; n <= 12; ++n) differ += pick(map_only, n) != pick(integrated, n);
+  EXPECT_GE(differ, 4);
+  EXPECT_EQ(pick(map_only, 13), pick(integrated, 13));
+  EXPECT_EQ(pick(map_only, 14), pick(integrated, 14));
+}
+
 // Jobs handed to a background runner, run only when the test says so.
 struct HeldJobs {
   std::vector<BackgroundJob> jobs;
@@ -342,9 +369,12 @@ TEST(TpeTest, BeatsRandomOnASimpleFunctionAcrossSeeds) {
 }
 
 TEST(InitialDesignTest, CentreThenSobol) {
-  EXPECT_EQ(InitialDesignSize(1), 5);
-  EXPECT_EQ(InitialDesignSize(4), 8);
-  EXPECT_EQ(InitialDesignSize(30), 10);
+  EXPECT_EQ(InitialDesignSize(1, 1), 3);
+  EXPECT_EQ(InitialDesignSize(4, 1), 5);
+  EXPECT_EQ(InitialDesignSize(30, 1), 10);
+  EXPECT_EQ(InitialDesignSize(1, 2), 5);
+  EXPECT_EQ(InitialDesignSize(4, 3), 8);
+  EXPECT_EQ(InitialDesignSize(30, 2), 10);
   EXPECT_EQ(InitialDesignPoint(3, 7, 0), Eigen::VectorXd::Constant(3, 0.5));
   EXPECT_NE(InitialDesignPoint(3, 7, 1), InitialDesignPoint(3, 8, 1));
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "optimizer/hyperparameter_sampling.h"
 #include "optimizer/kernel.h"
 #include "optimizer/output_transform.h"
 
@@ -60,6 +61,50 @@ TEST(NegLogPosteriorTest, GradientMatchesFiniteDifferences) {
   };
   check(*MakeMixedKernel({false, false, false}), data);
   check(*MakeMixedKernel(categorical), mixed);
+}
+
+TEST(SampleGpParamsTest, DrawsStayInBoundsAndFollowTheData) {
+  // y varies along x0 only: the draws give x1 the longer lengthscale, and
+  // are reproducible from the generator's seed.
+  std::mt19937_64 engine(3);
+  std::uniform_real_distribution<double> unit(0, 1);
+  Eigen::MatrixXd x(30, 2);
+  Eigen::VectorXd y(30);
+  for (int i = 0; i < 30; ++i) {
+    x(i, 0) = unit(engine);
+    x(i, 1) = unit(engine);
+    y[i] = std::sin(6 * x(i, 0));
+  }
+  y = Standardize(y);
+  const auto kernel = MakeMixedKernel({false, false});
+  const GpPrior prior = GpPrior::ForDimension(2);
+  const double min_noise = 1e-6;
+  const GpParams start =
+      FitGpParams(*kernel, x, y, {prior.Mode(2)}, prior, min_noise, 60);
+  SplitMix64 rng(11);
+  const std::vector<GpParams> draws = SampleGpParams(
+      *kernel, x, y, start, prior, min_noise, rng, {.samples = 12});
+  ASSERT_EQ(draws.size(), 12u);
+  const ParamBounds bounds = GpParamBounds(2, min_noise);
+  double log_l0 = 0, log_l1 = 0;
+  int distinct = 0;
+  for (size_t k = 0; k < draws.size(); ++k) {
+    const Eigen::VectorXd flat = draws[k].Flat();
+    EXPECT_TRUE((flat.array() >= bounds.lower.array()).all());
+    EXPECT_TRUE((flat.array() <= bounds.upper.array()).all());
+    log_l0 += draws[k].kernel[0] / draws.size();
+    log_l1 += draws[k].kernel[1] / draws.size();
+    if (k > 0 && !(draws[k] == draws[k - 1])) ++distinct;
+  }
+  // A chain that never moved would return copies of the start.
+  EXPECT_GE(distinct, 6);
+  // Around the MAP fit along x0; far longer along the irrelevant x1.
+  EXPECT_NEAR(log_l0, start.kernel[0], 0.5);
+  EXPECT_GT(log_l1, log_l0 + 1.0);
+  SplitMix64 again(11);
+  const std::vector<GpParams> replay = SampleGpParams(
+      *kernel, x, y, start, prior, min_noise, again, {.samples = 12});
+  for (size_t k = 0; k < draws.size(); ++k) EXPECT_TRUE(replay[k] == draws[k]);
 }
 
 TEST(GaussianProcessTest, IncrementalCholeskyAgreesWithFullFactorization) {
