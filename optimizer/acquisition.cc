@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <utility>
 
 namespace hypertune::optimizer {
 namespace {
@@ -155,9 +154,15 @@ Eigen::VectorXd AcquisitionFunction::EvaluateBatch(
 }
 
 IntegratedAcquisition::IntegratedAcquisition(
-    std::vector<const Acquisition*> parts, bool log_scale)
-    : parts_(std::move(parts)), log_scale_(log_scale) {
-  assert(!parts_.empty());
+    const std::vector<GaussianProcess>& models,
+    const GaussianProcess* feasibility, AcquisitionKind kind, double best,
+    double ucb_beta)
+    : log_scale_(kind != AcquisitionKind::kUcb) {
+  assert(!models.empty());
+  parts_.reserve(models.size());
+  for (const GaussianProcess& model : models) {
+    parts_.emplace_back(&model, feasibility, kind, best, ucb_beta);
+  }
 }
 
 double IntegratedAcquisition::Evaluate(const Eigen::VectorXd& x,
@@ -166,7 +171,7 @@ double IntegratedAcquisition::Evaluate(const Eigen::VectorXd& x,
   Eigen::VectorXd values(k);
   std::vector<Eigen::VectorXd> grads(grad ? k : 0);
   for (int i = 0; i < k; ++i) {
-    values[i] = parts_[i]->Evaluate(x, grad ? &grads[i] : nullptr);
+    values[i] = parts_[i].Evaluate(x, grad ? &grads[i] : nullptr);
   }
   // Weights of the parts in the value's gradient.
   Eigen::VectorXd weights = Eigen::VectorXd::Constant(k, 1.0 / k);
@@ -195,7 +200,7 @@ Eigen::VectorXd IntegratedAcquisition::EvaluateBatch(
     const Eigen::MatrixXd& xs) const {
   Eigen::MatrixXd values(xs.rows(), parts_.size());
   for (size_t i = 0; i < parts_.size(); ++i) {
-    values.col(static_cast<Eigen::Index>(i)) = parts_[i]->EvaluateBatch(xs);
+    values.col(static_cast<Eigen::Index>(i)) = parts_[i].EvaluateBatch(xs);
   }
   if (!log_scale_) return values.rowwise().mean();
   Eigen::VectorXd out(xs.rows());

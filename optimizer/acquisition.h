@@ -106,20 +106,29 @@ class AcquisitionFunction final : public Acquisition {
   double ucb_beta_;
 };
 
-// The average of one acquisition over draws of the model's hyperparameters
-// (hyperparameter_sampling.h), one part per draw. Log-scale parts (LogEI,
-// LogPI) are averaged as what they are the log of: log mean exp.
+// One acquisition averaged over models of the same data under different
+// hyperparameters (posterior draws, hyperparameter_sampling.h): the
+// integrated acquisition of Snoek et al. (NeurIPS 2012). LogEI and LogPI are
+// averaged as what they are the log of (log mean exp), UCB as it is.
 class IntegratedAcquisition final : public Acquisition {
  public:
-  // The parts must outlive this object. REQUIRES: !parts.empty()
-  IntegratedAcquisition(std::vector<const Acquisition*> parts, bool log_scale);
+  // The models must outlive this object; feasibility may be null.
+  // REQUIRES: !models.empty()
+  IntegratedAcquisition(const std::vector<GaussianProcess>& models,
+                        const GaussianProcess* feasibility,
+                        AcquisitionKind kind, double best, double ucb_beta);
+  // Temporaries would not outlive it.
+  IntegratedAcquisition(std::vector<GaussianProcess>&& models,
+                        const GaussianProcess* feasibility,
+                        AcquisitionKind kind, double best,
+                        double ucb_beta) = delete;
 
   double Evaluate(const Eigen::VectorXd& x,
                   Eigen::VectorXd* grad) const override;
   Eigen::VectorXd EvaluateBatch(const Eigen::MatrixXd& xs) const override;
 
  private:
-  std::vector<const Acquisition*> parts_;
+  std::vector<AcquisitionFunction> parts_;
   bool log_scale_;
 };
 

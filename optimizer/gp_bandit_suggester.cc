@@ -933,19 +933,12 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestOneObjective(
             &model->gp, model->feasibility ? &*model->feasibility : nullptr,
             options_.acquisition, model->best, options_.ucb_beta);
         // Averaged over the hyperparameter draws, when there are some.
-        std::vector<AcquisitionFunction> parts;
-        std::vector<const Acquisition*> part_ptrs;
-        parts.reserve(model->draws.size());
-        for (const GaussianProcess& draw : model->draws) {
-          parts.emplace_back(
-              &draw, model->feasibility ? &*model->feasibility : nullptr,
-              options_.acquisition, model->best, options_.ucb_beta);
-          part_ptrs.push_back(&parts.back());
-        }
         std::optional<IntegratedAcquisition> integrated;
-        if (!part_ptrs.empty()) {
-          integrated.emplace(std::move(part_ptrs),
-                             options_.acquisition != AcquisitionKind::kUcb);
+        if (!model->draws.empty()) {
+          integrated.emplace(
+              model->draws,
+              model->feasibility ? &*model->feasibility : nullptr,
+              options_.acquisition, model->best, options_.ucb_beta);
         }
         const Acquisition& expected =
             integrated ? static_cast<const Acquisition&>(*integrated)

@@ -154,18 +154,21 @@ TEST(AcquisitionFunctionTest, GradientMatchesFiniteDifferences) {
 
 TEST(IntegratedAcquisitionTest, AveragesWhatTheLogIsOfAndDifferentiates) {
   const Model m = MakeModel();
-  // A second model: the same data under a shorter lengthscale.
+  // A second model: the same data under shorter lengthscales.
   GpParams p = m.gp.params();
   p.kernel.array() -= 1.0;
-  const GaussianProcess other =
-      GaussianProcess::Create(m.gp.kernel(), p, m.gp.x(), m.gp.y()).value();
-  const AcquisitionFunction a(&m.gp, nullptr, AcquisitionKind::kLogEi, 0.0, 1.8);
-  const AcquisitionFunction b(&other, nullptr, AcquisitionKind::kLogEi, 0.0, 1.8);
-  const IntegratedAcquisition both({&a, &b}, /*log_scale=*/true);
-  const IntegratedAcquisition alone({&a}, /*log_scale=*/true);
-  const AcquisitionFunction ua(&m.gp, nullptr, AcquisitionKind::kUcb, 0.0, 1.8);
-  const AcquisitionFunction ub(&other, nullptr, AcquisitionKind::kUcb, 0.0, 1.8);
-  const IntegratedAcquisition ucb({&ua, &ub}, /*log_scale=*/false);
+  const std::vector<GaussianProcess> models = {
+      m.gp, GaussianProcess::Create(m.gp.kernel(), p, m.gp.x(), m.gp.y()).value()};
+  const AcquisitionFunction a(&models[0], nullptr, AcquisitionKind::kLogEi, 0.0, 1.8);
+  const AcquisitionFunction b(&models[1], nullptr, AcquisitionKind::kLogEi, 0.0, 1.8);
+  const AcquisitionFunction ua(&models[0], nullptr, AcquisitionKind::kUcb, 0.0, 1.8);
+  const AcquisitionFunction ub(&models[1], nullptr, AcquisitionKind::kUcb, 0.0, 1.8);
+  const IntegratedAcquisition both(models, nullptr, AcquisitionKind::kLogEi, 0.0, 1.8);
+  const std::vector<GaussianProcess> first = {models[0]};
+  const IntegratedAcquisition alone(first, nullptr, AcquisitionKind::kLogEi, 0.0, 1.8);
+  const IntegratedAcquisition ucb(models, nullptr, AcquisitionKind::kUcb, 0.0, 1.8);
+  const IntegratedAcquisition feasible(models, &m.feasibility,
+                                       AcquisitionKind::kLogEi, 0.0, 1.8);
   for (const Eigen::Vector2d& x :
        {Eigen::Vector2d(0.2, 0.7), Eigen::Vector2d(0.9, 0.05)}) {
     const double va = a.Evaluate(x, nullptr), vb = b.Evaluate(x, nullptr);
@@ -176,7 +179,7 @@ TEST(IntegratedAcquisitionTest, AveragesWhatTheLogIsOfAndDifferentiates) {
     EXPECT_NEAR(ucb.Evaluate(x, nullptr),
                 (ua.Evaluate(x, nullptr) + ub.Evaluate(x, nullptr)) / 2, 1e-12);
     EXPECT_NEAR(alone.Evaluate(x, nullptr), va, 1e-12);
-    for (const IntegratedAcquisition* acq : {&both, &ucb}) {
+    for (const IntegratedAcquisition* acq : {&both, &ucb, &feasible}) {
       Eigen::VectorXd grad;
       const double value = acq->Evaluate(x, &grad);
       EXPECT_NEAR(value, acq->EvaluateBatch(x.transpose())[0], 1e-10);
