@@ -21,8 +21,8 @@ namespace hypertune::optimizer {
 struct HyperparameterSamplingOptions {
   // Draws returned (default 16).
   int samples = 16;
-  // Steps discarded before the first draw (default 8) and between draws
-  // (default 2).
+  // Steps discarded before the first draw (default 8); after them every
+  // thin-th step is a draw (default 2).
   int burn_in = 8;
   int thin = 2;
 };
