@@ -604,15 +604,15 @@ absl::StatusOr<GpBanditSuggester::Model> GpBanditSuggester::BuildModel(
   // whose own weight is fitted at the MAP).
   if (prior == nullptr && options_.hyperparameter_draws > 0 &&
       targets.size() <= options_.integrate_below) {
-    const std::unique_ptr<Kernel> kernel = coords.MakeKernel(m.structure);
+    const Kernel& kernel = model.gp.kernel();
     SplitMix64 rng(MixSeeds(seed, static_cast<uint64_t>(targets.size())));
     const std::vector<GpParams> draws = SampleGpParams(
-        *kernel, m.data_x, targets, m.params, PriorFor(coords, m.structure),
+        kernel, m.data_x, targets, m.params, PriorFor(coords, m.structure),
         options_.min_noise_variance, rng,
         {.samples = options_.hyperparameter_draws});
     for (const GpParams& params : draws) {
       absl::StatusOr<GaussianProcess> draw =
-          GaussianProcess::Create(*kernel, params, m.data_x, targets);
+          GaussianProcess::Create(kernel, params, m.data_x, targets);
       if (draw.ok()) model.draws.push_back(*std::move(draw));
     }
   }

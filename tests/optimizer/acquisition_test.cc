@@ -127,6 +127,23 @@ Model MakeModel() {
           GaussianProcess::Create(*kernel, p, x, labels).value()};
 }
 
+// The gradient Evaluate gives at x against central differences, and its
+// value against EvaluateBatch's.
+void ExpectConsistentAt(const Acquisition& acq, const Eigen::Vector2d& x) {
+  Eigen::VectorXd grad;
+  const double value = acq.Evaluate(x, &grad);
+  EXPECT_NEAR(value, acq.EvaluateBatch(x.transpose())[0], 1e-10);
+  for (int j = 0; j < 2; ++j) {
+    const double h = 1e-6;
+    Eigen::Vector2d up = x, down = x;
+    up[j] += h;
+    down[j] -= h;
+    const double fd =
+        (acq.Evaluate(up, nullptr) - acq.Evaluate(down, nullptr)) / (2 * h);
+    EXPECT_NEAR(grad[j], fd, 1e-5 * (1 + std::abs(fd)));
+  }
+}
+
 TEST(AcquisitionFunctionTest, GradientMatchesFiniteDifferences) {
   const Model m = MakeModel();
   for (AcquisitionKind kind :
@@ -135,18 +152,7 @@ TEST(AcquisitionFunctionTest, GradientMatchesFiniteDifferences) {
       const AcquisitionFunction acq(&m.gp, feasibility, kind, 0.0, 1.8);
       for (const Eigen::Vector2d& x :
            {Eigen::Vector2d(0.2, 0.7), Eigen::Vector2d(0.9, 0.05)}) {
-        Eigen::VectorXd grad;
-        const double value = acq.Evaluate(x, &grad);
-        EXPECT_NEAR(value, acq.EvaluateBatch(x.transpose())[0], 1e-10);
-        for (int j = 0; j < 2; ++j) {
-          const double h = 1e-6;
-          Eigen::Vector2d up = x, down = x;
-          up[j] += h;
-          down[j] -= h;
-          const double fd =
-              (acq.Evaluate(up, nullptr) - acq.Evaluate(down, nullptr)) / (2 * h);
-          EXPECT_NEAR(grad[j], fd, 1e-5 * (1 + std::abs(fd)));
-        }
+        ExpectConsistentAt(acq, x);
       }
     }
   }
@@ -180,18 +186,7 @@ TEST(IntegratedAcquisitionTest, AveragesWhatTheLogIsOfAndDifferentiates) {
                 (ua.Evaluate(x, nullptr) + ub.Evaluate(x, nullptr)) / 2, 1e-12);
     EXPECT_NEAR(alone.Evaluate(x, nullptr), va, 1e-12);
     for (const IntegratedAcquisition* acq : {&both, &ucb, &feasible}) {
-      Eigen::VectorXd grad;
-      const double value = acq->Evaluate(x, &grad);
-      EXPECT_NEAR(value, acq->EvaluateBatch(x.transpose())[0], 1e-10);
-      for (int j = 0; j < 2; ++j) {
-        const double h = 1e-6;
-        Eigen::Vector2d up = x, down = x;
-        up[j] += h;
-        down[j] -= h;
-        const double fd =
-            (acq->Evaluate(up, nullptr) - acq->Evaluate(down, nullptr)) / (2 * h);
-        EXPECT_NEAR(grad[j], fd, 1e-5 * (1 + std::abs(fd)));
-      }
+      ExpectConsistentAt(*acq, x);
     }
   }
 }
