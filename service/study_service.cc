@@ -791,38 +791,26 @@ void StudyService::ServeSuggestions(
 
 absl::Status StudyService::LoadSuggestionState(const std::string& name,
                                                SuggestionState& state) {
-  absl::StatusOr<v1::Study> study = store_->GetStudy(name);
-  if (!study.ok()) return study.status();
-  state.study = *std::move(study);
-  auto counts = store_->CountTrials(name);
-  if (!counts.ok()) return counts.status();
-  state.counts = *std::move(counts);
+  absl::StatusOr<storage::StudyOverview> overview = store_->GetStudyOverview(
+      name, {v1::Trial::REQUESTED, v1::Trial::ACTIVE, v1::Trial::STOPPING});
+  if (!overview.ok()) return overview.status();
+  state.study = std::move(overview->study);
+  state.counts = std::move(overview->counts);
+  for (v1::Trial& t : overview->trials) {
+    (t.state() == v1::Trial::REQUESTED ? state.queued : state.running)
+        .push_back(std::move(t));
+  }
   auto count_of = [&](v1::Trial::State s) {
     auto it = state.counts.find(s);
     return it == state.counts.end() ? int64_t{0} : it->second;
   };
-  auto list = [&](std::vector<v1::Trial::State> states,
-                  std::vector<v1::Trial>& out) -> absl::Status {
-    storage::TrialQuery query;
-    query.states = std::move(states);
-    absl::StatusOr<std::vector<v1::Trial>> trials =
-        store_->ListTrials(name, query);
-    if (!trials.ok()) return trials.status();
-    out = *std::move(trials);
-    return absl::OkStatus();
-  };
-  if (count_of(v1::Trial::REQUESTED) > 0) {
-    HT_RETURN_IF_ERROR(list({v1::Trial::REQUESTED}, state.queued));
-  }
-  if (count_of(v1::Trial::ACTIVE) + count_of(v1::Trial::STOPPING) > 0) {
-    HT_RETURN_IF_ERROR(
-        list({v1::Trial::ACTIVE, v1::Trial::STOPPING}, state.running));
-  }
   if (HasRungs(state.study.spec()) &&
       state.study.spec().early_stopping().pause_at_rungs() &&
       count_of(v1::Trial::PAUSED) > 0 &&
       state.study.state() == v1::Study::ACTIVE) {
-    HT_RETURN_IF_ERROR(list({}, state.all_trials));
+    absl::StatusOr<std::vector<v1::Trial>> all = store_->ListTrials(name, {});
+    if (!all.ok()) return all.status();
+    state.all_trials = *std::move(all);
   }
   return absl::OkStatus();
 }

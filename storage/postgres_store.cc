@@ -1,5 +1,6 @@
 #include "storage/postgres_store.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -62,8 +63,12 @@ absl::Status PostgresStore::Use(
 
 absl::Status PostgresStore::CreateStudy(const v1::Study& study) {
   const std::string what = absl::StrCat("creating ", StudyLabel(study.name()));
-  return Use(
-      [&](Connection& db) { return postgres::InsertStudy(db, study, what); });
+  absl::Status status =
+      Use([&](Connection& db) { return postgres::InsertStudy(db, study, what); });
+  if (!status.ok()) return status;
+  absl::MutexLock lock(&last_trial_ids_mu_);
+  last_trial_ids_[study.name()] = 0;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::Study> PostgresStore::GetStudy(std::string_view name) {
@@ -100,6 +105,10 @@ absl::Status PostgresStore::ModifyStudy(
 
 absl::Status PostgresStore::DeleteStudy(std::string_view name) {
   const std::string what = absl::StrCat("deleting ", StudyLabel(name));
+  {
+    absl::MutexLock lock(&last_trial_ids_mu_);
+    last_trial_ids_.erase(std::string(name));
+  }
   return Use(
       [&](Connection& db) { return postgres::DeleteStudy(db, name, what); });
 }
@@ -110,10 +119,20 @@ absl::StatusOr<std::vector<v1::Trial>> PostgresStore::CreateTrials(
     std::string_view study_name, std::vector<v1::Trial> trials) {
   const std::string what =
       absl::StrCat("creating trials in ", StudyLabel(study_name));
+  std::optional<int64_t> guess;
+  {
+    absl::MutexLock lock(&last_trial_ids_mu_);
+    auto known = last_trial_ids_.find(std::string(study_name));
+    if (known != last_trial_ids_.end()) guess = known->second;
+  }
+  absl::StatusOr<int64_t> last_id;
   absl::Status status = Use([&](Connection& db) {
-    return postgres::InsertTrials(db, study_name, trials, what);
+    last_id = postgres::InsertTrials(db, study_name, trials, guess, what);
+    return last_id.status();
   });
   if (!status.ok()) return status;
+  absl::MutexLock lock(&last_trial_ids_mu_);
+  last_trial_ids_[std::string(study_name)] = *last_id;
   return trials;
 }
 
@@ -139,6 +158,20 @@ absl::StatusOr<StudyWithTrial> PostgresStore::GetStudyWithTrial(
   });
   if (!status.ok()) return status;
   return read;
+}
+
+absl::StatusOr<StudyOverview> PostgresStore::GetStudyOverview(
+    std::string_view name, const std::vector<v1::Trial::State>& states) {
+  if (states.empty()) {
+    return absl::InvalidArgumentError("states: name at least one trial state");
+  }
+  const std::string what = absl::StrCat("reading ", StudyLabel(name));
+  StudyOverview overview;
+  absl::Status status = Use([&](Connection& db) {
+    return postgres::LoadStudyOverview(db, name, states, what, overview);
+  });
+  if (!status.ok()) return status;
+  return overview;
 }
 
 absl::Status PostgresStore::UpdateTrial(const v1::Trial& trial) {

@@ -38,6 +38,10 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
@@ -86,6 +90,9 @@ class PostgresStore : public StudyStore {
                                      int64_t trial_id) override;
   absl::StatusOr<StudyWithTrial> GetStudyWithTrial(std::string_view study_name,
                                                    int64_t trial_id) override;
+  absl::StatusOr<StudyOverview> GetStudyOverview(
+      std::string_view name,
+      const std::vector<v1::Trial::State>& states) override;
   absl::Status UpdateTrial(const v1::Trial& trial) override;
   absl::Status UpdateTrialIf(const v1::Trial& trial,
                              const TrialVersion& read) override;
@@ -121,6 +128,12 @@ class PostgresStore : public StudyStore {
   absl::Status ReplaceTrial(const v1::Trial& trial, const TrialVersion* read);
 
   const std::string shown_url_;
+  // Per study, its last trial id as this store last saw it: a guess that
+  // lets CreateTrials take ids and insert in one statement (checked there,
+  // so a stale guess costs only the slower path).
+  absl::Mutex last_trial_ids_mu_;
+  absl::flat_hash_map<std::string, int64_t> last_trial_ids_
+      ABSL_GUARDED_BY(last_trial_ids_mu_);
   // Kept behind a pointer so that this header does not need libpq's.
   const std::unique_ptr<postgres::ConnectionPool> pool_;
 };

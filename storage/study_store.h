@@ -68,6 +68,15 @@ struct StudyWithTrial {
   absl::StatusOr<v1::Trial> trial;
 };
 
+// A study with its trial counts and some of its trials, read together.
+struct StudyOverview {
+  v1::Study study;
+  // Trials by state (absent states: none).
+  absl::flat_hash_map<v1::Trial::State, int64_t> counts;
+  // The trials in the states asked for, by increasing id.
+  std::vector<v1::Trial> trials;
+};
+
 class StudyStore {
  public:
   virtual ~StudyStore() = default;
@@ -113,6 +122,34 @@ class StudyStore {
     absl::StatusOr<v1::Study> study = GetStudy(study_name);
     if (!study.ok()) return study.status();
     return StudyWithTrial{*std::move(study), GetTrial(study_name, trial_id)};
+  }
+
+  // The study, its trial counts and its trials in `states` (which must not
+  // be empty), for callers that plan on all three (a store may read them in
+  // one round trip). NOT_FOUND if the study is absent.
+  virtual absl::StatusOr<StudyOverview> GetStudyOverview(
+      std::string_view name, const std::vector<v1::Trial::State>& states) {
+    if (states.empty()) {
+      return absl::InvalidArgumentError("states: name at least one trial state");
+    }
+    StudyOverview overview;
+    absl::StatusOr<v1::Study> study = GetStudy(name);
+    if (!study.ok()) return study.status();
+    overview.study = *std::move(study);
+    auto counts = CountTrials(name);
+    if (!counts.ok()) return counts.status();
+    overview.counts = *std::move(counts);
+    bool any = false;
+    for (v1::Trial::State state : states) {
+      auto count = overview.counts.find(state);
+      any |= count != overview.counts.end() && count->second > 0;
+    }
+    if (!any) return overview;
+    absl::StatusOr<std::vector<v1::Trial>> trials =
+        ListTrials(name, {.states = states});
+    if (!trials.ok()) return trials.status();
+    overview.trials = *std::move(trials);
+    return overview;
   }
 
   // Replaces the stored trial (matched by study_name and id) and records the

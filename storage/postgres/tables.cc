@@ -1,6 +1,8 @@
 #include "storage/postgres/tables.h"
 
 #include <algorithm>
+#include <optional>
+#include <span>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -24,8 +26,8 @@ constexpr char kSelectStudy[] =
     "SELECT study FROM studies WHERE " HT_STUDY_NAMED("", "$1");
 constexpr char kSelectStudyForUpdate[] =
     "SELECT study FROM studies WHERE " HT_STUDY_NAMED("", "$1") " FOR UPDATE";
-constexpr char kSelectStudyId[] =
-    "SELECT id FROM studies WHERE " HT_STUDY_NAMED("", "$1");
+constexpr char kSelectStudyLastTrialId[] =
+    "SELECT last_trial_id FROM studies WHERE " HT_STUDY_NAMED("", "$1");
 constexpr char kListStudies[] = "SELECT name, study FROM studies ORDER BY name";
 constexpr char kUpdateStudy[] =
     "UPDATE studies SET state = $2, create_time_ms = $3, study = $4 "
@@ -79,6 +81,16 @@ constexpr char kCountTrials[] =
     "LEFT JOIN LATERAL (SELECT state, COUNT(*) AS n FROM trials "
     "WHERE study_id = s.id GROUP BY state) c "
     "ON true WHERE " HT_STUDY_NAMED("s.", "$1");
+// A study's message and per-state counts (rows with a NULL trial id, the
+// first), then its trials whose state is in $2 by id.
+constexpr char kStudyOverview[] =
+    "SELECT s.study, c.state, c.n, NULL::INT8, NULL::BYTEA FROM studies s "
+    "LEFT JOIN LATERAL (SELECT state, COUNT(*) AS n FROM trials "
+    "WHERE study_id = s.id GROUP BY state) c "
+    "ON true WHERE " HT_STUDY_NAMED("s.", "$1") " UNION ALL "
+    "SELECT NULL, NULL, NULL, t.trial_id, t.trial FROM studies s "
+    "JOIN trials t ON t.study_id = s.id AND t.state = ANY($2) "
+    "WHERE " HT_STUDY_NAMED("s.", "$1") " ORDER BY 4 NULLS FIRST";
 
 // Integrity: per study, its counters beside what its trials hold.
 constexpr char kStudyTotals[] =
@@ -114,6 +126,75 @@ std::string InsertTrialsSql(size_t rows) {
                     next + 4, ", $", next + 5, ")");
   }
   return sql;
+}
+
+// Inserts `rows` trials in one statement that also takes their ids and
+// sequence numbers, if $3 is still the study's last trial id: $1 the
+// study's name, $2 the number of rows, then per trial its state, client
+// id, lease epoch and message (which holds its id, $3 + 1, $3 + 2, ...).
+// Inserts nothing if the study has another last trial id (or none).
+std::string InsertTrialsAfterSql(size_t rows) {
+  std::string sql =
+      "WITH s AS (UPDATE studies SET last_trial_id = last_trial_id + $2, "
+      "last_sequence = last_sequence + $2 "
+      "WHERE sha256(name) = sha256($1) AND name = $1 AND last_trial_id = $3 "
+      "RETURNING id, last_sequence - $2 AS before) "
+      "INSERT INTO trials(study_id, trial_id, state, client_id, lease_epoch, "
+      "sequence, trial) "
+      "SELECT s.id, $3 + v.k, v.state, v.client_id, v.lease_epoch, "
+      "s.before + v.k, v.trial FROM s, (VALUES ";
+  for (size_t row = 0, next = 4; row < rows; ++row, next += 4) {
+    absl::StrAppend(&sql, row == 0 ? "" : ", ", "($", next, ", $", next + 1,
+                    ", $", next + 2, ", $", next + 3, ", ", row + 1, ")");
+  }
+  absl::StrAppend(&sql, ") v(state, client_id, lease_epoch, trial, k)");
+  return sql;
+}
+
+// Gives `trials` the study's name and the ids after `last_id`, and
+// serializes them into `bytes`.
+absl::Status NumberTrials(std::string_view study_name, int64_t last_id,
+                          std::span<v1::Trial> trials,
+                          std::vector<std::string>& bytes) {
+  bytes.resize(trials.size());
+  for (size_t i = 0; i < trials.size(); ++i) {
+    v1::Trial& trial = trials[i];
+    trial.set_study_name(std::string(study_name));
+    trial.set_id(last_id + static_cast<int64_t>(i) + 1);
+    absl::StatusOr<std::string> serialized =
+        SerializeForStore(trial, TrialLabel(study_name, trial.id()));
+    if (!serialized.ok()) return serialized.status();
+    bytes[i] = *std::move(serialized);
+  }
+  return absl::OkStatus();
+}
+
+// InsertTrials in one statement, if the study's last trial id is still
+// `last_id`: whether it was.
+absl::StatusOr<bool> InsertTrialsAfter(Connection& db,
+                                       std::string_view study_name,
+                                       int64_t last_id,
+                                       std::vector<v1::Trial>& trials,
+                                       const std::string& what) {
+  std::vector<std::string> bytes;
+  if (absl::Status s = NumberTrials(study_name, last_id, trials, bytes);
+      !s.ok()) {
+    return s;
+  }
+  Params params;
+  params.Bytes(study_name)
+      .Int(static_cast<int64_t>(trials.size()))
+      .Int(last_id);
+  for (size_t i = 0; i < trials.size(); ++i) {
+    params.Int(trials[i].state())
+        .Bytes(trials[i].client_id())
+        .Int(trials[i].lease_epoch())
+        .Bytes(bytes[i]);
+  }
+  absl::StatusOr<Result> inserted =
+      db.Run(InsertTrialsAfterSql(trials.size()), params, what);
+  if (!inserted.ok()) return inserted.status();
+  return inserted->affected() != 0;
 }
 
 // The stored form of `study`: trial_counts are derived on read, never kept.
@@ -254,39 +335,47 @@ absl::Status LoadStudies(Connection& db, std::vector<v1::Study>& studies) {
 
 // ----- Trials -----
 
-absl::Status InsertTrials(Connection& db, std::string_view study_name,
-                          std::vector<v1::Trial>& trials,
-                          const std::string& what) {
+absl::StatusOr<int64_t> InsertTrials(Connection& db,
+                                     std::string_view study_name,
+                                     std::vector<v1::Trial>& trials,
+                                     std::optional<int64_t> last_id,
+                                     const std::string& what) {
   if (trials.empty()) {
     absl::StatusOr<Result> row =
-        db.Run(kSelectStudyId, Params().Bytes(study_name), what);
+        db.Run(kSelectStudyLastTrialId, Params().Bytes(study_name), what);
     if (!row.ok()) return row.status();
-    return row->rows() == 0 ? StudyNotFound(study_name) : absl::OkStatus();
+    if (row->rows() == 0) return StudyNotFound(study_name);
+    return row->Int(0, 0);
+  }
+  const int64_t count = static_cast<int64_t>(trials.size());
+  if (last_id.has_value() && trials.size() <= kTrialsPerInsert) {
+    absl::StatusOr<bool> inserted =
+        InsertTrialsAfter(db, study_name, *last_id, trials, what);
+    if (!inserted.ok()) return inserted.status();
+    if (*inserted) return *last_id + count;
   }
   Transaction transaction(db);
   if (absl::Status s = transaction.Begin(what); !s.ok()) return s;
-  const int64_t count = static_cast<int64_t>(trials.size());
   absl::StatusOr<Result> taken =
       db.Run(kTakeTrialIds, Params().Bytes(study_name).Int(count), what);
   if (!taken.ok()) return taken.status();
   if (taken->rows() == 0) return StudyNotFound(study_name);
   const int64_t study_id = taken->Int(0, 0);
-  int64_t id = taken->Int(0, 1) - count;
+  const int64_t last_taken = taken->Int(0, 1);
   int64_t sequence = taken->Int(0, 2) - count;
+  // Ids are known only here, so the trials are serialized here.
+  std::vector<std::string> bytes;
+  if (absl::Status s =
+          NumberTrials(study_name, last_taken - count, trials, bytes);
+      !s.ok()) {
+    return s;
+  }
   for (size_t first = 0; first < trials.size(); first += kTrialsPerInsert) {
     const size_t rows = std::min(kTrialsPerInsert, trials.size() - first);
-    // Ids are known only here, so the trials are serialized here.
-    std::vector<std::string> bytes(rows);
     Params params;
     params.Int(study_id);
-    for (size_t i = 0; i < rows; ++i) {
-      v1::Trial& trial = trials[first + i];
-      trial.set_study_name(std::string(study_name));
-      trial.set_id(++id);
-      absl::StatusOr<std::string> serialized =
-          SerializeForStore(trial, TrialLabel(study_name, trial.id()));
-      if (!serialized.ok()) return serialized.status();
-      bytes[i] = *std::move(serialized);
+    for (size_t i = first; i < first + rows; ++i) {
+      const v1::Trial& trial = trials[i];
       params.Int(trial.id())
           .Int(trial.state())
           .Bytes(trial.client_id())
@@ -298,7 +387,8 @@ absl::Status InsertTrials(Connection& db, std::string_view study_name,
         db.Run(InsertTrialsSql(rows), params, what);
     if (!inserted.ok()) return inserted.status();
   }
-  return transaction.Commit(what);
+  if (absl::Status s = transaction.Commit(what); !s.ok()) return s;
+  return last_taken;
 }
 
 absl::Status LoadTrial(Connection& db, std::string_view study_name,
@@ -335,6 +425,37 @@ absl::Status LoadStudyWithTrial(Connection& db, std::string_view study_name,
     return s;
   }
   read.trial = std::move(trial);
+  return absl::OkStatus();
+}
+
+absl::Status LoadStudyOverview(Connection& db, std::string_view study_name,
+                               const std::vector<v1::Trial::State>& states,
+                               const std::string& what,
+                               StudyOverview& overview) {
+  absl::StatusOr<Result> rows = db.Run(
+      kStudyOverview, Params().Bytes(study_name).Ints(DistinctStates(states)),
+      what);
+  if (!rows.ok()) return rows.status();
+  if (rows->rows() == 0) return StudyNotFound(study_name);
+  if (absl::Status s = ParseStored(rows->Bytes(0, 0), overview.study,
+                                   StudyLabel(study_name));
+      !s.ok()) {
+    return s;
+  }
+  for (int i = 0; i < rows->rows(); ++i) {
+    if (rows->IsNull(i, 3)) {
+      if (rows->IsNull(i, 1)) continue;  // a study without trials
+      overview.counts[static_cast<v1::Trial::State>(rows->Int(i, 1))] =
+          rows->Int(i, 2);
+      continue;
+    }
+    if (absl::Status s =
+            ParseStored(rows->Bytes(i, 4), overview.trials.emplace_back(),
+                        TrialLabel(study_name, rows->Int(i, 3)));
+        !s.ok()) {
+      return s;
+    }
+  }
   return absl::OkStatus();
 }
 

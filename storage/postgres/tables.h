@@ -22,6 +22,7 @@
 #define HYPERTUNE_STORAGE_POSTGRES_TABLES_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,10 +67,15 @@ absl::Status LoadStudies(Connection& db, std::vector<v1::Study>& studies);
 // ----- Trials -----
 
 // Inserts `trials` into the named study with the next dense ids and change
-// sequence numbers, setting their study_name and id.
-absl::Status InsertTrials(Connection& db, std::string_view study_name,
-                          std::vector<v1::Trial>& trials,
-                          const std::string& what);
+// sequence numbers, setting their study_name and id; returns the study's
+// last trial id after it. In one statement if `last_id` (the caller's
+// guess) is still the study's last trial id, in a transaction of several
+// otherwise.
+absl::StatusOr<int64_t> InsertTrials(Connection& db,
+                                     std::string_view study_name,
+                                     std::vector<v1::Trial>& trials,
+                                     std::optional<int64_t> last_id,
+                                     const std::string& what);
 
 // The trial, parsed into `trial`.
 absl::Status LoadTrial(Connection& db, std::string_view study_name,
@@ -80,6 +86,12 @@ absl::Status LoadTrial(Connection& db, std::string_view study_name,
 absl::Status LoadStudyWithTrial(Connection& db, std::string_view study_name,
                                 int64_t trial_id, const std::string& what,
                                 StudyWithTrial& read);
+
+// The study, its trial counts and its trials in `states`, in one statement.
+absl::Status LoadStudyOverview(Connection& db, std::string_view study_name,
+                               const std::vector<v1::Trial::State>& states,
+                               const std::string& what,
+                               StudyOverview& overview);
 
 // Replaces the stored trial (matched by study_name and id) with `trial`,
 // whose stored form is `bytes`, giving it the next number of the study's

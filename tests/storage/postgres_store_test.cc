@@ -170,6 +170,26 @@ TEST_F(PostgresStoreTest, DataSurvivesReopenAndIsSharedByStores) {
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ((*next)[0].id(), 5);
   EXPECT_EQ(second->GetTrial("mnist", 5)->id(), 5);
+  // Each store's guess of the last id (which lets it insert in one
+  // statement) is now stale: each still takes the next ids.
+  for (int round = 0; round < 2; ++round) {
+    for (PostgresStore* store : {second.get(), first.get()}) {
+      absl::StatusOr<std::vector<v1::Trial>> more =
+          store->CreateTrials("mnist", std::vector<v1::Trial>(2));
+      ASSERT_TRUE(more.ok()) << more.status();
+      EXPECT_EQ((*more)[0].id(),
+                static_cast<int64_t>(store->ListTrials("mnist", {})->size()) - 1);
+    }
+  }
+  EXPECT_EQ(first->ListTrials("mnist", {})->size(), 13u);
+  // A study deleted by one store and made again by the other starts at 1.
+  ASSERT_TRUE(second->DeleteStudy("mnist").ok());
+  ASSERT_EQ(first->GetStudy("mnist").status().code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(second->CreateStudy(MakeStudy("mnist")).ok());
+  next = first->CreateTrials("mnist", std::vector<v1::Trial>(1));
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ((*next)[0].id(), 1);
   EXPECT_TRUE(second->CheckIntegrity().ok());
 }
 

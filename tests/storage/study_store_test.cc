@@ -746,6 +746,47 @@ TYPED_TEST(StudyStoreTest, CountTrialsByState) {
   this->ExpectIntegrityOk();
 }
 
+TYPED_TEST(StudyStoreTest, OverviewReadsTheStudyCountsAndTrialsInStates) {
+  StudyStore& store = *this->store_;
+  this->Create("mnist");
+  this->Create("other");
+  const std::vector<v1::Trial::State> live = {v1::Trial::REQUESTED,
+                                              v1::Trial::ACTIVE};
+  absl::StatusOr<StudyOverview> overview = store.GetStudyOverview("mnist", live);
+  ASSERT_TRUE(overview.ok()) << overview.status();
+  EXPECT_THAT(overview->study, EqualsProto(*store.GetStudy("mnist")));
+  EXPECT_THAT(overview->counts, IsEmpty());
+  EXPECT_THAT(overview->trials, IsEmpty());
+
+  ASSERT_TRUE(
+      store.CreateTrials("mnist", MakeTrials(2, v1::Trial::COMPLETED)).ok());
+  ASSERT_TRUE(
+      store.CreateTrials("mnist", MakeTrials(2, v1::Trial::REQUESTED)).ok());
+  ASSERT_TRUE(
+      store.CreateTrials("mnist", MakeTrials(1, v1::Trial::ACTIVE, "w")).ok());
+  ASSERT_TRUE(
+      store.CreateTrials("other", MakeTrials(3, v1::Trial::ACTIVE)).ok());
+  overview = store.GetStudyOverview("mnist", live);
+  ASSERT_TRUE(overview.ok()) << overview.status();
+  EXPECT_THAT(overview->counts, UnorderedElementsAre(
+                                    Pair(v1::Trial::COMPLETED, 2),
+                                    Pair(v1::Trial::REQUESTED, 2),
+                                    Pair(v1::Trial::ACTIVE, 1)));
+  EXPECT_THAT(Ids(overview->trials), ElementsAre(3, 4, 5));
+  EXPECT_THAT(overview->trials[2], EqualsProto(*store.GetTrial("mnist", 5)));
+  // A state asked for that no trial has adds nothing.
+  overview = store.GetStudyOverview("mnist", {v1::Trial::STOPPING});
+  ASSERT_TRUE(overview.ok()) << overview.status();
+  EXPECT_THAT(overview->trials, IsEmpty());
+  EXPECT_EQ(overview->counts.size(), 3u);
+
+  EXPECT_EQ(store.GetStudyOverview("nope", live).status().code(),
+            absl::StatusCode::kNotFound);
+  absl::Status none = store.GetStudyOverview("mnist", {}).status();
+  EXPECT_EQ(none.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(none.message(), HasSubstr("states"));
+}
+
 // (trial id, sequence) of each change.
 std::vector<std::pair<int64_t, int64_t>> IdsAndSequences(
     const std::vector<TrialChange>& changes) {
