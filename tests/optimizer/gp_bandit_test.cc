@@ -21,19 +21,12 @@ double Quadratic(const Assignment& a) {
 
 // Runs `trials` sequential trials of `f`; returns the history.
 std::vector<Observation> RunStudy(Suggester& s, const SearchSpace& space,
-                             double (*f)(const Assignment&), int trials,
-                             uint64_t seed) {
-  std::vector<Observation> history;
-  for (int t = 0; t < trials; ++t) {
-    SuggestRequest r;
-    r.space = &space;
-    r.history = history;
-    r.trials_created = t;
-    r.seed = seed;
-    const Assignment a = s.Suggest(r).value().front();
-    history.push_back({a, Outcome::kCompleted, f(a)});
-  }
-  return history;
+                                  double (*f)(const Assignment&), int trials,
+                                  uint64_t seed) {
+  return RunSequentialStudy(s, space, trials, seed, {},
+                            [f](const Assignment& a) {
+                              return Observation{a, Outcome::kCompleted, f(a)};
+                            });
 }
 
 double Best(const std::vector<Observation>& h) {

@@ -59,18 +59,10 @@ template <typename F>
 std::vector<Observation> RunStudy(Suggester& s, const SearchSpace& space,
                                   const std::vector<MetricConfig>& metrics,
                                   F f, int trials, uint64_t seed) {
-  std::vector<Observation> history;
-  for (int t = 0; t < trials; ++t) {
-    SuggestRequest r;
-    r.space = &space;
-    r.history = history;
-    r.trials_created = t;
-    r.seed = seed;
-    r.metrics = metrics;
-    const Assignment a = s.Suggest(r).value().front();
-    history.push_back(Completed(a, f(a)));
-  }
-  return history;
+  return RunSequentialStudy(
+      s, space, trials, seed,
+      [&](SuggestRequest& r) { r.metrics = metrics; },
+      [&](const Assignment& a) { return Completed(a, f(a)); });
 }
 
 // A history with every kind of entry: completed (one with infinite

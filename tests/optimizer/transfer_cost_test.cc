@@ -2,7 +2,6 @@
 // (transfer.h), as math and through GP_BANDIT.
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <memory>
 #include <random>
 #include <vector>
@@ -17,26 +16,6 @@
 
 namespace hypertune::optimizer {
 namespace {
-
-// Runs `trials` sequential GP_BANDIT trials on `space`: `configure` adds
-// to each request, `observe` completes each suggestion.
-std::vector<Observation> RunStudy(
-    const SearchSpace& space, int trials, uint64_t seed,
-    const std::function<void(SuggestRequest&)>& configure,
-    const std::function<Observation(const Assignment&)>& observe) {
-  GpBanditSuggester gp;
-  std::vector<Observation> history;
-  for (int t = 0; t < trials; ++t) {
-    SuggestRequest r;
-    r.space = &space;
-    r.history = history;
-    r.trials_created = t;
-    r.seed = seed;
-    configure(r);
-    history.push_back(observe(gp.Suggest(r).value().front()));
-  }
-  return history;
-}
 
 // A GP with a fixed Matérn kernel on the rows of x.
 GaussianProcess FixedGp(const Eigen::MatrixXd& x, const Eigen::VectorXd& y) {
@@ -107,8 +86,9 @@ struct CostRun {
 };
 
 CostRun RunCostStudy(bool cost_aware, int trials, uint64_t seed) {
-  const std::vector<Observation> history = RunStudy(
-      Box(2, 0, 1), trials, seed,
+  GpBanditSuggester gp;
+  const std::vector<Observation> history = RunSequentialStudy(
+      gp, Box(2, 0, 1), trials, seed,
       [&](SuggestRequest& r) {
         r.cost = {.enabled = cost_aware, .max_trials = trials};
       },
@@ -284,8 +264,9 @@ std::vector<Observation> PriorTrials(double a, double b, double scale,
 // Best value of a study on Bowl(0.3, -0.7) after `trials` trials.
 double RunTransferStudy(const std::vector<PriorStudy>& priors, int trials,
                         uint64_t seed) {
-  const std::vector<Observation> history = RunStudy(
-      Box(2, -2, 2), trials, seed,
+  GpBanditSuggester gp;
+  const std::vector<Observation> history = RunSequentialStudy(
+      gp, Box(2, -2, 2), trials, seed,
       [&](SuggestRequest& r) { r.priors = &priors; },
       [](const Assignment& a) {
         return Observation{a, Outcome::kCompleted, Bowl(a, 0.3, -0.7)};
