@@ -145,8 +145,9 @@ class StudyStore {
       any |= count != overview.counts.end() && count->second > 0;
     }
     if (!any) return overview;
-    absl::StatusOr<std::vector<v1::Trial>> trials =
-        ListTrials(name, {.states = states});
+    TrialQuery query;
+    query.states = states;
+    absl::StatusOr<std::vector<v1::Trial>> trials = ListTrials(name, query);
     if (!trials.ok()) return trials.status();
     overview.trials = *std::move(trials);
     return overview;
