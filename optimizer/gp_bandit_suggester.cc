@@ -929,16 +929,16 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestOneObjective(
         }
       }
       if (model) {
-        const AcquisitionFunction improvement(
-            &model->gp, model->feasibility ? &*model->feasibility : nullptr,
-            options_.acquisition, model->best, options_.ucb_beta);
+        const GaussianProcess* feasibility =
+            model->feasibility ? &*model->feasibility : nullptr;
+        const AcquisitionFunction improvement(&model->gp, feasibility,
+                                              options_.acquisition, model->best,
+                                              options_.ucb_beta);
         // Averaged over the hyperparameter draws, when there are some.
         std::optional<IntegratedAcquisition> integrated;
         if (!model->draws.empty()) {
-          integrated.emplace(
-              model->draws,
-              model->feasibility ? &*model->feasibility : nullptr,
-              options_.acquisition, model->best, options_.ucb_beta);
+          integrated.emplace(model->draws, feasibility, options_.acquisition,
+                             model->best, options_.ucb_beta);
         }
         const Acquisition& expected =
             integrated ? static_cast<const Acquisition&>(*integrated)

@@ -162,9 +162,8 @@ absl::StatusOr<StudyWithTrial> PostgresStore::GetStudyWithTrial(
 
 absl::StatusOr<StudyOverview> PostgresStore::GetStudyOverview(
     std::string_view name, const std::vector<v1::Trial::State>& states) {
-  if (states.empty()) {
-    return absl::InvalidArgumentError("states: name at least one trial state");
-  }
+  // The shared refusal.
+  if (states.empty()) return StudyStore::GetStudyOverview(name, states);
   const std::string what = absl::StrCat("reading ", StudyLabel(name));
   StudyOverview overview;
   absl::Status status = Use([&](Connection& db) {
