@@ -209,8 +209,22 @@ class Study:
         return [self._record(t) for t in self._client._call("ListOptimalTrials", request).trials]
 
     def best(self) -> Optional[Trial]:
-        """The best trial so far (the first of :meth:`optimal_trials`), or
-        None before any trial completed."""
+        """The best trial so far (the one of :meth:`optimal_trials`), or
+        None before any trial completed.
+
+        Raises:
+            FailedPreconditionError: the study has several objectives, so no
+                single best trial: :meth:`optimal_trials` answers the
+                Pareto front.
+        """
+        objectives = self.objectives
+        if len(objectives) > 1:
+            raise FailedPreconditionError(
+                f"study {self.name!r} best(): the study has several objectives ("
+                + ", ".join(objectives)
+                + "), so no single best trial; study.optimal_trials() answers the trials "
+                "none beats on every objective (the Pareto front)"
+            )
         optimal = self.optimal_trials()
         return optimal[0] if optimal else None
 

@@ -243,7 +243,19 @@ class Trial:
 
     @property
     def value(self) -> Optional[float]:
-        """The objective's final value, or None."""
+        """The objective's final value, or None.
+
+        Raises:
+            FailedPreconditionError: the study has several objectives, so no
+                one value: :attr:`metrics` holds each objective's.
+        """
+        objectives = objective_metrics(self._spec)
+        if len(objectives) > 1:
+            raise FailedPreconditionError(
+                f"trial {self.id} value: the study has several objectives ("
+                + ", ".join(m.name for m in objectives)
+                + "), so a trial has no single value; trial.metrics holds each one's"
+            )
         return self._proto.final_measurement.metrics.get(self.objective) if self.objective else None
 
     @property
@@ -369,8 +381,10 @@ class Trial:
         metrics is harmless.
 
         Raises:
-            InvalidArgumentError: no metrics, a NaN, a value that is not a
-                number, or a step below the latest.
+            InvalidArgumentError: no metrics, none for the study's objective
+                (a misspelt name: the error names the study's metrics), a
+                NaN, a value that is not a number, or a step below the
+                latest.
             LeaseLostError: the trial is no longer this handle's.
         """
         where = f"trial {self.id} report"
@@ -382,6 +396,7 @@ class Trial:
         for name, value in values.items():
             if math.isnan(value):
                 raise InvalidArgumentError(f'{where}: metric "{name}" is NaN')
+        self._check_carries_objective(values, where)
         request = pb.AddMeasurementRequest(
             study_name=self.study_name,
             trial_id=self.id,
@@ -392,6 +407,25 @@ class Trial:
         )
         self._proto = self._rpc(client, "AddMeasurement", request)
         self._last_step = max(self._last_step, step)
+
+    def _check_carries_objective(self, values: Mapping[str, float], where: str) -> None:
+        """Refuses a measurement without the study's primary objective,
+        which early stopping judges: stored anyway, a misspelt name would
+        leave the rule blind for the whole trial. Other metrics beside it
+        (a training loss) are kept, as the study's recorded ones are."""
+        objective = self.objective
+        if not objective or objective in values:
+            return
+        assert self._spec is not None  # a study's objective comes from its spec
+        declared = [m.name for m in self._spec.metrics]
+        unknown = [name for name in values if name not in declared]
+        problem = f'no "{objective}", the objective that early stopping judges'
+        if unknown:
+            problem = "unknown metric " + ", ".join(f'"{n}"' for n in unknown) + " and " + problem
+        raise InvalidArgumentError(
+            f"{where}: {problem}; the study's metrics are "
+            + ", ".join(f'"{name}"' for name in declared)
+        )
 
     def complete(
         self, value: Union[float, Mapping[str, float], None] = None, /, **metrics: float

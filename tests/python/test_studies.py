@@ -194,6 +194,40 @@ def test_history_best_and_states(client: hypertune.Client) -> None:
     running.complete(loss=0.5)
 
 
+def test_best_of_several_objectives_points_to_optimal_trials(client: hypertune.Client) -> None:
+    study = client.create_study(study_config(unique_name(), metrics=[
+        {"name": "acc", "goal": "MAXIMIZE", "role": "OBJECTIVE"},
+        {"name": "latency", "goal": "MINIMIZE", "role": "OBJECTIVE"},
+    ]))
+    for acc, latency in [(0.9, 5.0), (0.8, 2.0), (0.7, 6.0)]:  # the last is dominated
+        study.ask().complete(acc=acc, latency=latency)
+    for loaded in (study, client.get_study(study.name)):
+        with pytest.raises(hypertune.FailedPreconditionError) as raised:
+            loaded.best()
+        assert str(raised.value) == (
+            f"FAILED_PRECONDITION: study {study.name!r} best(): the study has several "
+            "objectives (acc, latency), so no single best trial; study.optimal_trials() "
+            "answers the trials none beats on every objective (the Pareto front)")
+    front = sorted(study.optimal_trials(), key=lambda t: t.id)
+    assert [(t.id, t.metrics) for t in front] == [
+        (1, {"acc": 0.9, "latency": 5.0}), (2, {"acc": 0.8, "latency": 2.0})]
+    with pytest.raises(hypertune.FailedPreconditionError, match=(
+            r"trial 1 value: the study has several objectives \(acc, latency\), so a trial "
+            "has no single value; trial.metrics holds each one's")):
+        front[0].value
+
+    # One objective beside a constraint and a recorded metric still has a best.
+    single = client.create_study(study_config(unique_name(), metrics=[
+        {"name": "acc", "goal": "MAXIMIZE", "role": "OBJECTIVE"},
+        {"name": "memory", "role": "CONSTRAINT", "upper_bound": 10},
+        {"name": "latency", "goal": "MINIMIZE", "role": "RECORDED"},
+    ]))
+    for acc, memory in [(0.9, 12.0), (0.8, 4.0), (0.7, 1.0)]:  # the first is too big
+        single.ask().complete(acc=acc, memory=memory, latency=1.0)
+    best = single.best()
+    assert best is not None and best.id == 2 and best.value == 0.8
+
+
 def test_update_raises_the_budget_and_records_it(client: hypertune.Client) -> None:
     study = client.create_study(study_config(unique_name(), max_trials=2))
     finish_trials(study, [0.5, 0.4])

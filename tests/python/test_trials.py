@@ -133,6 +133,36 @@ def test_server_refuses_a_step_below_the_latest(client: hypertune.Client) -> Non
     trial.complete(loss=0.5)
 
 
+def test_a_report_without_the_objective_is_refused(client: hypertune.Client) -> None:
+    # The README's loop with the metric misspelt: stored, it would leave early
+    # stopping blind to the whole trial.
+    study = client.create_study(study_config(unique_name()))
+    trial = study.ask()
+    with pytest.raises(hypertune.InvalidArgumentError) as raised:
+        trial.report(1, los=0.3)
+    assert str(raised.value) == (
+        f'INVALID_ARGUMENT: trial {trial.id} report: unknown metric "los" and no "loss", '
+        "the objective that early stopping judges; the study's metrics are \"loss\"")
+    assert trial.held and study.trial(trial.id).measurements == []
+    # Metrics the study does not name are kept beside its objective.
+    trial.report(1, loss=0.3, train_loss=0.2)
+    assert study.trial(trial.id).measurements[0].metrics == {"loss": 0.3, "train_loss": 0.2}
+    trial.complete(loss=0.3)
+
+    several = client.create_study(study_config(unique_name(), metrics=[
+        {"name": "acc", "goal": "MAXIMIZE", "role": "OBJECTIVE"},
+        {"name": "latency", "goal": "MINIMIZE", "role": "OBJECTIVE"},
+    ]))
+    trial = several.ask()
+    with pytest.raises(hypertune.InvalidArgumentError) as raised:
+        trial.report(1, latency=2.0)
+    assert str(raised.value).endswith(
+        f'trial {trial.id} report: no "acc", the objective that early stopping judges; '
+        "the study's metrics are \"acc\", \"latency\"")
+    trial.report(1, acc=0.5)
+    trial.complete(acc=0.6, latency=2.0)
+
+
 def test_nan_on_completion_marks_infeasible(client: hypertune.Client) -> None:
     study = client.create_study(study_config(unique_name()))
     trial = study.ask()
