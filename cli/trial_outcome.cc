@@ -97,10 +97,14 @@ TrialOutcome DecideOutcome(const TrialRun& run,
     if (clean_exit && run.final_metrics.has_value()) {
       return Complete(*run.final_metrics, run.last_step, required);
     }
+    if (run.worker_signal == SIGTERM) {
+      // What a spot machine's notice and a scheduler's preemption send.
+      TrialOutcome outcome = WorkerFailed("worker preempted");
+      outcome.preempted = true;
+      return outcome;
+    }
     return WorkerFailed(
-        run.worker_signal == SIGTERM
-            ? "worker preempted"
-            : absl::StrCat("worker interrupted by signal ", run.worker_signal));
+        absl::StrCat("worker interrupted by signal ", run.worker_signal));
   }
   const std::optional<Metrics>& metrics =
       run.final_metrics.has_value() ? run.final_metrics : run.step_metrics;

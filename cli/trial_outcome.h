@@ -42,6 +42,9 @@ struct TrialOutcome {
     kLeave,         // Nothing: the lease runs out and the server decides.
   };
   Kind kind = Kind::kLeave;
+  // kWorkerFailed by SIGTERM: the machine is being taken away, which the
+  // server counts as a preemption, not against the trial's retries.
+  bool preempted = false;
   Metrics metrics;
   int64_t step = 0;
   std::string reason;

@@ -334,7 +334,8 @@ class Worker {
       told_paused = false;
       const v1::Trial& trial = response->trials(0);
       if (Stopping()) {
-        GiveBack(trial, "the worker stopped before running it");
+        GiveBack(trial, "the worker stopped before running it",
+                 /*preempted=*/true);
         break;
       }
       if (absl::Status s = RunTrial(slot, client_id, trial); !s.ok()) {
@@ -344,14 +345,17 @@ class Worker {
     }
   }
 
-  // Returns `trial`, which this worker will not run, to the queue.
-  void GiveBack(const v1::Trial& trial, const std::string& reason) {
+  // Returns `trial`, which this worker will not run, to the queue;
+  // `preempted`: not the trial's doing, so it spends no retry.
+  void GiveBack(const v1::Trial& trial, const std::string& reason,
+                bool preempted = false) {
     v1::CompleteTrialRequest request;
     request.set_study_name(options_.study);
     request.set_trial_id(trial.id());
     request.set_lease_epoch(trial.lease_epoch());
     request.set_worker_failed(true);
     request.set_failure_reason(reason);
+    request.set_preempted(preempted);
     absl::StatusOr<v1::Trial> done = client_.CompleteTrial(request);
     console_.Out(absl::StrCat(
         "trial ", trial.id(),
@@ -638,6 +642,7 @@ class Worker {
     } else if (outcome.kind == TrialOutcome::Kind::kWorkerFailed) {
       request.set_worker_failed(true);
       request.set_failure_reason(outcome.reason);
+      request.set_preempted(outcome.preempted);
     } else {
       request.set_infeasible(true);
       request.set_infeasible_reason(outcome.reason);

@@ -88,8 +88,15 @@ absl::Status ResolveParents(const v1::StudySpec& spec,
                                       absl::CHexEscape(p.parent_categories(k)),
                                       "\" is not a category of ", of));
         }
-        c.parent_values.push_back(
-            static_cast<double>(cat - categories.begin()));
+        const double value = static_cast<double>(cat - categories.begin());
+        if (std::find(c.parent_values.begin(), c.parent_values.end(), value) !=
+            c.parent_values.end()) {
+          return Invalid(i, absl::StrCat("parent_categories[", k, "]"),
+                         absl::StrCat("\"",
+                                      absl::CHexEscape(p.parent_categories(k)),
+                                      "\" is listed twice"));
+        }
+        c.parent_values.push_back(value);
       }
       continue;
     }
@@ -109,7 +116,15 @@ absl::Status ResolveParents(const v1::StudySpec& spec,
       return Invalid(i, "parent_values",
                      absl::StrCat("must list at least one value of ", of));
     }
-    c.parent_values.assign(p.parent_values().begin(), p.parent_values().end());
+    for (int k = 0; k < p.parent_values_size(); ++k) {
+      const double value = p.parent_values(k);
+      if (std::find(c.parent_values.begin(), c.parent_values.end(), value) !=
+          c.parent_values.end()) {
+        return Invalid(i, absl::StrCat("parent_values[", k, "]"),
+                       absl::StrCat(value, " is listed twice"));
+      }
+      c.parent_values.push_back(value);
+    }
   }
   return absl::OkStatus();
 }

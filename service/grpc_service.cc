@@ -1,8 +1,10 @@
 #include "service/grpc_service.h"
 
+#include <chrono>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "service/limits.h"
 #include "service/study_import.h"
 
 namespace hypertune::service {
@@ -16,7 +18,27 @@ grpc::Status Reply(absl::StatusOr<T> result, T *response) {
   return grpc::Status::OK;
 }
 
+// Whose stream it is: the owner with auth on, else the client's address
+// without its port (each connection has a port of its own).
+std::string StreamOwner(const Principal &caller,
+                        const grpc::ServerContext &context) {
+  if (caller.checked) return caller.owner;
+  const std::string peer = context.peer();
+  const size_t port = peer.rfind(':');
+  return port == std::string::npos ? peer : peer.substr(0, port);
+}
+
 }  // namespace
+
+GrpcService::ImportSlot::ImportSlot(std::atomic<int> &running)
+    : running_(running) {
+  taken_ = running_.fetch_add(1) < kMaxConcurrentImports;
+  if (!taken_) running_.fetch_sub(1);
+}
+
+GrpcService::ImportSlot::~ImportSlot() {
+  if (taken_) running_.fetch_sub(1);
+}
 
 grpc::Status ToGrpcStatus(const absl::Status &status) {
   if (status.ok()) return grpc::Status::OK;
@@ -168,6 +190,10 @@ grpc::Status GrpcService::WatchTrials(
     grpc::ServerWriter<v1::TrialEvent> *writer) {
   absl::StatusOr<Principal> caller = Caller(context);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
+  // Each open stream holds a server thread.
+  StreamLimits::Hold stream(watch_limits_, StreamOwner(*caller, *context),
+                            "WatchTrials");
+  if (!stream.status().ok()) return ToGrpcStatus(stream.status());
   // A failed write means the watcher is gone; so does a cancelled call.
   return ToGrpcStatus(service_->WatchTrials(
       *request,
@@ -180,11 +206,26 @@ grpc::Status GrpcService::ImportStudy(
     grpc::ServerReader<v1::ImportStudyRequest> *reader, v1::Study *response) {
   absl::StatusOr<Principal> caller = Caller(context);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
+  // An import holds its whole stream in memory until it is stored.
+  ImportSlot slot(imports_running_);
+  if (!slot.taken()) {
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("ImportStudy: ", kMaxConcurrentImports,
+                     " imports are running, the limit; retry when one ends"));
+  }
+  // A failed Read() ends the stream as the client's WritesDone() does;
+  // only the context tells a cancelled or timed-out client apart.
+  auto abandoned = [context] {
+    return context->IsCancelled() ||
+           context->deadline() <= std::chrono::system_clock::now();
+  };
   absl::StatusOr<ImportedStudy> imported = ReadImportStream(
       [reader](v1::ImportStudyRequest &message) { return reader->Read(&message); });
   if (!imported.ok()) return ToGrpcStatus(imported.status());
   return Reply(service_->ImportStudy(std::move(imported->study),
-                                     std::move(imported->trials), *caller),
+                                     std::move(imported->trials), *caller,
+                                     abandoned),
                response);
 }
 

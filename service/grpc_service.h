@@ -8,11 +8,14 @@
 #ifndef HYPERTUNE_SERVICE_GRPC_SERVICE_H_
 #define HYPERTUNE_SERVICE_GRPC_SERVICE_H_
 
+#include <atomic>
 #include <functional>
 #include <utility>
 
 #include "hypertune/v1/hypertune.grpc.pb.h"
 #include "service/auth.h"
+#include "service/limits.h"
+#include "service/stream_limits.h"
 #include "service/study_service.h"
 
 namespace hypertune::service {
@@ -104,9 +107,24 @@ class GrpcService final : public v1::HyperTune::Service {
                      ServiceMethod<Request, Response> method,
                      const Request &request, Response *response);
 
+  // One of kMaxConcurrentImports places for an ImportStudy stream, held
+  // while it lives (taken() false: none was free).
+  class ImportSlot {
+   public:
+    explicit ImportSlot(std::atomic<int> &running);
+    ~ImportSlot();
+    bool taken() const { return taken_; }
+
+   private:
+    std::atomic<int> &running_;
+    bool taken_;
+  };
+
   StudyService *const service_;
   const Authorizer authorizer_;
   const std::function<absl::Status()> serving_;
+  std::atomic<int> imports_running_{0};
+  StreamLimits watch_limits_{kMaxWatchStreams, kMaxWatchStreamsPerOwner};
 };
 
 }  // namespace hypertune::service

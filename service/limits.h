@@ -28,8 +28,12 @@ inline constexpr int kMaxMetricsPerStudy = 100;
 inline constexpr int kMaxPriorStudies = 8;  // StudySpec.prior_studies
 inline constexpr size_t kMaxStudyBytes = 1 << 20;  // serialized
 inline constexpr int kMaxStudyChanges = 1000;      // UpdateStudy's record
+// Values a recorded change lists (values added to a parameter).
+inline constexpr size_t kMaxChangeTextBytes = 1024;
 inline constexpr int32_t kMaxLeaseSeconds = 24 * 3600;
-inline constexpr int32_t kMaxRetries = 1000;
+inline constexpr int32_t kMaxRetries = 1000;  // and max_preemptions
+// Preemptions a trial survives when its study sets no max_preemptions.
+inline constexpr int32_t kDefaultMaxPreemptions = 100;
 inline constexpr size_t kMaxOwnerBytes = 128;
 // Study and trial attributes: entries, and bytes per value (keys are names).
 inline constexpr int kMaxAttributes = 64;
@@ -45,6 +49,12 @@ inline constexpr size_t kMaxReasonBytes = 4096;
 
 // Calls.
 inline constexpr int kMaxSuggestCount = 1000;
+// WatchTrials streams open at once, in all and per owner (each holds a
+// server thread; the HTTP event feeds have limits of their own).
+inline constexpr int kMaxWatchStreams = 256;
+inline constexpr int kMaxWatchStreamsPerOwner = 16;
+// ImportStudy streams read at once (each is held in memory until stored).
+inline constexpr int kMaxConcurrentImports = 2;
 inline constexpr int kMaxPageSize = 1000;
 // The HTTP change feed's compact view (the dashboard's bulk read; HTTP has
 // no 4 MiB answer limit): a page of 10,000 trials is about 5 MB.

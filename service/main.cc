@@ -40,7 +40,7 @@ constexpr char kUsage[] =
     "[--tls-client-ca F]]\n"
     "                  [--http HOST:PORT [--http-plaintext] "
     "[--http-allow-writes]\n"
-    "                   [--log-root DIR]] [--fit-threads N]\n"
+    "                   [--log-root DIR]] [--fit-threads N] [--backup-dir DIR]\n"
     "  --db PATH            SQLite database file (created if absent), or a "
     "PostgreSQL URL\n"
     "                       postgresql://USER[:PASSWORD]@HOST[:PORT]/DB (the "
@@ -85,7 +85,10 @@ constexpr char kUsage[] =
     "the request path\n"
     "                       (default 1); 0 fits on the request path: a "
     "seed and a history\n"
-    "                       then always give the same suggestion\n";
+    "                       then always give the same suggestion\n"
+    "  --backup-dir DIR     the only folder `hypertune admin backup` writes "
+    "in (default:\n"
+    "                       the SQLite database's folder)\n";
 
 int UsageError(const std::string& message) {
   std::cerr << "hypertuned: " << message << "\n" << kUsage;
@@ -111,6 +114,10 @@ int main(int argc, char** argv) {
     if (arg == "--help" || arg == "-h") {
       std::cout << kUsage;
       return 0;
+    } else if (arg == "--backup-dir") {
+      if (!value(&options.service.backup_dir)) {
+        return UsageError("--backup-dir needs a folder");
+      }
     } else if (arg == "--db") {
       if (!value(&options.db_path)) return UsageError("--db needs a path");
     } else if (arg == "--listen") {

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -116,6 +117,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   if (!store.ok()) return store.status();
 
   server->store_ = *std::move(store);
+  if (options.service.backup_dir.empty() &&
+      !storage::IsServerLocation(options.db_path) &&
+      options.db_path != ":memory:") {
+    // The operator's own folder, never wherever a caller points.
+    options.service.backup_dir =
+        std::filesystem::absolute(options.db_path).parent_path().string();
+  }
   server->service_ =
       std::make_unique<StudyService>(server->store_.get(), options.service);
   absl::StatusOr<std::unique_ptr<storage::LeaderElection>> election =

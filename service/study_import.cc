@@ -197,7 +197,13 @@ absl::StatusOr<v1::Trial> WarmStartTrial(const std::string& field,
 // ----- StudyService's import methods -----
 
 absl::StatusOr<v1::Study> StudyService::ImportStudy(
-    v1::Study study, std::vector<v1::Trial> trials, const Principal& caller) {
+    v1::Study study, std::vector<v1::Trial> trials, const Principal& caller,
+    const std::function<bool()>& abandoned) {
+  auto gone = [&] { return abandoned != nullptr && abandoned(); };
+  const absl::Status cancelled = absl::CancelledError(absl::StrFormat(
+      "ImportStudy of \"%s\": the client cancelled or passed its deadline "
+      "before the import was stored; nothing was stored",
+      study.name()));
   // The owner is whoever imports, as for CreateStudy.
   study.set_owner(caller.owner);
   study.clear_trial_counts();
@@ -233,15 +239,19 @@ absl::StatusOr<v1::Study> StudyService::ImportStudy(
 
   StudyRuntime& runtime = runtimes_.For(study.name());
   absl::MutexLock lock(&runtime.mu);
+  if (gone()) return cancelled;
   HT_RETURN_IF_ERROR(store_->CreateStudy(study));
+  absl::Status stored = absl::OkStatus();
   if (!trials.empty()) {
-    absl::StatusOr<std::vector<v1::Trial>> stored =
-        SaveNewTrials(study.name(), std::move(trials));
-    if (!stored.ok()) {
-      // All or nothing: the study goes with its trials.
-      store_->DeleteStudy(study.name()).IgnoreError();
-      return stored.status();
-    }
+    stored = SaveNewTrials(study.name(), std::move(trials)).status();
+  }
+  // A caller gone meanwhile never learns the import landed: undo it, so
+  // that its retry does not meet ALREADY_EXISTS.
+  if (stored.ok() && gone()) stored = cancelled;
+  if (!stored.ok()) {
+    // All or nothing: the study goes with its trials.
+    store_->DeleteStudy(study.name()).IgnoreError();
+    return stored;
   }
   {
     absl::MutexLock count_lock(&runtime.warm_start_mu);

@@ -17,6 +17,7 @@
 #include "optimizer/early_stopping.h"
 #include "optimizer/pareto.h"
 #include "optimizer/suggester.h"
+#include "service/backup_path.h"
 #include "service/conversion.h"
 #include "service/metrics.h"
 #include "service/status_macros.h"
@@ -162,6 +163,23 @@ void SetFeasible(const StudyMetrics& metrics, v1::Trial& trial) {
   }
 }
 
+// A study stored before its record of changes counted toward its size (a
+// parameter list recorded whole) can pass what an answer may carry: its
+// largest change texts are cut, oldest first, until it fits.
+void FitStudyAnswer(v1::Study& study) {
+  for (v1::StudyChange& change : *study.mutable_changes()) {
+    if (study.ByteSizeLong() <= kMaxStudyBytes) return;
+    for (v1::StudyChange::Field& field : *change.mutable_fields()) {
+      for (std::string* text : {field.mutable_before(), field.mutable_after()}) {
+        if (text->size() <= kMaxChangeTextBytes) continue;
+        const size_t was = text->size();
+        text->resize(kMaxChangeTextBytes);
+        absl::StrAppend(text, "... (cut from ", was, " bytes)");
+      }
+    }
+  }
+}
+
 absl::StatusOr<int64_t> ParsePageToken(const std::string& token) {
   if (token.empty()) return 0;
   int64_t after_id = 0;
@@ -283,6 +301,7 @@ absl::StatusOr<v1::Study> StudyService::LoadStudyWithCounts(
     const Principal& caller, const std::string& name) {
   absl::StatusOr<v1::Study> study = LoadStudyFor(caller, name, Access::kRead);
   if (!study.ok()) return study.status();
+  FitStudyAnswer(*study);
   auto counts = store_->CountTrials(name);
   if (!counts.ok()) return counts.status();
   for (const auto& [state, n] : *counts) {
@@ -410,41 +429,49 @@ absl::StatusOr<v1::Study> StudyService::UpdateStudy(
   absl::StatusOr<v1::Study> study =
       LoadStudyFor(caller, request.name(), Access::kWrite);
   if (!study.ok()) return study.status();
-  std::vector<v1::Trial> trials;
-  for (const std::string& path : request.update_mask().paths()) {
-    if (path != "parameters") continue;
-    absl::StatusOr<std::vector<v1::Trial>> all =
+  absl::StatusOr<v1::StudySpec> merged = MergeStudyUpdate(
+      study->spec(), request.spec(), request.update_mask());
+  if (!merged.ok()) return merged.status();
+  v1::Study updated = *study;
+  *updated.mutable_spec() = *std::move(merged);
+  // Validity first: a NaN bound is bad input, not a narrowing.
+  HT_RETURN_IF_ERROR(ValidateStudy(updated));
+  HT_RETURN_IF_ERROR(ToSearchSpace(updated.spec()).status());
+  const auto& paths = request.update_mask().paths();
+  if (std::find(paths.begin(), paths.end(), "parameters") != paths.end()) {
+    absl::StatusOr<std::vector<v1::Trial>> trials =
         store_->ListTrials(request.name(), {});
-    if (!all.ok()) return all.status();
-    trials = *std::move(all);
+    if (!trials.ok()) return trials.status();
+    HT_RETURN_IF_ERROR(
+        CheckParametersGrow(study->spec(), updated.spec(), *trials));
   }
-  absl::StatusOr<SpecUpdate> update = ApplyStudyUpdate(
-      study->spec(), request.spec(), request.update_mask(), trials);
-  if (!update.ok()) return update.status();
-  if (update->fields.empty()) return LoadStudyWithCounts(caller, request.name());
+  std::vector<v1::StudyChange::Field> fields =
+      RecordChanges(study->spec(), updated.spec(), request.update_mask());
+  if (fields.empty()) return LoadStudyWithCounts(caller, request.name());
   if (study->changes_size() >= kMaxStudyChanges) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "study \"%s\" has %d recorded changes, the limit; export it and "
         "import it under a new name to start a new record",
         request.name(), kMaxStudyChanges));
   }
-  v1::Study updated = *study;
-  *updated.mutable_spec() = update->spec;
-  HT_RETURN_IF_ERROR(ValidateStudy(updated));
-  HT_RETURN_IF_ERROR(ToSearchSpace(updated.spec()).status());
-
   v1::StudyChange change;
   change.set_time_ms(Now());
   change.set_who(caller.owner.empty() ? "(auth off)" : caller.owner);
-  for (v1::StudyChange::Field& f : update->fields) {
-    *change.add_fields() = std::move(f);
+  for (v1::StudyChange::Field& f : fields) *change.add_fields() = std::move(f);
+  *updated.add_changes() = change;
+  // The study as it would be stored, record included, must stay readable.
+  if (const size_t bytes = updated.ByteSizeLong(); bytes > kMaxStudyBytes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "spec: the update would make study \"%s\" %d bytes serialized "
+        "(spec and record of changes), over the limit of %d per study",
+        request.name(), bytes, kMaxStudyBytes));
   }
   const bool reopen = study->state() == v1::Study::COMPLETED &&
-                      RaisesBudget(study->spec(), update->spec);
+                      RaisesBudget(study->spec(), updated.spec());
   // Modified in place: completions may be adding to its cost meanwhile.
   HT_RETURN_IF_ERROR(store_->ModifyStudy(
       request.name(), [&](v1::Study& stored) {
-        *stored.mutable_spec() = update->spec;
+        *stored.mutable_spec() = updated.spec();
         *stored.add_changes() = change;
         if (reopen) stored.set_state(v1::Study::ACTIVE);
       }));
@@ -488,16 +515,15 @@ absl::StatusOr<v1::BackupResponse> StudyService::Backup(
   }
   HT_RETURN_IF_ERROR(ValidateText("destination_path",
                                   request.destination_path(), kMaxUriBytes));
-  if (request.destination_path().empty()) {
-    return absl::InvalidArgumentError(
-        "destination_path: empty; name the file to write on the server");
-  }
+  absl::StatusOr<std::string> path = ResolveBackupPath(
+      options_.backup_dir, request.destination_path(), request.overwrite());
+  if (!path.ok()) return path.status();
   const auto start = std::chrono::steady_clock::now();
-  HT_RETURN_IF_ERROR(store_->Backup(request.destination_path()));
+  HT_RETURN_IF_ERROR(store_->Backup(*path));
   v1::BackupResponse response;
-  response.set_destination_path(request.destination_path());
+  response.set_destination_path(*path);
   std::error_code error;
-  const auto bytes = std::filesystem::file_size(request.destination_path(), error);
+  const auto bytes = std::filesystem::file_size(*path, error);
   response.set_bytes(error ? 0 : static_cast<int64_t>(bytes));
   response.set_duration_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
                                std::chrono::steady_clock::now() - start)
@@ -541,27 +567,41 @@ absl::Status StudyService::Grant(const v1::Study& study, v1::Trial& trial,
 }
 
 absl::Status StudyService::Release(const v1::Study& study, v1::Trial& trial,
-                                   const std::string& reason) const {
+                                   const std::string& reason,
+                                   Loss loss) const {
   if (trial.state() == v1::Trial::STOPPING) {
     // The stop was decided: no one needs to run it again.
     return StopNow(trial, trial.stop_reason(), Now());
   }
-  const int max_retries = study.spec().has_max_retries()
-                              ? study.spec().max_retries()
-                              : options_.max_retries;
-  const bool retry = trial.retry_count() + 1 <= max_retries;
+  // A worker lost spends the retries; a machine taken away, the
+  // preemptions: a spot fleet loses machines without any fault of a trial.
+  const v1::StudySpec& spec = study.spec();
+  const bool preempted = loss == Loss::kPreempted;
+  const int allowed =
+      preempted ? (spec.has_max_preemptions() ? spec.max_preemptions()
+                                              : kDefaultMaxPreemptions)
+                : (spec.has_max_retries() ? spec.max_retries()
+                                          : options_.max_retries);
+  const int count = 1 + (preempted ? trial.preemption_count()
+                                   : trial.retry_count());
+  const bool retry = count <= allowed;
   // Queued for the next worker, which resumes from the checkpoint, or
   // FAILED once the retries are spent.
   HT_RETURN_IF_ERROR(
       Transition(trial, retry ? v1::Trial::REQUESTED : v1::Trial::FAILED));
-  trial.set_retry_count(trial.retry_count() + 1);
+  if (preempted) {
+    trial.set_preemption_count(count);
+  } else {
+    trial.set_retry_count(count);
+  }
   trial.set_lease_expire_time_ms(0);
   if (retry) {
     trial.set_failure_reason(reason);
   } else {
-    trial.set_failure_reason(
-        absl::StrFormat("%s; the worker was lost %d times (max_retries %d)",
-                        reason, trial.retry_count(), max_retries));
+    trial.set_failure_reason(absl::StrFormat(
+        preempted ? "%s; its worker was preempted %d times (max_preemptions %d)"
+                  : "%s; the worker was lost %d times (max_retries %d)",
+        reason, count, allowed));
     trial.set_end_time_ms(Now());
   }
   return absl::OkStatus();
@@ -570,7 +610,7 @@ absl::Status StudyService::Release(const v1::Study& study, v1::Trial& trial,
 absl::StatusOr<v1::Trial> StudyService::ReleaseAndSave(
     const v1::Study& study, const v1::Trial& read, const std::string& reason) {
   v1::Trial released = read;
-  HT_RETURN_IF_ERROR(Release(study, released, reason));
+  HT_RETURN_IF_ERROR(Release(study, released, reason, Loss::kWorkerLost));
   HT_RETURN_IF_ERROR(SaveTrial(storage::TrialVersion::Of(read), released));
   return released;
 }
@@ -1152,6 +1192,11 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
         "worker_failed: a trial is either infeasible (its parameters) or its "
         "worker failed, not both");
   }
+  if (request.preempted() && !request.worker_failed()) {
+    return absl::InvalidArgumentError(
+        "preempted: only with worker_failed (the trial is given back because "
+        "its machine was taken away)");
+  }
   absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
   if (!runtime.ok()) return runtime.status();
   TrialLock lock(**runtime, request.trial_id());
@@ -1172,10 +1217,12 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
     HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
     const storage::TrialVersion read = storage::TrialVersion::Of(trial);
     AddDeviceSeconds(request.device_seconds(), study, trial);
-    HT_RETURN_IF_ERROR(
-        Release(study, trial,
-                request.failure_reason().empty() ? "worker failed"
-                                                 : request.failure_reason()));
+    HT_RETURN_IF_ERROR(Release(
+        study, trial,
+        request.failure_reason().empty()
+            ? (request.preempted() ? "worker preempted" : "worker failed")
+            : request.failure_reason(),
+        request.preempted() ? Loss::kPreempted : Loss::kWorkerLost));
     HT_RETURN_IF_ERROR(SaveTrial(read, trial));
     HT_RETURN_IF_ERROR(
         SaveStudyCost(request.study_name(), request.device_seconds()));

@@ -47,6 +47,9 @@ struct ServiceOptions {
   // (GpBanditOptions::background_fits). 0: on the request path, so that a
   // seed and a history always give the same suggestion. Default 1.
   int fit_threads = 1;
+  // The folder Backup writes in (backup_path.h); empty: Backup is refused.
+  // hypertuned's default: the SQLite database's folder.
+  std::string backup_dir;
 };
 
 class StudyService {
@@ -159,11 +162,13 @@ class StudyService {
 
   // Import (study_import.h, defined in study_import.cc). ImportStudy
   // recreates an exported study with its trials, all or nothing;
-  // ALREADY_EXISTS if the name is taken. ImportTrials adds warm-start
-  // results to a study.
+  // ALREADY_EXISTS if the name is taken; CANCELLED, storing nothing, when
+  // `abandoned` (null: never) says the caller is gone. ImportTrials adds
+  // warm-start results to a study.
   absl::StatusOr<v1::Study> ImportStudy(
       v1::Study study, std::vector<v1::Trial> trials,
-      const Principal& caller = Principal::AuthOff());
+      const Principal& caller = Principal::AuthOff(),
+      const std::function<bool()>& abandoned = nullptr);
   absl::StatusOr<v1::ImportTrialsResponse> ImportTrials(
       const v1::ImportTrialsRequest& request,
       const Principal& caller = Principal::AuthOff());
@@ -226,10 +231,15 @@ class StudyService {
   // imports. REQUIRES: runtime.mu held.
   absl::StatusOr<int64_t> WarmStartTrials(StudyRuntime& runtime,
                                           const v1::Study& study);
-  // The worker holding `trial` is gone (`reason`): back to REQUESTED while
-  // retries remain, else FAILED (STOPPING ones are STOPPED).
+  // How a trial lost its worker: the worker itself (its lease ran out, it
+  // failed), which spends max_retries, or its machine, taken away with
+  // notice (a spot preemption), which spends max_preemptions.
+  enum class Loss { kWorkerLost, kPreempted };
+  // The worker holding `trial` is gone (`reason`, `loss`): back to
+  // REQUESTED while that loss's allowance remains, else FAILED (STOPPING
+  // ones are STOPPED).
   absl::Status Release(const v1::Study& study, v1::Trial& trial,
-                       const std::string& reason) const;
+                       const std::string& reason, Loss loss) const;
   // Release of the trial read as `read`, saved; returns it as stored.
   absl::StatusOr<v1::Trial> ReleaseAndSave(const v1::Study& study,
                                            const v1::Trial& read,

@@ -6,12 +6,15 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/field_mask_util.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "service/limits.h"
 
 namespace hypertune::service {
 namespace {
@@ -147,6 +150,139 @@ std::string TrialsOutside(const v1::ParameterSpec& after,
   return text;
 }
 
+// "lr: [0.001, 0.1]" or "opt: 3 categories": a parameter's domain in a
+// line whose size does not grow with its values.
+std::string DomainText(const v1::ParameterSpec& p) {
+  switch (p.kind_case()) {
+    case v1::ParameterSpec::kDoubleSpec:
+      return absl::StrCat(p.name(), ": [", p.double_spec().min(), ", ",
+                          p.double_spec().max(), "]");
+    case v1::ParameterSpec::kIntegerSpec:
+      return absl::StrCat(p.name(), ": [", p.integer_spec().min(), ", ",
+                          p.integer_spec().max(), "]");
+    case v1::ParameterSpec::kDiscreteSpec:
+      return absl::StrCat(p.name(), ": ", p.discrete_spec().values_size(),
+                          " values");
+    case v1::ParameterSpec::kCategoricalSpec:
+      return absl::StrCat(p.name(), ": ", p.categorical_spec().values_size(),
+                          " categories");
+    case v1::ParameterSpec::KIND_NOT_SET:
+      break;
+  }
+  return p.name();
+}
+
+// "; added \"a\", \"b\" (and 3 more)": the values `after` holds that `before`
+// does not, listed up to kMaxChangeTextBytes.
+std::string AddedValues(const v1::ParameterSpec& before,
+                        const v1::ParameterSpec& after) {
+  std::vector<std::string> added;
+  if (after.has_categorical_spec()) {
+    for (const std::string& v : after.categorical_spec().values()) {
+      if (!Contains(before.categorical_spec().values(), v)) {
+        added.push_back(absl::StrCat("\"", absl::CHexEscape(v), "\""));
+      }
+    }
+  } else if (after.has_discrete_spec()) {
+    for (double v : after.discrete_spec().values()) {
+      if (!Contains(before.discrete_spec().values(), v)) {
+        added.push_back(absl::StrCat(v));
+      }
+    }
+  }
+  if (added.empty()) return "";
+  std::string text = "; added ";
+  size_t listed = 0;
+  for (; listed < added.size(); ++listed) {
+    if (listed > 0 &&
+        text.size() + added[listed].size() + 2 > kMaxChangeTextBytes) {
+      break;
+    }
+    absl::StrAppend(&text, listed > 0 ? ", " : "", added[listed]);
+  }
+  if (listed < added.size()) {
+    absl::StrAppend(&text, " (and ", added.size() - listed, " more)");
+  }
+  return text;
+}
+
+// Whether `path` applies to `rule`: the fields that rule reads.
+bool EarlyStoppingFieldApplies(const std::string& path,
+                               v1::EarlyStoppingSpec::Rule rule) {
+  const bool median = rule == v1::EarlyStoppingSpec::MEDIAN ||
+                      rule == v1::EarlyStoppingSpec::PERCENTILE;
+  const bool asha = rule == v1::EarlyStoppingSpec::ASHA ||
+                    rule == v1::EarlyStoppingSpec::HYPERBAND;
+  if (path == "early_stopping.max_resource") return asha;
+  return median;  // min_trials, grace_steps
+}
+
+}  // namespace
+
+const std::vector<std::string>& UpdatableStudyPaths() {
+  static const auto* paths = new std::vector<std::string>{
+      "max_trials",
+      "max_parallel_trials",
+      "max_device_hours",
+      "price_per_device_hour",
+      "lease_seconds",
+      "max_retries",
+      "max_preemptions",
+      "early_stopping.max_resource",
+      "early_stopping.min_trials",
+      "early_stopping.grace_steps",
+      "parameters"};
+  return *paths;
+}
+
+absl::StatusOr<v1::StudySpec> MergeStudyUpdate(
+    const v1::StudySpec& spec, const v1::StudySpec& update,
+    const google::protobuf::FieldMask& mask) {
+  if (mask.paths().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "update_mask: empty; name the fields to change (",
+        absl::StrJoin(UpdatableStudyPaths(), ", "), ")"));
+  }
+  absl::flat_hash_set<std::string> seen;
+  for (const std::string& path : mask.paths()) {
+    const auto& allowed = UpdatableStudyPaths();
+    if (std::find(allowed.begin(), allowed.end(), path) == allowed.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "update_mask: \"", absl::CHexEscape(path), "\" cannot be updated (",
+          absl::StrJoin(allowed, ", "), " can)"));
+    }
+    if (!seen.insert(path).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("update_mask: \"", path, "\" is named twice"));
+    }
+    if (absl::StartsWith(path, "early_stopping.") &&
+        !EarlyStoppingFieldApplies(path, spec.early_stopping().rule())) {
+      const v1::EarlyStoppingSpec::Rule rule = spec.early_stopping().rule();
+      return absl::InvalidArgumentError(absl::StrCat(
+          "update_mask: \"", path, "\" does not apply to this study: ",
+          rule == v1::EarlyStoppingSpec::RULE_UNSPECIFIED
+              ? "it has no early-stopping rule"
+              : absl::StrCat("its rule ",
+                             v1::EarlyStoppingSpec::Rule_Name(rule),
+                             " does not read it")));
+    }
+  }
+  v1::StudySpec merged = spec;
+  google::protobuf::util::FieldMaskUtil::MergeOptions options;
+  options.set_replace_message_fields(false);
+  options.set_replace_repeated_fields(true);
+  google::protobuf::util::FieldMaskUtil::MergeMessageTo(update, mask, options,
+                                                        &merged);
+  // Optional scalars: a path named but unset clears it.
+  if (seen.contains("max_retries") && !update.has_max_retries()) {
+    merged.clear_max_retries();
+  }
+  if (seen.contains("max_preemptions") && !update.has_max_preemptions()) {
+    merged.clear_max_preemptions();
+  }
+  return merged;
+}
+
 absl::Status CheckParametersGrow(const v1::StudySpec& before,
                                  const v1::StudySpec& after,
                                  const std::vector<v1::Trial>& trials) {
@@ -187,72 +323,34 @@ absl::Status CheckParametersGrow(const v1::StudySpec& before,
   return absl::OkStatus();
 }
 
-}  // namespace
-
-const std::vector<std::string>& UpdatableStudyPaths() {
-  static const auto* paths = new std::vector<std::string>{
-      "max_trials",
-      "max_parallel_trials",
-      "max_device_hours",
-      "price_per_device_hour",
-      "lease_seconds",
-      "max_retries",
-      "early_stopping.max_resource",
-      "early_stopping.min_trials",
-      "early_stopping.grace_steps",
-      "parameters"};
-  return *paths;
-}
-
-absl::StatusOr<SpecUpdate> ApplyStudyUpdate(
-    const v1::StudySpec& spec, const v1::StudySpec& update,
-    const google::protobuf::FieldMask& mask,
-    const std::vector<v1::Trial>& trials) {
-  if (mask.paths().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "update_mask: empty; name the fields to change (",
-        absl::StrJoin(UpdatableStudyPaths(), ", "), ")"));
-  }
-  absl::flat_hash_set<std::string> seen;
-  for (const std::string& path : mask.paths()) {
-    const auto& allowed = UpdatableStudyPaths();
-    if (std::find(allowed.begin(), allowed.end(), path) == allowed.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "update_mask: \"", path, "\" cannot be updated (",
-          absl::StrJoin(allowed, ", "), " can)"));
-    }
-    if (!seen.insert(path).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("update_mask: \"", path, "\" is named twice"));
-    }
-  }
-  SpecUpdate result;
-  result.spec = spec;
-  google::protobuf::util::FieldMaskUtil::MergeOptions options;
-  options.set_replace_message_fields(false);
-  options.set_replace_repeated_fields(true);
-  google::protobuf::util::FieldMaskUtil::MergeMessageTo(update, mask, options,
-                                                        &result.spec);
-  // Optional scalars (max_retries): a path named but unset clears it.
-  if (seen.contains("max_retries") && !update.has_max_retries()) {
-    result.spec.clear_max_retries();
-  }
-  if (seen.contains("parameters")) {
-    if (absl::Status s = CheckParametersGrow(spec, result.spec, trials);
-        !s.ok()) {
-      return s;
-    }
-  }
-  for (const std::string& path : mask.paths()) {
-    std::string before = ValueText(spec, path);
-    std::string after = ValueText(result.spec, path);
-    if (before == after) continue;
-    v1::StudyChange::Field& field = result.fields.emplace_back();
+std::vector<v1::StudyChange::Field> RecordChanges(
+    const v1::StudySpec& before, const v1::StudySpec& after,
+    const google::protobuf::FieldMask& mask) {
+  std::vector<v1::StudyChange::Field> fields;
+  auto add = [&](const std::string& path, std::string was, std::string is) {
+    v1::StudyChange::Field& field = fields.emplace_back();
     field.set_path(path);
-    field.set_before(std::move(before));
-    field.set_after(std::move(after));
+    field.set_before(std::move(was));
+    field.set_after(std::move(is));
+  };
+  for (const std::string& path : mask.paths()) {
+    if (path != "parameters") {
+      std::string was = ValueText(before, path);
+      std::string is = ValueText(after, path);
+      if (was != is) add(path, std::move(was), std::move(is));
+      continue;
+    }
+    // Per parameter and only its domain: the whole list, twice per change,
+    // would soon outgrow the study (CheckParametersGrow keeps the rest).
+    const int n = std::min(before.parameters_size(), after.parameters_size());
+    for (int i = 0; i < n; ++i) {
+      const v1::ParameterSpec& b = before.parameters(i);
+      const v1::ParameterSpec& a = after.parameters(i);
+      if (google::protobuf::util::MessageDifferencer::Equals(a, b)) continue;
+      add(path, DomainText(b), absl::StrCat(DomainText(a), AddedValues(b, a)));
+    }
   }
-  return result;
+  return fields;
 }
 
 bool RaisesBudget(const v1::StudySpec& before, const v1::StudySpec& after) {

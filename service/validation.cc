@@ -324,10 +324,8 @@ absl::Status ValidateAttributes(
     const std::string entry =
         absl::StrFormat("%s[\"%s\"]", field, absl::CHexEscape(key));
     if (key.empty()) return Invalid(field, "a key must not be empty");
-    if (key.size() > kMaxNameBytes) {
-      return Invalid(entry, absl::StrFormat("key longer than %d bytes",
-                                            kMaxNameBytes));
-    }
+    // Keys are names: they become CSV columns and dashboard labels.
+    HT_RETURN_IF_ERROR(ValidateIdentifier(absl::StrCat(entry, " (key)"), key));
     HT_RETURN_IF_ERROR(ValidateText(entry, value, kMaxAttributeValueBytes));
   }
   return absl::OkStatus();
@@ -428,6 +426,12 @@ absl::Status ValidateStudy(const v1::Study& study) {
     return Invalid("study.spec.max_retries",
                    absl::StrCat("must be from 0 to ", kMaxRetries, ", got ",
                                 spec.max_retries()));
+  }
+  if (spec.has_max_preemptions() &&
+      (spec.max_preemptions() < 0 || spec.max_preemptions() > kMaxRetries)) {
+    return Invalid("study.spec.max_preemptions",
+                   absl::StrCat("must be from 0 to ", kMaxRetries, ", got ",
+                                spec.max_preemptions()));
   }
   if (spec.max_trials() < 0) {
     return Invalid(

@@ -309,9 +309,10 @@ absl::StatusOr<v1::Study> Client::UpdateStudy(
 }
 
 absl::StatusOr<v1::BackupResponse> Client::Backup(
-    const std::string& destination_path) const {
+    const std::string& destination_path, bool overwrite) const {
   v1::BackupRequest request;
   request.set_destination_path(destination_path);
+  request.set_overwrite(overwrite);
   v1::BackupResponse response;
   absl::Status status = core_->Call(
       "Backup", Retry::kIdempotent, [&](grpc::ClientContext& c) {
@@ -537,18 +538,6 @@ absl::Status Client::WatchTrials(
 absl::StatusOr<v1::Study> Client::ImportStudy(
     const v1::Study& study, const std::vector<v1::Trial>& trials) const {
   constexpr size_t kMessageBytes = 1 << 20;
-  std::vector<v1::ImportStudyRequest> messages(1);
-  *messages[0].mutable_study() = study;
-  size_t bytes = study.ByteSizeLong();
-  for (const v1::Trial& trial : trials) {
-    const size_t size = trial.ByteSizeLong();
-    if (bytes > 0 && bytes + size > kMessageBytes) {
-      messages.emplace_back();
-      bytes = 0;
-    }
-    *messages.back().add_trials() = trial;
-    bytes += size;
-  }
   v1::Study response;
   absl::Status status = core_->Call(
       "ImportStudy", Retry::kUnavailable, [&](grpc::ClientContext& c) {
@@ -557,10 +546,24 @@ absl::StatusOr<v1::Study> Client::ImportStudy(
                            core_->options().call_timeout, std::chrono::minutes(10)));
         std::unique_ptr<grpc::ClientWriter<v1::ImportStudyRequest>> writer =
             core_->stub().ImportStudy(&c, &response);
-        for (const v1::ImportStudyRequest& message : messages) {
-          if (!writer->Write(message)) break;  // Finish says why
+        // Messages of about kMessageBytes, each built as it is sent: the
+        // trials are never held twice.
+        v1::ImportStudyRequest message;
+        *message.mutable_study() = study;
+        size_t bytes = study.ByteSizeLong();
+        bool writing = true;
+        for (const v1::Trial& trial : trials) {
+          const size_t size = trial.ByteSizeLong();
+          if (bytes > 0 && bytes + size > kMessageBytes) {
+            writing = writer->Write(message);
+            if (!writing) break;  // Finish says why
+            message.Clear();
+            bytes = 0;
+          }
+          *message.add_trials() = trial;
+          bytes += size;
         }
-        writer->WritesDone();
+        if (writing && writer->Write(message)) writer->WritesDone();
         return writer->Finish();
       });
   if (!status.ok()) return status;

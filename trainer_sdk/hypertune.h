@@ -169,10 +169,11 @@ class Client {
   // lease, a wider search space); the study records the change.
   absl::StatusOr<v1::Study> UpdateStudy(
       const v1::UpdateStudyRequest& request) const;
-  // Has the server copy its live database to `destination_path` (a path on
-  // the server's machine); an admin's call when auth is on.
-  absl::StatusOr<v1::BackupResponse> Backup(
-      const std::string& destination_path) const;
+  // Has the server copy its live database to `destination_path`, a file in
+  // its backup directory (hypertuned --backup-dir); `overwrite` replaces an
+  // earlier backup there. An admin's call when auth is on.
+  absl::StatusOr<v1::BackupResponse> Backup(const std::string& destination_path,
+                                            bool overwrite = false) const;
   // Asks for up to `count` trials held by `client_id` ("" = this client's).
   absl::StatusOr<v1::SuggestTrialsResponse> Suggest(
       const std::string& study, int count,
@@ -273,11 +274,13 @@ class Trial {
   // of it: the server resumes it when promoted.
   absl::Status Complete(const Metrics& metrics);
   absl::Status MarkInfeasible(const std::string& reason);
-  // Gives the trial back because this worker cannot finish it (preempted,
-  // shutting down), not because of its parameters: the server queues it for
-  // another worker, keeping its measurements and checkpoint, while it has
-  // retries left, else marks it FAILED. Stops the renewals.
-  absl::Status GiveBack(const std::string& reason);
+  // Gives the trial back because this worker cannot finish it, not because
+  // of its parameters: the server queues it for another worker, keeping its
+  // measurements and checkpoint, while it has retries left (`preempted`:
+  // the machine is being taken away, e.g. on SIGTERM, which spends
+  // max_preemptions instead of max_retries), else marks it FAILED. Stops
+  // the renewals.
+  absl::Status GiveBack(const std::string& reason, bool preempted = false);
   // Renews the lease now, optionally recording a checkpoint to resume from.
   // Returns whether the server asks the trial to stop early.
   absl::StatusOr<bool> Heartbeat(const std::string& checkpoint_uri = "");

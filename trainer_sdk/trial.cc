@@ -236,11 +236,12 @@ absl::Status Trial::MarkInfeasible(const std::string& reason) {
   return Finish(std::move(request));
 }
 
-absl::Status Trial::GiveBack(const std::string& reason) {
+absl::Status Trial::GiveBack(const std::string& reason, bool preempted) {
   if (absl::Status s = Usable(); !s.ok()) return s;
   v1::CompleteTrialRequest request;
   request.set_worker_failed(true);
   request.set_failure_reason(reason);
+  request.set_preempted(preempted);
   return Finish(std::move(request));
 }
 

@@ -11,7 +11,9 @@
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
+#include "service/limits.h"
 #include "storage/memory_store.h"
+#include "testing/test_server.h"
 
 namespace hypertune::service {
 namespace {
@@ -454,7 +456,14 @@ TEST_F(StudyServiceTest, ASearchSpaceMayOnlyGrow) {
   auto grown = UpdateOf(service_, "s", wider, {"parameters"});
   ASSERT_TRUE(grown.ok()) << grown.status();
   EXPECT_EQ(grown->spec().parameters(2).categorical_spec().values_size(), 4);
-  EXPECT_THAT(grown->changes(0).fields(0).after(), HasSubstr("\"d\""));
+  // Recorded per changed parameter, as its domain and what was added.
+  ASSERT_EQ(grown->changes(0).fields_size(), 3);
+  EXPECT_EQ(grown->changes(0).fields(0).path(), "parameters");
+  EXPECT_EQ(grown->changes(0).fields(0).before(), "x: [-1, 1]");
+  EXPECT_EQ(grown->changes(0).fields(0).after(), "x: [-2, 2]");
+  EXPECT_EQ(grown->changes(0).fields(2).before(), "c: 3 categories");
+  EXPECT_EQ(grown->changes(0).fields(2).after(),
+            "c: 4 categories; added \"d\"");
   auto r = Suggest("s", 1, "w");  // the model follows the new space
   ASSERT_TRUE(r.ok()) << r.status();
 
@@ -504,6 +513,216 @@ TEST_F(StudyServiceTest, ASearchSpaceMayOnlyGrow) {
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->changes_size(), 1);  // the refusals changed nothing
   EXPECT_EQ(after->spec().parameters(0).double_spec().max(), 2);
+}
+
+// The review's case: a 1.0 MB study of two parameters with 500 long
+// categories each, updated to 501, stored a 3 MB row (the record held both
+// lists whole) that no read could answer. The record now names what changed;
+// the stored study, record included, stays under the limit, and an update
+// that would pass it is refused up front.
+TEST_F(StudyServiceTest, AnUpdateKeepsTheStudyUnderItsSizeLimit) {
+  auto categories = [](char tag, int n) {
+    std::string text;
+    for (int i = 0; i < n; ++i) {
+      absl::StrAppend(&text, i ? ", " : "", "\"", std::string(1, tag), i, std::string(990, tag),
+                      "\"");
+    }
+    return text;
+  };
+  auto space = [&](int first) {
+    return absl::StrCat(
+        "parameters { name: \"a\" categorical_spec { values: [",
+        categories('a', first), "] } } parameters { name: \"b\" "
+        "categorical_spec { values: [", categories('b', 500), "] } }");
+  };
+  v1::CreateStudyRequest create;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      absl::StrCat("study { name: \"big\" spec { ", space(500),
+                   " metrics { name: \"loss\" goal: MINIMIZE } } }"),
+      &create));
+  ASSERT_TRUE(service_.CreateStudy(create).ok());
+  Create("small", 0, 0);
+
+  auto grown = UpdateOf(service_, "big", space(501), {"parameters"});
+  ASSERT_TRUE(grown.ok()) << grown.status();
+  EXPECT_LE(grown->ByteSizeLong(), kMaxStudyBytes);
+  ASSERT_EQ(grown->changes(0).fields_size(), 1);
+  EXPECT_EQ(grown->changes(0).fields(0).before(), "a: 500 categories");
+  EXPECT_THAT(grown->changes(0).fields(0).after(),
+              HasSubstr("a: 501 categories; added \"a500"));
+  EXPECT_LE(grown->changes(0).fields(0).after().size(),
+            kMaxChangeTextBytes + 64);
+
+  // 60 more values would pass 1 MiB: refused, nothing changed.
+  absl::Status over = UpdateOf(service_, "big", space(561), {"parameters"}).status();
+  EXPECT_EQ(over.code(), absl::StatusCode::kInvalidArgument) << over;
+  EXPECT_THAT(std::string(over.message()),
+              HasSubstr(absl::StrCat("over the limit of ", kMaxStudyBytes)));
+  v1::GetStudyRequest get;
+  get.set_name("big");
+  auto after = service_.GetStudy(get);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->spec().parameters(0).categorical_spec().values_size(), 501);
+  EXPECT_EQ(after->changes_size(), 1);
+
+  auto list = service_.ListStudies(v1::ListStudiesRequest());
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_EQ(list->studies_size(), 2);
+  EXPECT_LE(list->ByteSizeLong(), kMaxResponseBytes);
+}
+
+// A row stored before the record counted (a change 8 MB long) is answered
+// cut to the limit, so that it never breaks a list or a read.
+TEST_F(StudyServiceTest, AnOversizedStoredStudyIsAnsweredWithinTheLimit) {
+  v1::Study study = Create("legacy", 0, 0);
+  study.clear_trial_counts();
+  for (int i = 0; i < 2; ++i) {
+    v1::StudyChange::Field* field = study.add_changes()->add_fields();
+    field->set_path("parameters");
+    field->set_before(std::string(4 << 20, 'x'));
+    field->set_after(std::string(4 << 20, 'y'));
+  }
+  ASSERT_TRUE(store_.UpdateStudy(study).ok());
+  v1::GetStudyRequest get;
+  get.set_name("legacy");
+  auto read = service_.GetStudy(get);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_LE(read->ByteSizeLong(), kMaxStudyBytes);
+  EXPECT_THAT(read->changes(0).fields(0).before(), HasSubstr("cut from"));
+  auto list = service_.ListStudies(v1::ListStudiesRequest());
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->studies_size(), 1);
+  EXPECT_LE(list->ByteSizeLong(), kMaxResponseBytes);
+}
+
+// The review's cases of bad input to UpdateStudy: each INVALID_ARGUMENT
+// naming the field and the problem.
+TEST_F(StudyServiceTest, UpdateStudyNamesEachBadField) {
+  Create("plain", 0, 0);  // no early stopping
+  for (const std::string& path :
+       {"early_stopping.max_resource", "early_stopping.min_trials",
+        "early_stopping.grace_steps"}) {
+    absl::Status s = UpdateOf(service_, "plain", "", {path}).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << path;
+    EXPECT_THAT(std::string(s.message()),
+                HasSubstr(absl::StrCat("\"", path, "\" does not apply")));
+    EXPECT_THAT(std::string(s.message()), HasSubstr("no early-stopping rule"));
+  }
+  v1::CreateStudyRequest median;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    study {
+      name: "median"
+      spec {
+        parameters { name: "x" double_spec { min: 0 max: 1 } }
+        metrics { name: "loss" goal: MINIMIZE }
+        early_stopping { rule: MEDIAN }
+      }
+    })pb", &median));
+  ASSERT_TRUE(service_.CreateStudy(median).ok());
+  absl::Status asha_field = UpdateOf(service_, "median",
+      "early_stopping { max_resource: 9 }", {"early_stopping.max_resource"})
+                                .status();
+  EXPECT_EQ(asha_field.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(asha_field.message()), HasSubstr("MEDIAN"));
+  EXPECT_TRUE(UpdateOf(service_, "median", "early_stopping { min_trials: 5 }",
+                       {"early_stopping.min_trials"})
+                  .ok());
+
+  absl::Status nan = UpdateOf(service_, "plain", R"pb(
+      parameters { name: "x" double_spec { min: -1 max: nan } }
+      parameters { name: "n" integer_spec { min: 1 max: 100 scale: LOG } }
+      parameters { name: "c" categorical_spec { values: [ "a", "b", "c" ] } })pb",
+      {"parameters"}).status();
+  EXPECT_EQ(nan.code(), absl::StatusCode::kInvalidArgument) << nan;
+  EXPECT_THAT(std::string(nan.message()), HasSubstr("parameters[0]"));
+  EXPECT_THAT(std::string(nan.message()), HasSubstr("nan"));
+
+  v1::CreateStudyRequest twice;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    study {
+      name: "conditional"
+      spec {
+        parameters { name: "opt" categorical_spec { values: [ "sgd", "adam" ] } }
+        parameters {
+          name: "momentum" double_spec { min: 0 max: 1 }
+          parent: "opt" parent_categories: [ "sgd", "adam", "sgd" ]
+        }
+        metrics { name: "loss" goal: MINIMIZE }
+      }
+    })pb", &twice));
+  absl::Status repeated = service_.CreateStudy(twice).status();
+  EXPECT_EQ(repeated.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(repeated.message()),
+              HasSubstr("parameters[1].parent_categories[2]: \"sgd\" is "
+                        "listed twice"));
+
+  v1::CreateStudyRequest keyed;
+  keyed.mutable_study()->set_name("keyed");
+  *keyed.mutable_study()->mutable_spec() = median.study().spec();
+  (*keyed.mutable_study()->mutable_attributes())["bad key"] = "v";
+  absl::Status key = service_.CreateStudy(keyed).status();
+  EXPECT_EQ(key.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(key.message()), HasSubstr("study.attributes[\"bad key\"]"));
+}
+
+// A spot fleet loses machines: a trial given back by preempted workers
+// goes on past max_retries (preemptions spend max_preemptions), while a
+// worker that fails spends the retries as before; both are counted.
+TEST_F(StudyServiceTest, PreemptionsDoNotSpendTheRetries) {
+  Create("spot", 0, 0);  // max_retries: the default 2
+  auto give_back = [&](int64_t id, bool preempted) {
+    EXPECT_TRUE(Suggest("spot", 1, "w").ok());
+    v1::CompleteTrialRequest request;
+    request.set_study_name("spot");
+    request.set_trial_id(id);
+    request.set_lease_epoch(Epoch("spot", id));
+    request.set_worker_failed(true);
+    request.set_preempted(preempted);
+    return service_.CompleteTrial(request);
+  };
+  for (int i = 0; i < 5; ++i) {
+    auto back = give_back(1, /*preempted=*/true);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->state(), v1::Trial::REQUESTED);
+    EXPECT_EQ(back->preemption_count(), i + 1);
+    EXPECT_EQ(back->retry_count(), 0);
+    EXPECT_EQ(back->failure_reason(), "worker preempted");
+  }
+  for (int i = 0; i < 2; ++i) {
+    auto back = give_back(1, /*preempted=*/false);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->state(), v1::Trial::REQUESTED);
+    EXPECT_EQ(back->retry_count(), i + 1);
+  }
+  auto failed = give_back(1, /*preempted=*/false);
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  EXPECT_EQ(failed->state(), v1::Trial::FAILED);
+  EXPECT_EQ(failed->preemption_count(), 5);
+  EXPECT_THAT(failed->failure_reason(), HasSubstr("max_retries 2"));
+
+  // max_preemptions bounds them in turn.
+  ASSERT_TRUE(UpdateOf(service_, "spot", "max_preemptions: 1",
+                       {"max_preemptions"}).ok());
+  auto once = give_back(2, /*preempted=*/true);
+  ASSERT_TRUE(once.ok()) << once.status();
+  EXPECT_EQ(once->state(), v1::Trial::REQUESTED);
+  auto twice = give_back(2, /*preempted=*/true);
+  ASSERT_TRUE(twice.ok()) << twice.status();
+  EXPECT_EQ(twice->state(), v1::Trial::FAILED);
+  EXPECT_THAT(twice->failure_reason(), HasSubstr("max_preemptions 1"));
+
+  v1::CompleteTrialRequest alone;
+  alone.set_study_name("spot");
+  alone.set_trial_id(3);
+  alone.set_lease_epoch(1);
+  alone.set_preempted(true);
+  absl::Status s = service_.CompleteTrial(alone).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("preempted: only with worker_failed"));
+  absl::Status bound = UpdateOf(service_, "spot", "max_preemptions: -1",
+                                {"max_preemptions"}).status();
+  EXPECT_EQ(bound.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bound.message()), HasSubstr("max_preemptions"));
 }
 
 // The review's trap: one trial reporting loss=inf (minimized) made every
@@ -563,16 +782,24 @@ TEST_F(StudyServiceTest, BackupIsAnAdminsCallAndNeedsSqlite) {
   bob.owner = "bob";
   bob.checked = true;
   v1::BackupRequest request;
-  request.set_destination_path("/tmp/copy.db");
+  request.set_destination_path("copy.db");
   EXPECT_EQ(service_.Backup(request, bob).status().code(),
             absl::StatusCode::kPermissionDenied);
   Principal admin = bob;
   admin.admin = true;
-  absl::Status memory = service_.Backup(request, admin).status();
+  absl::Status no_folder = service_.Backup(request, admin).status();
+  EXPECT_EQ(no_folder.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(no_folder.message()), HasSubstr("--backup-dir"));
+
+  test::TempDir dir;
+  ServiceOptions options = Options();
+  options.backup_dir = dir.path().string();
+  StudyService with_folder(&store_, options);
+  absl::Status memory = with_folder.Backup(request, admin).status();
   EXPECT_EQ(memory.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(memory.message()), HasSubstr("SQLite"));
   request.clear_destination_path();
-  EXPECT_EQ(service_.Backup(request, admin).status().code(),
+  EXPECT_EQ(with_folder.Backup(request, admin).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 

@@ -1,0 +1,189 @@
+// Streams that a client abandons or multiplies, over a real server: an
+// ImportStudy cancelled mid-stream stores nothing, and WatchTrials streams
+// are capped per owner (each holds a server thread).
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "hypertune/v1/hypertune.grpc.pb.h"
+#include "service/limits.h"
+#include "service/server.h"
+#include "testing/test_server.h"
+
+namespace hypertune {
+namespace {
+
+using ::testing::HasSubstr;
+
+class StreamHardeningTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    service::ServerOptions options;
+    options.db_path = dir_.File("streams.db");
+    options.listen = "127.0.0.1:0";
+    auto server = service::Server::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    stub_ = v1::HyperTune::NewStub(grpc::CreateChannel(
+        server_->address(), grpc::InsecureChannelCredentials()));
+  }
+
+  static v1::Study Study(const std::string& name) {
+    v1::Study study;
+    google::protobuf::TextFormat::ParseFromString(R"pb(
+      state: ACTIVE
+      spec {
+        parameters { name: "x" double_spec { min: 0 max: 1 } }
+        metrics { name: "loss" goal: MINIMIZE }
+        algorithm: QUASI_RANDOM
+      })pb", &study);
+    study.set_name(name);
+    return study;
+  }
+
+  // The ImportStudy messages of study `name` with `n` COMPLETED trials, 50
+  // to a message.
+  static std::vector<v1::ImportStudyRequest> ImportMessages(
+      const std::string& name, int n) {
+    std::vector<v1::ImportStudyRequest> messages(1);
+    *messages[0].mutable_study() = Study(name);
+    for (int id = 1; id <= n; ++id) {
+      if ((id - 1) % 50 == 0) messages.emplace_back();
+      v1::Trial* t = messages.back().add_trials();
+      t->set_id(id);
+      t->set_state(v1::Trial::COMPLETED);
+      v1::ParameterValue* x = t->add_parameters();
+      x->set_name("x");
+      x->set_double_value(id / (n + 1.0));
+      (*t->mutable_final_measurement()->mutable_metrics())["loss"] = id;
+    }
+    return messages;
+  }
+
+  grpc::Status GetStudy(const std::string& name, v1::Study* study) {
+    grpc::ClientContext context;
+    v1::GetStudyRequest request;
+    request.set_name(name);
+    return stub_->GetStudy(&context, request, study);
+  }
+
+  test::TempDir dir_;
+  std::unique_ptr<service::Server> server_;
+  std::unique_ptr<v1::HyperTune::Stub> stub_;
+};
+
+// The review's case: a client cancelled after sending its study and 300
+// trials, before ending the stream, left the study stored and its retry
+// met ALREADY_EXISTS. Now nothing is stored and the retry succeeds.
+TEST_F(StreamHardeningTest, ACancelledImportStoresNothing) {
+  const std::vector<v1::ImportStudyRequest> messages = ImportMessages("im", 300);
+  {
+    grpc::ClientContext context;
+    v1::Study response;
+    auto writer = stub_->ImportStudy(&context, &response);
+    for (const v1::ImportStudyRequest& m : messages) ASSERT_TRUE(writer->Write(m));
+    // No WritesDone: the client goes away mid-stream.
+    context.TryCancel();
+    EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  // And one whose deadline passes mid-stream.
+  {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(300));
+    v1::Study response;
+    auto writer = stub_->ImportStudy(&context, &response);
+    for (const v1::ImportStudyRequest& m : messages) ASSERT_TRUE(writer->Write(m));
+    grpc::Status status = writer->Finish();  // waits out the deadline
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  }
+  grpc::ClientContext context;
+  v1::Study imported;
+  auto writer = stub_->ImportStudy(&context, &imported);
+  for (const v1::ImportStudyRequest& m : messages) ASSERT_TRUE(writer->Write(m));
+  ASSERT_TRUE(writer->WritesDone());
+  grpc::Status status = writer->Finish();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(imported.trial_counts().at("COMPLETED"), 300);
+  v1::Study stored;
+  ASSERT_TRUE(GetStudy("im", &stored).ok());
+  EXPECT_EQ(stored.trial_counts().at("COMPLETED"), 300);
+}
+
+// One client (auth off: its address is the owner) may hold
+// kMaxWatchStreamsPerOwner watchers; the next is refused with
+// RESOURCE_EXHAUSTED until one closes.
+TEST_F(StreamHardeningTest, WatchStreamsAreCappedPerOwner) {
+  {
+    grpc::ClientContext context;
+    v1::CreateStudyRequest create;
+    *create.mutable_study() = Study("w");
+    v1::Study created;
+    ASSERT_TRUE(stub_->CreateStudy(&context, create, &created).ok());
+    grpc::ClientContext suggest_context;
+    v1::SuggestTrialsRequest suggest;
+    suggest.set_study_name("w");
+    suggest.set_count(1);
+    suggest.set_client_id("c");
+    v1::SuggestTrialsResponse suggested;
+    ASSERT_TRUE(stub_->SuggestTrials(&suggest_context, suggest, &suggested).ok());
+  }
+  v1::WatchTrialsRequest request;
+  request.set_study_name("w");
+  struct Watcher {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReader<v1::TrialEvent>> reader;
+  };
+  std::vector<std::unique_ptr<Watcher>> watchers;
+  for (int i = 0; i < service::kMaxWatchStreamsPerOwner; ++i) {
+    auto w = std::make_unique<Watcher>();
+    w->reader = stub_->WatchTrials(&w->context, request);
+    v1::TrialEvent event;
+    ASSERT_TRUE(w->reader->Read(&event)) << "watcher " << i;  // it is served
+    watchers.push_back(std::move(w));
+  }
+  auto one_more = [&] {
+    Watcher w;
+    w.context.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::seconds(10));
+    w.reader = stub_->WatchTrials(&w.context, request);
+    v1::TrialEvent event;
+    if (w.reader->Read(&event)) {
+      w.context.TryCancel();
+      w.reader->Finish().ok();
+      return grpc::Status::OK;
+    }
+    return w.reader->Finish();
+  };
+  grpc::Status refused = one_more();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.error_message(), HasSubstr("WatchTrials"));
+  EXPECT_THAT(refused.error_message(),
+              HasSubstr(absl::StrCat(service::kMaxWatchStreamsPerOwner)));
+
+  // A closed watcher frees its place (once the server has seen it go).
+  watchers.back()->context.TryCancel();
+  watchers.back()->reader->Finish().ok();
+  watchers.pop_back();
+  // The server notices a gone watcher at its next poll (kWatchPoll).
+  grpc::Status admitted = refused;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!admitted.ok() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    admitted = one_more();
+  }
+  EXPECT_TRUE(admitted.ok()) << admitted.error_message();
+  for (auto& w : watchers) {
+    w->context.TryCancel();
+    w->reader->Finish().ok();
+  }
+}
+
+}  // namespace
+}  // namespace hypertune
