@@ -348,6 +348,17 @@ absl::StatusOr<ImportanceResult> FanovaImportance(
       return absl::InvalidArgumentError(
           absl::StrCat("importance: point ", p, ": ", valid.message()));
     }
+    // An inactive parameter has no coordinate: Encode's placeholder (0.5)
+    // would be read as a value, and NaN is no category index.
+    for (int j = 0; j < data.dim; ++j) {
+      if (std::isnan(points[p][j])) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "importance: point ", p, ": parameter \"",
+            space.parameters()[j].name,
+            "\" is inactive; fit over points where every parameter is "
+            "active"));
+      }
+    }
     if (!std::isfinite(values[p])) {
       return absl::InvalidArgumentError(
           absl::StrCat("importance: value ", p, " is not finite: ", values[p]));

@@ -73,11 +73,14 @@ struct ImportanceResult {
 };
 
 // The fANOVA importances of `space`'s parameters given `points` (valid
-// assignments) and their `values` (finite; maximized or minimized makes no
-// difference). INVALID_ARGUMENT when the sizes differ, with fewer than two
-// points, a non-finite value, an invalid assignment or options out of range
-// (num_trees, max_points_per_tree, min_samples_split, min_samples_leaf and
-// max_depth must be at least 1). Constant values give zero importances.
+// assignments with every parameter active: of a conditional space, fit over
+// the points where the parameters asked about are active) and their
+// `values` (finite; maximized or minimized makes no difference).
+// INVALID_ARGUMENT when the sizes differ, with fewer than two points, a
+// non-finite value, an invalid assignment, an inactive parameter (named)
+// or options out of range (num_trees, max_points_per_tree,
+// min_samples_split, min_samples_leaf and max_depth must be at least 1).
+// Constant values give zero importances.
 absl::StatusOr<ImportanceResult> FanovaImportance(
     const SearchSpace& space, const std::vector<Assignment>& points,
     const std::vector<double>& values, const ImportanceOptions& options = {});

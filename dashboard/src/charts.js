@@ -402,18 +402,23 @@ function jitter(id) {
   return (h - Math.floor(h)) - 0.5;
 }
 
-// The objective against each parameter, one panel each, coloured by trial
-// number, over the COMPLETED trials.
+// An objective (opts.metric, a metricsOf entry; the first objective by
+// default) against each parameter, one panel each, coloured by trial
+// number, over the COMPLETED trials with a finite value of it.
 export function drawSlices(box, data, opts) {
-  const rows = completedRows(data);
+  const metric = opts.metric || data.objective;
+  const valueOf = (row) => row.metrics[metric.index] ?? null;
+  const rows = data.sorted().filter(
+      (row) => row.state === 'COMPLETED' && finite(valueOf(row)));
   box.replaceChildren();
+  box.setAttribute('data-metric', metric.name);
   box.setAttribute('data-panels', data.params.length);
   box.setAttribute('data-points', rows.length);
   if (rows.length === 0) {
     note(box, 'slice-empty', 'No completed trial yet.');
     return;
   }
-  const values = rows.map((r) => r.objective);
+  const values = rows.map(valueOf);
   const log = opts.logObjective && allPositive(values);
   const columns = Math.max(1, Math.min(data.params.length,
                                        Math.floor(opts.width / 330)));
@@ -433,7 +438,7 @@ export function drawSlices(box, data, opts) {
                                             integer: p.kind === 'integer'}),
                      p.name + (xLog ? ' (log)' : ''));
     frame.axisLeft(makeAxis('left', y, {count: 5}),
-                   data.objective.name + (log ? ' (log)' : ''));
+                   metric.name + (log ? ' (log)' : ''));
     const xs = new Float32Array(rows.length);
     const ys = new Float32Array(rows.length);
     const colors = [];
@@ -441,7 +446,7 @@ export function drawSlices(box, data, opts) {
     const band = x.bandwidth ? x.step() * 0.5 : 0;
     for (const row of rows) {
       const px = position(x, row.params[p.index]);
-      const py = position(y, row.objective);
+      const py = position(y, valueOf(row));
       if (px === null || py === null) continue;
       const i = drawn.length;
       xs[i] = px + (band ? jitter(row.id) * band : 0);
@@ -455,13 +460,40 @@ export function drawSlices(box, data, opts) {
     frame.interact((mx, my) => {
       const i = nearest(xs, ys, drawn.length, mx, my, 8);
       if (i < 0) return null;
+      const extra = metric.name === data.objective.name ? []
+          : [[metric.name, valueOf(drawn[i])]];
       return {id: drawn[i].id, x: xs[i], y: ys[i],
-              html: trialTip(data, drawn[i])};
+              html: trialTip(data, drawn[i], extra)};
     }, (id) => opts.open(id));
   }
 }
 
 // ----- Contour -----
+
+// The contour's thresholds over grid values in [lo, hi]: about `count`
+// nice values (1, 2 or 5 times a power of ten apart), the first at or
+// below lo. A band is the region at or above its threshold, so the lowest
+// band covers the whole plot and holds the minimum (ticks within [lo, hi]
+// left the region below the first one, the best when minimizing, white).
+export function contourThresholds(lo, hi, count = 12) {
+  if (!Number.isFinite(lo) || !Number.isFinite(hi) || hi < lo) return [];
+  if (hi === lo) return [lo];
+  const raw = (hi - lo) / Math.max(1, count);
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const ratio = raw / power;
+  // The multiple nearest to `ratio` in log space.
+  const step = power * (ratio >= Math.sqrt(50) ? 10
+                        : ratio >= Math.sqrt(10) ? 5
+                        : ratio >= Math.sqrt(2) ? 2 : 1);
+  // k / (1 / step) keeps decimal steps exact (0.1 * 3 is not 0.3).
+  const inverse = step < 1 ? Math.round(1 / step) : 0;
+  const at = (k) => (inverse ? k / inverse : k * step);
+  let k = Math.floor(inverse ? lo * inverse : lo / step);
+  while (at(k) > lo) --k;
+  const thresholds = [];
+  for (; at(k) <= hi; ++k) thresholds.push(at(k));
+  return thresholds;
+}
 
 // The objective over two parameters: the COMPLETED trials' mean per cell
 // of a grid (in each parameter's scale: log space for a log axis), cells
@@ -570,7 +602,7 @@ export function drawContour(box, data, opts, xName, yName) {
     if (change < 1e-9) break;
   }
   const [lo, hi] = d3.extent(grid);
-  const thresholds = d3.ticks(lo, hi, 12);
+  const thresholds = contourThresholds(lo, hi, 12);
   const bands = d3.contours().size([gx.n, gy.n]).thresholds(thresholds)(grid);
   box.setAttribute('data-levels', bands.length);
   const color = d3.scaleSequential(d3.interpolateViridis)
@@ -1181,6 +1213,7 @@ export function drawImportance(box, answer, onPick) {
   })).sort((a, b) => b.importance - a.importance);
   box.setAttribute('data-params', params.length);
   box.setAttribute('data-trials', answer.trials);
+  box.setAttribute('data-metric', answer.objective || '');
   if (params.length === 0) {
     note(box, 'importance-empty', answer.message ||
          'No importance yet.');
@@ -1220,7 +1253,8 @@ export function drawImportance(box, answer, onPick) {
   const explained = params.reduce((a, p) => a + p.importance, 0);
   box.replaceChildren(svg.node(), el('p', {class: 'note'},
       `fANOVA on a random forest (${answer.trees} trees) over ` +
-      `${answer.trials} completed trials: the share of the objective's ` +
+      `${answer.trials} completed trials: the share of ` +
+      `${answer.objective || 'the objective'}'s ` +
       `variance each parameter explains alone; the other ` +
       `${Math.max(0, 100 * (1 - explained)).toFixed(0)}% comes from ` +
       'interactions. Stopped, failed and infeasible trials are left out.'));

@@ -8,7 +8,9 @@
 
 import {el, formatNumber} from './model.js';
 
-export const d3 = window.d3;
+// globalThis, which is the window in the page: node's tests import this
+// module for its pure functions, where there is neither window nor d3.
+export const d3 = globalThis.d3;
 
 export const MARGIN = {top: 16, right: 24, bottom: 40, left: 64};
 
@@ -67,7 +69,9 @@ export function makeAxis(orient, scale, {integer = false, count = 6} = {}) {
   if (scale.bandwidth) return axis;  // point scale: every category
   if (integer) {
     const [a, b] = scale.domain();
-    const ticks = scale.ticks(count).filter(Number.isInteger);
+    const ticks = scale.base
+        ? logIntegerTicks(Math.min(a, b), Math.max(a, b), count)
+        : scale.ticks(count).filter(Number.isInteger);
     if (ticks.length === 0) ticks.push(Math.round((a + b) / 2));
     return axis.tickValues(ticks).tickFormat(d3.format('d'));
   }
@@ -79,6 +83,40 @@ export function makeAxis(orient, scale, {integer = false, count = 6} = {}) {
     });
   }
   return axis.ticks(count).tickFormat(formatNumber);
+}
+
+// The ticks of a log-scaled integer axis over [lo, hi]: at most `maxCount`
+// distinct integers, about evenly spread in log space. Powers of ten when
+// the range holds three or more, else powers of two when it holds three or
+// more, each thinned to every k-th exponent; else every integer when there
+// are few enough; else `maxCount` log-spaced values, rounded, repeats
+// dropped. (A log scale's own ticks, 1 to 9 per decade, all integers,
+// labelled every one on a short range and drew them over each other.)
+export function logIntegerTicks(lo, hi, maxCount = 6) {
+  const a = Math.max(1, Math.ceil(lo));
+  const b = Math.floor(hi);
+  const count = Math.max(1, Math.floor(maxCount));
+  if (!Number.isFinite(a) || !Number.isFinite(b) || b < a) return [];
+  for (const base of [10, 2]) {
+    const powers = [];  // [exponent, power] within [a, b]
+    for (let e = 0, p = 1; p <= b; ++e, p *= base) {
+      if (p >= a) powers.push([e, p]);
+    }
+    if (powers.length >= 3) {
+      const every = Math.ceil(powers.length / count);
+      return powers.filter(([e]) => e % every === 0).map(([, p]) => p);
+    }
+  }
+  if (b - a + 1 <= count) {
+    return Array.from({length: b - a + 1}, (_, i) => a + i);
+  }
+  const ticks = [];
+  for (let k = 0; k < count; ++k) {
+    const t = count === 1 ? 0.5 : k / (count - 1);
+    const v = Math.min(b, Math.max(a, Math.round(a * (b / a) ** t)));
+    if (ticks[ticks.length - 1] !== v) ticks.push(v);
+  }
+  return ticks;
 }
 
 // Where a value lands on `scale`, or null (absent, non-finite, <= 0 on log).

@@ -32,6 +32,10 @@ export class StudyPage {
     this.brushes = {};
     this.contour = null;  // [x, y] parameter names
     this.importance = null;
+    // The objective slices and importance show (several objectives: the
+    // selector's choice); the first one to begin with.
+    this.metric = data.objectives[0] || data.objective;
+    this.importanceRequest = 0;
     this.importanceAt = 0;
     this.importanceCompleted = -1;
     this.renderTimer = null;
@@ -60,7 +64,25 @@ export class StudyPage {
 
   opts() {
     return {logObjective: this.logObjective, logParams: this.logParams,
-            width: this.width(), open: (id, study) => this.app.open(id, study)};
+            width: this.width(), metric: this.metric,
+            open: (id, study) => this.app.open(id, study)};
+  }
+
+  // Several objectives: a select of them that slices and importance follow.
+  objectiveSelector() {
+    if (this.data.objectives.length < 2) return [];
+    return [el('label', {}, ' objective for slices and importance ',
+        el('select', {id: 'objective-select', onchange: (event) => {
+          this.metric = this.data.objectives.find(
+              (m) => m.name === event.target.value) || this.metric;
+          // A deferred slice plot reads the choice when it is drawn.
+          if (!this.pendingCharts.has('slice')) {
+            this.timedDraw('slice', () => charts.drawSlices(
+                this.boxes.slice, this.data, this.opts()));
+          }
+          this.loadImportance();
+        }}, ...this.data.objectives.map((m) => el('option', {
+          value: m.name, selected: m.name === this.metric.name}, m.name))))];
   }
 
   // Builds the page's skeleton and draws everything once.
@@ -91,7 +113,8 @@ export class StudyPage {
           onchange: (event) => {
             this.logParams = event.target.checked;
             this.renderCharts();
-          }}), ' log axes for log-scaled parameters'));
+          }}), ' log axes for log-scaled parameters'),
+        ...(this.app.hasCharts ? this.objectiveSelector() : []));
     const sections = [this.header];
     if (this.app.hasCharts) {
       let history;
@@ -114,7 +137,9 @@ export class StudyPage {
                     el('span', {class: 'hint'},
                        'bounds dashed, the region outside them shaded'))
           : null;
-      const s2 = section('slice', 'Slices: the objective against each parameter');
+      const s2 = section('slice', this.data.objectives.length > 1
+          ? 'Slices: the chosen objective against each parameter'
+          : 'Slices: the objective against each parameter');
       const s3 = section('contour', 'Contour', this.contourControls);
       const s4 = section('parallel', 'Parallel coordinates',
           el('span', {class: 'hint'}, 'drag along an axis to filter the table'));
@@ -441,15 +466,22 @@ export class StudyPage {
     const started = performance.now();
     this.importanceAt = Date.now();
     this.importanceCompleted = this.data.counts().COMPLETED || 0;
+    // Only the latest request's answer is drawn (the objective may change
+    // while one is out).
+    const request = ++this.importanceRequest;
+    let answer;
     try {
-      this.importance = await api.get(
-          api.studyPath(this.data.study.name, '/importance'));
+      answer = await api.get(api.studyPath(
+          this.data.study.name,
+          '/importance?metric=' + encodeURIComponent(this.metric.name)));
     } catch (e) {
+      if (request !== this.importanceRequest) return;
       box.replaceChildren(el('p', {class: 'error'},
                              'Importance: ' + e.message));
       return;
     }
-    if (!box.isConnected) return;
+    if (request !== this.importanceRequest || !box.isConnected) return;
+    this.importance = answer;
     const hadContour = this.contour !== null;
     box.style.minHeight = '';
     charts.drawImportance(box, this.importance, (name) => {

@@ -6,10 +6,13 @@
 #include <optional>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "optimizer/importance.h"
 #include "service/conversion.h"
 #include "service/http/json.h"
+#include "service/study_metrics.h"
 
 namespace hypertune::service {
 namespace {
@@ -147,6 +150,45 @@ std::string CompactChangesPageJson(
 
 namespace {
 
+// `config` without its parent link, for the spaces below: a space of one
+// parameter, or of the parameters present in every trial of a subset. No
+// parameter is conditional there, and a parent index would point into the
+// study's whole space (a space of one conditional parameter failed to
+// build: "parent: 0 is not the index of another parameter").
+optimizer::ParameterConfig Unconditional(optimizer::ParameterConfig config) {
+  config.parent = optimizer::kNoParent;
+  config.parent_values.clear();
+  return config;
+}
+
+// The metric whose importances are asked for: `name` among the spec's
+// metrics, or the first objective when `name` is empty.
+struct ImportanceMetric {
+  std::string name;
+  bool maximize = true;
+};
+
+absl::StatusOr<ImportanceMetric> ResolveMetric(const v1::StudySpec& spec,
+                                               const std::string& name) {
+  if (name.empty()) {
+    const StudyMetrics metrics(spec);
+    if (metrics.objectives().empty()) return ImportanceMetric{};
+    return ImportanceMetric{metrics.primary().name,
+                            metrics.primary().maximize};
+  }
+  std::vector<std::string> names;
+  for (const v1::MetricSpec& m : spec.metrics()) {
+    if (m.name() == name) {
+      return ImportanceMetric{name, m.goal() != v1::MetricSpec::MINIMIZE};
+    }
+    names.push_back(m.name());
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "metric: \"", absl::CHexEscape(name),
+      "\" is not a metric of the study (its metrics: ",
+      absl::StrJoin(names, ", "), ")"));
+}
+
 // One parameter's value in `space` (a space of that parameter alone), or
 // nullopt when `trial` lacks it (an inactive conditional parameter) or its
 // value no longer fits.
@@ -170,15 +212,18 @@ struct ImportancePoint {
 }  // namespace
 
 absl::StatusOr<std::string> ImportanceJson(
-    const v1::Study& study, const std::vector<v1::Trial>& completed) {
+    const v1::Study& study, const std::vector<v1::Trial>& completed,
+    const std::string& metric_name) {
   const v1::StudySpec& spec = study.spec();
+  absl::StatusOr<ImportanceMetric> metric = ResolveMetric(spec, metric_name);
+  if (!metric.ok()) return metric.status();
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(spec);
   if (!space.ok()) return space.status();
   const int dim = space->dim();
   std::vector<optimizer::SearchSpace> singles;
   for (const optimizer::ParameterConfig& p : space->parameters()) {
     absl::StatusOr<optimizer::SearchSpace> one =
-        optimizer::SearchSpace::Create({p});
+        optimizer::SearchSpace::Create({Unconditional(p)});
     if (!one.ok()) return one.status();
     singles.push_back(*std::move(one));
   }
@@ -187,10 +232,12 @@ absl::StatusOr<std::string> ImportanceJson(
     if (trial.state() != v1::Trial::COMPLETED) continue;
     const v1::Measurement* result = ResultMeasurement(trial);
     if (result == nullptr) continue;
-    std::optional<double> y = MaximizedObjective(spec, *result);
-    if (!y || std::isnan(*y)) continue;
+    auto value = result->metrics().find(metric->name);
+    if (value == result->metrics().end() || std::isnan(value->second)) {
+      continue;
+    }
     ImportancePoint point;
-    point.y = *y;
+    point.y = metric->maximize ? value->second : -value->second;
     bool any = false;
     for (int j = 0; j < dim; ++j) {
       point.x.push_back(ParameterValue(singles[j], trial));
@@ -213,13 +260,12 @@ absl::StatusOr<std::string> ImportanceJson(
   }
 
   std::string body = "{\"method\":\"fanova\",\"objective\":";
-  AppendJsonString(spec.metrics_size() > 0 ? spec.metrics(0).name() : "",
-                   &body);
+  AppendJsonString(metric->name, &body);
   absl::StrAppend(&body, ",\"trials\":", kept.size());
   if (kept.size() < 2) {
     body.append(
         ",\"trees\":0,\"varying_trees\":0,\"parameters\":[],\"message\":"
-        "\"needs at least 2 completed trials with a finite objective\"}");
+        "\"needs at least 2 completed trials with a value of the metric\"}");
     return body;
   }
   optimizer::ImportanceOptions options;
@@ -260,7 +306,7 @@ absl::StatusOr<std::string> ImportanceJson(
       if (all) sub.push_back(k);
     }
     std::vector<optimizer::ParameterConfig> configs;
-    for (int k : sub) configs.push_back(space->parameters()[k]);
+    for (int k : sub) configs.push_back(Unconditional(space->parameters()[k]));
     absl::StatusOr<optimizer::SearchSpace> sub_space =
         optimizer::SearchSpace::Create(configs);
     if (!sub_space.ok()) return sub_space.status();

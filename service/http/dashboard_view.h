@@ -40,22 +40,26 @@ std::string CompactChangesPageJson(
     int64_t after, bool more);
 
 // The fANOVA importances (optimizer/importance.h) of `study`'s parameters
-// for its objective (the first metric) over `completed` trials (the caller
-// passes COMPLETED ones only; others are skipped too), as
-//   {"method": "fanova", "objective", "trials": the trials used, "trees",
+// for `metric` (one of its spec's metrics; empty: its first objective) over
+// `completed` trials (the caller passes COMPLETED ones only; others are
+// skipped too), as
+//   {"method": "fanova", "objective": the metric, "trials": the trials used,
+//    "trees",
 //    "varying_trees", "conditional": whether some trial lacks a parameter,
 //    "parameters": [{"name", "importance", "stddev", "trials"}],
 //    "message": why there are none, when there are none}.
-// An infinite objective counts as the worst finite one seen, as the
-// optimizer treats it. Trials without the objective are left out, and so
-// is a parameter's value that no longer fits the space.
+// An infinite value counts as the worst finite one seen (by the metric's
+// goal), as the optimizer treats an objective. Trials without the metric
+// are left out, and so is a parameter's value that no longer fits the
+// space. INVALID_ARGUMENT naming "metric" when the spec has no such metric.
 // Conditional parameters: a parameter's importance is measured over the
 // trials where it is present (its "trials"), in a forest over the
 // parameters present in all of those trials; an inactive parameter is
 // never filled in with a made-up value. Shares of parameters measured over
 // different trials need not sum to 1.
 absl::StatusOr<std::string> ImportanceJson(
-    const v1::Study& study, const std::vector<v1::Trial>& completed);
+    const v1::Study& study, const std::vector<v1::Trial>& completed,
+    const std::string& metric = "");
 
 }  // namespace hypertune::service
 

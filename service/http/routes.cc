@@ -201,8 +201,8 @@ void HttpServer::Importance(const Request& req, Response& res) {
     }
     request.set_page_token(page->next_page_token());
   } while (!request.page_token().empty());
-  absl::StatusOr<std::string> body =
-      ImportanceJson(admitted->study, completed);
+  absl::StatusOr<std::string> body = ImportanceJson(
+      admitted->study, completed, req.get_param_value("metric"));
   if (!body.ok()) return ReplyError(res, body.status());
   ReplyJson(res, *std::move(body));
 }

@@ -3,6 +3,7 @@
 #include "optimizer/importance.h"
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -196,6 +197,31 @@ TEST(FanovaImportanceTest, BadInputIsRefused) {
   none.num_trees = 0;
   EXPECT_EQ(FanovaImportance(*space, points, {1.0, 2.0}, none).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// An inactive parameter (kInactive, in a conditional space) has no value
+// for the forest to split on: such a point is refused, naming the
+// parameter, instead of being read at a made-up coordinate (callers fit
+// over the points where the parameters they ask about are active, as
+// service/http/dashboard_view.cc does).
+TEST(FanovaImportanceTest, InactiveParameterIsRefusedByName) {
+  ParameterConfig depth = Double("depth", 1, 6);
+  depth.parent = 0;
+  depth.parent_values = {0};
+  auto space =
+      SearchSpace::Create({Categorical("act", {"relu", "tanh"}), depth});
+  ASSERT_TRUE(space.ok()) << space.status();
+  const std::vector<Assignment> points = {{0, 2.0}, {1, kInactive}, {0, 5.0}};
+  absl::StatusOr<ImportanceResult> result =
+      FanovaImportance(*space, points, {1.0, 2.0, 3.0});
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(result.status().message().find("point 1"), std::string::npos)
+      << result.status();
+  EXPECT_NE(result.status().message().find("\"depth\""), std::string::npos)
+      << result.status();
+  // The same points without the inactive one are fine.
+  EXPECT_TRUE(
+      FanovaImportance(*space, {points[0], points[2]}, {1.0, 3.0}).ok());
 }
 
 }  // namespace

@@ -92,8 +92,14 @@ class DashboardBrowserTest : public ::testing::Test {
     for (size_t i = 0; i < trials_.size(); ++i) trials_[i].set_id(i + 1);
     ASSERT_EQ(trials_[4].state(), v1::Trial::COMPLETED);  // +inf
     ASSERT_EQ(trials_[5].state(), v1::Trial::COMPLETED);  // NaN
-    // "conditional": depth only where act is relu.
+    // "conditional": depth only where act is relu, as its spec declares.
     conditional_study_ = MakeStudy("conditional", "alice");
+    for (v1::ParameterSpec& p :
+         *conditional_study_.mutable_spec()->mutable_parameters()) {
+      if (p.name() != "depth") continue;
+      p.set_parent("act");
+      p.add_parent_categories("relu");
+    }
     conditional_ = MakeTrials(conditional_study_, 40, 2, 11);
     for (v1::Trial& t : conditional_) {
       if (Param(t, "act")->string_value() != "relu") {
@@ -612,8 +618,10 @@ TEST_F(DashboardBrowserTest, ConditionalParametersAreSkippedNotDrawnAtZero) {
     ++checked;
   }
   EXPECT_EQ(checked, static_cast<int>(conditional_.size()));
-  // Importance is measured, depth over the trials that have it.
-  EXPECT_EQ(IntAttr(*b, "#importance", "data-params"), 4);
+  // Importance is measured, depth over the trials that have it (a
+  // declared conditional space answered 400 and showed an error).
+  EXPECT_EQ(IntAttr(*b, "#importance", "data-params"), 4) << Html(*b);
+  EXPECT_EQ(Eval(*b, "!!document.querySelector('#importance .error')"), false);
 }
 
 TEST_F(DashboardBrowserTest, StudyListSearchesShowsBestAndCompares) {
@@ -823,6 +831,19 @@ TEST_F(LiveParetoTest, TwoObjectivesShowTheirParetoFrontAndConstraintBounds) {
   EXPECT_EQ(Attr(*b, "#pareto", "data-front-ids"), "1,10,2");
   EXPECT_EQ(IntAttr(*b, "#pareto", "data-infeasible"), 2);
   EXPECT_EQ(IntAttr(*b, "#best", "data-front"), 3);
+  // Slices and importance show the objective chosen, the first at first.
+  EXPECT_EQ(Eval(*b, "[...document.querySelectorAll('#objective-select "
+                     "option')].map((o) => o.value).join(',')"),
+            "loss,acc");
+  EXPECT_EQ(Attr(*b, "#slice", "data-metric"), "loss");
+  Wait(*b, "document.querySelector('#importance[data-metric=\"loss\"]')");
+  Eval(*b, "(() => { const s = document.getElementById('objective-select'); "
+           "s.value = 'acc'; s.dispatchEvent(new Event('change')); "
+           "return true; })()");
+  Wait(*b, "document.querySelector('#slice[data-metric=\"acc\"]') && "
+           "document.querySelector('#importance[data-metric=\"acc\"]')");
+  EXPECT_EQ(IntAttr(*b, "#slice", "data-points"), 9);
+  EXPECT_EQ(IntAttr(*b, "#importance", "data-params"), 1);
   // Each constraint by trial, its bounds drawn: latency <= 10 (trial 5
   // above it), memory in [1, 8] (trial 6 above it); the finished trials
   // (STOPPED 8 too) are plotted.
@@ -903,6 +924,8 @@ TEST_F(LiveParetoTest, OneObjectiveHistoryLeavesOutTrialsThatMissAConstraint) {
   EXPECT_EQ(IntAttr(*b, "#history", "data-missed-constraint"), 1);
   EXPECT_EQ(IntAttr(*b, "#history", "data-best-steps"), 2);
   EXPECT_EQ(Attr(*b, "#best", "data-id"), "3");
+  // One objective: nothing to choose.
+  EXPECT_EQ(Eval(*b, "!!document.getElementById('objective-select')"), false);
   const std::string latency = "#constraints .constraint[data-metric=latency]";
   EXPECT_EQ(IntAttr(*b, latency, "data-points"), 4);
   EXPECT_EQ(IntAttr(*b, latency, "data-violations"), 1);

@@ -294,6 +294,91 @@ TEST_F(DashboardApiTest, ImportanceOfAConditionalParameterUsesItsTrials) {
   EXPECT_LT(by_name["x"]["importance"].get<double>(), 0.1) << reply.body;
 }
 
+// A study whose spec declares a conditional parameter (depth only under
+// act = relu), as a user makes one: importance answers for every
+// parameter, each over the trials where it is active (issue 31 item 13:
+// it answered 400, the single-parameter and sub-spaces keeping parent
+// indices into the full space).
+TEST_F(DashboardApiTest, ImportanceOfADeclaredConditionalSpace) {
+  v1::Study study = MakeStudy("declared", "alice");
+  v1::ParameterSpec& depth = *study.mutable_spec()->mutable_parameters(2);
+  ASSERT_EQ(depth.name(), "depth");
+  depth.set_parent("act");
+  depth.add_parent_categories("relu");
+  std::vector<v1::Trial> trials = MakeTrials(study, 300, 0, 5);
+  int completed = 0;
+  int with_depth = 0;
+  for (v1::Trial& t : trials) {
+    ASSERT_EQ(t.parameters(2).name(), "depth");
+    const bool relu = t.parameters(3).string_value() == "relu";
+    auto& final = *t.mutable_final_measurement()->mutable_metrics();
+    final["loss"] = relu ? static_cast<double>(t.parameters(2).int_value())
+                         : 100.0 + 1e-3 * t.parameters(0).double_value();
+    if (!relu) t.mutable_parameters()->DeleteSubrange(2, 1);
+    if (t.state() == v1::Trial::COMPLETED) {
+      ++completed;
+      with_depth += relu;
+    }
+  }
+  ASSERT_GT(with_depth, 20);
+  ASSERT_LT(with_depth, completed);
+  ASSERT_TRUE(WriteStudy(dir_.File("db"), study, trials).ok());
+  Start();
+  HttpReply reply = Get("/api/studies/declared/importance");
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  json answer = json::parse(reply.body);
+  EXPECT_EQ(answer["trials"], completed) << reply.body;
+  EXPECT_EQ(answer["conditional"], true);
+  std::map<std::string, json> by_name;
+  for (const json& p : answer["parameters"]) by_name[p["name"]] = p;
+  ASSERT_EQ(by_name.size(), 4u) << reply.body;
+  EXPECT_EQ(by_name["depth"]["trials"], with_depth);
+  EXPECT_EQ(by_name["act"]["trials"], completed);
+  EXPECT_GT(by_name["depth"]["importance"].get<double>(), 0.8) << reply.body;
+  EXPECT_GT(by_name["act"]["importance"].get<double>(), 0.5) << reply.body;
+  EXPECT_LT(by_name["x"]["importance"].get<double>(), 0.1) << reply.body;
+}
+
+// ?metric= picks the metric whose importances are computed: with two
+// objectives, loss depends on lr alone and acc on x alone.
+TEST_F(DashboardApiTest, ImportanceOfTheMetricAsked) {
+  v1::Study study = MakeStudy("two-objectives", "alice");
+  for (v1::MetricSpec& m : *study.mutable_spec()->mutable_metrics()) {
+    m.set_role(v1::MetricSpec::OBJECTIVE);
+  }
+  std::vector<v1::Trial> trials = MakeTrials(study, 200, 0, 4);
+  for (v1::Trial& t : trials) {
+    auto& final = *t.mutable_final_measurement()->mutable_metrics();
+    final["loss"] = std::log10(t.parameters(1).double_value());
+    final["acc"] = t.parameters(0).double_value();
+  }
+  ASSERT_TRUE(WriteStudy(dir_.File("db"), study, trials).ok());
+  Start();
+  auto shares = [&](const std::string& query, const std::string& metric) {
+    HttpReply reply = Get("/api/studies/two-objectives/importance" + query);
+    EXPECT_EQ(reply.status, 200) << reply.body;
+    json answer = json::parse(reply.body);
+    EXPECT_EQ(answer["objective"], metric) << reply.body;
+    std::map<std::string, double> share;
+    for (const json& p : answer["parameters"]) {
+      share[p["name"]] = p["importance"].get<double>();
+    }
+    return share;
+  };
+  // Without ?metric=, the first objective.
+  std::map<std::string, double> loss = shares("", "loss");
+  EXPECT_GT(loss["lr"], 0.8);
+  EXPECT_LT(loss["x"], 0.05);
+  std::map<std::string, double> acc = shares("?metric=acc", "acc");
+  EXPECT_GT(acc["x"], 0.8);
+  EXPECT_LT(acc["lr"], 0.05);
+
+  HttpReply unknown = Get("/api/studies/two-objectives/importance?metric=nope");
+  EXPECT_EQ(unknown.status, 400) << unknown.body;
+  EXPECT_THAT(ErrorMessage(unknown), HasSubstr("metric"));
+  EXPECT_THAT(ErrorMessage(unknown), HasSubstr("nope"));
+}
+
 TEST_F(DashboardApiTest, ImportanceNeedsTwoCompletedTrials) {
   v1::Study study = MakeStudy("young", "alice");
   std::vector<v1::Trial> trials = MakeTrials(study, 1, 2, 3);
