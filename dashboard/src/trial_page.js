@@ -164,7 +164,8 @@ export class TrialPage {
       ['worker', t.client_id || ''],
       ['lease epoch', t.lease_epoch || ''],
       ['lease expires', running ? formatTime(t.lease_expire_time_ms) : ''],
-      ['retries', t.retry_count || 0],
+      ['retries (worker lost)', t.retry_count || 0],
+      ['preemptions', t.preemption_count || 0],
       ['checkpoint URI', t.checkpoint_uri || '—'],
       ['log path', t.log_path || '— (not run by hypertune worker)'],
     ];

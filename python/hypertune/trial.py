@@ -472,14 +472,19 @@ class Trial:
             pb.CompleteTrialRequest(infeasible=True, infeasible_reason=str(reason)[:_MAX_REASON])
         )
 
-    def give_back(self, reason: str = "given back") -> None:
+    def give_back(self, reason: str = "given back", *, preempted: bool = False) -> None:
         """Gives the trial back because this worker cannot finish it
         (preempted, shutting down), not because of its parameters: the
         server queues it for another worker, keeping its measurements and
-        checkpoint, while it has retries left, else marks it FAILED."""
+        checkpoint, while it has retries left, else marks it FAILED.
+        ``preempted=True`` says the machine is being taken away (a spot
+        notice, SIGTERM): that spends the study's ``max_preemptions``, not
+        its ``max_retries``."""
         self._usable("give back")
         self._finish(
-            pb.CompleteTrialRequest(worker_failed=True, failure_reason=str(reason)[:_MAX_REASON])
+            pb.CompleteTrialRequest(
+                worker_failed=True, failure_reason=str(reason)[:_MAX_REASON], preempted=preempted
+            )
         )
 
     def _finish(self, request: pb.CompleteTrialRequest) -> None:
@@ -605,9 +610,13 @@ class Trial:
                     stacklevel=2,
                 )
                 self._lease.stop()  # type: ignore[union-attr]
-            elif isinstance(error, (KeyboardInterrupt, _signals.Terminated)):
-                what = "SIGTERM" if isinstance(error, _signals.Terminated) else "KeyboardInterrupt"
-                self._settle_quietly(self.give_back, f"interrupted ({what})")
+            elif isinstance(error, _signals.Terminated):
+                # What a spot machine's notice and a scheduler's preemption send.
+                self._settle_quietly(
+                    lambda reason: self.give_back(reason, preempted=True), "preempted (SIGTERM)"
+                )
+            elif isinstance(error, KeyboardInterrupt):
+                self._settle_quietly(self.give_back, "interrupted (KeyboardInterrupt)")
         finally:
             if self._signals_entered:
                 self._signals_entered = False

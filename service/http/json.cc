@@ -261,6 +261,10 @@ void AppendTrial(const v1::Trial& t, std::string* out) {
     Key("retry_count", &first, out);
     absl::StrAppend(out, t.retry_count());
   }
+  if (t.preemption_count() != 0) {
+    Key("preemption_count", &first, out);
+    absl::StrAppend(out, t.preemption_count());
+  }
   Double("device_seconds", t.device_seconds(), &first, out);
   Double("cost", t.cost(), &first, out);
   String("log_path", t.log_path(), &first, out);

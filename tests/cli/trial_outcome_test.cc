@@ -133,6 +133,7 @@ TEST(DecideOutcome, PreemptedWorkerGivesTheTrialBackUnlessItFinished) {
   TrialOutcome outcome = DecideOutcome(run, {"loss"});
   EXPECT_EQ(outcome.kind, Kind::kWorkerFailed);
   EXPECT_EQ(outcome.reason, "worker preempted");
+  EXPECT_TRUE(outcome.preempted);
 
   // The program caught the signal and exited non-zero: still preempted.
   TrialRun caught = Exited(1);
@@ -147,6 +148,7 @@ TEST(DecideOutcome, PreemptedWorkerGivesTheTrialBackUnlessItFinished) {
   EXPECT_EQ(outcome.kind, Kind::kWorkerFailed);
   EXPECT_EQ(outcome.reason,
             absl::StrCat("worker interrupted by signal ", SIGINT));
+  EXPECT_FALSE(outcome.preempted);  // someone stopped the worker by hand
 
   TrialRun finished = Exited(0);
   finished.worker_signal = SIGTERM;

@@ -229,12 +229,17 @@ def test_best_of_several_objectives_points_to_optimal_trials(client: hypertune.C
 
 
 def test_update_raises_the_budget_and_records_it(client: hypertune.Client) -> None:
-    study = client.create_study(study_config(unique_name(), max_trials=2))
+    study = client.create_study(study_config(
+        unique_name(), max_trials=2, early_stopping={"rule": "MEDIAN"}))
     finish_trials(study, [0.5, 0.4])
     assert study.ask() is None  # the budget is spent
     assert study.refresh().state == "COMPLETED"
     with pytest.raises(hypertune.FailedPreconditionError, match="--max-trials N"):
         study.resume()
+    # A field the study's rule does not read is refused, naming it.
+    with pytest.raises(hypertune.InvalidArgumentError,
+                       match='"early_stopping.max_resource" does not apply'):
+        study.update(early_stopping={"max_resource": 9})
     study.update(max_trials=3, early_stopping={"min_trials": 4})
     assert study.state == "ACTIVE"
     assert study.spec.max_trials == 3

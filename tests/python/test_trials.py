@@ -382,5 +382,7 @@ def test_with_block_sigterm_gives_back(client: hypertune.Client, server) -> None
     assert process.wait(timeout=60) == 143  # 128 + SIGTERM, after giving the trial back
     stored = study.trial(trial_id)
     assert stored.state == "REQUESTED"
-    assert stored.failure_reason == "interrupted (SIGTERM)"
+    assert stored.failure_reason == "preempted (SIGTERM)"
     assert stored.checkpoint_uri == "file:///ckpt/preempted.pt"
+    # A preemption, not a lost worker: it spends no retry.
+    assert (stored.preemption_count, stored.retry_count) == (1, 0)

@@ -422,7 +422,9 @@ TEST_F(LeaseTest, APreemptedWorkerGivesItsTrialsBack) {
   v1::Trial trial = Stored("preempted", 1);
   EXPECT_EQ(trial.state(), v1::Trial::REQUESTED);
   EXPECT_EQ(trial.failure_reason(), "worker preempted");
-  EXPECT_EQ(trial.retry_count(), 1);
+  // The machine was taken, not the trial's fault: no retry spent.
+  EXPECT_EQ(trial.preemption_count(), 1);
+  EXPECT_EQ(trial.retry_count(), 0);
 }
 
 }  // namespace
