@@ -39,13 +39,14 @@
 // (activity is piecewise constant in x: no term from N or A).
 //
 // Cost: a point activates only the groups on its path(s) down the tree, and
-// every operation works on those alone. Which children a parent's value
-// activates is looked up (a binary search over the parent column's
-// interval endpoints), so k(x, .) against n points costs
-// O(n (a log c + a k)), a the groups active per point, c the cells of a
-// parent column, k a group's kernel: nothing grows with the number of
-// groups a point does not activate (a 1,000-category root with a child per
-// category costs what a two-level tree does).
+// every operation works on those alone, each group on its own columns.
+// Which children a parent's value activates is looked up (a binary search
+// over the parent column's interval endpoints), so k(x, .) against n points
+// costs O(n a (log c + m)), a the groups active per point, c the cells of a
+// parent column, m a group's columns (InputGradient adds the O(n d) of its
+// dense answer): nothing grows with the groups a point does not activate.
+// A 1,000-category root with a child under each category costs what a
+// two-level tree does, not 500 groups' worth per point.
 //
 // Immutable apart from set_log_params; not thread-safe while being set.
 #ifndef HYPERTUNE_OPTIMIZER_TREE_KERNEL_H_
