@@ -107,7 +107,10 @@ double AcquisitionFunction::Evaluate(const Eigen::VectorXd& x,
                                      Eigen::VectorXd* grad) const {
   double mean, var;
   Eigen::VectorXd dmean, dvar;
-  model_->PredictWithGradient(x, &mean, &var, &dmean, &dvar);
+  // Without grad the GP skips its gradients: about half of the work of the
+  // categorical ascent's evaluations and of the pull's.
+  model_->PredictWithGradient(x, &mean, &var, grad ? &dmean : nullptr,
+                              grad ? &dvar : nullptr);
   const double sigma = std::sqrt(var);
   const AcquisitionValue a = Acquire(kind_, mean, sigma, best_, ucb_beta_);
   double value = a.value;
@@ -119,7 +122,9 @@ double AcquisitionFunction::Evaluate(const Eigen::VectorXd& x,
   if (feasibility_ != nullptr) {
     double fmean, fvar, dlog;
     Eigen::VectorXd dfmean, dfvar;
-    feasibility_->PredictWithGradient(x, &fmean, &fvar, &dfmean, &dfvar);
+    feasibility_->PredictWithGradient(x, &fmean, &fvar,
+                                      grad ? &dfmean : nullptr,
+                                      grad ? &dfvar : nullptr);
     const double scale =
         std::sqrt(kFeasibilityKappa * kFeasibilityKappa + fvar);
     value += LogNormalCdf(fmean / scale, &dlog);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <set>
 #include <vector>
 
 #include "optimizer/box_minimizer.h"
@@ -14,6 +15,47 @@ namespace {
 
 int RandomIndex(SplitMix64& rng, int n) {
   return std::min(static_cast<int>(rng.NextUnit() * n), n - 1);
+}
+
+// Per categorical coordinate (alternatives[k] other categories): how many
+// of them the coordinate ascent tries, at most `budget` in all. Water
+// filling: in increasing order of alternatives, each coordinate gets all of
+// its own or an even share of what is left, whichever is less; so when the
+// alternatives fit the budget, every coordinate gets all of them.
+std::vector<int> CategoryQuotas(const std::vector<int>& alternatives,
+                                int budget) {
+  std::vector<int> order(alternatives.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return alternatives[a] < alternatives[b];
+  });
+  std::vector<int> quota(alternatives.size(), 0);
+  int left = std::max(budget, 0);
+  int coordinates_left = static_cast<int>(order.size());
+  for (int k : order) {
+    quota[k] = std::min(alternatives[k], left / coordinates_left);
+    left -= quota[k];
+    --coordinates_left;
+  }
+  return quota;
+}
+
+// `count` distinct categories of 0..categories-1 other than `current`,
+// ascending, drawn uniformly (Floyd's sampling: O(count log count)).
+// REQUIRES: 0 <= count <= categories - 1
+std::vector<int> SampleOtherCategories(int categories, int current, int count,
+                                       SplitMix64& rng) {
+  // Draw from the categories - 1 others, numbered skipping `current`.
+  const int others = categories - 1;
+  std::set<int> chosen;
+  for (int top = others - count; top < others; ++top) {
+    const int pick = RandomIndex(rng, top + 1);
+    chosen.insert(chosen.contains(pick) ? top : pick);
+  }
+  std::vector<int> out;
+  out.reserve(chosen.size());
+  for (int c : chosen) out.push_back(c < current ? c : c + 1);
+  return out;
 }
 
 }  // namespace
@@ -109,6 +151,10 @@ std::vector<ScoredPoint> MaximizeAcquisition(
     return values[a] > values[b] || (values[a] == values[b] && a < b);
   });
   const int starts = static_cast<int>(start_rows.size());
+  std::vector<int> alternatives;
+  for (int j : categorical) alternatives.push_back(domain.categories[j] - 1);
+  const std::vector<int> category_quota =
+      CategoryQuotas(alternatives, options.max_category_evaluations);
   Eigen::VectorXd lower(numeric.size()), upper(numeric.size());
   for (size_t k = 0; k < numeric.size(); ++k) {
     lower[k] = domain.lower[numeric[k]];
@@ -137,21 +183,36 @@ std::vector<ScoredPoint> MaximizeAcquisition(
         for (size_t k = 0; k < numeric.size(); ++k) x[numeric[k]] = m.x[k];
       }
     }
-    // One pass of coordinate ascent over the categories.
-    for (int j : categorical) {
-      const double original = x[j];
-      double best_c = original;
+    // One pass of coordinate ascent over the categories, within the
+    // budget: all of a coordinate's other categories where its quota
+    // covers them, else a random subset.
+    if (!categorical.empty()) {
       double best_v = acquisition.Evaluate(x, nullptr);
-      for (int c = 0; c < domain.categories[j]; ++c) {
-        if (c == original) continue;
-        x[j] = c;
-        const double v = acquisition.Evaluate(x, nullptr);
-        if (v > best_v) {
-          best_v = v;
-          best_c = c;
+      for (size_t k = 0; k < categorical.size(); ++k) {
+        const int j = categorical[k];
+        const int categories = domain.categories[j];
+        if (category_quota[k] == 0) continue;
+        const double original = x[j];
+        std::vector<int> tried;
+        if (category_quota[k] >= categories - 1) {
+          for (int c = 0; c < categories; ++c) {
+            if (c != original) tried.push_back(c);
+          }
+        } else {
+          tried = SampleOtherCategories(categories, static_cast<int>(original),
+                                        category_quota[k], rng);
         }
+        double best_c = original;
+        for (int c : tried) {
+          x[j] = c;
+          const double v = acquisition.Evaluate(x, nullptr);
+          if (v > best_v) {
+            best_v = v;
+            best_c = c;
+          }
+        }
+        x[j] = best_c;
       }
-      x[j] = best_c;
     }
     snap(x);
     value = acquisition.Evaluate(x, nullptr);

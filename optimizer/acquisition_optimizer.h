@@ -3,7 +3,11 @@
 // Ax/BoTorch and Optuna's GPSampler do: score ~1k scrambled-Sobol points
 // plus perturbations of the best observed points, polish the best few by
 // L-BFGS-B with analytic gradients on the numeric coordinates, then improve
-// categorical coordinates by enumeration.
+// categorical coordinates by enumeration (within a budget of evaluations).
+//
+// Work, in acquisition evaluations: raw_samples + perturbations in one
+// batch, then per polish start at most ~2 polish_iterations with gradient
+// (the line search's) and max_category_evaluations + 2 without.
 // Pure function of its inputs; thread-compatible.
 #ifndef HYPERTUNE_OPTIMIZER_ACQUISITION_OPTIMIZER_H_
 #define HYPERTUNE_OPTIMIZER_ACQUISITION_OPTIMIZER_H_
@@ -43,6 +47,15 @@ struct AcquisitionOptimizerOptions {
   int global_starts = 0;
   // Iterations per polish (default 40).
   int polish_iterations = 40;
+  // Other categories that the coordinate ascent after each polish tries, in
+  // all over the categorical coordinates (default 256). Where the
+  // categories fit, every one is tried; otherwise coordinates with few get
+  // all of theirs and the rest share what is left evenly, each trying a
+  // random subset (the Sobol candidates and perturbations have already
+  // sampled them all). So one start costs at most this many evaluations
+  // plus two, whatever the number of categories: a 1,000-category root of
+  // a conditional space cost 1,000 per start, each under 16 draws.
+  int max_category_evaluations = 256;
   // Points returned, best first (default 16).
   int max_results = 16;
   // Whether the points returned are pairwise distinct (default false).

@@ -349,20 +349,25 @@ void GaussianProcess::PredictWithGradient(const Eigen::VectorXd& x,
                                           double* mean, double* variance,
                                           Eigen::VectorXd* dmean,
                                           Eigen::VectorXd* dvariance) const {
+  const bool gradients = dmean != nullptr || dvariance != nullptr;
   const Eigen::VectorXd k =
       signal_ * kernel_->Matrix(x.transpose(), x_).row(0).transpose();
-  const Eigen::MatrixXd dk = signal_ * kernel_->InputGradient(x, x_);
+  const Eigen::MatrixXd dk =
+      gradients ? Eigen::MatrixXd(signal_ * kernel_->InputGradient(x, x_))
+                : Eigen::MatrixXd();
   *mean = params_.mean + k.dot(alpha_);
-  *dmean = dk.transpose() * alpha_;
+  if (dmean != nullptr) *dmean = dk.transpose() * alpha_;
   Eigen::VectorXd v = k;
   l_.triangularView<Eigen::Lower>().solveInPlace(v);
   *variance = std::max(signal_ - v.squaredNorm(), 0.0);
-  l_.triangularView<Eigen::Lower>().transpose().solveInPlace(v);
-  *dvariance = -2.0 * (dk.transpose() * v);
+  if (dvariance != nullptr) {
+    l_.triangularView<Eigen::Lower>().transpose().solveInPlace(v);
+    *dvariance = -2.0 * (dk.transpose() * v);
+  }
   if (prior_mean_) {
     Eigen::VectorXd dprior;
     *mean += prior_mean_->Value(x, &dprior);
-    *dmean += dprior;
+    if (dmean != nullptr) *dmean += dprior;
   }
 }
 

@@ -210,10 +210,16 @@ Eigen::VectorXd PullTowardIncumbent(const Acquisition& acquisition,
   if (!(tolerance > 0)) return out;
   // Against x's value, so the total loss stays within the tolerance.
   const double floor = acquisition.Evaluate(x, nullptr) - tolerance;
+  // An inactive coordinate is a placeholder that neither the model nor the
+  // decoded assignment reads: moving it changes nothing, so it costs no
+  // evaluation (a conditional space's points have few active ones).
+  const std::vector<bool> active =
+      space.conditional() ? space.Active(space.Decode(coords.ToUnit(x)))
+                          : std::vector<bool>(coords.dim(), true);
   for (int j = 0; j < coords.dim(); ++j) {
     // A parent's value chooses which parameters exist: moving it is a move
     // to another subspace, not along a direction the model deems flat.
-    if (out[j] == incumbent[j] || coords.parent[j]) continue;
+    if (out[j] == incumbent[j] || coords.parent[j] || !active[j]) continue;
     Eigen::VectorXd moved = out;
     moved[j] = incumbent[j];
     coords.Snap(space, moved);

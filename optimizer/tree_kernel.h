@@ -38,6 +38,16 @@
 //   dk / dx            = sum_g D (P / F_g) w_g A_g dk_g / dx
 // (activity is piecewise constant in x: no term from N or A).
 //
+// Cost: a point activates only the groups on its path(s) down the tree, and
+// every operation works on those alone, each group on its own columns.
+// Which children a parent's value activates is looked up (a binary search
+// over the parent column's interval endpoints), so k(x, .) against n points
+// costs O(n a (log c + m)), a the groups active per point, c the cells of a
+// parent column, m a group's columns (InputGradient adds the O(n d) of its
+// dense answer): nothing grows with the groups a point does not activate.
+// A 1,000-category root with a child under each category costs what a
+// two-level tree does, not 500 groups' worth per point.
+//
 // Immutable apart from set_log_params; not thread-safe while being set.
 #ifndef HYPERTUNE_OPTIMIZER_TREE_KERNEL_H_
 #define HYPERTUNE_OPTIMIZER_TREE_KERNEL_H_
@@ -100,14 +110,35 @@ class TreeKernel final : public Kernel {
   using ActivityMatrix = Eigen::Array<bool, Eigen::Dynamic, Eigen::Dynamic>;
   ActivityMatrix Activity(const Eigen::MatrixXd& x) const;
 
+  // The groups active at each row of x, ascending: row i's are
+  // groups[begin[i]] .. groups[begin[i + 1] - 1].
+  struct SparseActivity {
+    std::vector<int> begin;  // x.rows() + 1 offsets into groups.
+    std::vector<int> groups;
+  };
+  SparseActivity ActiveGroups(const Eigen::MatrixXd& x) const;
+
  private:
+  // The child groups of one group that one parent column switches on: the
+  // sorted distinct endpoints of their accepted intervals and, for each
+  // elementary segment [endpoints[s], endpoints[s + 1]), the groups that
+  // accept it (ascending).
+  struct ChildSwitch {
+    int parent_column;
+    std::vector<double> endpoints;
+    std::vector<std::vector<int>> segment_groups;
+  };
+
   TreeKernel(const TreeKernel& other);
 
   std::vector<TreeKernelGroup> groups_;
+  // Per group: the switches of its child groups, one per parent column.
+  std::vector<std::vector<ChildSwitch>> switches_;
   std::vector<std::unique_ptr<Kernel>> kernels_;  // k_g per group.
   std::vector<int> offsets_;
   int weights_offset_ = 0;
   Eigen::VectorXd log_w_;
+  Eigen::VectorXd w_;  // exp(log_w_)
 };
 
 // The tree of `space` in the GP bandit's model coordinates: column j is

@@ -358,9 +358,21 @@ absl::Status ValidateStudy(const v1::Study& study) {
                                    spec.parameters_size(), kMaxParameters));
   }
   absl::flat_hash_set<std::string> names;
+  int parent_values = 0;  // Conditions so far, against kMaxParentValuesPerStudy.
   for (int i = 0; i < spec.parameters_size(); ++i) {
     const v1::ParameterSpec& p = spec.parameters(i);
     std::string field = absl::StrCat("study.spec.parameters[", i, "]");
+    parent_values += p.parent_categories_size() + p.parent_values_size();
+    if (parent_values > kMaxParentValuesPerStudy) {
+      return Invalid(
+          absl::StrCat(field, p.parent_categories_size() > 0
+                                  ? ".parent_categories"
+                                  : ".parent_values"),
+          absl::StrFormat("the conditions list %d parent categories and "
+                          "values in all up to here, over the limit of %d "
+                          "per study",
+                          parent_values, kMaxParentValuesPerStudy));
+    }
     if (absl::Status s =
             ValidateIdentifier(absl::StrCat(field, ".name"), p.name());
         !s.ok()) {

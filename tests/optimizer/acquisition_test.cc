@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <random>
+#include <set>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "optimizer/acquisition_optimizer.h"
@@ -210,6 +213,93 @@ TEST(MaximizeAcquisitionTest, FindsTheMaximumAndRanksResults) {
     }
   }
   EXPECT_GE(ranked[0].value, grid_best - 1e-6);
+}
+
+// A known acquisition that counts its evaluations: a peak at x0 = 0.3 on
+// the numeric column 0, plus 1 for each categorical column at category
+// `peak`. Records which (column, category) the evaluations without a
+// gradient (the categorical ascent's) saw.
+class CountingAcquisition final : public Acquisition {
+ public:
+  CountingAcquisition(std::vector<int> categorical, int peak)
+      : categorical_(std::move(categorical)), peak_(peak) {}
+
+  double Evaluate(const Eigen::VectorXd& x,
+                  Eigen::VectorXd* grad) const override {
+    if (grad != nullptr) {
+      ++with_gradient_;
+      *grad = Eigen::VectorXd::Zero(x.size());
+      (*grad)[0] = -2 * (x[0] - 0.3);
+    } else {
+      ++without_gradient_;
+      for (int j : categorical_) seen_.insert({j, static_cast<int>(x[j])});
+    }
+    return Value(x);
+  }
+  Eigen::VectorXd EvaluateBatch(const Eigen::MatrixXd& xs) const override {
+    Eigen::VectorXd out(xs.rows());
+    for (Eigen::Index i = 0; i < xs.rows(); ++i) {
+      out[i] = Value(xs.row(i).transpose());
+    }
+    return out;
+  }
+
+  int without_gradient() const { return without_gradient_; }
+  // Whether an evaluation without a gradient saw `category` in column j.
+  bool Saw(int j, int category) const {
+    return seen_.contains({j, category});
+  }
+
+ private:
+  double Value(const Eigen::VectorXd& x) const {
+    double v = -(x[0] - 0.3) * (x[0] - 0.3);
+    for (int j : categorical_) v += x[j] == peak_ ? 1.0 : 0.0;
+    return v;
+  }
+
+  std::vector<int> categorical_;
+  int peak_;
+  mutable int with_gradient_ = 0;
+  mutable int without_gradient_ = 0;
+  mutable std::set<std::pair<int, int>> seen_;
+};
+
+TEST(MaximizeAcquisitionTest, CategoryAscentTriesEveryCategoryThatFits) {
+  const CountingAcquisition acq({1, 2}, 2);
+  const AcquisitionDomain domain{
+      {0, 12, 3}, Eigen::Vector3d(0, 0, 0), Eigen::Vector3d(1, 1, 1), {}};
+  AcquisitionOptimizerOptions options;
+  options.raw_samples = 16;
+  options.perturbations = 0;
+  const std::vector<ScoredPoint> ranked = MaximizeAcquisition(
+      acq, domain, Eigen::MatrixXd(0, 3), Eigen::Vector3d(0.1, 0, 0), 5,
+      options);
+  ASSERT_FALSE(ranked.empty());
+  for (int c = 0; c < 12; ++c) EXPECT_TRUE(acq.Saw(1, c)) << c;
+  for (int c = 0; c < 3; ++c) EXPECT_TRUE(acq.Saw(2, c)) << c;
+  EXPECT_EQ(ranked[0].x[1], 2);
+  EXPECT_EQ(ranked[0].x[2], 2);
+  EXPECT_NEAR(ranked[0].x[0], 0.3, 1e-4);
+}
+
+// A 1,000-category coordinate (a conditional space's root) cost 1,000
+// evaluations per polish start; the ascent now stays within
+// max_category_evaluations, the small coordinate still tried in full.
+TEST(MaximizeAcquisitionTest, CategoryAscentStaysWithinItsBudget) {
+  const CountingAcquisition acq({1, 2}, 2);
+  const AcquisitionDomain domain{
+      {0, 1000, 3}, Eigen::Vector3d(0, 0, 0), Eigen::Vector3d(1, 1, 1), {}};
+  const AcquisitionOptimizerOptions options;
+  const std::vector<ScoredPoint> ranked = MaximizeAcquisition(
+      acq, domain, Eigen::MatrixXd(0, 3), Eigen::Vector3d(0.1, 0, 0), 5,
+      options);
+  ASSERT_FALSE(ranked.empty());
+  EXPECT_TRUE(std::isfinite(ranked[0].value));
+  // Per start: the value before the ascent, the categories tried, the value
+  // after it.
+  EXPECT_LE(acq.without_gradient(),
+            options.polish_starts * (options.max_category_evaluations + 2));
+  for (int c = 0; c < 3; ++c) EXPECT_TRUE(acq.Saw(2, c)) << c;
 }
 
 }  // namespace

@@ -4,14 +4,18 @@
 
 #include <Eigen/Eigenvalues>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "optimizer/gp_bandit_suggester.h"
 #include "optimizer/search_space.h"
 #include "optimizer/suggester.h"
 #include "optimizer/tree_kernel.h"
@@ -272,6 +276,51 @@ INSTANTIATE_TEST_SUITE_P(AllAlgorithms, ConditionalSamplingTest,
                            return std::string(AlgorithmName(info.param));
                          });
 
+// A root of `categories` categories with `children` doubles, child k
+// active under category k alone (issue 31: a GP_BANDIT suggestion there
+// took 8 s, scanning every child for every point, and trying every
+// category at each polish start).
+SearchSpace WideRootSpace(int categories, int children) {
+  std::vector<std::string> names;
+  for (int c = 0; c < categories; ++c) names.push_back(absl::StrCat("c", c));
+  std::vector<ParameterConfig> params = {
+      bench::CategoricalParameter("root", names)};
+  for (int k = 0; k < children; ++k) {
+    params.push_back(bench::NumericParameter(absl::StrCat("x", k), 0, 1, 0,
+                                             {static_cast<double>(k)}));
+  }
+  return *SearchSpace::Create(params);
+}
+
+TEST(WideConditionalSpaceTest, GpBanditSuggestsValidNewConfigurationsFromItsModel) {
+  const SearchSpace space = WideRootSpace(1000, 499);
+  GpBanditSuggester suggester;
+  SuggestRequest request;
+  request.space = &space;
+  request.seed = 7;
+  // The initial design (10 trials at 500 parameters), then the model's.
+  for (int t = 0; t < 12; ++t) {
+    request.trials_created = t;
+    absl::StatusOr<std::vector<Assignment>> got = suggester.Suggest(request);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), 1u);
+    const Assignment& a = got->front();
+    ExpectValidConfiguration(space, a);
+    for (const Observation& o : request.history) {
+      EXPECT_FALSE(SameAssignment(o.x, a)) << "trial " << t;
+    }
+    if (t >= 10) EXPECT_EQ(suggester.last_fallback_reason(), "") << t;
+    Observation o;
+    o.x = a;
+    o.outcome = Outcome::kCompleted;
+    // Best: category 300, its child near 0.3.
+    const int root = static_cast<int>(a[0]);
+    o.value = -std::abs(root - 300) / 1000.0 -
+              (root < 499 ? std::abs(a[1 + root] - 0.3) : 1.0);
+    request.history.push_back(o);
+  }
+}
+
 // Random model coordinates of the tree space (tree_kernel.h's
 // TreeKernelGroups).
 Eigen::MatrixXd TreePoints(const SearchSpace& space, int n, uint64_t seed) {
@@ -395,6 +444,99 @@ TEST(TreeKernelTest, InputGradientMatchesFiniteDifferences) {
       }
     }
   }
+}
+
+// Groups with overlapping conditions, a group below a non-root group, and
+// one whose parent column lies outside its parent group: activity is
+// exactly "the parent group is active and the parent column lies in one of
+// the accepted intervals" (tree_kernel.h), NaN activating nothing.
+TEST(TreeKernelTest, ActivityFollowsTheDefinitionOnOverlappingConditions) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  auto group = [](int column, int parent_group, int parent_column,
+                  std::vector<std::pair<double, double>> accepted) {
+    return TreeKernelGroup{{column}, {false}, parent_group, parent_column,
+                           std::move(accepted)};
+  };
+  // Column 0: a 6-category root; 1: numeric; 2: an integer's coordinate.
+  const std::vector<TreeKernelGroup> groups = {
+      {{0, 1, 2}, {true, false, false}, -1, -1, {}},
+      group(3, 0, 0, {{0.5, 1.5}, {1.5, 2.5}}),  // Categories 1, 2.
+      group(4, 0, 0, {{1.5, 2.5}}),              // 2 as well.
+      group(5, 0, 2, {{-kInf, 0.25}, {0.6, kInf}}),
+      group(6, 1, 3, {{0.2, 0.7}}),              // Below group 1.
+      group(7, 2, 0, {{1.5, 2.5}, {1.9, 3.5}}),  // Only with group 2.
+      group(8, 0, 0, {}),                        // Never.
+  };
+  const TreeKernel k(groups);
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> unit(0, 1);
+  Eigen::MatrixXd x(200, 9);
+  for (int i = 0; i < x.rows(); ++i) {
+    for (int j = 0; j < x.cols(); ++j) x(i, j) = unit(rng);
+    x(i, 0) = static_cast<double>(rng() % 6);
+    if (i % 17 == 0) x(i, 2) = std::nan("");
+    if (i % 13 == 0) x(i, 3) = i % 2 == 0 ? 0.2 : 0.7;  // Interval ends.
+  }
+  const TreeKernel::ActivityMatrix act = k.Activity(x);
+  const TreeKernel::SparseActivity sparse = k.ActiveGroups(x);
+  int seen_active = 0;
+  for (int i = 0; i < x.rows(); ++i) {
+    std::vector<bool> expected(groups.size(), false);
+    expected[0] = true;
+    for (size_t g = 1; g < groups.size(); ++g) {
+      const double v = x(i, groups[g].parent_column);
+      bool accepted = false;
+      for (const auto& [low, high] : groups[g].accepted) {
+        accepted = accepted || (v >= low && v < high);
+      }
+      expected[g] = expected[groups[g].parent_group] && accepted;
+    }
+    std::vector<int> expected_list;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      EXPECT_EQ(act(i, static_cast<Eigen::Index>(g)), expected[g])
+          << "row " << i << " group " << g;
+      if (expected[g]) expected_list.push_back(static_cast<int>(g));
+    }
+    const std::vector<int> listed(sparse.groups.begin() + sparse.begin[i],
+                                  sparse.groups.begin() + sparse.begin[i + 1]);
+    EXPECT_EQ(listed, expected_list) << "row " << i;
+    seen_active += static_cast<int>(expected_list.size());
+  }
+  // Every group but the last is active somewhere.
+  for (size_t g = 0; g + 1 < groups.size(); ++g) {
+    EXPECT_TRUE(act.col(static_cast<Eigen::Index>(g)).any()) << g;
+  }
+  EXPECT_FALSE(act.col(static_cast<Eigen::Index>(groups.size() - 1)).any());
+  EXPECT_EQ(seen_active, static_cast<int>(sparse.groups.size()));
+}
+
+// The work bound of the wide root: each point activates the root's group
+// and its own child's alone, so k(x, .) touches 2 of the 500 groups.
+TEST(TreeKernelTest, APointOfAWideRootActivatesItsPathAlone) {
+  const SearchSpace space = WideRootSpace(1000, 499);
+  const TreeKernel k(TreeKernelGroups(space));
+  ASSERT_EQ(k.num_groups(), 500);
+  Eigen::MatrixXd x = Eigen::MatrixXd::Constant(1000, space.dim(), 0.5);
+  for (int c = 0; c < 1000; ++c) x(c, 0) = c;
+  const TreeKernel::SparseActivity active = k.ActiveGroups(x);
+  for (int c = 0; c < 1000; ++c) {
+    const std::vector<int> listed(active.groups.begin() + active.begin[c],
+                                  active.groups.begin() + active.begin[c + 1]);
+    // Child k is parameter 1 + k, alone in group 1 + k.
+    EXPECT_EQ(listed, c < 499 ? std::vector<int>({0, 1 + c})
+                              : std::vector<int>({0}))
+        << "category " << c;
+  }
+  // And the kernel between two points of one category compares their
+  // child; of two categories, the root alone.
+  Eigen::MatrixXd pair = x.topRows(3);
+  pair(1, 0) = 0;
+  pair(1, 1) = 0.9;
+  pair(2, 0) = 700;
+  const Eigen::MatrixXd kxx = k.Matrix(pair, pair);
+  EXPECT_LT(kxx(0, 1), 1.0);
+  EXPECT_GT(kxx(0, 1), kxx(0, 2));
+  EXPECT_NEAR(kxx(0, 0), 1.0, 1e-12);
 }
 
 }  // namespace

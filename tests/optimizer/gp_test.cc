@@ -195,6 +195,27 @@ TEST(GaussianProcessTest, PredictWithGradientMatchesPredictAndFiniteDifferences)
   }
 }
 
+// Acquisition evaluations without a gradient skip it; they must see the
+// very moments that the gradient's evaluations see, or the optimizer's
+// comparisons would change.
+TEST(GaussianProcessTest, PredictWithoutGradientsGivesTheSameMoments) {
+  const Data data = SmoothData(20, 3, 5);
+  const auto kernel = MakeMixedKernel({false, false, false});
+  GpParams p = GpPrior::ForDimension(3).Mode(3);
+  p.mean = 0.2;
+  const GaussianProcess gp =
+      GaussianProcess::Create(*kernel, p, data.x, data.y).value();
+  for (const Eigen::Vector3d& x :
+       {Eigen::Vector3d(0.3, 0.6, 0.1), Eigen::Vector3d(0.9, 0.05, 0.5)}) {
+    double mean, var, bare_mean, bare_var;
+    Eigen::VectorXd dmean, dvar;
+    gp.PredictWithGradient(x, &mean, &var, &dmean, &dvar);
+    gp.PredictWithGradient(x, &bare_mean, &bare_var, nullptr, nullptr);
+    EXPECT_EQ(bare_mean, mean);
+    EXPECT_EQ(bare_var, var);
+  }
+}
+
 TEST(GaussianProcessTest, PredictOfManyQueriesMatchesOneAtATime) {
   // Predict works through queries in blocks: 300 cross two block edges and
   // end in a partial block.

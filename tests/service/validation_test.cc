@@ -9,7 +9,9 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
 #include "service/conversion.h"
+#include "service/limits.h"
 
 namespace hypertune::service {
 namespace {
@@ -192,6 +194,42 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<BadStudyCase>& info) {
       return info.param.label;
     });
+
+// A root of 1,000 categories and `children` doubles below it, child k
+// active under `per_child` categories from k on.
+v1::Study WideConditionalStudy(int children, int per_child) {
+  v1::Study study = ValidStudy();
+  v1::StudySpec& spec = *study.mutable_spec();
+  spec.clear_parameters();
+  v1::ParameterSpec& root = *spec.add_parameters();
+  root.set_name("root");
+  for (int c = 0; c < 1000; ++c) {
+    root.mutable_categorical_spec()->add_values(absl::StrCat("c", c));
+  }
+  for (int k = 0; k < children; ++k) {
+    v1::ParameterSpec& child = *spec.add_parameters();
+    child.set_name(absl::StrCat("x", k));
+    child.mutable_double_spec()->set_max(1);
+    child.set_parent("root");
+    for (int c = 0; c < per_child; ++c) {
+      child.add_parent_categories(absl::StrCat("c", (k + c) % 1000));
+    }
+  }
+  return study;
+}
+
+TEST(ValidateStudyTest, RefusesConditionsPastTheLimitNamingTheParameter) {
+  // 499 children under 20 categories each: 9,980 conditions, within.
+  const v1::Study within = WideConditionalStudy(499, 20);
+  EXPECT_TRUE(CheckStudy(within).ok()) << CheckStudy(within);
+  // Under 21 each the total passes 10,000 at child 476 (parameters[477]).
+  const absl::Status s = CheckStudy(WideConditionalStudy(499, 21));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("study.spec.parameters[477].parent_categories"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr(absl::StrCat("limit of ", kMaxParentValuesPerStudy)));
+}
 
 TEST(ValidateStudyTest, NaNBoundsAreRefused) {
   v1::Study study = ValidStudy();
