@@ -394,8 +394,11 @@ absl::StatusOr<v1::ParameterSpec> ToSpec(const std::string& name,
     spec.mutable_discrete_spec()->add_values(low);
     return spec;
   }
+  auto number_text = [is_int](double x) {
+    return is_int ? absl::StrCat(std::llround(x)) : FormatDouble(x);
+  };
   auto range_text = [&] {
-    return absl::StrCat("[", FormatDouble(low), ", ", FormatDouble(high), "]");
+    return absl::StrCat("[", number_text(low), ", ", number_text(high), "]");
   };
   if (all_stepped) {
     // The union of the variants' values: every integer of the range is an
@@ -422,8 +425,8 @@ absl::StatusOr<v1::ParameterSpec> ToSpec(const std::string& name,
       notes.push_back(absl::StrCat(
           "parameter \"", name, "\": Optuna's step (",
           absl::StrJoin(variants, ", ",
-                        [](std::string* out, const Distribution& v) {
-                          absl::StrAppend(out, FormatDouble(v.step));
+                        [&](std::string* out, const Distribution& v) {
+                          absl::StrAppend(out, number_text(v.step));
                         }),
           ") over ", range_text(), " gives more than ", kMaxDiscreteValues,
           " values, past what a DISCRETE parameter holds; imported as ",
@@ -539,8 +542,9 @@ struct Condition {
 struct InferredSpace {
   // Parameters without an entry are always active.
   std::map<std::string, Condition> conditions;
-  // Parameters of no trial that is evidence (only FAILED or WAITING ones
-  // hold them): not in the space.
+  // Parameters not in the space: held by no trial that is evidence (only
+  // FAILED or WAITING ones), or by a few trials for no reason the others
+  // tell.
   std::set<std::string> left_out;
 };
 
@@ -549,9 +553,13 @@ struct InferredSpace {
 // trials. A parameter present in some trials only gets as parent the
 // earlier CATEGORICAL, DISCRETE or INTEGER parameter whose values tell when
 // it is present: the one that leaves the fewest trials unexplained, then
-// the one nearest the root, then the first. Where none tells exactly, the
-// closest is taken (or none, if it explains less than "always active") and
-// `notes` says so; the trials that disagree are left out by the caller.
+// the one nearest the root, then the first. A parent takes at most half as
+// many values as there are trials, each value it is active under seen
+// twice, and at most one in ten of the trials holding the parameter may
+// disagree with it (the caller leaves those out). With no such parent, the
+// parameter is always active when most trials hold it (the others are left
+// out), else not in the space (the trials that hold it keep the rest);
+// `notes` says which.
 InferredSpace InferConditions(const std::vector<std::string>& order,
                               const std::map<std::string, v1::ParameterSpec>& specs,
                               const std::vector<const ParameterValues*>& evidence,
@@ -607,30 +615,50 @@ InferredSpace InferConditions(const std::vector<std::string>& order,
         value_of.emplace(key, v->second);
         ++(has ? counts[key].first : counts[key].second);
       }
+      // A parent of many values seen once each would "explain" anything by
+      // naming the trials: it needs at most half as many values as trials,
+      // and each value it is active under seen twice.
+      if (counts.size() * 2 > n) continue;
+      bool supported = true;
       for (const auto& [key, count] : counts) {
         const auto [with, without] = count;
         if (with > 0 && with >= without) {
           choice.values.push_back(value_of[key]);
           choice.unexplained += without;
+          supported = supported && with + without >= 2;
         } else {
           choice.unexplained += with;
         }
       }
-      if (choice.values.empty()) continue;
+      if (choice.values.empty() || !supported) continue;
       if (!best.has_value() ||
           std::tie(choice.unexplained, choice.depth) <
               std::tie(best->unexplained, best->depth)) {
         best = std::move(choice);
       }
     }
+    // A parent that a few trials disagree with (cut short before choosing
+    // it, say: at most one in ten of those that hold it) still explains it.
+    // Unexplained, it is either always active (the trials without it left
+    // out) or not in the space (the trials keep the rest): whichever loses
+    // less.
     const size_t without_it = n - holding;
-    if (!best.has_value() || best->unexplained >= without_it) {
-      depth[name] = 0;
-      notes.push_back(absl::StrCat(
+    if (!best.has_value() || best->unexplained * 10 > holding) {
+      const std::string why = absl::StrCat(
           "parameter \"", shown, "\" is in ", holding, " of ", n,
           " trials, and no CATEGORICAL, DISCRETE or INTEGER parameter's "
-          "values tell when: imported as always active (the trials without "
-          "it are left out)"));
+          "values tell when: ");
+      if (holding >= without_it) {
+        depth[name] = 0;
+        notes.push_back(absl::StrCat(why, "imported as always active (the ",
+                                     without_it,
+                                     " trials without it are left out)"));
+      } else {
+        space.left_out.insert(name);
+        notes.push_back(absl::StrCat(why, "left out of the space (the ",
+                                     holding, " trials with it are kept "
+                                     "without it)"));
+      }
       continue;
     }
     // The parent's values in its own order.
@@ -662,8 +690,8 @@ InferredSpace InferConditions(const std::vector<std::string>& order,
       notes.push_back(absl::StrCat(
           "parameter \"", shown,
           "\": no parameter's values tell exactly when it is present; "
-          "imported as ", when, ", the closest (", best->unexplained,
-          " trials that disagree are left out)"));
+          "imported as ", when, ", which all but ", best->unexplained,
+          " trials agree with (those are left out)"));
     }
     depth[name] = best->depth;
     space.conditions[name] = Condition{best->parent, std::move(best->values)};

@@ -36,10 +36,11 @@
 //     that some trials lack (FAILED and WAITING ones aside) gets as parent
 //     the earlier CATEGORICAL, DISCRETE or INTEGER parameter whose values
 //     tell when it is present (InferConditions), active under those values;
-//     the notes say each, and where no parameter tells exactly, which one
-//     came closest (or none: always active). A trial that does not hold
-//     exactly its active parameters is left out, with a note, unless it
-//     FAILED (it may have failed before choosing them all).
+//     the notes say each. Where no parameter tells (with at most one in
+//     ten of its trials disagreeing), it is always active if most trials
+//     hold it, else left out of the space, and the notes say so. A trial
+//     that does not hold exactly its active parameters is left out, with a
+//     note, unless it FAILED (it may have failed before choosing them all).
 //
 // Thread safety: no shared state.
 #ifndef HYPERTUNE_CLI_OPTUNA_IMPORT_H_
