@@ -663,9 +663,7 @@ class Worker {
       double program_seconds, std::ofstream& log,
       const std::optional<std::string>& give_back) {
     const int64_t id = trial.id();
-    std::string how = run.exit.signaled
-                          ? absl::StrCat("killed by signal ", run.exit.code)
-                          : absl::StrCat("exit status ", run.exit.code);
+    std::string how = ExitText(run.exit);
     std::string took = absl::StrCat(FormatShort(elapsed), " s");
 
     // The program may have settled the trial itself through the SDK.
