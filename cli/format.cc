@@ -157,10 +157,45 @@ absl::StatusOr<std::string> PrintJson(const google::protobuf::Message& message,
         absl::StrCat("cannot print ", message.GetTypeName(),
                      " as JSON: ", std::string(status.message())));
   }
-  return json;
+  return KeepNegativeZero(json);
 }
 
 }  // namespace
+
+std::string KeepNegativeZero(std::string_view json) {
+  std::string out;
+  out.reserve(json.size());
+  bool in_string = false;
+  bool escaped = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    out.push_back(c);
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      continue;
+    }
+    // A number token "-0" ends where no digit, '.', or exponent follows.
+    if (c == '-' && i + 1 < json.size() && json[i + 1] == '0') {
+      const char next = i + 2 < json.size() ? json[i + 2] : ' ';
+      if (!absl::ascii_isdigit(static_cast<unsigned char>(next)) &&
+          next != '.' && next != 'e' && next != 'E') {
+        out.append("0.0");
+        ++i;
+      }
+    }
+  }
+  return out;
+}
 
 absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message) {
   absl::StatusOr<std::string> json = PrintJson(message, /*multiline=*/true);

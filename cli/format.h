@@ -43,6 +43,11 @@ absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message);
 // ToJson on one line, without the trailing newline (JSON Lines).
 absl::StatusOr<std::string> ToJsonLine(const google::protobuf::Message& message);
 
+// `json` with each number -0 (outside strings) written -0.0. Protobuf's JSON
+// reader, like most others, reads "-0" as the integer 0, losing the sign
+// of a double's negative zero; "-0.0" keeps it.
+std::string KeepNegativeZero(std::string_view json);
+
 // (Reading JSON: cli/json_config.h.)
 
 // The grid as text: columns left-aligned to their widest cell, two spaces

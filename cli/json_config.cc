@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cli/format.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -219,8 +220,43 @@ int EditDistance(std::string_view a, std::string_view b) {
   return previous[b.size()];
 }
 
+std::optional<size_t> JsonTooDeepAt(std::string_view json, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
 absl::Status ParseJsonConfig(std::string_view json, std::string_view source,
                              google::protobuf::Message* message) {
+  // Before any parser sees it: they, and the checks below, recurse per level.
+  if (std::optional<size_t> at = JsonTooDeepAt(json, kMaxJsonDepth)) {
+    const auto [line, column] = LineAndColumn(json, *at);
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(source), ": JSON nested deeper than ", kMaxJsonDepth,
+        " levels (line ", line, ", column ", column,
+        "); no hypertune message nests that deep"));
+  }
   Json parsed;
   try {
     parsed = Json::parse(json.begin(), json.end());
@@ -249,8 +285,10 @@ absl::Status ParseJsonConfig(std::string_view json, std::string_view source,
   // int64 out of range), protobuf's parser does.
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
-  auto status = google::protobuf::util::JsonStringToMessage(
-      google::protobuf::StringPiece(json.data(), json.size()), message, options);
+  // "-0" would be read as the integer 0 (a double's sign lost).
+  const std::string text = KeepNegativeZero(json);
+  auto status = google::protobuf::util::JsonStringToMessage(text, message,
+                                                            options);
   if (!status.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(std::string(source), ": not a valid ",

@@ -7,6 +7,8 @@
 #ifndef HYPERTUNE_CLI_JSON_CONFIG_H_
 #define HYPERTUNE_CLI_JSON_CONFIG_H_
 
+#include <cstddef>
+#include <optional>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -14,8 +16,19 @@
 
 namespace hypertune::cli {
 
+// The deepest nesting of arrays and objects a JSON text may have. Our
+// messages nest a few levels; protobuf's own JSON parser stops at 100, and
+// the JSON library's printer and our checks recurse once per level, so a
+// deeper text (a file of 100,000 '[') must be refused before it is parsed.
+inline constexpr int kMaxJsonDepth = 100;
+
+// The byte offset of the first '[' or '{' of `json` (outside strings) that
+// opens a level deeper than `max_depth`; nullopt when none does.
+std::optional<size_t> JsonTooDeepAt(std::string_view json, int max_depth);
+
 // Parses `json` (protobuf's JSON mapping, snake_case or lowerCamel names)
-// into `message`. INVALID_ARGUMENT naming `source` and the problem.
+// into `message`. INVALID_ARGUMENT naming `source` and the problem (a text
+// nested deeper than kMaxJsonDepth included, with its line and column).
 absl::Status ParseJsonConfig(std::string_view json, std::string_view source,
                              google::protobuf::Message* message);
 

@@ -10,8 +10,12 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
+#include <string>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/json_config.h"
 #include "cli/worker_protocol.h"
 #include "service/limits.h"
 
@@ -35,9 +40,13 @@ const char kImportOptunaUsage[] =
     "attributes (text as is, other values as JSON; numeric ones also as\n"
     "recorded metrics \"user_attr.KEY\", for plots). COMPLETE -> COMPLETED,\n"
     "PRUNED -> STOPPED, FAIL -> FAILED, RUNNING and WAITING -> REQUESTED\n"
-    "(they run again). What cannot be kept (attributes past the server's\n"
-    "limits, trials of conditional search spaces) is listed. Reads the file\n"
-    "only; Python is not needed.\n";
+    "(they run again). A define-by-run space becomes conditional\n"
+    "parameters, each active under the values of the parameter that tells\n"
+    "when Optuna chose it. What cannot be kept (attributes past the\n"
+    "server's limits, a dropped step, trials with unreadable values or not\n"
+    "fitting the conditions) is listed; an unknown trial state or\n"
+    "direction refuses the file. Reads the file only; Python is not\n"
+    "needed.\n";
 
 namespace {
 
@@ -48,6 +57,7 @@ using Json = nlohmann::json;
 // `attributes` as it was, when it would pass the server's limits.
 bool KeepAttribute(const std::string& key, const Json& value,
                    google::protobuf::Map<std::string, std::string>& attributes) {
+  if (value.is_discarded()) return false;
   std::string text = value.is_string() ? value.get<std::string>() : value.dump();
   if (key.empty() || key.size() > service::kMaxNameBytes ||
       text.size() > service::kMaxAttributeValueBytes ||
@@ -57,6 +67,15 @@ bool KeepAttribute(const std::string& key, const Json& value,
   }
   attributes[key] = std::move(text);
   return true;
+}
+
+// A value_json of the file parsed; discarded when it is not JSON or nests
+// deeper than kMaxJsonDepth (printing it again recurses once per level).
+Json ParseStoredJson(const std::string& text) {
+  if (JsonTooDeepAt(text, kMaxJsonDepth).has_value()) {
+    return Json(Json::value_t::discarded);
+  }
+  return Json::parse(text, nullptr, /*allow_exceptions=*/false);
 }
 
 // ----- SQLite -----
@@ -217,7 +236,7 @@ absl::StatusOr<Distribution> ParseDistribution(const std::string& text,
     return absl::InvalidArgumentError(absl::StrCat(
         "parameter \"", param, "\": distribution ", text, ": ", why));
   };
-  Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  Json json = ParseStoredJson(text);
   if (json.is_discarded() || !json.is_object() || !json.contains("name") ||
       !json.contains("attributes") || !json["attributes"].is_object()) {
     return bad("not a distribution in Optuna's JSON form");
@@ -267,49 +286,80 @@ absl::StatusOr<Distribution> ParseDistribution(const std::string& text,
     return bad(absl::StrCat("unknown distribution \"", name, "\""));
   }
   if (!(d.low <= d.high)) return bad("low above high");
+  if (d.step < 0 || (d.kind == Distribution::kInt && d.step <= 0) ||
+      !std::isfinite(d.step)) {
+    return bad("a step that is not positive");
+  }
   return d;
 }
 
-// The union of `a` and `b` (a parameter whose range changed between
-// trials). INVALID_ARGUMENT when their kinds differ.
-absl::Status Merge(Distribution& a, const Distribution& b,
-                   const std::string& param) {
-  if (a.kind != b.kind) {
+// Whether two distributions of one parameter are the same.
+bool SameDistribution(const Distribution& a, const Distribution& b) {
+  return a.kind == b.kind && a.low == b.low && a.high == b.high &&
+         a.log == b.log && a.step == b.step && a.choices == b.choices;
+}
+
+// Adds `d` to the distributions a parameter had in the file's trials (the
+// distinct ones, in the order met). INVALID_ARGUMENT when its kind differs
+// from theirs.
+absl::Status AddVariant(std::vector<Distribution>& variants,
+                        const Distribution& d, const std::string& param) {
+  if (!variants.empty() && variants.front().kind != d.kind) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "parameter \"", param, "\" is ", KindName(a.kind), " in some trials and ",
-        KindName(b.kind), " in others; hypertune cannot map that"));
+        "parameter \"", param, "\" is ", KindName(variants.front().kind),
+        " in some trials and ", KindName(d.kind),
+        " in others; hypertune cannot map that"));
   }
-  if (a.kind == Distribution::kCategorical) {
-    for (const Json& c : b.choices) {
-      if (std::find(a.choices.begin(), a.choices.end(), c) == a.choices.end()) {
-        a.choices.push_back(c);
-      }
-    }
-    return absl::OkStatus();
+  for (const Distribution& v : variants) {
+    if (SameDistribution(v, d)) return absl::OkStatus();
   }
-  a.low = std::min(a.low, b.low);
-  a.high = std::max(a.high, b.high);
-  a.log = a.log && b.log;
-  if (a.step != b.step) a.step = a.kind == Distribution::kInt ? 1 : 0;
+  variants.push_back(d);
   return absl::OkStatus();
 }
 
-constexpr int kMaxDiscreteValues = 1000;
+constexpr int kMaxDiscreteValues = service::kMaxValuesPerParameter;
 
-// The parameter spec of merged distribution `d`.
+// The values of a distribution with a step (an Int's step 1 included), at
+// most `limit` + 1 of them: low, low + step, ... up to high. 15 significant
+// digits: 0.3, not 0.30000000000000004 (trials' values are matched to the
+// nearest).
+std::vector<double> StepValues(const Distribution& d, int limit) {
+  std::vector<double> values;
+  const double count = std::floor((d.high - d.low) / d.step + 1e-9) + 1;
+  const int n = static_cast<int>(std::min<double>(count, limit + 1.0));
+  for (int k = 0; k < n; ++k) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.15g", d.low + k * d.step);
+    values.push_back(std::strtod(text, nullptr));
+  }
+  return values;
+}
+
+// The parameter spec of a parameter whose trials had `variants` (the union
+// of their values); what the spec cannot keep of them is added to `notes`.
 absl::StatusOr<v1::ParameterSpec> ToSpec(const std::string& name,
-                                         const Distribution& d) {
+                                         const std::vector<Distribution>& variants,
+                                         std::vector<std::string>& notes) {
   v1::ParameterSpec spec;
   spec.set_name(name);
-  if (d.kind == Distribution::kCategorical) {
-    if (std::all_of(d.choices.begin(), d.choices.end(), IsNumber)) {
+  const Distribution& first = variants.front();
+  if (first.kind == Distribution::kCategorical) {
+    std::vector<Json> choices;
+    for (const Distribution& v : variants) {
+      for (const Json& c : v.choices) {
+        if (std::find(choices.begin(), choices.end(), c) == choices.end()) {
+          choices.push_back(c);
+        }
+      }
+    }
+    if (std::all_of(choices.begin(), choices.end(), IsNumber)) {
       std::set<double> values;
-      for (const Json& c : d.choices) values.insert(c.get<double>());
+      for (const Json& c : choices) values.insert(c.get<double>());
       for (double v : values) spec.mutable_discrete_spec()->add_values(v);
       return spec;
     }
     std::set<std::string> seen;
-    for (const Json& c : d.choices) {
+    for (const Json& c : choices) {
       const std::string text = ChoiceText(c);
       if (!seen.insert(text).second) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -319,31 +369,87 @@ absl::StatusOr<v1::ParameterSpec> ToSpec(const std::string& name,
     }
     return spec;
   }
-  const bool has_step = d.step > 0 && !(d.kind == Distribution::kInt && d.step == 1);
-  const double count = has_step ? std::floor((d.high - d.low) / d.step + 1e-9) + 1 : 0;
-  if (d.low == d.high || (has_step && count <= kMaxDiscreteValues)) {
-    auto& values = *spec.mutable_discrete_spec()->mutable_values();
-    const int n = d.low == d.high ? 1 : static_cast<int>(count);
-    for (int k = 0; k < n; ++k) {
-      // 15 significant digits: 0.3, not 0.30000000000000004 (trials' values
-      // are matched to the nearest one).
-      char text[32];
-      std::snprintf(text, sizeof(text), "%.15g", d.low + k * d.step);
-      values.Add(std::strtod(text, nullptr));
-    }
+  double low = first.low;
+  double high = first.high;
+  bool all_log = true;
+  bool any_log = false;
+  // Ints always have a step (1 by default); Floats may.
+  bool all_stepped = true;
+  bool any_stepped = false;
+  for (const Distribution& v : variants) {
+    low = std::min(low, v.low);
+    high = std::max(high, v.high);
+    all_log = all_log && v.log;
+    any_log = any_log || v.log;
+    all_stepped = all_stepped && v.step > 0;
+    any_stepped = any_stepped || v.step > 0;
+  }
+  const bool is_int = first.kind == Distribution::kInt;
+  if (any_log && !all_log) {
+    notes.push_back(absl::StrCat("parameter \"", name,
+                                 "\": log scale in some trials only; "
+                                 "imported on a linear scale"));
+  }
+  if (low == high) {
+    spec.mutable_discrete_spec()->add_values(low);
     return spec;
   }
-  if (d.kind == Distribution::kInt) {
+  auto number_text = [is_int](double x) {
+    return is_int ? absl::StrCat(std::llround(x)) : FormatDouble(x);
+  };
+  auto range_text = [&] {
+    return absl::StrCat("[", number_text(low), ", ", number_text(high), "]");
+  };
+  if (all_stepped) {
+    // The union of the variants' values: every integer of the range is an
+    // INTEGER parameter, fewer values a DISCRETE one.
+    std::set<double> values;
+    bool too_many = false;
+    for (const Distribution& v : variants) {
+      for (double x : StepValues(v, kMaxDiscreteValues)) values.insert(x);
+      if (values.size() > static_cast<size_t>(kMaxDiscreteValues)) {
+        too_many = true;
+        break;
+      }
+    }
+    const bool every_integer =
+        is_int && !too_many && values.size() == static_cast<size_t>(high - low + 1);
+    const bool unit_steps =
+        is_int && std::all_of(variants.begin(), variants.end(),
+                              [](const Distribution& v) { return v.step == 1; });
+    if (!unit_steps && !every_integer && !too_many) {
+      for (double v : values) spec.mutable_discrete_spec()->add_values(v);
+      return spec;
+    }
+    if (!unit_steps && !every_integer) {
+      notes.push_back(absl::StrCat(
+          "parameter \"", name, "\": Optuna's step (",
+          absl::StrJoin(variants, ", ",
+                        [&](std::string* out, const Distribution& v) {
+                          absl::StrAppend(out, number_text(v.step));
+                        }),
+          ") over ", range_text(), " gives more than ", kMaxDiscreteValues,
+          " values, past what a DISCRETE parameter holds; imported as ",
+          is_int ? "INTEGER" : "DOUBLE", " ", range_text(),
+          " without the step"));
+    }
+  } else if (any_stepped) {
+    notes.push_back(absl::StrCat(
+        "parameter \"", name,
+        "\": a step in some trials and none in others; imported as DOUBLE ",
+        range_text(), " without the step"));
+  }
+  if (is_int) {
     auto& s = *spec.mutable_integer_spec();
-    s.set_min(static_cast<int64_t>(std::llround(d.low)));
-    s.set_max(static_cast<int64_t>(std::llround(d.high)));
-    if (d.log) s.set_scale(v1::LOG);
+    s.set_min(static_cast<int64_t>(std::llround(low)));
+    s.set_max(static_cast<int64_t>(std::llround(high)));
+    if (all_log) s.set_scale(v1::LOG);
     return spec;
   }
   auto& s = *spec.mutable_double_spec();
-  s.set_min(d.low);
-  s.set_max(d.high);
-  if (d.log) s.set_scale(v1::LOG);
+  s.set_min(low);
+  s.set_max(high);
+  if (all_log) s.set_scale(v1::LOG);
   return spec;
 }
 
@@ -356,12 +462,19 @@ absl::StatusOr<v1::ParameterValue> ToValue(const v1::ParameterSpec& spec,
   v1::ParameterValue value;
   value.set_name(spec.name());
   double number = stored;
+  if (std::isnan(stored)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "parameter \"", spec.name(), "\": the stored value is NaN"));
+  }
   if (own.kind == Distribution::kCategorical) {
-    const double index = std::round(stored);
-    if (index < 0 || index >= static_cast<double>(own.choices.size())) {
+    // An index: a whole number below the number of choices.
+    const double index = stored;
+    if (std::floor(index) != index || index < 0 ||
+        index >= static_cast<double>(own.choices.size())) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "parameter \"", spec.name(), "\": choice index ", stored,
-          " out of range"));
+          "parameter \"", spec.name(), "\": choice index ",
+          FormatDouble(stored), " is not one of the ", own.choices.size(),
+          " choices' indices"));
     }
     const Json& choice = own.choices[static_cast<size_t>(index)];
     if (spec.has_categorical_spec()) {
@@ -407,11 +520,218 @@ absl::StatusOr<v1::ParameterValue> FixedValue(const v1::ParameterSpec& spec,
   return ToValue(spec, own, given.get<double>());
 }
 
+// ----- Conditional parameters -----
+
+// A trial's parameters by their Optuna names.
+using ParameterValues = std::map<std::string, v1::ParameterValue>;
+
+// A value as a key: the category, or the number's shortest text.
+std::string ValueKey(const v1::ParameterValue& v) {
+  if (v.has_string_value()) return "s" + v.string_value();
+  if (v.has_int_value()) return absl::StrCat("n", v.int_value());
+  return "n" + FormatDouble(v.double_value());
+}
+
+// When a parameter is active: when `parent` (an Optuna name) is active and
+// holds one of `values`.
+struct Condition {
+  std::string parent;
+  std::vector<v1::ParameterValue> values;
+};
+
+struct InferredSpace {
+  // Parameters without an entry are always active.
+  std::map<std::string, Condition> conditions;
+  // Parameters not in the space: held by no trial that is evidence (only
+  // FAILED or WAITING ones), or by a few trials for no reason the others
+  // tell.
+  std::set<std::string> left_out;
+};
+
+// The conditions under which each parameter of `order` (first appearance,
+// so that a parent comes before its children) is present in the `evidence`
+// trials. A parameter present in some trials only gets as parent the
+// earlier CATEGORICAL, DISCRETE or INTEGER parameter whose values tell when
+// it is present: the one that leaves the fewest trials unexplained, then
+// the one nearest the root, then the first. A parent takes at most half as
+// many values as there are trials, each value it is active under seen
+// twice, and at most one in ten of the trials holding the parameter may
+// disagree with it (the caller leaves those out). With no such parent, the
+// parameter is always active when most trials hold it (the others are left
+// out), else not in the space (the trials that hold it keep the rest);
+// `notes` says which.
+InferredSpace InferConditions(const std::vector<std::string>& order,
+                              const std::map<std::string, v1::ParameterSpec>& specs,
+                              const std::vector<const ParameterValues*>& evidence,
+                              std::vector<std::string>& notes) {
+  InferredSpace space;
+  std::map<std::string, int> depth;
+  const size_t n = evidence.size();
+  for (size_t k = 0; k < order.size(); ++k) {
+    const std::string& name = order[k];
+    const std::string& shown = specs.at(name).name();
+    const size_t holding = std::count_if(
+        evidence.begin(), evidence.end(),
+        [&](const ParameterValues* t) { return t->contains(name); });
+    if (holding == n) {
+      depth[name] = 0;
+      continue;
+    }
+    if (holding == 0) {
+      space.left_out.insert(name);
+      notes.push_back(absl::StrCat(
+          "parameter \"", shown,
+          "\" is held only by FAILED or WAITING trials: left out of the space "
+          "and of those trials"));
+      continue;
+    }
+    struct Choice {
+      std::string parent;
+      std::vector<v1::ParameterValue> values;
+      size_t unexplained = 0;
+      int depth = 0;
+    };
+    std::optional<Choice> best;
+    for (size_t j = 0; j < k; ++j) {
+      const std::string& parent = order[j];
+      if (space.left_out.contains(parent)) continue;
+      const v1::ParameterSpec& p = specs.at(parent);
+      if (!p.has_categorical_spec() && !p.has_discrete_spec() &&
+          !p.has_integer_spec()) {
+        continue;
+      }
+      Choice choice{parent, {}, 0, depth[parent] + 1};
+      // Per value of the parent: trials with and without this parameter.
+      std::map<std::string, std::pair<size_t, size_t>> counts;
+      std::map<std::string, v1::ParameterValue> value_of;
+      for (const ParameterValues* t : evidence) {
+        const bool has = t->contains(name);
+        auto v = t->find(parent);
+        if (v == t->end()) {
+          if (has) ++choice.unexplained;
+          continue;
+        }
+        const std::string key = ValueKey(v->second);
+        value_of.emplace(key, v->second);
+        ++(has ? counts[key].first : counts[key].second);
+      }
+      // A parent of many values seen once each would "explain" anything by
+      // naming the trials: it needs at most half as many values as trials,
+      // and each value it is active under seen twice.
+      if (counts.size() * 2 > n) continue;
+      bool supported = true;
+      for (const auto& [key, count] : counts) {
+        const auto [with, without] = count;
+        if (with > 0 && with >= without) {
+          choice.values.push_back(value_of[key]);
+          choice.unexplained += without;
+          supported = supported && with + without >= 2;
+        } else {
+          choice.unexplained += with;
+        }
+      }
+      if (choice.values.empty() || !supported) continue;
+      if (!best.has_value() ||
+          std::tie(choice.unexplained, choice.depth) <
+              std::tie(best->unexplained, best->depth)) {
+        best = std::move(choice);
+      }
+    }
+    // A parent that a few trials disagree with (cut short before choosing
+    // it, say: at most one in ten of those that hold it) still explains it.
+    // Unexplained, it is either always active (the trials without it left
+    // out) or not in the space (the trials keep the rest): whichever loses
+    // less.
+    const size_t without_it = n - holding;
+    if (!best.has_value() || best->unexplained * 10 > holding) {
+      const std::string why = absl::StrCat(
+          "parameter \"", shown, "\" is in ", holding, " of ", n,
+          " trials, and no CATEGORICAL, DISCRETE or INTEGER parameter's "
+          "values tell when: ");
+      if (holding >= without_it) {
+        depth[name] = 0;
+        notes.push_back(absl::StrCat(why, "imported as always active (the ",
+                                     without_it,
+                                     " trials without it are left out)"));
+      } else {
+        space.left_out.insert(name);
+        notes.push_back(absl::StrCat(why, "left out of the space (the ",
+                                     holding, " trials with it are kept "
+                                     "without it)"));
+      }
+      continue;
+    }
+    // The parent's values in its own order.
+    const v1::ParameterSpec& p = specs.at(best->parent);
+    auto rank = [&p](const v1::ParameterValue& v) -> double {
+      if (!v.has_string_value()) {
+        return v.has_int_value() ? static_cast<double>(v.int_value())
+                                 : v.double_value();
+      }
+      const auto& categories = p.categorical_spec().values();
+      return static_cast<double>(
+          std::find(categories.begin(), categories.end(), v.string_value()) -
+          categories.begin());
+    };
+    std::sort(best->values.begin(), best->values.end(),
+              [&](const v1::ParameterValue& a, const v1::ParameterValue& b) {
+                return rank(a) < rank(b);
+              });
+    const std::string when = absl::StrCat(
+        "active when \"", p.name(), "\" is ",
+        absl::StrJoin(best->values, " or ",
+                      [](std::string* out, const v1::ParameterValue& v) {
+                        absl::StrAppend(out, FormatParameterValue(v));
+                      }));
+    if (best->unexplained == 0) {
+      notes.push_back(absl::StrCat("parameter \"", shown, "\" is conditional: ",
+                                   when));
+    } else {
+      notes.push_back(absl::StrCat(
+          "parameter \"", shown,
+          "\": no parameter's values tell exactly when it is present; "
+          "imported as ", when, ", which all but ", best->unexplained,
+          " trials agree with (those are left out)"));
+    }
+    depth[name] = best->depth;
+    space.conditions[name] = Condition{best->parent, std::move(best->values)};
+  }
+  return space;
+}
+
+// The parameters of `order` active in a trial holding `values`, in order.
+std::vector<std::string> ActiveParameters(const std::vector<std::string>& order,
+                                          const InferredSpace& space,
+                                          const ParameterValues& values) {
+  std::vector<std::string> active;
+  std::set<std::string> is_active;
+  for (const std::string& name : order) {
+    if (space.left_out.contains(name)) continue;
+    auto c = space.conditions.find(name);
+    bool on = c == space.conditions.end();
+    if (!on && is_active.contains(c->second.parent)) {
+      auto v = values.find(c->second.parent);
+      on = v != values.end() &&
+           std::any_of(c->second.values.begin(), c->second.values.end(),
+                       [&](const v1::ParameterValue& allowed) {
+                         return ValueKey(allowed) == ValueKey(v->second);
+                       });
+    }
+    if (on) {
+      active.push_back(name);
+      is_active.insert(name);
+    }
+  }
+  return active;
+}
+
 // ----- Reading -----
 
 struct RawParam {
   std::string name;
   double value = 0;
+  // Why `value` could not be read; empty when it was.
+  std::string problem;
   Distribution distribution;
 };
 
@@ -457,8 +777,22 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
         path);
     if (!s.ok()) return s.status();
     while (sqlite3_step(s->get()) == SQLITE_ROW) {
-      goals.push_back(Text(s->get(), 0) == "MAXIMIZE" ? v1::MetricSpec::MAXIMIZE
-                                                      : v1::MetricSpec::MINIMIZE);
+      const std::string direction = Text(s->get(), 0);
+      if (direction == "MAXIMIZE") {
+        goals.push_back(v1::MetricSpec::MAXIMIZE);
+      } else if (direction == "MINIMIZE") {
+        goals.push_back(v1::MetricSpec::MINIMIZE);
+      } else if (direction == "NOT_SET") {
+        // Optuna's own default when a study was made without a direction.
+        goals.push_back(v1::MetricSpec::MINIMIZE);
+        out.notes.push_back(absl::StrCat("objective ", goals.size() - 1,
+                                         ": direction NOT_SET, imported as "
+                                         "MINIMIZE (Optuna's default)"));
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "study_directions: objective ", goals.size(), " has direction \"",
+            direction, "\" (Optuna's are MINIMIZE, MAXIMIZE and NOT_SET)"));
+      }
     }
   }
   if (goals.empty()) goals.push_back(v1::MetricSpec::MINIMIZE);
@@ -475,7 +809,7 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
                      "study_id = ", id, " AND key = 'study:metric_names'"),
         path);
     if (s.ok() && sqlite3_step(s->get()) == SQLITE_ROW) {
-      Json names = Json::parse(Text(s->get(), 0), nullptr, false);
+      Json names = ParseStoredJson(Text(s->get(), 0));
       if (names.is_array() && names.size() == goals.size()) {
         for (size_t i = 0; i < goals.size(); ++i) {
           if (names[i].is_string()) {
@@ -509,13 +843,14 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
     if (!s.ok()) return s.status();
     while (sqlite3_step(s->get()) == SQLITE_ROW) {
       const std::string key = Text(s->get(), 0);
-      if (!KeepAttribute(key, Json::parse(Text(s->get(), 1), nullptr, false),
+      if (!KeepAttribute(key, ParseStoredJson(Text(s->get(), 1)),
                          *study.mutable_attributes())) {
         out.notes.push_back(absl::StrCat(
             "study user attribute \"", key,
-            "\" not kept: past the limits on attributes (", 
+            "\" not kept: past the limits on attributes (",
             service::kMaxAttributes, " entries, values of ",
-            service::kMaxAttributeValueBytes, " bytes)"));
+            service::kMaxAttributeValueBytes,
+            " bytes), or not JSON nested at most ", kMaxJsonDepth, " deep"));
       }
     }
   }
@@ -536,6 +871,13 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
       t.trial_id = sqlite3_column_int64(s->get(), 0);
       t.number = sqlite3_column_int64(s->get(), 1);
       t.state = Text(s->get(), 2);
+      if (t.state != "COMPLETE" && t.state != "PRUNED" && t.state != "FAIL" &&
+          t.state != "RUNNING" && t.state != "WAITING") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "trial ", t.number, ": state \"", t.state,
+            "\" is not an Optuna trial state (COMPLETE, PRUNED, FAIL, "
+            "RUNNING, WAITING)"));
+      }
       t.start_ms = ParseTimeMs(Text(s->get(), 3));
       t.end_ms = ParseTimeMs(Text(s->get(), 4));
       by_id[t.trial_id] = raw.size() - 1;
@@ -556,7 +898,16 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
       if (it == by_id.end()) continue;
       RawParam p;
       p.name = Text(s->get(), 1);
-      p.value = sqlite3_column_double(s->get(), 2);
+      const int type = sqlite3_column_type(s->get(), 2);
+      if (type == SQLITE_FLOAT || type == SQLITE_INTEGER) {
+        p.value = sqlite3_column_double(s->get(), 2);
+      } else {
+        p.problem = absl::StrCat(
+            "parameter \"", p.name, "\": the stored value ",
+            type == SQLITE_NULL ? "is NULL"
+                                : absl::StrCat("\"", Text(s->get(), 2),
+                                               "\" is not a number"));
+      }
       absl::StatusOr<Distribution> d = ParseDistribution(Text(s->get(), 3), p.name);
       if (!d.ok()) return d.status();
       p.distribution = *std::move(d);
@@ -612,7 +963,7 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
     while (sqlite3_step(s->get()) == SQLITE_ROW) {
       auto it = by_id.find(sqlite3_column_int64(s->get(), 0));
       if (it == by_id.end()) continue;
-      Json value = Json::parse(Text(s->get(), 2), nullptr, false);
+      Json value = ParseStoredJson(Text(s->get(), 2));
       if (user) {
         raw[it->second].user_attrs.emplace_back(Text(s->get(), 1), value);
       } else if (Text(s->get(), 1) == "fail_reason" && value.is_string()) {
@@ -626,14 +977,13 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
   // The search space: each parameter's distributions merged, in the order
   // parameters first appear; names made identifiers.
   std::vector<std::string> order;
-  std::map<std::string, Distribution> merged;
+  std::map<std::string, std::vector<Distribution>> variants;
   for (const RawTrial& t : raw) {
     for (const RawParam& p : t.params) {
-      auto [it, inserted] = merged.emplace(p.name, p.distribution);
-      if (inserted) {
-        order.push_back(p.name);
-      } else if (absl::Status s = Merge(it->second, p.distribution, p.name);
-                 !s.ok()) {
+      auto [it, inserted] = variants.try_emplace(p.name);
+      if (inserted) order.push_back(p.name);
+      if (absl::Status s = AddVariant(it->second, p.distribution, p.name);
+          !s.ok()) {
         return s;
       }
     }
@@ -652,15 +1002,87 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
       out.notes.push_back(absl::StrCat("parameter \"", name, "\" is named \"",
                                        id_name, "\""));
     }
-    absl::StatusOr<v1::ParameterSpec> spec = ToSpec(id_name, merged[name]);
+    absl::StatusOr<v1::ParameterSpec> spec =
+        ToSpec(id_name, variants[name], out.notes);
     if (!spec.ok()) return spec.status();
-    *study.mutable_spec()->add_parameters() = *spec;
     specs[name] = *std::move(spec);
+  }
+
+  // Each trial's parameters under the space (a WAITING one's: those it was
+  // enqueued with); a trial with a value that cannot be read is left out.
+  std::vector<ParameterValues> values(raw.size());
+  std::vector<bool> readable(raw.size(), true);
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const RawTrial& t = raw[i];
+    auto refuse = [&](absl::string_view why) {
+      out.notes.push_back(absl::StrCat("Optuna trial ", t.number, " (", t.state,
+                                       ") left out: ", why));
+      readable[i] = false;
+    };
+    for (const RawParam& p : t.params) {
+      if (!p.problem.empty()) {
+        refuse(p.problem);
+        break;
+      }
+      absl::StatusOr<v1::ParameterValue> value =
+          ToValue(specs[p.name], p.distribution, p.value);
+      if (!value.ok()) {
+        refuse(value.status().message());
+        break;
+      }
+      values[i][p.name] = *std::move(value);
+    }
+    if (readable[i] && t.fixed_params.is_object()) {
+      for (const std::string& name : order) {
+        if (values[i].contains(name) || !t.fixed_params.contains(name)) continue;
+        absl::StatusOr<v1::ParameterValue> value =
+            FixedValue(specs[name], t.fixed_params[name]);
+        if (!value.ok()) {
+          refuse(value.status().message());
+          break;
+        }
+        values[i][name] = *std::move(value);
+      }
+    }
+  }
+
+  // A define-by-run space: which parameters the trials hold, under which
+  // values of which others, makes the conditional parameters. FAILED trials
+  // may have stopped before choosing all theirs, and WAITING ones are given
+  // only some: neither is evidence.
+  std::vector<const ParameterValues*> evidence;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (readable[i] && raw[i].state != "FAIL" && raw[i].state != "WAITING") {
+      evidence.push_back(&values[i]);
+    }
+  }
+  const InferredSpace space = InferConditions(order, specs, evidence, out.notes);
+  for (const std::string& name : order) {
+    if (space.left_out.contains(name)) continue;
+    v1::ParameterSpec& spec = specs[name];
+    if (auto c = space.conditions.find(name); c != space.conditions.end()) {
+      spec.set_parent(specs[c->second.parent].name());
+      for (const v1::ParameterValue& v : c->second.values) {
+        if (v.has_string_value()) {
+          spec.add_parent_categories(v.string_value());
+        } else {
+          spec.add_parent_values(v.has_int_value()
+                                     ? static_cast<double>(v.int_value())
+                                     : v.double_value());
+        }
+      }
+    }
+    *study.mutable_spec()->add_parameters() = spec;
   }
 
   std::map<std::string, int64_t> dropped_attrs;  // key -> trials
   int64_t created_ms = 0;
-  for (const RawTrial& t : raw) {
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const RawTrial& t = raw[i];
+    if (!readable[i]) {
+      ++out.skipped_trials;
+      continue;
+    }
     v1::Trial trial;
     trial.set_client_id(absl::StrCat("optuna trial ", t.number));
     if (t.state == "COMPLETE") {
@@ -681,62 +1103,46 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
             "RUNNING in Optuna when imported; queued to run again");
       }
     }
-    std::set<std::string> have;
-    bool bad_value = false;
-    for (const RawParam& p : t.params) {
-      absl::StatusOr<v1::ParameterValue> value =
-          ToValue(specs[p.name], p.distribution, p.value);
-      if (!value.ok()) {
-        out.notes.push_back(absl::StrCat("Optuna trial ", t.number, ": ",
-                                         value.status().message()));
-        bad_value = true;
-        break;
-      }
-      have.insert(p.name);
-      *trial.add_parameters() = *std::move(value);
-    }
-    // An enqueued trial's parameters are in its fixed_params until it runs.
-    if (!bad_value && t.fixed_params.is_object()) {
-      for (const std::string& name : order) {
-        if (have.contains(name) || !t.fixed_params.contains(name)) continue;
-        absl::StatusOr<v1::ParameterValue> value =
-            FixedValue(specs[name], t.fixed_params[name]);
-        if (!value.ok()) {
-          out.notes.push_back(absl::StrCat("Optuna trial ", t.number, ": ",
-                                           value.status().message()));
-          bad_value = true;
-          break;
-        }
-        have.insert(name);
-        *trial.add_parameters() = *std::move(value);
-      }
-    }
     // In the space's order, as the server stores them.
-    std::sort(trial.mutable_parameters()->begin(),
-              trial.mutable_parameters()->end(),
-              [&](const v1::ParameterValue& a, const v1::ParameterValue& b) {
-                auto rank = [&](const std::string& n) {
-                  for (int i = 0; i < study.spec().parameters_size(); ++i) {
-                    if (study.spec().parameters(i).name() == n) return i;
-                  }
-                  return 0;
-                };
-                return rank(a.name()) < rank(b.name());
-              });
-    if (bad_value || (have.size() < order.size() &&
-                      trial.state() != v1::Trial::FAILED)) {
-      if (!bad_value) {
-        std::vector<std::string> missing;
-        for (const std::string& n : order) {
-          if (!have.contains(n)) missing.push_back(n);
+    std::vector<std::string> held;
+    for (const std::string& name : order) {
+      auto v = values[i].find(name);
+      if (v == values[i].end() || space.left_out.contains(name)) continue;
+      held.push_back(name);
+      *trial.add_parameters() = v->second;
+    }
+    // A FAILED trial may hold any part of the space; the others hold
+    // exactly their active parameters.
+    if (trial.state() != v1::Trial::FAILED) {
+      const std::vector<std::string> active =
+          ActiveParameters(order, space, values[i]);
+      if (held != active) {
+        auto absent_from = [](const std::vector<std::string>& these,
+                              const std::vector<std::string>& those) {
+          std::vector<std::string> absent;
+          for (const std::string& name : these) {
+            if (std::find(those.begin(), those.end(), name) == those.end()) {
+              absent.push_back(name);
+            }
+          }
+          return absent;
+        };
+        const std::vector<std::string> missing = absent_from(active, held);
+        const std::vector<std::string> inactive = absent_from(held, active);
+        std::vector<std::string> why;
+        if (!missing.empty()) {
+          why.push_back(absl::StrCat("it has no ", absl::StrJoin(missing, ", ")));
         }
-        out.notes.push_back(absl::StrCat(
-            "Optuna trial ", t.number, " (", t.state, ") left out: it has no ",
-            absl::StrJoin(missing, ", "),
-            " (conditional search spaces are not imported)"));
+        if (!inactive.empty()) {
+          why.push_back(absl::StrCat("it holds ", absl::StrJoin(inactive, ", "),
+                                     ", inactive under its parent's value"));
+        }
+        out.notes.push_back(absl::StrCat("Optuna trial ", t.number, " (",
+                                         t.state, ") left out: ",
+                                         absl::StrJoin(why, "; ")));
+        ++out.skipped_trials;
+        continue;
       }
-      ++out.skipped_trials;
-      continue;
     }
     const std::string& objective = metric_names[0];
     int64_t last_step = 0;
@@ -805,7 +1211,8 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
         "trial user attribute \"", key, "\" (on ", n,
         " trials) not kept: past the limits on attributes (",
         service::kMaxAttributes, " entries, values of ",
-        service::kMaxAttributeValueBytes, " bytes)"));
+        service::kMaxAttributeValueBytes,
+        " bytes), or not JSON nested at most ", kMaxJsonDepth, " deep"));
   }
   study.set_create_time_ms(created_ms > 0 ? created_ms : now_ms);
   return out;

@@ -8,26 +8,39 @@
 //     metrics carry roles, the first is the objective and the others are
 //     recorded), MINIMIZE or MAXIMIZE as Optuna had them;
 //   - distributions: Float(low, high) -> DOUBLE (LOG when log); Float with a
-//     step -> DISCRETE of its values (DOUBLE when over 1000 values); Int ->
-//     INTEGER (LOG when log), with a step > 1 -> DISCRETE; Categorical ->
-//     DISCRETE when every choice is a number, else CATEGORICAL of the
-//     choices' Python str() forms; the older Uniform, LogUniform,
-//     DiscreteUniform, IntUniform and IntLogUniform likewise. A parameter
-//     whose distribution differs between trials gets their union. A range
-//     of one value becomes a one-value DISCRETE;
+//     step -> DISCRETE of its values; Int -> INTEGER (LOG when log), with a
+//     step > 1 -> DISCRETE; Categorical -> DISCRETE when every choice is a
+//     number, else CATEGORICAL of the choices' Python str() forms; the
+//     older Uniform, LogUniform, DiscreteUniform, IntUniform and
+//     IntLogUniform likewise. A parameter whose distribution differs
+//     between trials gets their union (of the steps' values, too). A range
+//     of one value becomes a one-value DISCRETE. A step over more than 1000
+//     values (past what DISCRETE holds), or a log scale or a step in only
+//     some trials, is dropped, and the notes say so;
 //   - trials keep their order (hypertune id = rank by Optuna number, from
 //     1) and their times; client_id says "optuna trial N". COMPLETE ->
 //     COMPLETED with the values as final metrics; PRUNED -> STOPPED (final:
 //     its value, else its last intermediate value); FAIL -> FAILED with
 //     Optuna's fail_reason; RUNNING and WAITING -> REQUESTED (no worker of
 //     hypertune holds them: they run again). Intermediate values become
-//     measurements at their steps (NaN ones are left out);
+//     measurements at their steps (NaN ones are left out). Another state,
+//     or a direction other than MINIMIZE, MAXIMIZE or NOT_SET (MINIMIZE, as
+//     Optuna has it), refuses the file; a trial whose parameter value is
+//     not a number (text, NULL, NaN, a choice index out of range) is left
+//     out, named in the notes;
 //   - user attributes: numbers and booleans of a trial become recorded
 //     metrics "user_attr.KEY" of its final measurement; the others, and the
 //     study's, cannot be stored (no free-form attributes in the API) and
 //     are listed in the notes.
-//   - a trial that lacks some parameter of the study (a conditional search
-//     space) is left out, with a note, unless it FAILED.
+//   - a define-by-run space becomes conditional parameters: a parameter
+//     that some trials lack (FAILED and WAITING ones aside) gets as parent
+//     the earlier CATEGORICAL, DISCRETE or INTEGER parameter whose values
+//     tell when it is present (InferConditions), active under those values;
+//     the notes say each. Where no parameter tells (with at most one in
+//     ten of its trials disagreeing), it is always active if most trials
+//     hold it, else left out of the space, and the notes say so. A trial
+//     that does not hold exactly its active parameters is left out, with a
+//     note, unless it FAILED (it may have failed before choosing them all).
 //
 // Thread safety: no shared state.
 #ifndef HYPERTUNE_CLI_OPTUNA_IMPORT_H_

@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/format.h"
 #include "cli/json_config.h"
+#include "service/trial_csv.h"
 
 namespace hypertune::cli {
 namespace {
@@ -165,11 +166,22 @@ absl::StatusOr<std::vector<CsvRecord>> ParseCsv(std::string_view text,
   std::string field;
   bool quoted = false;
   bool field_started = false;
+  bool field_quoted = false;
   int line = 1;
   record.line = 1;
-  auto end_record = [&] {
+  // The formula guard of a text field (service/trial_csv.h) is not part of
+  // the text: "'=1+2" reads back as =1+2.
+  auto end_field = [&] {
+    if (field_quoted && field.size() > 1 && field[0] == '\'' &&
+        service::NeedsFormulaGuard(std::string_view(field).substr(1))) {
+      field.erase(0, 1);
+    }
     record.fields.push_back(std::move(field));
     field.clear();
+    field_quoted = false;
+  };
+  auto end_record = [&] {
+    end_field();
     const bool blank = record.fields.size() == 1 && record.fields[0].empty();
     if (!blank) records.push_back(std::move(record));
     record = CsvRecord();
@@ -194,9 +206,9 @@ absl::StatusOr<std::vector<CsvRecord>> ParseCsv(std::string_view text,
     if (c == '"' && !field_started) {
       quoted = true;
       field_started = true;
+      field_quoted = true;
     } else if (c == ',') {
-      record.fields.push_back(std::move(field));
-      field.clear();
+      end_field();
       field_started = false;
     } else if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
       continue;
@@ -379,7 +391,7 @@ absl::StatusOr<std::string> ExportLine(
                                             message.GetTypeName(), " as JSON: ",
                                             std::string(status.message())));
   }
-  return json;
+  return KeepNegativeZero(json);
 }
 
 absl::StatusOr<ExportFile> ParseExportFile(std::string_view text,

@@ -37,7 +37,9 @@ const char kWorkerUsage[] =
     "usage: hypertune worker NAME [--parallel N | --gpus LIST] "
     "[--max-trials M]\n"
     "                        [--timeout S] [--log-dir DIR]\n"
-    "                        [--max-consecutive-failures N] -- CMD [ARG...]\n"
+    "                        [--max-consecutive-failures N] "
+    "[--early-failures N]\n"
+    "                        -- CMD [ARG...]\n"
     "\n"
     "Runs CMD once per trial of study NAME, N trials at a time (default 1),\n"
     "until the study's budget is spent or M trials have run. --gpus 0,1,2,3\n"
@@ -71,7 +73,12 @@ const char kWorkerUsage[] =
     "any trial is taken. After N trials in a row (--max-consecutive-failures,\n"
     "default 5; 0: never) whose program failed to run at all (it ended\n"
     "infeasible without reporting a metric: a typo, a missing module) the\n"
-    "worker stops and prints the last trial's log tail. It exits non-zero\n"
+    "worker stops and prints the last trial's log tail. Sooner, when the\n"
+    "first N trials it runs (--early-failures, default 3; 0: never) all\n"
+    "fail alike within seconds (the same non-zero exit status or signal, no\n"
+    "metric: a python3 without the program's modules), it stops with that\n"
+    "status and the last log's tail, and gives the last of them back to the\n"
+    "queue: the study stays ACTIVE for the fixed program. It exits non-zero\n"
     "whenever it ran trials and none completed.\n";
 
 namespace {
@@ -85,6 +92,9 @@ constexpr std::chrono::milliseconds kWaitMax{2000};
 constexpr std::chrono::milliseconds kTick{200};
 // The worker outlives short server restarts.
 constexpr int kWorkerMaxAttempts = 20;
+// A program that fails sooner than this, as the worker's first ones all
+// did, fails whatever its parameters (--early-failures).
+constexpr double kQuickFailureSeconds = 10;
 
 std::atomic<int> g_stop_signals{0};
 std::atomic<int> g_last_signal{0};
@@ -526,13 +536,80 @@ class Worker {
       absl::MutexLock lock(&mu_);
       --running_;
     }
+    const double program_seconds =
+        std::chrono::duration<double>(Clock::now() - started).count();
+    const bool early_failures = EndsEarlyFailures(run, program_seconds, id);
+    std::optional<std::string> give_back;
+    if (early_failures) {
+      give_back = absl::StrCat(
+          "the worker's first ", options_.early_failures,
+          " programs failed alike within seconds (", ExitText(run.exit),
+          "): the program, not the parameters; given back for a fixed one");
+    }
     const std::optional<v1::Trial::State> settled =
-        Settle(trial, run, ElapsedSeconds(trial, started),
-               std::chrono::duration<double>(Clock::now() - started).count(),
-               log);
+        Settle(trial, run, ElapsedSeconds(trial, started), program_seconds,
+               log, give_back);
     log.close();
-    CountFailureToRun(settled, run, log_path);
+    if (early_failures) {
+      SetFatal(EarlyFailuresError(run, id, log_path));
+    } else {
+      CountFailureToRun(settled, run, log_path);
+    }
     return absl::OkStatus();
+  }
+
+  static std::string ExitText(const ProgramExit& exit) {
+    return exit.signaled ? absl::StrCat("killed by signal ", exit.code)
+                         : absl::StrCat("exit status ", exit.code);
+  }
+
+  // Whether `run`, one of this worker's first programs, makes
+  // options_.early_failures of them that failed alike: each ended on its
+  // own within kQuickFailureSeconds with the same non-zero exit status (or
+  // signal) and no metric. Any other end among the first ones (a metric, a
+  // success, a longer run, another status) ends the watch for good.
+  bool EndsEarlyFailures(const TrialRun& run, double program_seconds,
+                         int64_t id) {
+    if (options_.early_failures <= 0) return false;
+    const bool quick_failure =
+        (run.exit.signaled || run.exit.code != 0) &&
+        !run.final_metrics.has_value() && !run.step_metrics.has_value() &&
+        !run.exit.timed_out && run.worker_signal == 0 && !run.stop_requested &&
+        !run.lease_lost && program_seconds < kQuickFailureSeconds;
+    absl::MutexLock lock(&mu_);
+    if (early_watch_over_) return false;
+    const bool alike =
+        early_trials_.empty() || (run.exit.signaled == early_exit_.signaled &&
+                                  run.exit.code == early_exit_.code);
+    if (!quick_failure || !alike) {
+      early_watch_over_ = true;
+      return false;
+    }
+    if (early_trials_.empty()) early_exit_ = run.exit;
+    early_trials_.push_back(id);
+    // With parallel slots, programs already running when the count is
+    // reached end alike too: they are given back as well.
+    return early_trials_.size() >= static_cast<size_t>(options_.early_failures);
+  }
+
+  absl::Status EarlyFailuresError(const TrialRun& run, int64_t id,
+                                  const std::filesystem::path& log_path) {
+    std::vector<int64_t> ids;
+    {
+      absl::MutexLock lock(&mu_);
+      ids = early_trials_;
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the first ", ids.size(), " trials this worker ran (",
+        absl::StrJoin(ids, ", "), ") all failed alike within ",
+        FormatShort(kQuickFailureSeconds), " s: ", ExitText(run.exit),
+        ", no metric reported. That is the program or its environment (a "
+        "missing module, a wrong interpreter), not the parameters: the "
+        "worker stops before the study's budget is spent on it, and trial ",
+        id, " is given back to the queue. The last program's log (",
+        log_path.string(), ") ends with:\n", LogTail(log_path, 20),
+        "Fix the program and run the worker again (--early-failures 0 never "
+        "stops for this)"));
   }
 
   // A program that ended infeasible without reporting a single metric, on
@@ -583,14 +660,14 @@ class Worker {
   // `elapsed`: since the trial started; `program_seconds`: this program's
   // run, its device time. Returns the state the trial was left in by this
   // worker, or nullopt when someone else settled it or it was left alone.
-  std::optional<v1::Trial::State> Settle(const v1::Trial& trial,
-                                         const TrialRun& run, double elapsed,
-                                         double program_seconds,
-                                         std::ofstream& log) {
+  // `give_back`: the reason to give the trial back to the queue instead of
+  // making it infeasible.
+  std::optional<v1::Trial::State> Settle(
+      const v1::Trial& trial, const TrialRun& run, double elapsed,
+      double program_seconds, std::ofstream& log,
+      const std::optional<std::string>& give_back) {
     const int64_t id = trial.id();
-    std::string how = run.exit.signaled
-                          ? absl::StrCat("killed by signal ", run.exit.code)
-                          : absl::StrCat("exit status ", run.exit.code);
+    std::string how = ExitText(run.exit);
     std::string took = absl::StrCat(FormatShort(elapsed), " s");
 
     // The program may have settled the trial itself through the SDK.
@@ -620,6 +697,11 @@ class Worker {
     }
 
     TrialOutcome outcome = DecideOutcome(run, required_metrics_);
+    if (give_back.has_value() &&
+        outcome.kind == TrialOutcome::Kind::kInfeasible) {
+      outcome.kind = TrialOutcome::Kind::kWorkerFailed;
+      outcome.reason = *give_back;
+    }
     if (outcome.kind == TrialOutcome::Kind::kLeave) {
       Record(trial,
              absl::StrCat("trial ", id, " left to its lease: ", outcome.reason,
@@ -806,6 +888,11 @@ class Worker {
   bool study_completed_ ABSL_GUARDED_BY(mu_) = false;
   // Trials in a row whose program failed to run (CountFailureToRun).
   int failures_in_a_row_ ABSL_GUARDED_BY(mu_) = 0;
+  // The worker's first trials whose programs failed alike, and how the
+  // first of them ended (EndsEarlyFailures); over once one ends otherwise.
+  std::vector<int64_t> early_trials_ ABSL_GUARDED_BY(mu_);
+  ProgramExit early_exit_ ABSL_GUARDED_BY(mu_);
+  bool early_watch_over_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status fatal_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -819,7 +906,8 @@ absl::StatusOr<WorkerOptions> ParseWorkerArgs(const Args& args) {
        {"max-trials"},
        {"timeout"},
        {"log-dir"},
-       {"max-consecutive-failures"}},
+       {"max-consecutive-failures"},
+       {"early-failures"}},
       /*allow_separator=*/true);
   if (!parsed.ok()) return parsed.status();
   if (parsed->positional.size() != 1) {
@@ -880,6 +968,12 @@ absl::StatusOr<WorkerOptions> ParseWorkerArgs(const Args& args) {
     if (!failures.ok()) return failures.status();
     options.max_consecutive_failures =
         static_cast<int>(std::min<int64_t>(*failures, 1'000'000));
+  }
+  if (parsed->Has("early-failures")) {
+    absl::StatusOr<int64_t> early = parsed->GetInt("early-failures", 0, 0);
+    if (!early.ok()) return early.status();
+    options.early_failures =
+        static_cast<int>(std::min<int64_t>(*early, 1'000'000));
   }
   options.log_dir = parsed->Get("log-dir").value_or(
       (std::filesystem::path("hypertune-logs") / options.study).string());

@@ -42,6 +42,12 @@ struct WorkerOptions {
   // The worker stops after this many trials in a row whose program failed
   // to run at all (ended without reporting a metric); 0: never. Default 5.
   int max_consecutive_failures = 5;
+  // The worker stops when its first `early_failures` trials all failed
+  // alike within seconds (the same non-zero exit status or signal, no
+  // metric): the program or its environment is broken, whatever the
+  // parameters. The last of them is given back to the queue. 0: never.
+  // Default 3.
+  int early_failures = 3;
   // Per-trial log files go to <log_dir>/trial-<id>.log.
   std::string log_dir;
   // The program and its arguments (with `{param}` placeholders).
@@ -49,8 +55,8 @@ struct WorkerOptions {
 };
 
 // Parses `worker NAME [--parallel N | --gpus LIST] [--max-trials M]
-// [--timeout S] [--log-dir DIR] [--max-consecutive-failures N] -- CMD
-// ARGS...` (the arguments after
+// [--timeout S] [--log-dir DIR] [--max-consecutive-failures N]
+// [--early-failures N] -- CMD ARGS...` (the arguments after
 // "worker"). --gpus 0,1,2,3 runs one slot per GPU. The log dir defaults to
 // ./hypertune-logs/<study>. Usage errors otherwise.
 absl::StatusOr<WorkerOptions> ParseWorkerArgs(const Args& args);

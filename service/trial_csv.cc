@@ -23,16 +23,27 @@ constexpr const char* kFixedColumns[] = {"id",
                                          "failure_reason",
                                          "feasible"};
 
+// The characters that make a spreadsheet read a cell as a formula (OWASP,
+// "CSV Injection").
+bool StartsFormula(char c) {
+  return c == '=' || c == '+' || c == '-' || c == '@' || c == '\t' ||
+         c == '\r';
+}
+
+// A text field (never a number: -1.5 stays a number).
 void AppendField(std::string_view field, std::string* out) {
+  const bool guard = NeedsFormulaGuard(field);
   const bool padded = !field.empty() && (field.front() == ' ' ||
                                          field.front() == '\t' ||
                                          field.back() == ' ' ||
                                          field.back() == '\t');
-  if (!padded && field.find_first_of(",\"\r\n") == std::string_view::npos) {
+  if (!guard && !padded &&
+      field.find_first_of(",\"\r\n") == std::string_view::npos) {
     out->append(field);
     return;
   }
   out->push_back('"');
+  if (guard) out->push_back('\'');
   for (char c : field) {
     if (c == '"') out->push_back('"');
     out->push_back(c);
@@ -41,6 +52,13 @@ void AppendField(std::string_view field, std::string* out) {
 }
 
 }  // namespace
+
+bool NeedsFormulaGuard(std::string_view field) {
+  if (field.empty()) return false;
+  if (StartsFormula(field[0])) return true;
+  return field[0] == '\'' && field.size() > 1 &&
+         (StartsFormula(field[1]) || field[1] == '\'');
+}
 
 std::string CsvField(std::string_view field) {
   std::string out;

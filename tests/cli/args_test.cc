@@ -132,6 +132,17 @@ TEST(ParseWorkerArgs, MaxConsecutiveFailures) {
           .ok());
 }
 
+TEST(ParseWorkerArgs, EarlyFailures) {
+  EXPECT_EQ(ParseWorkerArgs({"s", "--", "x"})->early_failures, 3);
+  auto options = ParseWorkerArgs({"s", "--early-failures", "0", "--", "x"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->early_failures, 0);
+  options = ParseWorkerArgs({"s", "--early-failures", "7", "--", "x"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->early_failures, 7);
+  EXPECT_FALSE(ParseWorkerArgs({"s", "--early-failures", "-1", "--", "x"}).ok());
+}
+
 TEST(ParseWorkerArgs, UsageErrors) {
   struct Case {
     std::vector<std::string> args;

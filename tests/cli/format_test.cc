@@ -1,5 +1,7 @@
 #include "cli/format.h"
 
+#include <cmath>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "cli/args.h"
@@ -167,6 +169,32 @@ TEST(Json, SnakeCaseFieldNamesAndRoundTrip) {
   v1::Trial back;
   ASSERT_TRUE(ParseJsonConfig(*json, "trial.json", &back).ok());
   EXPECT_EQ(back.SerializeAsString(), trial.SerializeAsString());
+}
+
+// JSON readers take "-0" for the integer 0: the CLI's JSON writes -0.0, and
+// reads a person's -0 as -0.0 too.
+TEST(Json, NegativeZeroKeepsItsSign) {
+  EXPECT_EQ(KeepNegativeZero(R"({"a":-0,"b":[-0],"c":-0.5,"d":-0e1,"e":"-0"})"),
+            R"({"a":-0.0,"b":[-0.0],"c":-0.5,"d":-0e1,"e":"-0"})");
+  EXPECT_EQ(KeepNegativeZero("-0"), "-0.0");
+  EXPECT_EQ(KeepNegativeZero(R"({"s":"a\"-0"})"), R"({"s":"a\"-0"})");
+  v1::Study study;
+  study.mutable_spec()->add_parameters()->set_name("x");
+  study.mutable_spec()->mutable_parameters(0)->mutable_double_spec()->set_min(-0.0);
+  study.mutable_spec()->mutable_parameters(0)->mutable_double_spec()->set_max(1);
+  absl::StatusOr<std::string> json = ToJson(study);
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_THAT(*json, HasSubstr("\"min\": -0.0"));
+  v1::Study back;
+  ASSERT_TRUE(ParseJsonConfig(*json, "study.json", &back).ok());
+  EXPECT_TRUE(std::signbit(back.spec().parameters(0).double_spec().min()));
+  // A person's -0, for a double and for an integer field.
+  ASSERT_TRUE(ParseJsonConfig(R"({"spec": {"parameters": [{"name": "x",
+      "double_spec": {"min": -0, "max": 1}}], "max_trials": -0}})",
+                              "study.json", &back)
+                  .ok());
+  EXPECT_TRUE(std::signbit(back.spec().parameters(0).double_spec().min()));
+  EXPECT_EQ(back.spec().max_trials(), 0);
 }
 
 TEST(Json, ParseErrorsNameTheSource) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <fstream>
 #include <sstream>
@@ -207,6 +208,32 @@ TEST_F(ImportExportTest, MalformedLinesAreRefusedNamingTheLine) {
   EXPECT_THAT(out, HasSubstr("INVALID_ARGUMENT"));
   EXPECT_THAT(out, HasSubstr(path + ":5: id: must be 4"));
   EXPECT_FALSE(ClientOf(1).GetStudy("orig").ok());
+}
+
+// A file of 100,000 nested '[' once crashed `hypertune import` (SIGSEGV:
+// the JSON library's dump() recursed once per level to show what the line
+// held): now an error naming the file's line and the limit, exit status 1.
+TEST_F(ImportExportTest, DeeplyNestedJsonIsRefusedNotACrash) {
+  std::string out;
+  const std::string path = dir_.File("deep.jsonl");
+  for (const std::string& text :
+       {std::string(100000, '[') + std::string(100000, ']'),
+        std::string(100000, '[')}) {
+    WriteFile(path, text);
+    EXPECT_EQ(Cli(0, {"import", path}, &out), 1) << out;
+    EXPECT_THAT(out, HasSubstr("INVALID_ARGUMENT"));
+    EXPECT_THAT(out, HasSubstr(path + ":1: JSON nested deeper than 100 levels "
+                                      "(line 1, column 101)"));
+  }
+  // The same as a trial line of an export, and as a trials file.
+  MakeStudy(0, "deep");
+  ASSERT_EQ(Cli(0, {"export", "deep"}, &out, " > " + path), 0);
+  WriteFile(path, ReadFile(path) + std::string(100000, '[') + "\n");
+  EXPECT_EQ(Cli(1, {"import", path}, &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr(path + ":8: JSON nested deeper than 100 levels"));
+  WriteFile(path, std::string(100000, '{') + std::string(100000, '}'));
+  EXPECT_EQ(Cli(0, {"trials", "import", "deep", path}, &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr(path + ":1: JSON nested deeper than 100 levels"));
 }
 
 TEST_F(ImportExportTest, TrialsImportReadsWhatTrialsWrites) {
@@ -436,6 +463,180 @@ TEST_F(ImportExportTest, ImportOptunaKeepsEveryTrial) {
       << out;
   EXPECT_EQ(Cli(0, {"import-optuna", db, "--study", "nope"}, &out), 1);
   EXPECT_THAT(out, HasSubstr("NOT_FOUND"));
+}
+
+// make_optuna_study.py in `mode` (see its docstring): its exit status, 77
+// when optuna is not importable.
+int MakeOptunaFile(const std::string& db, const std::string& expected,
+                   const std::string& mode, std::string* out) {
+  return Shell(absl::StrCat(HYPERTUNE_PYTHON, " ", HYPERTUNE_SOURCE_DIR,
+                            "/tests/cli/make_optuna_study.py ", db, " ",
+                            expected, " ", mode),
+               out);
+}
+
+// Values Optuna's file holds but hypertune cannot read are refused, naming
+// the trial and field, never read as something else (a text value as 0, a
+// NULL choice index as the first choice, state ZOMBIE as REQUESTED,
+// direction SIDEWAYS as MINIMIZE); a step is kept, or the report says it
+// was dropped.
+TEST_F(ImportExportTest, ImportOptunaRefusesValuesItCannotRead) {
+  const std::string db = dir_.File("odd.db");
+  const std::string expected_path = dir_.File("odd.json");
+  std::string out;
+  const int rc = MakeOptunaFile(db, expected_path, "odd", &out);
+  if (rc == 77) {
+    GTEST_SKIP() << "optuna is not importable by " << HYPERTUNE_PYTHON
+                 << " (apt-get install python3-optuna)";
+  }
+  ASSERT_EQ(rc, 0) << out;
+
+  EXPECT_EQ(Cli(1, {"import-optuna", db + ".state"}, &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("INVALID_ARGUMENT"));
+  EXPECT_THAT(out, HasSubstr("Optuna study \"optuna-odd\": trial 4: state "
+                             "\"ZOMBIE\" is not an Optuna trial state"));
+  EXPECT_EQ(Cli(1, {"import-optuna", db + ".direction"}, &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("INVALID_ARGUMENT"));
+  EXPECT_THAT(out, HasSubstr("objective 0 has direction \"SIDEWAYS\""));
+  EXPECT_FALSE(ClientOf(1).GetStudy("optuna-odd").ok());
+
+  ASSERT_EQ(Cli(0, {"import-optuna", db}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("4 trials (COMPLETED=4), 4 parameters, 2 trials "
+                             "left out"));
+  EXPECT_THAT(out, HasSubstr("Optuna trial 1 (COMPLETE) left out: parameter "
+                             "\"x\": the stored value \"abc\" is not a "
+                             "number"));
+  EXPECT_THAT(out, HasSubstr("Optuna trial 2 (COMPLETE) left out: parameter "
+                             "\"act\": the stored value is NULL"));
+  EXPECT_THAT(out, HasSubstr("parameter \"wide\": Optuna's step (5) over "
+                             "[0, 100000] gives more than 1000 values"));
+  Client client = ClientOf(0);
+  auto study = client.GetStudy("optuna-odd");
+  ASSERT_TRUE(study.ok()) << study.status();
+  std::map<std::string, v1::ParameterSpec> params;
+  for (const v1::ParameterSpec& p : study->spec().parameters()) {
+    params[p.name()] = p;
+  }
+  // Steps 2 and 3 over [1, 13]: the union of their values.
+  EXPECT_THAT(params["layers"].discrete_spec().values(),
+              ::testing::ElementsAre(1, 3, 4, 5, 7, 9, 10, 11, 13));
+  EXPECT_EQ(params["wide"].integer_spec().min(), 0);
+  EXPECT_EQ(params["wide"].integer_spec().max(), 100000);
+  const nlohmann::json expected =
+      nlohmann::json::parse(ReadFile(expected_path)).at("optuna-odd");
+  auto trials = client.ListAllTrials("optuna-odd");
+  ASSERT_TRUE(trials.ok());
+  ASSERT_EQ(trials->size(), 4u);
+  const std::vector<int> numbers = {0, 3, 4, 5};
+  for (size_t i = 0; i < numbers.size(); ++i) {
+    const v1::Trial& t = (*trials)[i];
+    const nlohmann::json& w = expected[numbers[i]]["params"];
+    EXPECT_EQ(t.client_id(), absl::StrCat("optuna trial ", numbers[i]));
+    for (const v1::ParameterValue& p : t.parameters()) {
+      if (p.name() == "act") {
+        EXPECT_EQ(p.string_value(), w["act"].get<std::string>());
+      } else if (p.name() == "wide") {
+        EXPECT_EQ(p.int_value(), w["wide"].get<int64_t>());
+      } else {
+        EXPECT_DOUBLE_EQ(p.double_value(), w[p.name()].get<double>()) << p.name();
+      }
+    }
+  }
+}
+
+// A define-by-run space (Optuna's conditional parameters): each parameter
+// some trials lack gets the parent whose values tell when it is present;
+// every trial is kept with exactly its parameters.
+TEST_F(ImportExportTest, ImportOptunaKeepsAConditionalSpace) {
+  const std::string db = dir_.File("conditional.db");
+  const std::string expected_path = dir_.File("conditional.json");
+  std::string out;
+  const int rc = MakeOptunaFile(db, expected_path, "conditional", &out);
+  if (rc == 77) {
+    GTEST_SKIP() << "optuna is not importable by " << HYPERTUNE_PYTHON
+                 << " (apt-get install python3-optuna)";
+  }
+  ASSERT_EQ(rc, 0) << out;
+  ASSERT_EQ(Cli(0, {"import-optuna", db}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("parameter \"momentum\" is conditional: active "
+                             "when \"optimizer\" is sgd"));
+  EXPECT_THAT(out, HasSubstr("parameter \"units_1\" is conditional: active "
+                             "when \"layers\" is 2 or 3"));
+  EXPECT_THAT(out, HasSubstr("parameter \"units_2\" is conditional: active "
+                             "when \"layers\" is 3"));
+  // Every third trial chose "warmup": no parameter's values say when (the
+  // parameter of many values that would name those trials is not taken). It
+  // is left out, the fewer values to lose than the trials without it.
+  EXPECT_THAT(out, HasSubstr("parameter \"warmup\" is in 8 of 23 trials, and "
+                             "no CATEGORICAL, DISCRETE or INTEGER parameter's "
+                             "values tell when: left out of the space (the 8 "
+                             "trials with it are kept without it)"));
+  EXPECT_THAT(out, HasSubstr("24 trials (COMPLETED=23 FAILED=1), 7 parameters"));
+  EXPECT_THAT(out, Not(HasSubstr("left out:")));
+  EXPECT_THAT(out, Not(HasSubstr("conditional search spaces are not imported")));
+
+  Client client = ClientOf(0);
+  auto study = client.GetStudy("optuna-conditional");
+  ASSERT_TRUE(study.ok()) << study.status();
+  std::map<std::string, v1::ParameterSpec> params;
+  for (const v1::ParameterSpec& p : study->spec().parameters()) {
+    params[p.name()] = p;
+  }
+  EXPECT_EQ(params["optimizer"].parent(), "");
+  EXPECT_EQ(params["layers"].parent(), "");
+  EXPECT_EQ(params["momentum"].parent(), "optimizer");
+  EXPECT_THAT(params["momentum"].parent_categories(),
+              ::testing::ElementsAre("sgd"));
+  EXPECT_EQ(params["units_1"].parent(), "layers");
+  EXPECT_THAT(params["units_1"].parent_values(), ::testing::ElementsAre(2, 3));
+  EXPECT_EQ(params["units_2"].parent(), "layers");
+  EXPECT_THAT(params["units_2"].parent_values(), ::testing::ElementsAre(3));
+
+  // The imported trials hold exactly the parameters Optuna's did.
+  const nlohmann::json expected =
+      nlohmann::json::parse(ReadFile(expected_path)).at("optuna-conditional");
+  auto trials = client.ListAllTrials("optuna-conditional");
+  ASSERT_TRUE(trials.ok());
+  size_t kept_sgd = 0;
+  for (const v1::Trial& t : *trials) {
+    const int number = std::stoi(t.client_id().substr(strlen("optuna trial ")));
+    const nlohmann::json& w = expected.at(number)["params"];
+    SCOPED_TRACE(t.client_id());
+    EXPECT_EQ(static_cast<size_t>(t.parameters_size()),
+              w.size() - (w.contains("warmup") ? 1 : 0));
+    for (const v1::ParameterValue& p : t.parameters()) {
+      ASSERT_TRUE(w.contains(p.name())) << p.name();
+      if (p.name() == "optimizer") {
+        EXPECT_EQ(p.string_value(), w["optimizer"].get<std::string>());
+        if (p.string_value() == "sgd") ++kept_sgd;
+      } else if (p.value_case() == v1::ParameterValue::kIntValue) {
+        EXPECT_EQ(p.int_value(), w[p.name()].get<int64_t>());
+      } else {
+        EXPECT_DOUBLE_EQ(p.double_value(), w[p.name()].get<double>());
+      }
+    }
+  }
+  EXPECT_GT(kept_sgd, 0u);
+  // Trial 5 failed before choosing its layers: FAILED, with what it chose.
+  auto failed = std::find_if(trials->begin(), trials->end(),
+                             [](const v1::Trial& t) {
+                               return t.client_id() == "optuna trial 5";
+                             });
+  ASSERT_NE(failed, trials->end());
+  EXPECT_EQ(failed->state(), v1::Trial::FAILED);
+
+  // hypertune continues the study in the same conditional space.
+  auto next = client.Suggest("optuna-conditional", 4, "w");
+  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_EQ(next->trials_size(), 4);
+  for (const v1::Trial& t : next->trials()) {
+    bool sgd = false, momentum = false;
+    for (const v1::ParameterValue& p : t.parameters()) {
+      if (p.name() == "optimizer") sgd = p.string_value() == "sgd";
+      if (p.name() == "momentum") momentum = true;
+    }
+    EXPECT_EQ(sgd, momentum) << t.ShortDebugString();
+  }
 }
 
 }  // namespace

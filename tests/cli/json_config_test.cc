@@ -25,6 +25,25 @@ TEST(ParseJsonConfig, ASyntaxErrorHasItsLineAndColumn) {
               HasSubstr("study.json: not valid JSON (line 1, column 13)"));
 }
 
+TEST(ParseJsonConfig, RefusesNestingPastTheLimitWithItsLine) {
+  // Inside a field, past the limit: an error, not a stack overflow.
+  const std::string deep = "{\"name\": \"s\",\n \"spec\": " +
+                           std::string(100000, '[') + std::string(100000, ']') +
+                           "}";
+  EXPECT_THAT(Error(deep),
+              HasSubstr("study.json: JSON nested deeper than 100 levels "
+                        "(line 2, column 109)"));
+  EXPECT_THAT(Error(std::string(100000, '[')),
+              HasSubstr("nested deeper than 100 levels (line 1, column 101)"));
+}
+
+TEST(JsonTooDeepAt, CountsArraysAndObjectsOutsideStrings) {
+  EXPECT_EQ(JsonTooDeepAt("[[{}]]", 3), std::nullopt);
+  EXPECT_EQ(JsonTooDeepAt("[[{}]]", 2), 2u);
+  EXPECT_EQ(JsonTooDeepAt("[\"[[[\\\"[[\"]", 1), std::nullopt);
+  EXPECT_EQ(JsonTooDeepAt("[][][]", 1), std::nullopt);
+}
+
 TEST(ParseJsonConfig, AnEnumTypoListsTheValidNames) {
   std::string message = Error(R"({"spec": {"metrics": [
       {"name": "loss", "goal": "MINIMISE"}]}})");

@@ -1,14 +1,26 @@
 """Writes an Optuna RDB storage file for the import-optuna test.
 
-usage: make_optuna_study.py DB_PATH EXPECTED_JSON
+usage: make_optuna_study.py DB_PATH EXPECTED_JSON [demo|conditional|odd]
 
 Exits 77 when optuna cannot be imported (Debian's python3-optuna absent).
-The file holds "optuna-demo" (one objective: float, log, step, int, int
-step, categorical parameters; completed, pruned, failed and waiting trials;
-intermediate values; user attributes) and "optuna-mo" (two objectives).
+demo (the default): the file holds "optuna-demo" (one objective: float, log,
+step, int, int step, categorical parameters; completed, pruned, failed and
+waiting trials; intermediate values; user attributes) and "optuna-mo" (two
+objectives).
+conditional: "optuna-conditional", a define-by-run space: "momentum" only
+for optimizer "sgd", "units_1" and "units_2" only for 2 or 3 layers,
+"warmup" on every third trial (nothing explains it), and a trial that
+failed before choosing all its parameters.
+odd: "optuna-odd", a study whose file was edited after Optuna wrote it: a
+text parameter value, a NULL categorical index, an Int whose step was 2 in
+some trials and 3 in others, an Int step over too many values; and, in
+DB_PATH.state and DB_PATH.direction, one study each with a trial in state
+ZOMBIE and a direction SIDEWAYS.
 EXPECTED_JSON receives what the test checks every imported trial against.
 """
 import json
+import shutil
+import sqlite3
 import sys
 
 try:
@@ -18,7 +30,89 @@ except ImportError:
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 db_path, expected_path = sys.argv[1], sys.argv[2]
+mode = sys.argv[3] if len(sys.argv) > 3 else "demo"
 storage = f"sqlite:///{db_path}"
+
+
+def describe(trial):
+    return {
+        "number": trial.number,
+        "state": trial.state.name,
+        "params": trial.params,
+        "values": trial.values,
+        "intermediate": {str(k): v for k, v in trial.intermediate_values.items()},
+        "user_attrs": trial.user_attrs,
+    }
+
+
+def write_expected():
+    expected = {
+        s.study_name: [describe(t) for t in
+                       optuna.load_study(study_name=s.study_name, storage=storage)
+                       .get_trials(deepcopy=False)]
+        for s in optuna.get_all_study_summaries(storage)
+    }
+    with open(expected_path, "w") as f:
+        json.dump(expected, f)
+
+
+if mode == "conditional":
+    study = optuna.create_study(
+        storage=storage, study_name="optuna-conditional",
+        sampler=optuna.samplers.RandomSampler(seed=11))
+
+    def conditional(trial):
+        opt = trial.suggest_categorical("optimizer", ["adam", "sgd"])
+        lr = trial.suggest_float("lr", 1e-4, 1e-1, log=True)
+        loss = lr
+        if opt == "sgd":
+            loss += trial.suggest_float("momentum", 0.0, 0.99)
+        if trial.number == 5:
+            raise RuntimeError("failed before choosing its layers")
+        layers = trial.suggest_int("layers", 1, 3)
+        for i in range(layers):
+            loss += trial.suggest_int(f"units_{i}", 8, 64) / 100
+        if trial.number % 3 == 0:
+            loss += trial.suggest_float("warmup", 0.0, 1.0)
+        return loss
+
+    study.optimize(conditional, n_trials=24, catch=(RuntimeError,))
+    write_expected()
+    sys.exit(0)
+
+if mode == "odd":
+    study = optuna.create_study(
+        storage=storage, study_name="optuna-odd",
+        sampler=optuna.samplers.RandomSampler(seed=5))
+
+    def odd(trial):
+        x = trial.suggest_float("x", 0.0, 1.0)
+        act = trial.suggest_categorical("act", ["relu", "tanh"])
+        layers = trial.suggest_int("layers", 1, 13, step=2 if trial.number < 3 else 3)
+        wide = trial.suggest_int("wide", 0, 100000, step=5)
+        return x + layers + wide / 1e5 + (act == "relu")
+
+    study.optimize(odd, n_trials=6)
+    write_expected()
+    db = sqlite3.connect(db_path)
+    # Trial 1's x as text, trial 2's act index NULL.
+    db.execute("UPDATE trial_params SET param_value = 'abc' WHERE "
+               "param_name = 'x' AND trial_id = (SELECT trial_id FROM trials "
+               "WHERE number = 1)")
+    db.execute("UPDATE trial_params SET param_value = NULL WHERE "
+               "param_name = 'act' AND trial_id = (SELECT trial_id FROM trials "
+               "WHERE number = 2)")
+    db.commit()
+    db.close()
+    for suffix, sql in (
+            ("state", "UPDATE trials SET state = 'ZOMBIE' WHERE number = 4"),
+            ("direction", "UPDATE study_directions SET direction = 'SIDEWAYS'")):
+        shutil.copyfile(db_path, f"{db_path}.{suffix}")
+        db = sqlite3.connect(f"{db_path}.{suffix}")
+        db.execute(sql)
+        db.commit()
+        db.close()
+    sys.exit(0)
 
 study = optuna.create_study(
     storage=storage,
@@ -62,23 +156,4 @@ mo = optuna.create_study(storage=storage, study_name="optuna-mo",
 mo.optimize(lambda t: (t.suggest_float("x", 0, 1), t.suggest_int("n", 1, 4)),
             n_trials=5)
 
-
-def describe(trial):
-    return {
-        "number": trial.number,
-        "state": trial.state.name,
-        "params": trial.params,
-        "values": trial.values,
-        "intermediate": {str(k): v for k, v in trial.intermediate_values.items()},
-        "user_attrs": trial.user_attrs,
-    }
-
-
-expected = {
-    s.study_name: [describe(t) for t in
-                   optuna.load_study(study_name=s.study_name, storage=storage)
-                   .get_trials(deepcopy=False)]
-    for s in optuna.get_all_study_summaries(storage)
-}
-with open(expected_path, "w") as f:
-    json.dump(expected, f)
+write_expected()

@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "cli/format.h"
 #include "cli/json_config.h"
+#include "service/trial_csv.h"
 
 namespace hypertune::cli {
 namespace {
@@ -45,6 +46,27 @@ TEST(ExportLine, MapsAreOrderedByKeyAndLinesAreStable) {
   EXPECT_EQ(*ExportLine(parsed), *line);
 }
 
+// -0 is a number of its own (a loss of -0.0 printed as 0 is another value):
+// the export keeps its sign, in fields and in metric maps.
+TEST(ExportLine, KeepsTheSignOfNegativeZero) {
+  v1::Trial trial;
+  trial.set_id(1);
+  trial.set_device_seconds(-0.0);
+  trial.add_parameters()->set_name("x");
+  trial.mutable_parameters(0)->set_double_value(-0.0);
+  (*trial.mutable_final_measurement()->mutable_metrics())["loss"] = -0.0;
+  absl::StatusOr<std::string> line = ExportLine(trial);
+  ASSERT_TRUE(line.ok());
+  EXPECT_THAT(*line, HasSubstr("\"device_seconds\":-0"));
+  EXPECT_THAT(*line, HasSubstr("\"double_value\":-0"));
+  EXPECT_THAT(*line, HasSubstr("\"loss\":-0"));
+  v1::Trial parsed;
+  ASSERT_TRUE(ParseJsonConfig(*line, "line", &parsed).ok());
+  EXPECT_TRUE(std::signbit(parsed.device_seconds()));
+  EXPECT_TRUE(std::signbit(parsed.parameters(0).double_value()));
+  EXPECT_TRUE(std::signbit(parsed.final_measurement().metrics().at("loss")));
+}
+
 TEST(ParseExportFile, NamesTheLineOfAMalformedTrial) {
   const std::string text =
       "{\"name\":\"s\"}\n{\"id\":\"1\"}\n\n{\"id\": oops}\n";
@@ -57,6 +79,25 @@ TEST(ParseExportFile, NamesTheLineOfAMalformedTrial) {
   EXPECT_EQ(file->study.name(), "s");
   ASSERT_EQ(file->trial_lines.size(), 1u);
   EXPECT_EQ(file->trial_lines[0], 2);
+}
+
+// 100,000 '[' once overflowed the stack (the JSON library prints and our
+// checks walk a value recursively); now a clear error before any parser.
+TEST(ParseExportFile, RefusesJsonNestedTooDeepWithItsLine) {
+  const std::string text = "{\"name\":\"s\"}\n" + std::string(100000, '[') + "\n";
+  absl::StatusOr<ExportFile> file = ParseExportFile(text, "deep.jsonl");
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(file.status().message()),
+              HasSubstr("deep.jsonl:2: JSON nested deeper than 100 levels "
+                        "(line 1, column 101)"));
+  file = ParseExportFile(std::string(100000, '[') + "\n", "deep.jsonl");
+  EXPECT_THAT(std::string(file.status().message()), HasSubstr("deep.jsonl:1:"));
+  absl::StatusOr<TrialFile> trials =
+      ParseTrialFile(std::string(100000, '{') + std::string(100000, '}'),
+                     "deep.json", TestStudy());
+  EXPECT_EQ(trials.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(trials.status().message()),
+              HasSubstr("deep.json:1: JSON nested deeper than 100 levels"));
 }
 
 TEST(ParseTrialFile, ReadsTheCliCsv) {
@@ -81,6 +122,45 @@ TEST(ParseTrialFile, ReadsTheCliCsv) {
   EXPECT_EQ(t.final_measurement().step(), 10);
   EXPECT_EQ(t.final_measurement().elapsed_seconds(), 12.5);
   EXPECT_TRUE(std::isinf(file->trials[1].final_measurement().metrics().at("loss")));
+}
+
+// The CSV export guards text that begins like a formula (service/
+// trial_csv.h); reading it back gives the text as it was, and -0 stays -0.
+TEST(ParseTrialFile, ReadsBackGuardedCategoriesAndNegativeZero) {
+  v1::Study study;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    name: "s"
+    spec {
+      parameters { name: "x" double_spec { min: -1 max: 1 } }
+      parameters {
+        name: "op"
+        categorical_spec { values: [ "=1+1", "'=x", "-relu", "''", "'a,b" ] }
+      }
+      metrics { name: "loss" goal: MINIMIZE }
+    })pb", &study));
+  std::string csv;
+  service::AppendCsvHeader(study, &csv);
+  const std::vector<std::string> categories = {"=1+1", "'=x", "-relu", "''",
+                                               "'a,b"};
+  for (const std::string& category : categories) {
+    v1::Trial trial;
+    trial.set_state(v1::Trial::COMPLETED);
+    trial.add_parameters()->set_name("x");
+    trial.mutable_parameters(0)->set_double_value(-0.0);
+    trial.add_parameters()->set_name("op");
+    trial.mutable_parameters(1)->set_string_value(category);
+    (*trial.mutable_final_measurement()->mutable_metrics())["loss"] = -0.0;
+    service::AppendCsvRow(study, trial, &csv);
+  }
+  absl::StatusOr<TrialFile> file = ParseTrialFile(csv, "t.csv", study);
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_EQ(file->trials.size(), categories.size());
+  for (size_t i = 0; i < categories.size(); ++i) {
+    const v1::Trial& t = file->trials[i];
+    EXPECT_EQ(t.parameters(1).string_value(), categories[i]);
+    EXPECT_TRUE(std::signbit(t.parameters(0).double_value()));
+    EXPECT_TRUE(std::signbit(t.final_measurement().metrics().at("loss")));
+  }
 }
 
 TEST(ParseTrialFile, ReadsPrefixedColumns) {

@@ -21,6 +21,31 @@ TEST(CsvFieldTest, QuotesOnlyWhatNeedsIt) {
   EXPECT_EQ(CsvField("inner space"), "inner space");
 }
 
+// OWASP's CSV injection advice: a text cell a spreadsheet would run as a
+// formula is quoted behind a single quote.
+TEST(CsvFieldTest, GuardsTextThatBeginsLikeAFormula) {
+  EXPECT_EQ(CsvField("=HYPERLINK(\"http://x\")"),
+            "\"'=HYPERLINK(\"\"http://x\"\")\"");
+  EXPECT_EQ(CsvField("+1"), "\"'+1\"");
+  EXPECT_EQ(CsvField("-1"), "\"'-1\"");
+  EXPECT_EQ(CsvField("@SUM(A1)"), "\"'@SUM(A1)\"");
+  EXPECT_EQ(CsvField("\tcmd"), "\"'\tcmd\"");
+  EXPECT_EQ(CsvField("\rcmd"), "\"'\rcmd\"");
+  // A leading quote that a reader would take for the guard is guarded too.
+  EXPECT_EQ(CsvField("'=x"), "\"''=x\"");
+  EXPECT_EQ(CsvField("''"), "\"'''\"");
+  // Elsewhere in the text these characters are harmless.
+  EXPECT_EQ(CsvField("a=b-c"), "a=b-c");
+  EXPECT_EQ(CsvField("'quoted'"), "'quoted'");
+  EXPECT_EQ(CsvField("'"), "'");
+}
+
+TEST(FormatDoubleTest, KeepsTheSignOfNegativeZero) {
+  EXPECT_EQ(FormatDouble(-0.0), "-0");
+  EXPECT_EQ(FormatDouble(0.0), "0");
+  EXPECT_EQ(FormatDouble(-1.5), "-1.5");
+}
+
 TEST(FormatDoubleTest, ShortestRoundTrip) {
   EXPECT_EQ(FormatDouble(0.1), "0.1");
   EXPECT_EQ(FormatDouble(3), "3");
@@ -86,6 +111,51 @@ TEST(CsvRowTest, ColumnsFollowTheSpec) {
   AppendCsvRow(study, trial, &out);
   EXPECT_EQ(out,
             "7,COMPLETED,\"w,1\",5,0,0,0,1,4,0,0,,,false,0.25,3,\"a\"\"b\",0.5,\r\n");
+}
+
+// Text cells (client id, reasons, category values) are guarded; numbers,
+// negative ones and -0 included, stay numbers.
+TEST(CsvRowTest, GuardsFormulasInTextButNotNegativeNumbers) {
+  v1::Study study;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        name: "s"
+        spec {
+          parameters {
+            name: "x"
+            double_spec { min: -2 max: 2 }
+          }
+          parameters {
+            name: "n"
+            integer_spec { min: -9 max: 9 }
+          }
+          parameters {
+            name: "act"
+            categorical_spec { values: [ "=1+1", "relu" ] }
+          }
+          metrics { name: "loss" goal: MINIMIZE }
+        })pb",
+      &study));
+  v1::Trial trial;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        id: 3
+        state: INFEASIBLE
+        client_id: "@host"
+        infeasible_reason: "-nan loss"
+        failure_reason: "+retry"
+        parameters { name: "x" double_value: -1.5 }
+        parameters { name: "n" int_value: -4 }
+        parameters { name: "act" string_value: "=1+1" }
+        final_measurement { metrics { key: "loss" value: -0.0 } }
+        device_seconds: -0.0
+      )pb",
+      &trial));
+  std::string out;
+  AppendCsvRow(study, trial, &out);
+  EXPECT_EQ(out,
+            "3,INFEASIBLE,\"'@host\",0,0,0,0,0,0,-0,0,\"'-nan loss\","
+            "\"'+retry\",,-1.5,-4,\"'=1+1\",-0\r\n");
 }
 
 }  // namespace
