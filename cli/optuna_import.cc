@@ -55,11 +55,17 @@ using Json = nlohmann::json;
 // Keeps Optuna attribute `key` (its value_json parsed) in `attributes` as
 // text: a string as itself, any other value as its JSON. False, leaving
 // `attributes` as it was, when it would pass the server's limits.
-bool KeepAttribute(const std::string& key, const Json& value,
+std::string Identifier(const std::string& text);
+
+// Keeps Optuna's attribute `key` under its name made an identifier (the
+// server takes names as attribute keys: "my key" becomes "my_key").
+bool KeepAttribute(const std::string& optuna_key, const Json& value,
                    google::protobuf::Map<std::string, std::string>& attributes) {
   if (value.is_discarded()) return false;
+  if (optuna_key.empty()) return false;
+  const std::string key = Identifier(optuna_key);
   std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-  if (key.empty() || key.size() > service::kMaxNameBytes ||
+  if (key.size() > service::kMaxNameBytes ||
       text.size() > service::kMaxAttributeValueBytes ||
       (!attributes.contains(key) &&
        attributes.size() >= static_cast<size_t>(service::kMaxAttributes))) {

@@ -232,7 +232,7 @@ const absl::flat_hash_set<std::string>& TrialColumnNames() {
   static const auto* names = new absl::flat_hash_set<std::string>{
       "id",           "state",          "step",          "elapsed_seconds",
       "client_id",    "infeasible_reason", "failure_reason", "stop_reason",
-      "create_time_ms", "start_time_ms", "end_time_ms",  "retry_count",
+      "create_time_ms", "start_time_ms", "end_time_ms",  "retry_count", "preemption_count",
       "measurements", "last_step",      "device_seconds", "cost",
       "warm_start",   "checkpoint_uri", "log_path"};
   return *names;

@@ -15,6 +15,7 @@ constexpr const char* kFixedColumns[] = {"id",
                                          "start_time_ms",
                                          "end_time_ms",
                                          "retry_count",
+                                         "preemption_count",
                                          "measurements",
                                          "last_step",
                                          "device_seconds",
@@ -103,7 +104,7 @@ void AppendCsvRow(const v1::Study& study, const v1::Trial& trial,
   AppendField(trial.client_id(), out);
   absl::StrAppend(out, ",", trial.create_time_ms(), ",", trial.start_time_ms(),
                   ",", trial.end_time_ms(), ",", trial.retry_count(), ",",
-                  trial.measurements_size(), ",", last_step, ",",
+                  trial.preemption_count(), ",", trial.measurements_size(), ",", last_step, ",",
                   FormatDouble(trial.device_seconds()), ",",
                   FormatDouble(trial.cost()), ",");
   AppendField(trial.infeasible_reason(), out);

@@ -277,7 +277,8 @@ TEST_F(LeaseTest, WorkerStopsAfterTrialsWhoseProgramFailsToRun) {
       server_->address(), "crash", dir_.File("logs"),
       {"sh", "-c",
        "echo \"ModuleNotFoundError: No module named 'torhc'\" >&2; exit 1"},
-      {}, output);
+      // Past the first trials' early stop: the consecutive-failure rule.
+      {"--early-failures", "0"}, output);
   int status = worker.Wait();
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 1);
