@@ -305,6 +305,7 @@ TEST_F(HttpSlowClientsTest, OnlyAuthenticatedConnectionsAreKeptAlive) {
   ASSERT_NE(server, nullptr);
   httplib::Client client("127.0.0.1", port_);
   client.set_read_timeout(10, 0);
+  client.set_keep_alive(true);
   httplib::Result anonymous = client.Get("/api/studies");
   ASSERT_TRUE(anonymous) << httplib::to_string(anonymous.error());
   EXPECT_EQ(anonymous->status, 401);
