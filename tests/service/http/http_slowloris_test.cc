@@ -137,9 +137,12 @@ std::string HeaderOpening() {
 
 // Full headers of a write with a 1000-byte body, and its first byte.
 std::string BodyOpening(const std::string& token) {
+  const std::string authorization =
+      token.empty() ? ""
+                    : absl::StrCat("Authorization: Bearer ", token, "\r\n");
   return absl::StrCat(
       "POST /api/studies/s/max_trials HTTP/1.1\r\nHost: 127.0.0.1\r\n",
-      token.empty() ? "" : absl::StrCat("Authorization: Bearer ", token, "\r\n"),
+      authorization,
       "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{");
 }
 
@@ -265,6 +268,42 @@ TEST_F(HttpSlowClientsTest, SlowHeadersAndBodiesAreCutOffAtTheirDeadline) {
       closed += ClosedByServer(fd, absl::Seconds(20)) ? 1 : 0;
     }
     EXPECT_EQ(closed, static_cast<int>(clients->fds().size()));
+  }
+  EXPECT_EQ(AuthenticatedGet(), 200);
+}
+
+// Requests without a valid token hold at most half of the threads: with 4
+// threads, two unauthenticated writes trickling their bodies hold their
+// share, a third is answered 503 at once, and an authenticated request is
+// still served.
+TEST_F(HttpSlowClientsTest, UnauthenticatedRequestsHoldAtMostHalfTheThreads) {
+  service::HttpServerOptions options;
+  options.max_connections = 4;
+  options.max_connections_per_address = 10'000;
+  options.header_timeout_ms = 120'000;
+  auto server = Start(options);
+  ASSERT_NE(server, nullptr);
+  SlowClients bodies;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(bodies.Open(port_, BodyOpening(""), ""));
+  }
+  // Whichever reaches the server last finds both slots taken.
+  std::vector<pollfd> waiting;
+  for (int fd : bodies.fds()) waiting.push_back({fd, POLLIN, 0});
+  ASSERT_EQ(::poll(waiting.data(), waiting.size(), 10'000), 1);
+  int answered = -1;
+  for (size_t i = 0; i < waiting.size(); ++i) {
+    if (waiting[i].revents != 0) answered = static_cast<int>(i);
+  }
+  ASSERT_GE(answered, 0);
+  char answer[32] = {};
+  ASSERT_GT(::recv(bodies.fds()[answered], answer, sizeof(answer) - 1, 0), 0);
+  EXPECT_EQ(std::string(answer).substr(0, 12), "HTTP/1.1 503");
+  EXPECT_TRUE(ClosedByServer(bodies.fds()[answered], absl::Seconds(10)));
+  for (size_t i = 0; i < bodies.fds().size(); ++i) {
+    if (static_cast<int>(i) != answered) {
+      EXPECT_TRUE(StillOpen(bodies.fds()[i])) << i;
+    }
   }
   EXPECT_EQ(AuthenticatedGet(), 200);
 }
