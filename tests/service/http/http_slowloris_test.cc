@@ -337,6 +337,30 @@ TEST_F(HttpSlowClientsTest, ConnectionsPastTheAddressCapAreRefused) {
   EXPECT_EQ(status, 200);
 }
 
+// Headers that arrive in pieces are served once the last piece is in: the
+// gate looks again at every arrival, not only the first.
+TEST_F(HttpSlowClientsTest, HeadersArrivingInPiecesAreServed) {
+  auto server = Start(service::HttpServerOptions());
+  ASSERT_NE(server, nullptr);
+  const int fd = Connect(port_);
+  ASSERT_GE(fd, 0);
+  const std::vector<std::string> pieces = {
+      "GET /api/studies HTTP/1.1\r\n", "Host: 127.0.0.1\r\n",
+      absl::StrCat("Authorization: Bearer ", kToken, "\r\n"),
+      "Connection: close\r\n", "\r\n"};
+  for (const std::string& piece : pieces) {
+    Send(fd, piece);
+    // Apart, so that each arrives on its own (pacing, not synchronization).
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  char answer[32] = {};
+  pollfd waiting{fd, POLLIN, 0};
+  ASSERT_EQ(::poll(&waiting, 1, 10'000), 1);
+  ASSERT_GT(::recv(fd, answer, sizeof(answer) - 1, 0), 0);
+  EXPECT_EQ(std::string(answer).substr(0, 12), "HTTP/1.1 200");
+  ::close(fd);
+}
+
 // An unauthenticated answer closes its connection (so it cannot keep a
 // thread waiting for its next request); an authenticated one keeps it.
 TEST_F(HttpSlowClientsTest, OnlyAuthenticatedConnectionsAreKeptAlive) {
