@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <limits>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -131,11 +130,6 @@ void ConnectionGate::Drain() {
   workers_->shutdown();
 }
 
-int64_t ConnectionGate::refused() const {
-  absl::MutexLock lock(&mu_);
-  return refused_;
-}
-
 void ConnectionGate::Wake() {
   const uint64_t one = 1;
   // A full counter means a wake-up is pending already.
@@ -212,7 +206,6 @@ void ConnectionGate::AcceptAll() {
       absl::MutexLock lock(&mu_);
       int& open = open_by_address_[address];
       if (open >= options_.max_per_address) {
-        ++refused_;
         ::close(fd);
         continue;
       }

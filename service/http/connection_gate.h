@@ -84,10 +84,6 @@ class ConnectionGate {
   // After Stop: returns once every worker has finished. Idempotent.
   void Drain();
 
-  // Connections refused for their address's cap so far (for tests and
-  // logs).
-  int64_t refused() const;
-
   // About the request of the connection the calling thread serves (no-ops
   // on any other thread):
   // Its headers are in; `trusted`: its caller authenticated, so its
@@ -172,7 +168,6 @@ class ConnectionGate {
   // accept() ran out of descriptors: retry then.
   absl::Time accept_paused_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   int untrusted_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace hypertune::service

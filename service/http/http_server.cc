@@ -123,12 +123,15 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     }
     server->http_ = std::move(https);
   }
-  if (o.max_connections_per_address < 1 || o.header_timeout_ms < 1 ||
-      o.body_timeout_ms < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "http: max_connections_per_address (", o.max_connections_per_address,
-        "), header_timeout_ms (", o.header_timeout_ms,
-        ") and body_timeout_ms (", o.body_timeout_ms, ") must be at least 1"));
+  for (const auto& [field, value] :
+       {std::pair<const char*, int>{"max_connections_per_address",
+                                    o.max_connections_per_address},
+        {"header_timeout_ms", o.header_timeout_ms},
+        {"body_timeout_ms", o.body_timeout_ms}}) {
+    if (value < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "http: ", field, " must be at least 1, got ", value));
+    }
   }
   // httplib sets SO_REUSEPORT, which lets a second server bind this port
   // and take half its connections; SO_REUSEADDR alone only reuses a port

@@ -66,7 +66,6 @@
 #include <memory>
 #include <regex>
 #include <string>
-#include <thread>
 #include <utility>
 #include <variant>
 #include <vector>
