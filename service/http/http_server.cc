@@ -1,8 +1,14 @@
 #include "service/http/http_server.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -17,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "httplib.h"
+#include "service/http/connection_gate.h"
 #include "service/http/connection_pool.h"
 #include "service/http/log_tail.h"
 #include "service/http/replies.h"
@@ -29,10 +36,31 @@ using Clock = std::chrono::steady_clock;
 // The listening socket of an httplib server, which the library keeps to
 // itself (a protected member, reached through a member pointer).
 struct ListenSocket : httplib::Server {
-  static int Of(httplib::Server& server) {
-    return (server.*(&ListenSocket::svr_sock_)).load();
+  static std::atomic<socket_t>& Of(httplib::Server& server) {
+    return server.*(&ListenSocket::svr_sock_);
   }
 };
+
+// httplib's entry point for one accepted connection (keep-alive loop, TLS
+// handshake for an SSLServer: it is virtual) is private; the gate accepts
+// instead of httplib's own loop, so it calls it through a member pointer
+// named in an explicit instantiation, where access is not checked
+// ([temp.spec.general]/6).
+using ProcessAndCloseFn = bool (httplib::Server::*)(socket_t);
+ProcessAndCloseFn ProcessAndCloseSocket();
+template <ProcessAndCloseFn kFn>
+struct ExposeProcessAndClose {
+  friend ProcessAndCloseFn ProcessAndCloseSocket() { return kFn; }
+};
+template struct ExposeProcessAndClose<
+    &httplib::Server::process_and_close_socket>;
+
+// Whether the request carries a body that httplib will read.
+bool HasBody(const httplib::Request& req) {
+  if (req.has_header("Transfer-Encoding")) return true;
+  return req.has_header("Content-Length") &&
+         req.get_header_value("Content-Length") != "0";
+}
 
 }  // namespace
 
@@ -95,13 +123,16 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     }
     server->http_ = std::move(https);
   }
-  const int max_connections = std::max(2, o.max_connections);
-  server->http_->new_task_queue = [max_connections] {
-    return new ConnectionPool(max_connections, absl::Seconds(30));
-  };
-  // Answers on a kept-alive connection go out at once, not after Nagle's
-  // delay (~40 ms a request).
-  server->http_->set_tcp_nodelay(true);
+  for (const auto& [field, value] :
+       {std::pair<const char*, int>{"max_connections_per_address",
+                                    o.max_connections_per_address},
+        {"header_timeout_ms", o.header_timeout_ms},
+        {"body_timeout_ms", o.body_timeout_ms}}) {
+    if (value < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "http: ", field, " must be at least 1, got ", value));
+    }
+  }
   // httplib sets SO_REUSEPORT, which lets a second server bind this port
   // and take half its connections; SO_REUSEADDR alone only reuses a port
   // left in TIME_WAIT.
@@ -109,8 +140,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
-  // A silent connection is closed after idle_timeout_s, waiting or not for
-  // its first request; a request must arrive within it too.
+  // A kept-alive connection silent for idle_timeout_s is closed; the gate
+  // bounds each request's total time.
   const int idle = std::max(1, o.idle_timeout_s);
   server->http_->set_keep_alive_timeout(idle);
   server->http_->set_read_timeout(idle, 0);
@@ -129,26 +160,42 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   }
   // httplib listens with a backlog of 5: a burst of connections would be
   // refused while the acceptor is busy.
-  if (::listen(ListenSocket::Of(*server->http_), SOMAXCONN) != 0) {
+  const int listen_fd = ListenSocket::Of(*server->http_).load();
+  if (::listen(listen_fd, SOMAXCONN) != 0) {
     return absl::UnavailableError(
         absl::StrCat("http: cannot listen on ", server->options_.listen));
   }
   server->address_ = absl::StrCat(host, ":", bound);
+
+  ConnectionGateOptions gate;
+  gate.max_per_address = o.max_connections_per_address;
+  gate.header_timeout = absl::Milliseconds(o.header_timeout_ms);
+  gate.body_timeout = absl::Milliseconds(o.body_timeout_ms);
+  const int max_connections = std::max(2, o.max_connections);
+  gate.max_untrusted = max_connections / 2;
+  // TLS bytes cannot be peeked at for the end of the headers.
+  gate.wait_for_headers = o.tls_cert_file.empty();
   httplib::Server* http = server->http_.get();
-  auto listener_done = std::make_shared<std::atomic<bool>>(false);
-  server->listener_ = std::thread([http, listener_done] {
-    http->listen_after_bind();
-    listener_done->store(true);
-  });
-  // httplib's stop() does nothing until the listener runs, and the listener
-  // would then accept forever: return once it runs.
-  while (!http->is_running() && !listener_done->load()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  if (!http->is_running()) {
-    return absl::UnavailableError(
-        absl::StrCat("http: cannot listen on ", server->options_.listen));
-  }
+  const timeval read_timeout{idle, 0};
+  const timeval write_timeout{30, 0};
+  absl::StatusOr<std::unique_ptr<ConnectionGate>> started =
+      ConnectionGate::Start(
+          listen_fd, gate,
+          std::make_unique<ConnectionPool>(max_connections, absl::Seconds(30)),
+          [http, read_timeout, write_timeout](int fd) {
+            // As httplib's own accept loop sets them. TCP_NODELAY: answers
+            // on a kept-alive connection go out at once, not after Nagle's
+            // delay (~40 ms a request).
+            ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &read_timeout,
+                         sizeof(read_timeout));
+            ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &write_timeout,
+                         sizeof(write_timeout));
+            int yes = 1;
+            ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
+            (http->*ProcessAndCloseSocket())(fd);
+          });
+  if (!started.ok()) return started.status();
+  server->gate_ = *std::move(started);
   return server;
 }
 
@@ -184,8 +231,15 @@ void HttpServer::ReleaseStream(const std::string& owner) {
 
 void HttpServer::Shutdown() {
   stopping_.store(true);
-  if (http_ != nullptr) http_->stop();
-  if (listener_.joinable()) listener_.join();
+  if (gate_ == nullptr) return;
+  gate_->Stop();
+  // httplib's keep-alive loops and streamed answers end once its listening
+  // socket is gone.
+  if (const int listen_fd = ListenSocket::Of(*http_).exchange(INVALID_SOCKET);
+      listen_fd != INVALID_SOCKET) {
+    ::close(listen_fd);
+  }
+  gate_->Drain();
 }
 
 void HttpServer::Route() {
@@ -193,7 +247,7 @@ void HttpServer::Route() {
   // dashboards use, compressing a megabyte page costs more than sending it
   // (brotli, which browsers ask for first, takes seconds per megabyte at the
   // library's setting). The page's own files may still be.
-  http_->set_pre_routing_handler([](const Request& req, Response&) {
+  http_->set_pre_routing_handler([this](const Request& req, Response& res) {
     // The request is ours to edit: httplib hands handlers a const view
     // of its own mutable object.
     auto& headers = const_cast<Request&>(req).headers;
@@ -203,8 +257,31 @@ void HttpServer::Route() {
     if (gzip && (req.path == "/" || absl::StartsWith(req.path, "/assets/"))) {
       headers.emplace("Accept-Encoding", "gzip");
     }
+    // Its headers are in (connection_gate.h): only a caller with a valid
+    // token (anyone with auth off) is trusted with more time.
+    const bool trusted = Authenticated(req);
+    ConnectionGate::HeadersIn(trusted, HasBody(req));
+    if (!trusted && !ConnectionGate::TakeUntrustedSlot()) {
+      ReplyError(res,
+                 absl::UnavailableError(absl::StrCat(
+                     "http: ", std::max(2, options_.max_connections) / 2,
+                     " requests without a valid token are being served, the "
+                     "most this server serves at once; try again later")),
+                 503);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     return httplib::Server::HandlerResponse::Unhandled;
   });
+  // A connection the gate closes after this answer says so.
+  http_->set_post_routing_handler([](const Request&, Response& res) {
+    if (ConnectionGate::ClosesAfterAnswer()) {
+      res.headers.erase("Keep-Alive");
+      res.set_header("Connection", "close");
+    }
+  });
+  // Called once the answer is written.
+  http_->set_logger(
+      [](const Request&, const Response&) { ConnectionGate::Answered(); });
 
   Get("/api/server", "/api/server", &HttpServer::ServerInfo);
   Get("/api/studies", "/api/studies", &HttpServer::ListStudies);
@@ -270,6 +347,7 @@ void HttpServer::Handle(bool post, const std::string& pattern,
   routes_.emplace_back(std::regex(pattern), post);
   auto serve = [this, name = std::move(name), handler](const Request& req,
                                                        Response& res) {
+    ConnectionGate::BodyIn();
     const Clock::time_point start = Clock::now();
     (this->*handler)(req, res);
     if (metrics_ != nullptr) {
@@ -283,6 +361,13 @@ void HttpServer::Handle(bool post, const std::string& pattern,
   } else {
     http_->Get(pattern, std::move(serve));
   }
+}
+
+bool HttpServer::Authenticated(const Request& req) const {
+  if (!req.has_header("Authorization")) {
+    return authorizer_.Authenticate(std::nullopt).ok();
+  }
+  return authorizer_.Authenticate(req.get_header_value("Authorization")).ok();
 }
 
 absl::StatusOr<Principal> HttpServer::Caller(const Request& req) const {

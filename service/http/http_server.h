@@ -43,11 +43,19 @@
 // loopback address, and only to same-origin requests with a JSON body
 // (write_guard.h).
 //
-// Connections: each is served by a thread of its own (ConnectionPool, up to
-// `max_connections`), so silent or slow connections never hold up a ready
-// request; a connection that sends nothing for `idle_timeout_s` is closed.
-// Event streams are limited per owner and in all. With `tls_cert_file` the
-// server speaks HTTPS only. TCP_NODELAY: keep-alive answers go out at once.
+// Connections (connection_gate.h): at most `max_connections_per_address`
+// from one address. A request's headers must be in within
+// `header_timeout_ms` of the connection's accept (or of the previous answer)
+// and its body within `body_timeout_ms` of its headers, in total, however
+// slowly the bytes trickle; on plain HTTP a connection gets a thread only
+// once its headers have arrived. Requests without a valid token (with auth
+// on) get no keep-alive, must be answered within header_timeout_ms of their
+// start, and hold at most half of the `max_connections` threads, so that
+// they can never crowd out authenticated ones. Each connection on a thread
+// has a thread of its own (ConnectionPool); a kept-alive connection that
+// sends nothing for `idle_timeout_s` is closed. Event streams are limited
+// per owner and in all. With `tls_cert_file` the server speaks HTTPS only.
+// TCP_NODELAY: keep-alive answers go out at once.
 //
 // Thread-safe: Shutdown may be called from any thread.
 #ifndef HYPERTUNE_SERVICE_HTTP_HTTP_SERVER_H_
@@ -58,7 +66,6 @@
 #include <memory>
 #include <regex>
 #include <string>
-#include <thread>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -80,6 +87,8 @@ struct Response;
 
 namespace hypertune::service {
 
+class ConnectionGate;
+
 struct HttpServerOptions {
   // HOST:PORT; port 0 picks a free one (see HttpServer::address).
   std::string listen = "127.0.0.1:8080";
@@ -90,9 +99,18 @@ struct HttpServerOptions {
   // (default 16), so that one owner's dashboards cannot crowd out others.
   int max_streams = 256;
   int max_streams_per_owner = 16;
-  // Seconds a connection may stay silent (before and between requests) and
-  // a request may take to arrive. Default 5.
+  // Seconds a kept-alive connection may stay silent between requests, and
+  // a read may wait for bytes. Default 5.
   int idle_timeout_s = 5;
+  // Connections one client address may have open; more are closed at once.
+  // Default 64.
+  int max_connections_per_address = 64;
+  // Total time a request's headers may take to arrive, counted from the
+  // connection's accept or the previous answer. Default 10 s.
+  int header_timeout_ms = 10'000;
+  // Total time a request's body (at most 64 KiB, the server's limit) may
+  // take after its headers: 10 s (the default) asks for 6.4 KiB/s.
+  int body_timeout_ms = 10'000;
   // PEM files of the certificate (chain) and key: serve HTTPS. Empty
   // (default): plain HTTP.
   std::string tls_cert_file;
@@ -160,6 +178,9 @@ class HttpServer {
   void Handle(bool post, const std::string& pattern, std::string name,
               Handler handler);
 
+  // Whether the request carries a known bearer token (always, with auth
+  // off): what the connection gate trusts.
+  bool Authenticated(const Request& req) const;
   // The principal of the request's bearer token (AuthOff() with auth off);
   // UNAUTHENTICATED without a known token.
   absl::StatusOr<Principal> Caller(const Request& req) const;
@@ -220,7 +241,9 @@ class HttpServer {
   // the other method gets 405 instead of 404.
   std::vector<std::pair<std::regex, bool>> routes_;
   std::unique_ptr<httplib::Server> http_;
-  std::thread listener_;
+  // Accepts and hands connections to http_; declared after it, so that it
+  // ends (and its workers with it) first.
+  std::unique_ptr<ConnectionGate> gate_;
   std::atomic<bool> stopping_{false};
   // Event streams being served, by owner and in all.
   absl::Mutex streams_mu_;
