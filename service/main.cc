@@ -3,7 +3,9 @@
 //   hypertuned --db PATH [--listen HOST:PORT] [--durability normal|full]
 //              [--auth-token-file F] [--tls-cert F --tls-key F
 //              [--tls-client-ca F]] [--http HOST:PORT [--http-plaintext]
-//              [--http-allow-writes] [--log-root DIR]]
+//              [--http-allow-writes] [--log-root DIR]
+//              [--http-max-connections-per-address N]
+//              [--http-header-timeout-ms MS] [--http-body-timeout-ms MS]]
 //
 // Prints "hypertuned listening on HOST:PORT" once serving (and, with --http,
 // "hypertuned: dashboard on http(s)://HOST:PORT/" before it); SIGTERM or
@@ -40,7 +42,11 @@ constexpr char kUsage[] =
     "[--tls-client-ca F]]\n"
     "                  [--http HOST:PORT [--http-plaintext] "
     "[--http-allow-writes]\n"
-    "                   [--log-root DIR]] [--fit-threads N] [--backup-dir DIR]\n"
+    "                   [--log-root DIR] [--http-max-connections-per-address "
+    "N]\n"
+    "                   [--http-header-timeout-ms MS] [--http-body-timeout-ms "
+    "MS]]\n"
+    "                  [--fit-threads N] [--backup-dir DIR]\n"
     "  --db PATH            SQLite database file (created if absent), or a "
     "PostgreSQL URL\n"
     "                       postgresql://USER[:PASSWORD]@HOST[:PORT]/DB (the "
@@ -78,6 +84,18 @@ constexpr char kUsage[] =
     "                       without auth (loopback --http only; with "
     "--auth-token-file the\n"
     "                       study owner's token allows them anyway)\n"
+    "  --http-max-connections-per-address N\n"
+    "                       HTTP connections one client address may have "
+    "open (default 64;\n"
+    "                       more are closed at once)\n"
+    "  --http-header-timeout-ms MS\n"
+    "                       total time a request's headers may take, from "
+    "the connection's\n"
+    "                       accept or the previous answer (default 10000)\n"
+    "  --http-body-timeout-ms MS\n"
+    "                       total time a request's body (at most 64 KiB) may "
+    "take after its\n"
+    "                       headers (default 10000)\n"
     "  --log-root DIR       serve the end of trial logs found under DIR "
     "(where workers\n"
     "                       write them); default: no log serving\n"
@@ -103,6 +121,8 @@ int main(int argc, char** argv) {
   // design: the study's mutex, then the store's.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   hypertune::service::ServerOptions options;
+  // The last HTTP limit flag given, which needs --http.
+  std::string http_limit_flag;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     auto value = [&](std::string* out) {
@@ -166,6 +186,22 @@ int main(int argc, char** argv) {
         return UsageError("--fit-threads needs a number from 0 to 64, got '" +
                           threads + "'");
       }
+    } else if (arg == "--http-max-connections-per-address" ||
+               arg == "--http-header-timeout-ms" ||
+               arg == "--http-body-timeout-ms") {
+      int* field = arg == "--http-max-connections-per-address"
+                       ? &options.http_max_connections_per_address
+                   : arg == "--http-header-timeout-ms"
+                       ? &options.http_header_timeout_ms
+                       : &options.http_body_timeout_ms;
+      http_limit_flag = std::string(arg);
+      std::string number;
+      if (!value(&number) || !absl::SimpleAtoi(number, field) || *field < 1 ||
+          *field > 100'000'000) {
+        return UsageError(std::string(arg) +
+                          " needs a number from 1 to 100000000, got '" +
+                          number + "'");
+      }
     } else if (arg == "--log-root") {
       if (!value(&options.log_root)) {
         return UsageError("--log-root needs a folder");
@@ -180,6 +216,9 @@ int main(int argc, char** argv) {
   }
   if (options.http_allow_writes && options.http_listen.empty()) {
     return UsageError("--http-allow-writes needs --http");
+  }
+  if (!http_limit_flag.empty() && options.http_listen.empty()) {
+    return UsageError(http_limit_flag + " needs --http");
   }
   if (!options.log_root.empty() && options.http_listen.empty()) {
     return UsageError("--log-root needs --http (logs are served over HTTP)");

@@ -216,6 +216,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     http_options.listen = options.http_listen;
     http_options.max_streams = options.http_max_streams;
     http_options.max_streams_per_owner = options.http_max_streams_per_owner;
+    http_options.max_connections_per_address =
+        options.http_max_connections_per_address;
+    http_options.header_timeout_ms = options.http_header_timeout_ms;
+    http_options.body_timeout_ms = options.http_body_timeout_ms;
     http_options.db_path = options.db_path;
     http_options.allow_writes = options.http_allow_writes;
     http_options.log_root = options.log_root;

@@ -61,6 +61,11 @@ struct ServerOptions {
   // (HttpServerOptions).
   int http_max_streams = 256;
   int http_max_streams_per_owner = 16;
+  // Slow-client limits of the HTTP server (HttpServerOptions): connections
+  // per client address, and the total header and body deadlines.
+  int http_max_connections_per_address = 64;
+  int http_header_timeout_ms = 10'000;
+  int http_body_timeout_ms = 10'000;
   // Serve the HTTP API's writes without auth (HttpServerOptions::
   // allow_writes; http_listen must be a loopback address). Default false.
   bool http_allow_writes = false;
