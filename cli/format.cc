@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "cli/args.h"
+#include "cli/json_config.h"
 #include "cli/worker_protocol.h"
 #include "service/study_metrics.h"
 
@@ -165,25 +166,11 @@ absl::StatusOr<std::string> PrintJson(const google::protobuf::Message& message,
 std::string KeepNegativeZero(std::string_view json) {
   std::string out;
   out.reserve(json.size());
-  bool in_string = false;
-  bool escaped = false;
+  JsonStrings strings;
   for (size_t i = 0; i < json.size(); ++i) {
     const char c = json[i];
     out.push_back(c);
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-      continue;
-    }
+    if (strings.Inside(c)) continue;
     // A number token "-0" ends where no digit, '.', or exponent follows.
     if (c == '-' && i + 1 < json.size() && json[i + 1] == '0') {
       const char next = i + 2 < json.size() ? json[i + 2] : ' ';

@@ -222,23 +222,11 @@ int EditDistance(std::string_view a, std::string_view b) {
 
 std::optional<size_t> JsonTooDeepAt(std::string_view json, int max_depth) {
   int depth = 0;
-  bool in_string = false;
-  bool escaped = false;
+  JsonStrings strings;
   for (size_t i = 0; i < json.size(); ++i) {
     const char c = json[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
+    if (strings.Inside(c)) continue;
+    if (c == '[' || c == '{') {
       if (++depth > max_depth) return i;
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;

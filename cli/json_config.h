@@ -22,6 +22,29 @@ namespace hypertune::cli {
 // deeper text (a file of 100,000 '[') must be refused before it is parsed.
 inline constexpr int kMaxJsonDepth = 100;
 
+// Follows a JSON text one character at a time and says which characters
+// belong to strings (their quotes included, escapes respected), so that a
+// scan for brackets or numbers can skip them.
+class JsonStrings {
+ public:
+  // Whether `c`, the text's next character, is part of a string.
+  bool Inside(char c) {
+    if (!in_string_) return in_string_ = c == '"';
+    if (escaped_) {
+      escaped_ = false;
+    } else if (c == '\\') {
+      escaped_ = true;
+    } else if (c == '"') {
+      in_string_ = false;
+    }
+    return true;
+  }
+
+ private:
+  bool in_string_ = false;
+  bool escaped_ = false;
+};
+
 // The byte offset of the first '[' or '{' of `json` (outside strings) that
 // opens a level deeper than `max_depth`; nullopt when none does.
 std::optional<size_t> JsonTooDeepAt(std::string_view json, int max_depth);

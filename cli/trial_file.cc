@@ -56,28 +56,15 @@ absl::StatusOr<std::vector<JsonObject>> SplitJsonObjects(
     std::string_view text, const std::string& source) {
   std::vector<JsonObject> top;  // top-level values
   std::vector<char> stack;
-  bool in_string = false;
-  bool escaped = false;
+  JsonStrings strings;
   size_t start = 0;
   int line = 1;
   int start_line = 1;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '\n') ++line;
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
+    if (strings.Inside(c)) continue;
     switch (c) {
-      case '"':
-        in_string = true;
-        break;
       case '{':
       case '[':
         if (stack.empty()) {
@@ -117,23 +104,11 @@ absl::StatusOr<std::vector<JsonObject>> SplitJsonObjects(
       std::vector<JsonObject> trials;
       const size_t base = static_cast<size_t>(doc.data() - text.data());
       int depth = 0;
-      in_string = false;
-      escaped = false;
+      JsonStrings doc_strings;
       for (size_t i = 0; i < doc.size(); ++i) {
         const char c = doc[i];
-        if (in_string) {
-          if (escaped) {
-            escaped = false;
-          } else if (c == '\\') {
-            escaped = true;
-          } else if (c == '"') {
-            in_string = false;
-          }
-          continue;
-        }
-        if (c == '"') {
-          in_string = true;
-        } else if (c == '{' || c == '[') {
+        if (doc_strings.Inside(c)) continue;
+        if (c == '{' || c == '[') {
           if (depth == 2 && c == '{') start = i;
           ++depth;
         } else if (c == '}' || c == ']') {

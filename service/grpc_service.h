@@ -124,7 +124,8 @@ class GrpcService final : public v1::HyperTune::Service {
   const Authorizer authorizer_;
   const std::function<absl::Status()> serving_;
   std::atomic<int> imports_running_{0};
-  StreamLimits watch_limits_{kMaxWatchStreams, kMaxWatchStreamsPerOwner};
+  StreamLimits watch_limits_{kMaxWatchStreams, kMaxWatchStreamsPerOwner,
+                             "watch streams"};
 };
 
 }  // namespace hypertune::service

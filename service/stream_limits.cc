@@ -9,15 +9,15 @@ absl::Status StreamLimits::Acquire(const std::string& owner,
   absl::MutexLock lock(&mu_);
   if (open_ >= total_) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        what, ": ", total_,
-        " streams are open, the most this server serves; try again later"));
+        what, ": ", total_, " ", kind_,
+        " are open, the most this server serves; try again later"));
   }
   int& mine = by_owner_[owner];
   if (mine >= per_owner_) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        what, ": ", per_owner_,
-        " streams of this owner are open, the most one owner may hold; "
-        "close one or try again later"));
+        what, ": ", per_owner_, " ", kind_,
+        " of this owner are open, the most one owner may hold; close one or "
+        "try again later"));
   }
   ++mine;
   ++open_;

@@ -17,11 +17,13 @@ namespace hypertune::service {
 
 class StreamLimits {
  public:
+  // `kind` names the streams in errors ("event streams").
   // REQUIRES: total >= 1, per_owner >= 1.
-  StreamLimits(int total, int per_owner) : total_(total), per_owner_(per_owner) {}
+  StreamLimits(int total, int per_owner, std::string kind)
+      : total_(total), per_owner_(per_owner), kind_(std::move(kind)) {}
 
-  // Counts a stream of `owner` ("" without auth) opened, or
-  // RESOURCE_EXHAUSTED naming `what` and the limit it would pass.
+  // Counts a stream of `owner` opened, or RESOURCE_EXHAUSTED saying which
+  // limit it would pass, its message prefixed with `what` (the call).
   absl::Status Acquire(const std::string& owner, const std::string& what);
   // REQUIRES: a stream of `owner` that Acquire counted.
   void Release(const std::string& owner);
@@ -49,6 +51,7 @@ class StreamLimits {
  private:
   const int total_;
   const int per_owner_;
+  const std::string kind_;
   absl::Mutex mu_;
   int open_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<std::string, int> by_owner_ ABSL_GUARDED_BY(mu_);

@@ -285,6 +285,18 @@ class Trial:
         return self._proto.failure_reason
 
     @property
+    def retry_count(self) -> int:
+        """Times its worker was lost (lease ran out, worker failed): these
+        spend the study's ``max_retries``."""
+        return self._proto.retry_count
+
+    @property
+    def preemption_count(self) -> int:
+        """Times a preempted worker gave it back: these spend the study's
+        ``max_preemptions``, not its retries."""
+        return self._proto.preemption_count
+
+    @property
     def stop_reason(self) -> str:
         """Why the trial was stopped or paused early."""
         return self._proto.stop_reason

@@ -101,6 +101,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   server->authorizer_ = std::move(authorizer);
   server->metrics_ = metrics;
   server->options_ = std::move(options);
+  server->streams_ = std::make_unique<StreamLimits>(
+      server->options_.max_streams, server->options_.max_streams_per_owner,
+      "event streams");
   server->log_root_ = std::move(log_root);
   const HttpServerOptions& o = server->options_;
   server->write_policy_.auth = server->authorizer_.enabled();
@@ -200,34 +203,6 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
 }
 
 HttpServer::~HttpServer() { Shutdown(); }
-
-absl::Status HttpServer::AcquireStream(const std::string& owner) {
-  absl::MutexLock lock(&streams_mu_);
-  int& mine = streams_by_owner_[owner];
-  if (open_streams_ >= options_.max_streams ||
-      mine >= options_.max_streams_per_owner) {
-    const bool all = open_streams_ >= options_.max_streams;
-    if (mine == 0) streams_by_owner_.erase(owner);
-    return absl::UnavailableError(absl::StrCat(
-        "events: ",
-        all ? absl::StrCat(options_.max_streams,
-                           " event streams are open, the most this server "
-                           "serves")
-            : absl::StrCat(options_.max_streams_per_owner,
-                           " event streams of this owner are open, the most "
-                           "one owner may hold"),
-        "; try again later"));
-  }
-  ++mine;
-  ++open_streams_;
-  return absl::OkStatus();
-}
-
-void HttpServer::ReleaseStream(const std::string& owner) {
-  absl::MutexLock lock(&streams_mu_);
-  if (--streams_by_owner_[owner] == 0) streams_by_owner_.erase(owner);
-  --open_streams_;
-}
 
 void HttpServer::Shutdown() {
   stopping_.store(true);

@@ -77,6 +77,7 @@
 #include "service/auth.h"
 #include "service/http/write_guard.h"
 #include "service/metrics.h"
+#include "service/stream_limits.h"
 #include "service/study_service.h"
 
 namespace httplib {
@@ -206,11 +207,6 @@ class HttpServer {
   // Every study `caller` may read, page by page.
   absl::StatusOr<v1::ListStudiesResponse> VisibleStudies(
       const Principal& caller);
-  // Takes an event-stream slot for `owner`; UNAVAILABLE naming the limit
-  // when none is free. ReleaseStream gives it back.
-  absl::Status AcquireStream(const std::string& owner);
-  void ReleaseStream(const std::string& owner);
-
   // The routes (routes.cc), in the order of the table above.
   void ServerInfo(const Request& req, Response& res);
   void ListStudies(const Request& req, Response& res);
@@ -246,10 +242,7 @@ class HttpServer {
   std::unique_ptr<ConnectionGate> gate_;
   std::atomic<bool> stopping_{false};
   // Event streams being served, by owner and in all.
-  absl::Mutex streams_mu_;
-  absl::flat_hash_map<std::string, int> streams_by_owner_
-      ABSL_GUARDED_BY(streams_mu_);
-  int open_streams_ ABSL_GUARDED_BY(streams_mu_) = 0;
+  std::unique_ptr<StreamLimits> streams_;
   std::string address_;
 };
 

@@ -259,8 +259,9 @@ void HttpServer::Events(const Request& req, Response& res) {
     *after = last;
   }
   const std::string owner = admitted->caller.owner;
-  if (absl::Status s = AcquireStream(owner); !s.ok()) {
-    return ReplyError(res, s);
+  if (absl::Status s = streams_->Acquire(owner, "events"); !s.ok()) {
+    // 503 with a retry, as for a server too busy to serve it now.
+    return ReplyError(res, absl::UnavailableError(s.message()));
   }
   res.set_header("Cache-Control", "no-store");
   res.set_header("X-Accel-Buffering", "no");
@@ -316,7 +317,7 @@ void HttpServer::Events(const Request& req, Response& res) {
       },
       // The stream's slot is freed however the answer ends (httplib calls
       // this when the response goes, even unsent).
-      [this, owner](bool) { ReleaseStream(owner); });
+      [this, owner](bool) { streams_->Release(owner); });
 }
 
 void HttpServer::StopTrial(const Request& req, Response& res) {

@@ -309,7 +309,9 @@ TEST(WideConditionalSpaceTest, GpBanditSuggestsValidNewConfigurationsFromItsMode
     for (const Observation& o : request.history) {
       EXPECT_FALSE(SameAssignment(o.x, a)) << "trial " << t;
     }
-    if (t >= 10) EXPECT_EQ(suggester.last_fallback_reason(), "") << t;
+    if (t >= 10) {
+      EXPECT_EQ(suggester.last_fallback_reason(), "") << t;
+    }
     Observation o;
     o.x = a;
     o.outcome = Outcome::kCompleted;

@@ -434,16 +434,22 @@ std::vector<BadInputCase> Cases() {
   };
   add({"AttributesAreKept",
        [complete_with](BadInputCaseTest& t) {
-         return complete_with(t, {{"git commit", "4f2a9c1"},
+         return complete_with(t, {{"git_commit", "4f2a9c1"},
                                   {"model", "s3://bucket/model.pt"}});
        },
        {Code::OK}, "",
        [](BadInputCaseTest& t) {
          v1::Trial trial;
          ASSERT_TRUE(t.GetTrial("target", t.target_trial_.id(), &trial).ok());
-         EXPECT_EQ(trial.attributes().at("git commit"), "4f2a9c1");
+         EXPECT_EQ(trial.attributes().at("git_commit"), "4f2a9c1");
          EXPECT_EQ(trial.attributes().at("model"), "s3://bucket/model.pt");
        }});
+  // Keys are names: they become CSV columns and dashboard labels.
+  add({"AttributeKeyIsNotAName",
+       [complete_with](BadInputCaseTest& t) {
+         return complete_with(t, {{"git commit", "4f2a9c1"}});
+       },
+       {Code::INVALID_ARGUMENT}, "attributes[\"git commit\"] (key)"});
   add({"TooManyAttributes",
        [complete_with](BadInputCaseTest& t) {
          std::map<std::string, std::string> many;

@@ -599,7 +599,7 @@ TEST_F(StudyServiceTest, AnOversizedStoredStudyIsAnsweredWithinTheLimit) {
 // naming the field and the problem.
 TEST_F(StudyServiceTest, UpdateStudyNamesEachBadField) {
   Create("plain", 0, 0);  // no early stopping
-  for (const std::string& path :
+  for (const char* path :
        {"early_stopping.max_resource", "early_stopping.min_trials",
         "early_stopping.grace_steps"}) {
     absl::Status s = UpdateOf(service_, "plain", "", {path}).status();

@@ -154,7 +154,7 @@ TEST(CsvRowTest, GuardsFormulasInTextButNotNegativeNumbers) {
   std::string out;
   AppendCsvRow(study, trial, &out);
   EXPECT_EQ(out,
-            "3,INFEASIBLE,\"'@host\",0,0,0,0,0,0,-0,0,\"'-nan loss\","
+            "3,INFEASIBLE,\"'@host\",0,0,0,0,0,0,0,-0,0,\"'-nan loss\","
             "\"'+retry\",,-1.5,-4,\"'=1+1\",-0\r\n");
 }
 
