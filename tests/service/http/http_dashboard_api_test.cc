@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -251,11 +252,13 @@ TEST_F(DashboardApiTest, ImportanceUsesCompletedTrialsOnly) {
   EXPECT_LT(share["act"], 0.05) << reply.body;
 }
 
-// A conditional parameter (depth, present only where act is relu) is
-// measured over the trials that hold it, never filled in: among those
-// trials the objective is depth itself.
-TEST_F(DashboardApiTest, ImportanceOfAConditionalParameterUsesItsTrials) {
-  v1::Study study = MakeStudy("conditional", "alice");
+// Trials of `study` where depth, present only where act is relu, is the
+// objective among the trials that hold it: importance answers for every
+// parameter, each over the trials where it is active, never filled in.
+void ExpectDepthDecidesUnderRelu(
+    const v1::Study& study, const std::function<void()>& start,
+    const std::function<HttpReply(const std::string&)>& get,
+    const std::string& db) {
   std::vector<v1::Trial> trials = MakeTrials(study, 300, 0, 5);
   int completed = 0;
   int with_depth = 0;
@@ -274,16 +277,17 @@ TEST_F(DashboardApiTest, ImportanceOfAConditionalParameterUsesItsTrials) {
   }
   ASSERT_GT(with_depth, 20);
   ASSERT_LT(with_depth, completed);
-  ASSERT_TRUE(WriteStudy(dir_.File("db"), study, trials).ok());
-  Start();
-  HttpReply reply = Get("/api/studies/conditional/importance");
+  ASSERT_TRUE(WriteStudy(db, study, trials).ok());
+  start();
+  HttpReply reply =
+      get(absl::StrCat("/api/studies/", study.name(), "/importance"));
   ASSERT_EQ(reply.status, 200) << reply.body;
   json answer = json::parse(reply.body);
   EXPECT_EQ(answer["trials"], completed) << reply.body;
   EXPECT_EQ(answer["conditional"], true);
   std::map<std::string, json> by_name;
   for (const json& p : answer["parameters"]) by_name[p["name"]] = p;
-  ASSERT_EQ(by_name.size(), 4u);
+  ASSERT_EQ(by_name.size(), 4u) << reply.body;
   EXPECT_EQ(by_name["depth"]["trials"], with_depth);
   EXPECT_EQ(by_name["x"]["trials"], completed);
   EXPECT_EQ(by_name["act"]["trials"], completed);
@@ -294,49 +298,27 @@ TEST_F(DashboardApiTest, ImportanceOfAConditionalParameterUsesItsTrials) {
   EXPECT_LT(by_name["x"]["importance"].get<double>(), 0.1) << reply.body;
 }
 
+// Trials that leave depth out where act is not relu, in a spec that does
+// not declare it conditional.
+TEST_F(DashboardApiTest, ImportanceOfAConditionalParameterUsesItsTrials) {
+  ExpectDepthDecidesUnderRelu(
+      MakeStudy("conditional", "alice"), [this] { Start(); },
+      [this](const std::string& path) { return Get(path); }, dir_.File("db"));
+}
+
 // A study whose spec declares a conditional parameter (depth only under
-// act = relu), as a user makes one: importance answers for every
-// parameter, each over the trials where it is active (issue 31 item 13:
-// it answered 400, the single-parameter and sub-spaces keeping parent
-// indices into the full space).
+// act = relu), as a user makes one (issue 31 item 13: it answered 400, the
+// single-parameter and sub-spaces keeping parent indices into the full
+// space).
 TEST_F(DashboardApiTest, ImportanceOfADeclaredConditionalSpace) {
   v1::Study study = MakeStudy("declared", "alice");
   v1::ParameterSpec& depth = *study.mutable_spec()->mutable_parameters(2);
   ASSERT_EQ(depth.name(), "depth");
   depth.set_parent("act");
   depth.add_parent_categories("relu");
-  std::vector<v1::Trial> trials = MakeTrials(study, 300, 0, 5);
-  int completed = 0;
-  int with_depth = 0;
-  for (v1::Trial& t : trials) {
-    ASSERT_EQ(t.parameters(2).name(), "depth");
-    const bool relu = t.parameters(3).string_value() == "relu";
-    auto& final = *t.mutable_final_measurement()->mutable_metrics();
-    final["loss"] = relu ? static_cast<double>(t.parameters(2).int_value())
-                         : 100.0 + 1e-3 * t.parameters(0).double_value();
-    if (!relu) t.mutable_parameters()->DeleteSubrange(2, 1);
-    if (t.state() == v1::Trial::COMPLETED) {
-      ++completed;
-      with_depth += relu;
-    }
-  }
-  ASSERT_GT(with_depth, 20);
-  ASSERT_LT(with_depth, completed);
-  ASSERT_TRUE(WriteStudy(dir_.File("db"), study, trials).ok());
-  Start();
-  HttpReply reply = Get("/api/studies/declared/importance");
-  ASSERT_EQ(reply.status, 200) << reply.body;
-  json answer = json::parse(reply.body);
-  EXPECT_EQ(answer["trials"], completed) << reply.body;
-  EXPECT_EQ(answer["conditional"], true);
-  std::map<std::string, json> by_name;
-  for (const json& p : answer["parameters"]) by_name[p["name"]] = p;
-  ASSERT_EQ(by_name.size(), 4u) << reply.body;
-  EXPECT_EQ(by_name["depth"]["trials"], with_depth);
-  EXPECT_EQ(by_name["act"]["trials"], completed);
-  EXPECT_GT(by_name["depth"]["importance"].get<double>(), 0.8) << reply.body;
-  EXPECT_GT(by_name["act"]["importance"].get<double>(), 0.5) << reply.body;
-  EXPECT_LT(by_name["x"]["importance"].get<double>(), 0.1) << reply.body;
+  ExpectDepthDecidesUnderRelu(
+      study, [this] { Start(); },
+      [this](const std::string& path) { return Get(path); }, dir_.File("db"));
 }
 
 // ?metric= picks the metric whose importances are computed: with two
