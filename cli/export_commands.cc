@@ -118,6 +118,8 @@ absl::Status RunImportCommand(const CommandContext& context, const Args& args) {
   if (!text.ok()) return text.status();
   absl::StatusOr<ExportFile> file = ParseExportFile(*text, path);
   if (!file.ok()) return file.status();
+  // The parsed trials are what is sent: the file's text goes now, not after.
+  *text = std::string();
   if (std::optional<std::string> name = parsed->Get("name")) {
     file->study.set_name(*name);
   }

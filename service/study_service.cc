@@ -598,10 +598,13 @@ absl::Status StudyService::Release(const v1::Study& study, v1::Trial& trial,
   if (retry) {
     trial.set_failure_reason(reason);
   } else {
-    trial.set_failure_reason(absl::StrFormat(
-        preempted ? "%s; its worker was preempted %d times (max_preemptions %d)"
-                  : "%s; the worker was lost %d times (max_retries %d)",
-        reason, count, allowed));
+    trial.set_failure_reason(
+        preempted
+            ? absl::StrFormat(
+                  "%s; its worker was preempted %d times (max_preemptions %d)",
+                  reason, count, allowed)
+            : absl::StrFormat("%s; the worker was lost %d times (max_retries %d)",
+                              reason, count, allowed));
     trial.set_end_time_ms(Now());
   }
   return absl::OkStatus();
