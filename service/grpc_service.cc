@@ -30,16 +30,6 @@ std::string StreamOwner(const Principal &caller,
 
 }  // namespace
 
-GrpcService::ImportSlot::ImportSlot(std::atomic<int> &running)
-    : running_(running) {
-  taken_ = running_.fetch_add(1) < kMaxConcurrentImports;
-  if (!taken_) running_.fetch_sub(1);
-}
-
-GrpcService::ImportSlot::~ImportSlot() {
-  if (taken_) running_.fetch_sub(1);
-}
-
 grpc::Status ToGrpcStatus(const absl::Status &status) {
   if (status.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
@@ -207,13 +197,8 @@ grpc::Status GrpcService::ImportStudy(
   absl::StatusOr<Principal> caller = Caller(context);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   // An import holds its whole stream in memory until it is stored.
-  ImportSlot slot(imports_running_);
-  if (!slot.taken()) {
-    return grpc::Status(
-        grpc::StatusCode::RESOURCE_EXHAUSTED,
-        absl::StrCat("ImportStudy: ", kMaxConcurrentImports,
-                     " imports are running, the limit; retry when one ends"));
-  }
+  StreamLimits::Hold slot(import_limits_, "", "ImportStudy");
+  if (!slot.status().ok()) return ToGrpcStatus(slot.status());
   // A failed Read() ends the stream as the client's WritesDone() does;
   // only the context tells a cancelled or timed-out client apart.
   auto abandoned = [context] {

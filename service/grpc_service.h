@@ -8,7 +8,6 @@
 #ifndef HYPERTUNE_SERVICE_GRPC_SERVICE_H_
 #define HYPERTUNE_SERVICE_GRPC_SERVICE_H_
 
-#include <atomic>
 #include <functional>
 #include <utility>
 
@@ -107,23 +106,13 @@ class GrpcService final : public v1::HyperTune::Service {
                      ServiceMethod<Request, Response> method,
                      const Request &request, Response *response);
 
-  // One of kMaxConcurrentImports places for an ImportStudy stream, held
-  // while it lives (taken() false: none was free).
-  class ImportSlot {
-   public:
-    explicit ImportSlot(std::atomic<int> &running);
-    ~ImportSlot();
-    bool taken() const { return taken_; }
-
-   private:
-    std::atomic<int> &running_;
-    bool taken_;
-  };
-
   StudyService *const service_;
   const Authorizer authorizer_;
   const std::function<absl::Status()> serving_;
-  std::atomic<int> imports_running_{0};
+  // ImportStudy streams being read, in all (one owner, ""): each is held
+  // in memory until it is stored.
+  StreamLimits import_limits_{kMaxConcurrentImports, kMaxConcurrentImports,
+                              "imports"};
   StreamLimits watch_limits_{kMaxWatchStreams, kMaxWatchStreamsPerOwner,
                              "watch streams"};
 };
