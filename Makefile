@@ -11,9 +11,12 @@ PACKAGES := g++ cmake ninja-build pkg-config \
   liblbfgspp-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libturbojpeg0-dev dataset-fashion-mnist libcpp-httplib-dev chromium \
   python3-grpcio python3-protobuf python3-pytest python3-pandas \
+  python3-matplotlib python3-optuna \
   libpq-dev postgresql slurm-wlm munge
+# python3-matplotlib draws hypertune.visualization's figures; python3-optuna
+# is the Optuna bridge's and the Optuna import's counterpart in the tests.
 # Not here, being large: python3-torch (the PyTorch example; its tests are
-# skipped without it) and python3-optuna (the benchmarks' peer). npm (the
+# skipped without it). npm (the
 # dashboard's charts from the npm registry) is installed only where no npm
 # is on the PATH: Node.js from elsewhere brings its own, which Debian's
 # package would conflict with.
