@@ -33,6 +33,7 @@ using Args = std::vector<std::string>;
 
 absl::Status RunStudyCommand(const CommandContext& context, const Args& args);
 absl::Status RunTrialsCommand(const CommandContext& context, const Args& args);
+absl::Status RunTrialCommand(const CommandContext& context, const Args& args);
 absl::Status RunSuggestCommand(const CommandContext& context, const Args& args);
 absl::Status RunReportCommand(const CommandContext& context, const Args& args);
 absl::Status RunCompleteCommand(const CommandContext& context,
@@ -62,6 +63,7 @@ std::vector<std::string> SplitStudyList(const std::vector<std::string>& values);
 
 extern const char kStudyUsage[];
 extern const char kTrialsUsage[];
+extern const char kTrialUsage[];
 extern const char kSuggestUsage[];
 extern const char kReportUsage[];
 extern const char kCompleteUsage[];

@@ -3,7 +3,9 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -107,6 +109,56 @@ absl::Status RunExportCommand(const CommandContext& context, const Args& args) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// An export's trials, read from its file as they are sent (a retried
+// stream reads the file again from the start; standard input cannot be).
+class ExportTrials final : public Client::TrialSource {
+ public:
+  explicit ExportTrials(std::string path) : path_(std::move(path)) {}
+
+  // Opens the export and reads its study's line.
+  absl::StatusOr<v1::Study> Open() {
+    if (path_ == "-") {
+      reader_.emplace(std::cin, path_);
+    } else {
+      file_.open(path_, std::ios::binary);
+      if (!file_) {
+        return absl::NotFoundError(absl::StrCat("cannot read \"", path_, "\""));
+      }
+      reader_.emplace(file_, path_);
+    }
+    return reader_->ReadStudy();
+  }
+  absl::Status Start() override {
+    if (!started_) {
+      started_ = true;
+      return absl::OkStatus();
+    }
+    if (path_ == "-") {
+      return absl::UnavailableError(
+          "import: the server was unreachable and standard input cannot be "
+          "sent again; import from a file to have it retried");
+    }
+    file_.clear();
+    file_.seekg(0);
+    reader_.emplace(file_, path_);
+    return reader_->ReadStudy().status();
+  }
+  absl::StatusOr<bool> Next(v1::Trial& trial) override {
+    return reader_->NextTrial(trial);
+  }
+  const std::vector<int>& trial_lines() const { return reader_->trial_lines(); }
+
+ private:
+  const std::string path_;
+  std::ifstream file_;
+  std::optional<ExportReader> reader_;
+  bool started_ = false;
+};
+
+}  // namespace
+
 absl::Status RunImportCommand(const CommandContext& context, const Args& args) {
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, {{"name"}});
   if (!parsed.ok()) return parsed.status();
@@ -114,19 +166,17 @@ absl::Status RunImportCommand(const CommandContext& context, const Args& args) {
     return UsageError("import takes one FILE (from `hypertune export`)");
   }
   const std::string& path = parsed->positional[0];
-  absl::StatusOr<std::string> text = ReadAll(path);
-  if (!text.ok()) return text.status();
-  absl::StatusOr<ExportFile> file = ParseExportFile(*text, path);
-  if (!file.ok()) return file.status();
-  // The parsed trials are what is sent: the file's text goes now, not after.
-  *text = std::string();
+  // Read as it is sent: a large export is never held whole.
+  ExportTrials trials(path);
+  absl::StatusOr<v1::Study> exported = trials.Open();
+  if (!exported.ok()) return exported.status();
   if (std::optional<std::string> name = parsed->Get("name")) {
-    file->study.set_name(*name);
+    exported->set_name(*name);
   }
   absl::StatusOr<v1::Study> study =
-      context.client.ImportStudy(file->study, file->trials);
+      context.client.ImportStudy(*exported, trials);
   if (!study.ok()) {
-    const std::vector<int>& lines = file->trial_lines;
+    const std::vector<int>& lines = trials.trial_lines();
     return AtFileLine(study.status(), path, [&lines](int i) {
       return i >= 0 && static_cast<size_t>(i) < lines.size() ? lines[i] : 0;
     });
@@ -137,7 +187,7 @@ absl::Status RunImportCommand(const CommandContext& context, const Args& args) {
   for (const auto& [state, n] : counts) parts.push_back(absl::StrCat(state, "=", n));
   context.out << "imported study \"" << study->name() << "\" ("
               << v1::Study::State_Name(study->state()) << ") with "
-              << file->trials.size() << " trials"
+              << trials.trial_lines().size() << " trials"
               << (parts.empty() ? "" : ": ") << absl::StrJoin(parts, " ")
               << "\n";
   return absl::OkStatus();

@@ -44,6 +44,8 @@ constexpr char kUsage[] =
     "                                 admin's call, or its owner's)\n"
     "Trials:\n"
     "  trials NAME [--state S]        list a study's trials\n"
+    "  trial enqueue NAME P=V... [--partial]\n"
+    "                                 queue a trial to run next\n"
     "  suggest NAME [--count K]       ask for trials to run\n"
     "  report NAME TRIAL_ID --step N METRIC=VALUE...\n"
     "                                 record an intermediate measurement\n"
@@ -82,6 +84,7 @@ struct Command {
 const Command kCommands[] = {
     {"study", hypertune::cli::RunStudyCommand, hypertune::cli::kStudyUsage},
     {"trials", hypertune::cli::RunTrialsCommand, hypertune::cli::kTrialsUsage},
+    {"trial", hypertune::cli::RunTrialCommand, hypertune::cli::kTrialUsage},
     {"suggest", hypertune::cli::RunSuggestCommand,
      hypertune::cli::kSuggestUsage},
     {"report", hypertune::cli::RunReportCommand, hypertune::cli::kReportUsage},

@@ -1,6 +1,7 @@
 // `hypertune trials|suggest|report|complete|heartbeat`.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,14 @@ const char kTrialsUsage[] =
     "usage: hypertune trials import NAME FILE\n"
     "Adds FILE's COMPLETED trials (in the CSV or JSON written here) to study\n"
     "NAME as warm-start results (`hypertune trials import --help`).\n";
+
+const char kTrialUsage[] =
+    "usage: hypertune trial enqueue NAME PARAM=VALUE... [--partial]\n"
+    "\n"
+    "Queues a trial of study NAME with these parameters: the next worker to\n"
+    "ask gets it before any new suggestion. Every active parameter is given,\n"
+    "unless --partial: then the study's algorithm suggests the others now,\n"
+    "from the trials so far. Prints the queued trial as JSON.\n";
 
 const char kSuggestUsage[] =
     "usage: hypertune suggest NAME [--count K] [--client-id ID]\n"
@@ -253,6 +262,75 @@ absl::Status RunSuggestCommand(const CommandContext& context,
                              parsed->Get("client-id").value_or(""));
   if (!response.ok()) return response.status();
   return Print(context, *response);
+}
+
+namespace {
+
+// PARAM=VALUE as the parameter value its spec in `spec` takes.
+absl::StatusOr<v1::ParameterValue> ParseParameterAssignment(
+    const v1::StudySpec& spec, const std::string& assignment) {
+  const size_t equals = assignment.find('=');
+  if (equals == std::string::npos || equals == 0) {
+    return UsageError(absl::StrCat("\"", assignment,
+                                   "\" is not PARAM=VALUE"));
+  }
+  const std::string name = assignment.substr(0, equals);
+  const std::string text = assignment.substr(equals + 1);
+  const auto it = std::find_if(
+      spec.parameters().begin(), spec.parameters().end(),
+      [&](const v1::ParameterSpec& p) { return p.name() == name; });
+  if (it == spec.parameters().end()) {
+    return UsageError(absl::StrCat("\"", name,
+                                   "\" is not a parameter of the study"));
+  }
+  v1::ParameterValue value;
+  value.set_name(name);
+  if (it->has_categorical_spec()) {
+    value.set_string_value(text);
+  } else if (it->has_integer_spec()) {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(text, &n)) {
+      return UsageError(absl::StrCat(name, ": \"", text,
+                                     "\" is not an integer"));
+    }
+    value.set_int_value(n);
+  } else {
+    double x = 0;
+    if (!absl::SimpleAtod(text, &x) || !std::isfinite(x)) {
+      return UsageError(absl::StrCat(name, ": \"", text,
+                                     "\" is not a finite number"));
+    }
+    value.set_double_value(x);
+  }
+  return value;
+}
+
+}  // namespace
+
+absl::Status RunTrialCommand(const CommandContext& context, const Args& args) {
+  if (args.empty() || args[0] != "enqueue") {
+    return UsageError("trial takes a subcommand: enqueue");
+  }
+  absl::StatusOr<ParsedArgs> parsed =
+      ParseArgs(Args(args.begin() + 1, args.end()), {{"partial", false}});
+  if (!parsed.ok()) return parsed.status();
+  if (parsed->positional.size() < 2) {
+    return UsageError("trial enqueue needs NAME and at least one PARAM=VALUE");
+  }
+  const std::string& name = parsed->positional[0];
+  absl::StatusOr<v1::Study> study = context.client.GetStudy(name);
+  if (!study.ok()) return study.status();
+  v1::Trial trial;
+  for (size_t i = 1; i < parsed->positional.size(); ++i) {
+    absl::StatusOr<v1::ParameterValue> value =
+        ParseParameterAssignment(study->spec(), parsed->positional[i]);
+    if (!value.ok()) return value.status();
+    *trial.add_parameters() = *std::move(value);
+  }
+  absl::StatusOr<v1::Trial> queued =
+      context.client.CreateTrial(name, trial, parsed->Has("partial"));
+  if (!queued.ok()) return queued.status();
+  return Print(context, *queued);
 }
 
 absl::Status RunReportCommand(const CommandContext& context, const Args& args) {

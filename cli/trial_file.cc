@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
@@ -369,32 +370,56 @@ absl::StatusOr<std::string> ExportLine(
   return KeepNegativeZero(json);
 }
 
+bool ExportReader::NextLine() {
+  while (std::getline(in_, line_)) {
+    ++line_number_;
+    if (!absl::StripAsciiWhitespace(line_).empty()) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<v1::Study> ExportReader::ReadStudy() {
+  if (!NextLine()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source_, ": empty; an export begins with the study's line"));
+  }
+  v1::Study study;
+  if (absl::Status s = ParseJsonConfig(
+          line_, absl::StrCat(source_, ":", line_number_), &study);
+      !s.ok()) {
+    return s;
+  }
+  return study;
+}
+
+absl::StatusOr<bool> ExportReader::NextTrial(v1::Trial& trial) {
+  if (!NextLine()) return false;
+  trial.Clear();
+  if (absl::Status s = ParseJsonConfig(
+          line_, absl::StrCat(source_, ":", line_number_), &trial);
+      !s.ok()) {
+    return s;
+  }
+  trial_lines_.push_back(line_number_);
+  return true;
+}
+
 absl::StatusOr<ExportFile> ParseExportFile(std::string_view text,
                                            const std::string& source) {
+  std::istringstream in{std::string(text)};
+  ExportReader reader(in, source);
   ExportFile file;
-  bool have_study = false;
-  int line = 0;
-  for (absl::string_view piece :
-       absl::StrSplit(absl::string_view(text.data(), text.size()), '\n')) {
-    ++line;
-    if (absl::StripAsciiWhitespace(piece).empty()) continue;
-    const std::string_view json(piece.data(), piece.size());
-    const std::string where = absl::StrCat(source, ":", line);
-    if (!have_study) {
-      if (absl::Status s = ParseJsonConfig(json, where, &file.study); !s.ok()) {
-        return s;
-      }
-      have_study = true;
-      continue;
-    }
-    v1::Trial& trial = file.trials.emplace_back();
-    if (absl::Status s = ParseJsonConfig(json, where, &trial); !s.ok()) return s;
-    file.trial_lines.push_back(line);
+  absl::StatusOr<v1::Study> study = reader.ReadStudy();
+  if (!study.ok()) return study.status();
+  file.study = *std::move(study);
+  v1::Trial trial;
+  while (true) {
+    absl::StatusOr<bool> more = reader.NextTrial(trial);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    file.trials.push_back(std::move(trial));
   }
-  if (!have_study) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": empty; an export begins with the study's line"));
-  }
+  file.trial_lines = reader.trial_lines();
   return file;
 }
 

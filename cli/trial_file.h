@@ -15,8 +15,10 @@
 #define HYPERTUNE_CLI_TRIAL_FILE_H_
 
 #include <functional>
+#include <istream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <google/protobuf/message.h>
@@ -29,6 +31,33 @@ namespace hypertune::cli {
 
 // `message` as one line of the export format, without the newline.
 absl::StatusOr<std::string> ExportLine(const google::protobuf::Message& message);
+
+// Reads the export format line by line from a stream, so that a large
+// export is never held whole: the study's line, then one trial at a time.
+// Errors are INVALID_ARGUMENT "SOURCE:LINE: ...".
+class ExportReader {
+ public:
+  // REQUIRES: `in` outlives *this.
+  ExportReader(std::istream& in, std::string source)
+      : in_(in), source_(std::move(source)) {}
+  // The study of the first line that is not blank.
+  absl::StatusOr<v1::Study> ReadStudy();
+  // The next trial into `trial`: true, or false at the end.
+  // REQUIRES: ReadStudy succeeded.
+  absl::StatusOr<bool> NextTrial(v1::Trial& trial);
+  // The line (1-based) of each trial read so far, in order.
+  const std::vector<int>& trial_lines() const { return trial_lines_; }
+
+ private:
+  // The next line that is not blank, or false at the end.
+  bool NextLine();
+
+  std::istream& in_;
+  const std::string source_;
+  std::string line_;
+  int line_number_ = 0;
+  std::vector<int> trial_lines_;
+};
 
 // An export file parsed: the study of its first line and the trials of the
 // others, with the line (1-based) each came from.

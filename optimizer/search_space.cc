@@ -314,4 +314,35 @@ absl::Status SearchSpace::Validate(const Assignment& a) const {
   return absl::OkStatus();
 }
 
+absl::StatusOr<Assignment> SearchSpace::Complete(
+    const Assignment& fixed, const Assignment& proposal) const {
+  Eigen::VectorXd unit = Encode(proposal);
+  for (int i = 0; i < dim(); ++i) {
+    if (std::isnan(fixed[i])) continue;
+    // The parameter on its own: its coordinate whatever its parent.
+    ParameterConfig alone = params_[i];
+    alone.parent = kNoParent;
+    alone.parent_values.clear();
+    const SearchSpace one({std::move(alone)});
+    if (absl::Status s = one.Validate({fixed[i]}); !s.ok()) {
+      // Named by its index in this space, not in `one`.
+      const absl::string_view message = s.message();
+      return Invalid(i, params_[i].name,
+                     std::string(message.substr(message.find(": ") + 2)));
+    }
+    unit[i] = one.Encode({fixed[i]})[0];
+  }
+  Assignment completed = Decode(unit);
+  for (int i = 0; i < dim(); ++i) {
+    if (std::isnan(fixed[i])) continue;
+    if (std::isnan(completed[i])) {
+      return Invalid(i, params_[i].name,
+                     "is inactive under its parent's value; fix the parent "
+                     "too");
+    }
+    completed[i] = fixed[i];  // Decode is exact up to a few ulps
+  }
+  return completed;
+}
+
 }  // namespace hypertune::optimizer

@@ -104,6 +104,16 @@ class SearchSpace {
   // naming the parameter.
   absl::Status Validate(const Assignment& a) const;
 
+  // A partial assignment completed: the values `fixed` holds (kInactive,
+  // NaN, for those not given) kept, every other parameter taken from
+  // `proposal`. A parameter that turns active only under a fixed parent's
+  // value (inactive in the proposal) gets the centre of its range.
+  // INVALID_ARGUMENT naming the parameter for a fixed value out of range,
+  // or for one left inactive by its parent's value (fix the parent too).
+  // REQUIRES: fixed.size() == dim(), Validate(proposal).ok()
+  absl::StatusOr<Assignment> Complete(const Assignment& fixed,
+                                      const Assignment& proposal) const;
+
  private:
   explicit SearchSpace(std::vector<ParameterConfig> params);
   std::vector<ParameterConfig> params_;

@@ -103,9 +103,14 @@ absl::StatusOr<opt::Algorithm> ToOptimizerAlgorithm(v1::Algorithm algorithm) {
   }
 }
 
-absl::StatusOr<opt::Assignment> ToAssignment(const std::string& field,
-                                             const opt::SearchSpace& space,
-                                             const ParameterValues& values) {
+namespace {
+
+// `values` by the space's order; a root parameter not given is an error
+// unless `partial`.
+absl::StatusOr<opt::Assignment> ParseAssignment(const std::string& field,
+                                                const opt::SearchSpace& space,
+                                                const ParameterValues& values,
+                                                bool partial) {
   absl::flat_hash_map<absl::string_view, const v1::ParameterValue*> by_name;
   for (const v1::ParameterValue& v : values) {
     if (!by_name.emplace(v.name(), &v).second) {
@@ -118,7 +123,7 @@ absl::StatusOr<opt::Assignment> ToAssignment(const std::string& field,
   assignment.reserve(space.dim());
   for (const opt::ParameterConfig& p : space.parameters()) {
     auto it = by_name.find(p.name);
-    if (it == by_name.end() && p.parent != opt::kNoParent) {
+    if (it == by_name.end() && (partial || p.parent != opt::kNoParent)) {
       // Absent: right for an inactive parameter; Validate below names an
       // active one.
       assignment.push_back(opt::kInactive);
@@ -159,10 +164,27 @@ absl::StatusOr<opt::Assignment> ToAssignment(const std::string& field,
         absl::StrFormat("%s: unknown parameter \"%s\"", field,
                         absl::CHexEscape(by_name.begin()->first)));
   }
-  if (absl::Status s = space.Validate(assignment); !s.ok()) {
+  return assignment;
+}
+
+}  // namespace
+
+absl::StatusOr<opt::Assignment> ToAssignment(const std::string& field,
+                                             const opt::SearchSpace& space,
+                                             const ParameterValues& values) {
+  absl::StatusOr<opt::Assignment> assignment =
+      ParseAssignment(field, space, values, false);
+  if (!assignment.ok()) return assignment;
+  if (absl::Status s = space.Validate(*assignment); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": ", s.message()));
   }
   return assignment;
+}
+
+absl::StatusOr<opt::Assignment> ToPartialAssignment(
+    const std::string& field, const opt::SearchSpace& space,
+    const ParameterValues& values) {
+  return ParseAssignment(field, space, values, true);
 }
 
 ParameterValues ToParameterValues(const opt::SearchSpace& space,

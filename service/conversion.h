@@ -35,6 +35,13 @@ absl::StatusOr<optimizer::Assignment> ToAssignment(
     const std::string& field, const optimizer::SearchSpace& space,
     const ParameterValues& values);
 
+// As ToAssignment for a partial configuration: parameters not given hold
+// kInactive, and the values given are checked for name and type only
+// (SearchSpace::Complete checks the rest).
+absl::StatusOr<optimizer::Assignment> ToPartialAssignment(
+    const std::string& field, const optimizer::SearchSpace& space,
+    const ParameterValues& values);
+
 // The API's parameter values for a valid assignment, in the space's order;
 // inactive parameters (kInactive) are left out.
 ParameterValues ToParameterValues(const optimizer::SearchSpace& space,

@@ -1,6 +1,7 @@
 #include "service/grpc_service.h"
 
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -21,7 +22,7 @@ grpc::Status Reply(absl::StatusOr<T> result, T *response) {
 // Whose stream it is: the owner with auth on, else the client's address
 // without its port (each connection has a port of its own).
 std::string StreamOwner(const Principal &caller,
-                        const grpc::ServerContext &context) {
+                        const grpc::ServerContextBase &context) {
   if (caller.checked) return caller.owner;
   const std::string peer = context.peer();
   const size_t port = peer.rfind(':');
@@ -37,7 +38,7 @@ grpc::Status ToGrpcStatus(const absl::Status &status) {
 }
 
 absl::StatusOr<Principal> GrpcService::Caller(
-    const grpc::ServerContext *context) const {
+    const grpc::ServerContextBase *context) const {
   if (serving_) {
     if (absl::Status serving = serving_(); !serving.ok()) return serving;
   }
@@ -175,20 +176,15 @@ grpc::Status GrpcService::SetStudyOwner(grpc::ServerContext *context,
   return Reply(service_->SetStudyOwner(*request, *caller), response);
 }
 
-grpc::Status GrpcService::WatchTrials(
-    grpc::ServerContext *context, const v1::WatchTrialsRequest *request,
-    grpc::ServerWriter<v1::TrialEvent> *writer) {
+grpc::ServerWriteReactor<v1::TrialEvent> *GrpcService::WatchTrials(
+    grpc::CallbackServerContext *context,
+    const v1::WatchTrialsRequest *request) {
   absl::StatusOr<Principal> caller = Caller(context);
-  if (!caller.ok()) return ToGrpcStatus(caller.status());
-  // Each open stream holds a server thread.
-  StreamLimits::Hold stream(watch_limits_, StreamOwner(*caller, *context),
-                            "WatchTrials");
-  if (!stream.status().ok()) return ToGrpcStatus(stream.status());
-  // A failed write means the watcher is gone; so does a cancelled call.
-  return ToGrpcStatus(service_->WatchTrials(
-      *request,
-      [writer](const v1::TrialEvent &event) { return writer->Write(event); },
-      [context] { return context->IsCancelled(); }, *caller));
+  if (!caller.ok()) return WatchStreams::Refuse(caller.status());
+  auto stream = std::make_unique<StreamLimits::Hold>(
+      watch_limits_, StreamOwner(*caller, *context), "WatchTrials");
+  if (!stream->status().ok()) return WatchStreams::Refuse(stream->status());
+  return watch_streams_.Open(*request, *caller, std::move(stream));
 }
 
 grpc::Status GrpcService::ImportStudy(

@@ -16,12 +16,17 @@
 #include "service/limits.h"
 #include "service/stream_limits.h"
 #include "service/study_service.h"
+#include "service/watch_streams.h"
 
 namespace hypertune::service {
 
 grpc::Status ToGrpcStatus(const absl::Status &status);
 
-class GrpcService final : public v1::HyperTune::Service {
+// WatchTrials is served by gRPC's callback API (watch_streams.h): an idle
+// stream holds no thread; every other call is synchronous.
+class GrpcService final
+    : public v1::HyperTune::WithCallbackMethod_WatchTrials<
+          v1::HyperTune::Service> {
  public:
   // `authorizer` decides who may call (default: everyone, no owners).
   // `serving`: OK while this server serves its database, else the error
@@ -83,9 +88,9 @@ class GrpcService final : public v1::HyperTune::Service {
   grpc::Status ListOptimalTrials(grpc::ServerContext *,
                                  const v1::ListOptimalTrialsRequest *,
                                  v1::ListOptimalTrialsResponse *) override;
-  grpc::Status WatchTrials(grpc::ServerContext *,
-                           const v1::WatchTrialsRequest *,
-                           grpc::ServerWriter<v1::TrialEvent> *) override;
+  grpc::ServerWriteReactor<v1::TrialEvent> *WatchTrials(
+      grpc::CallbackServerContext *context,
+      const v1::WatchTrialsRequest *request) override;
   grpc::Status ImportStudy(grpc::ServerContext *,
                            grpc::ServerReader<v1::ImportStudyRequest> *,
                            v1::Study *) override;
@@ -99,7 +104,8 @@ class GrpcService final : public v1::HyperTune::Service {
       const Request &, const Principal &);
 
   // The principal the call acts as, or UNAUTHENTICATED.
-  absl::StatusOr<Principal> Caller(const grpc::ServerContext *context) const;
+  absl::StatusOr<Principal> Caller(
+      const grpc::ServerContextBase *context) const;
   // A unary RPC: authenticates, then `method` on the caller's behalf.
   template <typename Request, typename Response>
   grpc::Status Serve(const grpc::ServerContext *context,
@@ -115,6 +121,7 @@ class GrpcService final : public v1::HyperTune::Service {
                               "imports"};
   StreamLimits watch_limits_{kMaxWatchStreams, kMaxWatchStreamsPerOwner,
                              "watch streams"};
+  WatchStreams watch_streams_{service_};
 };
 
 }  // namespace hypertune::service

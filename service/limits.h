@@ -55,10 +55,11 @@ inline constexpr size_t kMaxReasonBytes = 4096;
 
 // Calls.
 inline constexpr int kMaxSuggestCount = 1000;
-// WatchTrials streams open at once, in all and per owner (each holds a
-// server thread; the HTTP event feeds have limits of their own).
-inline constexpr int kMaxWatchStreams = 256;
-inline constexpr int kMaxWatchStreamsPerOwner = 16;
+// WatchTrials streams open at once, in all and per owner (an idle one
+// holds no thread, but a batch of up to 500 trials while it is written;
+// the HTTP event feeds have limits of their own).
+inline constexpr int kMaxWatchStreams = 4096;
+inline constexpr int kMaxWatchStreamsPerOwner = 64;
 // ImportStudy streams read at once (each is held in memory until stored).
 inline constexpr int kMaxConcurrentImports = 2;
 inline constexpr int kMaxPageSize = 1000;

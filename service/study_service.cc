@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -883,7 +884,8 @@ absl::Status StudyService::ProposeAndStore(
   int64_t created = 0;
   for (const auto& [s, n] : state.counts) created += n;
   absl::StatusOr<std::vector<v1::Trial>> proposed =
-      ProposeTrials(runtime, study, snapshot, plan.total_fresh, created);
+      ProposeTrials(*runtime.suggester, runtime.priors, study, snapshot,
+                    plan.total_fresh, created);
   if (!proposed.ok()) return proposed.status();
 
   absl::ReaderMutexLock lock(&runtime.mu);
@@ -935,6 +937,18 @@ absl::Status StudyService::PrepareSuggester(StudyRuntime& runtime,
   if (!algorithm.ok()) return algorithm.status();
   if (runtime.suggester_stop) *runtime.suggester_stop = true;
   runtime.suggester_stop = std::make_shared<std::atomic<bool>>(false);
+  absl::StatusOr<std::vector<optimizer::PriorStudy>> priors = LoadPriors(study);
+  if (!priors.ok()) return priors.status();
+  runtime.priors = *std::move(priors);
+  runtime.suggester = optimizer::MakeSuggester(
+      *algorithm,
+      fits_ ? fits_->RunnerFor(runtime.suggester_stop) : optimizer::FitRunner());
+  runtime.suggester_study_created_ms = study.create_time_ms();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<optimizer::PriorStudy>> StudyService::LoadPriors(
+    const v1::Study& study) {
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
   if (!space.ok()) return space.status();
   std::vector<optimizer::PriorStudy> priors;
@@ -948,16 +962,46 @@ absl::Status StudyService::PrepareSuggester(StudyRuntime& runtime,
     priors.push_back(
         ToPriorStudy(*space, study.spec(), prior->spec(), *trials));
   }
-  runtime.priors = std::move(priors);
-  runtime.suggester = optimizer::MakeSuggester(
-      *algorithm,
-      fits_ ? fits_->RunnerFor(runtime.suggester_stop) : optimizer::FitRunner());
-  runtime.suggester_study_created_ms = study.create_time_ms();
-  return absl::OkStatus();
+  return priors;
+}
+
+absl::StatusOr<optimizer::Assignment> StudyService::CompletePartialTrial(
+    const v1::Study& study, const optimizer::SearchSpace& space,
+    const ParameterValues& given) {
+  absl::StatusOr<optimizer::Assignment> fixed =
+      ToPartialAssignment("trial.parameters", space, given);
+  if (!fixed.ok()) return fixed.status();
+  // A suggester of its own: the study's may be fitting a batch meanwhile,
+  // without the study's lock.
+  absl::StatusOr<optimizer::Algorithm> algorithm =
+      ToOptimizerAlgorithm(study.spec().algorithm());
+  if (!algorithm.ok()) return algorithm.status();
+  std::unique_ptr<optimizer::Suggester> suggester =
+      optimizer::MakeSuggester(*algorithm);
+  absl::StatusOr<std::vector<optimizer::PriorStudy>> priors = LoadPriors(study);
+  if (!priors.ok()) return priors.status();
+  absl::StatusOr<std::vector<v1::Trial>> snapshot =
+      store_->ListTrials(study.name(), {});
+  if (!snapshot.ok()) return snapshot.status();
+  absl::StatusOr<std::vector<v1::Trial>> proposed =
+      ProposeTrials(*suggester, *priors, study, *snapshot, 1,
+                    static_cast<int64_t>(snapshot->size()));
+  if (!proposed.ok()) return proposed.status();
+  absl::StatusOr<optimizer::Assignment> proposal =
+      ToAssignment("proposal", space, proposed->front().parameters());
+  if (!proposal.ok()) return proposal.status();
+  absl::StatusOr<optimizer::Assignment> completed =
+      space.Complete(*fixed, *proposal);
+  if (!completed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trial.parameters: ", completed.status().message()));
+  }
+  return completed;
 }
 
 absl::StatusOr<std::vector<v1::Trial>> StudyService::ProposeTrials(
-    StudyRuntime& runtime, const v1::Study& study,
+    optimizer::Suggester& suggester,
+    const std::vector<optimizer::PriorStudy>& priors, const v1::Study& study,
     const std::vector<v1::Trial>& snapshot, int count, int64_t trials_created) {
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
   if (!space.ok()) return space.status();
@@ -992,9 +1036,9 @@ absl::StatusOr<std::vector<v1::Trial>> StudyService::ProposeTrials(
         .spent = device_time ? study.device_seconds() : 0,
         .max_trials = study.spec().max_trials()};
   }
-  request.priors = &runtime.priors;
+  request.priors = &priors;
   absl::StatusOr<std::vector<optimizer::Assignment>> points =
-      runtime.suggester->Suggest(request);
+      suggester.Suggest(request);
   if (!points.ok()) return points.status();
 
   std::vector<v1::Trial> proposed(points->size());
@@ -1022,6 +1066,11 @@ absl::StatusOr<v1::Trial> StudyService::CreateTrial(
           "trial.state: must be REQUESTED (queue it) or COMPLETED (a known "
           "result)");
   }
+  if (request.partial() && trial.state() != v1::Trial::REQUESTED) {
+    return absl::InvalidArgumentError(
+        "partial: only a queued (REQUESTED) trial may leave parameters to "
+        "the algorithm; a COMPLETED result names every parameter");
+  }
   HT_RETURN_IF_ERROR(
       ValidateAttributes("trial.attributes", given.attributes()));
   *trial.mutable_attributes() = given.attributes();
@@ -1034,7 +1083,9 @@ absl::StatusOr<v1::Trial> StudyService::CreateTrial(
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study->spec());
   if (!space.ok()) return space.status();
   absl::StatusOr<optimizer::Assignment> x =
-      ToAssignment("trial.parameters", *space, given.parameters());
+      request.partial()
+          ? CompletePartialTrial(*study, *space, given.parameters())
+          : ToAssignment("trial.parameters", *space, given.parameters());
   if (!x.ok()) return x.status();
   // Stored in canonical form: spec order, the spec's value types.
   *trial.mutable_parameters() = ToParameterValues(*space, *x);
@@ -1143,6 +1194,19 @@ absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
   v1::Trial& trial = loaded->trial;
   HT_RETURN_IF_ERROR(CheckRunning(trial, "measurements are accepted"));
   HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
+  // Early stopping reads the primary objective: a measurement without it (a
+  // misspelt name, say) would leave the rule blind for the whole trial.
+  const std::string& objective = StudyMetrics(study.spec()).primary().name;
+  if (!m.metrics().contains(objective)) {
+    std::vector<std::string> names;
+    for (const v1::MetricSpec& metric : study.spec().metrics()) {
+      names.push_back(absl::StrCat("\"", metric.name(), "\""));
+    }
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "measurement.metrics: no value for the objective \"%s\" (the "
+        "study's metrics: %s; others may be recorded beside it)",
+        objective, absl::StrJoin(names, ", ")));
+  }
   // A step already recorded: the same payload is a retry, anything else an
   // error; steps never go backwards.
   for (const v1::Measurement& old : trial.measurements()) {
@@ -1452,52 +1516,64 @@ StudyService::ListTrialChanges(const std::string& study_name, int64_t after,
   return store_->ListTrialChanges(study_name, after, limit);
 }
 
-absl::Status StudyService::WatchTrials(
-    const v1::WatchTrialsRequest& request,
-    const std::function<bool(const v1::TrialEvent&)>& emit,
-    const std::function<bool()>& cancelled, const Principal& caller) {
+absl::StatusOr<StudyService::Watch> StudyService::OpenWatch(
+    const v1::WatchTrialsRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   if (request.after_sequence() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "after_sequence: must be >= 0, got ", request.after_sequence()));
   }
-  const std::string& name = request.study_name();
-  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(name);
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
   if (!runtime.ok()) return runtime.status();
-  int64_t incarnation = 0;
-  {
-    absl::ReaderMutexLock lock(&(*runtime)->mu);
-    absl::StatusOr<v1::Study> study = LoadStudyFor(caller, name, Access::kRead);
-    if (!study.ok()) return study.status();
-    incarnation = study->create_time_ms();
+  absl::ReaderMutexLock lock(&(*runtime)->mu);
+  absl::StatusOr<v1::Study> study =
+      LoadStudyFor(caller, request.study_name(), Access::kRead);
+  if (!study.ok()) return study.status();
+  return Watch{request.study_name(), study->create_time_ms(),
+               request.after_sequence()};
+}
+
+absl::StatusOr<std::vector<storage::TrialChange>> StudyService::ReadWatch(
+    const Watch& watch, const Principal& caller) {
+  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(watch.study_name);
+  if (!runtime.ok()) return runtime.status();
+  // The study watched, not a study of the same name made since (which may
+  // be another owner's), with its access checked again.
+  absl::ReaderMutexLock lock(&(*runtime)->mu);
+  absl::StatusOr<v1::Study> study =
+      LoadStudyFor(caller, watch.study_name, Access::kRead);
+  if (!study.ok()) return study.status();
+  if (study->create_time_ms() != watch.incarnation) {
+    return absl::NotFoundError(
+        absl::StrCat("study \"", watch.study_name, "\" was deleted"));
   }
-  int64_t after = request.after_sequence();
+  return store_->ListTrialChanges(watch.study_name, watch.after, kWatchBatch);
+}
+
+bool StudyService::WatchBatchFull(size_t changes) {
+  return changes >= static_cast<size_t>(kWatchBatch);
+}
+
+absl::Status StudyService::WatchTrials(
+    const v1::WatchTrialsRequest& request,
+    const std::function<bool(const v1::TrialEvent&)>& emit,
+    const std::function<bool()>& cancelled, const Principal& caller) {
+  absl::StatusOr<Watch> watch = OpenWatch(request, caller);
+  if (!watch.ok()) return watch.status();
   while (!cancelled()) {
     // Read the generation before the store, so a write in between wakes us.
     const uint64_t seen = changes_.generation();
-    absl::StatusOr<std::vector<storage::TrialChange>> changes;
-    {
-      // The study watched, not a study of the same name made since (which
-      // may be another owner's), with its access checked again.
-      absl::ReaderMutexLock lock(&(*runtime)->mu);
-      absl::StatusOr<v1::Study> study =
-          LoadStudyFor(caller, name, Access::kRead);
-      if (!study.ok()) return study.status();
-      if (study->create_time_ms() != incarnation) {
-        return absl::NotFoundError(
-            absl::StrCat("study \"", name, "\" was deleted"));
-      }
-      changes = store_->ListTrialChanges(name, after, kWatchBatch);
-    }
+    absl::StatusOr<std::vector<storage::TrialChange>> changes =
+        ReadWatch(*watch, caller);
     if (!changes.ok()) return changes.status();
     v1::TrialEvent event;
     for (storage::TrialChange& change : *changes) {
       event.set_sequence(change.sequence);
       *event.mutable_trial() = std::move(change.trial);
       if (!emit(event)) return absl::OkStatus();
-      after = change.sequence;
+      watch->after = change.sequence;
     }
-    if (changes->size() == static_cast<size_t>(kWatchBatch)) continue;
+    if (WatchBatchFull(changes->size())) continue;
     if (!changes->empty()) {
       // Busy studies change constantly: batch them rather than read the
       // store after every write.

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -21,6 +22,7 @@
 #include "service/access.h"
 #include "service/background_pool.h"
 #include "service/change_notifier.h"
+#include "service/conversion.h"
 #include "service/study_runtime.h"
 #include "service/suggestion_plan.h"
 #include "storage/study_store.h"
@@ -154,6 +156,25 @@ class StudyService {
       const std::function<bool(const v1::TrialEvent&)>& emit,
       const std::function<bool()>& cancelled,
       const Principal& caller = Principal::AuthOff());
+  // WatchTrials in steps, for a caller that must not block a thread (the
+  // gRPC stream: watch_streams.h). OpenWatch checks the request and the
+  // caller's access and returns where the watch starts; ReadWatch, the next
+  // changes (at most a batch) after `watch.after`, with the access checked
+  // again and NOT_FOUND once the study watched is deleted. The caller
+  // advances `after` as it delivers them. changes() counts trial writes.
+  struct Watch {
+    std::string study_name;
+    int64_t incarnation = 0;  // the study's create_time_ms
+    int64_t after = 0;
+  };
+  absl::StatusOr<Watch> OpenWatch(const v1::WatchTrialsRequest& request,
+                                  const Principal& caller);
+  absl::StatusOr<std::vector<storage::TrialChange>> ReadWatch(
+      const Watch& watch, const Principal& caller);
+  // True when a batch was so full that more changes may be waiting.
+  static bool WatchBatchFull(size_t changes);
+  ChangeNotifier& changes() { return changes_; }
+
   // One page of the change feed WatchTrials streams: at most `limit` changes
   // after sequence `after`.
   absl::StatusOr<std::vector<storage::TrialChange>> ListTrialChanges(
@@ -278,13 +299,23 @@ class StudyService {
   // and loads its prior studies' trials into runtime.priors.
   // REQUIRES: as ServeSuggestions.
   absl::Status PrepareSuggester(StudyRuntime& runtime, const v1::Study& study);
-  // `count` new trials (parameters only) from the study's algorithm, given
-  // the history in `snapshot`. REQUIRES: as ServeSuggestions; not the
-  // study's lock (a fit may take a while).
+  // `count` new trials (parameters only) from `suggester`, given the
+  // history in `snapshot`. REQUIRES: no other call uses `suggester`
+  // meanwhile; for the study's own (runtime.suggester), as ServeSuggestions,
+  // without the study's lock (a fit may take a while).
   absl::StatusOr<std::vector<v1::Trial>> ProposeTrials(
-      StudyRuntime& runtime, const v1::Study& study,
+      optimizer::Suggester& suggester,
+      const std::vector<optimizer::PriorStudy>& priors, const v1::Study& study,
       const std::vector<v1::Trial>& snapshot, int count,
       int64_t trials_created);
+  // The earlier studies the study transfers from (spec.prior_studies).
+  absl::StatusOr<std::vector<optimizer::PriorStudy>> LoadPriors(
+      const v1::Study& study);
+  // A partial configuration (CreateTrialRequest.partial) completed by the
+  // study's algorithm from the history so far. REQUIRES: the study's lock.
+  absl::StatusOr<optimizer::Assignment> CompletePartialTrial(
+      const v1::Study& study, const optimizer::SearchSpace& space,
+      const ParameterValues& given);
 
   storage::StudyStore* const store_;
   const ServiceOptions options_;

@@ -340,10 +340,12 @@ absl::StatusOr<v1::SuggestTrialsResponse> Client::Suggest(
 }
 
 absl::StatusOr<v1::Trial> Client::CreateTrial(const std::string& study,
-                                              const v1::Trial& trial) const {
+                                              const v1::Trial& trial,
+                                              bool partial) const {
   v1::CreateTrialRequest request;
   request.set_study_name(study);
   *request.mutable_trial() = trial;
+  request.set_partial(partial);
   v1::Trial response;
   absl::Status status = core_->Call(
       "CreateTrial", Retry::kUnavailable, [&](grpc::ClientContext& c) {
@@ -535,39 +537,75 @@ absl::Status Client::WatchTrials(
   }
 }
 
-absl::StatusOr<v1::Study> Client::ImportStudy(
-    const v1::Study& study, const std::vector<v1::Trial>& trials) const {
+absl::StatusOr<v1::Study> Client::ImportStudy(const v1::Study& study,
+                                              TrialSource& trials) const {
   constexpr size_t kMessageBytes = 1 << 20;
   v1::Study response;
+  absl::Status source_error;
   absl::Status status = core_->Call(
       "ImportStudy", Retry::kUnavailable, [&](grpc::ClientContext& c) {
         c.set_deadline(std::chrono::system_clock::now() +
                        std::max<std::chrono::milliseconds>(
                            core_->options().call_timeout, std::chrono::minutes(10)));
+        source_error = trials.Start();
+        if (!source_error.ok()) return grpc::Status::CANCELLED;
         std::unique_ptr<grpc::ClientWriter<v1::ImportStudyRequest>> writer =
             core_->stub().ImportStudy(&c, &response);
-        // Messages of about kMessageBytes, each built as it is sent: the
-        // trials are never held twice.
+        // Messages of about kMessageBytes, each built as it is sent: no
+        // more than one message of trials is held.
         v1::ImportStudyRequest message;
         *message.mutable_study() = study;
         size_t bytes = study.ByteSizeLong();
-        bool writing = true;
-        for (const v1::Trial& trial : trials) {
+        v1::Trial trial;
+        while (true) {
+          absl::StatusOr<bool> more = trials.Next(trial);
+          if (!more.ok()) {
+            // Cancelled mid-stream, the server stores nothing.
+            source_error = more.status();
+            c.TryCancel();
+            writer->Finish().ok();
+            return grpc::Status::CANCELLED;
+          }
+          if (!*more) break;
           const size_t size = trial.ByteSizeLong();
           if (bytes > 0 && bytes + size > kMessageBytes) {
-            writing = writer->Write(message);
-            if (!writing) break;  // Finish says why
+            if (!writer->Write(message)) return writer->Finish();
             message.Clear();
             bytes = 0;
           }
-          *message.add_trials() = trial;
+          *message.add_trials() = std::move(trial);
           bytes += size;
         }
-        if (writing && writer->Write(message)) writer->WritesDone();
+        if (writer->Write(message)) writer->WritesDone();
         return writer->Finish();
       });
+  if (!source_error.ok()) return source_error;
   if (!status.ok()) return status;
   return response;
+}
+
+absl::StatusOr<v1::Study> Client::ImportStudy(
+    const v1::Study& study, const std::vector<v1::Trial>& trials) const {
+  class VectorSource final : public TrialSource {
+   public:
+    explicit VectorSource(const std::vector<v1::Trial>& trials)
+        : trials_(trials) {}
+    absl::Status Start() override {
+      next_ = 0;
+      return absl::OkStatus();
+    }
+    absl::StatusOr<bool> Next(v1::Trial& trial) override {
+      if (next_ == trials_.size()) return false;
+      trial = trials_[next_++];
+      return true;
+    }
+
+   private:
+    const std::vector<v1::Trial>& trials_;
+    size_t next_ = 0;
+  };
+  VectorSource source(trials);
+  return ImportStudy(study, source);
 }
 
 absl::StatusOr<v1::ImportTrialsResponse> Client::ImportTrials(

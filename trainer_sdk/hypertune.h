@@ -178,8 +178,11 @@ class Client {
   absl::StatusOr<v1::SuggestTrialsResponse> Suggest(
       const std::string& study, int count,
       const std::string& client_id = "") const;
+  // `partial`: a REQUESTED trial whose parameters not given the study's
+  // algorithm suggests (CreateTrialRequest.partial).
   absl::StatusOr<v1::Trial> CreateTrial(const std::string& study,
-                                        const v1::Trial& trial) const;
+                                        const v1::Trial& trial,
+                                        bool partial = false) const;
   absl::StatusOr<v1::ListTrialsResponse> ListTrials(
       const v1::ListTrialsRequest& request) const;
   // Every trial of `study` in `states` (empty = all), paging through
@@ -212,9 +215,22 @@ class Client {
       const std::string& study, int64_t after_sequence,
       const std::function<bool(const v1::TrialEvent&)>& on_event) const;
 
+  // The trials of an import, read one at a time, so that none need be held
+  // all at once. Start() (re)opens the source: a stream retried because the
+  // server was unreachable sends them again from the first.
+  class TrialSource {
+   public:
+    virtual ~TrialSource() = default;
+    virtual absl::Status Start() = 0;
+    // The next trial into `trial`: true, or false at the end.
+    virtual absl::StatusOr<bool> Next(v1::Trial& trial) = 0;
+  };
   // Recreates an exported study with its trials (the ImportStudy stream,
-  // in messages of at most 1 MiB of trials), all or nothing. The whole
-  // import has 10 minutes (or call_timeout if longer).
+  // in messages of at most 1 MiB of trials), all or nothing: a source that
+  // fails midway cancels the stream, so nothing is stored, and its error is
+  // returned. The whole import has 10 minutes (or call_timeout if longer).
+  absl::StatusOr<v1::Study> ImportStudy(const v1::Study& study,
+                                        TrialSource& trials) const;
   absl::StatusOr<v1::Study> ImportStudy(
       const v1::Study& study, const std::vector<v1::Trial>& trials) const;
   // Adds warm-start results to a study.

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
@@ -208,6 +209,48 @@ TEST_F(ImportExportTest, MalformedLinesAreRefusedNamingTheLine) {
   EXPECT_THAT(out, HasSubstr("INVALID_ARGUMENT"));
   EXPECT_THAT(out, HasSubstr(path + ":5: id: must be 4"));
   EXPECT_FALSE(ClientOf(1).GetStudy("orig").ok());
+}
+
+// The import is read as it is sent (several 1 MiB messages here): a line
+// broken far into the file cancels the stream already under way, so the
+// server stores nothing, and the error names that line.
+TEST_F(ImportExportTest, ALargeImportIsStreamedAndAllOrNothing) {
+  MakeStudy(0, "big");
+  std::string out;
+  const std::string path = dir_.File("big.jsonl");
+  ASSERT_EQ(Cli(0, {"export", "big"}, &out, " > " + path), 0);
+  const std::vector<std::string> lines =
+      absl::StrSplit(ReadFile(path), '\n', absl::SkipEmpty());
+  ASSERT_GE(lines.size(), 2u);
+  const std::string& first_trial = lines[1];  // id 1, COMPLETED
+  ASSERT_THAT(first_trial, HasSubstr("\"id\":\"1\""));
+  constexpr int kTrials = 12000;  // about 3 MiB of trials
+  std::string text = lines[0] + "\n";
+  for (int id = 1; id <= kTrials; ++id) {
+    absl::StrAppend(&text, absl::StrReplaceAll(first_trial,
+                                               {{"\"id\":\"1\"",
+                                                 absl::StrCat("\"id\":\"", id,
+                                                              "\"")}}),
+                    "\n");
+  }
+  const std::string good = dir_.File("good.jsonl");
+  WriteFile(good, text);
+  ASSERT_EQ(Cli(1, {"import", good}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("with ", kTrials, " trials")));
+  absl::StatusOr<v1::Study> stored = ClientOf(1).GetStudy("big");
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->trial_counts().at("COMPLETED"), kTrials);
+
+  // Broken at trial 11,000 (line 11,001), after about 2.5 MiB were sent.
+  const size_t at = text.find(absl::StrCat("\"id\":\"", 11000, "\""));
+  ASSERT_NE(at, std::string::npos);
+  text.insert(text.rfind('\n', at) + 1, "{oops");
+  const std::string bad = dir_.File("bad.jsonl");
+  WriteFile(bad, text);
+  EXPECT_EQ(Cli(1, {"import", bad, "--name", "big-copy"}, &out), 1);
+  EXPECT_THAT(out, HasSubstr(bad + ":11001:"));
+  EXPECT_TRUE(absl::IsNotFound(ClientOf(1).GetStudy("big-copy").status()))
+      << "a half-sent import was stored";
 }
 
 // A file of 100,000 nested '[' once crashed `hypertune import` (SIGSEGV:

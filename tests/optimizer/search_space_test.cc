@@ -268,5 +268,75 @@ TEST(SearchSpaceTest, ValidateNamesTheBadParameter) {
               HasSubstr("assignment has 1 values"));
 }
 
+// A partial configuration (an enqueued trial with some parameters given):
+// the fixed values kept exactly, the others the proposal's.
+TEST(SearchSpaceTest, CompleteKeepsTheFixedValuesAndTakesTheRest) {
+  const SearchSpace space = MixedSpace();
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 50; ++round) {
+    const Assignment proposal = RandomValid(space, rng);
+    const Assignment other = RandomValid(space, rng);
+    Assignment fixed(space.dim(), kInactive);
+    for (int i = 0; i < space.dim(); i += 2) fixed[i] = other[i];
+    absl::StatusOr<Assignment> completed = space.Complete(fixed, proposal);
+    ASSERT_TRUE(completed.ok()) << completed.status();
+    ASSERT_TRUE(space.Validate(*completed).ok());
+    for (int i = 0; i < space.dim(); ++i) {
+      // Exact, not within ulps: Decode's rounding is undone.
+      EXPECT_EQ((*completed)[i], i % 2 == 0 ? other[i] : proposal[i])
+          << space.parameters()[i].name;
+    }
+  }
+}
+
+TEST(SearchSpaceTest, CompleteRefusesAFixedValueOutOfRange) {
+  const SearchSpace space = MixedSpace();
+  std::mt19937_64 rng(3);
+  Assignment fixed(space.dim(), kInactive);
+  fixed[2] = 9;  // layers in [1, 8]
+  absl::Status s = space.Complete(fixed, RandomValid(space, rng)).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("parameters[2] (\"layers\")"));
+  EXPECT_THAT(s.message(), HasSubstr("outside [1, 8]"));
+}
+
+// opt -> {momentum under sgd, beta under adam}.
+SearchSpace TreeSpace() {
+  ParameterConfig momentum = Double("momentum", 0, 0.9);
+  momentum.parent = 0;
+  momentum.parent_values = {0};
+  ParameterConfig beta = Double("beta", 0.5, 0.99);
+  beta.parent = 0;
+  beta.parent_values = {1};
+  return SearchSpace::Create(
+             {Categorical("opt", {"sgd", "adam"}), momentum, beta})
+      .value();
+}
+
+TEST(SearchSpaceTest, CompleteFollowsAFixedParentIntoItsChildren) {
+  const SearchSpace space = TreeSpace();
+  const Assignment proposal = {0, 0.3, kInactive};  // sgd, momentum 0.3
+  // adam fixed: momentum goes, beta (off in the proposal) takes its centre.
+  absl::StatusOr<Assignment> completed =
+      space.Complete({1, kInactive, kInactive}, proposal);
+  ASSERT_TRUE(completed.ok()) << completed.status();
+  EXPECT_EQ((*completed)[0], 1);
+  EXPECT_TRUE(std::isnan((*completed)[1]));
+  EXPECT_NEAR((*completed)[2], (0.5 + 0.99) / 2, 1e-12);
+  // A child fixed under the proposal's parent: kept with it.
+  completed = space.Complete({kInactive, 0.8, kInactive}, proposal);
+  ASSERT_TRUE(completed.ok()) << completed.status();
+  EXPECT_EQ(*completed, (Assignment{0, 0.8, kInactive}));
+}
+
+TEST(SearchSpaceTest, CompleteRefusesAFixedChildItsParentTurnsOff) {
+  const SearchSpace space = TreeSpace();
+  absl::Status s =
+      space.Complete({0, kInactive, 0.7}, {0, 0.3, kInactive}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("\"beta\""));
+  EXPECT_THAT(s.message(), HasSubstr("fix the parent"));
+}
+
 }  // namespace
 }  // namespace hypertune::optimizer

@@ -575,6 +575,20 @@ std::vector<BadInputCase> Cases() {
          return t.stub_->AddMeasurement(&ctx, request, &out);
        },
        {Code::INVALID_ARGUMENT}, "metrics", nullptr});
+  // A misspelt objective: early stopping would never see the trial's curve.
+  add({"MeasurementWithoutTheObjective",
+       [](BadInputCaseTest& t) {
+         grpc::ClientContext ctx;
+         v1::AddMeasurementRequest request;
+         request.set_study_name("target");
+         request.set_trial_id(t.target_trial_.id());
+         request.set_lease_epoch(t.target_trial_.lease_epoch());
+         request.mutable_measurement()->set_step(7);
+         (*request.mutable_measurement()->mutable_metrics())["los"] = 1;
+         v1::Trial out;
+         return t.stub_->AddMeasurement(&ctx, request, &out);
+       },
+       {Code::INVALID_ARGUMENT}, "objective \"loss\"", nullptr});
 
   // ----- Free text, stored verbatim -----
   // Categories, client ids and checkpoint URIs are the caller's text: SQL,

@@ -1,6 +1,7 @@
 // Streams that a client abandons or multiplies, over a real server: an
 // ImportStudy cancelled mid-stream stores nothing, and WatchTrials streams
-// are capped per owner (each holds a server thread).
+// are capped per owner and hold no thread while idle.
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -66,6 +67,25 @@ class StreamHardeningTest : public ::testing::Test {
     return messages;
   }
 
+  // Creates study `name` and suggests `n` trials (each a trial write).
+  void CreateAndSuggest(const std::string& name, int n) {
+    grpc::ClientContext context;
+    v1::CreateStudyRequest create;
+    *create.mutable_study() = Study(name);
+    v1::Study created;
+    ASSERT_TRUE(stub_->CreateStudy(&context, create, &created).ok());
+    Suggest(name, n);
+  }
+  void Suggest(const std::string& name, int n) {
+    grpc::ClientContext context;
+    v1::SuggestTrialsRequest suggest;
+    suggest.set_study_name(name);
+    suggest.set_count(n);
+    suggest.set_client_id(absl::StrCat("c", next_client_++));
+    v1::SuggestTrialsResponse suggested;
+    ASSERT_TRUE(stub_->SuggestTrials(&context, suggest, &suggested).ok());
+  }
+
   grpc::Status GetStudy(const std::string& name, v1::Study* study) {
     grpc::ClientContext context;
     v1::GetStudyRequest request;
@@ -74,6 +94,7 @@ class StreamHardeningTest : public ::testing::Test {
   }
 
   test::TempDir dir_;
+  int next_client_ = 0;
   std::unique_ptr<service::Server> server_;
   std::unique_ptr<v1::HyperTune::Stub> stub_;
 };
@@ -120,20 +141,7 @@ TEST_F(StreamHardeningTest, ACancelledImportStoresNothing) {
 // kMaxWatchStreamsPerOwner watchers; the next is refused with
 // RESOURCE_EXHAUSTED until one closes.
 TEST_F(StreamHardeningTest, WatchStreamsAreCappedPerOwner) {
-  {
-    grpc::ClientContext context;
-    v1::CreateStudyRequest create;
-    *create.mutable_study() = Study("w");
-    v1::Study created;
-    ASSERT_TRUE(stub_->CreateStudy(&context, create, &created).ok());
-    grpc::ClientContext suggest_context;
-    v1::SuggestTrialsRequest suggest;
-    suggest.set_study_name("w");
-    suggest.set_count(1);
-    suggest.set_client_id("c");
-    v1::SuggestTrialsResponse suggested;
-    ASSERT_TRUE(stub_->SuggestTrials(&suggest_context, suggest, &suggested).ok());
-  }
+  CreateAndSuggest("w", 1);
   v1::WatchTrialsRequest request;
   request.set_study_name("w");
   struct Watcher {
@@ -183,6 +191,83 @@ TEST_F(StreamHardeningTest, WatchStreamsAreCappedPerOwner) {
     w->context.TryCancel();
     w->reader->Finish().ok();
   }
+}
+
+// The threads of this process (the server runs in it).
+int ThreadCount() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& task :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    ++n;
+  }
+  return n;
+}
+
+// Before, each open WatchTrials stream held a server thread until it
+// closed. Now kMaxWatchStreamsPerOwner idle watchers add no thread for
+// each, and every one of them still sees a trial written after they went
+// idle.
+TEST_F(StreamHardeningTest, IdleWatchStreamsHoldNoThread) {
+  CreateAndSuggest("idle", 1);
+  v1::WatchTrialsRequest request;
+  request.set_study_name("idle");
+  struct Watcher {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReader<v1::TrialEvent>> reader;
+  };
+  const int before = ThreadCount();
+  std::vector<std::unique_ptr<Watcher>> watchers;
+  for (int i = 0; i < service::kMaxWatchStreamsPerOwner; ++i) {
+    auto w = std::make_unique<Watcher>();
+    w->context.set_deadline(std::chrono::system_clock::now() +
+                            std::chrono::seconds(60));
+    w->reader = stub_->WatchTrials(&w->context, request);
+    v1::TrialEvent event;
+    ASSERT_TRUE(w->reader->Read(&event)) << "watcher " << i;
+    EXPECT_EQ(event.trial().id(), 1);
+    watchers.push_back(std::move(w));
+  }
+  const int during = ThreadCount();
+  // gRPC may start a few threads of its own; not one per stream.
+  EXPECT_LT(during - before, service::kMaxWatchStreamsPerOwner / 4)
+      << before << " threads before, " << during << " with "
+      << watchers.size() << " idle watchers";
+
+  Suggest("idle", 1);
+  for (size_t i = 0; i < watchers.size(); ++i) {
+    v1::TrialEvent event;
+    ASSERT_TRUE(watchers[i]->reader->Read(&event)) << "watcher " << i;
+    EXPECT_EQ(event.trial().id(), 2) << "watcher " << i;
+  }
+  for (auto& w : watchers) {
+    w->context.TryCancel();
+    w->reader->Finish().ok();
+  }
+}
+
+// A watched study that is deleted ends its streams with NOT_FOUND.
+TEST_F(StreamHardeningTest, AWatchEndsWhenItsStudyIsDeleted) {
+  CreateAndSuggest("gone", 1);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(30));
+  v1::WatchTrialsRequest request;
+  request.set_study_name("gone");
+  auto reader = stub_->WatchTrials(&context, request);
+  v1::TrialEvent event;
+  ASSERT_TRUE(reader->Read(&event));
+  {
+    grpc::ClientContext delete_context;
+    v1::DeleteStudyRequest remove;
+    remove.set_name("gone");
+    v1::DeleteStudyResponse removed;
+    ASSERT_TRUE(stub_->DeleteStudy(&delete_context, remove, &removed).ok());
+  }
+  while (reader->Read(&event)) {
+  }
+  grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND)
+      << status.error_message();
 }
 
 }  // namespace

@@ -351,6 +351,74 @@ TEST_F(StudyServiceTest, QueuedTrialsAreGrantedFirstAndValidated) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("\"x\""));
 }
 
+// A partial configuration (CreateTrialRequest.partial): the given values
+// kept, the study's algorithm choosing the rest, every parameter in range.
+TEST_F(StudyServiceTest, PartialQueuedTrialsAreCompletedByTheAlgorithm) {
+  for (v1::Algorithm algorithm : {v1::QUASI_RANDOM, v1::GP_BANDIT}) {
+    const std::string name = v1::Algorithm_Name(algorithm);
+    Create(name, 0, 0, algorithm);
+    // A history for the GP to learn from.
+    for (int i = 0; i < 6; ++i) {
+      auto r = Suggest(name, 1, "w");
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_TRUE(Complete(name, r->trials(0).id(), 0.1 * i).ok());
+    }
+    v1::CreateTrialRequest request;
+    request.set_study_name(name);
+    request.set_partial(true);
+    google::protobuf::TextFormat::ParseFromString(
+        R"pb(parameters { name: "c" string_value: "b" })pb",
+        request.mutable_trial());
+    auto queued = service_.CreateTrial(request);
+    ASSERT_TRUE(queued.ok()) << name << ": " << queued.status();
+    EXPECT_EQ(queued->state(), v1::Trial::REQUESTED);
+    ASSERT_EQ(queued->parameters_size(), 3) << name;
+    EXPECT_EQ(queued->parameters(0).name(), "x");
+    EXPECT_GE(queued->parameters(0).double_value(), -1);
+    EXPECT_LE(queued->parameters(0).double_value(), 1);
+    EXPECT_GE(queued->parameters(1).int_value(), 1);
+    EXPECT_LE(queued->parameters(1).int_value(), 100);
+    EXPECT_EQ(queued->parameters(2).string_value(), "b");
+    // Handed out next, as it was stored.
+    auto r = Suggest(name, 1, "w2");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->trials(0).id(), queued->id());
+    EXPECT_EQ(r->trials(0).parameters(2).string_value(), "b");
+  }
+}
+
+TEST_F(StudyServiceTest, PartialTrialsAreRefusedClearly) {
+  Create("s", 0, 0);
+  v1::CreateTrialRequest request;
+  request.set_study_name("s");
+  request.set_partial(true);
+  google::protobuf::TextFormat::ParseFromString(
+      R"pb(parameters { name: "n" int_value: 500 })pb",
+      request.mutable_trial());
+  absl::Status s = service_.CreateTrial(request).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("trial.parameters"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("\"n\""));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("outside [1, 100]"));
+
+  google::protobuf::TextFormat::ParseFromString(
+      R"pb(parameters { name: "nope" double_value: 1 })pb",
+      request.mutable_trial());
+  s = service_.CreateTrial(request).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("unknown parameter \"nope\""));
+
+  // A result names every parameter.
+  google::protobuf::TextFormat::ParseFromString(R"pb(
+    state: COMPLETED
+    parameters { name: "x" double_value: 0.5 }
+    final_measurement { metrics { key: "loss" value: 0.9 } }
+  )pb", request.mutable_trial());
+  s = service_.CreateTrial(request).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("partial"));
+}
+
 TEST_F(StudyServiceTest, WarmStartTrialNeedsTheObjective) {
   Create("s", 0, 0);
   v1::CreateTrialRequest request;

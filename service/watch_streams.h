@@ -1,0 +1,72 @@
+// WatchStreams: the gRPC WatchTrials streams, served without a thread each.
+// Each stream is a reactor (gRPC's callback API) that writes the changes it
+// is handed; one pump thread reads the store for every idle stream, at once
+// after a trial write (ChangeNotifier) and every second otherwise (a
+// deletion, an import). So an idle watcher costs memory, not a thread, and
+// a slow reader holds only its own unsent batch.
+//
+// Thread-safe.
+#ifndef HYPERTUNE_SERVICE_WATCH_STREAMS_H_
+#define HYPERTUNE_SERVICE_WATCH_STREAMS_H_
+
+#include <memory>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "grpcpp/support/server_callback.h"
+#include "hypertune/v1/hypertune.pb.h"
+#include "service/access.h"
+#include "service/stream_limits.h"
+#include "service/study_service.h"
+
+namespace hypertune::service {
+
+class WatchStreams {
+ public:
+  // REQUIRES: `service` outlives *this.
+  explicit WatchStreams(StudyService* service);
+  // REQUIRES: every stream done (the gRPC server has shut down).
+  ~WatchStreams();
+  WatchStreams(const WatchStreams&) = delete;
+  WatchStreams& operator=(const WatchStreams&) = delete;
+
+  // The reactor of one WatchTrials call on `caller`'s behalf; `hold` keeps
+  // it counted in the stream limits while it lives.
+  grpc::ServerWriteReactor<v1::TrialEvent>* Open(
+      const v1::WatchTrialsRequest& request, const Principal& caller,
+      std::unique_ptr<StreamLimits::Hold> hold);
+  // A reactor that only answers `status` (REQUIRES: not OK).
+  static grpc::ServerWriteReactor<v1::TrialEvent>* Refuse(
+      const absl::Status& status);
+
+ private:
+  class Stream;
+  // When the pump reads a stream next. Guarded by mu_.
+  struct Schedule {
+    bool polling = false;   // the pump is reading it now
+    bool writing = false;   // it has changes in flight: not read meanwhile
+    absl::Time not_before;  // the pause after a batch
+    absl::Time last_read;
+    uint64_t read_generation = 0;  // the writes it has seen
+  };
+
+  void Pump();
+  // From the stream's threads: its writes are done; read it again (after
+  // `pause`), or forget it (it is done and about to be deleted).
+  void Rearm(Stream* stream, absl::Duration pause) ABSL_LOCKS_EXCLUDED(mu_);
+  void Forget(Stream* stream) ABSL_LOCKS_EXCLUDED(mu_);
+
+  StudyService* const service_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<Stream*, Schedule> streams_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread pump_;
+};
+
+}  // namespace hypertune::service
+
+#endif  // HYPERTUNE_SERVICE_WATCH_STREAMS_H_
