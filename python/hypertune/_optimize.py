@@ -91,9 +91,7 @@ class _Progress:
     """The tqdm bar of show_progress_bar: trials ended, and the best
     value so far of a single objective. Used from the calling thread."""
 
-    def __init__(self, study: Study, total: Optional[int]):
-        import tqdm  # the caller checked that it imports
-
+    def __init__(self, study: Study, total: Optional[int], bar: Callable[..., Any]):
         self._minimize = study.goal == "MINIMIZE"
         self._single = len(study.objectives) == 1  # else no single best value
         self._best: Optional[float] = None
@@ -102,7 +100,7 @@ class _Progress:
             self._best = best.value if best is not None else None
         # Redrawn in place on a terminal; to a log file, a line now and then.
         interactive = bool(getattr(sys.stderr, "isatty", lambda: False)())
-        self._bar = tqdm.tqdm(
+        self._bar = bar(
             total=total, desc=f"study {study.name}", unit="trial", file=sys.stderr,
             mininterval=0.1 if interactive else 30.0, dynamic_ncols=interactive,
         )
@@ -115,7 +113,7 @@ class _Progress:
         if not wanted:
             return None
         try:
-            import tqdm  # noqa: F401
+            import tqdm
         except ImportError:
             warnings.warn(
                 "optimize: show_progress_bar needs tqdm (apt-get install python3-tqdm); "
@@ -123,7 +121,7 @@ class _Progress:
                 stacklevel=4,
             )
             return None
-        return _Progress(study, total)
+        return _Progress(study, total, tqdm.tqdm)
 
     def _show_best(self) -> None:
         if self._best is not None:

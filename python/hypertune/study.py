@@ -101,7 +101,9 @@ def _parameter_value(spec: pb.ParameterSpec, value: Any, where: str) -> pb.Param
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise InvalidArgumentError(f"{problem}: expected a number, got {_describe(value)}") from None
+        raise InvalidArgumentError(
+            f"{problem}: expected a number, got {_describe(value)}"
+        ) from None
     if math.isnan(number):
         raise InvalidArgumentError(f"{problem}: NaN is not a value")
     return pb.ParameterValue(name=spec.name, double_value=number)
@@ -637,9 +639,10 @@ class Study:
         the trials being run are given back.
 
         Each callback is called as ``callback(study, trial)`` in the calling
-        thread after each trial ends (COMPLETED, STOPPED, or INFEASIBLE by
-        a caught exception; not the trial whose exception ends the run, nor
-        one whose lease was lost), with the trial as stored; it may call
+        thread after each trial ends (COMPLETED, STOPPED, INFEASIBLE by a
+        caught exception, or PAUSED at an ASHA rung; not the trial whose
+        exception ends the run, nor one whose lease was lost), with the
+        trial as the server last returned it; it may call
         ``study.stop()``. An exception from a callback ends the run as one
         from ``fn`` does (the trial's result is stored already).
         ``show_progress_bar`` shows a tqdm bar (Debian: python3-tqdm) on
