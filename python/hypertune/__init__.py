@@ -40,6 +40,7 @@ from hypertune.errors import (
     PermissionDeniedError,
     UnauthenticatedError,
     UnavailableError,
+    UnimplementedError,
 )
 from hypertune.study import Study, TrialEvent
 from hypertune.trial import Measurement, Trial
@@ -65,5 +66,6 @@ __all__ = [
     "TrialEvent",
     "UnauthenticatedError",
     "UnavailableError",
+    "UnimplementedError",
     "current_trial",
 ]

@@ -1,10 +1,19 @@
 """Study.optimize: Optuna-style optimization of a Python function, with
-worker threads."""
+worker threads, a time limit, callbacks and a progress bar.
+
+Threads: the worker threads only run trials; the calling thread calls the
+callbacks and draws the bar, from a queue of the trials the workers end, so
+callbacks need no locks of their own.
+"""
 
 from __future__ import annotations
 
+import queue
+import sys
 import threading
+import time
 import warnings
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from hypertune.errors import HypertuneError, InvalidArgumentError, LeaseLostError
@@ -31,7 +40,7 @@ class _Runs:
             return True
 
 
-def _check_arguments(n_trials: Any, n_workers: Any, catch: Any) -> None:
+def _check_arguments(n_trials: Any, n_workers: Any, catch: Any, timeout: Any) -> None:
     if n_trials is not None and (
         isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 0
     ):
@@ -42,6 +51,31 @@ def _check_arguments(n_trials: Any, n_workers: Any, catch: Any) -> None:
         isinstance(c, type) and issubclass(c, BaseException) for c in catch
     ):
         raise InvalidArgumentError(f"catch: expected a tuple of exception classes, got {catch!r}")
+    if timeout is not None and (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not timeout >= 0  # NaN too
+    ):
+        raise InvalidArgumentError(f"timeout: expected None or seconds >= 0, got {timeout!r}")
+
+
+def _check_callbacks(callbacks: Any) -> list[Callable[[Study, Trial], Any]]:
+    if callbacks is None:
+        return []
+    if isinstance(callbacks, (str, bytes)) or callable(callbacks) or not isinstance(
+        callbacks, Iterable
+    ):
+        raise InvalidArgumentError(
+            f"callbacks: expected a list of functions callback(study, trial), got {callbacks!r}"
+        )
+    listed = list(callbacks)
+    for index, callback in enumerate(listed):
+        if not callable(callback):
+            raise InvalidArgumentError(
+                f"callbacks[{index}]: expected a function callback(study, trial), "
+                f"got {callback!r}"
+            )
+    return listed
 
 
 def _finish(trial: Trial, result: Any) -> None:
@@ -53,6 +87,65 @@ def _finish(trial: Trial, result: Any) -> None:
     trial.complete(result)
 
 
+class _Progress:
+    """The tqdm bar of show_progress_bar: trials ended, and the best
+    value so far of a single objective. Used from the calling thread."""
+
+    def __init__(self, study: Study, total: Optional[int], bar: Callable[..., Any]):
+        self._minimize = study.goal == "MINIMIZE"
+        self._single = len(study.objectives) == 1  # else no single best value
+        self._best: Optional[float] = None
+        if self._single:
+            best = study.best()
+            self._best = best.value if best is not None else None
+        # Redrawn in place on a terminal; to a log file, a line now and then.
+        interactive = bool(getattr(sys.stderr, "isatty", lambda: False)())
+        self._bar = bar(
+            total=total, desc=f"study {study.name}", unit="trial", file=sys.stderr,
+            mininterval=0.1 if interactive else 30.0, dynamic_ncols=interactive,
+        )
+        self._show_best()
+
+    @staticmethod
+    def open(study: Study, total: Optional[int], wanted: bool) -> Optional[_Progress]:
+        """A bar when ``wanted`` and tqdm imports; else None, with a warning
+        if it was wanted."""
+        if not wanted:
+            return None
+        try:
+            import tqdm
+        except ImportError:
+            warnings.warn(
+                "optimize: show_progress_bar needs tqdm (apt-get install python3-tqdm); "
+                "running without a progress bar",
+                stacklevel=4,
+            )
+            return None
+        return _Progress(study, total, tqdm.tqdm)
+
+    def _show_best(self) -> None:
+        if self._best is not None:
+            self._bar.set_postfix(best=f"{self._best:.6g}", refresh=False)
+
+    def ended(self, trial: Trial) -> None:
+        if self._single and trial.state == "COMPLETED" and trial.feasible is not False:
+            value = trial.value
+            if value is not None and (
+                self._best is None
+                or (value < self._best if self._minimize else value > self._best)
+            ):
+                self._best = value
+                self._show_best()
+        self._bar.update(1)
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+# What a worker thread puts on the queue of ended trials when it is done.
+_WORKER_DONE = object()
+
+
 def optimize(
     study: Study,
     fn: Callable[[Trial], Any],
@@ -60,22 +153,30 @@ def optimize(
     n_trials: Optional[int],
     n_workers: int,
     catch: tuple[type[BaseException], ...],
+    timeout: Optional[float] = None,
+    callbacks: Optional[Iterable[Callable[[Study, Trial], Any]]] = None,
+    show_progress_bar: bool = False,
 ) -> None:
     """See Study.optimize."""
-    _check_arguments(n_trials, n_workers, catch)
+    _check_arguments(n_trials, n_workers, catch, timeout)
+    listeners = _check_callbacks(callbacks)
     runs = _Runs(n_trials)
+    deadline = None if timeout is None else time.monotonic() + timeout
     stop = threading.Event()
     lock = threading.Lock()
     running: dict[int, Trial] = {}  # thread id -> its trial
     errors: list[BaseException] = []
 
-    def run_one() -> bool:
-        """Runs fn on one trial; False when there is nothing more to run."""
-        if stop.is_set() or not runs.take():
-            return False
-        trial = study.ask()
+    def run_one() -> Any:
+        """Runs fn on one trial: returns it once ended, None if its lease
+        was lost, _WORKER_DONE when there is nothing more to run."""
+        if stop.is_set() or (deadline is not None and time.monotonic() >= deadline):
+            return _WORKER_DONE
+        if not runs.take():
+            return _WORKER_DONE
+        trial = study._ask(stop, deadline)
         if trial is None:
-            return False
+            return _WORKER_DONE
         me = threading.get_ident()
         with lock:
             running[me] = trial
@@ -89,24 +190,66 @@ def optimize(
         except LeaseLostError as lost:
             # The trial went to another worker; that is no reason to stop.
             warnings.warn(f"optimize: {lost}", stacklevel=2)
+            return None
         finally:
             with lock:
                 running.pop(me, None)
-        return True
+        return trial
 
-    if n_workers == 1:
-        while run_one():
-            pass
-        return
+    progress = _Progress.open(study, n_trials, show_progress_bar)
+
+    def ended(trial: Trial) -> None:
+        """What follows each ended trial, in the calling thread."""
+        if progress is not None:
+            progress.ended(trial)
+        for callback in listeners:
+            callback(study, trial)
+
+    with study._stops_lock:
+        study._stops.add(stop)
+    try:
+        if n_workers == 1:
+            while True:
+                outcome = run_one()
+                if outcome is _WORKER_DONE:
+                    return
+                if outcome is not None:
+                    ended(outcome)
+        _run_in_threads(run_one, ended, n_workers, stop, lock, running, errors)
+    finally:
+        with study._stops_lock:
+            study._stops.discard(stop)
+        if progress is not None:
+            progress.close()
+
+
+def _run_in_threads(
+    run_one: Callable[[], Any],
+    ended: Callable[[Trial], None],
+    n_workers: int,
+    stop: threading.Event,
+    lock: threading.Lock,
+    running: dict[int, Trial],
+    errors: list[BaseException],
+) -> None:
+    """Runs trials in ``n_workers`` threads while the calling thread calls
+    ``ended`` on each trial they end; raises the first error of either."""
+    finished: queue.SimpleQueue = queue.SimpleQueue()
 
     def work() -> None:
         try:
-            while run_one():
-                pass
+            while True:
+                outcome = run_one()
+                if outcome is _WORKER_DONE:
+                    return
+                if outcome is not None:
+                    finished.put(outcome)
         except BaseException as error:
             with lock:
                 errors.append(error)
             stop.set()
+        finally:
+            finished.put(_WORKER_DONE)
 
     threads = [
         threading.Thread(target=work, name=f"hypertune-optimize-{i}", daemon=True)
@@ -115,6 +258,24 @@ def optimize(
     for thread in threads:
         thread.start()
     try:
+        working = n_workers
+        while working:
+            outcome = finished.get()
+            if outcome is _WORKER_DONE:
+                working -= 1
+                continue
+            with lock:
+                failed = bool(errors)
+            if failed:
+                continue  # the run is ending: no more callbacks
+            try:
+                ended(outcome)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as error:
+                with lock:
+                    errors.append(error)
+                stop.set()
         for thread in threads:
             thread.join()
     except KeyboardInterrupt:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import grpc
@@ -26,6 +27,7 @@ from hypertune.errors import (
     InvalidArgumentError,
 )
 from hypertune.study import Study
+from hypertune.trial import encode_attributes
 
 #: Where the CLI and the SDKs look when neither ``server`` nor
 #: ``$HYPERTUNE_SERVER`` says otherwise.
@@ -233,6 +235,7 @@ class Client:
         *,
         name: Optional[str] = None,
         if_exists: str = "raise",
+        attributes: Optional[Mapping[str, Any]] = None,
     ) -> Study:
         """Creates a study and returns it.
 
@@ -247,6 +250,10 @@ class Client:
                 notebooks that are run again, provided its spec is the
                 config's (else AlreadyExistsError saying which fields
                 differ).
+            attributes: notes kept with the study, added to the config's
+                ``"attributes"`` (which are text): any JSON value, as
+                :meth:`Trial.set_attribute` takes; read back by
+                :attr:`Study.user_attrs`.
 
         Raises:
             InvalidArgumentError: the config is malformed; the message names
@@ -255,6 +262,10 @@ class Client:
         if if_exists not in ("raise", "load"):
             raise InvalidArgumentError(f'if_exists: expected "raise" or "load", got {if_exists!r}')
         study = _config.load_study(config, name)
+        if attributes is not None:
+            study.attributes.update(
+                encode_attributes(attributes, "create_study: attributes", study.attributes)
+            )
         try:
             created = self._call(
                 "CreateStudy", pb.CreateStudyRequest(study=study), idempotent=False

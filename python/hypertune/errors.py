@@ -4,7 +4,8 @@ Every failure of a call to hypertuned is a :class:`HypertuneError` carrying the
 gRPC status code and the server's message; its subclass names the code, and
 the common ones also derive from the built-in exception a Python caller
 would expect (``ValueError`` for bad input, ``LookupError`` for a missing
-study or trial, ``ConnectionError`` for an unreachable server). Bad input
+study or trial, ``ConnectionError`` for an unreachable server,
+``NotImplementedError`` for what the server cannot do yet). Bad input
 found before any call (a config field of the wrong type, a metric that is
 not a number) is an :class:`InvalidArgumentError` too, whose message names
 the field.
@@ -91,6 +92,14 @@ class PermissionDeniedError(HypertuneError):
     default_code = grpc.StatusCode.PERMISSION_DENIED
 
 
+class UnimplementedError(HypertuneError, NotImplementedError):
+    """What was asked needs something the server (or the API this client
+    was generated from) does not have yet (UNIMPLEMENTED); the message
+    says what."""
+
+    default_code = grpc.StatusCode.UNIMPLEMENTED
+
+
 _BY_CODE: dict[grpc.StatusCode, type[HypertuneError]] = {
     cls.default_code: cls
     for cls in (
@@ -102,6 +111,7 @@ _BY_CODE: dict[grpc.StatusCode, type[HypertuneError]] = {
         DeadlineExceededError,
         UnauthenticatedError,
         PermissionDeniedError,
+        UnimplementedError,
     )
 }
 

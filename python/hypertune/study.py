@@ -6,10 +6,13 @@ hands the calling thread trials of its own (see _client_ids.py).
 
 from __future__ import annotations
 
+import math
+import operator
+import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 import grpc
 
@@ -17,8 +20,12 @@ from hypertune import _client_ids
 from hypertune._lease import renewal_interval
 from hypertune._proto import objective_metrics, pb
 from hypertune._retry import failure
-from hypertune.errors import FailedPreconditionError, InvalidArgumentError
-from hypertune.trial import Trial
+from hypertune.errors import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    UnimplementedError,
+)
+from hypertune.trial import Trial, decode_attributes, encode_attributes, stored_text
 
 if TYPE_CHECKING:
     import pandas
@@ -61,6 +68,80 @@ def _trial_states(states: Union[str, Iterable[str], None]) -> list[int]:
     return numbers
 
 
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
+
+
+def _names(names: Iterable[str]) -> str:
+    return ", ".join(f'"{name}"' for name in names)
+
+
+def _parameter_value(spec: pb.ParameterSpec, value: Any, where: str) -> pb.ParameterValue:
+    """``value`` as the ParameterValue of ``spec``'s type; the server checks
+    it against the bounds and values."""
+    kind = spec.WhichOneof("kind")
+    problem = f'{where}: parameter "{spec.name}"'
+    if kind == "categorical_spec":
+        if not isinstance(value, str):
+            raise InvalidArgumentError(f"{problem}: expected a str, got {_describe(value)}")
+        return pb.ParameterValue(name=spec.name, string_value=value)
+    if isinstance(value, (bool, str, bytes)):
+        raise InvalidArgumentError(f"{problem}: expected a number, got {_describe(value)}")
+    if kind == "integer_spec":
+        try:
+            whole = operator.index(value)  # int, and NumPy integers
+        except TypeError:
+            if not (isinstance(value, float) and value.is_integer()):
+                raise InvalidArgumentError(
+                    f"{problem}: expected an integer, got {_describe(value)}"
+                ) from None
+            whole = int(value)
+        return pb.ParameterValue(name=spec.name, int_value=whole)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(
+            f"{problem}: expected a number, got {_describe(value)}"
+        ) from None
+    if math.isnan(number):
+        raise InvalidArgumentError(f"{problem}: NaN is not a value")
+    return pb.ParameterValue(name=spec.name, double_value=number)
+
+
+def _active(spec: pb.StudySpec, values: Mapping[str, Any]) -> dict[str, Optional[bool]]:
+    """Each parameter of ``spec``: True when active under ``values``, False
+    when inactive, None when that depends on a parent ``values`` leaves
+    open (a partial configuration)."""
+    by_name = {p.name: p for p in spec.parameters}
+    active: dict[str, Optional[bool]] = {}
+
+    def of(name: str) -> Optional[bool]:
+        if name in active:
+            return active[name]
+        param = by_name[name]
+        if not param.parent:
+            answer: Optional[bool] = True
+        else:
+            parent = of(param.parent) if param.parent in by_name else False
+            if parent is not True:
+                answer = parent
+            elif param.parent not in values:
+                answer = None
+            else:
+                chosen = values[param.parent]
+                if by_name[param.parent].WhichOneof("kind") == "categorical_spec":
+                    answer = chosen in param.parent_categories
+                else:
+                    answer = any(chosen == v for v in param.parent_values)
+        active[name] = answer
+        return answer
+
+    for name in by_name:
+        of(name)
+    return active
+
+
 class Study:
     """A study on the server: its spec, its trials, and the trials to run
     next. Get one from :meth:`Client.create_study`, :meth:`Client.get_study`
@@ -69,6 +150,9 @@ class Study:
     def __init__(self, client: Client, proto: pb.Study):
         self._client = client
         self._proto = proto
+        # One event per optimize() running on this object; stop() sets them.
+        self._stops: set[threading.Event] = set()
+        self._stops_lock = threading.Lock()
 
     # ----- What the study is -----
 
@@ -109,8 +193,17 @@ class Study:
     @property
     def attributes(self) -> dict[str, str]:
         """Free-form notes kept with the study (the config's
-        ``"attributes"``, or an Optuna study's user attributes)."""
-        return dict(self._proto.attributes)
+        ``"attributes"``, ``create_study(attributes=...)``, or an Optuna
+        study's user attributes) as stored text: a value that was not a str
+        is its JSON text here."""
+        return stored_text(self._proto.attributes)
+
+    @property
+    def user_attrs(self) -> dict[str, Any]:
+        """The notes of :attr:`attributes` as the Python values they were
+        set as (like Optuna's ``study.user_attrs``; see
+        :meth:`Trial.set_attribute` for the rule)."""
+        return decode_attributes(self._proto.attributes)
 
     @property
     def trial_counts(self) -> dict[str, int]:
@@ -272,13 +365,22 @@ class Study:
                 client._backoff(policy.jittered(failures))
 
     def trials_dataframe(
-        self, states: Union[str, Iterable[str], None] = None
+        self, states: Union[str, Iterable[str], None] = None, *, intermediate: bool = False
     ) -> pandas.DataFrame:
         """The trials as a pandas DataFrame indexed by trial id, with the
         columns of ``hypertune trials --format csv``: ``state``, one column
         per parameter, one per final metric, ``step`` (the last), then
         ``elapsed_seconds``, ``start_time``, ``end_time``, ``client_id`` and
-        ``infeasible_reason``. Needs pandas (Debian: python3-pandas)."""
+        ``infeasible_reason``. Then, as Optuna names them, one
+        ``user_attrs_KEY`` column per attribute (its Python value, as
+        :attr:`Trial.user_attrs`), by key; and with ``intermediate=True``
+        (off by default, as in Optuna: a long run makes many), one
+        ``intermediate_METRIC_STEP`` column per metric and step of the
+        intermediate measurements (``report``), by metric (the study's
+        order) then step: ``frame.filter(like="intermediate_loss_")`` is the
+        loss curve of each trial, one row per trial. A value a trial
+        lacks is None (NaN in a numeric column). Needs pandas (Debian:
+        python3-pandas)."""
         try:
             import pandas
         except ImportError:
@@ -288,15 +390,31 @@ class Study:
         trials = self.trials(states)
         params = [p.name for p in self.spec.parameters]
         metrics = [m.name for m in self.spec.metrics]
+        attributes: set[str] = set()
+        curves: dict[str, set[int]] = {}  # metric -> its steps
         for trial in trials:
             params += [name for name in trial.params if name not in params]
             metrics += [name for name in trial.metrics if name not in metrics]
+            attributes.update(trial.user_attrs)
+            for measurement in trial.proto.measurements:
+                for name in measurement.metrics:
+                    curves.setdefault(name, set()).add(measurement.step)
+        curve_metrics = [name for name in metrics if name in curves]
+        curve_metrics += sorted(name for name in curves if name not in metrics)
+        intermediate_columns = [
+            (name, step) for name in curve_metrics for step in sorted(curves[name])
+        ] if intermediate else []
         rows = []
         for trial in trials:
-            values, final = trial.params, trial.metrics
+            values, final, notes = trial.params, trial.metrics, trial.user_attrs
             steps = [m.step for m in trial.proto.measurements]
             if trial.proto.HasField("final_measurement"):
                 steps.append(trial.proto.final_measurement.step)
+            reported = {
+                (name, m.step): value
+                for m in trial.proto.measurements
+                for name, value in m.metrics.items()
+            }
             rows.append(
                 [trial.state]
                 + [values.get(name) for name in params]
@@ -311,9 +429,13 @@ class Study:
                     trial.client_id,
                     trial.infeasible_reason,
                 ]
+                + [notes.get(key) for key in sorted(attributes)]
+                + [reported.get(column) for column in intermediate_columns]
             )
         columns = ["state", *params, *metrics, "step", "elapsed_seconds", "start_time",
                    "end_time", "client_id", "infeasible_reason"]
+        columns += [f"user_attrs_{key}" for key in sorted(attributes)]
+        columns += [f"intermediate_{name}_{step}" for name, step in intermediate_columns]
         frame = pandas.DataFrame(
             rows, columns=columns, index=pandas.Index([t.id for t in trials], name="id")
         )
@@ -364,6 +486,14 @@ class Study:
         promoted ASHA trial comes back with its :attr:`Trial.checkpoint_uri`
         and measurements, to resume from.
         """
+        return self._ask()
+
+    def _ask(
+        self, stop: Optional[threading.Event] = None, deadline: Optional[float] = None
+    ) -> Optional[Trial]:
+        """ask(), which also answers None once ``stop`` is set or the
+        monotonic clock passes ``deadline`` (optimize's study.stop() and
+        timeout), instead of waiting on."""
         slot = _client_ids.acquire(self._client.client_id)
         wait = _WAIT_INITIAL
         try:
@@ -374,11 +504,114 @@ class Study:
                 if response.study_state == pb.Study.COMPLETED:
                     slot.release()
                     return None
-                time.sleep(wait)
+                if deadline is not None:
+                    wait = min(wait, deadline - time.monotonic())
+                if (stop is not None and stop.is_set()) or wait <= 0:
+                    slot.release()
+                    return None
+                if stop is not None:
+                    stop.wait(wait)
+                else:
+                    time.sleep(wait)
                 wait = min(_WAIT_MAX, wait * 2)
         except BaseException:
             slot.release()
             raise
+
+    # ----- Trials of one's own choosing -----
+
+    def enqueue(
+        self,
+        params: Optional[Mapping[str, Any]] = None,
+        *,
+        fixed: Optional[Mapping[str, Any]] = None,
+        attributes: Optional[Mapping[str, Any]] = None,
+    ) -> Trial:
+        """Queues a trial of one's own choosing (like Optuna's
+        ``enqueue_trial``): the next worker to ask gets it, before any new
+        suggestion. Returns it, REQUESTED (a record: it only reads).
+
+        Give either ``params``, a whole configuration (a value for each
+        parameter active under it, conditional ones included, and no
+        other), or ``fixed``, a part of one: the server suggests the other
+        parameters when a worker takes the trial. ``attributes`` are noted
+        on the trial as :meth:`Trial.set_attribute` notes them (any JSON
+        value).
+
+        Raises:
+            InvalidArgumentError (a ValueError): neither or both of
+                ``params`` and ``fixed``; a parameter the study lacks, one
+                missing from ``params``, one inactive under the others, or
+                a value of the wrong type or out of bounds, each named.
+            UnimplementedError (a NotImplementedError): ``fixed`` with a
+                server API (the generated stub) that has no partial trials
+                yet.
+        """
+        if (params is None) == (fixed is None):
+            raise InvalidArgumentError(
+                "enqueue: give either params (a whole configuration) or fixed (a part of one)"
+            )
+        partial = params is None
+        given = fixed if partial else params
+        where = f"enqueue: {'fixed' if partial else 'params'}"
+        if not isinstance(given, Mapping):
+            raise InvalidArgumentError(f"{where}: expected a dict, got {_describe(given)}")
+        specs = {p.name: p for p in self.spec.parameters}
+        unknown = [name for name in given if name not in specs]
+        if unknown:
+            raise InvalidArgumentError(
+                f"{where}: unknown parameter {_names(unknown)}; the study's parameters are "
+                + _names(specs)
+            )
+        active = _active(self.spec, given)
+        inactive = [name for name in given if active[name] is False]
+        if inactive:
+            raise InvalidArgumentError(
+                f"{where}: parameter {_names(inactive)} is not active under the values given "
+                "(its parent's value does not enable it); leave it out"
+            )
+        missing = [name for name, on in active.items() if on and name not in given]
+        if missing and not partial:
+            raise InvalidArgumentError(
+                f"{where}: missing parameter {_names(missing)}; a whole configuration has every "
+                "active parameter (enqueue(fixed=...) lets the server suggest the others)"
+            )
+        trial = pb.Trial(
+            state=pb.Trial.REQUESTED,
+            parameters=[
+                _parameter_value(spec, given[name], where)
+                for name, spec in specs.items()
+                if name in given
+            ],
+            attributes=encode_attributes(attributes or {}, "enqueue: attributes"),
+        )
+        request = pb.CreateTrialRequest(study_name=self.name, trial=trial)
+        if partial:
+            if "partial" not in pb.CreateTrialRequest.DESCRIPTOR.fields_by_name:
+                raise UnimplementedError(
+                    "enqueue(fixed=...): the server's API (the generated stub of "
+                    "hypertune.v1.CreateTrialRequest) has no partial trials yet; give the "
+                    "whole configuration as params"
+                )
+            request.partial = True
+        # Not retried: a lost reply after the trial was queued would queue it twice.
+        return self._record(self._client._call("CreateTrial", request, idempotent=False))
+
+    def stop(self) -> None:
+        """Ends the :meth:`optimize` running on this Study object once its
+        running trials finish (like Optuna's ``study.stop()``): no trial
+        starts after the call. Call it from the objective or a callback.
+
+        Raises:
+            FailedPreconditionError: no optimize is running on this object.
+        """
+        with self._stops_lock:
+            if not self._stops:
+                raise FailedPreconditionError(
+                    f"study {self.name!r} stop(): no optimize is running on this Study object"
+                )
+            for event in self._stops:
+                event.set()
 
     def optimize(
         self,
@@ -386,6 +619,10 @@ class Study:
         n_trials: Optional[int] = None,
         n_workers: int = 1,
         catch: tuple[type[BaseException], ...] = (),
+        *,
+        timeout: Optional[float] = None,
+        callbacks: Optional[Sequence[Callable[[Study, Trial], Any]]] = None,
+        show_progress_bar: bool = False,
     ) -> None:
         """Runs ``fn`` on trials of the study, as Optuna's optimize does.
 
@@ -394,11 +631,33 @@ class Study:
         intermediate values, watch ``trial.should_stop`` and finish the trial
         itself. ``n_workers`` threads run trials at once, until
         ``n_trials`` runs have started (None: until the study's budget is
-        spent). An exception from ``fn`` marks its trial INFEASIBLE; unless
-        it is one of ``catch``, it then ends the optimization and is raised
-        here, once the other threads' running trials are done. On
-        KeyboardInterrupt the trials being run are given back.
+        spent), ``timeout`` seconds have passed (no trial starts after
+        that; running ones finish), or :meth:`stop` is called. An exception
+        from ``fn`` marks its trial INFEASIBLE; unless it is one of
+        ``catch``, it then ends the optimization and is raised here, once
+        the other threads' running trials are done. On KeyboardInterrupt
+        the trials being run are given back.
+
+        Each callback is called as ``callback(study, trial)`` in the calling
+        thread after each trial ends (COMPLETED, STOPPED, INFEASIBLE by a
+        caught exception, or PAUSED at an ASHA rung; not the trial whose
+        exception ends the run, nor one whose lease was lost), with the
+        trial as the server last returned it; it may call
+        ``study.stop()``. An exception from a callback ends the run as one
+        from ``fn`` does (the trial's result is stored already).
+        ``show_progress_bar`` shows a tqdm bar (Debian: python3-tqdm) on
+        stderr with the best value so far; without tqdm, a warning and no
+        bar.
         """
         from hypertune._optimize import optimize
 
-        optimize(self, fn, n_trials=n_trials, n_workers=n_workers, catch=catch)
+        optimize(
+            self,
+            fn,
+            n_trials=n_trials,
+            n_workers=n_workers,
+            catch=catch,
+            timeout=timeout,
+            callbacks=callbacks,
+            show_progress_bar=show_progress_bar,
+        )

@@ -17,6 +17,7 @@ nothing with the caller but the lease's own state.
 
 from __future__ import annotations
 
+import json
 import math
 import operator
 import time
@@ -102,6 +103,100 @@ def check_metrics(values: Mapping[str, Any], where: str) -> dict[str, float]:
     return metrics
 
 
+# ----- Attributes of any JSON value -----
+#
+# The server keeps attributes as text (map<string, string>), and the CLI,
+# the dashboard and the CSV show that text. So a str is stored as itself
+# (what earlier clients, the CLI and the Optuna import store), any other
+# JSON value as its compact JSON text ([1,2], 3, true, null, {"a":1}), as
+# the Optuna import stores them. Text alone cannot say which of the two it
+# is ("123" may be a str or the number), so the reserved attribute
+# JSON_KEYS_ATTRIBUTE lists, comma-separated and sorted, the keys whose
+# text is JSON. A marker per entry (a prefix on the value or the key) was
+# the alternative; it would change how plain strings are stored and
+# leave two keys for one attribute once a value changes kind, where the
+# one list is rewritten with every change (CompleteTrial replaces the keys
+# it is given). Keys are names (no commas), so the list is unambiguous.
+
+#: The reserved attribute that lists the keys whose values are JSON text
+#: (see above); refused as a key of one's own, left out of what is read.
+JSON_KEYS_ATTRIBUTE = "_json_keys"
+
+
+def _json_keys(stored: Mapping[str, str]) -> set[str]:
+    listed = stored.get(JSON_KEYS_ATTRIBUTE, "")
+    return {key for key in listed.split(",") if key}
+
+
+def encode_attribute(key: Any, value: Any, where: str) -> tuple[str, bool]:
+    """``value`` as stored text, and whether that text is JSON: a str as
+    itself, any other value as compact JSON. InvalidArgumentError naming
+    ``key`` for a bad key or a value JSON cannot hold (NaN, a set, an
+    object)."""
+    if not isinstance(key, str) or not key:
+        raise InvalidArgumentError(f"{where}: an attribute key must be a non-empty string, "
+                                   f"got {_describe(key)}")
+    if key == JSON_KEYS_ATTRIBUTE:
+        raise InvalidArgumentError(
+            f'{where}: attribute "{key}" is reserved: it lists the keys whose values are JSON'
+        )
+    if isinstance(value, str):
+        return value, False
+    try:
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as error:
+        raise InvalidArgumentError(
+            f'{where}: attribute "{key}": expected a str or a JSON value (dict, list, number, '
+            f"bool, None), got {_describe(value)} ({error})"
+        ) from None
+    return text, True
+
+
+def encode_attributes(
+    values: Mapping[str, Any], where: str, stored: Optional[Mapping[str, str]] = None
+) -> dict[str, str]:
+    """The entries to write for ``values`` onto attributes already
+    ``stored``: each value's text (:func:`encode_attribute`) and, when the
+    set of JSON keys changes, JSON_KEYS_ATTRIBUTE listing them all."""
+    if not isinstance(values, Mapping):
+        raise InvalidArgumentError(f"{where}: attributes: expected a dict, got {_describe(values)}")
+    before = _json_keys(stored or {})
+    keys = set(before)
+    entries: dict[str, str] = {}
+    for key, value in values.items():
+        entries[key], is_json = encode_attribute(key, value, where)
+        if is_json:
+            keys.add(key)
+        else:
+            keys.discard(key)
+    if keys != before:
+        entries[JSON_KEYS_ATTRIBUTE] = ",".join(sorted(keys))
+    return entries
+
+
+def decode_attributes(stored: Mapping[str, str]) -> dict[str, Any]:
+    """Stored attributes as Python values: those JSON_KEYS_ATTRIBUTE lists
+    parsed as JSON (a text that another writer made invalid stays text), the
+    others the strings they are; the reserved key left out."""
+    listed = _json_keys(stored)
+    values: dict[str, Any] = {}
+    for key, text in stored.items():
+        if key == JSON_KEYS_ATTRIBUTE:
+            continue
+        values[key] = text
+        if key in listed:
+            try:
+                values[key] = json.loads(text)
+            except ValueError:
+                pass
+    return values
+
+
+def stored_text(stored: Mapping[str, str]) -> dict[str, str]:
+    """Stored attributes as their text, without the reserved key."""
+    return {key: text for key, text in stored.items() if key != JSON_KEYS_ATTRIBUTE}
+
+
 def _check_step(step: Any, where: str) -> int:
     if not isinstance(step, bool):
         try:
@@ -152,7 +247,8 @@ class Trial:
         self._slot = slot
         self._worker_holds = worker_holds
         self._finished = False
-        self._pending_attributes: dict[str, str] = {}
+        # Set by set_attribute, stored at completion: key -> (Python value).
+        self._pending_attributes: dict[str, Any] = {}
         self._signals_entered = False
         self._attached_at = time.monotonic()
         self._elapsed_at_attach = 0.0
@@ -211,21 +307,44 @@ class Trial:
         STOPPED)."""
         return dict(self._proto.final_measurement.metrics)
 
+    def _attributes_text(self) -> dict[str, str]:
+        """The stored attributes with those set by set_attribute, as text."""
+        stored = self._proto.attributes
+        return {**stored, **encode_attributes(self._pending_attributes, "", stored)}
+
     @property
     def attributes(self) -> dict[str, str]:
-        """Free-form notes on the trial: those stored, and those set by
-        :meth:`set_attribute` that its completion will store."""
-        return {**self._proto.attributes, **self._pending_attributes}
+        """Free-form notes on the trial as stored text (what the CLI and
+        the dashboard show): those stored, and those set by
+        :meth:`set_attribute` that its completion will store. A value that
+        was not a str is its JSON text here; :attr:`user_attrs` gives it
+        back as the Python value."""
+        return stored_text(self._attributes_text())
+
+    @property
+    def user_attrs(self) -> dict[str, Any]:
+        """The notes of :attr:`attributes` as the Python values they were
+        set as (like Optuna's ``user_attrs``): a str as itself, any other
+        value parsed back from its JSON (so a tuple comes back a list)."""
+        return decode_attributes(self._attributes_text())
 
     def set_attribute(self, key: str, value: Any) -> None:
         """Notes ``key`` = ``value`` on the trial (a model's path, a git
-        commit; like Optuna's ``set_user_attr``), stored when the trial is
-        completed or marked infeasible. A value that is not a string is
-        stored as its ``str()``."""
+        commit, a list of per-class scores; like Optuna's
+        ``set_user_attr``), stored when the trial is completed or marked
+        infeasible. ``value`` is a str, stored as is, or any JSON value
+        (dict, list, number, bool, None), stored as JSON text and read back
+        by :attr:`user_attrs` as that value. At most 63 keys (one is kept
+        for the list of JSON keys), values up to 4 KiB of text.
+
+        Raises:
+            InvalidArgumentError: the key is empty or reserved, or JSON
+                cannot hold the value (NaN, a set, an arbitrary object).
+        """
         self._usable("set an attribute")
-        if not isinstance(key, str) or not key:
-            raise InvalidArgumentError(f"trial {self.id} attribute: the key must be a non-empty string")
-        self._pending_attributes[key] = value if isinstance(value, str) else str(value)
+        text, is_json = encode_attribute(key, value, f"trial {self.id} set_attribute")
+        # A copy as of now: a list changed after this call is not what was set.
+        self._pending_attributes[key] = json.loads(text) if is_json else value
 
     @property
     def objective(self) -> str:
@@ -510,7 +629,9 @@ class Trial:
         request.trial_id = self.id
         request.lease_epoch = self.lease_epoch
         if not request.worker_failed:
-            request.attributes.update(self._pending_attributes)
+            request.attributes.update(
+                encode_attributes(self._pending_attributes, "", self._proto.attributes)
+            )
         request.device_seconds = (time.monotonic() - self._attached_at) * client.devices
         try:
             self._proto = client._call("CompleteTrial", request)
