@@ -273,3 +273,41 @@ def test_import_hypertune_does_not_import_matplotlib():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_epsilon_squared_closed_form():
+    """Two categories whose means differ and no spread within: all of the
+    variance is the parameter's (SSB = SST = 4, SSW = 0: 1). Equal means: none
+    of it (SSB = 0: the correction makes it negative, clipped to 0)."""
+    category = visualization._Param("c", categories=("a", "b"))
+    assert visualization._epsilon_squared(
+        category, [("a", 1.0), ("a", 1.0), ("b", 3.0), ("b", 3.0)]) == pytest.approx(1.0)
+    assert visualization._epsilon_squared(
+        category, [("a", 1.0), ("a", 3.0), ("b", 1.0), ("b", 3.0)]) == 0.0
+    # a: 1, 2 (mean 1.5); b: 3, 4 (mean 3.5); overall mean 2.5: SST = 5,
+    # SSB = 4, SSW = 1 over n - k = 2: (4 - 1 * 0.5) / 5 = 0.7.
+    assert visualization._epsilon_squared(
+        category, [("a", 1.0), ("a", 2.0), ("b", 3.0), ("b", 4.0)]) == pytest.approx(0.7)
+
+
+def test_plot_example_saves_every_plot(server, tmp_path):
+    """examples/python/plot_study.py, run as a newcomer would, against this
+    module's server (the importance from its HTTP API)."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import ROOT
+
+    out = tmp_path / "plots"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "examples", "python", "plot_study.py"),
+         "--server", server.address, "--http", server.http, "--out", str(out),
+         "--trials", "8"],
+        capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    names = ["history", "intermediate", "parallel", "contour", "slice", "importance", "pareto"]
+    assert sorted(os.listdir(out)) == sorted(f"{name}.png" for name in names)
+    for name in names:
+        assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
