@@ -575,7 +575,7 @@ def plot_param_importances(
     ax.barh(ranked, [importances[n] for n in ranked],
             xerr=[errors[n] for n in ranked] if errors else None, color="tab:blue")
     ax.set_xlabel(f"importance for {metric}")
-    ax.set_xlim(0.0, max(1.0, *(importances[n] + errors.get(n, 0.0) for n in ranked)))
+    ax.set_xlim(0.0, max([1.0, *(importances[n] + errors.get(n, 0.0) for n in ranked)]))
     ax.set_title(f"Parameter importance of {study.name}\n({method})", fontsize="medium")
     return fig
 
@@ -587,7 +587,9 @@ def plot_pareto_front(study: Study, *, targets: Optional[Sequence[str]] = None) 
     """The COMPLETED trials in objective space, 2 or 3 metrics (default:
     the study's objectives): the optimal ones (the server's
     ``optimal_trials()``, the Pareto front) in red, the others in blue,
-    infeasible ones in grey. Three metrics make a 3-D plot."""
+    infeasible ones in grey. Three metrics make a 3-D plot. The optimal
+    trials are those of the study's objectives, even where ``targets``
+    names other metrics."""
     names = list(targets) if targets is not None else study.objectives
     for name in names:
         _target(study, name)
