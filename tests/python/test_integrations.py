@@ -135,6 +135,21 @@ def test_lightning_callback_warns_once_of_a_missing_monitor(client):
     assert study.trial(trial.id).measurements == []
 
 
+def test_lightning_callback_refuses_several_processes(client):
+    """With a fake trainer (see FakeLightningTrainer) that says it runs two
+    processes: refused at setup, before any training."""
+    study = client.create_study(study_config(unique_name("lightning")))
+    trial = study.ask()
+    trainer = FakeLightningTrainer(max_epochs=3)
+    trainer.world_size = 2
+    callback = ht_lightning.HypertuneCallback(trial)
+    with pytest.raises(RuntimeError, match="runs 2 processes; the callback supports one"):
+        callback.setup(trainer, None, "fit")
+    trainer.world_size = 1
+    callback.setup(trainer, None, "fit")
+    trial.complete(loss=1.0)
+
+
 def test_lightning_callback_in_a_real_trainer(client, tmp_path):
     """With Lightning itself, where it is installed: a three-epoch fit of a
     one-weight regression reports epochs 0, 1 and 2."""
@@ -346,9 +361,9 @@ def fake_mlflow() -> types.ModuleType:
     module.runs = []
     module.experiments = []
 
-    def start_run(run_name: str = "") -> None:
-        module.runs.append({"name": run_name, "params": {}, "metrics": [], "tags": {},
-                            "status": None})
+    def start_run(run_name: str = "", nested: bool = False) -> None:
+        module.runs.append({"name": run_name, "nested": nested, "params": {}, "metrics": [],
+                            "tags": {}, "status": None})
 
     def log_params(params: dict) -> None:
         module.runs[-1]["params"].update(params)
@@ -406,6 +421,7 @@ def test_mlflow_callback_logs_each_trial_as_a_run(client, monkeypatch):
     completed, infeasible = mlflow.runs
     first, second = study.trials()
     assert completed["name"] == f"{study.name}-trial-{first.id}"
+    assert completed["nested"]  # inside a run of the caller's, a child of it
     assert completed["params"] == first.params
     assert completed["metrics"] == [("loss", 0.8, 1), ("loss", 0.6, 2), ("loss", 0.55, 2)]
     assert completed["tags"] == {"hypertune.study": study.name,
@@ -500,6 +516,25 @@ def test_tensorboard_callback_writes_curves_and_hparams(client, tmp_path):
         ("hparams", two, second.params, {}, domain, "."),
         ("close", two),
     ]
+
+
+class FakeTensorBoardXWriter(FakeWriter):
+    """Stands in for tensorboardX's SummaryWriter, whose add_hparams names
+    its folder ``name`` and takes no categorical domains."""
+
+    def add_hparams(self, hparams: dict, metrics: dict, name: Any = None,  # type: ignore[override]
+                    global_step: Any = None) -> None:
+        FakeWriter.log.append(("hparams", self.log_dir, hparams, metrics, name))
+
+
+def test_tensorboard_callback_with_a_tensorboardx_writer(client, tmp_path):
+    """With a fake tensorboardX writer (see FakeTensorBoardXWriter)."""
+    FakeWriter.log = []
+    study = conditional_study(client)
+    first = study.trials()[0]
+    ht_tensorboard.TensorBoardCallback(str(tmp_path), FakeTensorBoardXWriter)(study, first)
+    assert ("hparams", str(tmp_path / f"trial-{first.id}"), first.params,
+            {"final/loss": 0.55}, ".") in FakeWriter.log
 
 
 def test_tensorboard_callback_writes_event_files(client, tmp_path):

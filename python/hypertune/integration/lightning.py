@@ -14,10 +14,11 @@ when the service stops the trial early (or pauses it at an ASHA rung)::
 The callback subclasses Lightning's ``Callback`` from ``lightning.pytorch``
 (Lightning 2), else from ``pytorch_lightning`` (the older package name),
 whichever is installed; with neither it subclasses ``object`` and still
-works with anything that calls its hook the same way. It uses only the
-documented hook ``on_validation_epoch_end(trainer, pl_module)`` and the
-trainer's ``callback_metrics``, ``current_epoch``, ``sanity_checking`` and
-``should_stop``. It finishes nothing: the trial is completed (or marked
+works with anything that calls its hooks the same way. It uses only the
+documented hooks ``setup(trainer, pl_module, stage)`` and
+``on_validation_epoch_end(trainer, pl_module)``, and the trainer's
+``callback_metrics``, ``current_epoch``, ``sanity_checking``, ``world_size``
+and ``should_stop``. It finishes nothing: the trial is completed (or marked
 infeasible by the ``with`` block) by the caller, once ``fit`` returns.
 """
 
@@ -59,7 +60,9 @@ class HypertuneCallback(_Base):  # type: ignore[misc, valid-type]
     ``val_check_interval`` < 1): a trial's steps only go up. A ``monitor``
     that is not among the logged metrics draws one warning naming those that
     are, and nothing is reported for that epoch (early stopping then cannot
-    judge the trial).
+    judge the trial). Training in several processes (DDP) is refused with
+    RuntimeError at ``setup``: each process would report, and only some
+    would stop.
     """
 
     def __init__(self, trial: Trial, monitor: str = "val_loss", metric: Optional[str] = None):
@@ -71,6 +74,15 @@ class HypertuneCallback(_Base):  # type: ignore[misc, valid-type]
         self.stopped_epoch: Optional[int] = None
         self._last_epoch: Optional[int] = None
         self._warned = False
+
+    def setup(self, trainer: Any, pl_module: Any, stage: Optional[str] = None) -> None:
+        if getattr(trainer, "world_size", 1) > 1:
+            # Each process would report, and only some would learn of a stop.
+            raise RuntimeError(
+                f"HypertuneCallback: trial {self.trial.id}: the trainer runs "
+                f"{trainer.world_size} processes; the callback supports one (run each "
+                "trial's training in a single process)"
+            )
 
     def on_validation_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         if getattr(trainer, "sanity_checking", False):

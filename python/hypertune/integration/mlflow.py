@@ -78,7 +78,9 @@ class MLflowCallback:
             if self.tracking_uri is not None:
                 mlflow.set_tracking_uri(self.tracking_uri)
             mlflow.set_experiment(self.experiment_name or study.name)
-            mlflow.start_run(run_name=self.run_name.format(study=study.name, trial=record.id))
+            # Nested: inside a run of the caller's, a child of it.
+            mlflow.start_run(run_name=self.run_name.format(study=study.name, trial=record.id),
+                             nested=True)
             try:
                 self._log(mlflow, study, record)
             except BaseException:

@@ -25,6 +25,7 @@ directory returning an object with ``add_scalar``, ``add_text``,
 
 from __future__ import annotations
 
+import inspect
 import os
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Optional
@@ -61,7 +62,7 @@ def summary_writer_class() -> Callable[..., Any]:
 class TensorBoardCallback:
     """Writes each trial it is called with under ``log_dir`` (see the
     module). ``writer_factory(path)`` makes the writer of one trial's folder;
-    default: :func:`summary_writer_class` with ``log_dir=path``.
+    default: :func:`summary_writer_class` of ``path``.
 
     Thread-safe: each trial has a writer of its own; the writers are made
     one at a time.
@@ -76,7 +77,9 @@ class TensorBoardCallback:
         with self._lock:
             if self._writer_factory is None:
                 writer_class = summary_writer_class()
-                self._writer_factory = lambda folder: writer_class(log_dir=folder)
+                # Both writers take the folder first (torch: log_dir,
+                # tensorboardX: logdir).
+                self._writer_factory = lambda folder: writer_class(folder)
             return self._writer_factory(path)
 
     def __call__(self, study: Study, trial: Trial) -> None:
@@ -91,15 +94,26 @@ class TensorBoardCallback:
                 f": {record.stop_reason or record.infeasible_reason}"
                 if record.stop_reason or record.infeasible_reason else ""))
             finals = {f"final/{name}": value for name, value in record.metrics.items()}
-            writer.add_hparams(
-                dict(record.params),
-                finals,
-                hparam_domain_discrete=_categorical_domains(study, record),
-                run_name=".",  # in the trial's own folder, not a time-stamped one
-            )
+            _add_hparams(writer, dict(record.params), finals, _categorical_domains(study, record))
             writer.flush()
         finally:
             writer.close()
+
+
+def _add_hparams(writer: Any, hparams: dict, metrics: dict, domains: dict) -> None:
+    """``writer.add_hparams`` into the trial's own folder rather than a
+    time-stamped one beneath it: torch's writer names that folder
+    ``run_name`` and takes the categorical domains; tensorboardX's calls it
+    ``name`` and takes no domains."""
+    accepted = inspect.signature(writer.add_hparams).parameters
+    options: dict[str, Any] = {}
+    if "run_name" in accepted:
+        options["run_name"] = "."
+    elif "name" in accepted:
+        options["name"] = "."
+    if "hparam_domain_discrete" in accepted:
+        options["hparam_domain_discrete"] = domains
+    writer.add_hparams(hparams, metrics, **options)
 
 
 def _categorical_domains(study: Study, record: Trial) -> dict[str, list[str]]:
