@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import py_compile
+import subprocess
 import sys
 import types
 import warnings
@@ -567,12 +568,11 @@ def test_tensorboard_without_a_writer_says_what_to_install(monkeypatch):
 
 
 def test_integration_modules_import_no_framework_until_used():
-    import subprocess
-
     code = ("import sys, hypertune.integration.mlflow, hypertune.integration.tensorboard; "
             "print(sorted(m for m in ('mlflow', 'torch', 'tensorboardX') if m in sys.modules))")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True)
+                            env=env, check=True)
     assert result.stdout.strip() == "[]"
 
 

@@ -7,8 +7,12 @@ being the study's optimal trials. Headless: matplotlib's Agg backend."""
 
 from __future__ import annotations
 
+import io
 import math
+import os
 import random
+import subprocess
+import sys
 from typing import Iterator
 
 import pytest
@@ -18,7 +22,7 @@ matplotlib.use("Agg")
 
 import hypertune  # noqa: E402
 from hypertune import visualization  # noqa: E402
-from helpers import unique_name  # noqa: E402
+from helpers import ROOT, unique_name  # noqa: E402
 from hypertuned_process import Hypertuned, free_port  # noqa: E402
 
 TRIALS = 12
@@ -103,7 +107,7 @@ def test_history_plots_each_completed_trial_and_the_best_so_far(tuned):
     assert bests == sorted(bests, reverse=True)  # minimized: never rises
     assert bests[-1] == pytest.approx(tuned.best().value)
     assert ax.get_xlabel() == "trial" and ax.get_ylabel() == "loss"
-    fig.savefig(__import__("io").BytesIO(), format="png")  # renders headless
+    fig.savefig(io.BytesIO(), format="png")  # renders headless
 
 
 def test_intermediate_values_draw_one_curve_per_trial_not_infeasible_ones(tuned):
@@ -265,13 +269,15 @@ def test_several_objectives_need_a_target(multi_objective):
         visualization.plot_pareto_front(multi_objective, targets=["error"])
 
 
-def test_import_hypertune_does_not_import_matplotlib():
-    import subprocess
-    import sys
+def child_env() -> dict:
+    """The environment of a child python3 that imports this package."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
 
+
+def test_import_hypertune_does_not_import_matplotlib():
     code = "import sys, hypertune, hypertune.visualization; print('matplotlib' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True)
+                            env=child_env(), check=True)
     assert result.stdout.strip() == "False"
 
 
@@ -293,19 +299,12 @@ def test_epsilon_squared_closed_form():
 def test_plot_example_saves_every_plot(server, tmp_path):
     """examples/python/plot_study.py, run as a newcomer would, against this
     module's server (the importance from its HTTP API)."""
-    import os
-    import subprocess
-    import sys
-
-    from helpers import ROOT
-
     out = tmp_path / "plots"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, "examples", "python", "plot_study.py"),
          "--server", server.address, "--http", server.http, "--out", str(out),
          "--trials", "8"],
-        capture_output=True, text=True, env=env, timeout=120)
+        capture_output=True, text=True, env=child_env(), timeout=120)
     assert result.returncode == 0, result.stderr
     names = ["history", "intermediate", "parallel", "contour", "slice", "importance", "pareto"]
     assert sorted(os.listdir(out)) == sorted(f"{name}.png" for name in names)
