@@ -54,8 +54,8 @@ def good_history(study: hypertune.Study, first_step: int = 0, steps: int = 4) ->
 class FakeLightningTrainer:
     """Stands in for a Lightning Trainer (Lightning is not installed here):
     the attributes HypertuneCallback reads and writes, and a fit loop that
-    calls on_validation_epoch_end after each epoch's validation and stops
-    when should_stop is set, as Lightning's loop does."""
+    calls on_validation_end after each epoch's validation and stops when
+    should_stop is set, as Lightning's loop does."""
 
     def __init__(self, max_epochs: int):
         self.max_epochs = max_epochs
@@ -68,12 +68,12 @@ class FakeLightningTrainer:
     def fit(self, callback: Any, val_loss: Any) -> None:
         self.sanity_checking = True  # Lightning validates twice before training
         self.callback_metrics = {"val_loss": 99.0}
-        callback.on_validation_epoch_end(self, None)
+        callback.on_validation_end(self, None)
         self.sanity_checking = False
         for epoch in range(self.max_epochs):
             self.current_epoch = epoch
             self.callback_metrics = {"val_loss": val_loss(epoch), "train_loss": 0.5}
-            callback.on_validation_epoch_end(self, None)
+            callback.on_validation_end(self, None)
             self.epochs_run += 1
             if self.should_stop:
                 return
@@ -100,7 +100,7 @@ def test_lightning_callback_reports_each_epoch_with_a_fake_trainer(client):
     assert trainer.epochs_run == 3 and not trainer.should_stop
     # The same epoch validated again (val_check_interval < 1): not reported twice.
     trainer.callback_metrics = {"val_loss": 7.0}
-    callback.on_validation_epoch_end(trainer, None)
+    callback.on_validation_end(trainer, None)
     trial.complete(loss=1.0 / 3)
     stored = study.trial(trial.id)
     assert [(m.step, m.metrics) for m in stored.measurements] == [

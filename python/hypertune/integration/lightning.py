@@ -1,5 +1,5 @@
 """A PyTorch Lightning callback that reports a validation metric to a
-hypertune trial at the end of each validation epoch, and stops the trainer
+hypertune trial at the end of each validation run, and stops the trainer
 when the service stops the trial early (or pauses it at an ASHA rung)::
 
     from hypertune.integration.lightning import HypertuneCallback
@@ -16,10 +16,17 @@ The callback subclasses Lightning's ``Callback`` from ``lightning.pytorch``
 whichever is installed; with neither it subclasses ``object`` and still
 works with anything that calls its hooks the same way. It uses only the
 documented hooks ``setup(trainer, pl_module, stage)`` and
-``on_validation_epoch_end(trainer, pl_module)``, and the trainer's
+``on_validation_end(trainer, pl_module)``, and the trainer's
 ``callback_metrics``, ``current_epoch``, ``sanity_checking``, ``world_size``
 and ``should_stop``. It finishes nothing: the trial is completed (or marked
 infeasible by the ``with`` block) by the caller, once ``fit`` returns.
+
+Why ``on_validation_end`` and not ``on_validation_epoch_end``: Lightning
+calls the callbacks' ``on_validation_epoch_end`` before the module's own,
+so a metric the module logs there (a torchmetrics ``compute()``, say) is
+not yet in ``callback_metrics``, which would then hold the previous
+epoch's value. ``on_validation_end`` comes after all of the epoch's
+logging; Lightning's own EarlyStopping judges there too.
 """
 
 from __future__ import annotations
@@ -51,7 +58,7 @@ LIGHTNING_MODULE, _Base = _callback_base()
 class HypertuneCallback(_Base):  # type: ignore[misc, valid-type]
     """Reports ``trainer.callback_metrics[monitor]`` as the trial's metric
     ``metric`` (default: the study's objective) at step
-    ``trainer.current_epoch``, after each validation epoch; sets
+    ``trainer.current_epoch``, after each validation run; sets
     ``trainer.should_stop`` once :attr:`Trial.should_stop` says the service
     stopped or paused the trial.
 
@@ -84,7 +91,7 @@ class HypertuneCallback(_Base):  # type: ignore[misc, valid-type]
                 "trial's training in a single process)"
             )
 
-    def on_validation_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+    def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
         if getattr(trainer, "sanity_checking", False):
             return
         epoch = int(trainer.current_epoch)
