@@ -585,3 +585,28 @@ def test_examples_compile(example, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         py_compile.compile(path, cfile=str(tmp_path / "out.pyc"), doraise=True)
+
+
+def test_a_resumed_trial_reports_only_past_its_recorded_steps(client):
+    """With the fake trainers (see FakeLightningTrainer, FakeHFTrainer): a
+    trial that already holds measurements (as one promoted by ASHA or
+    handed over by a lost worker does) and is trained again from the start
+    reports only the steps beyond those; the server refuses lower ones."""
+    study = client.create_study(study_config(unique_name("resumed")))
+    trial = study.ask()
+    trial.report(0, loss=0.9)
+    trial.report(1, loss=0.8)
+    FakeLightningTrainer(max_epochs=3).fit(ht_lightning.HypertuneCallback(trial),
+                                           lambda epoch: 0.1 * (epoch + 1))
+    trial.complete(loss=0.3)
+    assert [(m.step, m.metrics["loss"]) for m in study.trial(trial.id).measurements] == [
+        (0, 0.9), (1, 0.8), (2, pytest.approx(0.3))]
+
+    trial = study.ask()
+    trial.report(10, loss=0.9)
+    trainer = FakeHFTrainer(lambda args, model, epoch: 1.0 / epoch)
+    trainer.add_callback(ht_transformers.HypertuneTrainerCallback(trial, metric="loss"))
+    trainer.train()
+    trial.complete(loss=1.0 / 3)
+    assert [(m.step, m.metrics["loss"]) for m in study.trial(trial.id).measurements] == [
+        (10, 0.9), (20, 0.5), (30, pytest.approx(1.0 / 3))]

@@ -64,7 +64,9 @@ class HypertuneCallback(_Base):  # type: ignore[misc, valid-type]
 
     The sanity-check validation Lightning runs before training is not
     reported, nor is a second validation within one epoch (with
-    ``val_check_interval`` < 1): a trial's steps only go up. A ``monitor``
+    ``val_check_interval`` < 1), nor, for a trial resumed without its
+    checkpoint, the epochs up to those it had recorded: a trial's steps only
+    go up. A ``monitor``
     that is not among the logged metrics draws one warning naming those that
     are, and nothing is reported for that epoch (early stopping then cannot
     judge the trial). Training in several processes (DDP) is refused with
@@ -79,7 +81,9 @@ class HypertuneCallback(_Base):  # type: ignore[misc, valid-type]
         self.metric = metric or trial.objective or monitor
         #: The epoch at which the trainer was told to stop, or None.
         self.stopped_epoch: Optional[int] = None
-        self._last_epoch: Optional[int] = None
+        # A resumed trial has steps recorded already; the server refuses
+        # lower ones.
+        self._last_epoch: Optional[int] = max((m.step for m in trial.measurements), default=None)
         self._warned = False
 
     def setup(self, trainer: Any, pl_module: Any, stage: Optional[str] = None) -> None:

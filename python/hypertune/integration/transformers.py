@@ -92,7 +92,8 @@ class HypertuneTrainerCallback(_CallbackBase):  # type: ignore[misc, valid-type]
     step ``state.global_step``, and sets ``control.should_training_stop``
     when :attr:`Trial.should_stop` says the service stopped or paused the
     trial. An evaluation at a step already reported (the final one after
-    training) is kept as :attr:`objective` but not reported again."""
+    training, or any step of a resumed trial up to those it had recorded)
+    is kept as :attr:`objective` but not reported again."""
 
     def __init__(
         self,
@@ -105,7 +106,9 @@ class HypertuneTrainerCallback(_CallbackBase):  # type: ignore[misc, valid-type]
         self.metric = metric or trial.objective
         #: The latest evaluation's objective, or None before one.
         self.objective: Optional[float] = None
-        self._last_step: Optional[int] = None
+        # A resumed trial (promoted by ASHA, or handed over by a lost
+        # worker) has steps recorded already; the server refuses lower ones.
+        self._last_step: Optional[int] = max((m.step for m in trial.measurements), default=None)
 
     def on_evaluate(self, args: Any, state: Any, control: Any,
                     metrics: Optional[Mapping[str, float]] = None, **kwargs: Any) -> Any:
@@ -197,7 +200,9 @@ def run_hp_search(
     Each training runs in the trial's ``with`` block: an exception marks the
     trial INFEASIBLE and is raised here. Without an evaluation during
     training, ``trainer.evaluate()`` is called once it ends. A study whose
-    budget is spent ends the search early.
+    budget is spent ends the search early. No checkpoint is kept: a trial
+    paused at an ASHA rung and promoted later is trained again from the
+    start (reporting only past the steps it had recorded).
     """
     import hypertune
 
