@@ -18,7 +18,8 @@ python3-pip only, and no network:
 4. with --hypertuned, starts it and creates a study with the installed
    package.
 
-Exits 77 (ctest: skipped, with the reason) where python3 lacks venv or pip.
+Exits 77 (ctest: skipped, with the reason) where python3 lacks venv or pip,
+or no generator of the stubs is installed.
 
 Usage: check_python_package.py --source-dir ROOT [--hypertuned BIN]
 """
@@ -147,6 +148,15 @@ def main():
             print(f"SKIPPED: {args.python} has no {module} module "
                   "(Debian 12: apt-get install python3-venv python3-pip)")
             return SKIP
+
+    # setup.py's generators (python/setup.py, protoc_command).
+    has_grpc_tools = subprocess.run([args.python, "-c", "import grpc_tools.protoc"],
+                                    capture_output=True).returncode == 0
+    if not has_grpc_tools and not (shutil.which("protoc") and shutil.which("grpc_python_plugin")):
+        print("SKIPPED: neither grpc_tools (python3-grpc-tools) nor protoc with "
+              "grpc_python_plugin (protobuf-compiler-grpc) is installed: the stubs "
+              "cannot be generated")
+        return SKIP
 
     source = os.path.abspath(args.source_dir)
     expected = subpackages(os.path.join(source, "python", "hypertune"))
