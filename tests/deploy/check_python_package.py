@@ -14,7 +14,9 @@ python3-pip only, and no network:
    PYTHONPATH, with its generated stubs and every subpackage that
    python/hypertune has (hypertune.integration, ...);
 3. builds a source distribution and installs it where no proto/ is beside
-   it, as `python3 -m build` does: the sdist must carry the proto;
+   it, as `python3 -m build` does: the sdist must carry the proto; and where
+   python3-build is installed, runs `python3 -m build` and installs its
+   wheel;
 4. with --hypertuned, starts it and creates a study with the installed
    package.
 
@@ -193,6 +195,20 @@ def main():
                        os.path.join(unpacked, sdist_root)],
                 "pip install of the sdist", cwd=tmp, env=env)
             check_import(python, venv, expected, env, "from the sdist")
+
+            # `python3 -m build` where python3-build is installed: the sdist,
+            # then the wheel from it unpacked elsewhere; the wheel installed.
+            if subprocess.run([python, "-c", "import build"], env=env,
+                              capture_output=True).returncode == 0:
+                wheels = os.path.join(tmp, "wheels")
+                run([python, "-m", "build", "--no-isolation", "--outdir", wheels,
+                     os.path.join(checkout, "python")], "python3 -m build", cwd=tmp, env=env)
+                (wheel,) = [w for w in os.listdir(wheels) if w.endswith(".whl")]
+                run(pip + ["--force-reinstall", "--no-deps", os.path.join(wheels, wheel)],
+                    "pip install of the wheel", cwd=tmp, env=env)
+                check_import(python, venv, expected, env, "from python3 -m build's wheel")
+            else:
+                print("note: python3 -m build not checked: python3-build is not installed")
 
             if args.hypertuned:
                 process, address = start_server(args.hypertuned, tmp)
