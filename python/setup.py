@@ -75,13 +75,12 @@ def protoc_command(proto_root: str, out_dir: str) -> list[str]:
              f"--pyi_out={out_dir}", f"--grpc_python_out={out_dir}"]
     if not os.environ.get("PROTOC"):
         try:
-            from grpc_tools import protoc as _  # noqa: F401
+            import grpc_tools.protoc
         except ImportError:
             pass
         else:
-            import grpc_tools
             # grpc_tools bundles the well-known types (field_mask.proto).
-            well_known = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
+            well_known = os.path.join(os.path.dirname(grpc_tools.protoc.__file__), "_proto")
             return [sys.executable, "-m", "grpc_tools.protoc",
                     f"--proto_path={well_known}", *flags]
     protoc = os.environ.get("PROTOC") or shutil.which("protoc")
@@ -109,7 +108,7 @@ def generate_stubs(build_lib: str) -> list[str]:
         command = protoc_command(proto_root, build_lib) + [placed]
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
-            raise SystemExit(f"hypertune: generating the stubs from {proto} failed "
+            raise SystemExit(f"hypertune: generating the gRPC stubs from {proto} failed "
                              f"(exit {result.returncode}): {' '.join(command)}\n"
                              + result.stderr)
     init = os.path.join(build_lib, STUB_PACKAGE, "__init__.py")
@@ -119,6 +118,7 @@ def generate_stubs(build_lib: str) -> list[str]:
     absent = [path for path in written if not os.path.isfile(path)]
     if absent:
         raise SystemExit(f"hypertune: protoc did not write {', '.join(absent)}")
+    print(f"hypertune: generated the gRPC stubs from {proto}")
     return written
 
 
@@ -128,7 +128,6 @@ class BuildPyWithStubs(build_py):
     def run(self) -> None:
         super().run()
         self.generated = generate_stubs(self.build_lib)
-        print(f"hypertune: generated the gRPC stubs from {find_proto()}")
 
     def get_outputs(self, include_bytecode: bool = True) -> list[str]:
         # The wheel's RECORD and `setup.py install --record` list these too.
