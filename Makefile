@@ -21,7 +21,7 @@ PACKAGES := g++ cmake ninja-build pkg-config \
 # is on the PATH: Node.js from elsewhere brings its own, which Debian's
 # package would conflict with.
 
-.PHONY: all deps configure build test demo install clean fuzz
+.PHONY: all deps configure build test demo install clean fuzz deb
 
 all: build
 
@@ -86,6 +86,15 @@ fuzz: deps
 
 install: build
 	cmake --install $(BUILD)
+
+# Debian packages hypertuned and hypertune-client (deploy/deb/build-debs.sh)
+# in $(DEB_OUT), from the programs in $(DEB_BIN_DIR): the build's, built
+# first, unless another folder is given (make deb DEB_BIN_DIR=/opt/bin).
+DEB_BIN_DIR ?= $(BUILD)/bin
+DEB_OUT ?= $(BUILD)/deb
+deb: $(if $(filter $(BUILD)/bin,$(DEB_BIN_DIR)),build)
+	deploy/deb/build-debs.sh --bin-dir $(DEB_BIN_DIR) --python-dir $(BUILD)/python \
+	  --out-dir $(DEB_OUT)
 
 clean:
 	rm -rf $(BUILD)

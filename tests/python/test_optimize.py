@@ -1,6 +1,6 @@
 """Study.optimize, Optuna-style, against a real hypertuned: the README's
-notebook example exactly as shown, worker threads, functions that raise or
-return the wrong thing."""
+ten-line example and docs/python.md's notebook example exactly as shown,
+worker threads, functions that raise or return the wrong thing."""
 
 from __future__ import annotations
 
@@ -16,22 +16,35 @@ import hypertune
 from helpers import ROOT, study_config, unique_name
 
 
-def readme_notebook_example() -> str:
-    """The Python block of the README's "Python client" section."""
-    with open(os.path.join(ROOT, "README.md")) as file:
-        readme = file.read()
-    section = readme[readme.index("## The Python client"):]
+def python_block(page: str, heading: str) -> str:
+    """The first ```python block after `heading` in the page at ROOT/page."""
+    with open(os.path.join(ROOT, page)) as file:
+        text = file.read()
+    section = text[text.index(heading):]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
-def test_readme_notebook_example_runs_as_shown(server, tmp_path) -> None:
-    pytest.importorskip("pandas", reason="python3-pandas is not installed")
+def run_example(code: str, server) -> subprocess.CompletedProcess:
     env = dict(os.environ, HYPERTUNE_SERVER=server.address,
                PYTHONPATH=os.pathsep.join(sys.path))
     result = subprocess.run(
-        [sys.executable, "-c", readme_notebook_example()],
+        [sys.executable, "-c", code],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_readme_example_runs_as_shown(server) -> None:
+    result = run_example(python_block("README.md", "## Python in ten lines"), server)
+    study = hypertune.Client(server.address).get_study("readme")
+    assert study.trial_counts == {"COMPLETED": 20}
+    best = study.best()
+    assert f"best: {best.value} {best.params}" in result.stdout
+
+
+def test_notebook_example_runs_as_shown(server) -> None:
+    pytest.importorskip("pandas", reason="python3-pandas is not installed")
+    result = run_example(python_block("docs/python.md", "# The Python client"), server)
     study = hypertune.Client(server.address).get_study("notebook")
     assert study.trial_counts == {"COMPLETED": 50}
     best = study.best()
