@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 import warnings
 from collections.abc import Sequence
@@ -71,6 +72,11 @@ OTHER_PARAMS_ATTRIBUTE = "optuna.other_params"
 _MAX_VALUES = 1000
 _MAX_CATEGORY_BYTES = 1024
 _MAX_ATTRIBUTE_BYTES = 4096
+
+#: The stop reason of the STOPPED trial, without a result, that records an
+#: Optuna trial pruned before it reported anything.
+PRUNED_WITHOUT_VALUE = "Optuna trial {number} was pruned before any intermediate value"
+_PRUNED_WITHOUT_VALUE = re.compile(r"^Optuna trial (\d+) was pruned before any intermediate value")
 
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
@@ -490,11 +496,13 @@ class Sampler(BaseSampler):
     ) -> None:
         """Tells hypertune how the trial ended: COMPLETE -> COMPLETED with
         the value(s), PRUNED -> STOPPED at its last intermediate value
-        (FAILED without one), FAIL -> INFEASIBLE. The intermediate values
+        (without a result where it reported none), FAIL -> INFEASIBLE. The intermediate values
         are reported as measurements first."""
         with self._lock:
             for name, distribution in trial.distributions.items():
                 self._last_seen[name] = distribution
+                if self._study is not None and name in self._specs:
+                    self._widen(name, distribution)
             held = self._held.pop(trial._trial_id, None)
             hypertune_study = self._study
         if hypertune_study is None:
@@ -585,9 +593,9 @@ class Sampler(BaseSampler):
         self._study = hypertune_study
         self._specs = {p.name: spec_dict(p) for p in hypertune_study.spec.parameters}
         for trial in hypertune_study.trials():
-            number = trial.attributes.get(TRIAL_NUMBER_ATTRIBUTE)
-            if number is not None and number.isdigit():
-                self._recorded.add(int(number))
+            number = optuna_trial_number(trial)
+            if number is not None:
+                self._recorded.add(number)
         for trial in study.get_trials(deepcopy=False):
             for name, distribution in trial.distributions.items():
                 self._last_seen[name] = distribution
@@ -725,7 +733,12 @@ class Sampler(BaseSampler):
                     study_name=held.study_name, trial_id=held.id, reason="pruned by Optuna"))
                 held.complete({objective: trial.values[0]})
             else:
-                held.give_back("pruned by Optuna before any intermediate value")
+                # STOPPED without a result (the model leaves it out). A trial
+                # given back keeps no attributes, so its stop reason names it.
+                self._client._call("StopTrial", pb.StopTrialRequest(
+                    study_name=held.study_name, trial_id=held.id,
+                    reason=PRUNED_WITHOUT_VALUE.format(number=trial.number)))
+                held.give_back("pruned by Optuna")
         else:
             held.infeasible(trial.system_attrs.get("fail_reason") or "the Optuna trial failed (FAIL)")
 
@@ -733,6 +746,16 @@ class Sampler(BaseSampler):
         if key not in self._warned:
             self._warned.add(key)
             warnings.warn(f"hypertune.optuna: {message}", stacklevel=3)
+
+
+def optuna_trial_number(trial: Trial) -> Optional[int]:
+    """The number of the Optuna trial that hypertune ``trial`` records, or
+    None (a suggestion Optuna did not run, a trial of other clients)."""
+    number = trial.attributes.get(TRIAL_NUMBER_ATTRIBUTE)
+    if number is not None and number.isdigit():
+        return int(number)
+    matched = _PRUNED_WITHOUT_VALUE.match(trial.stop_reason)
+    return int(matched.group(1)) if matched else None
 
 
 def _metric_names(count: int) -> list[str]:
@@ -764,5 +787,6 @@ def _with_state(trial: FrozenTrial, state: TrialState, values: Optional[Sequence
     return finished
 
 
-__all__ = ["OTHER_PARAMS_ATTRIBUTE", "TRIAL_NUMBER_ATTRIBUTE", "Sampler", "category_label",
-           "infer_parameters", "parameter_spec", "to_optuna", "widened"]
+__all__ = ["OTHER_PARAMS_ATTRIBUTE", "PRUNED_WITHOUT_VALUE", "TRIAL_NUMBER_ATTRIBUTE", "Sampler",
+           "category_label", "infer_parameters", "optuna_trial_number", "parameter_spec",
+           "spec_dict", "to_optuna", "widened"]
