@@ -379,6 +379,7 @@ class Sampler(BaseSampler):
         self._independent = independent_sampler or RandomSampler(seed=seed)
         self._seed = seed
         self._lock = threading.RLock()
+        self._queue_lock = threading.Lock()
         self._study: Optional[Study] = None
         # The study's parameters as config dicts, in spec order.
         self._specs: dict[str, dict] = {}
@@ -389,6 +390,8 @@ class Sampler(BaseSampler):
         self._recorded: set[int] = set()
         # Optuna trial id -> the hypertune trial suggested for it.
         self._held: dict[int, Trial] = {}
+        # Startup trials that ended, by number, until the study is created.
+        self._pending: dict[int, FrozenTrial] = {}
         self._warned: set[str] = set()
 
     # ----- What it is -----
@@ -445,7 +448,10 @@ class Sampler(BaseSampler):
             hypertune_study = self._study
         if hypertune_study is None:
             return {}
-        held = hypertune_study.ask()
+        # Not between another thread's queueing of a trial to record and its
+        # taking it: queued trials are handed out first.
+        with self._queue_lock:
+            held = hypertune_study.ask()
         if held is None:
             self._warn_once(
                 "completed",
@@ -496,8 +502,8 @@ class Sampler(BaseSampler):
     ) -> None:
         """Tells hypertune how the trial ended: COMPLETE -> COMPLETED with
         the value(s), PRUNED -> STOPPED at its last intermediate value
-        (without a result where it reported none), FAIL -> INFEASIBLE. The intermediate values
-        are reported as measurements first."""
+        (without a result where it reported none), FAIL -> INFEASIBLE. The
+        intermediate values are reported as measurements first."""
         with self._lock:
             for name, distribution in trial.distributions.items():
                 self._last_seen[name] = distribution
@@ -505,12 +511,15 @@ class Sampler(BaseSampler):
                     self._widen(name, distribution)
             held = self._held.pop(trial._trial_id, None)
             hypertune_study = self._study
-        if hypertune_study is None:
-            return  # a startup trial: recorded when the study is created
+            # Optuna stores the trial's end after this call.
+            finished = _with_state(trial, state, values)
+            if hypertune_study is None:
+                # A startup trial: recorded when the study is created (which
+                # may read the storage before this trial's end is in it).
+                self._pending[trial.number] = finished
+                return
         if held is None and trial.number in self._recorded:
             return
-        # An Optuna trial hands Optuna's trial (with its params) as it is now.
-        finished = _with_state(trial, state, values)
         if held is not None:
             if self._agrees(held, finished):
                 self._finish(held, finished, self._other_params(held, finished))
@@ -535,7 +544,9 @@ class Sampler(BaseSampler):
             return
         except NotFoundError:
             pass
-        finished = [t for t in study.get_trials(deepcopy=False, states=_FINISHED)]
+        by_number = dict(self._pending)
+        by_number.update((t.number, t) for t in study.get_trials(deepcopy=False, states=_FINISHED))
+        finished = [by_number[number] for number in sorted(by_number)]
         if len(finished) < self._startup_trials:
             return
         parameters, left_out = infer_parameters(finished)
@@ -578,6 +589,7 @@ class Sampler(BaseSampler):
         for trial in finished:
             if trial.number not in self._recorded:
                 self._record(trial)
+        self._pending.clear()
 
     def _load(self, hypertune_study: Study, study: optuna.Study) -> None:
         """Takes ``hypertune_study`` as the study, and what it already
@@ -696,10 +708,13 @@ class Sampler(BaseSampler):
             self._client._call("CreateTrial", pb.CreateTrialRequest(study_name=name, trial=proto), idempotent=False)
         else:
             proto = pb.Trial(state=pb.Trial.REQUESTED, parameters=parameters)
-            queued = self._client._call(
-                "CreateTrial", pb.CreateTrialRequest(study_name=name, trial=proto), idempotent=False
-            )
-            taken = self._study.ask()
+            # One queued at a time, so that this thread takes its own.
+            with self._queue_lock:
+                queued = self._client._call(
+                    "CreateTrial", pb.CreateTrialRequest(study_name=name, trial=proto),
+                    idempotent=False,
+                )
+                taken = self._study.ask()
             if taken is None or taken.id != queued.id:
                 # Another worker of the study took it first; ours is let be.
                 if taken is not None:

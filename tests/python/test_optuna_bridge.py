@@ -348,6 +348,27 @@ def test_a_second_sampler_continues_the_hypertune_study(make_sampler: Any) -> No
     assert second.hypertune_study.refresh().trial_counts == {"COMPLETED": 7}
 
 
+def test_parallel_jobs_each_get_a_trial_of_their_own(make_sampler: Any) -> None:
+    def objective(trial: Any) -> float:
+        value = bowl(trial)
+        if trial.number % 5 == 4:
+            raise optuna.TrialPruned()
+        return value
+
+    sampler = make_sampler(startup_trials=4)
+    study = optuna.create_study(sampler=sampler, study_name=unique_name("optuna-jobs"))
+    study.optimize(objective, n_trials=24, n_jobs=4)
+
+    by_number = recorded(sampler)
+    assert sorted(by_number) == list(range(24))
+    for optuna_trial in study.trials:
+        hypertune_trial = by_number[optuna_trial.number]
+        assert_same_params(optuna_trial, hypertune_trial)
+        expected = "COMPLETED" if optuna_trial.state == TrialState.COMPLETE else "STOPPED"
+        assert hypertune_trial.state == expected
+    assert not sampler.hypertune_study.trials(["ACTIVE", "REQUESTED"])
+
+
 def test_a_bad_algorithm_is_refused_by_name() -> None:
     with pytest.raises(hypertune.InvalidArgumentError, match="algorithm"):
         hypertune.optuna.Sampler(server="127.0.0.1:1", algorithm="CMA")
