@@ -84,7 +84,9 @@ _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 def _is_identifier(name: str) -> bool:
     """Whether hypertune accepts ``name`` as a parameter name: a letter or
     '_' first, then letters, digits and "._-" (at most 128 bytes)."""
-    if not name or len(name.encode()) > 128 or not (name[0].isascii() and (name[0].isalpha() or name[0] == "_")):
+    if not name or len(name.encode()) > 128:
+        return False
+    if not (name[0].isascii() and (name[0].isalpha() or name[0] == "_")):
         return False
     return all(c.isascii() and (c.isalnum() or c in "._-") for c in name)
 
@@ -99,7 +101,9 @@ def _step_values(low: float, high: float, step: float) -> Optional[list[float]]:
     count = int(round((high - low) / step)) + 1
     if count > _MAX_VALUES:
         return None
-    return [low + k * step for k in range(count)]
+    # low + k * step may pass high by a rounding (0.1 * 3), which Optuna's
+    # distribution would not hold.
+    return [min(low + k * step, high) for k in range(count)]
 
 
 def parameter_spec(name: str, distribution: BaseDistribution) -> tuple[Optional[dict], str]:
@@ -112,13 +116,17 @@ def parameter_spec(name: str, distribution: BaseDistribution) -> tuple[Optional[
     CategoricalDistribution: CATEGORICAL over the choices' labels
     (:func:`category_label`)."""
     if not _is_identifier(name):
-        return None, 'hypertune parameter names are identifiers (a letter or "_", then letters, digits and "._-")'
+        return None, (
+            'hypertune parameter names are identifiers (a letter or "_", then letters, '
+            'digits and "._-")'
+        )
     if distribution.single():
         return None, "it has a single value, so nothing to search"
     if isinstance(distribution, FloatDistribution):
         if distribution.step is None:
             scale = "LOG" if distribution.log else "LINEAR"
-            return {"name": name, "double_spec": {"min": distribution.low, "max": distribution.high, "scale": scale}}, ""
+            domain = {"min": distribution.low, "max": distribution.high, "scale": scale}
+            return {"name": name, "double_spec": domain}, ""
         values = _step_values(distribution.low, distribution.high, distribution.step)
         if values is None:
             return None, f"its step grid has more than {_MAX_VALUES} values"
@@ -126,11 +134,13 @@ def parameter_spec(name: str, distribution: BaseDistribution) -> tuple[Optional[
     if isinstance(distribution, IntDistribution):
         if distribution.step == 1:
             scale = "LOG" if distribution.log else "LINEAR"
-            return {"name": name, "integer_spec": {"min": distribution.low, "max": distribution.high, "scale": scale}}, ""
+            domain = {"min": distribution.low, "max": distribution.high, "scale": scale}
+            return {"name": name, "integer_spec": domain}, ""
         values = _step_values(distribution.low, distribution.high, distribution.step)
         if values is None:
             return None, f"its step grid has more than {_MAX_VALUES} values"
-        return {"name": name, "discrete_spec": {"values": [float(int(round(v))) for v in values]}}, ""
+        whole = [float(int(round(v))) for v in values]
+        return {"name": name, "discrete_spec": {"values": whole}}, ""
     if isinstance(distribution, CategoricalDistribution):
         labels = [category_label(c) for c in distribution.choices]
         if len(set(labels)) != len(labels):
@@ -140,7 +150,9 @@ def parameter_spec(name: str, distribution: BaseDistribution) -> tuple[Optional[
         if any(len(label.encode()) > _MAX_CATEGORY_BYTES for label in labels):
             return None, f"a choice's label is longer than {_MAX_CATEGORY_BYTES} bytes"
         return {"name": name, "categorical_spec": {"values": labels}}, ""
-    return None, f"{type(distribution).__name__} is not one of Float-, Int- or CategoricalDistribution"
+    return None, (
+        f"{type(distribution).__name__} is not one of Float-, Int- or CategoricalDistribution"
+    )
 
 
 def spec_dict(parameter: pb.ParameterSpec) -> dict:
@@ -164,8 +176,11 @@ def spec_dict(parameter: pb.ParameterSpec) -> dict:
     return spec
 
 
+_KINDS = ("double_spec", "integer_spec", "discrete_spec", "categorical_spec")
+
+
 def _kind(spec: dict) -> str:
-    return next(k for k in ("double_spec", "integer_spec", "discrete_spec", "categorical_spec") if k in spec)
+    return next(kind for kind in _KINDS if kind in spec)
 
 
 def _domain_equal(a: dict, b: dict) -> bool:
@@ -240,7 +255,7 @@ def _in_domain(value: Any, spec: dict) -> bool:
     if isinstance(value, (str, bool)) or value is None:
         return False
     if kind == "discrete_spec":
-        return any(math.isclose(float(value), v, rel_tol=1e-12, abs_tol=1e-12) for v in domain["values"])
+        return any(_close(float(value), v) for v in domain["values"])
     return domain["min"] <= value <= domain["max"]
 
 
@@ -249,7 +264,13 @@ def _same_value(optuna_value: Any, hypertune_value: Any, spec: dict) -> bool:
         return category_label(optuna_value) == hypertune_value
     if isinstance(optuna_value, str) or isinstance(hypertune_value, str):
         return False
-    return math.isclose(float(optuna_value), float(hypertune_value), rel_tol=1e-12, abs_tol=1e-12)
+    return _close(float(optuna_value), float(hypertune_value))
+
+
+def _close(a: float, b: float) -> bool:
+    # A value's trip through the server (a double) keeps it exact; the
+    # tolerance is for grids made by low + k * step.
+    return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
 
 
 def infer_parameters(trials: Sequence[FrozenTrial]) -> tuple[list[dict], dict[str, str]]:
@@ -324,8 +345,11 @@ def _active(specs: dict[str, dict], values: dict[str, Any]) -> set[str]:
         if not parent:
             active.add(name)
         elif parent in active and parent in values:
-            if category_label(values[parent]) in spec.get("parent_categories", []):
+            value = values[parent]
+            if category_label(value) in spec.get("parent_categories", []):
                 active.add(name)
+            elif not isinstance(value, str) and float(value) in spec.get("parent_values", []):
+                active.add(name)  # a study made elsewhere, with a numeric parent
     return active
 
 
@@ -369,8 +393,12 @@ class Sampler(BaseSampler):
             raise InvalidArgumentError(
                 f"algorithm: expected GP_BANDIT, TPE, RANDOM or QUASI_RANDOM, got {algorithm!r}"
             )
-        if isinstance(startup_trials, bool) or not isinstance(startup_trials, int) or startup_trials < 1:
-            raise InvalidArgumentError(f"startup_trials: expected an integer >= 1, got {startup_trials!r}")
+        if not isinstance(startup_trials, int) or isinstance(startup_trials, bool) or (
+            startup_trials < 1
+        ):
+            raise InvalidArgumentError(
+                f"startup_trials: expected an integer >= 1, got {startup_trials!r}"
+            )
         self._owns_client = client is None
         self._client = client if client is not None else Client(server)
         self._study_name = study_name
@@ -540,10 +568,17 @@ class Sampler(BaseSampler):
         finished. REQUIRES: self._lock held."""
         name = self._study_name or study.study_name
         try:
-            self._load(self._client.get_study(name), study)
-            return
+            found = self._client.get_study(name)
         except NotFoundError:
-            pass
+            found = None
+        except InvalidArgumentError as error:  # GetStudy judges the name alone
+            raise InvalidArgumentError(
+                f"hypertune.optuna.Sampler: study name {name!r}: {error}; pass study_name= "
+                "a name of letters, digits and '._-'"
+            ) from None
+        if found is not None:
+            self._load(found, study)
+            return
         by_number = dict(self._pending)
         by_number.update((t.number, t) for t in study.get_trials(deepcopy=False, states=_FINISHED))
         finished = [by_number[number] for number in sorted(by_number)]
@@ -551,18 +586,21 @@ class Sampler(BaseSampler):
             return
         parameters, left_out = infer_parameters(finished)
         for param, why in left_out.items():
-            self._warn_once(f"left:{param}", f"parameter {param!r} is sampled by the independent sampler: {why}")
+            self._warn_once(
+                f"left:{param}",
+                f"parameter {param!r} is sampled by the independent sampler: {why}",
+            )
         if not parameters:
             self._warn_once("empty", "no parameter hypertune can hold was asked for yet")
             return
         directions = study.directions
         metrics = [
             {
-                "name": name,
+                "name": metric,
                 "goal": "MAXIMIZE" if direction == StudyDirection.MAXIMIZE else "MINIMIZE",
                 **({"role": "OBJECTIVE"} if len(directions) > 1 else {}),
             }
-            for name, direction in zip(_metric_names(len(directions)), directions)
+            for metric, direction in zip(_metric_names(len(directions)), directions)
         ]
         config = {
             "name": name,
@@ -582,8 +620,7 @@ class Sampler(BaseSampler):
             created = self._client.get_study(name)  # another process was first
         except InvalidArgumentError as error:
             raise InvalidArgumentError(
-                f"hypertune.optuna.Sampler: cannot create hypertune study {name!r} ({error}); "
-                "pass study_name= a name of letters, digits and '._-'"
+                f"hypertune.optuna.Sampler: cannot create hypertune study {name!r}: {error}"
             ) from None
         self._load(created, study)
         for trial in finished:
@@ -653,7 +690,9 @@ class Sampler(BaseSampler):
         suggested = held.params
         for name, value in trial.params.items():
             spec = self._specs.get(name)
-            if spec is not None and name in suggested and not _same_value(value, suggested[name], spec):
+            if spec is None or name not in suggested:
+                continue
+            if not _same_value(value, suggested[name], spec):
                 return False
         return True
 
@@ -681,7 +720,10 @@ class Sampler(BaseSampler):
             specs = dict(self._specs)
         active = _active(specs, trial.params)
         missing = [n for n in specs if n in active and n not in trial.params]
-        outside = [n for n in specs if n in active and n in trial.params and not _in_domain(trial.params[n], specs[n])]
+        outside = [
+            n for n in specs
+            if n in active and n in trial.params and not _in_domain(trial.params[n], specs[n])
+        ]
         if missing or outside:
             problem = (
                 f"it has no value for {', '.join(missing)}" if missing
@@ -693,7 +735,9 @@ class Sampler(BaseSampler):
                 f"{self._study.name!r}: {problem}",
             )
             return
-        parameters = [to_parameter_value(n, trial.params[n], specs[n]) for n in specs if n in active]
+        parameters = [
+            to_parameter_value(n, trial.params[n], specs[n]) for n in specs if n in active
+        ]
         attributes = _attributes(trial.number, self._other_params(None, trial))
         name = self._study.name
         if trial.state == TrialState.COMPLETE:
@@ -705,7 +749,10 @@ class Sampler(BaseSampler):
                 state=pb.Trial.COMPLETED, parameters=parameters,
                 final_measurement=final, attributes=attributes,
             )
-            self._client._call("CreateTrial", pb.CreateTrialRequest(study_name=name, trial=proto), idempotent=False)
+            self._client._call(
+                "CreateTrial", pb.CreateTrialRequest(study_name=name, trial=proto),
+                idempotent=False,
+            )
         else:
             proto = pb.Trial(state=pb.Trial.REQUESTED, parameters=parameters)
             # One queued at a time, so that this thread takes its own.
@@ -755,7 +802,8 @@ class Sampler(BaseSampler):
                     reason=PRUNED_WITHOUT_VALUE.format(number=trial.number)))
                 held.give_back("pruned by Optuna")
         else:
-            held.infeasible(trial.system_attrs.get("fail_reason") or "the Optuna trial failed (FAIL)")
+            reason = trial.system_attrs.get("fail_reason") or "the Optuna trial failed (FAIL)"
+            held.infeasible(reason)
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
@@ -788,7 +836,9 @@ def _attributes(number: int, other_params: dict[str, Any]) -> dict[str, str]:
     return attributes
 
 
-def _with_state(trial: FrozenTrial, state: TrialState, values: Optional[Sequence[float]]) -> FrozenTrial:
+def _with_state(
+    trial: FrozenTrial, state: TrialState, values: Optional[Sequence[float]]
+) -> FrozenTrial:
     """``trial`` (still RUNNING when after_trial sees it) with the state and
     values it is about to be stored with."""
     finished = FrozenTrial(

@@ -85,6 +85,8 @@ def test_distributions_map_to_parameter_specs() -> None:
     assert spec("lr", FloatDistribution(1e-4, 1.0, log=True))[0]["double_spec"]["scale"] == "LOG"
     assert spec("q", FloatDistribution(0.0, 1.0, step=0.25))[0] == {
         "name": "q", "discrete_spec": {"values": [0.0, 0.25, 0.5, 0.75, 1.0]}}
+    grid = spec("r", FloatDistribution(0.0, 0.3, step=0.1))[0]["discrete_spec"]["values"]
+    assert grid[-1] == 0.3 and hypertune.optuna.to_optuna(grid[-1], FloatDistribution(0.0, 0.3, step=0.1))[0]
     assert spec("n", IntDistribution(1, 64, log=True))[0] == {
         "name": "n", "integer_spec": {"min": 1, "max": 64, "scale": "LOG"}}
     assert spec("batch", IntDistribution(16, 64, step=16))[0] == {
@@ -367,6 +369,12 @@ def test_parallel_jobs_each_get_a_trial_of_their_own(make_sampler: Any) -> None:
         expected = "COMPLETED" if optuna_trial.state == TrialState.COMPLETE else "STOPPED"
         assert hypertune_trial.state == expected
     assert not sampler.hypertune_study.trials(["ACTIVE", "REQUESTED"])
+
+
+def test_a_study_name_hypertune_refuses_is_named(make_sampler: Any) -> None:
+    study = optuna.create_study(sampler=make_sampler(startup_trials=1), study_name="my study")
+    with pytest.raises(hypertune.InvalidArgumentError, match="pass study_name="):
+        study.optimize(bowl, n_trials=2)
 
 
 def test_a_bad_algorithm_is_refused_by_name() -> None:
