@@ -802,8 +802,8 @@ class Sampler(BaseSampler):
                     reason=PRUNED_WITHOUT_VALUE.format(number=trial.number)))
                 held.give_back("pruned by Optuna")
         else:
-            reason = trial.system_attrs.get("fail_reason") or "the Optuna trial failed (FAIL)"
-            held.infeasible(reason)
+            # Optuna does not tell the sampler why (an exception, a NaN).
+            held.infeasible("the Optuna trial failed (FAIL)")
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
