@@ -28,9 +28,10 @@ its values kept in the hypertune trial's attributes.
 
 Needs Optuna (Debian: python3-optuna; written against Optuna 3.1).
 
-Thread safety: a Sampler may serve a study optimized with ``n_jobs`` > 1;
-its state is guarded by one lock, and each Optuna trial holds a hypertune
-trial of its own.
+Thread safety: a Sampler may serve a study optimized with ``n_jobs`` > 1.
+Its state is guarded by a lock; each Optuna trial holds a hypertune trial
+of its own; suggestions are asked for one at a time, so that a trial the
+bridge queues to record it is taken by the thread that queued it.
 """
 
 from __future__ import annotations
