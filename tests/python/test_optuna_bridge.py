@@ -126,6 +126,43 @@ def test_values_map_back_only_where_the_distribution_holds_them() -> None:
     ) is None
 
 
+def made_trial(state: Any = TrialState.COMPLETE, **params: Any) -> Any:
+    """A finished Optuna trial that asked for ``params`` in that order."""
+    kinds = {str: CategoricalDistribution(["a", "b", "c"]), float: FloatDistribution(0.0, 1.0)}
+    return optuna.trial.create_trial(
+        state=state, value=None if state == TrialState.FAIL else 1.0, params=params,
+        distributions={name: kinds[type(value)] for name, value in params.items()},
+    )
+
+
+def test_a_categorical_that_decides_a_parameter_becomes_its_parent() -> None:
+    parameters, left_out = hypertune.optuna.infer_parameters([
+        made_trial(c="a", u=0.1, x=0.5),
+        made_trial(c="b", x=0.2),
+        made_trial(c="c", u=0.3, x=0.1),
+        # A failed trial may stop before its branch's parameters: not judged.
+        made_trial(TrialState.FAIL, c="a"),
+    ])
+    assert left_out == {}
+    by_name = {p["name"]: p for p in parameters}
+    assert [p["name"] for p in parameters] == ["c", "u", "x"]
+    assert (by_name["u"]["parent"], by_name["u"]["parent_categories"]) == ("c", ["a", "c"])
+    assert "parent" not in by_name["x"] and "parent" not in by_name["c"]
+
+
+def test_a_parameter_no_categorical_decides_stays_unconditional() -> None:
+    parameters, _ = hypertune.optuna.infer_parameters([
+        made_trial(c="a", x=0.9, y=0.5),  # y depends on x, not on c
+        made_trial(c="a", x=0.1),
+        made_trial(c="b", x=0.8, y=0.2),
+        # asked for before c: c cannot decide it
+        made_trial(z=0.5, c="b", x=0.3),
+        made_trial(c="a", x=0.3),
+    ])
+    by_name = {p["name"]: p for p in parameters}
+    assert "parent" not in by_name["y"] and "parent" not in by_name["z"]
+
+
 # ----- Plain Optuna scripts -----
 
 
