@@ -192,7 +192,7 @@ grpc::Status GrpcService::ImportStudy(
     grpc::ServerReader<v1::ImportStudyRequest> *reader, v1::Study *response) {
   absl::StatusOr<Principal> caller = Caller(context);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
-  // An import holds its whole stream in memory until it is stored.
+  // An import holds its trials (serialized) until they are stored.
   StreamLimits::Hold slot(import_limits_, "", "ImportStudy");
   if (!slot.status().ok()) return ToGrpcStatus(slot.status());
   // A failed Read() ends the stream as the client's WritesDone() does;
@@ -204,9 +204,7 @@ grpc::Status GrpcService::ImportStudy(
   absl::StatusOr<ImportedStudy> imported = ReadImportStream(
       [reader](v1::ImportStudyRequest &message) { return reader->Read(&message); });
   if (!imported.ok()) return ToGrpcStatus(imported.status());
-  return Reply(service_->ImportStudy(std::move(imported->study),
-                                     std::move(imported->trials), *caller,
-                                     abandoned),
+  return Reply(service_->ImportStudy(*std::move(imported), *caller, abandoned),
                response);
 }
 

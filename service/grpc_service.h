@@ -115,8 +115,8 @@ class GrpcService final
   StudyService *const service_;
   const Authorizer authorizer_;
   const std::function<absl::Status()> serving_;
-  // ImportStudy streams being read, in all (one owner, ""): each is held
-  // in memory until it is stored.
+  // ImportStudy streams being read, in all (one owner, ""): each holds its
+  // trials, serialized, until they are stored.
   StreamLimits import_limits_{kMaxConcurrentImports, kMaxConcurrentImports,
                               "imports"};
   StreamLimits watch_limits_{kMaxWatchStreams, kMaxWatchStreamsPerOwner,

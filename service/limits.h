@@ -1,6 +1,6 @@
 // What one request may carry and one study or trial may hold. Every limit
 // is enforced with INVALID_ARGUMENT naming the field and the limit
-// (validation.h); the README's "Limits" table lists them all.
+// (validation.h); docs/limits.md lists them all.
 //
 // Sizes are chosen so that no answer is larger than gRPC's default receive
 // limit (4 MiB): a trial is at most 1 MiB, a study at most 1 MiB, and lists

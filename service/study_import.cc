@@ -1,5 +1,6 @@
 #include "service/study_import.h"
 
+#include <algorithm>
 #include <cmath>
 #include <tuple>
 #include <utility>
@@ -14,6 +15,9 @@
 
 namespace hypertune::service {
 namespace {
+
+// Trials parsed and stored at once by ImportStudy.
+constexpr size_t kImportChunk = 1000;
 
 absl::Status Invalid(const std::string& field, const std::string& problem) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", problem));
@@ -59,8 +63,8 @@ absl::StatusOr<ImportedStudy> ReadImportStream(
           "trials: the import passes %d bytes, the limit", kMaxImportBytes));
     }
     if (first) imported.study = std::move(*message.mutable_study());
-    for (v1::Trial& trial : *message.mutable_trials()) {
-      imported.trials.push_back(std::move(trial));
+    for (const v1::Trial& trial : message.trials()) {
+      imported.trials.push_back(trial.SerializeAsString());
     }
     message.Clear();
     first = false;
@@ -199,6 +203,20 @@ absl::StatusOr<v1::Trial> WarmStartTrial(const std::string& field,
 absl::StatusOr<v1::Study> StudyService::ImportStudy(
     v1::Study study, std::vector<v1::Trial> trials, const Principal& caller,
     const std::function<bool()>& abandoned) {
+  ImportedStudy imported{std::move(study), {}};
+  imported.trials.reserve(trials.size());
+  for (const v1::Trial& trial : trials) {
+    imported.trials.push_back(trial.SerializeAsString());
+  }
+  trials.clear();
+  return ImportStudy(std::move(imported), caller, abandoned);
+}
+
+absl::StatusOr<v1::Study> StudyService::ImportStudy(
+    ImportedStudy imported, const Principal& caller,
+    const std::function<bool()>& abandoned) {
+  v1::Study& study = imported.study;
+  std::vector<std::string>& trials = imported.trials;
   auto gone = [&] { return abandoned != nullptr && abandoned(); };
   const absl::Status cancelled = absl::CancelledError(absl::StrFormat(
       "ImportStudy of \"%s\": the client cancelled or passed its deadline "
@@ -229,21 +247,37 @@ absl::StatusOr<v1::Study> StudyService::ImportStudy(
   HT_RETURN_IF_ERROR(
       CheckFiniteNonNegative("study.device_seconds", study.device_seconds()));
   HT_RETURN_IF_ERROR(CheckFiniteNonNegative("study.cost", study.cost()));
+  // Every trial checked before any is stored, one parsed at a time; kept as
+  // it is to be stored.
   int64_t warm_start = 0;
   for (size_t i = 0; i < trials.size(); ++i) {
+    v1::Trial trial;
+    if (!trial.ParseFromString(trials[i])) {
+      return Invalid(absl::StrCat("trials[", i, "]"), "not a Trial message");
+    }
     HT_RETURN_IF_ERROR(PrepareImportedTrial(spec, *space, study.name(),
-                                            static_cast<int>(i), now,
-                                            trials[i]));
-    if (trials[i].warm_start()) ++warm_start;
+                                            static_cast<int>(i), now, trial));
+    if (trial.warm_start()) ++warm_start;
+    trials[i] = trial.SerializeAsString();
   }
 
   StudyRuntime& runtime = runtimes_.For(study.name());
   absl::MutexLock lock(&runtime.mu);
   if (gone()) return cancelled;
   HT_RETURN_IF_ERROR(store_->CreateStudy(study));
+  // Stored a chunk at a time, each freed once stored; the study's lock
+  // keeps every call on it waiting until the last chunk is in.
   absl::Status stored = absl::OkStatus();
-  if (!trials.empty()) {
-    stored = SaveNewTrials(study.name(), std::move(trials)).status();
+  for (size_t begin = 0; begin < trials.size() && stored.ok();
+       begin += kImportChunk) {
+    const size_t end = std::min(trials.size(), begin + kImportChunk);
+    std::vector<v1::Trial> chunk(end - begin);
+    for (size_t i = begin; i < end; ++i) {
+      chunk[i - begin].ParseFromString(trials[i]);
+      std::string().swap(trials[i]);
+    }
+    stored = SaveNewTrials(study.name(), std::move(chunk)).status();
+    if (stored.ok() && gone()) stored = cancelled;
   }
   // A caller gone meanwhile never learns the import landed: undo it, so
   // that its retry does not meet ALREADY_EXISTS.

@@ -36,10 +36,13 @@ namespace hypertune::service {
 // The most an ImportStudy stream may carry, serialized: 1 GiB.
 inline constexpr size_t kMaxImportBytes = size_t{1} << 30;
 
-// A study and its trials as an ImportStudy stream delivers them.
+// A study and its trials as an ImportStudy stream delivers them. The
+// trials are kept serialized (protobuf's wire form), as they arrive: parsed,
+// a trial takes several times its bytes, so an import is parsed a chunk at
+// a time when it is checked and stored.
 struct ImportedStudy {
   v1::Study study;
-  std::vector<v1::Trial> trials;
+  std::vector<std::string> trials;
 };
 
 // Collects an ImportStudy stream: `next` fills in the next message and

@@ -965,38 +965,51 @@ absl::StatusOr<std::vector<optimizer::PriorStudy>> StudyService::LoadPriors(
   return priors;
 }
 
-absl::StatusOr<optimizer::Assignment> StudyService::CompletePartialTrial(
-    const v1::Study& study, const optimizer::SearchSpace& space,
-    const ParameterValues& given) {
+absl::StatusOr<ParameterValues> StudyService::CompletePartialTrial(
+    StudyRuntime& runtime, const std::string& name,
+    const ParameterValues& given, const Principal& caller) {
+  v1::Study study;
+  std::vector<v1::Trial> snapshot;
+  std::vector<optimizer::PriorStudy> priors;
+  {
+    absl::ReaderMutexLock lock(&runtime.mu);
+    absl::StatusOr<v1::Study> loaded = LoadStudyFor(caller, name, Access::kWrite);
+    if (!loaded.ok()) return loaded.status();
+    study = *std::move(loaded);
+    absl::StatusOr<std::vector<v1::Trial>> trials = store_->ListTrials(name, {});
+    if (!trials.ok()) return trials.status();
+    snapshot = *std::move(trials);
+    absl::StatusOr<std::vector<optimizer::PriorStudy>> loaded_priors =
+        LoadPriors(study);
+    if (!loaded_priors.ok()) return loaded_priors.status();
+    priors = *std::move(loaded_priors);
+  }
+  absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
+  if (!space.ok()) return space.status();
   absl::StatusOr<optimizer::Assignment> fixed =
-      ToPartialAssignment("trial.parameters", space, given);
+      ToPartialAssignment("trial.parameters", *space, given);
   if (!fixed.ok()) return fixed.status();
-  // A suggester of its own: the study's may be fitting a batch meanwhile,
-  // without the study's lock.
+  // Without the lock (a fit may take a while), and with a suggester of its
+  // own: the study's may be fitting a batch meanwhile.
   absl::StatusOr<optimizer::Algorithm> algorithm =
       ToOptimizerAlgorithm(study.spec().algorithm());
   if (!algorithm.ok()) return algorithm.status();
   std::unique_ptr<optimizer::Suggester> suggester =
       optimizer::MakeSuggester(*algorithm);
-  absl::StatusOr<std::vector<optimizer::PriorStudy>> priors = LoadPriors(study);
-  if (!priors.ok()) return priors.status();
-  absl::StatusOr<std::vector<v1::Trial>> snapshot =
-      store_->ListTrials(study.name(), {});
-  if (!snapshot.ok()) return snapshot.status();
   absl::StatusOr<std::vector<v1::Trial>> proposed =
-      ProposeTrials(*suggester, *priors, study, *snapshot, 1,
-                    static_cast<int64_t>(snapshot->size()));
+      ProposeTrials(*suggester, priors, study, snapshot, 1,
+                    static_cast<int64_t>(snapshot.size()));
   if (!proposed.ok()) return proposed.status();
   absl::StatusOr<optimizer::Assignment> proposal =
-      ToAssignment("proposal", space, proposed->front().parameters());
+      ToAssignment("proposal", *space, proposed->front().parameters());
   if (!proposal.ok()) return proposal.status();
   absl::StatusOr<optimizer::Assignment> completed =
-      space.Complete(*fixed, *proposal);
+      space->Complete(*fixed, *proposal);
   if (!completed.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("trial.parameters: ", completed.status().message()));
   }
-  return completed;
+  return ToParameterValues(*space, *completed);
 }
 
 absl::StatusOr<std::vector<v1::Trial>> StudyService::ProposeTrials(
@@ -1077,15 +1090,21 @@ absl::StatusOr<v1::Trial> StudyService::CreateTrial(
   const std::string& name = request.study_name();
   absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(name);
   if (!runtime.ok()) return runtime.status();
+  ParameterValues parameters = given.parameters();
+  if (request.partial()) {
+    absl::StatusOr<ParameterValues> completed =
+        CompletePartialTrial(**runtime, name, parameters, caller);
+    if (!completed.ok()) return completed.status();
+    parameters = *std::move(completed);
+  }
   absl::MutexLock lock(&(*runtime)->mu);
   absl::StatusOr<v1::Study> study = LoadStudyFor(caller, name, Access::kWrite);
   if (!study.ok()) return study.status();
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study->spec());
   if (!space.ok()) return space.status();
+  // A completed partial trial too: the spec may have changed meanwhile.
   absl::StatusOr<optimizer::Assignment> x =
-      request.partial()
-          ? CompletePartialTrial(*study, *space, given.parameters())
-          : ToAssignment("trial.parameters", *space, given.parameters());
+      ToAssignment("trial.parameters", *space, parameters);
   if (!x.ok()) return x.status();
   // Stored in canonical form: spec order, the spec's value types.
   *trial.mutable_parameters() = ToParameterValues(*space, *x);

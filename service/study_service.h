@@ -23,6 +23,7 @@
 #include "service/background_pool.h"
 #include "service/change_notifier.h"
 #include "service/conversion.h"
+#include "service/study_import.h"
 #include "service/study_runtime.h"
 #include "service/suggestion_plan.h"
 #include "storage/study_store.h"
@@ -186,6 +187,14 @@ class StudyService {
   // ALREADY_EXISTS if the name is taken; CANCELLED, storing nothing, when
   // `abandoned` (null: never) says the caller is gone. ImportTrials adds
   // warm-start results to a study.
+  // The trials arrive serialized (ImportedStudy), and are parsed a chunk at
+  // a time, so that an import's memory stays near its size on the wire.
+  // Each chunk is its own transaction: a server killed while they are
+  // stored leaves the study with part of its trials (delete it and import
+  // again); every other failure stores nothing.
+  absl::StatusOr<v1::Study> ImportStudy(
+      ImportedStudy imported, const Principal& caller = Principal::AuthOff(),
+      const std::function<bool()>& abandoned = nullptr);
   absl::StatusOr<v1::Study> ImportStudy(
       v1::Study study, std::vector<v1::Trial> trials,
       const Principal& caller = Principal::AuthOff(),
@@ -311,11 +320,12 @@ class StudyService {
   // The earlier studies the study transfers from (spec.prior_studies).
   absl::StatusOr<std::vector<optimizer::PriorStudy>> LoadPriors(
       const v1::Study& study);
-  // A partial configuration (CreateTrialRequest.partial) completed by the
-  // study's algorithm from the history so far. REQUIRES: the study's lock.
-  absl::StatusOr<optimizer::Assignment> CompletePartialTrial(
-      const v1::Study& study, const optimizer::SearchSpace& space,
-      const ParameterValues& given);
+  // A partial configuration (CreateTrialRequest.partial) of study `name`
+  // completed by the study's algorithm from the history so far; the fit
+  // runs without the study's lock. REQUIRES: not the study's lock.
+  absl::StatusOr<ParameterValues> CompletePartialTrial(
+      StudyRuntime& runtime, const std::string& name,
+      const ParameterValues& given, const Principal& caller);
 
   storage::StudyStore* const store_;
   const ServiceOptions options_;

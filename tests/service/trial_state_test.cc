@@ -1,5 +1,5 @@
 // The trial state machine: every pair of states, legal or not, against the
-// table of the README's trial states.
+// table of trial states in docs/concepts.md.
 #include "service/trial_state.h"
 
 #include <set>
@@ -20,7 +20,7 @@ constexpr State kStates[] = {
     v1::Trial::STOPPING,          v1::Trial::PAUSED,    v1::Trial::COMPLETED,
     v1::Trial::STOPPED,           v1::Trial::INFEASIBLE, v1::Trial::FAILED};
 
-// README: REQUESTED -> ACTIVE -> COMPLETED | INFEASIBLE | FAILED; ACTIVE
+// docs/concepts.md: REQUESTED -> ACTIVE -> COMPLETED | INFEASIBLE | FAILED; ACTIVE
 // -> STOPPING -> STOPPED; ACTIVE -> PAUSED -> ACTIVE; ACTIVE -> REQUESTED
 // when a lease runs out with retries left; new trials are queued, granted
 // or known results; stopping by hand ends REQUESTED and PAUSED trials.
