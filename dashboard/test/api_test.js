@@ -39,7 +39,8 @@ beforeEach(() => {
 const feed = (name, after) => '/api/studies/' + encodeURIComponent(name) +
     `/changes?view=compact&limit=${FEED_LIMIT}&after=${after}`;
 
-test('a page of the compact feed, with the token, its time counted', async () => {
+test('a page of the compact feed, with the token, its time counted',
+     async () => {
   setToken('secret');
   const page = {events: [], last_sequence: '12', more: false};
   answers.set(feed('my study', '5'), [200, page]);
