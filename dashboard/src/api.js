@@ -1,8 +1,9 @@
 // The HTTP API as the page uses it: the bearer token (kept in the tab's
-// sessionStorage, never in a cookie), JSON reads, JSON writes, and the
-// server's event stream read with fetch so that it can carry the token.
+// sessionStorage, never in a cookie), JSON reads, JSON writes, the pages
+// of the compact change feed the data model loads from, and the server's
+// event stream read with fetch so that it can carry the token.
 
-import {TOKEN_KEY, takePrefetched} from './boot.js';
+import {FEED_LIMIT, TOKEN_KEY, takePrefetched} from './boot.js';
 
 export class ApiError extends Error {
   constructor(status, message) {
@@ -56,6 +57,23 @@ export async function post(path, body) {
 
 export function studyPath(name, suffix = '') {
   return '/api/studies/' + encodeURIComponent(name) + suffix;
+}
+
+// One page of the study's change feed in the compact form
+// (`changes?view=compact`, service/http/dashboard_view.h) after sequence
+// `after`: {events: [{sequence, trial}], last_sequence, more}. Adds to
+// `times` (ms) the wait for the answer's headers (answer) and the reading
+// and parsing of its body (parse).
+export async function compactChanges(name, after, {signal, times}) {
+  let t = performance.now();
+  const response = await get(studyPath(
+      name, `/changes?view=compact&limit=${FEED_LIMIT}&after=` + after),
+      {signal, raw: true});
+  times.answer += performance.now() - t;
+  t = performance.now();
+  const page = await response.json();
+  times.parse += performance.now() - t;
+  return page;
 }
 
 // What the server offers: {auth, writes, logs, charts}; read once.

@@ -11,7 +11,8 @@
 // back draw from memory.
 
 import * as api from './api.js';
-import {StudyData, el} from './model.js';
+import {el} from './dom.js';
+import {StudyData} from './model.js';
 import {StudyPage} from './study_page.js';
 import {showCompare, showStudies} from './studies_page.js';
 import {TrialPage} from './trial_page.js';

@@ -2,10 +2,11 @@
 // in the compact form the server's `changes?view=compact` feed sends
 // (service/http/dashboard_view.h); trials from the live event stream (full
 // Trial messages) are turned into the same rows by rowFromTrial, by the
-// same rules. Also the small DOM and formatting helpers every view uses.
+// same rules. Metric roles, feasibility and the Pareto front are worked
+// out here; fetching is api.js's, writing values for people format.js's.
 
 import * as api from './api.js';
-import {FEED_LIMIT} from './boot.js';
+import {formatNumber} from './format.js';
 
 export const STATES = ['REQUESTED', 'ACTIVE', 'STOPPING', 'PAUSED',
                        'COMPLETED', 'STOPPED', 'INFEASIBLE', 'FAILED'];
@@ -15,57 +16,6 @@ export const STATE_COLORS = {
   PAUSED: '#8e44ad', COMPLETED: '#3b6ea5', STOPPED: '#d9822b',
   INFEASIBLE: '#c23030', FAILED: '#6b6b6b',
 };
-
-// ----- DOM -----
-
-export function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (key.startsWith('on')) node[key] = value;
-    else if (key === 'text') node.textContent = value;
-    else if (key === 'value') node.value = value;
-    else if (key === 'checked') node.checked = value;
-    else node.setAttribute(key, value === true ? '' : value);
-  }
-  for (const child of children.flat()) {
-    if (child !== null && child !== undefined && child !== false) {
-      node.append(child instanceof Node ? child : String(child));
-    }
-  }
-  return node;
-}
-
-// ----- Formatting -----
-
-export function formatNumber(value) {
-  if (value === undefined || value === null) return '';
-  if (Number.isNaN(value)) return 'NaN';
-  if (!Number.isFinite(value)) return value > 0 ? '+inf' : '-inf';
-  if (Number.isInteger(value) && Math.abs(value) < 1e15) return String(value);
-  const a = Math.abs(value);
-  return a >= 1e5 || a < 1e-3 ? value.toExponential(3)
-                              : String(Number(value.toPrecision(5)));
-}
-
-export function formatValue(value) {
-  return typeof value === 'number' ? formatNumber(value) : (value ?? '');
-}
-
-export function formatTime(ms) {
-  return ms ? new Date(Number(ms)).toISOString().replace('T', ' ').slice(0, 19)
-            : '';
-}
-
-export function formatDuration(ms) {
-  if (ms === null || ms === undefined || !(ms >= 0)) return '';
-  const s = ms / 1000;
-  if (s < 60) return s.toFixed(s < 10 ? 1 : 0) + ' s';
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m}m ${Math.round(s - 60 * m)}s`;
-  const h = Math.floor(m / 60);
-  return `${h}h ${m - 60 * h}m`;
-}
 
 // A proto JSON number: a number, or "Infinity" / "-Infinity" / "NaN".
 export function num(value) {
@@ -372,16 +322,9 @@ export class StudyData {
     const times = {answer: 0, parse: 0, rows: 0};
     this.loadTimes = times;
     for (;;) {
-      let t = performance.now();
-      const response = await api.get(api.studyPath(
-          this.study.name,
-          `/changes?view=compact&limit=${FEED_LIMIT}&after=` + this.cursor),
-          {signal, raw: true});
-      times.answer += performance.now() - t;
-      t = performance.now();
-      const page = await response.json();
-      times.parse += performance.now() - t;
-      t = performance.now();
+      const page = await api.compactChanges(this.study.name, this.cursor,
+                                            {signal, times});
+      const t = performance.now();
       for (const event of page.events) {
         this.rows.set(event.trial.id,
                       rowFromCompact(event.trial, this.objective.index));

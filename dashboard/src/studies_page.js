@@ -3,9 +3,13 @@
 // so far by trial number and their objectives' distributions (EDF).
 
 import * as api from './api.js';
-import * as charts from './charts.js';
-import {STATES, STATE_COLORS, StudyData, el, formatNumber, formatTime,
-        metricsOf, num, objectiveOf} from './model.js';
+import {completedRows} from './charts/common.js';
+import {drawCompareHistory} from './charts/compare.js';
+import {drawEdf} from './charts/edf.js';
+import {el} from './dom.js';
+import {formatNumber, formatTime} from './format.js';
+import {STATES, STATE_COLORS, StudyData, metricsOf, num,
+        objectiveOf} from './model.js';
 
 const COLORS = ['#3b6ea5', '#d9480f', '#2e8b57', '#8e44ad', '#c23030',
                 '#b8860b', '#17a2b8', '#6b6b6b'];
@@ -152,10 +156,10 @@ export async function showCompare(app, names) {
     const opts = {logObjective, logParams: true, open,
                   width: Math.max(600, Math.min(1200,
                                                 app.main.clientWidth - 40))};
-    charts.drawCompareHistory(history, studies, opts);
-    charts.drawEdf(edf, studies.map((s) => ({
-      name: s.name, color: s.color, rows: charts.completedRows(s.data)})),
-                   studies[0].data.objective, opts);
+    drawCompareHistory(history, studies, opts);
+    drawEdf(edf, studies.map((s) => ({
+      name: s.name, color: s.color, rows: completedRows(s.data)})),
+            studies[0].data.objective, opts);
   };
   const summary = el('table', {id: 'compare-table', class: 'trials'},
       el('tr', {}, ...['study', 'objective', 'completed', 'best', 'best trial',

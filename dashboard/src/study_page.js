@@ -9,8 +9,19 @@
 // says when every plot is drawn).
 
 import * as api from './api.js';
-import * as charts from './charts.js';
-import {STATES, STATE_COLORS, el, formatNumber, rungsOf} from './model.js';
+import {completedRows} from './charts/common.js';
+import {drawConstraints} from './charts/constraints.js';
+import {drawContour} from './charts/contour.js';
+import {drawCurves} from './charts/curves.js';
+import {drawEdf} from './charts/edf.js';
+import {drawHistory} from './charts/history.js';
+import {drawImportance} from './charts/importance.js';
+import {drawParallel} from './charts/parallel.js';
+import {drawPareto} from './charts/pareto.js';
+import {drawSlices} from './charts/slices.js';
+import {el} from './dom.js';
+import {formatNumber} from './format.js';
+import {STATES, STATE_COLORS, rungsOf} from './model.js';
 import {TrialTable} from './table.js';
 
 const RENDER_EVERY_MS = 1000;
@@ -77,7 +88,7 @@ export class StudyPage {
               (m) => m.name === event.target.value) || this.metric;
           // A deferred slice plot reads the choice when it is drawn.
           if (!this.pendingCharts.has('slice')) {
-            this.timedDraw('slice', () => charts.drawSlices(
+            this.timedDraw('slice', () => drawSlices(
                 this.boxes.slice, this.data, this.opts()));
           }
           this.loadImportance();
@@ -332,7 +343,7 @@ export class StudyPage {
     }
     const opts = this.opts();
     const b = this.boxes;
-    const positive = charts.completedRows(this.data).every(
+    const positive = completedRows(this.data).every(
         (r) => r.objective > 0);
     const toggle = document.getElementById('log-objective');
     if (toggle) {
@@ -342,18 +353,18 @@ export class StudyPage {
     }
     const plots = [
       [b.history, () => (this.data.multiObjective()
-          ? charts.drawPareto(b.history, this.data, opts)
-          : charts.drawHistory(b.history, this.data, opts))],
+          ? drawPareto(b.history, this.data, opts)
+          : drawHistory(b.history, this.data, opts))],
       [b.constraints,
-       () => charts.drawConstraints(b.constraints, this.data, opts)],
-      [b.slice, () => charts.drawSlices(b.slice, this.data, opts)],
+       () => drawConstraints(b.constraints, this.data, opts)],
+      [b.slice, () => drawSlices(b.slice, this.data, opts)],
       [b.contour, () => this.drawContour()],
       [b.parallel, () => this.drawParallel()],
-      [b.curves, () => charts.drawCurves(b.curves, this.data, opts,
-                                         rungsOf(this.data.study))],
-      [b.edf, () => charts.drawEdf(
+      [b.curves, () => drawCurves(b.curves, this.data, opts,
+                                  rungsOf(this.data.study))],
+      [b.edf, () => drawEdf(
           b.edf, [{name: this.data.study.name, color: '#3b6ea5',
-                   rows: charts.completedRows(this.data)}],
+                   rows: completedRows(this.data)}],
           this.data.objective, opts)],
     ].filter(([box]) => box);
     this.chartTimes = {};
@@ -429,7 +440,7 @@ export class StudyPage {
   }
 
   drawParallel() {
-    const drawn = charts.drawParallel(
+    const drawn = drawParallel(
         this.boxes.parallel, this.data, this.opts(), this.brushes,
         (ids) => this.table.setBrush(ids));
     // Redrawn with the same brushes (new trials, other scales): the table
@@ -457,8 +468,8 @@ export class StudyPage {
         value: p.name, selected: p.name === this.contour[index]}, p.name)));
     this.contourControls.replaceChildren(
         ' of ', select('contour-x', 0), ' and ', select('contour-y', 1));
-    charts.drawContour(this.boxes.contour, this.data, this.opts(),
-                       this.contour[0], this.contour[1]);
+    drawContour(this.boxes.contour, this.data, this.opts(),
+                this.contour[0], this.contour[1]);
   }
 
   async loadImportance() {
@@ -484,7 +495,7 @@ export class StudyPage {
     this.importance = answer;
     const hadContour = this.contour !== null;
     box.style.minHeight = '';
-    charts.drawImportance(box, this.importance, (name) => {
+    drawImportance(box, this.importance, (name) => {
       this.contour = [name, this.contour[0] === name ? this.contour[1]
                                                      : this.contour[0]];
       this.drawContour();

@@ -5,8 +5,10 @@
 // page is ever in the DOM, so ten thousand trials stay fast); and a CSV of
 // exactly the rows that pass the filters.
 
-import {STATES, STATE_COLORS, el, formatDuration, formatNumber, formatTime,
-        formatValue, isFeasible} from './model.js';
+import {el} from './dom.js';
+import {formatDuration, formatNumber, formatTime,
+        formatValue} from './format.js';
+import {STATES, STATE_COLORS, isFeasible} from './model.js';
 
 const PAGE_SIZES = [25, 50, 100, 250];
 

@@ -5,10 +5,12 @@
 // It shows what the study page already holds at once, then the full trial.
 
 import * as api from './api.js';
-import {STATE_COLORS, el, formatDuration, formatNumber, formatTime,
-        formatValue, num} from './model.js';
 import {Frame, allPositive, extent, makeAxis, makeScale, nearest,
-        tipHtml} from './plot.js';
+        tipHtml} from './charts/common.js';
+import {el} from './dom.js';
+import {formatDuration, formatNumber, formatTime,
+        formatValue} from './format.js';
+import {STATE_COLORS, num} from './model.js';
 
 const STOPPABLE = new Set(['REQUESTED', 'ACTIVE', 'PAUSED']);
 

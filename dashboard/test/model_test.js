@@ -1,13 +1,15 @@
 // Unit tests of the dashboard's data model (dashboard/src/model.js) in
 // node: metric roles, feasibility, the Pareto front, rows of conditional
-// trials and non-finite objectives. Run by ctest (dashboard_model_test)
+// trials and non-finite objectives, parameter specs, rungs, and a study's
+// counts, best trial and front. Run by ctest (dashboard_model_test)
 // with `node --test`.
 
 import assert from 'node:assert/strict';
 import {test} from 'node:test';
 
-import {boundText, isFeasible, metricsOf, objectiveOf, outsideBounds,
-        paretoFront, rowFromCompact, rowFromTrial} from '../src/model.js';
+import {StudyData, boundText, isFeasible, metricsOf, objectiveOf,
+        outsideBounds, parametersOf, paretoFront, rowFromCompact,
+        rowFromTrial, rungsOf} from '../src/model.js';
 
 const twoObjectives = {
   name: 'mo',
@@ -145,4 +147,54 @@ test('an inactive parameter is null and non-finite objectives are kept',
     final_measurement: {metrics: {loss: '-Infinity'}}}, study);
   assert.deepEqual(full.params, [0.25, null]);
   assert.equal(full.objective, -Infinity);
+});
+
+test('parameter specs: kind, range, log scale and categories', () => {
+  const params = parametersOf({spec: {parameters: [
+    {name: 'lr', double_spec: {min: 1e-5, max: '0.1', scale: 'LOG'}},
+    {name: 'depth', integer_spec: {min: '2', max: '12'}},
+    {name: 'batch', discrete_spec: {values: [64, '16', 32]}},
+    {name: 'opt', categorical_spec: {values: ['adam', 'sgd']}},
+  ]}});
+  assert.deepEqual(params.map((p) => [p.name, p.index, p.kind, p.log]),
+                   [['lr', 0, 'double', true], ['depth', 1, 'integer', false],
+                    ['batch', 2, 'discrete', false],
+                    ['opt', 3, 'categorical', false]]);
+  assert.deepEqual([params[0].min, params[0].max], [1e-5, 0.1]);
+  assert.deepEqual([params[1].min, params[1].max], [2, 12]);
+  assert.deepEqual([params[2].min, params[2].max], [16, 64]);
+  assert.deepEqual(params[3].categories, ['adam', 'sgd']);
+  assert.equal(params[3].min, null);
+});
+
+test('rungs of ASHA and HYPERBAND, none for other rules', () => {
+  const rule = (early_stopping) => ({spec: {early_stopping}});
+  assert.deepEqual(rungsOf(rule({rule: 'ASHA', min_resource: '1',
+                                 max_resource: '100',
+                                 reduction_factor: 3})),
+                   [1, 3, 9, 27, 81]);
+  assert.deepEqual(rungsOf(rule({rule: 'HYPERBAND', min_resource: 4,
+                                 max_resource: 64, reduction_factor: 2})),
+                   [4, 8, 16, 32]);
+  assert.deepEqual(rungsOf(rule({rule: 'MEDIAN'})), []);
+  assert.deepEqual(rungsOf({spec: {}}), []);
+});
+
+test('a study\'s counts, best feasible trial and Pareto front', () => {
+  const data = new StudyData(twoObjectives);
+  assert.ok(data.multiObjective());
+  assert.deepEqual(data.constraints.map((m) => m.name), ['latency', 'memory']);
+  const add = (id, state, metrics) => data.rows.set(id, rowFromCompact(
+      {id, state, params: [0.5], metrics, measurements: 1}));
+  add(1, 'COMPLETED', [0.3, 0.7, 1, 2, 0]);
+  add(2, 'COMPLETED', [0.05, 0.9, 50, 2, 0]);  // misses latency
+  add(3, 'FAILED', [null, null, null, null, null]);
+  add(4, 'COMPLETED', [0.2, 0.6, 1, 2, 0]);
+  ++data.version;
+  assert.deepEqual(data.counts(), {COMPLETED: 3, FAILED: 1});
+  // The first objective (loss, minimized), feasible trials only.
+  assert.equal(data.best().id, 4);
+  assert.deepEqual(data.front().map((r) => r.id), [4, 1]);
+  // Cached until the data change.
+  assert.equal(data.front(), data.front());
 });

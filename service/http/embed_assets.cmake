@@ -1,6 +1,7 @@
 # cmake -P embed_assets.cmake: writes OUTPUT, a C++ source defining the
 # dashboard's files (assets.h). Inputs (-D):
-#   SOURCE_DIR  dashboard/src: index.html, *.js, *.css
+#   SOURCE_DIR  dashboard/src: index.html, *.js, *.css, charts/*.js (each
+#               served at /assets/ plus its path in SOURCE_DIR)
 #   NPM         the npm program, or empty
 #   NPM_DIR     where package.json and package-lock.json are copied and
 #               `npm ci` installs the charting library (d3)
@@ -51,7 +52,8 @@ if(NPM)
 endif()
 
 set(files "/index.html|text/html|${SOURCE_DIR}/index.html")
-file(GLOB sources RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/*.js ${SOURCE_DIR}/*.css)
+file(GLOB sources RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/*.js ${SOURCE_DIR}/*.css
+     ${SOURCE_DIR}/charts/*.js)
 list(SORT sources)
 foreach(name IN LISTS sources)
   if(name MATCHES "\\.js$")

@@ -285,7 +285,9 @@ void HttpServer::Route() {
        &HttpServer::SetMaxTrials);
   Get("/metrics", "/metrics", &HttpServer::MetricsText);
   Get("/", "/", &HttpServer::Page);
-  Get(R"(/assets/[A-Za-z0-9._-]+)", "/assets", &HttpServer::AssetFile);
+  // A file of the page, or of one of its folders (/assets/charts/NAME.js).
+  Get(R"(/assets/(?:[A-Za-z0-9_-]+/)?[A-Za-z0-9._-]+)", "/assets",
+      &HttpServer::AssetFile);
 
   // Anything else: a JSON 405 for a known path asked with another method,
   // a 404 naming the path otherwise.

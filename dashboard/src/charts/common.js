@@ -1,12 +1,20 @@
-// The drawing toolkit the charts share, on d3: scales (linear, log, point
-// for categories), axes with d3-axis (ticks between the ends, integer ticks
-// where the data are integers), and a Frame: a canvas for the marks (one
-// pass, so ten thousand trials draw in milliseconds) under an SVG for the
-// axes, labels, brushes and the hover mark, with a tooltip. Hover and click
-// go through a chart's pick(x, y) -> {id, x, y, html} (the nearest trial
-// under the pointer); a click opens that trial's page.
+// What the study's plots share, on d3: scales (linear, log, point for
+// categories), axes with d3-axis (ticks between the ends, integer ticks
+// where the data are integers), colour, the legend, tooltips, and a Frame:
+// a canvas for the marks (one pass, so ten thousand trials draw in
+// milliseconds) under an SVG for the axes, labels, brushes and the hover
+// mark, with a tooltip. Hover and click go through a chart's
+// pick(x, y) -> {id, x, y, html} (the nearest trial under the pointer); a
+// click opens that trial's page. Also the marks and helpers several charts
+// draw with: points by colour, crosses, a trial's tooltip, a parameter's
+// scale, the empty-chart note.
+//
+// Each chart (charts/NAME.js) writes what it drew into data-* attributes
+// of its box (data-points, ...), which the browser test reads.
 
-import {el, formatNumber} from './model.js';
+import {el} from '../dom.js';
+import {formatNumber} from '../format.js';
+import {boundText} from '../model.js';
 
 // globalThis, which is the window in the page: node's tests import this
 // module for its pure functions, where there is neither window nor d3.
@@ -304,4 +312,111 @@ export function legend(svg, x, y, items) {
     offset += 30 + 6.6 * label.length;
   }
   return g;
+}
+
+// ----- Shared by the charts -----
+
+// The states whose trials have a result.
+export const FINISHED = new Set(['COMPLETED', 'STOPPED']);
+
+// Whether v is a number, finite.
+export function finite(v) {
+  return v !== null && Number.isFinite(v);
+}
+
+// The rows of COMPLETED trials with a finite objective: what slices,
+// contours, parallel coordinates and the EDF show.
+export function completedRows(data) {
+  const out = [];
+  for (const row of data.sorted()) {
+    if (row.state === 'COMPLETED' && finite(row.objective)) out.push(row);
+  }
+  return out;
+}
+
+// [name, value] of each parameter of `row`, for a tooltip.
+export function paramPairs(data, row) {
+  return data.params.map((p) => [p.name, row.params[p.index]]);
+}
+
+// A trial's tooltip: its objective, constraints, `extra` pairs, parameters
+// and reason.
+export function trialTip(data, row, extra = []) {
+  return tipHtml(`trial ${row.id} (${row.state.toLowerCase()})`, [
+    [data.objective.name, row.objective],
+    ...data.constraints.map((m) => [`${m.name} (${boundText(m)})`,
+                                    row.metrics[m.index]]),
+    ...extra, ...paramPairs(data, row),
+    ...(row.reason ? [['reason', row.reason]] : [])]);
+}
+
+// An empty chart: `box` holds only a note saying why.
+export function note(box, id, text) {
+  box.replaceChildren(el('p', {class: 'note', id}, text));
+}
+
+// Points drawn as one path per colour.
+export function drawPoints(ctx, xs, ys, colors, n, radius,
+                           {hollow = false} = {}) {
+  const groups = new Map();
+  for (let i = 0; i < n; ++i) {
+    if (!groups.has(colors[i])) groups.set(colors[i], []);
+    groups.get(colors[i]).push(i);
+  }
+  for (const [color, members] of groups) {
+    ctx.beginPath();
+    for (const i of members) {
+      ctx.moveTo(xs[i] + radius, ys[i]);
+      ctx.arc(xs[i], ys[i], radius, 0, 2 * Math.PI);
+    }
+    if (hollow) {
+      ctx.strokeStyle = color;
+      ctx.lineWidth = 1.5;
+      ctx.stroke();
+    } else {
+      ctx.fillStyle = color;
+      ctx.fill();
+    }
+  }
+}
+
+// Crosses (x), one stroke.
+export function drawCrosses(ctx, xs, ys, color, size = 3) {
+  ctx.strokeStyle = color;
+  ctx.lineWidth = 1.5;
+  ctx.beginPath();
+  for (let i = 0; i < xs.length; ++i) {
+    ctx.moveTo(xs[i] - size, ys[i] - size);
+    ctx.lineTo(xs[i] + size, ys[i] + size);
+    ctx.moveTo(xs[i] + size, ys[i] - size);
+    ctx.lineTo(xs[i] - size, ys[i] + size);
+  }
+  ctx.stroke();
+}
+
+// Trials that miss a constraint.
+export const MISSED_COLOR = '#888';
+
+// Parameter p's scale over `range`: its categories, or its spec's range
+// (the values' extent when the spec has none), on a log axis when the
+// parameter is log-scaled, opts.logParams asks and every value is positive.
+// {scale, log}.
+export function paramScale(p, rows, opts, range) {
+  if (p.kind === 'categorical') {
+    return {scale: makeScale({categories: p.categories, range}), log: false};
+  }
+  const values = rows.map((r) => r.params[p.index]);
+  const log = p.log && opts.logParams && allPositive(values);
+  const domain = p.min !== null && p.max !== null && p.max > p.min
+      ? [p.min, p.max] : (extent(values, log) || [0, 1]);
+  return {scale: makeScale({domain, log, range,
+                            integer: p.kind === 'integer'}),
+          log};
+}
+
+// A small deterministic jitter so that points on one category spread out.
+// In [-0.5, 0.5), the same for the same id.
+export function jitter(id) {
+  const h = Math.sin(id * 12.9898) * 43758.5453;
+  return (h - Math.floor(h)) - 0.5;
 }
