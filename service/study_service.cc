@@ -1215,7 +1215,7 @@ absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
   HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
   // Early stopping reads the primary objective: a measurement without it (a
   // misspelt name, say) would leave the rule blind for the whole trial.
-  const std::string& objective = StudyMetrics(study.spec()).primary().name;
+  const std::string objective = StudyMetrics(study.spec()).primary().name;
   if (!m.metrics().contains(objective)) {
     std::vector<std::string> names;
     for (const v1::MetricSpec& metric : study.spec().metrics()) {

@@ -156,6 +156,12 @@ TEST_F(HttpApiTest, EveryEndpointNeedsAKnownBearerToken) {
   EXPECT_EQ(page.status, 200);
   EXPECT_THAT(page.Header("Content-Type"), HasSubstr("text/html"));
   EXPECT_EQ(Get("/assets/app.js", "").status, 200);
+  // The charts, one module each, in their own folder.
+  HttpReply chart = Get("/assets/charts/history.js", "");
+  EXPECT_EQ(chart.status, 200);
+  EXPECT_THAT(chart.Header("Content-Type"), HasSubstr("javascript"));
+  EXPECT_EQ(Get("/assets/charts/../app.js", "").status, 404);
+  EXPECT_EQ(Get("/assets/charts/nope.js", "").status, 404);
 }
 
 TEST_F(HttpApiTest, ApiAnswersAreNotCompressedThePageMayBe) {
