@@ -10,9 +10,9 @@ A :class:`LeaseRenewer`, one per Client, renews every started keeper's
 lease from one background thread: each lease at its own period, with
 Heartbeats sent asynchronously so that a slow one holds up no other, and
 retried sooner after a transient failure; after an UNAVAILABLE, on the
-server the Client's calls move on to (_servers.py). Both call through the
-Client's Transport (_transport.py). (One thread per Client,
-not per trial: handing out a trial then costs no thread start.)
+server the Client's calls move on to (_servers.py). (One thread per Client,
+not per trial: handing out a trial then costs no thread start.) Keepers and
+renewer call through the Client's Transport (_transport.py).
 
 Thread safety: every method may be called from any thread.
 """

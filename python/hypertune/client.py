@@ -23,7 +23,6 @@ from hypertune import _config
 from hypertune._lease import LeaseRenewer
 from hypertune._proto import pb
 from hypertune._retry import RetryPolicy
-from hypertune._servers import Servers
 from hypertune._transport import Transport, bearer_metadata, open_channel
 from hypertune.errors import (
     AlreadyExistsError,
@@ -180,7 +179,7 @@ class Client:
             backoff=lambda seconds: self._backoff(seconds),
         )
         # What tests/python/test_servers.py reads: which server calls go to.
-        self._servers: Servers = self._transport.servers
+        self._servers = self._transport.servers
         # Its thread starts with the first lease it renews.
         self._lease_renewer = LeaseRenewer(self._transport)
 
