@@ -11,7 +11,8 @@ lease from one background thread: each lease at its own period, with
 Heartbeats sent asynchronously so that a slow one holds up no other, and
 retried sooner after a transient failure; after an UNAVAILABLE, on the
 server the Client's calls move on to (_servers.py). (One thread per Client,
-not per trial: handing out a trial then costs no thread start.)
+not per trial: handing out a trial then costs no thread start.) Keepers and
+renewer call through the Client's Transport (_transport.py).
 
 Thread safety: every method may be called from any thread.
 """
@@ -23,16 +24,14 @@ import itertools
 import random
 import threading
 import time
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import grpc
 
 from hypertune._proto import pb
 from hypertune._retry import failure
+from hypertune._transport import Transport
 from hypertune.errors import HypertuneError, LeaseLostError
-
-if TYPE_CHECKING:
-    from hypertune.client import Client
 
 #: The lease of studies that set no lease_seconds (the server's default).
 DEFAULT_LEASE_SECONDS = 60.0
@@ -63,10 +62,20 @@ def lost_by(error: HypertuneError) -> bool:
 
 class LeaseKeeper:
     """The lease on trial ``trial_id`` of ``study`` granted under ``epoch``
-    to ``client_id``."""
+    to ``client_id``, renewed through ``transport`` (in the background, by
+    ``renewer``)."""
 
-    def __init__(self, client: Client, study: str, trial_id: int, epoch: int, client_id: str):
-        self._client = client
+    def __init__(
+        self,
+        transport: Transport,
+        renewer: LeaseRenewer,
+        study: str,
+        trial_id: int,
+        epoch: int,
+        client_id: str,
+    ):
+        self._transport = transport
+        self._renewer = renewer
         self.request = pb.HeartbeatRequest(
             study_name=study, trial_id=trial_id, lease_epoch=epoch, client_id=client_id
         )
@@ -87,7 +96,7 @@ class LeaseKeeper:
             if self._started or self._done:
                 return
             self._started = True
-        self._client._renewer().add(self, interval)
+        self._renewer.add(self, interval)
 
     def stop(self) -> None:
         """Stops renewing, cancelling a renewal in flight. Idempotent."""
@@ -146,7 +155,7 @@ class LeaseKeeper:
         return lost
 
     def renew(self, checkpoint_uri: str = "") -> pb.HeartbeatResponse:
-        """One renewal now, with the client's retries, recording
+        """One renewal now, with the transport's retries, recording
         ``checkpoint_uri`` on the trial where not empty."""
         with self._lock:
             if self._lost is not None:
@@ -155,7 +164,7 @@ class LeaseKeeper:
         request.CopyFrom(self.request)
         request.checkpoint_uri = checkpoint_uri
         try:
-            response = self._client._call("Heartbeat", request)
+            response = self._transport.call("Heartbeat", request)
         except HypertuneError as error:
             lost = self.observe(error)
             if lost is not None:
@@ -175,20 +184,16 @@ class LeaseKeeper:
         with self._lock:
             if self._done:
                 return None
-            client = self._client
-            self.sent_to, stub = client._servers.current()
-            self._in_flight = stub.Heartbeat.future(
-                self.request, timeout=client._policy.call_timeout, metadata=client._metadata
-            )
+            self.sent_to, self._in_flight = self._transport.call_async("Heartbeat", self.request)
             return self._in_flight
 
 
 class LeaseRenewer:
     """Renews the leases of one Client's started keepers from one daemon
-    thread, started with the first lease."""
+    thread, started with the first lease; ``transport`` is the Client's."""
 
-    def __init__(self, client: Client):
-        self._client = client
+    def __init__(self, transport: Transport):
+        self._transport = transport
         self._cond = threading.Condition()
         self._due: list[tuple[float, int, LeaseKeeper, float]] = []  # a heap by time
         self._order = itertools.count()  # breaks ties between equal times
@@ -200,7 +205,7 @@ class LeaseRenewer:
         self._schedule(keeper, interval, interval)
 
     def close(self) -> None:
-        """Ends the thread; leases are no longer renewed."""
+        """Ends the thread; leases are no longer renewed. Idempotent."""
         with self._cond:
             self._closed = True
             self._cond.notify()
@@ -253,9 +258,9 @@ class LeaseRenewer:
             # runs out, and the trial's own calls report why.
             return
         keeper.failures += 1
-        policy = self._client._policy
+        policy = self._transport.policy
         delay = min(interval, policy.delay(keeper.failures, random.uniform(0.5, 1.0)))
         if failed.code == grpc.StatusCode.UNAVAILABLE:
-            if self._client._servers.move_on(keeper.sent_to, failed.message):
+            if self._transport.move_on(keeper.sent_to, failed.message):
                 delay = 0.0  # to the leader a standby named: at once
         self._schedule(keeper, delay, interval)

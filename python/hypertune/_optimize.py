@@ -4,6 +4,10 @@ worker threads, a time limit, callbacks and a progress bar.
 Threads: the worker threads only run trials; the calling thread calls the
 callbacks and draws the bar, from a queue of the trials the workers end, so
 callbacks need no locks of their own.
+
+The loop knows the study by its public face (:class:`OptimizedStudy`: study.py
+imports this module), and asks for trials with the function the study
+passes in.
 """
 
 from __future__ import annotations
@@ -14,13 +18,67 @@ import threading
 import time
 import warnings
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import Any, Callable, Optional, Protocol
 
-from hypertune.errors import HypertuneError, InvalidArgumentError, LeaseLostError
+from hypertune.errors import (
+    FailedPreconditionError,
+    HypertuneError,
+    InvalidArgumentError,
+    LeaseLostError,
+)
+from hypertune.trial import Trial
 
-if TYPE_CHECKING:
-    from hypertune.study import Study
-    from hypertune.trial import Trial
+
+class OptimizedStudy(Protocol):
+    """What the loop reads of the :class:`~hypertune.Study` it runs on (and
+    hands to the callbacks)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def goal(self) -> str: ...
+
+    @property
+    def objectives(self) -> list[str]: ...
+
+    def best(self) -> Optional[Trial]: ...
+
+
+#: Asks for the next trial, as Study.ask does, but answers None once the
+#: event is set or the monotonic clock passes the deadline (if not None).
+Ask = Callable[[threading.Event, Optional[float]], Optional[Trial]]
+
+
+class Stops:
+    """The stop events of the optimize() runs on one Study object, which
+    its stop() sets. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._events: set[threading.Event] = set()
+        self._lock = threading.Lock()
+
+    def add(self, event: threading.Event) -> None:
+        with self._lock:
+            self._events.add(event)
+
+    def discard(self, event: threading.Event) -> None:
+        with self._lock:
+            self._events.discard(event)
+
+    def stop_all(self, study_name: str) -> None:
+        """Sets every event.
+
+        Raises:
+            FailedPreconditionError: no optimize is running (no event).
+        """
+        with self._lock:
+            if not self._events:
+                raise FailedPreconditionError(
+                    f"study {study_name!r} stop(): no optimize is running on this Study object"
+                )
+            for event in self._events:
+                event.set()
 
 
 class _Runs:
@@ -59,7 +117,7 @@ def _check_arguments(n_trials: Any, n_workers: Any, catch: Any, timeout: Any) ->
         raise InvalidArgumentError(f"timeout: expected None or seconds >= 0, got {timeout!r}")
 
 
-def _check_callbacks(callbacks: Any) -> list[Callable[[Study, Trial], Any]]:
+def _check_callbacks(callbacks: Any) -> list[Callable[[OptimizedStudy, Trial], Any]]:
     if callbacks is None:
         return []
     if isinstance(callbacks, (str, bytes)) or callable(callbacks) or not isinstance(
@@ -91,7 +149,7 @@ class _Progress:
     """The tqdm bar of show_progress_bar: trials ended, and the best
     value so far of a single objective. Used from the calling thread."""
 
-    def __init__(self, study: Study, total: Optional[int], bar: Callable[..., Any]):
+    def __init__(self, study: OptimizedStudy, total: Optional[int], bar: Callable[..., Any]):
         self._minimize = study.goal == "MINIMIZE"
         self._single = len(study.objectives) == 1  # else no single best value
         self._best: Optional[float] = None
@@ -107,7 +165,7 @@ class _Progress:
         self._show_best()
 
     @staticmethod
-    def open(study: Study, total: Optional[int], wanted: bool) -> Optional[_Progress]:
+    def open(study: OptimizedStudy, total: Optional[int], wanted: bool) -> Optional[_Progress]:
         """A bar when ``wanted`` and tqdm imports; else None, with a warning
         if it was wanted."""
         if not wanted:
@@ -147,17 +205,20 @@ _WORKER_DONE = object()
 
 
 def optimize(
-    study: Study,
+    study: OptimizedStudy,
     fn: Callable[[Trial], Any],
     *,
+    ask: Ask,
+    stops: Stops,
     n_trials: Optional[int],
     n_workers: int,
     catch: tuple[type[BaseException], ...],
     timeout: Optional[float] = None,
-    callbacks: Optional[Iterable[Callable[[Study, Trial], Any]]] = None,
+    callbacks: Optional[Iterable[Callable[[OptimizedStudy, Trial], Any]]] = None,
     show_progress_bar: bool = False,
 ) -> None:
-    """See Study.optimize."""
+    """See Study.optimize; trials come from ``ask``, and ``stops`` holds
+    this run's stop event while it runs."""
     _check_arguments(n_trials, n_workers, catch, timeout)
     listeners = _check_callbacks(callbacks)
     runs = _Runs(n_trials)
@@ -174,7 +235,7 @@ def optimize(
             return _WORKER_DONE
         if not runs.take():
             return _WORKER_DONE
-        trial = study._ask(stop, deadline)
+        trial = ask(stop, deadline)
         if trial is None:
             return _WORKER_DONE
         me = threading.get_ident()
@@ -205,8 +266,7 @@ def optimize(
         for callback in listeners:
             callback(study, trial)
 
-    with study._stops_lock:
-        study._stops.add(stop)
+    stops.add(stop)
     try:
         if n_workers == 1:
             while True:
@@ -217,8 +277,7 @@ def optimize(
                     ended(outcome)
         _run_in_threads(run_one, ended, n_workers, stop, lock, running, errors)
     finally:
-        with study._stops_lock:
-            study._stops.discard(stop)
+        stops.discard(stop)
         if progress is not None:
             progress.close()
 

@@ -1,6 +1,11 @@
 """The connection to hypertuned: studies are created, found and deleted
 here; :class:`~hypertune.Study` and :class:`~hypertune.Trial` do the rest.
 
+A Client is the public face of a connection: it reads its arguments (and
+the environment), owns the Transport its studies and trials call through
+(_transport.py) and the thread that renews their leases (_lease.py), and
+creates Study objects.
+
 Thread safety: a Client may be shared by any number of threads (gRPC
 channels are); it owns one channel per server it is given.
 """
@@ -9,7 +14,6 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -18,11 +22,10 @@ import grpc
 from hypertune import _config
 from hypertune._lease import LeaseRenewer
 from hypertune._proto import pb
-from hypertune._retry import Metadata, RetryPolicy, call
-from hypertune._servers import Servers, split
+from hypertune._retry import RetryPolicy
+from hypertune._transport import Transport, bearer_metadata, open_channel
 from hypertune.errors import (
     AlreadyExistsError,
-    FailedPreconditionError,
     HypertuneError,
     InvalidArgumentError,
 )
@@ -85,12 +88,6 @@ def _credentials(
         private_key=_read("tls_key", tls_key) if tls_key else None,
         certificate_chain=_read("tls_cert", tls_cert) if tls_cert else None,
     )
-
-
-def _open_channel(address: str, credentials: Optional[grpc.ChannelCredentials]) -> grpc.Channel:
-    if credentials is None:
-        return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
-    return grpc.secure_channel(address, credentials, options=CHANNEL_OPTIONS)
 
 
 class Client:
@@ -160,25 +157,31 @@ class Client:
             visible = _env("CUDA_VISIBLE_DEVICES")
             devices = len(visible.split(",")) if visible else 1
         self.devices: int = max(1, devices)
-        self._policy = RetryPolicy(
+        policy = RetryPolicy(
             max_attempts=max(1, max_attempts),
             initial_backoff=initial_backoff,
             max_backoff=max_backoff,
             call_timeout=call_timeout,
         )
-        token = token or _env("HYPERTUNE_TOKEN")
-        self._metadata: Metadata = (("authorization", f"Bearer {token}"),) if token else ()
         credentials = _credentials(
             tls_ca or _env("HYPERTUNE_TLS_CA"),
             tls_cert or _env("HYPERTUNE_TLS_CERT"),
             tls_key or _env("HYPERTUNE_TLS_KEY"),
         )
-        self._servers = Servers(
-            split(self.server), lambda address: _open_channel(address, credentials)
+        options = list(CHANNEL_OPTIONS)  # the channels open now, with these
+        self._transport = Transport(
+            self.server,
+            lambda address: open_channel(address, credentials, options),
+            policy=policy,
+            metadata=bearer_metadata(token or _env("HYPERTUNE_TOKEN")),
+            # Through _backoff, which benchmarks/python_reconnect.py and
+            # tests/python/test_servers.py replace on the instance.
+            backoff=lambda seconds: self._backoff(seconds),
         )
-        self._lease_renewer: Optional[LeaseRenewer] = None
-        self._renewer_lock = threading.Lock()
-        self._closed = False
+        # What tests/python/test_servers.py reads: which server calls go to.
+        self._servers = self._transport.servers
+        # Its thread starts with the first lease it renews.
+        self._lease_renewer = LeaseRenewer(self._transport)
 
     def __repr__(self) -> str:
         return f"Client(server={self.server!r}, client_id={self.client_id!r})"
@@ -186,20 +189,20 @@ class Client:
     def close(self) -> None:
         """Closes the connection: later calls fail, and the leases of its
         trials are no longer renewed. Idempotent."""
-        with self._renewer_lock:
-            if self._closed:
-                return
-            self._closed = True
-            if self._lease_renewer is not None:
-                self._lease_renewer.close()
-        self._servers.close()
+        self._lease_renewer.close()
+        self._transport.close()
 
-    def _renewer(self) -> LeaseRenewer:
-        """The thread that renews the leases of this client's trials."""
-        with self._renewer_lock:
-            if self._lease_renewer is None:
-                self._lease_renewer = LeaseRenewer(self)
-            return self._lease_renewer
+    @property
+    def transport(self) -> Transport:
+        """The connection the client's studies and trials call through
+        (hypertune's own plumbing: calls, retries, servers, metadata)."""
+        return self._transport
+
+    @property
+    def lease_renewer(self) -> LeaseRenewer:
+        """The thread that renews the leases of the client's trials
+        (hypertune's own plumbing, used by the trials)."""
+        return self._lease_renewer
 
     def __enter__(self) -> Client:
         return self
@@ -209,23 +212,13 @@ class Client:
 
     def _backoff(self, seconds: float) -> None:
         """Waits ``seconds`` before a retry, or less (:meth:`Servers.backoff`)."""
-        self._servers.backoff(seconds)
+        self._transport.servers.backoff(seconds)
 
     def _call(self, rpc: str, request: Any, *, idempotent: bool = True) -> Any:
-        """One RPC of the HyperTune service under the retry policy.
-        ``idempotent``: repeating it after a lost reply is harmless."""
-        if self._closed:
-            raise FailedPreconditionError(f"{rpc}: the client is closed")
-        return call(
-            self._servers,
-            request,
-            rpc=rpc,
-            server=self.server,
-            idempotent=idempotent,
-            policy=self._policy,
-            metadata=self._metadata,
-            backoff=self._backoff,
-        )
+        """One RPC of the HyperTune service under the retry policy
+        (:meth:`Transport.call`); tests call it for RPCs the client does
+        not wrap."""
+        return self._transport.call(rpc, request, idempotent=idempotent)
 
     # ----- Studies -----
 
@@ -267,7 +260,7 @@ class Client:
                 encode_attributes(attributes, "create_study: attributes", study.attributes)
             )
         try:
-            created = self._call(
+            created = self._transport.call(
                 "CreateStudy", pb.CreateStudyRequest(study=study), idempotent=False
             )
         except AlreadyExistsError as error:
@@ -289,7 +282,7 @@ class Client:
 
     def get_study(self, name: str) -> Study:
         """The study called ``name``; NotFoundError if there is none."""
-        return Study(self, self._call("GetStudy", pb.GetStudyRequest(name=name)))
+        return Study(self, self._transport.call("GetStudy", pb.GetStudyRequest(name=name)))
 
     def list_studies(self) -> list[Study]:
         """Every study the caller may read (all of them without auth), by
@@ -297,7 +290,7 @@ class Client:
         studies: list[Study] = []
         request = pb.ListStudiesRequest()
         while True:
-            response = self._call("ListStudies", request)
+            response = self._transport.call("ListStudies", request)
             studies.extend(Study(self, study) for study in response.studies)
             if not response.next_page_token:
                 return studies
@@ -306,7 +299,7 @@ class Client:
     def delete_study(self, name: str) -> None:
         """Deletes the study called ``name`` and its trials."""
         try:
-            self._call("DeleteStudy", pb.DeleteStudyRequest(name=name))
+            self._transport.call("DeleteStudy", pb.DeleteStudyRequest(name=name))
         except HypertuneError as error:
             # Gone on a retry: an earlier attempt deleted it.
             if not (error.code == grpc.StatusCode.NOT_FOUND and error.attempts > 1):

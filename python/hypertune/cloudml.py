@@ -35,6 +35,7 @@ import sys
 import threading
 from typing import Optional
 
+from hypertune.current import current_trial
 from hypertune.errors import InvalidArgumentError
 from hypertune.trial import Trial, check_metrics
 
@@ -67,8 +68,6 @@ class HyperTune:
     """
 
     def __init__(self) -> None:
-        from hypertune.current import current_trial
-
         self._trial: Optional[Trial] = current_trial()
         self._objective = self._trial.objective if self._trial is not None else ""
         self._lock = threading.Lock()

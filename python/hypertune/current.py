@@ -17,7 +17,6 @@ import os
 import threading
 from typing import Optional
 
-from hypertune._proto import pb
 from hypertune.client import Client
 from hypertune.errors import InvalidArgumentError
 from hypertune.trial import Trial
@@ -63,10 +62,8 @@ def current_trial() -> Optional[Trial]:
         epoch = _env_int("HYPERTUNE_LEASE_EPOCH")
         # The worker renews the lease; this handle only reports.
         client = Client(heartbeats=False)
-        study = client._call("GetStudy", pb.GetStudyRequest(name=study_name))
-        proto = client._call(
-            "GetTrial", pb.GetTrialRequest(study_name=study_name, trial_id=trial_id)
-        )
+        study = client.get_study(study_name)
+        proto = study.trial(trial_id).proto
         # Act under the worker's epoch: if the trial has moved on to another
         # holder since, the server refuses our reports instead of mixing them in.
         proto.lease_epoch = epoch

@@ -750,7 +750,7 @@ class Sampler(BaseSampler):
                 state=pb.Trial.COMPLETED, parameters=parameters,
                 final_measurement=final, attributes=attributes,
             )
-            self._client._call(
+            self._client.transport.call(
                 "CreateTrial", pb.CreateTrialRequest(study_name=name, trial=proto),
                 idempotent=False,
             )
@@ -758,7 +758,7 @@ class Sampler(BaseSampler):
             proto = pb.Trial(state=pb.Trial.REQUESTED, parameters=parameters)
             # One queued at a time, so that this thread takes its own.
             with self._queue_lock:
-                queued = self._client._call(
+                queued = self._client.transport.call(
                     "CreateTrial", pb.CreateTrialRequest(study_name=name, trial=proto),
                     idempotent=False,
                 )
@@ -767,7 +767,7 @@ class Sampler(BaseSampler):
                 # Another worker of the study took it first; ours is let be.
                 if taken is not None:
                     taken.give_back("taken by mistake by the Optuna bridge", preempted=True)
-                self._client._call("StopTrial", pb.StopTrialRequest(
+                self._client.transport.call("StopTrial", pb.StopTrialRequest(
                     study_name=name, trial_id=queued.id,
                     reason=f"Optuna trial {trial.number} ({trial.state.name}); recorded only"))
             else:
@@ -792,13 +792,13 @@ class Sampler(BaseSampler):
             held.complete(dict(zip(names, trial.values)))
         elif trial.state == TrialState.PRUNED:
             if trial.values and single:
-                self._client._call("StopTrial", pb.StopTrialRequest(
+                self._client.transport.call("StopTrial", pb.StopTrialRequest(
                     study_name=held.study_name, trial_id=held.id, reason="pruned by Optuna"))
                 held.complete({objective: trial.values[0]})
             else:
                 # STOPPED without a result (the model leaves it out). A trial
                 # given back keeps no attributes, so its stop reason names it.
-                self._client._call("StopTrial", pb.StopTrialRequest(
+                self._client.transport.call("StopTrial", pb.StopTrialRequest(
                     study_name=held.study_name, trial_id=held.id,
                     reason=PRUNED_WITHOUT_VALUE.format(number=trial.number)))
                 held.give_back("pruned by Optuna")

@@ -1,5 +1,9 @@
 """Studies: their history, and the trials to run next.
 
+A Study calls the server through its Client's Transport (_transport.py),
+and knows the Client by its public face (:class:`Owner`): client.py
+imports this module, not the reverse.
+
 Thread safety: a Study may be shared by threads; each ask() or suggest()
 hands the calling thread trials of its own (see _client_ids.py).
 """
@@ -12,25 +16,31 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Union
 
 import grpc
 
 from hypertune import _client_ids
 from hypertune._lease import renewal_interval
+from hypertune._optimize import Stops, optimize
 from hypertune._proto import objective_metrics, pb
 from hypertune._retry import failure
+from hypertune._transport import Transport
 from hypertune.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
     UnimplementedError,
 )
-from hypertune.trial import Trial, decode_attributes, encode_attributes, stored_text
+from hypertune.trial import (
+    Holder,
+    Trial,
+    decode_attributes,
+    encode_attributes,
+    stored_text,
+)
 
 if TYPE_CHECKING:
     import pandas
-
-    from hypertune.client import Client
 
 # ask()'s wait while the study is at its parallel limit or paused.
 _WAIT_INITIAL = 0.2
@@ -142,17 +152,31 @@ def _active(spec: pb.StudySpec, values: Mapping[str, Any]) -> dict[str, Optional
     return active
 
 
+class Owner(Holder, Protocol):
+    """What a Study is reached through: a :class:`~hypertune.Client`,
+    whose settings are read as they are at each use."""
+
+    #: Who holds the trials asked for (see _client_ids.py).
+    client_id: str
+    #: Whether held trials are renewed from the background.
+    heartbeats: bool
+    #: Seconds between renewals; None: a third of the lease.
+    heartbeat_interval: Optional[float]
+
+    def delete_study(self, name: str) -> None: ...
+
+
 class Study:
     """A study on the server: its spec, its trials, and the trials to run
     next. Get one from :meth:`Client.create_study`, :meth:`Client.get_study`
     or :meth:`Client.list_studies`."""
 
-    def __init__(self, client: Client, proto: pb.Study):
+    def __init__(self, client: Owner, proto: pb.Study):
         self._client = client
+        self._transport: Transport = client.transport
         self._proto = proto
         # One event per optimize() running on this object; stop() sets them.
-        self._stops: set[threading.Event] = set()
-        self._stops_lock = threading.Lock()
+        self._stops = Stops()
 
     # ----- What the study is -----
 
@@ -215,17 +239,23 @@ class Study:
         """The ``hypertune.v1.Study`` message as last returned by the server."""
         return self._proto
 
+    @property
+    def transport(self) -> Transport:
+        """The connection the study calls through, its Client's
+        (hypertune's own plumbing: calls, retries, servers, metadata)."""
+        return self._transport
+
     def __repr__(self) -> str:
         return f"Study(name={self.name!r}, state={self.state!r}, trials={self.trial_counts!r})"
 
     def refresh(self) -> Study:
         """Reads the study again (state, trial counts); returns self."""
-        self._proto = self._client._call("GetStudy", pb.GetStudyRequest(name=self.name))
+        self._proto = self._transport.call("GetStudy", pb.GetStudyRequest(name=self.name))
         return self
 
     def _set_state(self, state: int) -> None:
         request = pb.SetStudyStateRequest(name=self.name, state=state)
-        self._proto = self._client._call("SetStudyState", request)
+        self._proto = self._transport.call("SetStudyState", request)
 
     def pause(self) -> None:
         """Stops suggestions; running trials may still report."""
@@ -259,7 +289,7 @@ class Study:
             spec=json_format.ParseDict(spec, pb.StudySpec()),
             update_mask=FieldMask(paths=paths),
         )
-        self._proto = self._client._call("UpdateStudy", request)
+        self._proto = self._transport.call("UpdateStudy", request)
 
     @property
     def changes(self) -> list:
@@ -279,7 +309,7 @@ class Study:
     def trial(self, trial_id: int) -> Trial:
         """Trial ``trial_id`` as stored (a record: it only reads)."""
         request = pb.GetTrialRequest(study_name=self.name, trial_id=trial_id)
-        return self._record(self._client._call("GetTrial", request))
+        return self._record(self._transport.call("GetTrial", request))
 
     def trials(self, states: Union[str, Iterable[str], None] = None) -> list[Trial]:
         """The study's trials by id, only those in ``states`` (e.g.
@@ -289,7 +319,7 @@ class Study:
         )
         trials: list[Trial] = []
         while True:
-            page = self._client._call("ListTrials", request)
+            page = self._transport.call("ListTrials", request)
             trials.extend(self._record(t) for t in page.trials)
             if not page.next_page_token:
                 return trials
@@ -299,7 +329,7 @@ class Study:
         """The best feasible COMPLETED trials: the best one for a single
         objective, the Pareto front for several."""
         request = pb.ListOptimalTrialsRequest(study_name=self.name)
-        return [self._record(t) for t in self._client._call("ListOptimalTrials", request).trials]
+        return [self._record(t) for t in self._transport.call("ListOptimalTrials", request).trials]
 
     def best(self) -> Optional[Trial]:
         """The best trial so far (the one of :meth:`optimal_trials`), or
@@ -333,19 +363,18 @@ class Study:
         watch ends after that many seconds; otherwise it lasts until the
         caller stops iterating.
         """
-        client = self._client
-        policy = client._policy
+        transport = self._transport
+        policy = transport.policy
         deadline = None if timeout is None else time.monotonic() + timeout
         failures = 0
         while True:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return
-            if client._closed:
+            if transport.closed:
                 raise FailedPreconditionError(f"WatchTrials of study {self.name!r}: the client is closed")
             request = pb.WatchTrialsRequest(study_name=self.name, after_sequence=after)
-            index, stub = client._servers.current()
-            stream = stub.WatchTrials(request, timeout=left, metadata=client._metadata)
+            index, stream = transport.open_stream("WatchTrials", request, timeout=left)
             try:
                 for event in stream:
                     after = event.sequence
@@ -361,8 +390,8 @@ class Study:
             failures += 1
             if code != grpc.StatusCode.UNAVAILABLE or failures >= policy.max_attempts:
                 raise failure(code, f"WatchTrials of study {self.name!r}: {details}", failures)
-            if not client._servers.move_on(index, details):
-                client._backoff(policy.jittered(failures))
+            if not transport.move_on(index, details):
+                transport.backoff(policy.jittered(failures))
 
     def trials_dataframe(
         self, states: Union[str, Iterable[str], None] = None, *, intermediate: bool = False
@@ -455,7 +484,7 @@ class Study:
     def _suggest(self, count: int, client_id: str) -> pb.SuggestTrialsResponse:
         request = pb.SuggestTrialsRequest(study_name=self.name, count=count, client_id=client_id)
         # Asking again under the same client id returns the same trials.
-        response = self._client._call("SuggestTrials", request)
+        response = self._transport.call("SuggestTrials", request)
         self._proto.state = response.study_state
         return response
 
@@ -595,7 +624,7 @@ class Study:
                 )
             request.partial = True
         # Not retried: a lost reply after the trial was queued would queue it twice.
-        return self._record(self._client._call("CreateTrial", request, idempotent=False))
+        return self._record(self._transport.call("CreateTrial", request, idempotent=False))
 
     def stop(self) -> None:
         """Ends the :meth:`optimize` running on this Study object once its
@@ -605,13 +634,7 @@ class Study:
         Raises:
             FailedPreconditionError: no optimize is running on this object.
         """
-        with self._stops_lock:
-            if not self._stops:
-                raise FailedPreconditionError(
-                    f"study {self.name!r} stop(): no optimize is running on this Study object"
-                )
-            for event in self._stops:
-                event.set()
+        self._stops.stop_all(self.name)
 
     def optimize(
         self,
@@ -649,11 +672,11 @@ class Study:
         stderr with the best value so far; without tqdm, a warning and no
         bar.
         """
-        from hypertune._optimize import optimize
-
         optimize(
             self,
             fn,
+            ask=self._ask,
+            stops=self._stops,
             n_trials=n_trials,
             n_workers=n_workers,
             catch=catch,

@@ -26,16 +26,16 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
 from hypertune import _signals
-from hypertune._lease import LeaseKeeper
+from hypertune._lease import LeaseKeeper, LeaseRenewer
 from hypertune._proto import objective_metrics, pb
+from hypertune._transport import Transport
 from hypertune.errors import FailedPreconditionError, HypertuneError, InvalidArgumentError
 
 if TYPE_CHECKING:
     from hypertune._client_ids import SharedSlot
-    from hypertune.client import Client
 
 #: A parameter's value: float (DOUBLE, DISCRETE), int (INTEGER, and DISCRETE
 #: whose values are all whole numbers, such as batch sizes) or str
@@ -44,6 +44,20 @@ ParamValue = Union[float, int, str]
 
 # Reasons are stored and shown; a whole traceback's worth is too much.
 _MAX_REASON = 1000
+
+
+class Holder(Protocol):
+    """What a Trial is reached through: a :class:`~hypertune.Client`, by
+    its public face (client.py imports this module, not the reverse)."""
+
+    #: Devices a trial of this process uses (device-seconds are billed).
+    devices: int
+
+    @property
+    def transport(self) -> Transport: ...
+
+    @property
+    def lease_renewer(self) -> LeaseRenewer: ...
 
 
 @dataclass(frozen=True)
@@ -221,7 +235,7 @@ class Trial:
 
     def __init__(
         self,
-        client: Optional[Client],
+        client: Optional[Holder],
         proto: pb.Trial,
         spec: Optional[pb.StudySpec] = None,
         *,
@@ -260,7 +274,12 @@ class Trial:
         if self._held:
             assert client is not None
             self._lease = LeaseKeeper(
-                client, proto.study_name, proto.id, proto.lease_epoch, proto.client_id
+                client.transport,
+                client.lease_renewer,
+                proto.study_name,
+                proto.id,
+                proto.lease_epoch,
+                proto.client_id,
             )
             if renew_every is not None:
                 self._lease.start(renew_every)
@@ -473,7 +492,7 @@ class Trial:
 
     # ----- Reporting -----
 
-    def _usable(self, what: str) -> Client:
+    def _usable(self, what: str) -> Holder:
         if not self._held or self._client is None:
             raise FailedPreconditionError(
                 f"trial {self.id}: cannot {what}: this is a record of the trial, not a trial "
@@ -491,10 +510,10 @@ class Trial:
             )
         return self._client
 
-    def _rpc(self, client: Client, rpc: str, request: Any) -> Any:
+    def _rpc(self, client: Holder, rpc: str, request: Any) -> Any:
         assert self._lease is not None
         try:
-            return client._call(rpc, request)
+            return client.transport.call(rpc, request)
         except HypertuneError as error:
             lost = self._lease.observe(error)
             if lost is not None:
@@ -634,7 +653,7 @@ class Trial:
             )
         request.device_seconds = (time.monotonic() - self._attached_at) * client.devices
         try:
-            self._proto = client._call("CompleteTrial", request)
+            self._proto = client.transport.call("CompleteTrial", request)
         except HypertuneError as error:
             settled = self._settled_by_earlier_attempt(client, request, error)
             if settled is None:
@@ -648,14 +667,14 @@ class Trial:
         self._let_go()
 
     def _settled_by_earlier_attempt(
-        self, client: Client, request: pb.CompleteTrialRequest, error: HypertuneError
+        self, client: Holder, request: pb.CompleteTrialRequest, error: HypertuneError
     ) -> Optional[pb.Trial]:
         """The trial, if ``error`` came from a retry of a CompleteTrial that
         an earlier attempt had already carried out (its reply lost)."""
         if error.code != FailedPreconditionError.default_code or error.attempts < 2:
             return None
         try:
-            now = client._call(
+            now = client.transport.call(
                 "GetTrial", pb.GetTrialRequest(study_name=self.study_name, trial_id=self.id)
             )
         except HypertuneError:

@@ -523,7 +523,7 @@ def _server_importances(study: Study, metric: str, http: str) -> tuple[dict, dic
     url = (base.rstrip("/") + "/api/studies/" + urllib.parse.quote(study.name, safe="")
            + "/importance?" + urllib.parse.urlencode({"metric": metric}))
     # The HTTP API takes the same bearer token as gRPC.
-    headers = {key.title(): value for key, value in study._client._metadata
+    headers = {key.title(): value for key, value in study.transport.metadata
                if key == "authorization"}
     try:
         with urllib.request.urlopen(urllib.request.Request(url, headers=headers),

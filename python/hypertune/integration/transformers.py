@@ -37,10 +37,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
+from hypertune.client import Client
 from hypertune.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from hypertune.client import Client
     from hypertune.study import Study
     from hypertune.trial import Trial
 
@@ -204,8 +204,6 @@ def run_hp_search(
     paused at an ASHA rung and promoted later is trained again from the
     start (reporting only past the steps it had recorded).
     """
-    import hypertune
-
     if hp_space is None:
         raise InvalidArgumentError("hp_space: the search space is required (a list of parameters)")
     if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 1:
@@ -218,7 +216,7 @@ def run_hp_search(
                  "metrics": [{"name": metric, "goal": _goal(direction)}], **spec},
     }
     own_client = client is None
-    connected = client if client is not None else hypertune.Client(server)
+    connected = client if client is not None else Client(server)
     try:
         study = connected.create_study(config, if_exists="load")
         for _ in range(n_trials):
