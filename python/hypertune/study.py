@@ -26,11 +26,7 @@ from hypertune._optimize import Stops, optimize
 from hypertune._proto import objective_metrics, pb
 from hypertune._retry import failure
 from hypertune._transport import Transport
-from hypertune.errors import (
-    FailedPreconditionError,
-    InvalidArgumentError,
-    UnimplementedError,
-)
+from hypertune.errors import FailedPreconditionError, InvalidArgumentError
 from hypertune.trial import (
     Holder,
     Trial,
@@ -562,8 +558,9 @@ class Study:
 
         Give either ``params``, a whole configuration (a value for each
         parameter active under it, conditional ones included, and no
-        other), or ``fixed``, a part of one: the server suggests the other
-        parameters when a worker takes the trial. ``attributes`` are noted
+        other), or ``fixed``, a part of one: the study's algorithm suggests
+        the other parameters at once, from the trials so far, and the trial
+        is queued whole. ``attributes`` are noted
         on the trial as :meth:`Trial.set_attribute` notes them (any JSON
         value).
 
@@ -572,9 +569,6 @@ class Study:
                 ``params`` and ``fixed``; a parameter the study lacks, one
                 missing from ``params``, one inactive under the others, or
                 a value of the wrong type or out of bounds, each named.
-            UnimplementedError (a NotImplementedError): ``fixed`` with a
-                server API (the generated stub) that has no partial trials
-                yet.
         """
         if (params is None) == (fixed is None):
             raise InvalidArgumentError(
@@ -614,15 +608,7 @@ class Study:
             ],
             attributes=encode_attributes(attributes or {}, "enqueue: attributes"),
         )
-        request = pb.CreateTrialRequest(study_name=self.name, trial=trial)
-        if partial:
-            if "partial" not in pb.CreateTrialRequest.DESCRIPTOR.fields_by_name:
-                raise UnimplementedError(
-                    "enqueue(fixed=...): the server's API (the generated stub of "
-                    "hypertune.v1.CreateTrialRequest) has no partial trials yet; give the "
-                    "whole configuration as params"
-                )
-            request.partial = True
+        request = pb.CreateTrialRequest(study_name=self.name, trial=trial, partial=partial)
         # Not retried: a lost reply after the trial was queued would queue it twice.
         return self._record(self._transport.call("CreateTrial", request, idempotent=False))
 

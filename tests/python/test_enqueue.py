@@ -12,18 +12,7 @@ import re
 import pytest
 
 import hypertune
-from hypertune._proto import pb
 from helpers import study_config, unique_name
-
-# The server side of partial trials (CreateTrialRequest.partial) is being
-# added; the generated stub says whether this build has it.
-HAS_PARTIAL = "partial" in pb.CreateTrialRequest.DESCRIPTOR.fields_by_name
-NEEDS_PARTIAL = pytest.mark.skipif(
-    not HAS_PARTIAL,
-    reason="the generated API has no CreateTrialRequest.partial yet (partial enqueue "
-    "needs the server's partial trials)",
-)
-
 
 def tree_config(name: str) -> dict:
     """momentum is active only for sgd, beta2 only for adam."""
@@ -151,18 +140,6 @@ def test_bad_calls(client: hypertune.Client) -> None:
     assert study.trials() == []
 
 
-@pytest.mark.skipif(HAS_PARTIAL, reason="the generated API has partial trials: "
-                    "test_partial_configuration_is_completed_by_the_server runs instead")
-def test_partial_enqueue_without_the_api_is_refused_clearly(client: hypertune.Client) -> None:
-    study = client.create_study(study_config(unique_name()))
-    with pytest.raises(hypertune.UnimplementedError,
-                       match="server's API .* has no partial trials yet") as raised:
-        study.enqueue(fixed={"y": 4})
-    assert isinstance(raised.value, NotImplementedError)
-    assert study.trials() == []
-
-
-@NEEDS_PARTIAL
 def test_partial_configuration_is_completed_by_the_server(client: hypertune.Client) -> None:
     study = client.create_study(study_config(unique_name()))
     queued = study.enqueue(fixed={"y": 4}, attributes={"why": ["y", 4]})
@@ -175,7 +152,6 @@ def test_partial_configuration_is_completed_by_the_server(client: hypertune.Clie
     trial.complete(loss=trial.params["x"])
 
 
-@NEEDS_PARTIAL
 def test_partial_conditional_configuration(client: hypertune.Client) -> None:
     study = client.create_study(tree_config(unique_name()))
     study.enqueue(fixed={"optimizer": "sgd"})
