@@ -16,12 +16,11 @@ Usage: check_debs.py --source-dir ROOT --bin-dir DIR [--python-dir DIR]
 import argparse
 import glob
 import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
+
+from package_checks import Failure, run, start_server
 
 SKIP = 77
 # What each package must hold (paths inside it).
@@ -49,16 +48,6 @@ print([t.state for t in study.trials()])
 """
 
 
-class Failure(Exception):
-    """A step of the check failed; the message says which and why."""
-
-
-def run(command, what, env=None):
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
-    if result.returncode != 0:
-        raise Failure(f"{what} failed (exit {result.returncode}): "
-                      f"{' '.join(command)}\n{result.stdout}{result.stderr}")
-    return result.stdout
 
 
 def check_package(deb, package):
@@ -77,27 +66,6 @@ def check_package(deb, package):
         raise Failure(f"{deb} lacks {', '.join(missing)}")
     print(f"ok: {os.path.basename(deb)}: {len(paths)} paths, Depends: {depends}")
 
-
-def start_server(hypertuned, tmp):
-    """Starts hypertuned on a free port; returns (process, address)."""
-    log_path = os.path.join(tmp, "hypertuned.log")
-    with open(log_path, "w") as log:
-        process = subprocess.Popen([hypertuned, "--db", os.path.join(tmp, "check.db"),
-                                    "--listen", "127.0.0.1:0"],
-                                   stdout=log, stderr=subprocess.STDOUT)
-    # The server prints its address once it listens: wait for that line
-    # (bounded), never for a fixed time.
-    for _ in range(600):
-        with open(log_path) as f:
-            match = re.search(r"listening on (\S+)", f.read())
-        if match:
-            return process, match.group(1)
-        if process.poll() is not None:
-            break
-        time.sleep(0.05)
-    process.kill()
-    with open(log_path) as f:
-        raise Failure(f"the unpacked hypertuned did not say where it listens:\n{f.read()}")
 
 
 def main():
