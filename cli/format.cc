@@ -17,12 +17,12 @@
 #include "cli/args.h"
 #include "cli/json_config.h"
 #include "cli/worker_protocol.h"
-#include "service/study_metrics.h"
+#include "common/study_metrics.h"
 
 namespace hypertune::cli {
 namespace {
 
-using service::StudyMetrics;
+using StudyMetrics;
 
 const char* FormatName(OutputFormat format) {
   switch (format) {

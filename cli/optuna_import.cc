@@ -26,7 +26,7 @@
 #include "cli/commands.h"
 #include "cli/json_config.h"
 #include "cli/worker_protocol.h"
-#include "service/limits.h"
+#include "common/limits.h"
 
 namespace hypertune::cli {
 
@@ -65,10 +65,10 @@ bool KeepAttribute(const std::string& optuna_key, const Json& value,
   if (optuna_key.empty()) return false;
   const std::string key = Identifier(optuna_key);
   std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-  if (key.size() > service::kMaxNameBytes ||
-      text.size() > service::kMaxAttributeValueBytes ||
+  if (key.size() > kMaxNameBytes ||
+      text.size() > kMaxAttributeValueBytes ||
       (!attributes.contains(key) &&
-       attributes.size() >= static_cast<size_t>(service::kMaxAttributes))) {
+       attributes.size() >= static_cast<size_t>(kMaxAttributes))) {
     return false;
   }
   attributes[key] = std::move(text);
@@ -323,7 +323,7 @@ absl::Status AddVariant(std::vector<Distribution>& variants,
   return absl::OkStatus();
 }
 
-constexpr int kMaxDiscreteValues = service::kMaxValuesPerParameter;
+constexpr int kMaxDiscreteValues = kMaxValuesPerParameter;
 
 // The values of a distribution with a step (an Int's step 1 included), at
 // most `limit` + 1 of them: low, low + step, ... up to high. 15 significant
@@ -854,8 +854,8 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
         out.notes.push_back(absl::StrCat(
             "study user attribute \"", key,
             "\" not kept: past the limits on attributes (",
-            service::kMaxAttributes, " entries, values of ",
-            service::kMaxAttributeValueBytes,
+            kMaxAttributes, " entries, values of ",
+            kMaxAttributeValueBytes,
             " bytes), or not JSON nested at most ", kMaxJsonDepth, " deep"));
       }
     }
@@ -1216,8 +1216,8 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
     out.notes.push_back(absl::StrCat(
         "trial user attribute \"", key, "\" (on ", n,
         " trials) not kept: past the limits on attributes (",
-        service::kMaxAttributes, " entries, values of ",
-        service::kMaxAttributeValueBytes,
+        kMaxAttributes, " entries, values of ",
+        kMaxAttributeValueBytes,
         " bytes), or not JSON nested at most ", kMaxJsonDepth, " deep"));
   }
   study.set_create_time_ms(created_ms > 0 ? created_ms : now_ms);

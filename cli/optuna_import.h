@@ -28,10 +28,11 @@
 //     Optuna has it), refuses the file; a trial whose parameter value is
 //     not a number (text, NULL, NaN, a choice index out of range) is left
 //     out, named in the notes;
-//   - user attributes: numbers and booleans of a trial become recorded
-//     metrics "user_attr.KEY" of its final measurement; the others, and the
-//     study's, cannot be stored (no free-form attributes in the API) and
-//     are listed in the notes.
+//   - user attributes, the study's and each trial's, become its attributes
+//     (text as is, other values as JSON; a key made a name: "my key" ->
+//     "my_key"); numbers and booleans of a trial are also recorded metrics
+//     "user_attr.KEY" of its final measurement. Those past the attribute
+//     limits (limits.h) are left out and listed in the notes.
 //   - a define-by-run space becomes conditional parameters: a parameter
 //     that some trials lack (FAILED and WAITING ones aside) gets as parent
 //     the earlier CATEGORICAL, DISCRETE or INTEGER parameter whose values

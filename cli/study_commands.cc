@@ -12,7 +12,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/json_config.h"
-#include "service/trial_csv.h"
+#include "common/trial_csv.h"
 
 namespace hypertune::cli {
 
@@ -196,8 +196,8 @@ absl::Status Best(const CommandContext& context, const Args& args) {
   std::vector<v1::Trial> trials(best->trials().begin(), best->trials().end());
   if (*format == OutputFormat::kCsv) {
     std::string csv;
-    service::AppendCsvHeader(*study, &csv);
-    for (const v1::Trial& trial : trials) service::AppendCsvRow(*study, trial, &csv);
+    AppendCsvHeader(*study, &csv);
+    for (const v1::Trial& trial : trials) AppendCsvRow(*study, trial, &csv);
     context.out << csv;
   } else if (trials.empty()) {
     context.out << "no completed trials yet in study \"" << *name << "\"\n";

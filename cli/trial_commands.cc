@@ -13,8 +13,8 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/worker_protocol.h"
-#include "service/study_metrics.h"
-#include "service/trial_csv.h"
+#include "common/study_metrics.h"
+#include "common/trial_csv.h"
 
 namespace hypertune::cli {
 
@@ -163,9 +163,9 @@ absl::Status StreamTrials(const CommandContext& context,
       }
     } else {
       std::string csv;
-      if (first) service::AppendCsvHeader(*study, &csv);
+      if (first) AppendCsvHeader(*study, &csv);
       for (const v1::Trial& trial : trials) {
-        service::AppendCsvRow(*study, trial, &csv);
+        AppendCsvRow(*study, trial, &csv);
       }
       context.out << csv;
       first = false;
@@ -483,7 +483,7 @@ absl::Status RunWatchCommand(const CommandContext& context, const Args& args) {
   const std::string& name = parsed->positional[0];
   absl::StatusOr<v1::Study> study = context.client.GetStudy(name);
   if (!study.ok()) return study.status();
-  const service::StudyMetrics metrics(study->spec());
+  const StudyMetrics metrics(study->spec());
   const std::string objective =
       metrics.objectives().empty() ? "" : metrics.primary().name;
 

@@ -22,7 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/format.h"
 #include "cli/json_config.h"
-#include "service/trial_csv.h"
+#include "common/trial_csv.h"
 
 namespace hypertune::cli {
 namespace {
@@ -149,7 +149,7 @@ absl::StatusOr<std::vector<CsvRecord>> ParseCsv(std::string_view text,
   // the text: "'=1+2" reads back as =1+2.
   auto end_field = [&] {
     if (field_quoted && field.size() > 1 && field[0] == '\'' &&
-        service::NeedsFormulaGuard(std::string_view(field).substr(1))) {
+        NeedsFormulaGuard(std::string_view(field).substr(1))) {
       field.erase(0, 1);
     }
     record.fields.push_back(std::move(field));

@@ -27,7 +27,7 @@
 #include "cli/subprocess.h"
 #include "cli/trial_outcome.h"
 #include "cli/worker_protocol.h"
-#include "service/study_metrics.h"
+#include "common/study_metrics.h"
 
 extern char** environ;
 
@@ -241,7 +241,7 @@ class Worker {
         console_(console),
         tickets_(
             options_.max_trials.value_or(std::numeric_limits<int64_t>::max())) {
-    const service::StudyMetrics metrics(study_.spec());
+    const StudyMetrics metrics(study_.spec());
     required_metrics_ = metrics.RequiredNames();
     if (!metrics.objectives().empty() && !metrics.multi_objective()) {
       objective_ = metrics.primary().name;

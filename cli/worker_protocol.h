@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "hypertune/v1/hypertune.pb.h"
-#include "service/trial_csv.h"
+#include "common/trial_csv.h"
 #include "trainer_sdk/hypertune.h"
 
 namespace hypertune::cli {
@@ -47,7 +47,7 @@ absl::StatusOr<Metrics> ParseMetricAssignments(
     const std::vector<std::string>& args);
 
 // The shortest decimal that reads back as `value` ("inf", "nan" too).
-using service::FormatDouble;
+using FormatDouble;
 
 // The value as a program argument: the integer, FormatDouble of a double,
 // the category string; "" when unset.

@@ -38,8 +38,8 @@ struct GpParams {
 };
 
 // Priors for MAP estimation, all on the log parameters except the mean
-// (GP_NOTES.md; Hvarfner et al., "Vanilla Bayesian optimization performs
-// great in high dimensions", ICML 2024):
+// (BoTorch's current default; Hvarfner et al., "Vanilla Bayesian
+// optimization performs great in high dimensions", ICML 2024):
 //   log lengthscale ~ N(sqrt(2) + ln(d) / 2, sqrt(3))   (BoTorch's default)
 //   log signal var  ~ N(0, 1)      (outputs are standardized)
 //   log noise var   ~ N(-4, 1)     (BoTorch's LogNormal(-4, 1))

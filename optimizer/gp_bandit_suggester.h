@@ -1,6 +1,7 @@
 // GP_BANDIT: Bayesian optimization with a Gaussian process (gp.h), LogEI
 // (acquisition.h) and a multi-start acquisition optimizer
-// (acquisition_optimizer.h), following GP_NOTES.md's recipe. One Suggest:
+// (acquisition_optimizer.h), following BoTorch's and Vizier's defaults
+// (benchmarks/README.md measures it against them). One Suggest:
 //
 //   if the history is shorter than the initial design: centre, then Sobol;
 //   y  <- winsorize, Yeo-Johnson, standardize (output_transform.h)

@@ -6,7 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "service/limits.h"
+#include "common/limits.h"
 
 namespace hypertune::service {
 namespace {

@@ -9,7 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "service/conditional_spec.h"
 #include "service/status_macros.h"
-#include "service/study_metrics.h"
+#include "common/study_metrics.h"
 
 namespace hypertune::service {
 namespace {

@@ -13,7 +13,7 @@
 #include "optimizer/early_stopping.h"
 #include "optimizer/search_space.h"
 #include "optimizer/suggester.h"
-#include "service/study_metrics.h"
+#include "common/study_metrics.h"
 
 namespace hypertune::service {
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "service/limits.h"
+#include "common/limits.h"
 #include "service/study_import.h"
 
 namespace hypertune::service {

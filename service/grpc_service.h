@@ -13,7 +13,7 @@
 
 #include "hypertune/v1/hypertune.grpc.pb.h"
 #include "service/auth.h"
-#include "service/limits.h"
+#include "common/limits.h"
 #include "service/stream_limits.h"
 #include "service/study_service.h"
 #include "service/watch_streams.h"

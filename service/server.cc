@@ -16,7 +16,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
-#include "service/limits.h"
+#include "common/limits.h"
 #include "storage/leader_election.h"
 #include "storage/open_store.h"
 #include "service/http/rpc_metrics_interceptor.h"

@@ -22,7 +22,7 @@
 #include "service/conversion.h"
 #include "service/metrics.h"
 #include "service/status_macros.h"
-#include "service/study_metrics.h"
+#include "common/study_metrics.h"
 #include "service/study_update.h"
 #include "service/suggestion_plan.h"
 #include "service/trial_state.h"

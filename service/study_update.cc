@@ -14,7 +14,7 @@
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/field_mask_util.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "service/limits.h"
+#include "common/limits.h"
 
 namespace hypertune::service {
 namespace {

@@ -23,7 +23,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "hypertune/v1/hypertune.pb.h"
-#include "service/limits.h"
+#include "common/limits.h"
 
 namespace hypertune::service {
 

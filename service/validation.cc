@@ -14,7 +14,7 @@
 #include "optimizer/early_stopping.h"
 #include "service/conversion.h"
 #include "service/status_macros.h"
-#include "service/study_metrics.h"
+#include "common/study_metrics.h"
 
 namespace hypertune::service {
 namespace {

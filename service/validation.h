@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "hypertune/v1/hypertune.pb.h"
-#include "service/limits.h"
+#include "common/limits.h"
 
 namespace hypertune::service {
 

@@ -6,7 +6,7 @@
 // page loads. api.get takes each answer once (takePrefetched).
 
 export const TOKEN_KEY = 'hypertune-token';
-// The compact feed's page: as the server allows (service/limits.h).
+// The compact feed's page: as the server allows (common/limits.h).
 export const FEED_LIMIT = 10000;
 
 const started = new Map();  // path -> Promise<Response>

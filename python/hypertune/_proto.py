@@ -19,7 +19,7 @@ except ImportError as err:  # pragma: no cover - depends on how it is run
 
 def objective_metrics(spec) -> list:
     """The MetricSpecs a study optimizes: those with role OBJECTIVE, or,
-    where no metric sets a role, the first metric (service/study_metrics.h)."""
+    where no metric sets a role, the first metric (common/study_metrics.h)."""
     metrics = list(spec.metrics) if spec is not None else []
     if any(m.role != pb.MetricSpec.ROLE_UNSPECIFIED for m in metrics):
         return [m for m in metrics if m.role == pb.MetricSpec.OBJECTIVE]

@@ -68,7 +68,7 @@ TRIAL_NUMBER_ATTRIBUTE = "optuna.trial_number"
 #: held inactive).
 OTHER_PARAMS_ATTRIBUTE = "optuna.other_params"
 
-# The server's limits (service/limits.h): values of one parameter, bytes of
+# The server's limits (common/limits.h): values of one parameter, bytes of
 # one category, of one attribute's value.
 _MAX_VALUES = 1000
 _MAX_CATEGORY_BYTES = 1024

@@ -12,7 +12,7 @@
 #include "optimizer/importance.h"
 #include "service/conversion.h"
 #include "service/http/json.h"
-#include "service/study_metrics.h"
+#include "common/study_metrics.h"
 
 namespace hypertune::service {
 namespace {

@@ -9,7 +9,7 @@
 //   GET /api/studies/{name}                   GetStudy
 //   GET /api/studies/{name}/trials            ListTrials: page_size (1-1000,
 //       default 100), page_token, state (names, comma-separated or repeated)
-//   GET /api/studies/{name}/trials.csv        every trial, streamed (csv.h)
+//   GET /api/studies/{name}/trials.csv        every trial, streamed (trial_csv.h)
 //   GET /api/studies/{name}/trials/{id}       GetTrial
 //   GET /api/studies/{name}/trials/{id}/log   the end of the trial's log
 //       file (log_tail.h), bytes (1-65536, default 65536); only with

@@ -14,11 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "service/http/assets.h"
 #include "service/http/dashboard_view.h"
-#include "service/trial_csv.h"
+#include "common/trial_csv.h"
 #include "service/http/json.h"
 #include "service/http/log_tail.h"
 #include "service/http/replies.h"
-#include "service/limits.h"
+#include "common/limits.h"
 #include "storage/open_store.h"
 // After Eigen (through the service's headers): httplib.h brings
 // <resolv.h>, whose `_res` macro breaks Eigen's parameter names.

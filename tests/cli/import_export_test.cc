@@ -1,5 +1,6 @@
-// `hypertune export|import|trials import|import-optuna` and `study create
-// --warm-start-from`, the CLI run as a process against in-process servers.
+// `hypertune export|import|trials import|import-optuna|trial enqueue` and
+// `study create --warm-start-from`: the ways trials come into a study, the
+// CLI run as a process against in-process servers.
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -251,6 +252,51 @@ TEST_F(ImportExportTest, ALargeImportIsStreamedAndAllOrNothing) {
   EXPECT_THAT(out, HasSubstr(bad + ":11001:"));
   EXPECT_TRUE(absl::IsNotFound(ClientOf(1).GetStudy("big-copy").status()))
       << "a half-sent import was stored";
+}
+
+// `hypertune trial enqueue`: a whole configuration queued as given, a
+// partial one completed by the study's algorithm; both handed out first.
+TEST_F(ImportExportTest, TrialEnqueueQueuesWholeAndPartialConfigurations) {
+  ASSERT_TRUE(ClientOf(0).CreateStudy(SmallStudy("queue")).ok());
+  std::string out;
+  ASSERT_EQ(Cli(0, {"trial", "enqueue", "queue", "x=0.25", "n=8", "opt=sgd"},
+                &out),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("REQUESTED"));
+  ASSERT_EQ(Cli(0, {"trial", "enqueue", "queue", "opt=adam", "--partial"}, &out),
+            0)
+      << out;
+  auto granted = ClientOf(0).Suggest("queue", 2, "w1");
+  ASSERT_TRUE(granted.ok()) << granted.status();
+  ASSERT_EQ(granted->trials_size(), 2);
+  const v1::Trial& whole = granted->trials(0);
+  EXPECT_EQ(whole.id(), 1);
+  ASSERT_EQ(whole.parameters_size(), 3);
+  EXPECT_EQ(whole.parameters(0).double_value(), 0.25);
+  EXPECT_EQ(whole.parameters(1).int_value(), 8);
+  EXPECT_EQ(whole.parameters(2).string_value(), "sgd");
+  const v1::Trial& partial = granted->trials(1);
+  EXPECT_EQ(partial.id(), 2);
+  ASSERT_EQ(partial.parameters_size(), 3);
+  EXPECT_GE(partial.parameters(0).double_value(), -1);
+  EXPECT_LE(partial.parameters(0).double_value(), 1);
+  EXPECT_GE(partial.parameters(1).int_value(), 1);
+  EXPECT_LE(partial.parameters(1).int_value(), 64);
+  EXPECT_EQ(partial.parameters(2).string_value(), "adam");
+
+  // A whole configuration names every parameter; values are typed by the
+  // study's spec; the server names what is out of range.
+  EXPECT_EQ(Cli(0, {"trial", "enqueue", "queue", "x=0.25"}, &out), 1);
+  EXPECT_THAT(out, HasSubstr("parameter \"n\" is missing"));
+  EXPECT_EQ(Cli(0, {"trial", "enqueue", "queue", "n=eight", "--partial"}, &out),
+            2);
+  EXPECT_THAT(out, HasSubstr("n: \"eight\" is not an integer"));
+  EXPECT_EQ(Cli(0, {"trial", "enqueue", "queue", "lr=1", "--partial"}, &out), 2);
+  EXPECT_THAT(out, HasSubstr("\"lr\" is not a parameter of the study"));
+  EXPECT_EQ(Cli(0, {"trial", "enqueue", "queue", "x=5", "--partial"}, &out), 1);
+  EXPECT_THAT(out, HasSubstr("INVALID_ARGUMENT"));
+  EXPECT_THAT(out, HasSubstr("outside [-1, 1]"));
 }
 
 // A file of 100,000 nested '[' once crashed `hypertune import` (SIGSEGV:

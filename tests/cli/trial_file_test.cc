@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 #include "cli/format.h"
 #include "cli/json_config.h"
-#include "service/trial_csv.h"
+#include "common/trial_csv.h"
 
 namespace hypertune::cli {
 namespace {
@@ -139,7 +139,7 @@ TEST(ParseTrialFile, ReadsBackGuardedCategoriesAndNegativeZero) {
       metrics { name: "loss" goal: MINIMIZE }
     })pb", &study));
   std::string csv;
-  service::AppendCsvHeader(study, &csv);
+  AppendCsvHeader(study, &csv);
   const std::vector<std::string> categories = {"=1+1", "'=x", "-relu", "''",
                                                "'a,b"};
   for (const std::string& category : categories) {
@@ -150,7 +150,7 @@ TEST(ParseTrialFile, ReadsBackGuardedCategoriesAndNegativeZero) {
     trial.add_parameters()->set_name("op");
     trial.mutable_parameters(1)->set_string_value(category);
     (*trial.mutable_final_measurement()->mutable_metrics())["loss"] = -0.0;
-    service::AppendCsvRow(study, trial, &csv);
+    AppendCsvRow(study, trial, &csv);
   }
   absl::StatusOr<TrialFile> file = ParseTrialFile(csv, "t.csv", study);
   ASSERT_TRUE(file.ok()) << file.status();

@@ -49,8 +49,9 @@ TEST(FunctionsTest, KnownMinimaAreLowerBoundsOnASample) {
 }
 
 TEST(FunctionsTest, MatchesThePeerAtAnOffOptimumPoint) {
-  // Values from shared/peers/functions.py at x_i = lo + (i + 1) / (d + 2) *
-  // (hi - lo), written out here so a typo in either definition shows.
+  // Values from the peers' functions.py (the workplace's ../shared/peers,
+  // outside this repository) at x_i = lo + (i + 1) / (d + 2) * (hi - lo),
+  // written out here so a typo in either definition shows.
   struct Case {
     const char* name;
     double value;

@@ -23,7 +23,7 @@
 #include "gtest/gtest.h"
 #include "hypertune/v1/hypertune.grpc.pb.h"
 #include "absl/strings/str_cat.h"
-#include "service/limits.h"
+#include "common/limits.h"
 #include "service/server.h"
 #include "testing/test_server.h"
 #include "trainer_sdk/hypertune.h"
@@ -453,7 +453,7 @@ std::vector<BadInputCase> Cases() {
   add({"TooManyAttributes",
        [complete_with](BadInputCaseTest& t) {
          std::map<std::string, std::string> many;
-         for (int i = 0; i <= service::kMaxAttributes; ++i) {
+         for (int i = 0; i <= kMaxAttributes; ++i) {
            many[absl::StrCat("k", i)] = "v";
          }
          return complete_with(t, many);
@@ -462,7 +462,7 @@ std::vector<BadInputCase> Cases() {
   add({"AttributeValueTooLong",
        [complete_with](BadInputCaseTest& t) {
          return complete_with(
-             t, {{"log", std::string(service::kMaxAttributeValueBytes + 1, 'x')}});
+             t, {{"log", std::string(kMaxAttributeValueBytes + 1, 'x')}});
        },
        {Code::INVALID_ARGUMENT}, "attributes[\"log\"]", nullptr});
   add({"AttributeWithEmptyKey",
@@ -472,7 +472,7 @@ std::vector<BadInputCase> Cases() {
        [](BadInputCaseTest& t) {
          v1::Study study = TargetStudy("noted");
          (*study.mutable_attributes())["note"] =
-             std::string(service::kMaxAttributeValueBytes + 1, 'x');
+             std::string(kMaxAttributeValueBytes + 1, 'x');
          v1::Study out;
          return t.CreateStudy(study, &out);
        },
@@ -600,9 +600,9 @@ std::vector<BadInputCase> Cases() {
   };
   for (const Text& text : std::vector<Text>{
            {"Sql", kInjection, kInjection, kInjection},
-           {"Longest", std::string(service::kMaxCategoryBytes, 'c'),
-            std::string(service::kMaxClientIdBytes, 'i'),
-            std::string(service::kMaxUriBytes, 'u')},
+           {"Longest", std::string(kMaxCategoryBytes, 'c'),
+            std::string(kMaxClientIdBytes, 'i'),
+            std::string(kMaxUriBytes, 'u')},
            {"Nul", WithNuls(), WithNuls(), WithNuls()}}) {
     const std::string& label = text.label;
     std::string value = text.category;
@@ -664,7 +664,7 @@ std::vector<BadInputCase> Cases() {
          study.mutable_spec()
              ->mutable_parameters(2)
              ->mutable_categorical_spec()
-             ->add_values(std::string(service::kMaxCategoryBytes + 1, 'c'));
+             ->add_values(std::string(kMaxCategoryBytes + 1, 'c'));
          return t.CreateStudy(study);
        },
        {Code::INVALID_ARGUMENT}, "categorical_spec.values[2]: 1025 bytes, over the limit", nullptr});
@@ -672,13 +672,13 @@ std::vector<BadInputCase> Cases() {
        [](BadInputCaseTest& t) {
          v1::SuggestTrialsResponse out;
          return t.Suggest("target",
-                          std::string(service::kMaxClientIdBytes + 1, 'i'),
+                          std::string(kMaxClientIdBytes + 1, 'i'),
                           &out);
        },
        {Code::INVALID_ARGUMENT}, "client_id: 257 bytes, over the limit", nullptr});
   add({"CheckpointUriOverItsLimit",
        [](BadInputCaseTest& t) {
-         return t.Heartbeat(std::string(service::kMaxUriBytes + 1, 'u'));
+         return t.Heartbeat(std::string(kMaxUriBytes + 1, 'u'));
        },
        {Code::INVALID_ARGUMENT}, "checkpoint_uri: 4097 bytes, over the limit",
        nullptr});
@@ -690,7 +690,7 @@ std::vector<BadInputCase> Cases() {
          request.set_lease_epoch(t.target_trial_.lease_epoch());
          request.set_infeasible(true);
          request.set_infeasible_reason(
-             std::string(service::kMaxReasonBytes + 1, 'r'));
+             std::string(kMaxReasonBytes + 1, 'r'));
          v1::Trial out;
          grpc::ClientContext ctx;
          return t.stub_->CompleteTrial(&ctx, request, &out);
@@ -715,7 +715,7 @@ std::vector<BadInputCase> Cases() {
   add({"TooManyParameters",
        [](BadInputCaseTest& t) {
          v1::Study study = TargetStudy("wide");
-         for (int i = 0; i < service::kMaxParameters; ++i) {
+         for (int i = 0; i < kMaxParameters; ++i) {
            v1::ParameterSpec* p = study.mutable_spec()->add_parameters();
            p->set_name("p" + std::to_string(i));
            p->mutable_double_spec()->set_max(1);
@@ -956,7 +956,7 @@ v1::AddMeasurementRequest BulkyMeasurement(const v1::Trial& trial,
   request.mutable_measurement()->set_step(step);
   auto& metrics = *request.mutable_measurement()->mutable_metrics();
   metrics["loss"] = 1.0 / step;
-  for (int i = 1; i < service::kMaxMetricsPerMeasurement; ++i) {
+  for (int i = 1; i < kMaxMetricsPerMeasurement; ++i) {
     metrics[absl::StrCat("m", std::string(96, 'x'), i)] = i;
   }
   return request;
@@ -988,7 +988,7 @@ TEST_F(BadInputTest, ATrialStopsGrowingAtItsSizeLimit) {
   v1::Trial stored;
   ASSERT_TRUE(GetTrial("target", target_trial_.id(), &stored).ok());
   EXPECT_EQ(stored.measurements_size(), accepted);
-  EXPECT_LE(stored.ByteSizeLong(), service::kMaxTrialBytes);
+  EXPECT_LE(stored.ByteSizeLong(), kMaxTrialBytes);
   ExpectStillServingAndIntact();
 }
 
@@ -1034,7 +1034,7 @@ TEST_F(BadInputTest, PagesOfLargeTrialsAndStudiesFitTheDefaultReceiveLimit) {
     auto* values = study.mutable_spec()
                        ->mutable_parameters(2)
                        ->mutable_categorical_spec();
-    for (int k = values->values_size(); k < service::kMaxValuesPerParameter;
+    for (int k = values->values_size(); k < kMaxValuesPerParameter;
          ++k) {
       values->add_values(absl::StrCat(k, std::string(900, 'v')));
     }

@@ -11,7 +11,7 @@
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
-#include "service/limits.h"
+#include "common/limits.h"
 #include "storage/memory_store.h"
 #include "testing/test_server.h"
 

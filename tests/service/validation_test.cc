@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
 #include "service/conversion.h"
-#include "service/limits.h"
+#include "common/limits.h"
 
 namespace hypertune::service {
 namespace {

@@ -6,13 +6,13 @@
 // limit (4 MiB): a trial is at most 1 MiB, a study at most 1 MiB, and lists
 // stop a page before it would pass kMaxResponseBytes. So a client with
 // default settings never gets RESOURCE_EXHAUSTED for a write that committed.
-#ifndef HYPERTUNE_SERVICE_LIMITS_H_
-#define HYPERTUNE_SERVICE_LIMITS_H_
+#ifndef HYPERTUNE_COMMON_LIMITS_H_
+#define HYPERTUNE_COMMON_LIMITS_H_
 
 #include <cstddef>
 #include <cstdint>
 
-namespace hypertune::service {
+namespace hypertune {
 
 // Messages: the largest request the server reads, and the largest answer it
 // builds (both gRPC's default receive limit).
@@ -67,6 +67,6 @@ inline constexpr int kMaxPageSize = 1000;
 // no 4 MiB answer limit): a page of 10,000 trials is about 5 MB.
 inline constexpr int kMaxCompactPageSize = 10'000;
 
-}  // namespace hypertune::service
+}  // namespace hypertune
 
-#endif  // HYPERTUNE_SERVICE_LIMITS_H_
+#endif  // HYPERTUNE_COMMON_LIMITS_H_

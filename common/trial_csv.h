@@ -14,15 +14,15 @@
 // (`hypertune trials import`) gives back the text as it was.
 //
 // Pure functions; thread-safe.
-#ifndef HYPERTUNE_SERVICE_TRIAL_CSV_H_
-#define HYPERTUNE_SERVICE_TRIAL_CSV_H_
+#ifndef HYPERTUNE_COMMON_TRIAL_CSV_H_
+#define HYPERTUNE_COMMON_TRIAL_CSV_H_
 
 #include <string>
 #include <string_view>
 
 #include "hypertune/v1/hypertune.pb.h"
 
-namespace hypertune::service {
+namespace hypertune {
 
 // Text `field` as a CSV field: quoted as RFC 4180 requires (unchanged when
 // it needs no quotes), behind the formula guard "'" where it begins like a
@@ -44,6 +44,6 @@ void AppendCsvRow(const v1::Study& study, const v1::Trial& trial,
 // for the non-finite).
 std::string FormatDouble(double value);
 
-}  // namespace hypertune::service
+}  // namespace hypertune
 
-#endif  // HYPERTUNE_SERVICE_TRIAL_CSV_H_
+#endif  // HYPERTUNE_COMMON_TRIAL_CSV_H_

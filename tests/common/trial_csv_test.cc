@@ -1,13 +1,13 @@
 // The CSV form of trials: RFC 4180 quoting, fixed columns, then parameters
 // and metrics by spec.
-#include "service/trial_csv.h"
+#include "common/trial_csv.h"
 
 #include <limits>
 
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 
-namespace hypertune::service {
+namespace hypertune {
 namespace {
 
 TEST(CsvFieldTest, QuotesOnlyWhatNeedsIt) {
@@ -159,4 +159,4 @@ TEST(CsvRowTest, GuardsFormulasInTextButNotNegativeNumbers) {
 }
 
 }  // namespace
-}  // namespace hypertune::service
+}  // namespace hypertune

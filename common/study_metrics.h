@@ -1,11 +1,14 @@
+// common/: what the service and the CLI both read of the API's messages,
+// below both (neither reaches into the other).
+//
 // A study's metrics by role (proto MetricSpec.Role): its objectives, its
 // constraints and the recorded rest. A study whose metrics set no role has
 // one objective, its first metric; once any metric sets a role, those that
 // set none are recorded.
 //
 // Thread-safe: an immutable value.
-#ifndef HYPERTUNE_SERVICE_STUDY_METRICS_H_
-#define HYPERTUNE_SERVICE_STUDY_METRICS_H_
+#ifndef HYPERTUNE_COMMON_STUDY_METRICS_H_
+#define HYPERTUNE_COMMON_STUDY_METRICS_H_
 
 #include <limits>
 #include <optional>
@@ -14,7 +17,7 @@
 
 #include "hypertune/v1/hypertune.pb.h"
 
-namespace hypertune::service {
+namespace hypertune {
 
 class StudyMetrics {
  public:
@@ -60,6 +63,6 @@ class StudyMetrics {
   std::vector<Constraint> constraints_;
 };
 
-}  // namespace hypertune::service
+}  // namespace hypertune
 
-#endif  // HYPERTUNE_SERVICE_STUDY_METRICS_H_
+#endif  // HYPERTUNE_COMMON_STUDY_METRICS_H_

@@ -1,6 +1,6 @@
-#include "service/study_metrics.h"
+#include "common/study_metrics.h"
 
-namespace hypertune::service {
+namespace hypertune {
 
 StudyMetrics::StudyMetrics(const v1::StudySpec& spec) {
   bool any_role = false;
@@ -58,4 +58,4 @@ std::optional<double> StudyMetrics::MaximizedPrimary(
   return primary().maximize ? it->second : -it->second;
 }
 
-}  // namespace hypertune::service
+}  // namespace hypertune

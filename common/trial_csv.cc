@@ -1,11 +1,11 @@
-#include "service/trial_csv.h"
+#include "common/trial_csv.h"
 
 #include <charconv>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 
-namespace hypertune::service {
+namespace hypertune {
 namespace {
 
 constexpr const char* kFixedColumns[] = {"id",
@@ -148,4 +148,4 @@ void AppendCsvRow(const v1::Study& study, const v1::Trial& trial,
   out->append("\r\n");
 }
 
-}  // namespace hypertune::service
+}  // namespace hypertune
