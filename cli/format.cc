@@ -22,7 +22,7 @@
 namespace hypertune::cli {
 namespace {
 
-using StudyMetrics;
+using ::hypertune::StudyMetrics;
 
 const char* FormatName(OutputFormat format) {
   switch (format) {

@@ -47,7 +47,7 @@ absl::StatusOr<Metrics> ParseMetricAssignments(
     const std::vector<std::string>& args);
 
 // The shortest decimal that reads back as `value` ("inf", "nan" too).
-using FormatDouble;
+using ::hypertune::FormatDouble;
 
 // The value as a program argument: the integer, FormatDouble of a double,
 // the category string; "" when unset.

@@ -47,8 +47,6 @@
 
 namespace hypertune {
 
-namespace v1 = ::hypertune::v1;
-
 namespace internal {
 class ClientCore;
 class ClientIdSlot;

@@ -138,6 +138,72 @@ TEST_F(StreamHardeningTest, ACancelledImportStoresNothing) {
   EXPECT_EQ(stored.trial_counts().at("COMPLETED"), 300);
 }
 
+// At most kMaxConcurrentImports ImportStudy streams are read at once (each
+// holds its trials until stored): with that many held open, the next is
+// refused with RESOURCE_EXHAUSTED, and admitted again once one ends. The
+// server takes a stream's place when its handler starts, which a client
+// cannot see: the next import is tried until refused (each under a name of
+// its own, so one admitted before the places were taken stores harmlessly).
+TEST_F(StreamHardeningTest, ImportsAreCappedAtOnce) {
+  struct Held {
+    grpc::ClientContext context;
+    v1::Study response;
+    std::unique_ptr<grpc::ClientWriter<v1::ImportStudyRequest>> writer;
+  };
+  std::vector<std::unique_ptr<Held>> held;
+  for (int i = 0; i < kMaxConcurrentImports; ++i) {
+    auto h = std::make_unique<Held>();
+    h->context.set_deadline(std::chrono::system_clock::now() +
+                            std::chrono::seconds(60));
+    h->writer = stub_->ImportStudy(&h->context, &h->response);
+    ASSERT_TRUE(h->writer->Write(ImportMessages(absl::StrCat("held", i), 1)[0]));
+    held.push_back(std::move(h));  // no WritesDone: the stream stays open
+  }
+  int attempt = 0;
+  auto one_more = [&] {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(30));
+    v1::Study response;
+    auto writer = stub_->ImportStudy(&context, &response);
+    for (const v1::ImportStudyRequest& m :
+         ImportMessages(absl::StrCat("next", attempt++), 3)) {
+      if (!writer->Write(m)) break;
+    }
+    writer->WritesDone();
+    return writer->Finish();
+  };
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  grpc::Status refused = one_more();
+  while (refused.ok() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    refused = one_more();
+  }
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << refused.error_message();
+  EXPECT_THAT(refused.error_message(), HasSubstr("ImportStudy"));
+  EXPECT_THAT(refused.error_message(),
+              HasSubstr(absl::StrCat(kMaxConcurrentImports)));
+
+  // One held stream ends (cancelled: it stores nothing); another import
+  // gets its place.
+  held.back()->context.TryCancel();
+  held.back()->writer->Finish().ok();
+  held.pop_back();
+  grpc::Status admitted = refused;
+  while (!admitted.ok() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    admitted = one_more();
+  }
+  EXPECT_TRUE(admitted.ok()) << admitted.error_message();
+  for (auto& h : held) {
+    h->context.TryCancel();
+    h->writer->Finish().ok();
+  }
+  v1::Study study;
+  EXPECT_EQ(GetStudy("held0", &study).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
 // One client (auth off: its address is the owner) may hold
 // kMaxWatchStreamsPerOwner watchers; the next is refused with
 // RESOURCE_EXHAUSTED until one closes.
