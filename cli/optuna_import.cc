@@ -757,23 +757,14 @@ struct RawTrial {
   Json fixed_params;
 };
 
-absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
-                                      int64_t study_id,
-                                      const std::string& optuna_name,
-                                      int64_t now_ms) {
-  OptunaStudy out;
-  out.optuna_name = optuna_name;
-  const std::string id = absl::StrCat(study_id);
+// The study's directions as its metrics ("value", or "values_I" with
+// several objectives; Optuna >= 3.2's names where it kept them), added to
+// out.study's spec; returns their names in objective order.
+absl::StatusOr<std::vector<std::string>> ReadMetrics(sqlite3* db,
+                                                     const std::string& path,
+                                                     const std::string& id,
+                                                     OptunaStudy& out) {
   v1::Study& study = out.study;
-  study.set_name(StudyName(optuna_name, study_id));
-  if (study.name() != optuna_name) {
-    out.notes.push_back(absl::StrCat("named \"", study.name(),
-                                     "\" (the Optuna name is not a valid "
-                                     "study name)"));
-  }
-  study.set_state(v1::Study::ACTIVE);
-
-  // Directions -> metrics.
   std::vector<v1::MetricSpec::Goal> goals;
   {
     absl::StatusOr<Statement> s = Prepare(
@@ -839,7 +830,13 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
         " with Optuna's directions, each an OBJECTIVE"));
   }
 
-  // Study user attributes.
+  return metric_names;
+}
+
+// The study's user attributes into out.study's; those past the limits are
+// named in the notes.
+absl::Status ReadStudyAttributes(sqlite3* db, const std::string& path,
+                                 const std::string& id, OptunaStudy& out) {
   {
     absl::StatusOr<Statement> s = Prepare(
         db,
@@ -850,7 +847,7 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
     while (sqlite3_step(s->get()) == SQLITE_ROW) {
       const std::string key = Text(s->get(), 0);
       if (!KeepAttribute(key, ParseStoredJson(Text(s->get(), 1)),
-                         *study.mutable_attributes())) {
+                         *out.study.mutable_attributes())) {
         out.notes.push_back(absl::StrCat(
             "study user attribute \"", key,
             "\" not kept: past the limits on attributes (",
@@ -861,7 +858,14 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
     }
   }
 
-  // Trials.
+  return absl::OkStatus();
+}
+
+// The study's trials as stored, in number order, each with its
+// parameters, values, intermediate values and attributes.
+absl::StatusOr<std::vector<RawTrial>> ReadRawTrials(sqlite3* db,
+                                                    const std::string& path,
+                                                    const std::string& id) {
   std::vector<RawTrial> raw;
   std::map<int64_t, size_t> by_id;
   {
@@ -980,9 +984,33 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
     }
   }
 
+  return raw;
+}
+
+// The space the trials were sampled from, and each trial's values in it.
+struct TrialSpace {
+  // Parameters by their Optuna name, in the order they first appear.
+  std::vector<std::string> order;
+  std::map<std::string, v1::ParameterSpec> specs;
+  // Per raw trial: its values by Optuna name, and whether all could be read.
+  std::vector<ParameterValues> values;
+  std::vector<bool> readable;
+  InferredSpace inferred;
+};
+
+// The search space (each parameter's distributions merged, names made
+// identifiers, conditions inferred from a define-by-run space), added to
+// out.study's spec, with each trial's values in it.
+absl::StatusOr<TrialSpace> BuildSpace(const std::vector<RawTrial>& raw,
+                                      const std::string& path,
+                                      const std::string& optuna_name,
+                                      OptunaStudy& out) {
+  v1::Study& study = out.study;
+  TrialSpace trial_space;
+  std::vector<std::string>& order = trial_space.order;
+  std::map<std::string, v1::ParameterSpec>& specs = trial_space.specs;
   // The search space: each parameter's distributions merged, in the order
   // parameters first appear; names made identifiers.
-  std::vector<std::string> order;
   std::map<std::string, std::vector<Distribution>> variants;
   for (const RawTrial& t : raw) {
     for (const RawParam& p : t.params) {
@@ -999,7 +1027,6 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
         path, ": Optuna study \"", optuna_name,
         "\" has no trial with parameters; nothing to import"));
   }
-  std::map<std::string, v1::ParameterSpec> specs;
   std::set<std::string> used;
   for (const std::string& name : order) {
     std::string id_name = Identifier(name);
@@ -1016,8 +1043,10 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
 
   // Each trial's parameters under the space (a WAITING one's: those it was
   // enqueued with); a trial with a value that cannot be read is left out.
-  std::vector<ParameterValues> values(raw.size());
-  std::vector<bool> readable(raw.size(), true);
+  std::vector<ParameterValues>& values = trial_space.values;
+  std::vector<bool>& readable = trial_space.readable;
+  values.resize(raw.size());
+  readable.assign(raw.size(), true);
   for (size_t i = 0; i < raw.size(); ++i) {
     const RawTrial& t = raw[i];
     auto refuse = [&](absl::string_view why) {
@@ -1062,7 +1091,7 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
       evidence.push_back(&values[i]);
     }
   }
-  const InferredSpace space = InferConditions(order, specs, evidence, out.notes);
+  InferredSpace space = InferConditions(order, specs, evidence, out.notes);
   for (const std::string& name : order) {
     if (space.left_out.contains(name)) continue;
     v1::ParameterSpec& spec = specs[name];
@@ -1081,6 +1110,20 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
     *study.mutable_spec()->add_parameters() = spec;
   }
 
+  trial_space.inferred = std::move(space);
+  return trial_space;
+}
+
+// The trials in hypertune's form, into out.trials; those that cannot be
+// imported are counted and named in the notes. Returns the earliest
+// creation time (0 with no trial).
+int64_t ConvertTrials(const std::vector<RawTrial>& raw, const TrialSpace& ts,
+                      const std::vector<std::string>& metric_names,
+                      int64_t now_ms, OptunaStudy& out) {
+  const std::vector<std::string>& order = ts.order;
+  const std::vector<ParameterValues>& values = ts.values;
+  const std::vector<bool>& readable = ts.readable;
+  const InferredSpace& space = ts.inferred;
   std::map<std::string, int64_t> dropped_attrs;  // key -> trials
   int64_t created_ms = 0;
   for (size_t i = 0; i < raw.size(); ++i) {
@@ -1220,7 +1263,34 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
         kMaxAttributeValueBytes,
         " bytes), or not JSON nested at most ", kMaxJsonDepth, " deep"));
   }
-  study.set_create_time_ms(created_ms > 0 ? created_ms : now_ms);
+  return created_ms;
+}
+
+absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
+                                      int64_t study_id,
+                                      const std::string& optuna_name,
+                                      int64_t now_ms) {
+  OptunaStudy out;
+  out.optuna_name = optuna_name;
+  const std::string id = absl::StrCat(study_id);
+  out.study.set_name(StudyName(optuna_name, study_id));
+  if (out.study.name() != optuna_name) {
+    out.notes.push_back(absl::StrCat("named \"", out.study.name(),
+                                     "\" (the Optuna name is not a valid "
+                                     "study name)"));
+  }
+  out.study.set_state(v1::Study::ACTIVE);
+  absl::StatusOr<std::vector<std::string>> metric_names =
+      ReadMetrics(db, path, id, out);
+  if (!metric_names.ok()) return metric_names.status();
+  if (absl::Status s = ReadStudyAttributes(db, path, id, out); !s.ok()) return s;
+  absl::StatusOr<std::vector<RawTrial>> raw = ReadRawTrials(db, path, id);
+  if (!raw.ok()) return raw.status();
+  absl::StatusOr<TrialSpace> space = BuildSpace(*raw, path, optuna_name, out);
+  if (!space.ok()) return space.status();
+  const int64_t created_ms =
+      ConvertTrials(*raw, *space, *metric_names, now_ms, out);
+  out.study.set_create_time_ms(created_ms > 0 ? created_ms : now_ms);
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "hypertune/v1/hypertune.pb.h"
 #include "service/access.h"
@@ -260,7 +261,8 @@ class StudyService {
   // max_trials), counted once per study incarnation and kept by the
   // imports. REQUIRES: runtime.mu held.
   absl::StatusOr<int64_t> WarmStartTrials(StudyRuntime& runtime,
-                                          const v1::Study& study);
+                                          const v1::Study& study)
+      ABSL_SHARED_LOCKS_REQUIRED(runtime.mu);
   // How a trial lost its worker: the worker itself (its lease ran out, it
   // failed), which spends max_retries, or its machine, taken away with
   // notice (a spot preemption), which spends max_preemptions.
@@ -277,16 +279,18 @@ class StudyService {
   // Expires the run-out leases of active study `name` if any may have run
   // out, taking runtime.mu exclusively only then.
   absl::Status ExpireLeasesIfDue(StudyRuntime& runtime, const std::string& name,
-                                 int64_t now);
+                                 int64_t now) ABSL_LOCKS_EXCLUDED(runtime.mu);
   // Expires the run-out leases of `study`, whose runtime is `runtime`.
   // REQUIRES: runtime.mu held exclusively.
   absl::Status ExpireLeasesLocked(StudyRuntime& runtime, const v1::Study& study,
-                                  int64_t now);
+                                  int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(runtime.mu);
   // Serves a batch of coalesced SuggestTrials requests on study `name`,
   // setting each ticket's result. REQUIRES: the caller leads `runtime`'s
   // suggestion queue.
   void ServeSuggestions(StudyRuntime& runtime, const std::string& name,
-                        const std::vector<SuggestQueue::Ticket*>& batch);
+                        const std::vector<SuggestQueue::Ticket*>& batch)
+      ABSL_LOCKS_EXCLUDED(runtime.mu);
   // What PlanSuggestions needs of study `name`. REQUIRES: runtime.mu held.
   absl::Status LoadSuggestionState(const std::string& name,
                                    SuggestionState& state);
@@ -303,7 +307,8 @@ class StudyService {
       const std::vector<v1::Trial>& snapshot,
       const std::vector<SuggestQueue::Ticket*>& batch,
       const SuggestionPlan& plan,
-      std::vector<v1::SuggestTrialsResponse>& responses);
+      std::vector<v1::SuggestTrialsResponse>& responses)
+      ABSL_LOCKS_EXCLUDED(runtime.mu);
   // Makes runtime.suggester the model of `study`'s current incarnation,
   // and loads its prior studies' trials into runtime.priors.
   // REQUIRES: as ServeSuggestions.
@@ -325,7 +330,8 @@ class StudyService {
   // runs without the study's lock. REQUIRES: not the study's lock.
   absl::StatusOr<ParameterValues> CompletePartialTrial(
       StudyRuntime& runtime, const std::string& name,
-      const ParameterValues& given, const Principal& caller);
+      const ParameterValues& given, const Principal& caller)
+      ABSL_LOCKS_EXCLUDED(runtime.mu);
 
   storage::StudyStore* const store_;
   const ServiceOptions options_;
