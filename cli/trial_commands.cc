@@ -12,6 +12,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/trial_file.h"
 #include "cli/worker_protocol.h"
 #include "common/study_metrics.h"
 #include "common/trial_csv.h"
@@ -283,24 +284,12 @@ absl::StatusOr<v1::ParameterValue> ParseParameterAssignment(
     return UsageError(absl::StrCat("\"", name,
                                    "\" is not a parameter of the study"));
   }
-  v1::ParameterValue value;
-  value.set_name(name);
-  if (it->has_categorical_spec()) {
-    value.set_string_value(text);
-  } else if (it->has_integer_spec()) {
-    int64_t n = 0;
-    if (!absl::SimpleAtoi(text, &n)) {
-      return UsageError(absl::StrCat(name, ": \"", text,
-                                     "\" is not an integer"));
-    }
-    value.set_int_value(n);
-  } else {
-    double x = 0;
-    if (!absl::SimpleAtod(text, &x) || !std::isfinite(x)) {
-      return UsageError(absl::StrCat(name, ": \"", text,
-                                     "\" is not a finite number"));
-    }
-    value.set_double_value(x);
+  absl::StatusOr<v1::ParameterValue> value =
+      ParseParameterValue(*it, text);
+  if (!value.ok()) return UsageError(std::string(value.status().message()));
+  if (value->has_double_value() && !std::isfinite(value->double_value())) {
+    return UsageError(
+        absl::StrCat(name, ": \"", text, "\" is not a finite number"));
   }
   return value;
 }

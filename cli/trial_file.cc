@@ -301,24 +301,13 @@ absl::StatusOr<TrialFile> ParseCsvTrials(std::string_view text,
         (*final_m.mutable_metrics())[column.name] = value;
         continue;
       }
-      v1::ParameterValue& value = *trial.add_parameters();
-      value.set_name(column.name);
-      switch (column.parameter->kind_case()) {
-        case v1::ParameterSpec::kIntegerSpec: {
-          int64_t n = 0;
-          if (!absl::SimpleAtoi(cell, &n)) return bad("an integer");
-          value.set_int_value(n);
-          break;
-        }
-        case v1::ParameterSpec::kCategoricalSpec:
-          value.set_string_value(cell);
-          break;
-        default: {
-          double x = 0;
-          if (!absl::SimpleAtod(cell, &x)) return bad("a number");
-          value.set_double_value(x);
-        }
+      absl::StatusOr<v1::ParameterValue> value =
+          ParseParameterValue(*column.parameter, cell);
+      if (!value.ok()) {
+        return LineError(source, row.line,
+                         std::string(value.status().message()));
       }
+      *trial.add_parameters() = *std::move(value);
     }
     if (skip) {
       file.skipped_lines.push_back(row.line);
@@ -368,6 +357,33 @@ absl::StatusOr<std::string> ExportLine(
                                             std::string(status.message())));
   }
   return KeepNegativeZero(json);
+}
+
+absl::StatusOr<v1::ParameterValue> ParseParameterValue(
+    const v1::ParameterSpec& spec, const std::string& text) {
+  auto refuse = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(spec.name(), ": \"", text, "\" is not ", what));
+  };
+  v1::ParameterValue value;
+  value.set_name(spec.name());
+  switch (spec.kind_case()) {
+    case v1::ParameterSpec::kIntegerSpec: {
+      int64_t n = 0;
+      if (!absl::SimpleAtoi(text, &n)) return refuse("an integer");
+      value.set_int_value(n);
+      break;
+    }
+    case v1::ParameterSpec::kCategoricalSpec:
+      value.set_string_value(text);
+      break;
+    default: {
+      double x = 0;
+      if (!absl::SimpleAtod(text, &x)) return refuse("a number");
+      value.set_double_value(x);
+    }
+  }
+  return value;
 }
 
 bool ExportReader::NextLine() {

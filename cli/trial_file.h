@@ -66,6 +66,12 @@ struct ExportFile {
   std::vector<v1::Trial> trials;
   std::vector<int> trial_lines;
 };
+// `text` as a value of parameter `spec` (named by it): an integer for an
+// INTEGER parameter, the text itself for a CATEGORICAL one, else a number.
+// INVALID_ARGUMENT "NAME: \"TEXT\" is not an integer" (or "a number").
+absl::StatusOr<v1::ParameterValue> ParseParameterValue(
+    const v1::ParameterSpec& spec, const std::string& text);
+
 // Parses `text` (the export format; blank lines are skipped).
 // INVALID_ARGUMENT "SOURCE:LINE: ..." for a line that is not the message
 // it should be.

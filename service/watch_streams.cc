@@ -135,11 +135,7 @@ grpc::ServerWriteReactor<v1::TrialEvent>* WatchStreams::Open(
   if (!watch.ok()) return Refuse(watch.status());
   auto* stream = new Stream(this, *std::move(watch), caller, std::move(hold));
   absl::MutexLock lock(&mu_);
-  // A read generation no write has: the first read is at once.
-  Schedule& schedule = streams_[stream];
-  schedule.read_generation = ~uint64_t{0};
-  schedule.last_read = absl::InfinitePast();
-  schedule.not_before = absl::InfinitePast();
+  streams_.emplace(stream, Schedule());
   return stream;
 }
 

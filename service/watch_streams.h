@@ -9,6 +9,7 @@
 #ifndef HYPERTUNE_SERVICE_WATCH_STREAMS_H_
 #define HYPERTUNE_SERVICE_WATCH_STREAMS_H_
 
+#include <cstdint>
 #include <memory>
 #include <thread>
 
@@ -45,13 +46,14 @@ class WatchStreams {
 
  private:
   class Stream;
-  // When the pump reads a stream next. Guarded by mu_.
+  // When the pump reads a stream next (a new one: at once). Guarded by mu_.
   struct Schedule {
-    bool polling = false;   // the pump is reading it now
-    bool writing = false;   // it has changes in flight: not read meanwhile
-    absl::Time not_before;  // the pause after a batch
-    absl::Time last_read;
-    uint64_t read_generation = 0;  // the writes it has seen
+    bool polling = false;  // the pump is reading it now
+    bool writing = false;  // it has changes in flight: not read meanwhile
+    absl::Time not_before = absl::InfinitePast();  // the pause after a batch
+    absl::Time last_read = absl::InfinitePast();
+    // The writes it has seen; at first a generation no write has.
+    uint64_t read_generation = ~uint64_t{0};
   };
 
   void Pump();
