@@ -228,7 +228,7 @@ absl::StatusOr<v1::Study> StudyService::ImportStudy(
   HT_RETURN_IF_ERROR(ValidateStudy(study));
   v1::StudySpec& spec = *study.mutable_spec();
   if (spec.algorithm() == v1::ALGORITHM_UNSPECIFIED) {
-    spec.set_algorithm(options_.default_algorithm);
+    spec.set_algorithm(context_.options().default_algorithm);
   }
   HT_RETURN_IF_ERROR(ToOptimizerAlgorithm(spec.algorithm()).status());
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(spec);
@@ -242,7 +242,7 @@ absl::StatusOr<v1::Study> StudyService::ImportStudy(
   }
   HT_RETURN_IF_ERROR(
       CheckNonNegative("study.create_time_ms", study.create_time_ms()));
-  const int64_t now = Now();
+  const int64_t now = context_.Now();
   if (study.create_time_ms() == 0) study.set_create_time_ms(now);
   HT_RETURN_IF_ERROR(
       CheckFiniteNonNegative("study.device_seconds", study.device_seconds()));
@@ -261,10 +261,10 @@ absl::StatusOr<v1::Study> StudyService::ImportStudy(
     trials[i] = trial.SerializeAsString();
   }
 
-  StudyRuntime& runtime = runtimes_.For(study.name());
+  StudyRuntime& runtime = context_.runtimes().For(study.name());
   absl::MutexLock lock(&runtime.mu);
   if (gone()) return cancelled;
-  HT_RETURN_IF_ERROR(store_->CreateStudy(study));
+  HT_RETURN_IF_ERROR(context_.store().CreateStudy(study));
   // Stored a chunk at a time, each freed once stored; the study's lock
   // keeps every call on it waiting until the last chunk is in.
   absl::Status stored = absl::OkStatus();
@@ -276,7 +276,7 @@ absl::StatusOr<v1::Study> StudyService::ImportStudy(
       chunk[i - begin].ParseFromString(trials[i]);
       std::string().swap(trials[i]);
     }
-    stored = SaveNewTrials(study.name(), std::move(chunk)).status();
+    stored = context_.SaveNewTrials(study.name(), std::move(chunk)).status();
     if (stored.ok() && gone()) stored = cancelled;
   }
   // A caller gone meanwhile never learns the import landed: undo it, so
@@ -284,7 +284,7 @@ absl::StatusOr<v1::Study> StudyService::ImportStudy(
   if (stored.ok() && gone()) stored = cancelled;
   if (!stored.ok()) {
     // All or nothing: the study goes with its trials.
-    store_->DeleteStudy(study.name()).IgnoreError();
+    context_.store().DeleteStudy(study.name()).IgnoreError();
     return stored;
   }
   {
@@ -315,26 +315,26 @@ absl::StatusOr<v1::ImportTrialsResponse> StudyService::ImportTrials(
   // (never two studies' locks at once); they never change once COMPLETED.
   std::vector<v1::Trial> candidates;
   for (const std::string& source : request.from_studies()) {
-    absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(source);
+    absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(source);
     if (!runtime.ok()) return runtime.status();
     absl::ReaderMutexLock lock(&(*runtime)->mu);
-    HT_RETURN_IF_ERROR(LoadStudyFor(caller, source, Access::kRead).status());
+    HT_RETURN_IF_ERROR(context_.LoadStudyFor(caller, source, Access::kRead).status());
     storage::TrialQuery query;
     query.states = {v1::Trial::COMPLETED};
     absl::StatusOr<std::vector<v1::Trial>> completed =
-        store_->ListTrials(source, query);
+        context_.store().ListTrials(source, query);
     if (!completed.ok()) return completed.status();
     for (v1::Trial& t : *completed) candidates.push_back(std::move(t));
   }
 
-  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(name);
+  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(name);
   if (!runtime.ok()) return runtime.status();
   absl::MutexLock lock(&(*runtime)->mu);
-  absl::StatusOr<v1::Study> study = LoadStudyFor(caller, name, Access::kWrite);
+  absl::StatusOr<v1::Study> study = context_.LoadStudyFor(caller, name, Access::kWrite);
   if (!study.ok()) return study.status();
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study->spec());
   if (!space.ok()) return space.status();
-  const int64_t now = Now();
+  const int64_t now = context_.Now();
   std::vector<v1::Trial> trials;
   for (int i = 0; i < request.trials_size(); ++i) {
     absl::StatusOr<v1::Trial> trial =
@@ -359,7 +359,7 @@ absl::StatusOr<v1::ImportTrialsResponse> StudyService::ImportTrials(
   if (trials.empty()) return response;
   const int64_t count = static_cast<int64_t>(trials.size());
   absl::StatusOr<std::vector<v1::Trial>> stored =
-      SaveNewTrials(name, std::move(trials));
+      context_.SaveNewTrials(name, std::move(trials));
   if (!stored.ok()) return stored.status();
   response.set_imported(count);
   response.set_first_trial_id(stored->front().id());
@@ -368,23 +368,6 @@ absl::StatusOr<v1::ImportTrialsResponse> StudyService::ImportTrials(
     (*runtime)->warm_start.n += count;
   }
   return response;
-}
-
-absl::StatusOr<int64_t> StudyService::WarmStartTrials(StudyRuntime& runtime,
-                                                      const v1::Study& study) {
-  absl::MutexLock lock(&runtime.warm_start_mu);
-  if (runtime.warm_start.study_created_ms == study.create_time_ms()) {
-    return runtime.warm_start.n;
-  }
-  storage::TrialQuery query;
-  query.states = {v1::Trial::COMPLETED};
-  absl::StatusOr<std::vector<v1::Trial>> completed =
-      store_->ListTrials(study.name(), query);
-  if (!completed.ok()) return completed.status();
-  int64_t n = 0;
-  for (const v1::Trial& t : *completed) n += t.warm_start() ? 1 : 0;
-  runtime.warm_start = {study.create_time_ms(), n};
-  return n;
 }
 
 }  // namespace hypertune::service

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <deque>
 #include <filesystem>
 #include <limits>
 
@@ -14,17 +13,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "google/protobuf/util/message_differencer.h"
+#include "common/study_metrics.h"
 #include "optimizer/early_stopping.h"
 #include "optimizer/pareto.h"
-#include "optimizer/suggester.h"
 #include "service/backup_path.h"
 #include "service/conversion.h"
-#include "service/metrics.h"
 #include "service/status_macros.h"
-#include "common/study_metrics.h"
 #include "service/study_update.h"
-#include "service/suggestion_plan.h"
 #include "service/trial_state.h"
 #include "service/validation.h"
 
@@ -39,11 +34,6 @@ constexpr int kWatchBatch = 500;
 constexpr absl::Duration kWatchPause = absl::Milliseconds(200);
 constexpr absl::Duration kWatchPoll = absl::Milliseconds(200);
 
-int64_t SystemNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 bool IsRunning(v1::Trial::State state) {
   return state == v1::Trial::ACTIVE || state == v1::Trial::STOPPING;
@@ -89,26 +79,6 @@ bool SameMetrics(const v1::Measurement& a, const v1::Measurement& b) {
 bool HasEarlyStopping(const v1::StudySpec& spec) {
   return spec.early_stopping().rule() !=
          v1::EarlyStoppingSpec::RULE_UNSPECIFIED;
-}
-
-// Rules with rungs: ASHA and Hyperband.
-bool HasRungs(const v1::StudySpec& spec) {
-  return spec.early_stopping().rule() == v1::EarlyStoppingSpec::ASHA ||
-         spec.early_stopping().rule() == v1::EarlyStoppingSpec::HYPERBAND;
-}
-
-// `trial` finished early, without its worker: STOPPED, judged by its last
-// measurement.
-absl::Status StopNow(v1::Trial& trial, const std::string& reason, int64_t now) {
-  HT_RETURN_IF_ERROR(Transition(trial, v1::Trial::STOPPED));
-  trial.set_stop_reason(reason);
-  trial.set_lease_expire_time_ms(0);
-  trial.set_end_time_ms(now);
-  if (trial.measurements_size() > 0) {
-    *trial.mutable_final_measurement() =
-        trial.measurements(trial.measurements_size() - 1);
-  }
-  return absl::OkStatus();
 }
 
 // The best of the feasible COMPLETED `trials` (ties: the earliest), or with
@@ -194,11 +164,20 @@ absl::StatusOr<int64_t> ParsePageToken(const std::string& token) {
 }  // namespace
 
 StudyService::StudyService(storage::StudyStore* store, ServiceOptions options)
-    : store_(store),
-      options_(std::move(options)),
-      fits_(options_.fit_threads > 0
-                ? std::make_unique<BackgroundPool>(options_.fit_threads)
-                : nullptr) {}
+    : context_(store, std::move(options)),
+      leases_(context_),
+      suggestions_(context_, leases_) {}
+
+absl::StatusOr<v1::SuggestTrialsResponse> StudyService::SuggestTrials(
+    const v1::SuggestTrialsRequest& request, const Principal& caller) {
+  return suggestions_.SuggestTrials(request, caller);
+}
+
+absl::Status StudyService::ExpireLeases() { return leases_.ExpireAll(); }
+
+absl::Status StudyService::ExtendLeasesOnStart() {
+  return leases_.ExtendOnStart();
+}
 
 absl::StatusOr<v1::Study> StudyService::CreateStudy(
     const v1::CreateStudyRequest& request, const Principal& caller) {
@@ -208,14 +187,14 @@ absl::StatusOr<v1::Study> StudyService::CreateStudy(
   v1::StudySpec& spec = *study.mutable_spec();
   // Before validation, which checks what needs GP_BANDIT.
   if (spec.algorithm() == v1::ALGORITHM_UNSPECIFIED) {
-    spec.set_algorithm(options_.default_algorithm);
+    spec.set_algorithm(context_.options().default_algorithm);
   }
   HT_RETURN_IF_ERROR(ValidateStudy(study));
   HT_RETURN_IF_ERROR(ToOptimizerAlgorithm(spec.algorithm()).status());
   HT_RETURN_IF_ERROR(ToSearchSpace(spec).status());
   for (int i = 0; i < spec.prior_studies_size(); ++i) {
     absl::StatusOr<v1::Study> prior =
-        LoadStudyFor(caller, spec.prior_studies(i), Access::kRead);
+        context_.LoadStudyFor(caller, spec.prior_studies(i), Access::kRead);
     if (!prior.ok()) {
       return absl::Status(
           prior.status().code(),
@@ -224,52 +203,26 @@ absl::StatusOr<v1::Study> StudyService::CreateStudy(
     }
   }
   study.set_state(v1::Study::ACTIVE);
-  study.set_create_time_ms(Now());
+  study.set_create_time_ms(context_.Now());
   study.clear_trial_counts();
   study.clear_device_seconds();
   study.clear_cost();
   study.clear_changes();
   // Under the study's lock: a call that found no such study a moment ago
   // cannot act on this one before it exists with its owner.
-  absl::MutexLock lock(&runtimes_.For(study.name()).mu);
-  HT_RETURN_IF_ERROR(store_->CreateStudy(study));
+  absl::MutexLock lock(&context_.runtimes().For(study.name()).mu);
+  HT_RETURN_IF_ERROR(context_.store().CreateStudy(study));
   return study;
 }
 
-absl::Status StudyService::SaveTrial(const storage::TrialVersion& read,
-                                     const v1::Trial& trial) {
-  HT_RETURN_IF_ERROR(store_->UpdateTrialIf(trial, read));
-  changes_.Notify();
-  return absl::OkStatus();
-}
 
-absl::StatusOr<std::vector<v1::Trial>> StudyService::SaveNewTrials(
-    const std::string& study_name, std::vector<v1::Trial> trials) {
-  absl::StatusOr<std::vector<v1::Trial>> stored =
-      store_->CreateTrials(study_name, std::move(trials));
-  if (stored.ok()) changes_.Notify();
-  return stored;
-}
 
-absl::StatusOr<v1::Study> StudyService::LoadStudyFor(const Principal& caller,
-                                                     const std::string& name,
-                                                     Access access) {
-  absl::StatusOr<v1::Study> study = store_->GetStudy(name);
-  if (!study.ok()) return study.status();
-  HT_RETURN_IF_ERROR(CheckAccess(caller, *study, access));
-  return study;
-}
 
-absl::StatusOr<StudyRuntime*> StudyService::RuntimeOf(const std::string& name) {
-  if (StudyRuntime* runtime = runtimes_.Find(name)) return runtime;
-  HT_RETURN_IF_ERROR(store_->GetStudy(name).status());
-  return &runtimes_.For(name);
-}
 
 absl::StatusOr<StudyService::StudyAndTrial> StudyService::LoadStudyAndTrial(
     const Principal& caller, const std::string& study_name, int64_t trial_id) {
   absl::StatusOr<storage::StudyWithTrial> read =
-      store_->GetStudyWithTrial(study_name, trial_id);
+      context_.store().GetStudyWithTrial(study_name, trial_id);
   if (!read.ok()) return read.status();
   HT_RETURN_IF_ERROR(CheckAccess(caller, read->study, Access::kWrite));
   if (!read->trial.ok()) return read->trial.status();
@@ -287,23 +240,20 @@ absl::Status StudyService::SaveStudyCost(const std::string& study_name,
                                          double seconds) {
   if (seconds <= 0) return absl::OkStatus();
   // Atomic in the store: completions of other trials run concurrently.
-  return store_->ModifyStudy(study_name, [seconds](v1::Study& study) {
+  return context_.store().ModifyStudy(study_name, [seconds](v1::Study& study) {
     study.set_device_seconds(study.device_seconds() + seconds);
     study.set_cost(study.device_seconds() / 3600.0 *
                    study.spec().price_per_device_hour());
   });
 }
 
-int64_t StudyService::Now() const {
-  return options_.now_ms ? options_.now_ms() : SystemNowMs();
-}
 
 absl::StatusOr<v1::Study> StudyService::LoadStudyWithCounts(
     const Principal& caller, const std::string& name) {
-  absl::StatusOr<v1::Study> study = LoadStudyFor(caller, name, Access::kRead);
+  absl::StatusOr<v1::Study> study = context_.LoadStudyFor(caller, name, Access::kRead);
   if (!study.ok()) return study.status();
   FitStudyAnswer(*study);
-  auto counts = store_->CountTrials(name);
+  auto counts = context_.store().CountTrials(name);
   if (!counts.ok()) return counts.status();
   for (const auto& [state, n] : *counts) {
     (*study->mutable_trial_counts())[v1::Trial::State_Name(state)] = n;
@@ -326,7 +276,7 @@ absl::StatusOr<v1::ListStudiesResponse> StudyService::ListStudies(
   const int page_size = request.page_size() == 0
                             ? kMaxPageSize
                             : std::min(request.page_size(), kMaxPageSize);
-  absl::StatusOr<std::vector<v1::Study>> studies = store_->ListStudies();
+  absl::StatusOr<std::vector<v1::Study>> studies = context_.store().ListStudies();
   if (!studies.ok()) return studies.status();
   v1::ListStudiesResponse response;
   ResponseBudget budget;
@@ -361,12 +311,12 @@ absl::StatusOr<v1::ListStudiesResponse> StudyService::ListStudies(
 absl::StatusOr<v1::DeleteStudyResponse> StudyService::DeleteStudy(
     const v1::DeleteStudyRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("name", request.name()));
-  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.name());
+  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.name());
   if (!runtime.ok()) return runtime.status();
   absl::MutexLock lock(&(*runtime)->mu);
   HT_RETURN_IF_ERROR(
-      LoadStudyFor(caller, request.name(), Access::kWrite).status());
-  HT_RETURN_IF_ERROR(store_->DeleteStudy(request.name()));
+      context_.LoadStudyFor(caller, request.name(), Access::kWrite).status());
+  HT_RETURN_IF_ERROR(context_.store().DeleteStudy(request.name()));
   (*runtime)->lease_check = {};  // a study of the same name starts afresh
   if ((*runtime)->suggester_stop) *(*runtime)->suggester_stop = true;
   absl::MutexLock count_lock(&(*runtime)->warm_start_mu);
@@ -383,18 +333,18 @@ absl::StatusOr<v1::Study> StudyService::SetStudyState(
     return absl::InvalidArgumentError(
         "state: must be ACTIVE, PAUSED or COMPLETED");
   }
-  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.name());
+  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.name());
   if (!runtime.ok()) return runtime.status();
   absl::MutexLock lock(&(*runtime)->mu);
   absl::StatusOr<v1::Study> study =
-      LoadStudyFor(caller, request.name(), Access::kWrite);
+      context_.LoadStudyFor(caller, request.name(), Access::kWrite);
   if (!study.ok()) return study.status();
   if (request.state() == v1::Study::ACTIVE &&
       study->state() != v1::Study::ACTIVE) {
     // Resumed with its budget spent, it would complete again at the next
     // suggestion: say so now, and how to go on.
     absl::StatusOr<absl::flat_hash_map<v1::Trial::State, int64_t>> counts =
-        store_->CountTrials(request.name());
+        context_.store().CountTrials(request.name());
     if (!counts.ok()) return counts.status();
     int64_t created = 0;
     for (const auto& [state, n] : *counts) created += n;
@@ -417,18 +367,18 @@ absl::StatusOr<v1::Study> StudyService::SetStudyState(
     }
   }
   study->set_state(request.state());
-  HT_RETURN_IF_ERROR(store_->UpdateStudy(*study));
+  HT_RETURN_IF_ERROR(context_.store().UpdateStudy(*study));
   return LoadStudyWithCounts(caller, request.name());
 }
 
 absl::StatusOr<v1::Study> StudyService::UpdateStudy(
     const v1::UpdateStudyRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("name", request.name()));
-  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.name());
+  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.name());
   if (!runtime.ok()) return runtime.status();
   absl::MutexLock lock(&(*runtime)->mu);
   absl::StatusOr<v1::Study> study =
-      LoadStudyFor(caller, request.name(), Access::kWrite);
+      context_.LoadStudyFor(caller, request.name(), Access::kWrite);
   if (!study.ok()) return study.status();
   absl::StatusOr<v1::StudySpec> merged = MergeStudyUpdate(
       study->spec(), request.spec(), request.update_mask());
@@ -441,7 +391,7 @@ absl::StatusOr<v1::Study> StudyService::UpdateStudy(
   const auto& paths = request.update_mask().paths();
   if (std::find(paths.begin(), paths.end(), "parameters") != paths.end()) {
     absl::StatusOr<std::vector<v1::Trial>> trials =
-        store_->ListTrials(request.name(), {});
+        context_.store().ListTrials(request.name(), {});
     if (!trials.ok()) return trials.status();
     HT_RETURN_IF_ERROR(
         CheckParametersGrow(study->spec(), updated.spec(), *trials));
@@ -456,7 +406,7 @@ absl::StatusOr<v1::Study> StudyService::UpdateStudy(
         request.name(), kMaxStudyChanges));
   }
   v1::StudyChange change;
-  change.set_time_ms(Now());
+  change.set_time_ms(context_.Now());
   change.set_who(caller.owner.empty() ? "(auth off)" : caller.owner);
   for (v1::StudyChange::Field& f : fields) *change.add_fields() = std::move(f);
   *updated.add_changes() = change;
@@ -470,7 +420,7 @@ absl::StatusOr<v1::Study> StudyService::UpdateStudy(
   const bool reopen = study->state() == v1::Study::COMPLETED &&
                       RaisesBudget(study->spec(), updated.spec());
   // Modified in place: completions may be adding to its cost meanwhile.
-  HT_RETURN_IF_ERROR(store_->ModifyStudy(
+  HT_RETURN_IF_ERROR(context_.store().ModifyStudy(
       request.name(), [&](v1::Study& stored) {
         *stored.mutable_spec() = updated.spec();
         *stored.add_changes() = change;
@@ -489,8 +439,8 @@ absl::StatusOr<v1::Study> StudyService::SetMaxTrials(
         "max_trials: must be from 0 (unlimited) to ",
         std::numeric_limits<int32_t>::max(), ", got ", max_trials));
   }
-  HT_RETURN_IF_ERROR(LoadStudyFor(caller, name, Access::kWrite).status());
-  auto counts = store_->CountTrials(name);
+  HT_RETURN_IF_ERROR(context_.LoadStudyFor(caller, name, Access::kWrite).status());
+  auto counts = context_.store().CountTrials(name);
   if (!counts.ok()) return counts.status();
   // Counted as the suggestion plan counts the budget: every trial created.
   int64_t created = 0;
@@ -517,10 +467,10 @@ absl::StatusOr<v1::BackupResponse> StudyService::Backup(
   HT_RETURN_IF_ERROR(ValidateText("destination_path",
                                   request.destination_path(), kMaxUriBytes));
   absl::StatusOr<std::string> path = ResolveBackupPath(
-      options_.backup_dir, request.destination_path(), request.overwrite());
+      context_.options().backup_dir, request.destination_path(), request.overwrite());
   if (!path.ok()) return path.status();
   const auto start = std::chrono::steady_clock::now();
-  HT_RETURN_IF_ERROR(store_->Backup(*path));
+  HT_RETURN_IF_ERROR(context_.store().Backup(*path));
   v1::BackupResponse response;
   response.set_destination_path(*path);
   std::error_code error;
@@ -536,529 +486,18 @@ absl::StatusOr<v1::Study> StudyService::SetStudyOwner(
     const v1::SetStudyOwnerRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("name", request.name()));
   HT_RETURN_IF_ERROR(ValidateOwner("owner", request.owner()));
-  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.name());
+  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.name());
   if (!runtime.ok()) return runtime.status();
   absl::MutexLock lock(&(*runtime)->mu);
   absl::StatusOr<v1::Study> study =
-      LoadStudyFor(caller, request.name(), Access::kWrite);
+      context_.LoadStudyFor(caller, request.name(), Access::kWrite);
   if (!study.ok()) return study.status();
   study->set_owner(request.owner());
-  HT_RETURN_IF_ERROR(store_->UpdateStudy(*study));
+  HT_RETURN_IF_ERROR(context_.store().UpdateStudy(*study));
   // Read back as the new owner: the caller may have just given it away.
   Principal owner = caller;
   owner.owner = request.owner();
   return LoadStudyWithCounts(owner, request.name());
-}
-
-int64_t StudyService::LeaseMs(const v1::Study& study) const {
-  return study.spec().lease_seconds() > 0
-             ? int64_t{study.spec().lease_seconds()} * 1000
-             : options_.lease_ms;
-}
-
-absl::Status StudyService::Grant(const v1::Study& study, v1::Trial& trial,
-                                 const std::string& client_id,
-                                 int64_t now) const {
-  HT_RETURN_IF_ERROR(Transition(trial, v1::Trial::ACTIVE));
-  trial.set_client_id(client_id);
-  trial.set_lease_epoch(trial.lease_epoch() + 1);
-  trial.set_lease_expire_time_ms(now + LeaseMs(study));
-  if (trial.start_time_ms() == 0) trial.set_start_time_ms(now);
-  return absl::OkStatus();
-}
-
-absl::Status StudyService::Release(const v1::Study& study, v1::Trial& trial,
-                                   const std::string& reason,
-                                   Loss loss) const {
-  if (trial.state() == v1::Trial::STOPPING) {
-    // The stop was decided: no one needs to run it again.
-    return StopNow(trial, trial.stop_reason(), Now());
-  }
-  // A worker lost spends the retries; a machine taken away, the
-  // preemptions: a spot fleet loses machines without any fault of a trial.
-  const v1::StudySpec& spec = study.spec();
-  const bool preempted = loss == Loss::kPreempted;
-  const int allowed =
-      preempted ? (spec.has_max_preemptions() ? spec.max_preemptions()
-                                              : kDefaultMaxPreemptions)
-                : (spec.has_max_retries() ? spec.max_retries()
-                                          : options_.max_retries);
-  const int count = 1 + (preempted ? trial.preemption_count()
-                                   : trial.retry_count());
-  const bool retry = count <= allowed;
-  // Queued for the next worker, which resumes from the checkpoint, or
-  // FAILED once the retries are spent.
-  HT_RETURN_IF_ERROR(
-      Transition(trial, retry ? v1::Trial::REQUESTED : v1::Trial::FAILED));
-  if (preempted) {
-    trial.set_preemption_count(count);
-  } else {
-    trial.set_retry_count(count);
-  }
-  trial.set_lease_expire_time_ms(0);
-  if (retry) {
-    trial.set_failure_reason(reason);
-  } else {
-    trial.set_failure_reason(
-        preempted
-            ? absl::StrFormat(
-                  "%s; its worker was preempted %d times (max_preemptions %d)",
-                  reason, count, allowed)
-            : absl::StrFormat("%s; the worker was lost %d times (max_retries %d)",
-                              reason, count, allowed));
-    trial.set_end_time_ms(Now());
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<v1::Trial> StudyService::ReleaseAndSave(
-    const v1::Study& study, const v1::Trial& read, const std::string& reason) {
-  v1::Trial released = read;
-  HT_RETURN_IF_ERROR(Release(study, released, reason, Loss::kWorkerLost));
-  HT_RETURN_IF_ERROR(SaveTrial(storage::TrialVersion::Of(read), released));
-  return released;
-}
-
-absl::Status StudyService::ExpireLeasesIfDue(StudyRuntime& runtime,
-                                             const std::string& name,
-                                             int64_t now) {
-  {
-    absl::ReaderMutexLock lock(&runtime.mu);
-    if (now < runtime.lease_check.earliest_expiry_ms) return absl::OkStatus();
-  }
-  absl::MutexLock lock(&runtime.mu);
-  absl::StatusOr<v1::Study> study = store_->GetStudy(name);
-  if (!study.ok()) return study.status();
-  if (study->state() != v1::Study::ACTIVE) return absl::OkStatus();
-  return ExpireLeasesLocked(runtime, *study, now);
-}
-
-absl::Status StudyService::ExpireLeasesLocked(StudyRuntime& runtime,
-                                              const v1::Study& study,
-                                              int64_t now) {
-  // Expiries only move later (renewals, new grants a full lease from now),
-  // so until the earliest one seen no lease can have run out.
-  if (runtime.lease_check.study_created_ms == study.create_time_ms() &&
-      now < runtime.lease_check.earliest_expiry_ms) {
-    return absl::OkStatus();
-  }
-  storage::TrialQuery running;
-  running.states = {v1::Trial::ACTIVE, v1::Trial::STOPPING};
-  absl::StatusOr<std::vector<v1::Trial>> trials =
-      store_->ListTrials(study.name(), running);
-  if (!trials.ok()) return trials.status();
-  int64_t earliest = std::numeric_limits<int64_t>::max();
-  for (v1::Trial& t : *trials) {
-    if (t.lease_expire_time_ms() > now) {
-      earliest = std::min(earliest, t.lease_expire_time_ms());
-      continue;
-    }
-    HT_RETURN_IF_ERROR(ReleaseAndSave(study, t, "lease expired").status());
-    if (options_.metrics != nullptr) {
-      options_.metrics->CountLeaseExpiry(study.name());
-    }
-  }
-  // Trials granted from now on expire a full lease from now at the earliest.
-  earliest = std::min(earliest, now + LeaseMs(study));
-  runtime.lease_check = {study.create_time_ms(), earliest};
-  return absl::OkStatus();
-}
-
-absl::Status StudyService::ExpireLeases() {
-  absl::StatusOr<std::vector<v1::Study>> studies = store_->ListStudies();
-  if (!studies.ok()) return studies.status();
-  for (const v1::Study& listed : *studies) {
-    StudyRuntime& runtime = runtimes_.For(listed.name());
-    absl::MutexLock lock(&runtime.mu);
-    absl::StatusOr<v1::Study> study = store_->GetStudy(listed.name());
-    if (absl::IsNotFound(study.status())) continue;  // deleted meanwhile
-    if (!study.ok()) return study.status();
-    HT_RETURN_IF_ERROR(ExpireLeasesLocked(runtime, *study, Now()));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status StudyService::ExtendLeasesOnStart() {
-  absl::StatusOr<std::vector<v1::Study>> studies = store_->ListStudies();
-  if (!studies.ok()) return studies.status();
-  for (const v1::Study& study : *studies) {
-    absl::MutexLock lock(&runtimes_.For(study.name()).mu);
-    storage::TrialQuery running;
-    running.states = {v1::Trial::ACTIVE, v1::Trial::STOPPING};
-    absl::StatusOr<std::vector<v1::Trial>> trials =
-        store_->ListTrials(study.name(), running);
-    if (!trials.ok()) return trials.status();
-    const int64_t expiry = Now() + LeaseMs(study);
-    for (v1::Trial& t : *trials) {
-      t.set_lease_expire_time_ms(std::max(t.lease_expire_time_ms(), expiry));
-      HT_RETURN_IF_ERROR(store_->RenewTrialLease(t));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<v1::SuggestTrialsResponse> StudyService::SuggestTrials(
-    const v1::SuggestTrialsRequest& request, const Principal& caller) {
-  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
-  if (request.count() < 1 || request.count() > kMaxSuggestCount) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("count: must be between 1 and ", kMaxSuggestCount,
-                     ", got ", request.count()));
-  }
-  if (absl::Status s = ValidateClientId("client_id", request.client_id());
-      !s.ok()) {
-    return s;
-  }
-  absl::StatusOr<StudyRuntime*> found = RuntimeOf(request.study_name());
-  if (!found.ok()) return found.status();
-  StudyRuntime& runtime = **found;
-  const absl::Time start = absl::Now();
-  absl::StatusOr<v1::SuggestTrialsResponse> response =
-      runtime.suggestions.Submit(
-          request, caller,
-          [&](const std::vector<SuggestQueue::Ticket*>& batch) {
-            ServeSuggestions(runtime, request.study_name(), batch);
-          });
-  if (options_.metrics != nullptr) {
-    options_.metrics->ObserveSuggestSeconds(
-        absl::ToDoubleSeconds(absl::Now() - start));
-  }
-  return response;
-}
-
-// A batch of suggestion requests is served in three steps, so that the model
-// fit (the slow part) runs without the study's lock and reports keep flowing:
-//   1. under the lock, shared: read the study's state, plan the batch
-//      (suggestion_plan.h), grant the queued and promoted trials it hands
-//      out, snapshot the history;
-//   2. without it: one fit proposes all the new points, pending-aware;
-//   3. under the lock, shared: store them as ACTIVE trials of their
-//      requesters.
-// Leases that ran out are expired first, under the lock held exclusively.
-void StudyService::ServeSuggestions(
-    StudyRuntime& runtime, const std::string& name,
-    const std::vector<SuggestQueue::Ticket*>& batch) {
-  auto fail_all = [&](const absl::Status& status) {
-    for (SuggestQueue::Ticket* t : batch) t->result = status;
-  };
-  const int64_t now = Now();
-  if (absl::Status s = ExpireLeasesIfDue(runtime, name, now); !s.ok()) {
-    return fail_all(s);
-  }
-
-  SuggestionState state;
-  std::vector<SuggestionAsk> asks(batch.size());
-  std::vector<absl::Status> access(batch.size());
-  SuggestionPlan plan;
-  std::vector<v1::SuggestTrialsResponse> responses(batch.size());
-  std::vector<v1::Trial> snapshot;
-  {
-    // Shared: this writes only trials that no report can touch (queued,
-    // paused, new ones), and the queue's leadership keeps other batches out.
-    absl::ReaderMutexLock lock(&runtime.mu);
-    if (absl::Status s = LoadSuggestionState(name, state); !s.ok()) {
-      return fail_all(s);
-    }
-    if (state.study.spec().max_trials() > 0 &&
-        state.counts.contains(v1::Trial::COMPLETED)) {
-      absl::StatusOr<int64_t> warm = WarmStartTrials(runtime, state.study);
-      if (!warm.ok()) return fail_all(warm.status());
-      state.warm_start_trials = *warm;
-    }
-    // Checked on the row read under the lock, as every other call does.
-    for (size_t i = 0; i < batch.size(); ++i) {
-      access[i] = CheckAccess(*batch[i]->caller, state.study, Access::kWrite);
-      asks[i] = {batch[i]->request, access[i].ok()};
-    }
-    plan = PlanSuggestions(state, asks);
-    for (size_t i = 0; i < batch.size(); ++i) {
-      v1::SuggestTrialsResponse& response = responses[i];
-      response.set_study_state(state.study.state());
-      for (v1::Trial& t : plan.requests[i].held) {
-        *response.add_trials() = std::move(t);
-      }
-      for (const v1::Trial& t : plan.requests[i].grants) {
-        v1::Trial granted = t;
-        if (absl::Status s = Grant(state.study, granted,
-                                   batch[i]->request->client_id(), now);
-            !s.ok()) {
-          return fail_all(s);
-        }
-        if (absl::Status s = SaveTrial(storage::TrialVersion::Of(t), granted); !s.ok()) {
-          return fail_all(s);
-        }
-        *response.add_trials() = std::move(granted);
-      }
-    }
-    if (plan.completes_study) {
-      if (absl::Status s = CompleteStudy(state.study, plan.unpromotable, now);
-          !s.ok()) {
-        return fail_all(s);
-      }
-      for (v1::SuggestTrialsResponse& response : responses) {
-        if (response.trials().empty()) {
-          response.set_study_state(v1::Study::COMPLETED);
-        }
-      }
-    }
-    if (plan.total_fresh > 0) {
-      if (absl::Status s = PrepareSuggester(runtime, state.study); !s.ok()) {
-        return fail_all(s);
-      }
-      if (runtime.suggester->UsesHistory()) {
-        absl::StatusOr<std::vector<v1::Trial>> trials =
-            store_->ListTrials(name, {});
-        if (!trials.ok()) return fail_all(trials.status());
-        snapshot = *std::move(trials);
-      }
-    }
-  }
-
-  absl::Status proposal_error;
-  if (plan.total_fresh > 0) {
-    proposal_error = ProposeAndStore(runtime, state, snapshot, batch, plan,
-                                     responses);
-  }
-  for (size_t i = 0; i < batch.size(); ++i) {
-    if (!access[i].ok()) {
-      batch[i]->result = access[i];
-    } else if (!proposal_error.ok() && plan.requests[i].fresh > 0 &&
-               responses[i].trials().empty()) {
-      // A request that got nothing because the proposal failed sees why;
-      // the others keep what they were granted.
-      batch[i]->result = proposal_error;
-    } else {
-      batch[i]->result = std::move(responses[i]);
-    }
-  }
-}
-
-absl::Status StudyService::LoadSuggestionState(const std::string& name,
-                                               SuggestionState& state) {
-  absl::StatusOr<storage::StudyOverview> overview = store_->GetStudyOverview(
-      name, {v1::Trial::REQUESTED, v1::Trial::ACTIVE, v1::Trial::STOPPING});
-  if (!overview.ok()) return overview.status();
-  state.study = std::move(overview->study);
-  state.counts = std::move(overview->counts);
-  for (v1::Trial& t : overview->trials) {
-    (t.state() == v1::Trial::REQUESTED ? state.queued : state.running)
-        .push_back(std::move(t));
-  }
-  auto count_of = [&](v1::Trial::State s) {
-    auto it = state.counts.find(s);
-    return it == state.counts.end() ? int64_t{0} : it->second;
-  };
-  if (HasRungs(state.study.spec()) &&
-      state.study.spec().early_stopping().pause_at_rungs() &&
-      count_of(v1::Trial::PAUSED) > 0 &&
-      state.study.state() == v1::Study::ACTIVE) {
-    absl::StatusOr<std::vector<v1::Trial>> all = store_->ListTrials(name, {});
-    if (!all.ok()) return all.status();
-    state.all_trials = *std::move(all);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status StudyService::CompleteStudy(
-    const v1::Study& study, const std::vector<v1::Trial>& unpromotable,
-    int64_t now) {
-  for (const v1::Trial& paused : unpromotable) {
-    v1::Trial stopped = paused;
-    HT_RETURN_IF_ERROR(StopNow(
-        stopped, absl::StrCat(paused.stop_reason(), "; not promoted"), now));
-    HT_RETURN_IF_ERROR(SaveTrial(storage::TrialVersion::Of(paused), stopped));
-  }
-  // Modified in place: completions may be adding to its cost meanwhile.
-  return store_->ModifyStudy(study.name(), [](v1::Study& stored) {
-    stored.set_state(v1::Study::COMPLETED);
-  });
-}
-
-absl::Status StudyService::ProposeAndStore(
-    StudyRuntime& runtime, const SuggestionState& state,
-    const std::vector<v1::Trial>& snapshot,
-    const std::vector<SuggestQueue::Ticket*>& batch,
-    const SuggestionPlan& plan,
-    std::vector<v1::SuggestTrialsResponse>& responses) {
-  const v1::Study& study = state.study;
-  int64_t created = 0;
-  for (const auto& [s, n] : state.counts) created += n;
-  absl::StatusOr<std::vector<v1::Trial>> proposed =
-      ProposeTrials(*runtime.suggester, runtime.priors, study, snapshot,
-                    plan.total_fresh, created);
-  if (!proposed.ok()) return proposed.status();
-
-  absl::ReaderMutexLock lock(&runtime.mu);
-  // The fit ran without the lock: the study may have been deleted (and a
-  // study of the same name made, perhaps by another owner) or given away
-  // meanwhile.
-  absl::StatusOr<v1::Study> current = store_->GetStudy(study.name());
-  if (!current.ok()) return current.status();
-  if (current->create_time_ms() != study.create_time_ms()) {
-    return absl::NotFoundError(absl::StrCat(
-        "study \"", study.name(), "\" was deleted while its trials were proposed"));
-  }
-  for (size_t i = 0; i < batch.size(); ++i) {
-    if (plan.requests[i].fresh == 0) continue;
-    HT_RETURN_IF_ERROR(
-        CheckAccess(*batch[i]->caller, *current, Access::kWrite));
-  }
-  const int64_t now = Now();
-  size_t next = 0;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    for (int k = 0; k < plan.requests[i].fresh; ++k) {
-      v1::Trial& t = (*proposed)[next++];
-      t.set_create_time_ms(now);
-      HT_RETURN_IF_ERROR(
-          Grant(study, t, batch[i]->request->client_id(), now));
-    }
-  }
-  // One transaction for the whole batch; ids follow request order.
-  absl::StatusOr<std::vector<v1::Trial>> stored =
-      SaveNewTrials(study.name(), *std::move(proposed));
-  if (!stored.ok()) return stored.status();
-  next = 0;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    for (int k = 0; k < plan.requests[i].fresh; ++k) {
-      *responses[i].add_trials() = std::move((*stored)[next++]);
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status StudyService::PrepareSuggester(StudyRuntime& runtime,
-                                            const v1::Study& study) {
-  if (runtime.suggester != nullptr &&
-      runtime.suggester_study_created_ms == study.create_time_ms()) {
-    return absl::OkStatus();
-  }
-  absl::StatusOr<optimizer::Algorithm> algorithm =
-      ToOptimizerAlgorithm(study.spec().algorithm());
-  if (!algorithm.ok()) return algorithm.status();
-  if (runtime.suggester_stop) *runtime.suggester_stop = true;
-  runtime.suggester_stop = std::make_shared<std::atomic<bool>>(false);
-  absl::StatusOr<std::vector<optimizer::PriorStudy>> priors = LoadPriors(study);
-  if (!priors.ok()) return priors.status();
-  runtime.priors = *std::move(priors);
-  runtime.suggester = optimizer::MakeSuggester(
-      *algorithm,
-      fits_ ? fits_->RunnerFor(runtime.suggester_stop) : optimizer::FitRunner());
-  runtime.suggester_study_created_ms = study.create_time_ms();
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<optimizer::PriorStudy>> StudyService::LoadPriors(
-    const v1::Study& study) {
-  absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
-  if (!space.ok()) return space.status();
-  std::vector<optimizer::PriorStudy> priors;
-  for (const std::string& name : study.spec().prior_studies()) {
-    absl::StatusOr<v1::Study> prior = store_->GetStudy(name);
-    // Deleted since: the study goes on without it.
-    if (absl::IsNotFound(prior.status())) continue;
-    if (!prior.ok()) return prior.status();
-    absl::StatusOr<std::vector<v1::Trial>> trials = store_->ListTrials(name, {});
-    if (!trials.ok()) return trials.status();
-    priors.push_back(
-        ToPriorStudy(*space, study.spec(), prior->spec(), *trials));
-  }
-  return priors;
-}
-
-absl::StatusOr<ParameterValues> StudyService::CompletePartialTrial(
-    StudyRuntime& runtime, const std::string& name,
-    const ParameterValues& given, const Principal& caller) {
-  v1::Study study;
-  std::vector<v1::Trial> snapshot;
-  std::vector<optimizer::PriorStudy> priors;
-  {
-    absl::ReaderMutexLock lock(&runtime.mu);
-    absl::StatusOr<v1::Study> loaded = LoadStudyFor(caller, name, Access::kWrite);
-    if (!loaded.ok()) return loaded.status();
-    study = *std::move(loaded);
-    absl::StatusOr<std::vector<v1::Trial>> trials = store_->ListTrials(name, {});
-    if (!trials.ok()) return trials.status();
-    snapshot = *std::move(trials);
-    absl::StatusOr<std::vector<optimizer::PriorStudy>> loaded_priors =
-        LoadPriors(study);
-    if (!loaded_priors.ok()) return loaded_priors.status();
-    priors = *std::move(loaded_priors);
-  }
-  absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
-  if (!space.ok()) return space.status();
-  absl::StatusOr<optimizer::Assignment> fixed =
-      ToPartialAssignment("trial.parameters", *space, given);
-  if (!fixed.ok()) return fixed.status();
-  // Without the lock (a fit may take a while), and with a suggester of its
-  // own: the study's may be fitting a batch meanwhile.
-  absl::StatusOr<optimizer::Algorithm> algorithm =
-      ToOptimizerAlgorithm(study.spec().algorithm());
-  if (!algorithm.ok()) return algorithm.status();
-  std::unique_ptr<optimizer::Suggester> suggester =
-      optimizer::MakeSuggester(*algorithm);
-  absl::StatusOr<std::vector<v1::Trial>> proposed =
-      ProposeTrials(*suggester, priors, study, snapshot, 1,
-                    static_cast<int64_t>(snapshot.size()));
-  if (!proposed.ok()) return proposed.status();
-  absl::StatusOr<optimizer::Assignment> proposal =
-      ToAssignment("proposal", *space, proposed->front().parameters());
-  if (!proposal.ok()) return proposal.status();
-  absl::StatusOr<optimizer::Assignment> completed =
-      space->Complete(*fixed, *proposal);
-  if (!completed.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("trial.parameters: ", completed.status().message()));
-  }
-  return ToParameterValues(*space, *completed);
-}
-
-absl::StatusOr<std::vector<v1::Trial>> StudyService::ProposeTrials(
-    optimizer::Suggester& suggester,
-    const std::vector<optimizer::PriorStudy>& priors, const v1::Study& study,
-    const std::vector<v1::Trial>& snapshot, int count, int64_t trials_created) {
-  absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
-  if (!space.ok()) return space.status();
-  optimizer::SuggestRequest request;
-  request.space = &*space;
-  if (HasRungs(study.spec())) {
-    // Model-based multi-fidelity (as BOHB): fit the highest rung that enough
-    // trials reached, so every value the model sees is of one fidelity.
-    const int min_points = std::max(4, space->dim() + 1);
-    absl::flat_hash_map<int64_t, double> at_rung;
-    for (const auto& [id, value] : optimizer::HighestRungObservations(
-             ToEarlyStoppingConfig(study.spec()),
-             ToCurves(study.spec(), snapshot), min_points)) {
-      at_rung[id] = value;
-    }
-    request.history = ToHistory(study.spec(), *space, snapshot, &at_rung);
-    // The primary objective alone: what the rungs measure.
-    request.metrics = {{optimizer::MetricRole::kObjective}};
-  } else {
-    request.history = ToHistory(study.spec(), *space, snapshot);
-    request.metrics = ToMetricConfigs(StudyMetrics(study.spec()));
-  }
-  request.trials_created = trials_created;
-  request.count = count;
-  request.seed = study.spec().seed();
-  if (study.spec().cost_aware()) {
-    // The budget is in device-hours: a horizon only when cost is time.
-    const bool device_time = study.spec().cost_metric().empty();
-    request.cost = {
-        .enabled = true,
-        .budget = device_time ? study.spec().max_device_hours() * 3600.0 : 0,
-        .spent = device_time ? study.device_seconds() : 0,
-        .max_trials = study.spec().max_trials()};
-  }
-  request.priors = &priors;
-  absl::StatusOr<std::vector<optimizer::Assignment>> points =
-      suggester.Suggest(request);
-  if (!points.ok()) return points.status();
-
-  std::vector<v1::Trial> proposed(points->size());
-  for (size_t i = 0; i < points->size(); ++i) {
-    *proposed[i].mutable_parameters() = ToParameterValues(*space, (*points)[i]);
-  }
-  return proposed;
 }
 
 absl::StatusOr<v1::Trial> StudyService::CreateTrial(
@@ -1088,17 +527,17 @@ absl::StatusOr<v1::Trial> StudyService::CreateTrial(
       ValidateAttributes("trial.attributes", given.attributes()));
   *trial.mutable_attributes() = given.attributes();
   const std::string& name = request.study_name();
-  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(name);
+  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(name);
   if (!runtime.ok()) return runtime.status();
   ParameterValues parameters = given.parameters();
   if (request.partial()) {
     absl::StatusOr<ParameterValues> completed =
-        CompletePartialTrial(**runtime, name, parameters, caller);
+        suggestions_.CompletePartialTrial(**runtime, name, parameters, caller);
     if (!completed.ok()) return completed.status();
     parameters = *std::move(completed);
   }
   absl::MutexLock lock(&(*runtime)->mu);
-  absl::StatusOr<v1::Study> study = LoadStudyFor(caller, name, Access::kWrite);
+  absl::StatusOr<v1::Study> study = context_.LoadStudyFor(caller, name, Access::kWrite);
   if (!study.ok()) return study.status();
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study->spec());
   if (!space.ok()) return space.status();
@@ -1109,7 +548,7 @@ absl::StatusOr<v1::Trial> StudyService::CreateTrial(
   // Stored in canonical form: spec order, the spec's value types.
   *trial.mutable_parameters() = ToParameterValues(*space, *x);
 
-  const int64_t now = Now();
+  const int64_t now = context_.Now();
   trial.set_create_time_ms(now);
   if (trial.state() == v1::Trial::COMPLETED) {
     HT_RETURN_IF_ERROR(ValidateMeasurement("trial.final_measurement",
@@ -1128,7 +567,7 @@ absl::StatusOr<v1::Trial> StudyService::CreateTrial(
     trial.set_end_time_ms(now);
   }
   absl::StatusOr<std::vector<v1::Trial>> stored =
-      SaveNewTrials(name, {std::move(trial)});
+      context_.SaveNewTrials(name, {std::move(trial)});
   if (!stored.ok()) return stored.status();
   return std::move(stored->front());
 }
@@ -1137,12 +576,12 @@ absl::StatusOr<v1::Trial> StudyService::GetTrial(
     const v1::GetTrialRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
-  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
+  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
   if (!runtime.ok()) return runtime.status();
   absl::ReaderMutexLock lock(&(*runtime)->mu);
   HT_RETURN_IF_ERROR(
-      LoadStudyFor(caller, request.study_name(), Access::kRead).status());
-  return store_->GetTrial(request.study_name(), request.trial_id());
+      context_.LoadStudyFor(caller, request.study_name(), Access::kRead).status());
+  return context_.store().GetTrial(request.study_name(), request.trial_id());
 }
 
 absl::StatusOr<v1::ListTrialsResponse> StudyService::ListTrials(
@@ -1169,13 +608,13 @@ absl::StatusOr<v1::ListTrialsResponse> StudyService::ListTrials(
   }
   query.after_id = *after_id;
   query.limit = page_size + 1;  // One more tells whether a next page exists.
-  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
+  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
   if (!runtime.ok()) return runtime.status();
   absl::ReaderMutexLock lock(&(*runtime)->mu);
   HT_RETURN_IF_ERROR(
-      LoadStudyFor(caller, request.study_name(), Access::kRead).status());
+      context_.LoadStudyFor(caller, request.study_name(), Access::kRead).status());
   absl::StatusOr<std::vector<v1::Trial>> trials =
-      store_->ListTrials(request.study_name(), query);
+      context_.store().ListTrials(request.study_name(), query);
   if (!trials.ok()) return trials.status();
 
   v1::ListTrialsResponse response;
@@ -1203,7 +642,7 @@ absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
   HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
   const v1::Measurement& m = request.measurement();
   HT_RETURN_IF_ERROR(ValidateMeasurement("measurement", m, true));
-  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
+  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
   if (!runtime.ok()) return runtime.status();
   TrialLock lock(**runtime, request.trial_id());
   absl::StatusOr<StudyAndTrial> loaded =
@@ -1247,11 +686,11 @@ absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
   const storage::TrialVersion read = storage::TrialVersion::Of(trial);
   *trial.add_measurements() = m;
   HT_RETURN_IF_ERROR(ValidateTrialSize("measurement", trial));
-  trial.set_lease_expire_time_ms(Now() + LeaseMs(study));
+  trial.set_lease_expire_time_ms(context_.Now() + leases_.LeaseMs(study));
   if (trial.state() == v1::Trial::ACTIVE) {
     HT_RETURN_IF_ERROR(ApplyEarlyStopping(study, trial));
   }
-  HT_RETURN_IF_ERROR(SaveTrial(read, trial));
+  HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
   return trial;
 }
 
@@ -1283,7 +722,7 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
         "preempted: only with worker_failed (the trial is given back because "
         "its machine was taken away)");
   }
-  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
+  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
   if (!runtime.ok()) return runtime.status();
   TrialLock lock(**runtime, request.trial_id());
   absl::StatusOr<StudyAndTrial> loaded =
@@ -1303,13 +742,13 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
     HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
     const storage::TrialVersion read = storage::TrialVersion::Of(trial);
     AddDeviceSeconds(request.device_seconds(), study, trial);
-    HT_RETURN_IF_ERROR(Release(
+    HT_RETURN_IF_ERROR(leases_.Release(
         study, trial,
         request.failure_reason().empty()
             ? (request.preempted() ? "worker preempted" : "worker failed")
             : request.failure_reason(),
-        request.preempted() ? Loss::kPreempted : Loss::kWorkerLost));
-    HT_RETURN_IF_ERROR(SaveTrial(read, trial));
+        request.preempted() ? Leases::Loss::kPreempted : Leases::Loss::kWorkerLost));
+    HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
     HT_RETURN_IF_ERROR(
         SaveStudyCost(request.study_name(), request.device_seconds()));
     return trial;
@@ -1374,9 +813,9 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
   }
   HT_RETURN_IF_ERROR(ValidateAttributes("attributes", trial.attributes()));
   AddDeviceSeconds(request.device_seconds(), study, trial);
-  trial.set_end_time_ms(Now());
+  trial.set_end_time_ms(context_.Now());
   trial.set_lease_expire_time_ms(0);
-  HT_RETURN_IF_ERROR(SaveTrial(read, trial));
+  HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
   HT_RETURN_IF_ERROR(
       SaveStudyCost(request.study_name(), request.device_seconds()));
   return trial;
@@ -1391,7 +830,7 @@ absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
       ValidateText("checkpoint_uri", request.checkpoint_uri(), kMaxUriBytes));
   HT_RETURN_IF_ERROR(
       ValidateText("log_path", request.log_path(), kMaxUriBytes));
-  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
+  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
   if (!runtime.ok()) return runtime.status();
   TrialLock lock(**runtime, request.trial_id());
   absl::StatusOr<StudyAndTrial> loaded =
@@ -1410,7 +849,7 @@ absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
   HT_RETURN_IF_ERROR(CheckRunning(trial, "its lease can be renewed"));
   HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
   const storage::TrialVersion read = storage::TrialVersion::Of(trial);
-  trial.set_lease_expire_time_ms(Now() + LeaseMs(study));
+  trial.set_lease_expire_time_ms(context_.Now() + leases_.LeaseMs(study));
   // A bare renewal is not a change watchers need to see.
   bool changed = false;
   if (!request.checkpoint_uri().empty() &&
@@ -1422,8 +861,8 @@ absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
     trial.set_log_path(request.log_path());
     changed = true;
   }
-  HT_RETURN_IF_ERROR(changed ? SaveTrial(read, trial)
-                             : store_->RenewTrialLease(trial));
+  HT_RETURN_IF_ERROR(changed ? context_.SaveTrial(read, trial)
+                             : context_.store().RenewTrialLease(trial));
   response.set_should_stop(trial.state() == v1::Trial::STOPPING);
   response.set_lease_expire_time_ms(trial.lease_expire_time_ms());
   response.set_state(trial.state());
@@ -1434,7 +873,7 @@ absl::Status StudyService::ApplyEarlyStopping(const v1::Study& study,
                                               v1::Trial& trial) {
   if (!HasEarlyStopping(study.spec())) return absl::OkStatus();
   absl::StatusOr<std::vector<v1::Trial>> trials =
-      store_->ListTrials(study.name(), {});
+      context_.store().ListTrials(study.name(), {});
   if (!trials.ok()) return trials.status();
   for (v1::Trial& t : *trials) {
     if (t.id() == trial.id()) t = trial;  // with its newest measurement
@@ -1462,7 +901,7 @@ absl::StatusOr<v1::CheckEarlyStoppingResponse> StudyService::CheckEarlyStopping(
     const v1::CheckEarlyStoppingRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
-  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
+  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
   if (!runtime.ok()) return runtime.status();
   TrialLock lock(**runtime, request.trial_id());
   absl::StatusOr<StudyAndTrial> loaded =
@@ -1475,7 +914,7 @@ absl::StatusOr<v1::CheckEarlyStoppingResponse> StudyService::CheckEarlyStopping(
     const storage::TrialVersion read = storage::TrialVersion::Of(trial);
     HT_RETURN_IF_ERROR(ApplyEarlyStopping(study, trial));
     if (trial.state() != read.state) {
-      HT_RETURN_IF_ERROR(SaveTrial(read, trial));
+      HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
     }
   }
   v1::CheckEarlyStoppingResponse response;
@@ -1491,13 +930,13 @@ absl::StatusOr<v1::Trial> StudyService::StopTrial(
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
   HT_RETURN_IF_ERROR(ValidateText("reason", request.reason(), kMaxReasonBytes));
-  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
+  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
   if (!runtime.ok()) return runtime.status();
   absl::MutexLock lock(&(*runtime)->mu);
   HT_RETURN_IF_ERROR(
-      LoadStudyFor(caller, request.study_name(), Access::kWrite).status());
+      context_.LoadStudyFor(caller, request.study_name(), Access::kWrite).status());
   absl::StatusOr<v1::Trial> trial =
-      store_->GetTrial(request.study_name(), request.trial_id());
+      context_.store().GetTrial(request.study_name(), request.trial_id());
   if (!trial.ok()) return trial.status();
   const std::string reason =
       request.reason().empty() ? "stopped by request" : request.reason();
@@ -1510,7 +949,7 @@ absl::StatusOr<v1::Trial> StudyService::StopTrial(
       break;
     case v1::Trial::REQUESTED:
     case v1::Trial::PAUSED:
-      HT_RETURN_IF_ERROR(StopNow(*trial, reason, Now()));
+      HT_RETURN_IF_ERROR(StopNow(*trial, reason, context_.Now()));
       break;
     case v1::Trial::STOPPING:
     case v1::Trial::STOPPED:
@@ -1520,7 +959,7 @@ absl::StatusOr<v1::Trial> StudyService::StopTrial(
           "%s is %s; only REQUESTED, ACTIVE or PAUSED trials can be stopped",
           TrialRef(*trial), v1::Trial::State_Name(trial->state())));
   }
-  HT_RETURN_IF_ERROR(SaveTrial(read, *trial));
+  HT_RETURN_IF_ERROR(context_.SaveTrial(read, *trial));
   return trial;
 }
 
@@ -1528,11 +967,11 @@ absl::StatusOr<std::vector<storage::TrialChange>>
 StudyService::ListTrialChanges(const std::string& study_name, int64_t after,
                                int limit, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", study_name));
-  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(study_name);
+  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(study_name);
   if (!runtime.ok()) return runtime.status();
   absl::ReaderMutexLock lock(&(*runtime)->mu);
-  HT_RETURN_IF_ERROR(LoadStudyFor(caller, study_name, Access::kRead).status());
-  return store_->ListTrialChanges(study_name, after, limit);
+  HT_RETURN_IF_ERROR(context_.LoadStudyFor(caller, study_name, Access::kRead).status());
+  return context_.store().ListTrialChanges(study_name, after, limit);
 }
 
 absl::StatusOr<StudyService::Watch> StudyService::OpenWatch(
@@ -1542,11 +981,11 @@ absl::StatusOr<StudyService::Watch> StudyService::OpenWatch(
     return absl::InvalidArgumentError(absl::StrCat(
         "after_sequence: must be >= 0, got ", request.after_sequence()));
   }
-  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
+  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
   if (!runtime.ok()) return runtime.status();
   absl::ReaderMutexLock lock(&(*runtime)->mu);
   absl::StatusOr<v1::Study> study =
-      LoadStudyFor(caller, request.study_name(), Access::kRead);
+      context_.LoadStudyFor(caller, request.study_name(), Access::kRead);
   if (!study.ok()) return study.status();
   return Watch{request.study_name(), study->create_time_ms(),
                request.after_sequence()};
@@ -1554,19 +993,19 @@ absl::StatusOr<StudyService::Watch> StudyService::OpenWatch(
 
 absl::StatusOr<std::vector<storage::TrialChange>> StudyService::ReadWatch(
     const Watch& watch, const Principal& caller) {
-  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(watch.study_name);
+  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(watch.study_name);
   if (!runtime.ok()) return runtime.status();
   // The study watched, not a study of the same name made since (which may
   // be another owner's), with its access checked again.
   absl::ReaderMutexLock lock(&(*runtime)->mu);
   absl::StatusOr<v1::Study> study =
-      LoadStudyFor(caller, watch.study_name, Access::kRead);
+      context_.LoadStudyFor(caller, watch.study_name, Access::kRead);
   if (!study.ok()) return study.status();
   if (study->create_time_ms() != watch.incarnation) {
     return absl::NotFoundError(
         absl::StrCat("study \"", watch.study_name, "\" was deleted"));
   }
-  return store_->ListTrialChanges(watch.study_name, watch.after, kWatchBatch);
+  return context_.store().ListTrialChanges(watch.study_name, watch.after, kWatchBatch);
 }
 
 bool StudyService::WatchBatchFull(size_t changes) {
@@ -1581,7 +1020,7 @@ absl::Status StudyService::WatchTrials(
   if (!watch.ok()) return watch.status();
   while (!cancelled()) {
     // Read the generation before the store, so a write in between wakes us.
-    const uint64_t seen = changes_.generation();
+    const uint64_t seen = context_.changes().generation();
     absl::StatusOr<std::vector<storage::TrialChange>> changes =
         ReadWatch(*watch, caller);
     if (!changes.ok()) return changes.status();
@@ -1598,7 +1037,7 @@ absl::Status StudyService::WatchTrials(
       // store after every write.
       absl::SleepFor(kWatchPause);
     }
-    changes_.WaitForChange(seen, kWatchPoll);
+    context_.changes().WaitForChange(seen, kWatchPoll);
   }
   return absl::OkStatus();
 }
@@ -1606,16 +1045,16 @@ absl::Status StudyService::WatchTrials(
 absl::StatusOr<v1::ListOptimalTrialsResponse> StudyService::ListOptimalTrials(
     const v1::ListOptimalTrialsRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
-  absl::StatusOr<StudyRuntime*> runtime = RuntimeOf(request.study_name());
+  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
   if (!runtime.ok()) return runtime.status();
   absl::ReaderMutexLock lock(&(*runtime)->mu);
   absl::StatusOr<v1::Study> study =
-      LoadStudyFor(caller, request.study_name(), Access::kRead);
+      context_.LoadStudyFor(caller, request.study_name(), Access::kRead);
   if (!study.ok()) return study.status();
   storage::TrialQuery query;
   query.states = {v1::Trial::COMPLETED};
   absl::StatusOr<std::vector<v1::Trial>> trials =
-      store_->ListTrials(request.study_name(), query);
+      context_.store().ListTrials(request.study_name(), query);
   if (!trials.ok()) return trials.status();
 
   v1::ListOptimalTrialsResponse response;

@@ -1,8 +1,9 @@
 // StudyService: the logic of every hypertune.v1 RPC, on API messages and
 // absl::Status, independent of gRPC so that tests and fuzzers can drive it
 // directly. Each method validates its request, takes the study's locks
-// where it reads and then writes (study_runtime.h), calls the optimizer and
-// saves through the store.
+// where it reads and then writes (study_runtime.h) and saves through the
+// store. Its parts share one StudyContext: Leases (leases.h) grant and
+// expire trials, Suggestions (suggestions.h) runs the optimizer.
 // grpc_service.h adapts it to gRPC.
 //
 // Thread-safe: methods may run concurrently. Calls that change a study as a
@@ -21,40 +22,14 @@
 #include "absl/status/statusor.h"
 #include "hypertune/v1/hypertune.pb.h"
 #include "service/access.h"
-#include "service/background_pool.h"
 #include "service/change_notifier.h"
-#include "service/conversion.h"
+#include "service/leases.h"
+#include "service/study_context.h"
 #include "service/study_import.h"
-#include "service/study_runtime.h"
-#include "service/suggestion_plan.h"
+#include "service/suggestions.h"
 #include "storage/study_store.h"
 
 namespace hypertune::service {
-
-class Metrics;
-
-struct ServiceOptions {
-  // The algorithm of studies that name none. Default GP_BANDIT.
-  v1::Algorithm default_algorithm = v1::GP_BANDIT;
-  // How long a granted trial is held before its lease runs out, for studies
-  // that set no lease_seconds. Default 60 s.
-  int64_t lease_ms = 60'000;
-  // Retries of a trial whose worker was lost, for studies that set no
-  // max_retries. Default 2.
-  int max_retries = 2;
-  // The clock, in unix milliseconds. Default: the system clock.
-  std::function<int64_t()> now_ms;
-  // Where suggestion latencies and lease expiries are counted (/metrics);
-  // null: nowhere. REQUIRES: outlives the service.
-  Metrics* metrics = nullptr;
-  // Threads that run GP_BANDIT's large model fits off the request path
-  // (GpBanditOptions::background_fits). 0: on the request path, so that a
-  // seed and a history always give the same suggestion. Default 1.
-  int fit_threads = 1;
-  // The folder Backup writes in (backup_path.h); empty: Backup is refused.
-  // hypertuned's default: the SQLite database's folder.
-  std::string backup_dir;
-};
 
 class StudyService {
  public:
@@ -175,7 +150,7 @@ class StudyService {
       const Watch& watch, const Principal& caller);
   // True when a batch was so full that more changes may be waiting.
   static bool WatchBatchFull(size_t changes);
-  ChangeNotifier& changes() { return changes_; }
+  ChangeNotifier& changes() { return context_.changes(); }
 
   // One page of the change feed WatchTrials streams: at most `limit` changes
   // after sequence `after`.
@@ -214,14 +189,6 @@ class StudyService {
   absl::Status ExtendLeasesOnStart();
 
  private:
-  int64_t Now() const;
-  // Stores `trial`, which the caller read as `read` and changed (its state
-  // only through trial_state.h), if the stored trial is still `read`
-  // (ABORTED otherwise); wakes the watchers.
-  absl::Status SaveTrial(const storage::TrialVersion& read,
-                         const v1::Trial& trial);
-  absl::StatusOr<std::vector<v1::Trial>> SaveNewTrials(
-      const std::string& study_name, std::vector<v1::Trial> trials);
   // Applies the study's early-stopping rule to ACTIVE `trial` (with its
   // newest measurement, not yet saved): STOPPING or PAUSED with the reason,
   // or unchanged. REQUIRES: the trial (TrialLock) or the study locked.
@@ -241,104 +208,13 @@ class StudyService {
   absl::StatusOr<StudyAndTrial> LoadStudyAndTrial(const Principal& caller,
                                                   const std::string& study_name,
                                                   int64_t trial_id);
-  // Study `name` if `caller` may `access` it. REQUIRES: the study's lock
-  // held (in some mode) when the caller goes on to act on the study.
-  absl::StatusOr<v1::Study> LoadStudyFor(const Principal& caller,
-                                         const std::string& name,
-                                         Access access);
   // The study with its trial counts filled in, if `caller` may read it.
   absl::StatusOr<v1::Study> LoadStudyWithCounts(const Principal& caller,
                                                 const std::string& name);
-  // The runtime of study `name`, made on first use of a study that exists
-  // (NOT_FOUND otherwise), so that calls naming studies that never existed
-  // leave nothing behind.
-  absl::StatusOr<StudyRuntime*> RuntimeOf(const std::string& name);
-  // Grants `trial` to `client_id`: ACTIVE, a new lease epoch and expiry.
-  absl::Status Grant(const v1::Study& study, v1::Trial& trial,
-                     const std::string& client_id, int64_t now) const;
-  int64_t LeaseMs(const v1::Study& study) const;
-  // How many warm-start trials `study` holds (they do not count against
-  // max_trials), counted once per study incarnation and kept by the
-  // imports. REQUIRES: runtime.mu held.
-  absl::StatusOr<int64_t> WarmStartTrials(StudyRuntime& runtime,
-                                          const v1::Study& study)
-      ABSL_SHARED_LOCKS_REQUIRED(runtime.mu);
-  // How a trial lost its worker: the worker itself (its lease ran out, it
-  // failed), which spends max_retries, or its machine, taken away with
-  // notice (a spot preemption), which spends max_preemptions.
-  enum class Loss { kWorkerLost, kPreempted };
-  // The worker holding `trial` is gone (`reason`, `loss`): back to
-  // REQUESTED while that loss's allowance remains, else FAILED (STOPPING
-  // ones are STOPPED).
-  absl::Status Release(const v1::Study& study, v1::Trial& trial,
-                       const std::string& reason, Loss loss) const;
-  // Release of the trial read as `read`, saved; returns it as stored.
-  absl::StatusOr<v1::Trial> ReleaseAndSave(const v1::Study& study,
-                                           const v1::Trial& read,
-                                           const std::string& reason);
-  // Expires the run-out leases of active study `name` if any may have run
-  // out, taking runtime.mu exclusively only then.
-  absl::Status ExpireLeasesIfDue(StudyRuntime& runtime, const std::string& name,
-                                 int64_t now) ABSL_LOCKS_EXCLUDED(runtime.mu);
-  // Expires the run-out leases of `study`, whose runtime is `runtime`.
-  // REQUIRES: runtime.mu held exclusively.
-  absl::Status ExpireLeasesLocked(StudyRuntime& runtime, const v1::Study& study,
-                                  int64_t now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(runtime.mu);
-  // Serves a batch of coalesced SuggestTrials requests on study `name`,
-  // setting each ticket's result. REQUIRES: the caller leads `runtime`'s
-  // suggestion queue.
-  void ServeSuggestions(StudyRuntime& runtime, const std::string& name,
-                        const std::vector<SuggestQueue::Ticket*>& batch)
-      ABSL_LOCKS_EXCLUDED(runtime.mu);
-  // What PlanSuggestions needs of study `name`. REQUIRES: runtime.mu held.
-  absl::Status LoadSuggestionState(const std::string& name,
-                                   SuggestionState& state);
-  // Stops the paused trials no promotion will resume, then marks the study
-  // COMPLETED. REQUIRES: runtime.mu held.
-  absl::Status CompleteStudy(const v1::Study& study,
-                             const std::vector<v1::Trial>& unpromotable,
-                             int64_t now);
-  // Proposes plan.total_fresh new trials without the lock, then, under it
-  // (shared), stores them granted to their requesters and adds them to
-  // `responses`. REQUIRES: as ServeSuggestions; runtime.mu not held.
-  absl::Status ProposeAndStore(
-      StudyRuntime& runtime, const SuggestionState& state,
-      const std::vector<v1::Trial>& snapshot,
-      const std::vector<SuggestQueue::Ticket*>& batch,
-      const SuggestionPlan& plan,
-      std::vector<v1::SuggestTrialsResponse>& responses)
-      ABSL_LOCKS_EXCLUDED(runtime.mu);
-  // Makes runtime.suggester the model of `study`'s current incarnation,
-  // and loads its prior studies' trials into runtime.priors.
-  // REQUIRES: as ServeSuggestions.
-  absl::Status PrepareSuggester(StudyRuntime& runtime, const v1::Study& study);
-  // `count` new trials (parameters only) from `suggester`, given the
-  // history in `snapshot`. REQUIRES: no other call uses `suggester`
-  // meanwhile; for the study's own (runtime.suggester), as ServeSuggestions,
-  // without the study's lock (a fit may take a while).
-  absl::StatusOr<std::vector<v1::Trial>> ProposeTrials(
-      optimizer::Suggester& suggester,
-      const std::vector<optimizer::PriorStudy>& priors, const v1::Study& study,
-      const std::vector<v1::Trial>& snapshot, int count,
-      int64_t trials_created);
-  // The earlier studies the study transfers from (spec.prior_studies).
-  absl::StatusOr<std::vector<optimizer::PriorStudy>> LoadPriors(
-      const v1::Study& study);
-  // A partial configuration (CreateTrialRequest.partial) of study `name`
-  // completed by the study's algorithm from the history so far; the fit
-  // runs without the study's lock. REQUIRES: not the study's lock.
-  absl::StatusOr<ParameterValues> CompletePartialTrial(
-      StudyRuntime& runtime, const std::string& name,
-      const ParameterValues& given, const Principal& caller)
-      ABSL_LOCKS_EXCLUDED(runtime.mu);
 
-  storage::StudyStore* const store_;
-  const ServiceOptions options_;
-  // Before runtimes_: their suggesters hand it jobs until they go.
-  std::unique_ptr<BackgroundPool> fits_;  // Null for fit_threads 0.
-  StudyRuntimes runtimes_;
-  ChangeNotifier changes_;
+  StudyContext context_;
+  Leases leases_;
+  Suggestions suggestions_;
 };
 
 }  // namespace hypertune::service

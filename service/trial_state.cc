@@ -53,4 +53,16 @@ bool IsFinal(State state) {
          state == v1::Trial::INFEASIBLE || state == v1::Trial::FAILED;
 }
 
+absl::Status StopNow(v1::Trial& trial, const std::string& reason, int64_t now) {
+  if (absl::Status s = Transition(trial, v1::Trial::STOPPED); !s.ok()) return s;
+  trial.set_stop_reason(reason);
+  trial.set_lease_expire_time_ms(0);
+  trial.set_end_time_ms(now);
+  if (trial.measurements_size() > 0) {
+    *trial.mutable_final_measurement() =
+        trial.measurements(trial.measurements_size() - 1);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace hypertune::service

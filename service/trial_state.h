@@ -15,6 +15,9 @@
 #ifndef HYPERTUNE_SERVICE_TRIAL_STATE_H_
 #define HYPERTUNE_SERVICE_TRIAL_STATE_H_
 
+#include <cstdint>
+#include <string>
+
 #include "absl/status/status.h"
 #include "hypertune/v1/hypertune.pb.h"
 
@@ -31,6 +34,10 @@ absl::Status Transition(v1::Trial& trial, v1::Trial::State to);
 
 // Whether `state` is final: no change leaves it.
 bool IsFinal(v1::Trial::State state);
+
+// `trial` finished early, without its worker: STOPPED at `now` for
+// `reason`, judged by its last measurement.
+absl::Status StopNow(v1::Trial& trial, const std::string& reason, int64_t now);
 
 }  // namespace hypertune::service
 

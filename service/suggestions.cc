@@ -1,0 +1,393 @@
+#include "service/suggestions.h"
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/limits.h"
+#include "common/study_metrics.h"
+#include "optimizer/early_stopping.h"
+#include "service/metrics.h"
+#include "service/status_macros.h"
+#include "service/trial_state.h"
+#include "service/validation.h"
+
+namespace hypertune::service {
+namespace {
+
+// Rules with rungs: ASHA and Hyperband.
+bool HasRungs(const v1::StudySpec& spec) {
+  return spec.early_stopping().rule() == v1::EarlyStoppingSpec::ASHA ||
+         spec.early_stopping().rule() == v1::EarlyStoppingSpec::HYPERBAND;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::SuggestTrialsResponse> Suggestions::SuggestTrials(
+    const v1::SuggestTrialsRequest& request, const Principal& caller) {
+  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
+  if (request.count() < 1 || request.count() > kMaxSuggestCount) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("count: must be between 1 and ", kMaxSuggestCount,
+                     ", got ", request.count()));
+  }
+  if (absl::Status s = ValidateClientId("client_id", request.client_id());
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<StudyRuntime*> found = context_.RuntimeOf(request.study_name());
+  if (!found.ok()) return found.status();
+  StudyRuntime& runtime = **found;
+  const absl::Time start = absl::Now();
+  absl::StatusOr<v1::SuggestTrialsResponse> response =
+      runtime.suggestions.Submit(
+          request, caller,
+          [&](const std::vector<SuggestQueue::Ticket*>& batch) {
+            ServeSuggestions(runtime, request.study_name(), batch);
+          });
+  if (context_.options().metrics != nullptr) {
+    context_.options().metrics->ObserveSuggestSeconds(
+        absl::ToDoubleSeconds(absl::Now() - start));
+  }
+  return response;
+}
+
+// A batch of suggestion requests is served in three steps, so that the model
+// fit (the slow part) runs without the study's lock and reports keep flowing:
+//   1. under the lock, shared: read the study's state, plan the batch
+//      (suggestion_plan.h), grant the queued and promoted trials it hands
+//      out, snapshot the history;
+//   2. without it: one fit proposes all the new points, pending-aware;
+//   3. under the lock, shared: store them as ACTIVE trials of their
+//      requesters.
+// Leases that ran out are expired first, under the lock held exclusively.
+void Suggestions::ServeSuggestions(
+    StudyRuntime& runtime, const std::string& name,
+    const std::vector<SuggestQueue::Ticket*>& batch) {
+  auto fail_all = [&](const absl::Status& status) {
+    for (SuggestQueue::Ticket* t : batch) t->result = status;
+  };
+  const int64_t now = context_.Now();
+  if (absl::Status s = leases_.ExpireIfDue(runtime, name, now); !s.ok()) {
+    return fail_all(s);
+  }
+
+  SuggestionState state;
+  std::vector<SuggestionAsk> asks(batch.size());
+  std::vector<absl::Status> access(batch.size());
+  SuggestionPlan plan;
+  std::vector<v1::SuggestTrialsResponse> responses(batch.size());
+  std::vector<v1::Trial> snapshot;
+  {
+    // Shared: this writes only trials that no report can touch (queued,
+    // paused, new ones), and the queue's leadership keeps other batches out.
+    absl::ReaderMutexLock lock(&runtime.mu);
+    if (absl::Status s = LoadSuggestionState(name, state); !s.ok()) {
+      return fail_all(s);
+    }
+    if (state.study.spec().max_trials() > 0 &&
+        state.counts.contains(v1::Trial::COMPLETED)) {
+      absl::StatusOr<int64_t> warm = context_.WarmStartTrials(runtime, state.study);
+      if (!warm.ok()) return fail_all(warm.status());
+      state.warm_start_trials = *warm;
+    }
+    // Checked on the row read under the lock, as every other call does.
+    for (size_t i = 0; i < batch.size(); ++i) {
+      access[i] = CheckAccess(*batch[i]->caller, state.study, Access::kWrite);
+      asks[i] = {batch[i]->request, access[i].ok()};
+    }
+    plan = PlanSuggestions(state, asks);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      v1::SuggestTrialsResponse& response = responses[i];
+      response.set_study_state(state.study.state());
+      for (v1::Trial& t : plan.requests[i].held) {
+        *response.add_trials() = std::move(t);
+      }
+      for (const v1::Trial& t : plan.requests[i].grants) {
+        v1::Trial granted = t;
+        if (absl::Status s = leases_.Grant(state.study, granted,
+                                   batch[i]->request->client_id(), now);
+            !s.ok()) {
+          return fail_all(s);
+        }
+        if (absl::Status s = context_.SaveTrial(storage::TrialVersion::Of(t), granted); !s.ok()) {
+          return fail_all(s);
+        }
+        *response.add_trials() = std::move(granted);
+      }
+    }
+    if (plan.completes_study) {
+      if (absl::Status s = CompleteStudy(state.study, plan.unpromotable, now);
+          !s.ok()) {
+        return fail_all(s);
+      }
+      for (v1::SuggestTrialsResponse& response : responses) {
+        if (response.trials().empty()) {
+          response.set_study_state(v1::Study::COMPLETED);
+        }
+      }
+    }
+    if (plan.total_fresh > 0) {
+      if (absl::Status s = PrepareSuggester(runtime, state.study); !s.ok()) {
+        return fail_all(s);
+      }
+      if (runtime.suggester->UsesHistory()) {
+        absl::StatusOr<std::vector<v1::Trial>> trials =
+            context_.store().ListTrials(name, {});
+        if (!trials.ok()) return fail_all(trials.status());
+        snapshot = *std::move(trials);
+      }
+    }
+  }
+
+  absl::Status proposal_error;
+  if (plan.total_fresh > 0) {
+    proposal_error = ProposeAndStore(runtime, state, snapshot, batch, plan,
+                                     responses);
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!access[i].ok()) {
+      batch[i]->result = access[i];
+    } else if (!proposal_error.ok() && plan.requests[i].fresh > 0 &&
+               responses[i].trials().empty()) {
+      // A request that got nothing because the proposal failed sees why;
+      // the others keep what they were granted.
+      batch[i]->result = proposal_error;
+    } else {
+      batch[i]->result = std::move(responses[i]);
+    }
+  }
+}
+
+absl::Status Suggestions::LoadSuggestionState(const std::string& name,
+                                               SuggestionState& state) {
+  absl::StatusOr<storage::StudyOverview> overview = context_.store().GetStudyOverview(
+      name, {v1::Trial::REQUESTED, v1::Trial::ACTIVE, v1::Trial::STOPPING});
+  if (!overview.ok()) return overview.status();
+  state.study = std::move(overview->study);
+  state.counts = std::move(overview->counts);
+  for (v1::Trial& t : overview->trials) {
+    (t.state() == v1::Trial::REQUESTED ? state.queued : state.running)
+        .push_back(std::move(t));
+  }
+  auto count_of = [&](v1::Trial::State s) {
+    auto it = state.counts.find(s);
+    return it == state.counts.end() ? int64_t{0} : it->second;
+  };
+  if (HasRungs(state.study.spec()) &&
+      state.study.spec().early_stopping().pause_at_rungs() &&
+      count_of(v1::Trial::PAUSED) > 0 &&
+      state.study.state() == v1::Study::ACTIVE) {
+    absl::StatusOr<std::vector<v1::Trial>> all = context_.store().ListTrials(name, {});
+    if (!all.ok()) return all.status();
+    state.all_trials = *std::move(all);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Suggestions::CompleteStudy(
+    const v1::Study& study, const std::vector<v1::Trial>& unpromotable,
+    int64_t now) {
+  for (const v1::Trial& paused : unpromotable) {
+    v1::Trial stopped = paused;
+    HT_RETURN_IF_ERROR(StopNow(
+        stopped, absl::StrCat(paused.stop_reason(), "; not promoted"), now));
+    HT_RETURN_IF_ERROR(context_.SaveTrial(storage::TrialVersion::Of(paused), stopped));
+  }
+  // Modified in place: completions may be adding to its cost meanwhile.
+  return context_.store().ModifyStudy(study.name(), [](v1::Study& stored) {
+    stored.set_state(v1::Study::COMPLETED);
+  });
+}
+
+absl::Status Suggestions::ProposeAndStore(
+    StudyRuntime& runtime, const SuggestionState& state,
+    const std::vector<v1::Trial>& snapshot,
+    const std::vector<SuggestQueue::Ticket*>& batch,
+    const SuggestionPlan& plan,
+    std::vector<v1::SuggestTrialsResponse>& responses) {
+  const v1::Study& study = state.study;
+  int64_t created = 0;
+  for (const auto& [s, n] : state.counts) created += n;
+  absl::StatusOr<std::vector<v1::Trial>> proposed =
+      ProposeTrials(*runtime.suggester, runtime.priors, study, snapshot,
+                    plan.total_fresh, created);
+  if (!proposed.ok()) return proposed.status();
+
+  absl::ReaderMutexLock lock(&runtime.mu);
+  // The fit ran without the lock: the study may have been deleted (and a
+  // study of the same name made, perhaps by another owner) or given away
+  // meanwhile.
+  absl::StatusOr<v1::Study> current = context_.store().GetStudy(study.name());
+  if (!current.ok()) return current.status();
+  if (current->create_time_ms() != study.create_time_ms()) {
+    return absl::NotFoundError(absl::StrCat(
+        "study \"", study.name(), "\" was deleted while its trials were proposed"));
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (plan.requests[i].fresh == 0) continue;
+    HT_RETURN_IF_ERROR(
+        CheckAccess(*batch[i]->caller, *current, Access::kWrite));
+  }
+  const int64_t now = context_.Now();
+  size_t next = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    for (int k = 0; k < plan.requests[i].fresh; ++k) {
+      v1::Trial& t = (*proposed)[next++];
+      t.set_create_time_ms(now);
+      HT_RETURN_IF_ERROR(
+          leases_.Grant(study, t, batch[i]->request->client_id(), now));
+    }
+  }
+  // One transaction for the whole batch; ids follow request order.
+  absl::StatusOr<std::vector<v1::Trial>> stored =
+      context_.SaveNewTrials(study.name(), *std::move(proposed));
+  if (!stored.ok()) return stored.status();
+  next = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    for (int k = 0; k < plan.requests[i].fresh; ++k) {
+      *responses[i].add_trials() = std::move((*stored)[next++]);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Suggestions::PrepareSuggester(StudyRuntime& runtime,
+                                            const v1::Study& study) {
+  if (runtime.suggester != nullptr &&
+      runtime.suggester_study_created_ms == study.create_time_ms()) {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<optimizer::Algorithm> algorithm =
+      ToOptimizerAlgorithm(study.spec().algorithm());
+  if (!algorithm.ok()) return algorithm.status();
+  if (runtime.suggester_stop) *runtime.suggester_stop = true;
+  runtime.suggester_stop = std::make_shared<std::atomic<bool>>(false);
+  absl::StatusOr<std::vector<optimizer::PriorStudy>> priors = LoadPriors(study);
+  if (!priors.ok()) return priors.status();
+  runtime.priors = *std::move(priors);
+  runtime.suggester = optimizer::MakeSuggester(
+      *algorithm,
+      context_.fits() ? context_.fits()->RunnerFor(runtime.suggester_stop) : optimizer::FitRunner());
+  runtime.suggester_study_created_ms = study.create_time_ms();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<optimizer::PriorStudy>> Suggestions::LoadPriors(
+    const v1::Study& study) {
+  absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
+  if (!space.ok()) return space.status();
+  std::vector<optimizer::PriorStudy> priors;
+  for (const std::string& name : study.spec().prior_studies()) {
+    absl::StatusOr<v1::Study> prior = context_.store().GetStudy(name);
+    // Deleted since: the study goes on without it.
+    if (absl::IsNotFound(prior.status())) continue;
+    if (!prior.ok()) return prior.status();
+    absl::StatusOr<std::vector<v1::Trial>> trials = context_.store().ListTrials(name, {});
+    if (!trials.ok()) return trials.status();
+    priors.push_back(
+        ToPriorStudy(*space, study.spec(), prior->spec(), *trials));
+  }
+  return priors;
+}
+
+absl::StatusOr<ParameterValues> Suggestions::CompletePartialTrial(
+    StudyRuntime& runtime, const std::string& name,
+    const ParameterValues& given, const Principal& caller) {
+  v1::Study study;
+  std::vector<v1::Trial> snapshot;
+  std::vector<optimizer::PriorStudy> priors;
+  {
+    absl::ReaderMutexLock lock(&runtime.mu);
+    absl::StatusOr<v1::Study> loaded = context_.LoadStudyFor(caller, name, Access::kWrite);
+    if (!loaded.ok()) return loaded.status();
+    study = *std::move(loaded);
+    absl::StatusOr<std::vector<v1::Trial>> trials = context_.store().ListTrials(name, {});
+    if (!trials.ok()) return trials.status();
+    snapshot = *std::move(trials);
+    absl::StatusOr<std::vector<optimizer::PriorStudy>> loaded_priors =
+        LoadPriors(study);
+    if (!loaded_priors.ok()) return loaded_priors.status();
+    priors = *std::move(loaded_priors);
+  }
+  absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
+  if (!space.ok()) return space.status();
+  absl::StatusOr<optimizer::Assignment> fixed =
+      ToPartialAssignment("trial.parameters", *space, given);
+  if (!fixed.ok()) return fixed.status();
+  // Without the lock (a fit may take a while), and with a suggester of its
+  // own: the study's may be fitting a batch meanwhile.
+  absl::StatusOr<optimizer::Algorithm> algorithm =
+      ToOptimizerAlgorithm(study.spec().algorithm());
+  if (!algorithm.ok()) return algorithm.status();
+  std::unique_ptr<optimizer::Suggester> suggester =
+      optimizer::MakeSuggester(*algorithm);
+  absl::StatusOr<std::vector<v1::Trial>> proposed =
+      ProposeTrials(*suggester, priors, study, snapshot, 1,
+                    static_cast<int64_t>(snapshot.size()));
+  if (!proposed.ok()) return proposed.status();
+  absl::StatusOr<optimizer::Assignment> proposal =
+      ToAssignment("proposal", *space, proposed->front().parameters());
+  if (!proposal.ok()) return proposal.status();
+  absl::StatusOr<optimizer::Assignment> completed =
+      space->Complete(*fixed, *proposal);
+  if (!completed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trial.parameters: ", completed.status().message()));
+  }
+  return ToParameterValues(*space, *completed);
+}
+
+absl::StatusOr<std::vector<v1::Trial>> Suggestions::ProposeTrials(
+    optimizer::Suggester& suggester,
+    const std::vector<optimizer::PriorStudy>& priors, const v1::Study& study,
+    const std::vector<v1::Trial>& snapshot, int count, int64_t trials_created) {
+  absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
+  if (!space.ok()) return space.status();
+  optimizer::SuggestRequest request;
+  request.space = &*space;
+  if (HasRungs(study.spec())) {
+    // Model-based multi-fidelity (as BOHB): fit the highest rung that enough
+    // trials reached, so every value the model sees is of one fidelity.
+    const int min_points = std::max(4, space->dim() + 1);
+    absl::flat_hash_map<int64_t, double> at_rung;
+    for (const auto& [id, value] : optimizer::HighestRungObservations(
+             ToEarlyStoppingConfig(study.spec()),
+             ToCurves(study.spec(), snapshot), min_points)) {
+      at_rung[id] = value;
+    }
+    request.history = ToHistory(study.spec(), *space, snapshot, &at_rung);
+    // The primary objective alone: what the rungs measure.
+    request.metrics = {{optimizer::MetricRole::kObjective}};
+  } else {
+    request.history = ToHistory(study.spec(), *space, snapshot);
+    request.metrics = ToMetricConfigs(StudyMetrics(study.spec()));
+  }
+  request.trials_created = trials_created;
+  request.count = count;
+  request.seed = study.spec().seed();
+  if (study.spec().cost_aware()) {
+    // The budget is in device-hours: a horizon only when cost is time.
+    const bool device_time = study.spec().cost_metric().empty();
+    request.cost = {
+        .enabled = true,
+        .budget = device_time ? study.spec().max_device_hours() * 3600.0 : 0,
+        .spent = device_time ? study.device_seconds() : 0,
+        .max_trials = study.spec().max_trials()};
+  }
+  request.priors = &priors;
+  absl::StatusOr<std::vector<optimizer::Assignment>> points =
+      suggester.Suggest(request);
+  if (!points.ok()) return points.status();
+
+  std::vector<v1::Trial> proposed(points->size());
+  for (size_t i = 0; i < points->size(); ++i) {
+    *proposed[i].mutable_parameters() = ToParameterValues(*space, (*points)[i]);
+  }
+  return proposed;
+}
+}  // namespace hypertune::service

@@ -1,0 +1,94 @@
+// Suggestions: how a study's algorithm proposes its trials. SuggestTrials
+// requests on one study are coalesced (suggest_queue.h) and served a batch
+// at a time: plan the batch (suggestion_plan.h), hand out queued and
+// promoted trials, fit the model without the study's lock, store the new
+// trials granted to their requesters. The service's other calls know none
+// of this; they share only the StudyContext.
+//
+// Thread-safe.
+#ifndef HYPERTUNE_SERVICE_SUGGESTIONS_H_
+#define HYPERTUNE_SERVICE_SUGGESTIONS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "hypertune/v1/hypertune.pb.h"
+#include "optimizer/suggester.h"
+#include "service/access.h"
+#include "service/conversion.h"
+#include "service/leases.h"
+#include "service/study_context.h"
+#include "service/study_runtime.h"
+#include "service/suggestion_plan.h"
+
+namespace hypertune::service {
+
+class Suggestions {
+ public:
+  // REQUIRES: `context` and `leases` outlive *this.
+  Suggestions(StudyContext& context, Leases& leases)
+      : context_(context), leases_(leases) {}
+
+  // The SuggestTrials RPC: the study's run-out leases are expired first.
+  absl::StatusOr<v1::SuggestTrialsResponse> SuggestTrials(
+      const v1::SuggestTrialsRequest& request, const Principal& caller);
+  // A partial configuration (CreateTrialRequest.partial) of study `name`
+  // completed by the study's algorithm from the history so far; the fit
+  // runs without the study's lock.
+  absl::StatusOr<ParameterValues> CompletePartialTrial(
+      StudyRuntime& runtime, const std::string& name,
+      const ParameterValues& given, const Principal& caller)
+      ABSL_LOCKS_EXCLUDED(runtime.mu);
+
+ private:
+  // Serves a batch of coalesced SuggestTrials requests on study `name`,
+  // setting each ticket's result. REQUIRES: the caller leads `runtime`'s
+  // suggestion queue.
+  void ServeSuggestions(StudyRuntime& runtime, const std::string& name,
+                        const std::vector<SuggestQueue::Ticket*>& batch)
+      ABSL_LOCKS_EXCLUDED(runtime.mu);
+  // What PlanSuggestions needs of study `name`. REQUIRES: runtime.mu held.
+  absl::Status LoadSuggestionState(const std::string& name,
+                                   SuggestionState& state);
+  // Stops the paused trials no promotion will resume, then marks the study
+  // COMPLETED. REQUIRES: runtime.mu held.
+  absl::Status CompleteStudy(const v1::Study& study,
+                             const std::vector<v1::Trial>& unpromotable,
+                             int64_t now);
+  // Proposes plan.total_fresh new trials without the lock, then, under it
+  // (shared), stores them granted to their requesters and adds them to
+  // `responses`. REQUIRES: as ServeSuggestions.
+  absl::Status ProposeAndStore(
+      StudyRuntime& runtime, const SuggestionState& state,
+      const std::vector<v1::Trial>& snapshot,
+      const std::vector<SuggestQueue::Ticket*>& batch,
+      const SuggestionPlan& plan,
+      std::vector<v1::SuggestTrialsResponse>& responses)
+      ABSL_LOCKS_EXCLUDED(runtime.mu);
+  // Makes runtime.suggester the model of `study`'s current incarnation,
+  // and loads its prior studies' trials into runtime.priors.
+  // REQUIRES: as ServeSuggestions.
+  absl::Status PrepareSuggester(StudyRuntime& runtime, const v1::Study& study);
+  // `count` new trials (parameters only) from `suggester`, given the
+  // history in `snapshot`. REQUIRES: no other call uses `suggester`
+  // meanwhile; for the study's own (runtime.suggester), as ServeSuggestions,
+  // without the study's lock (a fit may take a while).
+  absl::StatusOr<std::vector<v1::Trial>> ProposeTrials(
+      optimizer::Suggester& suggester,
+      const std::vector<optimizer::PriorStudy>& priors, const v1::Study& study,
+      const std::vector<v1::Trial>& snapshot, int count,
+      int64_t trials_created);
+  // The earlier studies the study transfers from (spec.prior_studies).
+  absl::StatusOr<std::vector<optimizer::PriorStudy>> LoadPriors(
+      const v1::Study& study);
+
+  StudyContext& context_;
+  Leases& leases_;
+};
+
+}  // namespace hypertune::service
+
+#endif  // HYPERTUNE_SERVICE_SUGGESTIONS_H_
