@@ -1,7 +1,6 @@
 #include "cli/worker.h"
 
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,7 +25,12 @@
 #include "cli/format.h"
 #include "cli/subprocess.h"
 #include "cli/trial_outcome.h"
+#include "cli/worker_console.h"
+#include "cli/worker_failures.h"
 #include "cli/worker_protocol.h"
+#include "cli/worker_signals.h"
+#include "cli/worker_tally.h"
+#include "cli/worker_text.h"
 #include "common/study_metrics.h"
 
 extern char** environ;
@@ -92,38 +96,6 @@ constexpr std::chrono::milliseconds kWaitMax{2000};
 constexpr std::chrono::milliseconds kTick{200};
 // The worker outlives short server restarts.
 constexpr int kWorkerMaxAttempts = 20;
-// A program that fails sooner than this, as the worker's first ones all
-// did, fails whatever its parameters (--early-failures).
-constexpr double kQuickFailureSeconds = 10;
-
-std::atomic<int> g_stop_signals{0};
-std::atomic<int> g_last_signal{0};
-
-void OnStopSignal(int signal) {
-  g_last_signal.store(signal);
-  g_stop_signals.fetch_add(1);
-}
-
-// SIGINT/SIGTERM handlers for the worker's run; the previous ones after.
-class SignalScope {
- public:
-  SignalScope() {
-    g_stop_signals = 0;
-    struct sigaction action = {};
-    action.sa_handler = OnStopSignal;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &old_int_);
-    sigaction(SIGTERM, &action, &old_term_);
-  }
-  ~SignalScope() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_ = {};
-  struct sigaction old_term_ = {};
-};
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -131,106 +103,21 @@ int64_t NowMs() {
       .count();
 }
 
-int TerminalWidth() {
-  winsize size = {};
-  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) {
-    return size.ws_col;
+// The study's single objective, whose best value the progress shows;
+// nullopt with several.
+std::optional<StudyMetrics::Objective> SingleObjective(
+    const v1::StudySpec& spec) {
+  const StudyMetrics metrics(spec);
+  if (metrics.objectives().empty() || metrics.multi_objective()) {
+    return std::nullopt;
   }
-  return 80;
+  return metrics.primary();
 }
 
-// Lines from all slots, and on a terminal one status line kept below them.
-class Console {
- public:
-  Console(std::ostream& out, std::ostream& err, bool status_line)
-      : out_(out), err_(err), status_line_(status_line) {}
-
-  void Out(const std::string& line) {
-    absl::MutexLock lock(&mu_);
-    ClearLocked();
-    out_ << line << '\n';
-    DrawLocked();
-  }
-  void Err(const std::string& line) {
-    absl::MutexLock lock(&mu_);
-    ClearLocked();
-    out_.flush();
-    err_ << line << '\n';
-    err_.flush();
-    DrawLocked();
-  }
-  void Status(std::string status) {
-    absl::MutexLock lock(&mu_);
-    if (!status_line_) return;
-    status_ = std::move(status);
-    ClearLocked();
-    DrawLocked();
-  }
-  void Close() {
-    absl::MutexLock lock(&mu_);
-    ClearLocked();
-    status_line_ = false;
-    out_.flush();
-  }
-
- private:
-  void ClearLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (drawn_) out_ << "\r\033[K";
-    drawn_ = false;
-  }
-  void DrawLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (status_line_ && !status_.empty()) {
-      size_t width = static_cast<size_t>(TerminalWidth() - 1);
-      out_ << (status_.size() > width ? status_.substr(0, width) : status_);
-      drawn_ = true;
-    }
-    out_.flush();
-  }
-
-  absl::Mutex mu_;
-  std::ostream& out_ ABSL_GUARDED_BY(mu_);
-  std::ostream& err_ ABSL_GUARDED_BY(mu_);
-  bool status_line_ ABSL_GUARDED_BY(mu_);
-  bool drawn_ ABSL_GUARDED_BY(mu_) = false;
-  std::string status_ ABSL_GUARDED_BY(mu_);
-};
-
-std::string MetricsText(const Metrics& metrics) {
-  return absl::StrJoin(metrics, " ", [](std::string* out, const auto& m) {
-    absl::StrAppend(out, m.first, "=", FormatShort(m.second));
-  });
-}
-
-std::string ParametersText(const v1::Trial& trial) {
-  return absl::StrJoin(trial.parameters(), " ",
-                       [](std::string* out, const v1::ParameterValue& p) {
-                         absl::StrAppend(out, p.name(), "=",
-                                         FormatParameterValue(p));
-                       });
-}
-
-// The last `lines` lines of file `path` (at most 8 KiB of it), each ending
-// in a newline; "" if it cannot be read.
-std::string LogTail(const std::filesystem::path& path, int lines) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return "";
-  file.seekg(0, std::ios::end);
-  const std::streamoff size = file.tellg();
-  const std::streamoff start = std::max<std::streamoff>(0, size - 8192);
-  file.seekg(start);
-  std::string text((std::istreambuf_iterator<char>(file)), {});
-  std::vector<absl::string_view> all = absl::StrSplit(text, '\n');
-  if (!all.empty() && all.back().empty()) all.pop_back();
-  const size_t first = all.size() > static_cast<size_t>(lines)
-                           ? all.size() - static_cast<size_t>(lines)
-                           : 0;
-  std::string tail;
-  for (size_t i = first; i < all.size(); ++i) {
-    absl::StrAppend(&tail, "  ", all[i], "\n");
-  }
-  return tail;
-}
-
+// One run of `hypertune worker`: options_.parallel slots, each taking a
+// trial, running its program (RunTrial) and settling the trial (Settle),
+// until the study or the worker is done. Its progress is a WorkerTally,
+// its watches for a program that cannot run a FailureWatch.
 class Worker {
  public:
   Worker(WorkerOptions options, Client client, v1::Study study,
@@ -239,18 +126,16 @@ class Worker {
         client_(std::move(client)),
         study_(std::move(study)),
         console_(console),
+        required_metrics_(StudyMetrics(study_.spec()).RequiredNames()),
         tickets_(
-            options_.max_trials.value_or(std::numeric_limits<int64_t>::max())) {
-    const StudyMetrics metrics(study_.spec());
-    required_metrics_ = metrics.RequiredNames();
-    if (!metrics.objectives().empty() && !metrics.multi_objective()) {
-      objective_ = metrics.primary().name;
-      maximize_ = metrics.primary().maximize;
-    }
+            options_.max_trials.value_or(std::numeric_limits<int64_t>::max())),
+        tally_(options_.study,
+               options_.max_trials.value_or(study_.spec().max_trials()),
+               SingleObjective(study_.spec())),
+        failures_(options_.early_failures, options_.max_consecutive_failures) {
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
       base_env_.emplace_back(*e);
     }
-    budget_ = options_.max_trials.value_or(study_.spec().max_trials());
   }
 
   absl::Status Run() {
@@ -262,34 +147,36 @@ class Worker {
     for (std::thread& t : slots) t.join();
 
     absl::MutexLock lock(&mu_);
-    std::string why = !fatal_.ok()                ? "stopped by an error"
-                      : g_stop_signals.load() > 0 ? "interrupted"
-                      : study_completed_          ? "study budget spent"
-                                                  : "--max-trials reached";
+    std::string why = !fatal_.ok()               ? "stopped by an error"
+                      : StopSignals() > 0        ? "interrupted"
+                      : tally_.study_completed() ? "study budget spent"
+                                                 : "--max-trials reached";
     std::string summary =
-        absl::StrCat("worker done (", why, "): ", ProgressLocked());
+        absl::StrCat("worker done (", why, "): ", tally_.Progress());
     console_.Close();
     console_.Out(summary);
     if (!fatal_.ok()) return fatal_;
-    if (g_stop_signals.load() > 0) {
+    if (StopSignals() > 0) {
       return absl::CancelledError(
-          absl::StrCat("interrupted by signal ", g_last_signal.load()));
+          absl::StrCat("interrupted by signal ", LastStopSignal()));
     }
-    if (completed_ == 0 && infeasible_ + other_ > 0) {
+    const WorkerTally::Counts counts = tally_.counts();
+    if (counts.completed == 0 && counts.infeasible + counts.other > 0) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "no trial completed (", infeasible_, " infeasible, ", other_,
-          " given back or left); see the trials' logs in ", options_.log_dir));
+          "no trial completed (", counts.infeasible, " infeasible, ",
+          counts.other, " given back or left); see the trials' logs in ",
+          options_.log_dir));
     }
     return absl::OkStatus();
   }
 
  private:
-  bool Stopping() {
+  bool Stopping() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
-    return g_stop_signals.load() > 0 || !fatal_.ok();
+    return StopSignals() > 0 || !fatal_.ok();
   }
 
-  void SetFatal(absl::Status status) {
+  void SetFatal(absl::Status status) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     if (fatal_.ok()) fatal_ = std::move(status);
   }
@@ -326,8 +213,7 @@ class Worker {
       if (response->trials_size() == 0) {
         ReturnTicket();
         if (response->study_state() == v1::Study::COMPLETED) {
-          absl::MutexLock lock(&mu_);
-          study_completed_ = true;
+          tally_.SetStudyCompleted();
           break;
         }
         if (response->study_state() == v1::Study::PAUSED && !told_paused) {
@@ -435,10 +321,7 @@ class Worker {
     console_.Out(absl::StrCat("trial ", id, " started (slot ", slot,
                               "): ", ParametersText(trial), "; log ",
                               log_path.string()));
-    {
-      absl::MutexLock lock(&mu_);
-      ++running_;
-    }
+    tally_.ProgramStarted();
     UpdateStatus();
 
     Clock::time_point started = Clock::now();
@@ -503,11 +386,11 @@ class Worker {
           absl::StrCat(prefix, absl::string_view(line.data(), line.size())));
     };
     auto on_tick = [&] {
-      int signals = g_stop_signals.load();
+      int signals = StopSignals();
       if (signals > signals_passed_on) {
-        (*process)->Signal(signals >= 2 ? SIGKILL : g_last_signal.load());
+        (*process)->Signal(signals >= 2 ? SIGKILL : LastStopSignal());
         signals_passed_on = signals;
-        run.worker_signal = g_last_signal.load();
+        run.worker_signal = LastStopSignal();
       }
       if ((lease.should_stop() || stop_reason.has_value()) &&
           !run.stop_requested) {
@@ -532,119 +415,27 @@ class Worker {
     };
     run.exit = (*process)->Wait(on_stdout, on_stderr, on_tick, kTick);
     process->reset();
-    {
-      absl::MutexLock lock(&mu_);
-      --running_;
-    }
+    tally_.ProgramEnded();
     const double program_seconds =
         std::chrono::duration<double>(Clock::now() - started).count();
-    const bool early_failures = EndsEarlyFailures(run, program_seconds, id);
+    const bool early_failures =
+        failures_.EndsEarlyFailures(run, program_seconds, id);
     std::optional<std::string> give_back;
     if (early_failures) {
-      give_back = absl::StrCat(
-          "the worker's first ", options_.early_failures,
-          " programs failed alike within seconds (", ExitText(run.exit),
-          "): the program, not the parameters; given back for a fixed one");
+      give_back = failures_.EarlyFailuresGiveBackReason(run.exit);
     }
     const std::optional<v1::Trial::State> settled =
         Settle(trial, run, ElapsedSeconds(trial, started), program_seconds,
                log, give_back);
     log.close();
     if (early_failures) {
-      SetFatal(EarlyFailuresError(run, id, log_path));
-    } else {
-      CountFailureToRun(settled, run, log_path);
+      SetFatal(failures_.EarlyFailuresError(run.exit, id, log_path));
+    } else if (absl::Status s =
+                   failures_.CountFailureToRun(settled, run, log_path);
+               !s.ok()) {
+      SetFatal(std::move(s));
     }
     return absl::OkStatus();
-  }
-
-  static std::string ExitText(const ProgramExit& exit) {
-    return exit.signaled ? absl::StrCat("killed by signal ", exit.code)
-                         : absl::StrCat("exit status ", exit.code);
-  }
-
-  // Whether `run`, one of this worker's first programs, makes
-  // options_.early_failures of them that failed alike: each ended on its
-  // own within kQuickFailureSeconds with the same non-zero exit status (or
-  // signal) and no metric. Any other end among the first ones (a metric, a
-  // success, a longer run, another status) ends the watch for good.
-  bool EndsEarlyFailures(const TrialRun& run, double program_seconds,
-                         int64_t id) {
-    if (options_.early_failures <= 0) return false;
-    const bool quick_failure =
-        (run.exit.signaled || run.exit.code != 0) &&
-        !run.final_metrics.has_value() && !run.step_metrics.has_value() &&
-        !run.exit.timed_out && run.worker_signal == 0 && !run.stop_requested &&
-        !run.lease_lost && program_seconds < kQuickFailureSeconds;
-    absl::MutexLock lock(&mu_);
-    if (early_watch_over_) return false;
-    const bool alike =
-        early_trials_.empty() || (run.exit.signaled == early_exit_.signaled &&
-                                  run.exit.code == early_exit_.code);
-    if (!quick_failure || !alike) {
-      early_watch_over_ = true;
-      return false;
-    }
-    if (early_trials_.empty()) early_exit_ = run.exit;
-    early_trials_.push_back(id);
-    // With parallel slots, programs already running when the count is
-    // reached end alike too: they are given back as well.
-    return early_trials_.size() >= static_cast<size_t>(options_.early_failures);
-  }
-
-  absl::Status EarlyFailuresError(const TrialRun& run, int64_t id,
-                                  const std::filesystem::path& log_path) {
-    std::vector<int64_t> ids;
-    {
-      absl::MutexLock lock(&mu_);
-      ids = early_trials_;
-    }
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the first ", ids.size(), " trials this worker ran (",
-        absl::StrJoin(ids, ", "), ") all failed alike within ",
-        FormatShort(kQuickFailureSeconds), " s: ", ExitText(run.exit),
-        ", no metric reported. That is the program or its environment (a "
-        "missing module, a wrong interpreter), not the parameters: the "
-        "worker stops before the study's budget is spent on it, and trial ",
-        id, " is given back to the queue. The last program's log (",
-        log_path.string(), ") ends with:\n", LogTail(log_path, 20),
-        "Fix the program and run the worker again (--early-failures 0 never "
-        "stops for this)"));
-  }
-
-  // A program that ended infeasible without reporting a single metric, on
-  // its own (not stopped, timed out, preempted or taken over), failed to
-  // run at all: a typo, a missing module. After max_consecutive_failures of
-  // them in a row the worker stops (FAILED_PRECONDITION, with the last
-  // log's tail), rather than spend the study's budget on them.
-  void CountFailureToRun(std::optional<v1::Trial::State> settled,
-                         const TrialRun& run,
-                         const std::filesystem::path& log_path) {
-    const bool failed_to_run =
-        settled == v1::Trial::INFEASIBLE && !run.final_metrics.has_value() &&
-        !run.step_metrics.has_value() && !run.exit.timed_out &&
-        run.worker_signal == 0 && !run.stop_requested && !run.lease_lost;
-    int in_a_row = 0;
-    {
-      absl::MutexLock lock(&mu_);
-      if (settled == v1::Trial::COMPLETED || settled == v1::Trial::STOPPED ||
-          (settled == v1::Trial::INFEASIBLE && !failed_to_run)) {
-        failures_in_a_row_ = 0;
-      } else if (failed_to_run) {
-        in_a_row = ++failures_in_a_row_;
-      }
-    }
-    if (options_.max_consecutive_failures <= 0 ||
-        in_a_row < options_.max_consecutive_failures) {
-      return;
-    }
-    SetFatal(absl::FailedPreconditionError(absl::StrCat(
-        in_a_row, " trials in a row failed to run (infeasible without "
-                  "reporting a metric); stopping before the study's budget is "
-                  "spent on them. The last one's log (",
-        log_path.string(), ") ends with:\n", LogTail(log_path, 20),
-        "Fix the program and run the worker again (--max-consecutive-failures "
-        "0 never stops)")));
   }
 
   // Seconds since the trial started (server's start time when known).
@@ -747,8 +538,7 @@ class Worker {
                        done.status().message());
       console_.Err(message);
       log << "[hypertune worker] " << message << std::endl;
-      absl::MutexLock lock(&mu_);
-      ++other_;
+      tally_.CountOther();
       return std::nullopt;
     }
     std::string what = Describe(*done);
@@ -808,91 +598,31 @@ class Worker {
   void Record(const v1::Trial& trial, const std::string& message,
               std::ofstream& log, bool counted = true) {
     log << "[hypertune worker] " << message << std::endl;
-    {
-      absl::MutexLock lock(&mu_);
-      if (!counted) {
-        ++other_;
-      } else if (trial.state() == v1::Trial::INFEASIBLE) {
-        ++infeasible_;
-      } else if (trial.state() == v1::Trial::COMPLETED ||
-                 trial.state() == v1::Trial::STOPPED) {
-        ++completed_;
-        const auto& metrics = trial.final_measurement().metrics();
-        auto it = metrics.find(objective_);
-        const bool feasible = !trial.has_feasible() || trial.feasible();
-        if (feasible && it != metrics.end() &&
-            (!best_.has_value() ||
-             (maximize_ ? it->second > *best_ : it->second < *best_))) {
-          best_ = it->second;
-          best_trial_ = trial.id();
-        }
-      } else {
-        ++other_;
-      }
+    if (counted) {
+      tally_.CountSettled(trial);
+    } else {
+      tally_.CountOther();
     }
     console_.Out(message);
     UpdateStatus();
   }
 
-  // "<study>: 3/30 done (1 infeasible), 2 running, best loss=0.1 (trial 2)"
-  std::string ProgressLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    std::string text =
-        absl::StrCat(options_.study, ": ", completed_ + infeasible_ + other_);
-    if (budget_ > 0) absl::StrAppend(&text, "/", budget_);
-    absl::StrAppend(&text, " done");
-    std::vector<std::string> notes;
-    if (infeasible_ > 0)
-      notes.push_back(absl::StrCat(infeasible_, " infeasible"));
-    if (other_ > 0) {
-      notes.push_back(absl::StrCat(other_, " given back or left"));
-    }
-    if (!notes.empty())
-      absl::StrAppend(&text, " (", absl::StrJoin(notes, ", "), ")");
-    absl::StrAppend(&text, ", ", running_, " running");
-    if (best_.has_value()) {
-      absl::StrAppend(&text, ", best ", objective_, "=", FormatShort(*best_),
-                      " (trial ", best_trial_, ")");
-    }
-    return text;
-  }
-
-  void UpdateStatus() {
-    std::string text;
-    {
-      absl::MutexLock lock(&mu_);
-      text = ProgressLocked();
-    }
-    console_.Status(std::move(text));
-  }
+  void UpdateStatus() { console_.Status(tally_.Progress()); }
 
   WorkerOptions options_;
   Client client_;
   v1::Study study_;
   Console& console_;
-  // The metrics a result needs; the single objective, "" with several.
-  std::vector<std::string> required_metrics_;
-  std::string objective_;
-  bool maximize_ = false;
-  int64_t budget_ = 0;
+  // The metrics a result needs.
+  const std::vector<std::string> required_metrics_;
   std::vector<std::string> base_env_;
+  // Trials left to take under --max-trials.
   std::atomic<int64_t> tickets_;
+  WorkerTally tally_;
+  FailureWatch failures_;
 
   absl::Mutex mu_;
-  int running_ ABSL_GUARDED_BY(mu_) = 0;
-  int completed_ ABSL_GUARDED_BY(mu_) = 0;
-  int infeasible_ ABSL_GUARDED_BY(mu_) = 0;
-  // Given back, left to their leases, or settled by someone else.
-  int other_ ABSL_GUARDED_BY(mu_) = 0;
-  std::optional<double> best_ ABSL_GUARDED_BY(mu_);
-  int64_t best_trial_ ABSL_GUARDED_BY(mu_) = 0;
-  bool study_completed_ ABSL_GUARDED_BY(mu_) = false;
-  // Trials in a row whose program failed to run (CountFailureToRun).
-  int failures_in_a_row_ ABSL_GUARDED_BY(mu_) = 0;
-  // The worker's first trials whose programs failed alike, and how the
-  // first of them ended (EndsEarlyFailures); over once one ends otherwise.
-  std::vector<int64_t> early_trials_ ABSL_GUARDED_BY(mu_);
-  ProgramExit early_exit_ ABSL_GUARDED_BY(mu_);
-  bool early_watch_over_ ABSL_GUARDED_BY(mu_) = false;
+  // The first error that stops the whole worker.
   absl::Status fatal_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -1047,7 +777,7 @@ absl::Status RunWorkerCommand(const CommandContext& context, const Args& args) {
                      "\": ", error.message()));
   }
   Console console(context.out, context.err, context.interactive);
-  SignalScope signals;
+  StopSignalScope signals;
   Worker worker(*std::move(options), std::move(client), *std::move(study),
                 console);
   return worker.Run();
