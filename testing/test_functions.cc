@@ -83,6 +83,54 @@ double StyblinskiTang(const Eigen::VectorXd& x) {
   return 0.5 * (a.pow(4) - 16 * a.square() + 5 * a).sum();
 }
 
+double Hartmann3(const Eigen::VectorXd& x) {
+  assert(x.size() == 3);
+  static constexpr double kA[4][3] = {
+      {3, 10, 30}, {0.1, 10, 35}, {3, 10, 30}, {0.1, 10, 35}};
+  static constexpr double kP[4][3] = {{3689, 1170, 2673},
+                                      {4699, 4387, 7470},
+                                      {1091, 8732, 5547},
+                                      {381, 5743, 8828}};
+  static constexpr double kAlpha[4] = {1.0, 1.2, 3.0, 3.2};
+  double sum = 0;
+  for (int i = 0; i < 4; ++i) {
+    double inner = 0;
+    for (int j = 0; j < 3; ++j) {
+      const double d = x[j] - 1e-4 * kP[i][j];
+      inner += kA[i][j] * d * d;
+    }
+    sum += kAlpha[i] * std::exp(-inner);
+  }
+  return -sum;
+}
+
+double Shekel(const Eigen::VectorXd& x, int m) {
+  assert(x.size() == 4 && m >= 1 && m <= 10);
+  static constexpr double kBeta[10] = {1, 2, 2, 4, 4, 6, 3, 7, 5, 5};
+  static constexpr double kC[4][10] = {
+      {4, 1, 8, 6, 3, 2, 5, 8, 6, 7},
+      {4, 1, 8, 6, 7, 9, 3, 1, 2, 3.6},
+      {4, 1, 8, 6, 3, 2, 5, 8, 6, 7},
+      {4, 1, 8, 6, 7, 9, 3, 1, 2, 3.6}};
+  double sum = 0;
+  for (int i = 0; i < m; ++i) {
+    double inner = 0.1 * kBeta[i];
+    for (int j = 0; j < 4; ++j) {
+      const double d = x[j] - kC[j][i];
+      inner += d * d;
+    }
+    sum += 1 / inner;
+  }
+  return -sum;
+}
+
+double SixHumpCamel(const Eigen::VectorXd& x) {
+  assert(x.size() == 2);
+  const double a = x[0], b = x[1];
+  return (4 - 2.1 * a * a + a * a * a * a / 3) * a * a + a * b +
+         (-4 + 4 * b * b) * b * b;
+}
+
 const std::vector<BenchmarkFunction>& PublicSuite() {
   static const std::vector<BenchmarkFunction>* const kSuite = [] {
     using Bounds = std::vector<std::pair<double, double>>;
@@ -95,6 +143,15 @@ const std::vector<BenchmarkFunction>& PublicSuite() {
         {"levy10", Levy, Bounds(10, {-10.0, 10.0}), 0.0},
         {"styblinski10", StyblinskiTang, Bounds(10, {-5.0, 5.0}),
          -39.16616570377142 * 10},
+        {"hartmann3", Hartmann3, Bounds(3, {0.0, 1.0}), -3.86277978733266},
+        {"shekel5", [](const Eigen::VectorXd& x) { return Shekel(x, 5); },
+         Bounds(4, {0.0, 10.0}), -10.1531996790582},
+        {"shekel7", [](const Eigen::VectorXd& x) { return Shekel(x, 7); },
+         Bounds(4, {0.0, 10.0}), -10.4029153367777},
+        {"shekel10", [](const Eigen::VectorXd& x) { return Shekel(x, 10); },
+         Bounds(4, {0.0, 10.0}), -10.5364431534835},
+        {"camel2", SixHumpCamel, Bounds{{-3.0, 3.0}, {-2.0, 2.0}},
+         -1.03162845348988},
     };
   }();
   return *kSuite;

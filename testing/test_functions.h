@@ -1,6 +1,9 @@
 // The public benchmark functions of BENCHMARKS.md section 1, the same
-// definitions, bounds and known minima as shared/peers/functions.py. All are
-// minimized. Pure functions; the suite is immutable and thread-safe.
+// definitions, bounds and known minima as shared/peers/functions.py, and
+// after them functions with narrow basins and local optima (hartmann3, the
+// Shekel family, the six-hump camel), defined for the peers in
+// benchmarks/extra_functions.py. All are minimized. Pure functions; the
+// suite is immutable and thread-safe.
 #ifndef HYPERTUNE_TESTING_TEST_FUNCTIONS_H_
 #define HYPERTUNE_TESTING_TEST_FUNCTIONS_H_
 
@@ -33,6 +36,14 @@ double Rosenbrock(const Eigen::VectorXd& x);
 double Levy(const Eigen::VectorXd& x);
 // Styblinski-Tang; minimum -39.16617 d at (-2.903534, ..., -2.903534).
 double StyblinskiTang(const Eigen::VectorXd& x);
+// Hartmann 3-d; minimum -3.8627798 near (0.114589, 0.555649, 0.852547).
+double Hartmann3(const Eigen::VectorXd& x);
+// Shekel with m of its ten basins (m in 5, 7, 10) on [0, 10]^4; the global
+// minimum lies in the basin at (4, 4, 4, 4), whose width is sqrt(0.1).
+double Shekel(const Eigen::VectorXd& x, int m);
+// The six-hump camel on [-3, 3] x [-2, 2]; minimum -1.0316285 at
+// +-(0.0898420, -0.7126564).
+double SixHumpCamel(const Eigen::VectorXd& x);
 
 struct BenchmarkFunction {
   std::string name;  // e.g. "branin2": the family and the dimension.
@@ -44,7 +55,7 @@ struct BenchmarkFunction {
 };
 
 // branin2, hartmann6, ackley5, rosenbrock5, levy10, styblinski10, in the
-// peer's order.
+// peer's order, then hartmann3, shekel5, shekel7, shekel10, camel2.
 const std::vector<BenchmarkFunction>& PublicSuite();
 
 // The suite's function called `name`; NOT_FOUND listing the known names.

@@ -32,6 +32,14 @@ TEST(FunctionsTest, ValuesAtKnownMinimizersEqualTheKnownMinima) {
   EXPECT_NEAR(Levy(Fill(10, 1.0)), Minimum("levy10"), 1e-12);
   EXPECT_NEAR(StyblinskiTang(Fill(10, -2.903534)), Minimum("styblinski10"),
               1e-6);
+  EXPECT_NEAR(Hartmann3(Eigen::Vector3d(0.11458887, 0.5556489, 0.85254699)),
+              Minimum("hartmann3"), 1e-9);
+  Eigen::Vector4d s5(4.00003715, 4.00013328, 4.00003715, 4.00013327);
+  EXPECT_NEAR(Shekel(s5, 5), Minimum("shekel5"), 1e-9);
+  Eigen::Vector4d s10(4.00074687, 3.99950948, 4.00074687, 3.99950948);
+  EXPECT_NEAR(Shekel(s10, 10), Minimum("shekel10"), 1e-9);
+  EXPECT_NEAR(SixHumpCamel(Eigen::Vector2d(0.0898420, -0.7126564)),
+              Minimum("camel2"), 1e-9);
 }
 
 TEST(FunctionsTest, KnownMinimaAreLowerBoundsOnASample) {
@@ -61,7 +69,13 @@ TEST(FunctionsTest, MatchesThePeerAtAnOffOptimumPoint) {
                         Case{"ackley5", 21.08002494764794},
                         Case{"rosenbrock5", 13181.630154102453},
                         Case{"levy10", 74.22935225688632},
-                        Case{"styblinski10", -161.2172067901234}}) {
+                        Case{"styblinski10", -161.2172067901234},
+                        // benchmarks/extra_functions.py's twins.
+                        Case{"hartmann3", -1.0023086415041336},
+                        Case{"shekel5", -0.1898292345496722},
+                        Case{"shekel7", -0.25103919762220334},
+                        Case{"shekel10", -0.3088726847573027},
+                        Case{"camel2", 2.1656249999999986}}) {
     const BenchmarkFunction f = FindFunction(c.name).value();
     Eigen::VectorXd x(f.dim());
     for (int i = 0; i < f.dim(); ++i) {
@@ -76,7 +90,9 @@ TEST(FunctionsTest, MatchesThePeerAtAnOffOptimumPoint) {
 TEST(FunctionsTest, SuiteHasThePublicFunctionsWithTheirDimensions) {
   const std::vector<std::pair<const char*, int>> expected = {
       {"branin2", 2},     {"hartmann6", 6}, {"ackley5", 5},
-      {"rosenbrock5", 5}, {"levy10", 10},   {"styblinski10", 10}};
+      {"rosenbrock5", 5}, {"levy10", 10},   {"styblinski10", 10},
+      {"hartmann3", 3},   {"shekel5", 4},   {"shekel7", 4},
+      {"shekel10", 4},    {"camel2", 2}};
   ASSERT_EQ(PublicSuite().size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     EXPECT_EQ(PublicSuite()[i].name, expected[i].first);
