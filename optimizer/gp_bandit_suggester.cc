@@ -58,10 +58,10 @@ double GpBanditSuggester::CostExponent(const SuggestRequest& request,
   }
   if (cost.max_trials > 0) {
     if (cost.max_trials <= initial) return 0.0;
-    return std::clamp(static_cast<double>(cost.max_trials -
-                                          request.trials_created) /
-                          static_cast<double>(cost.max_trials - initial),
-                      0.0, 1.0);
+    return std::clamp(
+        static_cast<double>(cost.max_trials - request.trials_created) /
+            static_cast<double>(cost.max_trials - initial),
+        0.0, 1.0);
   }
   return 1.0;
 }
@@ -91,8 +91,8 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
           ? options_.initial_trials
           : InitialDesignSize(d, static_cast<int>(request.metrics.size()));
   const int64_t history_size = static_cast<int64_t>(request.history.size());
-  gp_bandit::ModelInputs inputs{&space, &coords, &history, &request.metrics,
-                                request.seed, {}};
+  gp_bandit::ModelInputs inputs{&space,           &coords,      &history,
+                                &request.metrics, request.seed, {}};
   if (request.priors != nullptr && !request.priors->empty() &&
       coords.tree.empty()) {
     for (int c = 0; c < history.num_objectives(); ++c) {
@@ -176,15 +176,16 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
             [&](Eigen::VectorXd& x) { coords.Snap(space, x); }};
         AcquisitionOptimizerOptions search = options_.acquisition_optimizer;
         search.distinct_results = true;
-        const std::vector<ScoredPoint> ranked = MaximizeAcquisition(
-            stack.top(), domain, models->anchors, models->perturbation_scale,
-            pick_seed, search);
+        const std::vector<ScoredPoint> ranked =
+            MaximizeAcquisition(stack.top(), domain, models->anchors,
+                                models->perturbation_scale, pick_seed, search);
         std::optional<Assignment> picked = gp_bandit::PickNew(
             ranked, stack.top(), coords, space, models->incumbent,
             options_.incumbent_pull_tolerance, history.taken);
         a = picked ? *std::move(picked)
-                   : fallback(i, "no finite, new point maximizes the "
-                                 "acquisition");
+                   : fallback(i,
+                              "no finite, new point maximizes the "
+                              "acquisition");
       }
     }
     history.taken.insert(a);

@@ -27,9 +27,8 @@ Eigen::VectorXd Coordinates::FromUnit(const Eigen::VectorXd& unit) const {
   Eigen::VectorXd x = unit;
   for (int j = 0; j < dim(); ++j) {
     if (categorical[j]) {
-      x[j] = std::min(
-          std::floor(std::clamp(unit[j], 0.0, 1.0) * categories[j]),
-          categories[j] - 1.0);
+      x[j] = std::min(std::floor(std::clamp(unit[j], 0.0, 1.0) * categories[j]),
+                      categories[j] - 1.0);
     }
   }
   return x;

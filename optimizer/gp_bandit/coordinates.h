@@ -69,8 +69,7 @@ std::vector<int> NearestToAny(const Coordinates& c, const Eigen::MatrixXd& x,
                               const std::vector<int>& centres, int count);
 
 Eigen::MatrixXd Rows(const Eigen::MatrixXd& x, const std::vector<int>& rows);
-Eigen::VectorXd Entries(const Eigen::VectorXd& y,
-                        const std::vector<int>& rows);
+Eigen::VectorXd Entries(const Eigen::VectorXd& y, const std::vector<int>& rows);
 // The rows as a matrix with `cols` columns (0 rows when empty).
 Eigen::MatrixXd ToMatrix(const std::vector<Eigen::VectorXd>& rows, int cols);
 int ArgMax(const Eigen::VectorXd& y);

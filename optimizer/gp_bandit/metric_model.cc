@@ -22,15 +22,14 @@ Standardization StandardizationOf(const Eigen::VectorXd& y) {
   Standardization map;
   map.mean = y.mean();
   const Eigen::VectorXd centred = y.array() - map.mean;
-  const double sd = std::sqrt(centred.squaredNorm() /
-                              static_cast<double>(std::max<Eigen::Index>(
-                                  y.size() - 1, 1)));
+  const double sd =
+      std::sqrt(centred.squaredNorm() /
+                static_cast<double>(std::max<Eigen::Index>(y.size() - 1, 1)));
   map.scale = sd > 1e-300 ? sd : 1.0;
   return map;
 }
 
-Eigen::VectorXd ToTargets(Targets kind,
-                                             const Eigen::VectorXd& y) {
+Eigen::VectorXd ToTargets(Targets kind, const Eigen::VectorXd& y) {
   if (kind == Targets::kWarped) return TransformOutputs(y);
   if (kind == Targets::kAsGiven) return y;
   const Standardization map = StandardizationOf(y);
@@ -50,9 +49,10 @@ MetricFits::~MetricFits() {
   if (background_) background_->cancelled = true;
 }
 
-Fit MetricFits::CheckpointParams(
-    const SearchSpace& space, uint64_t seed, const Eigen::MatrixXd& x,
-    const Eigen::VectorXd& y, int c, bool allow_additive, Targets kind) {
+Fit MetricFits::CheckpointParams(const SearchSpace& space, uint64_t seed,
+                                 const Eigen::MatrixXd& x,
+                                 const Eigen::VectorXd& y, int c,
+                                 bool allow_additive, Targets kind) {
   const Coordinates coords(space);
   Eigen::MatrixXd xc = x.topRows(c);
   Eigen::VectorXd yc = y.head(c);
@@ -68,28 +68,29 @@ Fit MetricFits::CheckpointParams(
       // prior's mode, as a never-matching checkpoint 0, until a fit lands.
       const std::unique_ptr<Kernel> kernel =
           coords.MakeKernel(KernelStructure::kProduct);
-      fit_ = FitCache{
-          0, seed, allow_additive, Eigen::MatrixXd(), Eigen::VectorXd(),
-          Fit{KernelStructure::kProduct,
-              PriorFor(coords, KernelStructure::kProduct)
-                  .Mode(kernel->num_params())}};
+      fit_ = FitCache{0,
+                      seed,
+                      allow_additive,
+                      Eigen::MatrixXd(),
+                      Eigen::VectorXd(),
+                      Fit{KernelStructure::kProduct,
+                          PriorFor(coords, KernelStructure::kProduct)
+                              .Mode(kernel->num_params())}};
     }
     FitInBackground(space, seed, std::move(xc), std::move(yc), c,
                     allow_additive, kind);
     // The latest fit: this checkpoint's if it just finished, else older.
     return fit_->fit;
   }
-  const Fit fit = *FitCheckpoint(space, seed, xc, yc, c, allow_additive,
-                                 kind, *options_, [] { return false; });
-  fit_ = FitCache{c, seed, allow_additive, std::move(xc), std::move(yc),
-                       fit};
+  const Fit fit = *FitCheckpoint(space, seed, xc, yc, c, allow_additive, kind,
+                                 *options_, [] { return false; });
+  fit_ = FitCache{c, seed, allow_additive, std::move(xc), std::move(yc), fit};
   return fit;
 }
 
-void MetricFits::FitInBackground(const SearchSpace& space,
-                                        uint64_t seed, Eigen::MatrixXd xc,
-                                        Eigen::VectorXd yc, int c,
-                                        bool allow_additive, Targets kind) {
+void MetricFits::FitInBackground(const SearchSpace& space, uint64_t seed,
+                                 Eigen::MatrixXd xc, Eigen::VectorXd yc, int c,
+                                 bool allow_additive, Targets kind) {
   if (!background_) background_ = std::make_shared<BackgroundFit>();
   const std::shared_ptr<BackgroundFit> background = background_;
   absl::MutexLock lock(&background->mu);
@@ -97,32 +98,33 @@ void MetricFits::FitInBackground(const SearchSpace& space,
     fit_ = *std::move(background->done);
     background->done.reset();
   }
-  if (background->running ||
-      fit_->Holds(c, seed, allow_additive, xc, yc)) {
+  if (background->running || fit_->Holds(c, seed, allow_additive, xc, yc)) {
     return;
   }
   background->running = true;
   // The job owns copies of everything it reads: the suggester may be gone
   // before it runs.
-  options_->background_fits(
-      [background, space, seed, xc = std::move(xc), yc = std::move(yc), c,
-       allow_additive, kind,
-       options = *options_](const std::atomic<bool>& stop) mutable {
-        std::optional<Fit> fit = FitCheckpoint(
-            space, seed, xc, yc, c, allow_additive, kind, options,
-            [&] { return stop || background->cancelled; });
-        absl::MutexLock lock(&background->mu);
-        background->running = false;
-        if (!fit) return;
-        background->done = FitCache{c, seed, allow_additive, std::move(xc),
-                                    std::move(yc), *std::move(fit)};
-      });
+  options_->background_fits([background, space, seed, xc = std::move(xc),
+                             yc = std::move(yc), c, allow_additive, kind,
+                             options = *options_](
+                                const std::atomic<bool>& stop) mutable {
+    std::optional<Fit> fit =
+        FitCheckpoint(space, seed, xc, yc, c, allow_additive, kind, options,
+                      [&] { return stop || background->cancelled; });
+    absl::MutexLock lock(&background->mu);
+    background->running = false;
+    if (!fit) return;
+    background->done = FitCache{
+        c, seed, allow_additive, std::move(xc), std::move(yc), *std::move(fit)};
+  });
 }
 
-std::optional<Fit> FitCheckpoint(
-    const SearchSpace& space, uint64_t seed, const Eigen::MatrixXd& xc,
-    const Eigen::VectorXd& yc, int c, bool allow_additive, Targets kind,
-    const GpBanditOptions& options, const std::function<bool()>& stop) {
+std::optional<Fit> FitCheckpoint(const SearchSpace& space, uint64_t seed,
+                                 const Eigen::MatrixXd& xc,
+                                 const Eigen::VectorXd& yc, int c,
+                                 bool allow_additive, Targets kind,
+                                 const GpBanditOptions& options,
+                                 const std::function<bool()>& stop) {
   const Coordinates coords(space);
   const Eigen::VectorXd targets = ToTargets(kind, yc);
   const int numeric_dims = static_cast<int>(
@@ -163,22 +165,19 @@ std::optional<Fit> FitCheckpoint(
   return best;
 }
 
-absl::StatusOr<MetricModel> MetricFits::Build(const SearchSpace& space, uint64_t seed,
-                                    const Eigen::MatrixXd& x,
-                                    const Eigen::VectorXd& y, Targets kind,
-                                    const std::vector<int>* subset,
-                                    bool allow_local) {
+absl::StatusOr<MetricModel> MetricFits::Build(
+    const SearchSpace& space, uint64_t seed, const Eigen::MatrixXd& x,
+    const Eigen::VectorXd& y, Targets kind, const std::vector<int>* subset,
+    bool allow_local) {
   const Coordinates coords(space);
   const int n = static_cast<int>(x.rows());
   const int c = LastRefitCheckpoint(n);
   // The additive kernel costs d times the product's per kernel entry: not
   // past max_local_points, where latency matters more than sample
   // efficiency.
-  const Fit fit =
-      CheckpointParams(space, seed, x, y, c,
-                       options_->select_additive &&
-                           n <= options_->max_local_points,
-                       kind);
+  const Fit fit = CheckpointParams(
+      space, seed, x, y, c,
+      options_->select_additive && n <= options_->max_local_points, kind);
   const std::unique_ptr<Kernel> kernel = coords.MakeKernel(fit.structure);
   const GpParams& checkpoint = fit.params;
   GpParams params = checkpoint;
@@ -237,9 +236,8 @@ absl::StatusOr<MetricModel> MetricFits::Build(const SearchSpace& space, uint64_t
       // the same operations whether or not the cache holds a prefix.
       int m = 0;
       if (factor_ && factor_structure_ == fit.structure &&
-          factor_->params() == checkpoint &&
-          factor_->size() >= c && factor_->size() <= n &&
-          factor_->x().cols() == x.cols() &&
+          factor_->params() == checkpoint && factor_->size() >= c &&
+          factor_->size() <= n && factor_->x().cols() == x.cols() &&
           factor_->x() == x.topRows(factor_->size())) {
         gp = *std::move(factor_);
         m = gp->size();
@@ -261,8 +259,8 @@ absl::StatusOr<MetricModel> MetricFits::Build(const SearchSpace& space, uint64_t
     }
     gp->SetTargets(targets);
   }
-  MetricModel model{*std::move(gp), fit.structure, params, lengthscales,
-                    std::move(data_x), std::move(targets), lower, upper};
+  MetricModel model{*std::move(gp),    fit.structure,      params, lengthscales,
+                    std::move(data_x), std::move(targets), lower,  upper};
   if (kind == Targets::kStandardized) {
     const Standardization map = StandardizationOf(data_y);
     model.target_mean = map.mean;

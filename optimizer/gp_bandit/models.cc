@@ -128,8 +128,8 @@ absl::StatusOr<Models> BuildPlainModels(const ModelInputs& in,
   const Coordinates& coords = *in.coords;
   const PriorFit* prior = in.priors.empty() ? nullptr : in.priors[0];
   absl::StatusOr<MetricModel> built = BuildObjective(
-      in, in.seed, in.history->table.objective_values.col(0),
-      Targets::kWarped, nullptr, /*allow_local=*/true, prior, fits[0]);
+      in, in.seed, in.history->table.objective_values.col(0), Targets::kWarped,
+      nullptr, /*allow_local=*/true, prior, fits[0]);
   if (!built.ok()) return built.status();
   Models models;
   models.plain = true;
@@ -194,7 +194,8 @@ absl::StatusOr<Models> BuildMetricModels(const ModelInputs& in,
   std::iota(data_rows.begin(), data_rows.end(), 0);
   const bool local = n > options.max_local_points;
   if (local) {
-    data_rows = NearestToAny(coords, h.x, anchor_rows, options.max_local_points);
+    data_rows =
+        NearestToAny(coords, h.x, anchor_rows, options.max_local_points);
   }
   auto metric_seed = [&](int metric) {
     // Metric 0 keeps the request's seed, as in the single-objective form.
@@ -260,9 +261,9 @@ absl::StatusOr<Models> BuildMetricModels(const ModelInputs& in,
     const Eigen::VectorXd front_nadir =
         m.front.colwise().minCoeff().transpose();
     const Eigen::VectorXd data_nadir = values.colwise().minCoeff().transpose();
-    m.reference = front_nadir -
-                  (options.reference_slack * (front_nadir - data_nadir))
-                      .cwiseMax(options.min_reference_margin);
+    m.reference =
+        front_nadir - (options.reference_slack * (front_nadir - data_nadir))
+                          .cwiseMax(options.min_reference_margin);
   }
   m.anchors = Rows(h.x, anchor_rows);
   // While the own feasible trials are few, the priors' best trials too.

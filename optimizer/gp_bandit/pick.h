@@ -40,8 +40,7 @@ Eigen::VectorXd PullTowardIncumbent(const Acquisition& acquisition,
                                     const Coordinates& coords,
                                     const SearchSpace& space,
                                     const Eigen::VectorXd& incumbent,
-                                    const Eigen::VectorXd& x,
-                                    double tolerance);
+                                    const Eigen::VectorXd& x, double tolerance);
 
 // The best of `ranked` with a finite value that decodes to an assignment
 // not in `taken`, pulled toward `incumbent` (none if empty) unless that

@@ -36,11 +36,11 @@ const PriorFit* TransferPriors::ForObjective(
       const double v = o.values[objective];
       if (!std::isfinite(v)) continue;  // As in the study's own model.
       y.push_back(v);
-      rows.push_back(TransferMean::Project(
-                         prior.shared,
-                         coords.FromAssignment(space, o.x).transpose())
-                         .row(0)
-                         .transpose());
+      rows.push_back(
+          TransferMean::Project(prior.shared,
+                                coords.FromAssignment(space, o.x).transpose())
+              .row(0)
+              .transpose());
     }
     if (y.empty()) continue;
     for (int j = 0; j < coords.dim(); ++j) {
@@ -102,8 +102,8 @@ absl::StatusOr<MetricModel> BuildTransferModel(
     // allows.
     const std::unique_ptr<Kernel> kernel =
         coords.MakeKernel(KernelStructure::kProduct);
-    const GpParams params = PriorFor(coords, KernelStructure::kProduct)
-                                .Mode(kernel->num_params());
+    const GpParams params =
+        PriorFor(coords, KernelStructure::kProduct).Mode(kernel->num_params());
     const Eigen::VectorXd own =
         y.size() > 0 ? ToTargets(targets, y) : Eigen::VectorXd();
     absl::StatusOr<GaussianProcess> gp =
@@ -119,9 +119,9 @@ absl::StatusOr<MetricModel> BuildTransferModel(
                     Eigen::VectorXd::Ones(coords.dim())};
   }
   if (!m.ok()) return m.status();
-  m->gp.SetPriorMean(std::make_shared<const TransferMean>(
-      prior.mean->WithWeight(FitPriorWeight(
-          prior.mean->Unweighted(m->data_x), m->targets))));
+  m->gp.SetPriorMean(
+      std::make_shared<const TransferMean>(prior.mean->WithWeight(
+          FitPriorWeight(prior.mean->Unweighted(m->data_x), m->targets))));
   return m;
 }
 

@@ -195,12 +195,12 @@ std::vector<std::string> GoldenLines() {
   std::vector<std::string> lines = {BuildFingerprint()};
   const SearchSpace mixed = MixedSpace();
 
-  lines.push_back(Line("initial design",
-                       Suggest(RequestFor(mixed, OneObjectiveHistory(mixed, 3),
-                                          3, 5))));
-  lines.push_back(Line("one objective",
-                       Suggest(RequestFor(mixed, OneObjectiveHistory(mixed, 18),
-                                          3, 5))));
+  lines.push_back(
+      Line("initial design",
+           Suggest(RequestFor(mixed, OneObjectiveHistory(mixed, 3), 3, 5))));
+  lines.push_back(
+      Line("one objective",
+           Suggest(RequestFor(mixed, OneObjectiveHistory(mixed, 18), 3, 5))));
   {
     SuggestRequest r = RequestFor(mixed, OneObjectiveHistory(mixed, 18), 3, 5);
     r.metrics = {MetricConfig{}};
@@ -244,18 +244,18 @@ std::vector<std::string> GoldenLines() {
   }
   {
     const SearchSpace tree = ConditionalSpace();
-    lines.push_back(Line(
-        "conditional",
-        Suggest(RequestFor(tree, OneObjectiveHistory(tree, 16), 2, 21))));
+    lines.push_back(
+        Line("conditional",
+             Suggest(RequestFor(tree, OneObjectiveHistory(tree, 16), 2, 21))));
   }
   {
     GpBanditOptions local;
     local.max_local_points = 20;
     local.max_fit_points = 16;
-    lines.push_back(Line(
-        "local",
-        Suggest(RequestFor(mixed, OneObjectiveHistory(mixed, 30), 2, 23),
-                local)));
+    lines.push_back(
+        Line("local",
+             Suggest(RequestFor(mixed, OneObjectiveHistory(mixed, 30), 2, 23),
+                     local)));
     SuggestRequest r = RequestFor(mixed, MetricsHistory(mixed, 30, 2), 2, 23);
     r.metrics = MetricConfigs(2);
     lines.push_back(Line("local with a constraint", Suggest(r, local)));
