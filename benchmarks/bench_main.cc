@@ -372,11 +372,11 @@ int TransferRuns(const std::vector<std::string>& args) {
       optimizer::PriorStudy shuffled = related;
       std::vector<double> values;
       for (const optimizer::Observation& o : shuffled.trials) {
-        values.push_back(o.value);
+        values.push_back(o.values[0]);
       }
       std::shuffle(values.begin(), values.end(), std::mt19937_64(prior_seed));
       for (size_t i = 0; i < values.size(); ++i) {
-        shuffled.trials[i].value = values[i];
+        shuffled.trials[i].values = {values[i]};
       }
       const std::vector<optimizer::PriorStudy> priors[3] = {
           {}, {related}, {shuffled}};

@@ -50,7 +50,7 @@ const char kStudyUsage[] =
     "--transfer-from adds the OTHER studies to spec.prior_studies: GP_BANDIT\n"
     "takes their COMPLETED trials as a prior, never as this study's results,\n"
     "weighted by how well they predict its own (same or overlapping\n"
-    "parameters, one objective).\n";
+    "parameters; objective k learns from their objective k).\n";
 
 namespace {
 

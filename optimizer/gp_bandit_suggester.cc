@@ -12,6 +12,7 @@
 #include "optimizer/gp_bandit/models.h"
 #include "optimizer/gp_bandit/pick.h"
 #include "optimizer/initial_design.h"
+#include "optimizer/metrics.h"
 #include "optimizer/sobol.h"
 #include "optimizer/splitmix.h"
 
@@ -25,21 +26,6 @@ using gp_bandit::kMinModelPoints;
 using gp_bandit::MetricModel;
 using gp_bandit::Models;
 using gp_bandit::PriorFit;
-
-namespace {
-
-// The request with its metrics spelled out: a request without metrics is
-// one objective, each completed trial's `value`.
-SuggestRequest WithMetrics(const SuggestRequest& request) {
-  SuggestRequest out = request;
-  out.metrics = {MetricConfig{}};
-  for (Observation& o : out.history) {
-    if (o.outcome == Outcome::kCompleted) o.values = {o.value};
-  }
-  return out;
-}
-
-}  // namespace
 
 GpBanditSuggester::GpBanditSuggester(GpBanditOptions options)
     : options_(std::move(options)), cost_fits_(options_), priors_(options_) {}
@@ -67,13 +53,10 @@ double GpBanditSuggester::CostExponent(const SuggestRequest& request,
 }
 
 absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
-    const SuggestRequest& given) {
-  if (absl::Status s = ValidateSobolRequest(given, "GP_BANDIT"); !s.ok()) {
+    const SuggestRequest& request) {
+  if (absl::Status s = ValidateSobolRequest(request, "GP_BANDIT"); !s.ok()) {
     return s;
   }
-  std::optional<SuggestRequest> spelled_out;
-  if (given.metrics.empty()) spelled_out = WithMetrics(given);
-  const SuggestRequest& request = spelled_out ? *spelled_out : given;
   const SearchSpace& space = *request.space;
   const Coordinates coords(space);
   const int d = coords.dim();
@@ -83,16 +66,17 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
   EncodedHistory history = gp_bandit::EncodeHistory(request, coords);
   const int n = history.completed();
   if (options_.tpe_fallback_above > 0 && n > options_.tpe_fallback_above) {
-    return tpe_.Suggest(given);
+    return tpe_.Suggest(request);
   }
-  while (fits_.size() < request.metrics.size()) fits_.emplace_back(options_);
+  const std::vector<MetricConfig> metrics = MetricsOf(request);
+  while (fits_.size() < metrics.size()) fits_.emplace_back(options_);
   const int initial =
       options_.initial_trials > 0
           ? options_.initial_trials
-          : InitialDesignSize(d, static_cast<int>(request.metrics.size()));
+          : InitialDesignSize(d, static_cast<int>(metrics.size()));
   const int64_t history_size = static_cast<int64_t>(request.history.size());
   gp_bandit::ModelInputs inputs{&space,           &coords,      &history,
-                                &request.metrics, request.seed, {}};
+                                &metrics, request.seed, {}};
   if (request.priors != nullptr && !request.priors->empty() &&
       coords.tree.empty()) {
     for (int c = 0; c < history.num_objectives(); ++c) {

@@ -11,12 +11,17 @@
 
 namespace hypertune::optimizer {
 
+std::vector<MetricConfig> MetricsOf(const SuggestRequest& request) {
+  if (request.metrics.empty()) return {MetricConfig{}};
+  return request.metrics;
+}
+
 MetricTable TabulateMetrics(const SuggestRequest& request) {
-  assert(!request.metrics.empty());
+  const std::vector<MetricConfig> metrics = MetricsOf(request);
   MetricTable t;
-  for (size_t j = 0; j < request.metrics.size(); ++j) {
-    (request.metrics[j].role == MetricRole::kObjective ? t.objectives
-                                                       : t.constraints)
+  for (size_t j = 0; j < metrics.size(); ++j) {
+    (metrics[j].role == MetricRole::kObjective ? t.objectives
+                                               : t.constraints)
         .push_back(static_cast<int>(j));
   }
   for (size_t i = 0; i < request.history.size(); ++i) {
@@ -46,7 +51,7 @@ MetricTable TabulateMetrics(const SuggestRequest& request) {
   t.feasible.assign(n, true);
   t.violation.assign(n, 0.0);
   for (size_t c = 0; c < t.constraints.size(); ++c) {
-    const MetricConfig& m = request.metrics[t.constraints[c]];
+    const MetricConfig& m = metrics[t.constraints[c]];
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
     for (int r = 0; r < n; ++r) {
       const double v = raw(r, t.constraints[c]);
@@ -127,21 +132,9 @@ std::vector<int> PreferenceOrder(const MetricTable& table, int keep) {
 }
 
 bool IsPlainSingleObjective(const SuggestRequest& request) {
-  return request.metrics.size() == 1 &&
-         request.metrics[0].role == MetricRole::kObjective;
-}
-
-SuggestRequest WithoutMetrics(const SuggestRequest& request,
-                              const MetricTable& table) {
-  assert(IsPlainSingleObjective(request));
-  SuggestRequest plain = request;
-  plain.metrics.clear();
-  for (size_t r = 0; r < table.rows.size(); ++r) {
-    Observation& o = plain.history[table.rows[r]];
-    o.value = table.objective_values(static_cast<Eigen::Index>(r), 0);
-    o.values.clear();
-  }
-  return plain;
+  return request.metrics.empty() ||
+         (request.metrics.size() == 1 &&
+          request.metrics[0].role == MetricRole::kObjective);
 }
 
 }  // namespace hypertune::optimizer

@@ -33,8 +33,12 @@ struct MetricTable {
   std::vector<double> violation;
 };
 
-// REQUIRES: ValidateRequest(request).ok() and !request.metrics.empty()
+// A request without metrics is tabulated as one objective.
+// REQUIRES: ValidateRequest(request).ok()
 MetricTable TabulateMetrics(const SuggestRequest& request);
+
+// The request's metrics; one objective for a request that lists none.
+std::vector<MetricConfig> MetricsOf(const SuggestRequest& request);
 
 // The rows of `table` from most to least preferred, for a split that keeps
 // the first `keep` (TPE's "good" group):
@@ -51,15 +55,9 @@ MetricTable TabulateMetrics(const SuggestRequest& request);
 // Ties keep history order. REQUIRES: keep >= 0
 std::vector<int> PreferenceOrder(const MetricTable& table, int keep);
 
-// True for a request with metrics but one objective and no constraints:
-// the single-objective problem in the newer form.
+// True for one objective and no constraints (a request without metrics
+// too): the single-objective problem.
 bool IsPlainSingleObjective(const SuggestRequest& request);
-
-// The request in the form without metrics (each completed trial's `value`
-// its objective from `table`), for a plain single objective.
-// REQUIRES: IsPlainSingleObjective(request); table from the same request.
-SuggestRequest WithoutMetrics(const SuggestRequest& request,
-                              const MetricTable& table);
 
 }  // namespace hypertune::optimizer
 

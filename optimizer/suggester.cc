@@ -1,5 +1,6 @@
 #include "optimizer/suggester.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -70,10 +71,12 @@ absl::Status ValidateCostAndPriors(const SuggestRequest& request) {
     }
     for (size_t i = 0; i < prior.trials.size(); ++i) {
       const Observation& o = prior.trials[i];
-      if (o.outcome != Outcome::kCompleted || std::isnan(o.value)) {
+      if (o.outcome != Outcome::kCompleted || o.values.empty() ||
+          std::any_of(o.values.begin(), o.values.end(),
+                      [](double v) { return std::isnan(v); })) {
         return absl::InvalidArgumentError(absl::StrCat(
             "priors[", p, "].trials[", i,
-            "]: must be a completed trial with a value"));
+            "]: must be a completed trial with values, none NaN"));
       }
       if (absl::Status s = request.space->Validate(o.x); !s.ok()) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -106,8 +109,7 @@ absl::Status ValidateRequest(const SuggestRequest& request) {
     }
   }
   if (absl::Status s = ValidateCostAndPriors(request); !s.ok()) return s;
-  if (request.metrics.empty()) return absl::OkStatus();
-  bool has_objective = false;
+  bool has_objective = request.metrics.empty();
   for (size_t j = 0; j < request.metrics.size(); ++j) {
     const MetricConfig& m = request.metrics[j];
     if (m.role == MetricRole::kObjective) {
@@ -124,10 +126,11 @@ absl::Status ValidateRequest(const SuggestRequest& request) {
   for (size_t i = 0; i < request.history.size(); ++i) {
     const Observation& o = request.history[i];
     if (o.outcome != Outcome::kCompleted) continue;
-    if (o.values.size() != request.metrics.size()) {
+    const size_t metrics = std::max<size_t>(request.metrics.size(), 1);
+    if (o.values.size() != metrics) {
       return absl::InvalidArgumentError(absl::StrCat(
           "history[", i, "].values: ", o.values.size(), " values for ",
-          request.metrics.size(), " metrics"));
+          metrics, " metrics"));
     }
     for (size_t j = 0; j < o.values.size(); ++j) {
       if (std::isnan(o.values[j])) {

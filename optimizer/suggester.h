@@ -12,15 +12,14 @@
 // model incrementally and otherwise rebuilds it. Instances of the stateless
 // algorithms (RANDOM, QUASI_RANDOM) may be shared freely.
 //
-// Several objectives and constraints: a request that lists its metrics
-// (SuggestRequest::metrics) carries one value per metric on each completed
-// trial (Observation::values). Objectives arrive already turned into
-// maximization; a constraint holds when lower <= value <= upper. A trial
-// that misses a constraint is completed, not infeasible: kInfeasible keeps
-// its meaning (bad parameters). An objective value of +-infinity counts as
-// the worst finite value of that objective in the history, never as a
-// number. A request without metrics is the single-objective form in
-// `Observation::value`, handled exactly as before metrics existed.
+// Objectives and constraints: each completed trial carries one value per
+// metric of the request (Observation::values, in SuggestRequest::metrics'
+// order); a request that lists no metrics has one objective, so one value.
+// Objectives arrive already turned into maximization; a constraint holds
+// when lower <= value <= upper. A trial that misses a constraint is
+// completed, not infeasible: kInfeasible keeps its meaning (bad
+// parameters). An objective value of +-infinity counts as the worst finite
+// value of that objective in the history, never as a number.
 #ifndef HYPERTUNE_OPTIMIZER_SUGGESTER_H_
 #define HYPERTUNE_OPTIMIZER_SUGGESTER_H_
 
@@ -43,7 +42,7 @@ enum class Algorithm { kRandom, kQuasiRandom, kGpBandit, kTpe };
 
 // What became of a trial, as far as the model is concerned.
 enum class Outcome {
-  kCompleted,   // `value` holds the objective.
+  kCompleted,   // `values` holds the metrics.
   kInfeasible,  // The parameters are bad: steer away.
   kPending,     // Running or queued: do not propose it again.
 };
@@ -66,12 +65,10 @@ struct MetricConfig {
 struct Observation {
   Assignment x;
   Outcome outcome = Outcome::kPending;
-  // The objective, already turned into maximization. Only for kCompleted,
-  // and only in requests without metrics.
-  double value = 0.0;
-  // Requests with metrics, kCompleted only: one value per metric, in the
-  // order of SuggestRequest::metrics; objectives turned into maximization,
-  // constraints as measured. Never NaN; +-infinity allowed.
+  // kCompleted only: one value per metric, in the order of
+  // SuggestRequest::metrics (one, the objective, for a request without
+  // metrics); objectives turned into maximization, constraints as measured.
+  // Never NaN; +-infinity allowed.
   std::vector<double> values = {};
   // Cost-aware requests (SuggestRequest::cost): what the trial cost
   // (device-seconds, or the study's cost metric); 0 if not known.
@@ -96,8 +93,10 @@ struct CostAwareness {
 // Transfer (GP_BANDIT): an earlier study's completed trials, a prior for
 // this study's model and never data of its own.
 struct PriorStudy {
-  // kCompleted observations, assignments of this request's space, values
-  // turned into maximization (on the prior study's own scale).
+  // kCompleted observations, assignments of this request's space; values
+  // per objective of the earlier study, in its order, turned into
+  // maximization (on the prior study's own scale): objective k of this
+  // request learns from values[k].
   std::vector<Observation> trials;
   // Per parameter of this space: whether the prior study has it. Where it
   // does not, the trials' value is a placeholder the prior ignores.
@@ -115,15 +114,14 @@ struct SuggestRequest {
   // How many points to propose, at least 1.
   int count = 1;
   uint64_t seed = 0;
-  // Empty: one objective, in Observation::value. Otherwise the metrics the
-  // optimizer models, at least one of them an objective, with their values
-  // in Observation::values.
+  // The metrics the optimizer models, at least one of them an objective,
+  // with their values in Observation::values. Empty: one objective.
   std::vector<MetricConfig> metrics = {};
-  // Optional: cost-aware search, single objective only (GP_BANDIT).
+  // Optional: cost-aware search (GP_BANDIT).
   CostAwareness cost = {};
-  // Optional: earlier studies over this space, oldest first; one objective,
-  // flat spaces only (GP_BANDIT). Not owned: they change rarely, and a
-  // copy per request would cost as much as the suggestion.
+  // Optional: earlier studies over this space, oldest first; flat spaces
+  // only (GP_BANDIT). Not owned: they change rarely, and a copy per request
+  // would cost as much as the suggestion.
   const std::vector<PriorStudy>* priors = nullptr;
 };
 
@@ -152,8 +150,9 @@ std::unique_ptr<Suggester> MakeSuggester(Algorithm algorithm,
 
 // The checks every Suggest starts with: a space is set, count >= 1,
 // trials_created >= 0, and every history entry is a valid assignment; with
-// metrics, at least one objective, constraint bounds lower < upper (not
-// NaN), and one non-NaN value per metric on every completed trial.
+// metrics, at least one objective and constraint bounds lower < upper (not
+// NaN); one non-NaN value per metric (one without metrics) on every
+// completed trial.
 // Returns INVALID_ARGUMENT naming the field otherwise.
 absl::Status ValidateRequest(const SuggestRequest& request);
 

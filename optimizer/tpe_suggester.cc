@@ -146,25 +146,27 @@ absl::StatusOr<std::vector<Assignment>> TpeSuggester::Suggest(
   if (absl::Status s = ValidateSobolRequest(request, "TPE"); !s.ok()) {
     return s;
   }
-  if (IsPlainSingleObjective(request)) {
-    return Suggest(WithoutMetrics(request, TabulateMetrics(request)));
-  }
   const SearchSpace& space = *request.space;
   const int d = space.dim();
-  // With several metrics, a completed trial's score is minus its position
-  // in PreferenceOrder (metrics.h), which decides the split below.
-  std::vector<double> metric_scores;
-  if (!request.metrics.empty()) {
-    const MetricTable table = TabulateMetrics(request);
+  // A completed trial's score: its objective (one objective, no
+  // constraints), else minus its position in PreferenceOrder (metrics.h),
+  // which decides the split below.
+  std::vector<double> completed_scores(request.history.size(), 0.0);
+  const MetricTable table = TabulateMetrics(request);
+  if (IsPlainSingleObjective(request)) {
+    for (size_t r = 0; r < table.rows.size(); ++r) {
+      completed_scores[table.rows[r]] =
+          table.objective_values(static_cast<Eigen::Index>(r), 0);
+    }
+  } else {
     int evaluated = 0;
     for (const Observation& o : request.history) {
       evaluated += o.outcome != Outcome::kPending;
     }
     const std::vector<int> order =
         PreferenceOrder(table, GoodGroupSize(evaluated));
-    metric_scores.assign(request.history.size(), 0.0);
     for (size_t k = 0; k < order.size(); ++k) {
-      metric_scores[table.rows[order[k]]] = -static_cast<double>(k);
+      completed_scores[table.rows[order[k]]] = -static_cast<double>(k);
     }
   }
   // Per trial: model coordinates (unit cube; category index) and a score
@@ -177,11 +179,6 @@ absl::StatusOr<std::vector<Assignment>> TpeSuggester::Suggest(
     const Observation& o = request.history[i];
     taken.insert(o.x);
     if (o.outcome == Outcome::kPending) continue;
-    const bool with_metrics = !request.metrics.empty();
-    if (!with_metrics && o.outcome == Outcome::kCompleted &&
-        !std::isfinite(o.value)) {
-      continue;
-    }
     Eigen::VectorXd x = space.Encode(o.x);
     for (int j = 0; j < d; ++j) {
       active.push_back(!std::isnan(o.x[j]));
@@ -191,7 +188,7 @@ absl::StatusOr<std::vector<Assignment>> TpeSuggester::Suggest(
     if (o.outcome != Outcome::kCompleted) {
       scores.push_back(-std::numeric_limits<double>::infinity());
     } else {
-      scores.push_back(with_metrics ? metric_scores[i] : o.value);
+      scores.push_back(completed_scores[i]);
     }
   }
   const int n = static_cast<int>(points.size());

@@ -339,9 +339,16 @@ opt::PriorStudy ToPriorStudy(const opt::SearchSpace& space,
   for (const v1::Trial& trial : prior_trials) {
     if (trial.state() != v1::Trial::COMPLETED) continue;
     const v1::Measurement* m = ResultMeasurement(trial);
-    const std::optional<double> value =
-        m == nullptr ? std::nullopt : prior_metrics.MaximizedPrimary(*m);
-    if (!value || std::isnan(*value)) continue;
+    if (m == nullptr) continue;
+    // The prior's objectives in its order, maximized, up to the first it
+    // lacks: objective k of this study learns from objective k of it.
+    std::vector<double> objectives;
+    for (const StudyMetrics::Objective& o : prior_metrics.objectives()) {
+      const auto it = m->metrics().find(o.name);
+      if (it == m->metrics().end() || std::isnan(it->second)) break;
+      objectives.push_back(o.maximize ? it->second : -it->second);
+    }
+    if (objectives.empty()) continue;
     ParameterValues values;
     for (const v1::ParameterValue& v : trial.parameters()) {
       if (shared.contains(v.name())) *values.Add() = v;
@@ -352,7 +359,8 @@ opt::PriorStudy ToPriorStudy(const opt::SearchSpace& space,
     absl::StatusOr<opt::Assignment> x =
         ToAssignment("trial.parameters", space, values);
     if (!x.ok()) continue;  // Outside this study's domain.
-    prior.trials.push_back({*std::move(x), opt::Outcome::kCompleted, *value});
+    prior.trials.push_back(
+        {*std::move(x), opt::Outcome::kCompleted, std::move(objectives)});
   }
   return prior;
 }

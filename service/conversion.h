@@ -86,10 +86,12 @@ std::vector<optimizer::Observation> ToHistory(
 double TrialCost(const v1::StudySpec& spec, const v1::Trial& trial);
 
 // An earlier study (`prior_spec`, `prior_trials`) as a transfer prior of a
-// study over `space`: its COMPLETED trials with their primary objective
-// turned into maximization, parameters matched to `space` by name and kind
-// (shared); the others hold placeholders. Trials with a shared value
-// outside `space`'s domain, or without the objective, are left out.
+// study over `space`: its COMPLETED trials with their objectives, in the
+// prior's order up to the first a trial lacks, turned into maximization
+// (objective k of this study learns from the prior's objective k);
+// parameters matched to `space` by name and kind (shared), the others
+// holding placeholders. Trials with a shared value outside `space`'s
+// domain, or without the primary objective, are left out.
 optimizer::PriorStudy ToPriorStudy(const optimizer::SearchSpace& space,
                                    const v1::StudySpec& spec,
                                    const v1::StudySpec& prior_spec,

@@ -182,8 +182,8 @@ absl::Status ValidateMetricRole(const std::string& field,
 }
 
 // The cost-aware and transfer fields of study `study_name`'s spec: GP_BANDIT
-// (the server's default filled in), one objective, no constraints;
-// cost_metric a recorded metric; prior_studies at most kMaxPriorStudies
+// (the server's default filled in), with any objectives and constraints;
+// cost_metric a recorded metric (no objective or constraint); prior_studies at most kMaxPriorStudies
 // valid names, not the study itself, none twice, on a flat space. Whether
 // they exist is the service's to check.
 absl::Status ValidateCostAndTransfer(const std::string& study_name,
@@ -202,9 +202,6 @@ absl::Status ValidateCostAndTransfer(const std::string& study_name,
                                        v1::Algorithm_Name(spec.algorithm())));
   }
   const StudyMetrics metrics(spec);
-  if (metrics.objectives().size() != 1 || !metrics.constraints().empty()) {
-    return Invalid(field, "needs exactly one objective and no constraints");
-  }
   if (!spec.cost_metric().empty()) {
     const auto it = std::find_if(
         spec.metrics().begin(), spec.metrics().end(),
@@ -214,10 +211,12 @@ absl::Status ValidateCostAndTransfer(const std::string& study_name,
                      absl::StrFormat("\"%s\" is not one of study.spec.metrics",
                                      spec.cost_metric()));
     }
-    if (spec.cost_metric() == metrics.primary().name) {
+    const std::vector<std::string> modelled = metrics.RequiredNames();
+    if (std::find(modelled.begin(), modelled.end(), spec.cost_metric()) !=
+        modelled.end()) {
       return Invalid("study.spec.cost_metric",
-                     absl::StrFormat("\"%s\" is the objective; name a "
-                                     "recorded metric",
+                     absl::StrFormat("\"%s\" is an objective or a "
+                                     "constraint; name a recorded metric",
                                      spec.cost_metric()));
     }
   }

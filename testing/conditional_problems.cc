@@ -181,7 +181,7 @@ absl::StatusOr<RegretRun> RunTreeRegret(const TreeProblem& problem,
     best = std::min(best, y);
     run.best_regret.push_back(best - problem.minimum);
     request.history.push_back(
-        {std::move(x->front()), opt::Outcome::kCompleted, -y});
+        {std::move(x->front()), opt::Outcome::kCompleted, {-y}});
   }
   run.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return run;
@@ -220,7 +220,7 @@ absl::StatusOr<LatencyResult> MeasureTreeLatency(opt::Algorithm algorithm,
     for (int j = 0; j < space->dim(); ++j) u[j] = unit(rng);
     Assignment x = space->Decode(u);
     const double y = f(x);
-    trials.push_back({std::move(x), opt::Outcome::kCompleted, -y});
+    trials.push_back({std::move(x), opt::Outcome::kCompleted, {-y}});
   }
   std::vector<double> ms;
   for (int r = 0; r < rounds; ++r) {
@@ -234,7 +234,7 @@ absl::StatusOr<LatencyResult> MeasureTreeLatency(opt::Algorithm algorithm,
                  std::chrono::duration<double>(Clock::now() - start).count());
     if (!x.ok()) return x.status();
     const double y = f(x->front());
-    trials.push_back({std::move(x->front()), opt::Outcome::kCompleted, -y});
+    trials.push_back({std::move(x->front()), opt::Outcome::kCompleted, {-y}});
   }
   return LatencyResult{Percentile(ms, 50), Percentile(ms, 95),
                        *std::max_element(ms.begin(), ms.end())};

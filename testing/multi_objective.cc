@@ -73,7 +73,7 @@ absl::Status RunStudy(const optimizer::SearchSpace& space,
     request.metrics = metrics;
     absl::StatusOr<std::vector<Assignment>> x = suggester->Suggest(request);
     if (!x.ok()) return x.status();
-    trials.push_back({std::move(x->front()), Outcome::kPending, 0.0});
+    trials.push_back({std::move(x->front()), Outcome::kPending});
     if (trials.size() - completed == static_cast<size_t>(options.parallel)) {
       complete_oldest();
     }
@@ -195,8 +195,7 @@ absl::StatusOr<MetricsLatency> MeasureMetricsLatency(
   for (int i = 0; i < history; ++i) {
     Assignment x(dim);
     for (double& v : x) v = unit(rng);
-    Observation o{x, Outcome::kCompleted, 0.0};
-    o.values = evaluate(x);
+    Observation o{x, Outcome::kCompleted, evaluate(x)};
     trials.push_back(std::move(o));
   }
   std::vector<double> ms;
@@ -211,8 +210,7 @@ absl::StatusOr<MetricsLatency> MeasureMetricsLatency(
     absl::StatusOr<std::vector<Assignment>> x = suggester->Suggest(request);
     ms.push_back(1000 * SecondsSince(start));
     if (!x.ok()) return x.status();
-    Observation o{x->front(), Outcome::kCompleted, 0.0};
-    o.values = evaluate(x->front());
+    Observation o{x->front(), Outcome::kCompleted, evaluate(x->front())};
     trials.push_back(std::move(o));
   }
   return MetricsLatency{Percentile(ms, 50), Percentile(ms, 95),

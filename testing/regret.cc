@@ -66,7 +66,7 @@ absl::StatusOr<RegretRun> RunRegret(const BenchmarkFunction& f,
     Observation& o = trials[completed++];
     const double y = f.f(ToVector(o.x));
     o.outcome = Outcome::kCompleted;
-    o.value = -y;
+    o.values = {-y};
     best = std::min(best, y);
     run.best_regret.push_back(best - f.minimum);
     if (options.cost) {
@@ -91,7 +91,7 @@ absl::StatusOr<RegretRun> RunRegret(const BenchmarkFunction& f,
     request.priors = &options.priors;
     absl::StatusOr<std::vector<Assignment>> x = suggester->Suggest(request);
     if (!x.ok()) return x.status();
-    trials.push_back({std::move(x->front()), Outcome::kPending, 0.0});
+    trials.push_back({std::move(x->front()), Outcome::kPending});
     if (trials.size() - completed == static_cast<size_t>(options.parallel)) {
       complete_oldest();
     }
@@ -149,7 +149,7 @@ absl::StatusOr<LatencyResult> MeasureLatency(
     Assignment x(dim);
     for (double& v : x) v = unit(rng);
     const double y = Bowl(ToVector(x));
-    trials.push_back({std::move(x), Outcome::kCompleted, -y});
+    trials.push_back({std::move(x), Outcome::kCompleted, {-y}});
   }
 
   std::vector<double> ms;
@@ -164,7 +164,7 @@ absl::StatusOr<LatencyResult> MeasureLatency(
     ms.push_back(1000 * SecondsSince(start));
     if (!x.ok()) return x.status();
     const double y = Bowl(ToVector(x->front()));
-    trials.push_back({std::move(x->front()), Outcome::kCompleted, -y});
+    trials.push_back({std::move(x->front()), Outcome::kCompleted, {-y}});
   }
   return LatencyResult{Percentile(ms, 50), Percentile(ms, 95),
                        *std::max_element(ms.begin(), ms.end())};

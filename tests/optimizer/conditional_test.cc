@@ -226,9 +226,9 @@ TEST_P(ConditionalSamplingTest, EverySuggestionIsAValidConfiguration) {
       o.x = a;
       o.outcome = Outcome::kCompleted;
       // Best: sgd with momentum near 0.9, lr near 0.01.
-      o.value = a[0] == 0
-                    ? -std::abs(a[1] - 0.9) - std::abs(std::log10(a[3]) + 2)
-                    : -1.0 - std::abs(std::log10(a[3]) + 2);
+      o.values = {a[0] == 0
+                      ? -std::abs(a[1] - 0.9) - std::abs(std::log10(a[3]) + 2)
+                      : -1.0 - std::abs(std::log10(a[3]) + 2)};
       request.history.push_back(o);
     }
   }
@@ -252,7 +252,7 @@ TEST_P(ConditionalSamplingTest, StaysPendingAware) {
     Observation o;
     o.x = space.Decode(u);
     o.outcome = t < 12 ? Outcome::kCompleted : Outcome::kPending;
-    o.value = -u.squaredNorm();
+    o.values = {-u.squaredNorm()};
     request.history.push_back(o);
   }
   request.trials_created = 16;
@@ -317,8 +317,8 @@ TEST(WideConditionalSpaceTest, GpBanditSuggestsValidNewConfigurationsFromItsMode
     o.outcome = Outcome::kCompleted;
     // Best: category 300, its child near 0.3.
     const int root = static_cast<int>(a[0]);
-    o.value = -std::abs(root - 300) / 1000.0 -
-              (root < 499 ? std::abs(a[1 + root] - 0.3) : 1.0);
+    o.values = {-std::abs(root - 300) / 1000.0 -
+                (root < 499 ? std::abs(a[1 + root] - 0.3) : 1.0)};
     request.history.push_back(o);
   }
 }

@@ -118,7 +118,6 @@ Observation Completed(const Assignment& a, std::vector<double> values) {
   Observation o;
   o.x = a;
   o.outcome = Outcome::kCompleted;
-  o.value = values.front();
   o.values = std::move(values);
   return o;
 }

@@ -25,13 +25,15 @@ std::vector<Observation> RunStudy(Suggester& s, const SearchSpace& space,
                                   uint64_t seed) {
   return RunSequentialStudy(s, space, trials, seed, {},
                             [f](const Assignment& a) {
-                              return Observation{a, Outcome::kCompleted, f(a)};
+                              return Observation{a, Outcome::kCompleted, {f(a)}};
                             });
 }
 
 double Best(const std::vector<Observation>& h) {
   double best = -1e300;
-  for (const Observation& o : h) best = std::max(best, o.value);
+  for (const Observation& o : h) {
+    if (o.outcome == Outcome::kCompleted) best = std::max(best, o.values[0]);
+  }
   return best;
 }
 
@@ -83,7 +85,7 @@ TEST(GpBanditTest, FreshInstanceReplayingARequestAgrees) {
     EXPECT_EQ(long_lived.Suggest(r).value(), a) << "trial " << t;
     const Assignment& x = a.front();
     history.push_back(
-        {x, Outcome::kCompleted, -std::pow(x[0] - 0.2, 2) - x[1] * x[2]});
+        {x, Outcome::kCompleted, {-std::pow(x[0] - 0.2, 2) - x[1] * x[2]}});
   }
 }
 
@@ -139,7 +141,7 @@ std::vector<Observation> RandomHistory(int n) {
                           std::fmod(0.61 * i + 0.3, 1.0),
                           std::fmod(0.83 * i + 0.7, 1.0)};
     history.push_back(
-        {x, Outcome::kCompleted, -std::pow(x[0] - 0.2, 2) - x[1] * x[2]});
+        {x, Outcome::kCompleted, {-std::pow(x[0] - 0.2, 2) - x[1] * x[2]}});
   }
   return history;
 }
@@ -238,7 +240,7 @@ TEST(GpBanditTest, BatchesAndPendingTrialsAreNotNearDuplicates) {
       for (size_t j = 0; j + 1 < picks.size(); ++j) {
         EXPECT_GT(distance(picks.back(), picks[j]), 0.01) << i << " " << j;
       }
-      single.history.push_back({picks.back(), Outcome::kPending, 0});
+      single.history.push_back({picks.back(), Outcome::kPending});
       ++single.trials_created;
     }
   }
@@ -255,7 +257,7 @@ int KeptIncumbentValues(const GpBanditOptions& options, uint64_t seed) {
       RunStudy(gp, space, FirstCoordinateOnly, 16, seed);
   const Observation* incumbent = &history.front();
   for (const Observation& o : history) {
-    if (o.value > incumbent->value) incumbent = &o;
+    if (o.values[0] > incumbent->values[0]) incumbent = &o;
   }
   SuggestRequest r;
   r.space = &space;
@@ -295,12 +297,12 @@ TEST(GpBanditTest, SteersAwayFromInfeasibleRegion) {
     r.seed = 1;
     const Assignment a = gp.Suggest(r).value().front();
     if (a[0] > 0.7) {
-      history.push_back({a, Outcome::kInfeasible, 0});
+      history.push_back({a, Outcome::kInfeasible});
       // The optimum sits on the boundary, so probing just past it is fine;
       // deep inside the infeasible region is not.
       if (t >= 10 && a[0] > 0.8) ++infeasible_after_design;
     } else {
-      history.push_back({a, Outcome::kCompleted, a[0] + a[1]});
+      history.push_back({a, Outcome::kCompleted, {a[0] + a[1]}});
     }
   }
   EXPECT_LE(infeasible_after_design, 3);
@@ -331,7 +333,7 @@ TEST(GpBanditTest, MixedSpaceFindsTheGoodCategory) {
     r.trials_created = t;
     const Assignment a = gp.Suggest(r).value().front();
     ASSERT_TRUE(space.Validate(a).ok());
-    history.push_back({a, Outcome::kCompleted, f(a)});
+    history.push_back({a, Outcome::kCompleted, {f(a)}});
   }
   EXPECT_GT(Best(history), 0.95);
 }

@@ -42,9 +42,7 @@ MetricConfig AtMost(double upper) {
 }
 
 Observation Completed(Assignment x, std::vector<double> values) {
-  Observation o{std::move(x), Outcome::kCompleted, 0.0};
-  o.values = std::move(values);
-  return o;
+  return Observation{std::move(x), Outcome::kCompleted, std::move(values)};
 }
 
 // Two objectives (maximized) on [0,1]^2 whose front is x1 = 0.5, x0 in
@@ -83,8 +81,8 @@ SuggestRequest MixedRequest(const SearchSpace& space) {
   }
   r.history[3].values[0] = -kInf;  // Counts as the worst value seen.
   r.history[7].values[2] = kInf;   // Misses the constraint.
-  r.history.push_back({{0.5, 4, 1}, Outcome::kInfeasible, 0.0});
-  r.history.push_back({{0.35, 6, 0}, Outcome::kPending, 0.0});
+  r.history.push_back({{0.5, 4, 1}, Outcome::kInfeasible});
+  r.history.push_back({{0.35, 6, 0}, Outcome::kPending});
   r.trials_created = static_cast<int64_t>(r.history.size());
   return r;
 }
@@ -105,8 +103,8 @@ TEST(MetricRequestTest, ValidationNamesWhatIsWrong) {
   EXPECT_THAT(ValidateRequest(r).message(), HasSubstr("history[0].values[1]"));
   // Infinities are values; pending and infeasible trials carry none.
   r.history = {Completed({0.1, 0.2}, {-kInf, kInf}),
-               {{0.3, 0.3}, Outcome::kPending, 0.0},
-               {{0.4, 0.3}, Outcome::kInfeasible, 0.0}};
+               {{0.3, 0.3}, Outcome::kPending},
+               {{0.4, 0.3}, Outcome::kInfeasible}};
   EXPECT_TRUE(ValidateRequest(r).ok());
   for (Algorithm a : {Algorithm::kRandom, Algorithm::kQuasiRandom,
                       Algorithm::kTpe, Algorithm::kGpBandit}) {
@@ -124,7 +122,7 @@ TEST(MetricRequestTest, TableReplacesInfinitiesAndJudgesFeasibility) {
   r.metrics = {Objective(), AtMost(0.5),
                MetricConfig{MetricRole::kConstraint, 1.0, 2.0}};
   r.history = {Completed({0.1}, {3.0, 0.2, 1.5}),
-               {{0.2}, Outcome::kPending, 0.0},
+               {{0.2}, Outcome::kPending},
                Completed({0.3}, {-kInf, 0.7, 1.0}),
                Completed({0.4}, {kInf, kInf, 2.5}),
                Completed({0.5}, {-1.0, -kInf, 1.25})};
@@ -207,7 +205,7 @@ TEST(MetricRequestTest, OneObjectiveAloneMatchesTheFormWithoutMetrics) {
   for (int t = 0; t < 12; ++t) {
     const Assignment x = {0.07 * t + 0.05, std::fmod(0.37 * t, 1.0)};
     const double y = -std::pow(x[0] - 0.4, 2) - std::pow(x[1] - 0.6, 2);
-    plain.history.push_back({x, Outcome::kCompleted, y});
+    plain.history.push_back({x, Outcome::kCompleted, {y}});
     with_metrics.history.push_back(Completed(x, {y}));
   }
   plain.trials_created = with_metrics.trials_created = 12;
@@ -280,7 +278,7 @@ TEST(GpBanditMetricsTest, BatchesAndPendingTrialsAreNotNearDuplicates) {
       for (size_t j = 0; j + 1 < picks.size(); ++j) {
         EXPECT_GT(distance(picks.back(), picks[j]), 0.01) << i << " " << j;
       }
-      single.history.push_back({picks.back(), Outcome::kPending, 0.0});
+      single.history.push_back({picks.back(), Outcome::kPending});
       ++single.trials_created;
     }
   }

@@ -77,7 +77,7 @@ TEST_P(SuggesterTest, ReturnsCountValidAssignments) {
 TEST_P(SuggesterTest, IsDeterministic) {
   SuggestRequest request = Request(&space_, 5, 4, 3);
   request.history.push_back({space_.Decode(Eigen::VectorXd::Constant(5, 0.3)),
-                             Outcome::kCompleted, 1.5});
+                             Outcome::kCompleted, {1.5}});
   const auto first = suggester_->Suggest(request);
   const auto second = MakeSuggester(GetParam())->Suggest(request);
   ASSERT_TRUE(first.ok() && second.ok());
@@ -108,7 +108,7 @@ TEST_P(SuggesterTest, RejectsBadRequests) {
   EXPECT_THAT(suggester_->Suggest(request).status().message(),
               HasSubstr("trials_created"));
   request.trials_created = 0;
-  request.history.push_back({{0.5, 1, 8, 32, 7}, Outcome::kCompleted, 0});
+  request.history.push_back({{0.5, 1, 8, 32, 7}, Outcome::kCompleted, {0}});
   const absl::Status s = suggester_->Suggest(request).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("history[0]: parameters[4] (\"opt\")"));

@@ -85,22 +85,53 @@ struct CostRun {
   double best = -1e300;
 };
 
-CostRun RunCostStudy(bool cost_aware, int trials, uint64_t seed) {
+// The shapes of problem a cost-aware study is run on: the objective
+// OnlyX1 alone, with a constraint x1 <= 0.9, or with a second objective
+// -(x1 - 0.7)^2; none depends on x0, along which the cost rises.
+enum class Shape { kPlain, kConstrained, kTwoObjectives };
+
+std::vector<MetricConfig> MetricsFor(Shape shape) {
+  switch (shape) {
+    case Shape::kPlain:
+      return {};
+    case Shape::kConstrained:
+      return {{MetricRole::kObjective}, {MetricRole::kConstraint, -1, 0.9}};
+    case Shape::kTwoObjectives:
+      return {{MetricRole::kObjective}, {MetricRole::kObjective}};
+  }
+  return {};
+}
+
+std::vector<double> ValuesFor(Shape shape, const Assignment& a) {
+  switch (shape) {
+    case Shape::kPlain:
+      return {OnlyX1(a)};
+    case Shape::kConstrained:
+      return {OnlyX1(a), a[1]};
+    case Shape::kTwoObjectives:
+      return {OnlyX1(a), -std::pow(a[1] - 0.7, 2)};
+  }
+  return {};
+}
+
+CostRun RunCostStudy(bool cost_aware, int trials, uint64_t seed,
+                     Shape shape = Shape::kPlain) {
   GpBanditSuggester gp;
   const std::vector<Observation> history = RunSequentialStudy(
       gp, Box(2, 0, 1), trials, seed,
       [&](SuggestRequest& r) {
         r.cost = {.enabled = cost_aware, .max_trials = trials};
+        r.metrics = MetricsFor(shape);
       },
-      [](const Assignment& a) {
-        Observation o{a, Outcome::kCompleted, OnlyX1(a)};
+      [&](const Assignment& a) {
+        Observation o{a, Outcome::kCompleted, ValuesFor(shape, a)};
         o.cost = CostAlongX0(a);
         return o;
       });
   CostRun run;
   for (const Observation& o : history) {
     run.spent += o.cost;
-    run.best = std::max(run.best, o.value);
+    run.best = std::max(run.best, o.values[0]);
   }
   return run;
 }
@@ -114,6 +145,19 @@ TEST(CostModelTest, CostAwareSearchSpendsLessForTheSameOptimum) {
   }
 }
 
+TEST(CostModelTest, CostAwareSearchSpendsLessWithConstraintsAndObjectives) {
+  for (const Shape shape : {Shape::kConstrained, Shape::kTwoObjectives}) {
+    for (uint64_t seed : {0, 1, 2}) {
+      const CostRun blind = RunCostStudy(false, 25, seed, shape);
+      const CostRun aware = RunCostStudy(true, 25, seed, shape);
+      EXPECT_LT(aware.spent, 0.7 * blind.spent)
+          << "shape " << static_cast<int>(shape) << " seed " << seed;
+      EXPECT_GT(aware.best, -1e-2)
+          << "shape " << static_cast<int>(shape) << " seed " << seed;
+    }
+  }
+}
+
 TEST(CostModelTest, ASpentBudgetMakesTheSearchCostBlind) {
   const SearchSpace space = Box(2, 0, 1);
   // The best trials so far are dear ones (large x0).
@@ -121,7 +165,7 @@ TEST(CostModelTest, ASpentBudgetMakesTheSearchCostBlind) {
   for (int i = 0; i < 12; ++i) {
     const double x1 = (i + 0.5) / 12;
     Assignment a = {std::abs(x1 - 0.5) < 0.2 ? 0.9 : 0.1, x1};
-    Observation o{a, Outcome::kCompleted, OnlyX1(a)};
+    Observation o{a, Outcome::kCompleted, {OnlyX1(a)}};
     o.cost = CostAlongX0(a);
     history.push_back(o);
   }
@@ -137,12 +181,12 @@ TEST(CostModelTest, ASpentBudgetMakesTheSearchCostBlind) {
   EXPECT_LT(fresh_budget.Suggest(r).value().front()[0], plain[0] - 0.3);
 }
 
-TEST(CostModelTest, BadCostsAndCostsWithConstraintsAreRefused) {
+TEST(CostModelTest, BadCostsAreRefused) {
   const SearchSpace space = Box(2, 0, 1);
   GpBanditSuggester gp;
   SuggestRequest r;
   r.space = &space;
-  r.history = {{{0.1, 0.2}, Outcome::kCompleted, 1.0}};
+  r.history = {{{0.1, 0.2}, Outcome::kCompleted, {1.0}}};
   r.history[0].cost = -1;
   absl::StatusOr<std::vector<Assignment>> s = gp.Suggest(r);
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
@@ -150,12 +194,6 @@ TEST(CostModelTest, BadCostsAndCostsWithConstraintsAreRefused) {
   r.history[0].cost = 1;
   r.cost = {.enabled = true, .budget = -5};
   EXPECT_EQ(gp.Suggest(r).status().code(), absl::StatusCode::kInvalidArgument);
-  r.cost = {.enabled = true};
-  r.metrics = {{MetricRole::kObjective}, {MetricRole::kConstraint, 0, 1}};
-  r.history[0].values = {1.0, 0.5};
-  s = gp.Suggest(r);
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(s.status().message().find("one objective"), std::string::npos);
 }
 
 // ------------------------------------------------------------ transfer ---
@@ -256,7 +294,7 @@ std::vector<Observation> PriorTrials(double a, double b, double scale,
   std::uniform_real_distribution<double> u(-2, 2);
   for (int i = 0; i < 40; ++i) {
     Assignment x = {u(rng), u(rng)};
-    trials.push_back({x, Outcome::kCompleted, scale * Bowl(x, a, b) + shift});
+    trials.push_back({x, Outcome::kCompleted, {scale * Bowl(x, a, b) + shift}});
   }
   return trials;
 }
@@ -269,10 +307,10 @@ double RunTransferStudy(const std::vector<PriorStudy>& priors, int trials,
       gp, Box(2, -2, 2), trials, seed,
       [&](SuggestRequest& r) { r.priors = &priors; },
       [](const Assignment& a) {
-        return Observation{a, Outcome::kCompleted, Bowl(a, 0.3, -0.7)};
+        return Observation{a, Outcome::kCompleted, {Bowl(a, 0.3, -0.7)}};
       });
   double best = -1e300;
-  for (const Observation& o : history) best = std::max(best, o.value);
+  for (const Observation& o : history) best = std::max(best, o.values[0]);
   return best;
 }
 
@@ -283,6 +321,64 @@ TEST(TransferTest, ARelatedPriorStudyFindsTheOptimumInAFewTrials) {
   for (uint64_t seed : {0, 1, 2}) {
     EXPECT_GT(RunTransferStudy(related, 4, seed), -0.05) << "seed " << seed;
     EXPECT_LT(RunTransferStudy({}, 4, seed), -0.05) << "seed " << seed;
+  }
+}
+
+// Distance from x to the segment from a to b.
+double DistanceToSegment(const Assignment& x, const Assignment& a,
+                         const Assignment& b) {
+  const Eigen::Vector2d p(x[0], x[1]), u(a[0], a[1]), v(b[0], b[1]);
+  const double t = std::clamp((p - u).dot(v - u) / (v - u).squaredNorm(), 0.0,
+                              1.0);
+  return (p - (u + t * (v - u))).norm();
+}
+
+// The first pick after the initial design (5 trials) of a study on
+// Bowl(0.3, -0.7) with a constraint x0 <= 1.5, met near the optimum, or
+// (two_objectives) of one on Bowl(0.3, -0.7) and Bowl(-0.3, 0.7), whose
+// Pareto set is the segment between the two optima. Returns its distance
+// to the optimum, or to that segment.
+double FirstModelPickMiss(const std::vector<PriorStudy>& priors,
+                          bool two_objectives, uint64_t seed) {
+  GpBanditSuggester gp;
+  const std::vector<Observation> history = RunSequentialStudy(
+      gp, Box(2, -2, 2), 6, seed,
+      [&](SuggestRequest& r) {
+        r.priors = &priors;
+        r.metrics = {{MetricRole::kObjective}};
+        r.metrics.push_back(two_objectives
+                                ? MetricConfig{MetricRole::kObjective}
+                                : MetricConfig{MetricRole::kConstraint, -2, 1.5});
+      },
+      [&](const Assignment& a) {
+        return Observation{a, Outcome::kCompleted,
+                           {Bowl(a, 0.3, -0.7),
+                            two_objectives ? Bowl(a, -0.3, 0.7) : a[0]}};
+      });
+  const Assignment& pick = history.back().x;
+  return two_objectives ? DistanceToSegment(pick, {0.3, -0.7}, {-0.3, 0.7})
+                        : std::hypot(pick[0] - 0.3, pick[1] + 0.7);
+}
+
+TEST(TransferTest, APriorGuidesConstrainedAndMultiObjectiveStudies) {
+  // The earlier study: both objectives shifted a little, scaled, offset.
+  std::vector<PriorStudy> related = {
+      {PriorTrials(0.35, -0.6, 3.0, 10.0), {true, true}}};
+  for (Observation& o : related[0].trials) {
+    o.values.push_back(2 * Bowl(o.x, -0.25, 0.6) - 1);
+  }
+  for (const bool two_objectives : {false, true}) {
+    double with = 0, without = 0;
+    for (uint64_t seed : {0, 1, 2}) {
+      const double miss = FirstModelPickMiss(related, two_objectives, seed);
+      EXPECT_LT(miss, 0.6) << "two objectives " << two_objectives << " seed "
+                           << seed;
+      with += miss;
+      without += FirstModelPickMiss({}, two_objectives, seed);
+    }
+    // Measured: 1.19 against 2.26 (constrained), 0.84 against 2.49 (two
+    // objectives).
+    EXPECT_LT(with, 0.6 * without) << "two objectives " << two_objectives;
   }
 }
 
@@ -300,7 +396,7 @@ TEST(TransferTest, APriorSharingNoParameterIsIgnored) {
   SuggestRequest r;
   r.space = &space;
   r.trials_created = 1;
-  r.history = {{{0.0, 0.0}, Outcome::kCompleted, -1.0}};
+  r.history = {{{0.0, 0.0}, Outcome::kCompleted, {-1.0}}};
   GpBanditSuggester without, with;
   const Assignment plain = without.Suggest(r).value().front();
   const std::vector<PriorStudy> unshared = {

@@ -2,6 +2,7 @@
 // StudyService: validation of the spec fields, and that costs and prior
 // studies reach the optimizer.
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -51,6 +52,12 @@ class CostTransferTest : public ::testing::Test {
   // A known result: COMPLETED with loss and cost.
   void AddResult(const std::string& study, double x, double y, double loss,
                  double cost = 1) {
+    AddMetrics(study, x, y, {{"loss", loss}, {"cost", cost}});
+  }
+
+  // A known result: COMPLETED with these metrics.
+  void AddMetrics(const std::string& study, double x, double y,
+                  const std::map<std::string, double>& metrics) {
     v1::CreateTrialRequest request;
     request.set_study_name(study);
     v1::Trial& t = *request.mutable_trial();
@@ -61,8 +68,9 @@ class CostTransferTest : public ::testing::Test {
     v1::ParameterValue* py = t.add_parameters();
     py->set_name("y");
     py->set_double_value(y);
-    (*t.mutable_final_measurement()->mutable_metrics())["loss"] = loss;
-    (*t.mutable_final_measurement()->mutable_metrics())["cost"] = cost;
+    for (const auto& [name, value] : metrics) {
+      (*t.mutable_final_measurement()->mutable_metrics())[name] = value;
+    }
     ASSERT_TRUE(service_.CreateTrial(request).ok());
   }
 
@@ -99,7 +107,7 @@ TEST_F(CostTransferTest, FieldsAreValidatedNamingTheField) {
   expect("c", "cost_aware: true cost_metric: \"nope\"",
          absl::StatusCode::kInvalidArgument, "\"nope\" is not one of");
   expect("d", "cost_aware: true cost_metric: \"loss\"",
-         absl::StatusCode::kInvalidArgument, "is the objective");
+         absl::StatusCode::kInvalidArgument, "is an objective or a constraint");
   expect("e", "prior_studies: \"missing\"", absl::StatusCode::kNotFound,
          "study.spec.prior_studies[0]");
   expect("f", "prior_studies: \"f\"", absl::StatusCode::kInvalidArgument,
@@ -107,10 +115,10 @@ TEST_F(CostTransferTest, FieldsAreValidatedNamingTheField) {
   expect("g", "prior_studies: \"bad name!\"",
          absl::StatusCode::kInvalidArgument, "study.spec.prior_studies[0]");
   expect("h",
-         "cost_aware: true metrics { name: \"acc\" goal: MAXIMIZE role: "
-         "OBJECTIVE } metrics { name: \"loss2\" goal: MINIMIZE role: "
-         "OBJECTIVE }",
-         absl::StatusCode::kInvalidArgument, "exactly one objective");
+         "cost_aware: true cost_metric: \"mem\" metrics { name: \"acc\" "
+         "goal: MAXIMIZE role: OBJECTIVE } metrics { name: \"mem\" role: "
+         "CONSTRAINT upper_bound: 4 }",
+         absl::StatusCode::kInvalidArgument, "is an objective or a constraint");
   ASSERT_TRUE(Create("old").ok());
   expect("i", "prior_studies: \"old\" prior_studies: \"old\"",
          absl::StatusCode::kInvalidArgument, "listed twice");
@@ -124,6 +132,14 @@ TEST_F(CostTransferTest, FieldsAreValidatedNamingTheField) {
   EXPECT_FALSE(store_.GetStudy("a").ok());
   EXPECT_TRUE(Create("ok", "cost_aware: true cost_metric: \"cost\" "
                            "prior_studies: \"old\"")
+                  .ok());
+  // Cost-aware search and transfer take several objectives and constraints.
+  EXPECT_TRUE(Create("several",
+                     "cost_aware: true cost_metric: \"cost\" prior_studies: "
+                     "\"old\" metrics { name: \"acc\" goal: MAXIMIZE role: "
+                     "OBJECTIVE } metrics { name: \"loss2\" goal: MINIMIZE "
+                     "role: OBJECTIVE } metrics { name: \"mem\" role: "
+                     "CONSTRAINT upper_bound: 4 }")
                   .ok());
 }
 
@@ -176,6 +192,34 @@ TEST_F(CostTransferTest, ACostAwareStudyPrefersCheapTrials) {
         // The best result so far is a dear trial's, by a hair.
         AddResult(name, x, y, std::pow(y - 0.3, 2) + 1e-3 * (1.8 - x),
                   std::pow(10.0, 1 + x / 2));
+      }
+    }
+  }
+  const double blind_x = Next("blind").first;
+  const double aware_x = Next("aware").first;
+  EXPECT_LT(aware_x, blind_x - 1.0) << aware_x << " vs " << blind_x;
+}
+
+TEST_F(CostTransferTest, ACostAwareConstrainedStudyPrefersCheapTrials) {
+  // As above, with "acc" the objective and a constraint mem <= 1 that the
+  // optimum (y = 0.3) meets.
+  const std::string metrics =
+      "metrics { name: \"acc\" goal: MAXIMIZE role: OBJECTIVE } "
+      "metrics { name: \"mem\" role: CONSTRAINT upper_bound: 1 }";
+  for (const std::string name : {"blind", "aware"}) {
+    ASSERT_TRUE(
+        Create(name, absl::StrCat(name == "aware"
+                                      ? "cost_aware: true cost_metric: "
+                                        "\"cost\" "
+                                      : "",
+                                  metrics))
+            .ok());
+    for (const double x : {-1.8, 0.0, 1.8}) {
+      for (const double y : {-1.6, -0.8, 0.0, 0.8, 1.6}) {
+        AddMetrics(name, x, y,
+                   {{"acc", -std::pow(y - 0.3, 2) - 1e-3 * (1.8 - x)},
+                    {"mem", y},
+                    {"cost", std::pow(10.0, 1 + x / 2)}});
       }
     }
   }
