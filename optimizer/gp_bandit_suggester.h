@@ -21,7 +21,9 @@
 //                      kept only if clearly more likely; warm refit in
 //                      between while the history is small
 //   model <- GP on the completed trials (a local subset near the incumbent
-//            past max_local_points), Cholesky extended in O(n^2) per trial
+//            past max_local_points), Cholesky extended in O(n^2) per trial;
+//            the acquisition's copy with lengthscales of at most
+//            max_acquisition_lengthscale (0.3 of the cube)
 //   pending trials -> noise-free fantasies at min(posterior mean,
 //                     incumbent): a constant liar that never improves
 //   infeasible trials -> a feasibility GP weighting the acquisition

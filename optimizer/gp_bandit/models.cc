@@ -56,6 +56,19 @@ std::optional<GaussianProcess> FeasibilityClassifier(
   return *std::move(feasibility);
 }
 
+// Cuts the product Matérn's numeric lengthscales (its first parameters,
+// in log space) to at most `cap`.
+void CapLengthscales(const Coordinates& coords, double cap,
+                     GpParams& params) {
+  const double log_cap = std::log(cap);
+  int k = 0;
+  for (int j = 0; j < coords.dim(); ++j) {
+    if (coords.categorical[j]) continue;
+    params.kernel[k] = std::min(params.kernel[k], log_cap);
+    ++k;
+  }
+}
+
 // Rows of a multi-metric table the acquisition optimizer perturbs: the best
 // feasible trials (one objective), the feasible front (several; at most
 // kFrontAnchors, chosen by greedy hypervolume contribution), or, with no
@@ -155,6 +168,24 @@ absl::StatusOr<Models> BuildPlainModels(const ModelInputs& in,
   models.perturbation_scale = PerturbationScale(coords, m.lengthscales);
   models.box_lower = m.lower;
   models.box_upper = m.upper;
+  // The acquisition's models with their numeric lengthscales cut to
+  // max_acquisition_lengthscale (options.h); the perturbation scales and
+  // the feasibility model keep the fit's.
+  const bool bound = prior == nullptr &&
+                     options.max_acquisition_lengthscale > 0 &&
+                     m.structure == KernelStructure::kProduct &&
+                     coords.tree.empty();
+  auto bounded = [&](GpParams params) {
+    if (bound) {
+      CapLengthscales(coords, options.max_acquisition_lengthscale, params);
+    }
+    return params;
+  };
+  if (bound) {
+    absl::StatusOr<GaussianProcess> gp = GaussianProcess::Create(
+        m.gp.kernel(), bounded(m.params), m.data_x, targets);
+    if (gp.ok()) m.gp = *std::move(gp);
+  }
   // Few trials: average over hyperparameter draws (no transfer prior,
   // whose own weight is fitted at the MAP).
   if (prior == nullptr && options.hyperparameter_draws > 0 &&
@@ -167,7 +198,7 @@ absl::StatusOr<Models> BuildPlainModels(const ModelInputs& in,
         {.samples = options.hyperparameter_draws});
     for (const GpParams& params : draws) {
       absl::StatusOr<GaussianProcess> draw =
-          GaussianProcess::Create(kernel, params, m.data_x, targets);
+          GaussianProcess::Create(kernel, bounded(params), m.data_x, targets);
       if (draw.ok()) models.draws.push_back(*std::move(draw));
     }
   }
