@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "optimizer/cost_model.h"
+#include "optimizer/fidelity.h"
 #include "optimizer/gp_bandit/acquisition_stack.h"
 #include "optimizer/gp_bandit/coordinates.h"
 #include "optimizer/gp_bandit/models.h"
@@ -57,6 +58,7 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
   if (absl::Status s = ValidateSobolRequest(request, "GP_BANDIT"); !s.ok()) {
     return s;
   }
+  if (request.fidelity != nullptr) return Suggest(AtOneFidelity(request));
   const SearchSpace& space = *request.space;
   const Coordinates coords(space);
   const int d = coords.dim();

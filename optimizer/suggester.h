@@ -34,6 +34,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "optimizer/early_stopping.h"
 #include "optimizer/search_space.h"
 
 namespace hypertune::optimizer {
@@ -73,6 +74,18 @@ struct Observation {
   // Cost-aware requests (SuggestRequest::cost): what the trial cost
   // (device-seconds, or the study's cost metric); 0 if not known.
   double cost = 0.0;
+  // Multi-fidelity requests (SuggestRequest::fidelity): the trial's id, as
+  // in its learning curve.
+  int64_t trial_id = 0;
+};
+
+// Multi-fidelity studies (rules with rungs: ASHA, Hyperband): the rule and
+// every trial's learning curve of the primary objective. The values a model
+// learns from are then of one fidelity, the highest rung that enough
+// trials reached (AtOneFidelity in fidelity.h), not the trials' results.
+struct FidelityHistory {
+  EarlyStoppingConfig rule;
+  std::vector<TrialCurve> curves;
 };
 
 // Cost-aware search (GP_BANDIT): each trial's cost is modelled by a GP on
@@ -119,6 +132,9 @@ struct SuggestRequest {
   std::vector<MetricConfig> metrics = {};
   // Optional: cost-aware search (GP_BANDIT).
   CostAwareness cost = {};
+  // Optional: multi-fidelity (model-based algorithms: GP_BANDIT, TPE).
+  // Not owned.
+  const FidelityHistory* fidelity = nullptr;
   // Optional: earlier studies over this space, oldest first; flat spaces
   // only (GP_BANDIT). Not owned: they change rarely, and a copy per request
   // would cost as much as the suggestion.

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "optimizer/conditional.h"
+#include "optimizer/fidelity.h"
 #include "optimizer/metrics.h"
 #include "optimizer/sobol.h"
 #include "optimizer/splitmix.h"
@@ -146,6 +147,7 @@ absl::StatusOr<std::vector<Assignment>> TpeSuggester::Suggest(
   if (absl::Status s = ValidateSobolRequest(request, "TPE"); !s.ok()) {
     return s;
   }
+  if (request.fidelity != nullptr) return Suggest(AtOneFidelity(request));
   const SearchSpace& space = *request.space;
   const int d = space.dim();
   // A completed trial's score: its objective (one objective, no

@@ -254,53 +254,46 @@ const v1::Measurement* ResultMeasurement(const v1::Trial& trial) {
   return nullptr;
 }
 
-std::vector<opt::Observation> ToHistory(
-    const v1::StudySpec& spec, const opt::SearchSpace& space,
-    const std::vector<v1::Trial>& trials,
-    const absl::flat_hash_map<int64_t, double>* values_at_rung) {
+std::vector<opt::Observation> ToHistory(const v1::StudySpec& spec,
+                                       const opt::SearchSpace& space,
+                                       const std::vector<v1::Trial>& trials,
+                                       bool primary_only) {
   const StudyMetrics metrics(spec);
-  const bool minimize =
-      !metrics.objectives().empty() && !metrics.primary().maximize;
   std::vector<opt::Observation> history;
   history.reserve(trials.size());
   for (const v1::Trial& trial : trials) {
     opt::Observation obs;
-    const double* at_rung = nullptr;
-    if (values_at_rung != nullptr) {
-      auto it = values_at_rung->find(trial.id());
-      if (it != values_at_rung->end()) at_rung = &it->second;
-    }
-    if (at_rung != nullptr) {
-      // One fidelity's values of the primary objective (ToModelMetrics).
-      obs.outcome = opt::Outcome::kCompleted;
-      obs.values = {minimize ? -*at_rung : *at_rung};
-    } else {
-      switch (trial.state()) {
-        case v1::Trial::COMPLETED:
-        case v1::Trial::STOPPED: {
-          if (values_at_rung != nullptr) continue;  // another fidelity
-          const v1::Measurement* m = ResultMeasurement(trial);
-          std::optional<std::vector<double>> values =
-              m == nullptr ? std::nullopt : ModelValues(metrics, *m);
-          if (!values) continue;  // a result without every modelled metric
-          obs.outcome = opt::Outcome::kCompleted;
-          obs.values = *std::move(values);
-          break;
+    switch (trial.state()) {
+      case v1::Trial::COMPLETED:
+      case v1::Trial::STOPPED: {
+        const v1::Measurement* m = ResultMeasurement(trial);
+        std::optional<std::vector<double>> values;
+        if (m != nullptr && primary_only) {
+          if (std::optional<double> v = metrics.MaximizedPrimary(*m)) {
+            values = std::vector<double>{*v};
+          }
+        } else if (m != nullptr) {
+          values = ModelValues(metrics, *m);
         }
-        case v1::Trial::INFEASIBLE:
-          obs.outcome = opt::Outcome::kInfeasible;
-          break;
-        case v1::Trial::FAILED:
-          continue;
-        default:
-          obs.outcome = opt::Outcome::kPending;
-          break;
+        if (!values) continue;  // a result without every modelled metric
+        obs.outcome = opt::Outcome::kCompleted;
+        obs.values = *std::move(values);
+        break;
       }
+      case v1::Trial::INFEASIBLE:
+        obs.outcome = opt::Outcome::kInfeasible;
+        break;
+      case v1::Trial::FAILED:
+        continue;
+      default:
+        obs.outcome = opt::Outcome::kPending;
+        break;
     }
     absl::StatusOr<opt::Assignment> x =
         ToAssignment("trial.parameters", space, trial.parameters());
     if (!x.ok()) continue;
     obs.x = *std::move(x);
+    obs.trial_id = trial.id();
     if (spec.cost_aware()) obs.cost = TrialCost(spec, trial);
     history.push_back(std::move(obs));
   }

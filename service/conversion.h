@@ -71,15 +71,12 @@ const v1::Measurement* ResultMeasurement(const v1::Trial& trial);
 // is modelled as the worst value seen): COMPLETED and STOPPED trials whose
 // result has every modelled metric as data, INFEASIBLE to avoid, unfinished
 // ones as pending; FAILED trials (and ones whose parameters no longer fit
-// `space`) are left out. With `values_at_rung` (model-based
-// multi-fidelity: trial id -> primary objective at one rung, as measured),
-// exactly those trials are data, whatever their state, other finished ones
-// are left out, and the values are of the primary objective alone: every
-// value is of one fidelity.
+// `space`) are left out. Each observation carries its trial's id. With
+// `primary_only` the values are of the primary objective alone (model-based
+// multi-fidelity, whose rungs measure it: optimizer/fidelity.h).
 std::vector<optimizer::Observation> ToHistory(
     const v1::StudySpec& spec, const optimizer::SearchSpace& space,
-    const std::vector<v1::Trial>& trials,
-    const absl::flat_hash_map<int64_t, double>* values_at_rung = nullptr);
+    const std::vector<v1::Trial>& trials, bool primary_only = false);
 
 // What `trial` cost, for cost-aware search: its device-seconds, or with
 // spec.cost_metric that metric of its result measurement; 0 if unknown.

@@ -4,7 +4,6 @@
 #include <memory>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -350,18 +349,15 @@ absl::StatusOr<std::vector<v1::Trial>> Suggestions::ProposeTrials(
   if (!space.ok()) return space.status();
   optimizer::SuggestRequest request;
   request.space = &*space;
+  optimizer::FidelityHistory fidelity;
   if (HasRungs(study.spec())) {
-    // Model-based multi-fidelity (as BOHB): fit the highest rung that enough
-    // trials reached, so every value the model sees is of one fidelity.
-    const int min_points = std::max(4, space->dim() + 1);
-    absl::flat_hash_map<int64_t, double> at_rung;
-    for (const auto& [id, value] : optimizer::HighestRungObservations(
-             ToEarlyStoppingConfig(study.spec()),
-             ToCurves(study.spec(), snapshot), min_points)) {
-      at_rung[id] = value;
-    }
-    request.history = ToHistory(study.spec(), *space, snapshot, &at_rung);
-    // The primary objective alone: what the rungs measure.
+    // Model-based multi-fidelity: the optimizer fits one rung of the
+    // learning curves (optimizer/fidelity.h), of the primary objective.
+    fidelity = {ToEarlyStoppingConfig(study.spec()),
+                ToCurves(study.spec(), snapshot)};
+    request.fidelity = &fidelity;
+    request.history = ToHistory(study.spec(), *space, snapshot,
+                                /*primary_only=*/true);
     request.metrics = {{optimizer::MetricRole::kObjective}};
   } else {
     request.history = ToHistory(study.spec(), *space, snapshot);

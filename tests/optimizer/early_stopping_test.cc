@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "optimizer/fidelity.h"
+#include "tests/optimizer/spaces.h"
 #include "testing/learning_curves.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -480,6 +482,56 @@ TEST(HighestRungTest, PicksTheHighestRungWithEnoughTrials) {
   // Other rules: the last points of finished trials.
   EXPECT_EQ(HighestRungObservations(Median(), study, 3),
             (Obs{{1, 0.1}, {2, 0.3}, {4, 0.6}}));
+}
+
+TEST(AtOneFidelityTest, ModelsTheHighestRungAndKeepsPendingAndInfeasible) {
+  FidelityHistory fidelity;
+  fidelity.rule = Asha();
+  fidelity.curves = {Curve(1, Status::kFinished, {0.1}),
+                     Curve(2, Status::kFinished, {0.2, 0.25, 0.3}),
+                     Curve(3, Status::kPaused, {0.3, 0.35, 0.4}),
+                     Curve(4, Status::kFinished, {0.4, 0.45, 0.5}),
+                     Curve(5, Status::kRunning, {0.5})};
+  const SearchSpace space = Box(1);
+  SuggestRequest r;
+  r.space = &space;
+  r.metrics = {{MetricRole::kObjective}, {MetricRole::kConstraint, 0, 1}};
+  auto observation = [](int64_t id, Outcome outcome) {
+    Observation o{{0.1 * static_cast<double>(id)}, outcome};
+    if (outcome == Outcome::kCompleted) o.values = {9, 0.5};
+    o.trial_id = id;
+    return o;
+  };
+  for (int64_t id : {1, 2, 4, 7}) {
+    r.history.push_back(observation(id, Outcome::kCompleted));
+  }
+  r.history.push_back(observation(3, Outcome::kPending));
+  r.history.push_back(observation(5, Outcome::kPending));
+  r.history.push_back(observation(6, Outcome::kInfeasible));
+  EXPECT_EQ(AtOneFidelity(r).history.size(), r.history.size());
+  r.fidelity = &fidelity;
+  // Rung 1 is the highest that 4 trials (d + 1, at least 4) reached.
+  const SuggestRequest at = AtOneFidelity(r);
+  EXPECT_EQ(at.fidelity, nullptr);
+  ASSERT_EQ(at.metrics.size(), 1u);
+  EXPECT_EQ(at.metrics[0].role, MetricRole::kObjective);
+  std::map<int64_t, std::pair<Outcome, std::vector<double>>> seen;
+  for (const Observation& o : at.history) {
+    seen[o.trial_id] = {o.outcome, o.values};
+  }
+  using Seen = std::pair<Outcome, std::vector<double>>;
+  EXPECT_EQ(seen[1], (Seen{Outcome::kCompleted, {0.1}}));
+  EXPECT_EQ(seen[2], (Seen{Outcome::kCompleted, {0.2}}));
+  EXPECT_EQ(seen[3], (Seen{Outcome::kCompleted, {0.3}}));  // Paused there.
+  EXPECT_EQ(seen[5], (Seen{Outcome::kCompleted, {0.5}}));
+  EXPECT_EQ(seen[6], (Seen{Outcome::kInfeasible, {}}));
+  EXPECT_FALSE(seen.contains(7));  // Completed, of another fidelity.
+  EXPECT_TRUE(ValidateRequest(at).ok());
+  // Minimized objectives arrive turned into maximization.
+  fidelity.rule.maximize = false;
+  for (const Observation& o : AtOneFidelity(r).history) {
+    if (o.trial_id == 4) EXPECT_EQ(o.values, std::vector<double>{-0.4});
+  }
 }
 
 // --- Validation -------------------------------------------------------------

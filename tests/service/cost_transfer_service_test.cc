@@ -200,6 +200,38 @@ TEST_F(CostTransferTest, ACostAwareStudyPrefersCheapTrials) {
   EXPECT_LT(aware_x, blind_x - 1.0) << aware_x << " vs " << blind_x;
 }
 
+// Model-based multi-fidelity through the service: with ASHA the optimizer
+// fits the learning curves' highest rung that enough trials reached
+// (optimizer/fidelity.h), not the trials' results.
+TEST_F(CostTransferTest, WithRungsTheModelFitsTheCurvesAtOneRung) {
+  ASSERT_TRUE(Create("asha",
+                     "early_stopping { rule: ASHA min_resource: 1 "
+                     "max_resource: 9 reduction_factor: 3 }")
+                  .ok());
+  // At step 1 the loss is least near x = 0.8; the final results, of another
+  // fidelity, say x = -1.
+  for (const double x : {-1.8, -1.0, -0.2, 0.4, 1.2, 1.9}) {
+    v1::CreateTrialRequest request;
+    request.set_study_name("asha");
+    v1::Trial& t = *request.mutable_trial();
+    t.set_state(v1::Trial::COMPLETED);
+    for (const char* name : {"x", "y"}) {
+      v1::ParameterValue* p = t.add_parameters();
+      p->set_name(name);
+      p->set_double_value(name[0] == 'x' ? x : 0.0);
+    }
+    v1::Measurement* m = t.add_measurements();
+    m->set_step(1);
+    (*m->mutable_metrics())["loss"] = std::pow(x - 0.8, 2);
+    (*t.mutable_final_measurement()->mutable_metrics())["loss"] =
+        std::pow(x + 1, 2);
+    ASSERT_TRUE(service_.CreateTrial(request).ok());
+  }
+  const double next_x = Next("asha").first;
+  // Measured: 1.59 (rung 1), -1.0 with the results instead.
+  EXPECT_GT(next_x, 0.4) << next_x;
+}
+
 TEST_F(CostTransferTest, ACostAwareConstrainedStudyPrefersCheapTrials) {
   // As above, with "acc" the objective and a constraint mem <= 1 that the
   // optimum (y = 0.3) meets.
