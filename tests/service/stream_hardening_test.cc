@@ -145,20 +145,41 @@ TEST_F(StreamHardeningTest, ACancelledImportStoresNothing) {
 // cannot see: the next import is tried until refused (each under a name of
 // its own, so one admitted before the places were taken stores harmlessly).
 TEST_F(StreamHardeningTest, ImportsAreCappedAtOnce) {
+  // A held stream writes its study, then its trials a message at a time
+  // when asked whether the server still reads it (see below).
   struct Held {
     grpc::ClientContext context;
     v1::Study response;
     std::unique_ptr<grpc::ClientWriter<v1::ImportStudyRequest>> writer;
+    std::vector<v1::ImportStudyRequest> messages;
+    size_t sent = 0;
   };
-  std::vector<std::unique_ptr<Held>> held;
-  for (int i = 0; i < kMaxConcurrentImports; ++i) {
+  int opened = 0;
+  auto hold = [&] {
     auto h = std::make_unique<Held>();
     h->context.set_deadline(std::chrono::system_clock::now() +
                             std::chrono::seconds(60));
     h->writer = stub_->ImportStudy(&h->context, &h->response);
-    ASSERT_TRUE(h->writer->Write(ImportMessages(absl::StrCat("held", i), 1)[0]));
-    held.push_back(std::move(h));  // no WritesDone: the stream stays open
-  }
+    h->messages = ImportMessages(absl::StrCat("held", opened++), 50 * 32);
+    EXPECT_TRUE(h->writer->Write(h->messages[h->sent++]));
+    return h;  // no WritesDone: the stream stays open
+  };
+  std::vector<std::unique_ptr<Held>> held;
+  for (int i = 0; i < kMaxConcurrentImports; ++i) held.push_back(hold());
+  // A held stream whose handler started after an import below had taken
+  // the last place was refused itself, so every import goes on being
+  // admitted: a write to it fails once the server has answered, and it is
+  // opened again.
+  auto reopen_refused = [&] {
+    for (std::unique_ptr<Held>& h : held) {
+      if (h->sent == h->messages.size() ||
+          h->writer->Write(h->messages[h->sent++])) {
+        continue;
+      }
+      h->writer->Finish().ok();
+      h = hold();
+    }
+  };
   int attempt = 0;
   auto one_more = [&] {
     grpc::ClientContext context;
@@ -176,6 +197,7 @@ TEST_F(StreamHardeningTest, ImportsAreCappedAtOnce) {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   grpc::Status refused = one_more();
   while (refused.ok() && std::chrono::steady_clock::now() < give_up) {
+    reopen_refused();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     refused = one_more();
   }
