@@ -73,6 +73,9 @@ Eigen::VectorXd Entries(const Eigen::VectorXd& y, const std::vector<int>& rows);
 // The rows as a matrix with `cols` columns (0 rows when empty).
 Eigen::MatrixXd ToMatrix(const std::vector<Eigen::VectorXd>& rows, int cols);
 int ArgMax(const Eigen::VectorXd& y);
+// The best rows (or prior trials) the acquisition optimizer perturbs.
+inline constexpr int kAnchors = 5;
+
 // The indices of the at most `count` largest entries of y, largest first,
 // ties in index order.
 std::vector<int> TopEntries(const Eigen::VectorXd& y, int count);

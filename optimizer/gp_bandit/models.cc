@@ -14,10 +14,8 @@
 namespace hypertune::optimizer::gp_bandit {
 namespace {
 
-// The best rows the acquisition optimizer perturbs.
-constexpr int kAnchors = 5;
-// ... and with several objectives, at most this many rows of the front,
-// chosen by greedy hypervolume contribution.
+// With several objectives, the acquisition optimizer perturbs at most this
+// many rows of the front, chosen by greedy hypervolume contribution.
 constexpr int kFrontAnchors = 16;
 // Feasibility GP: labels +-1 with this noise variance, unit signal.
 constexpr double kFeasibilityNoise = 1e-2;
@@ -79,22 +77,17 @@ std::vector<int> AnchorRows(const MetricTable& table) {
   for (int r = 0; r < n; ++r) {
     if (table.feasible[r]) feasible.push_back(r);
   }
-  std::vector<int> out;
   if (feasible.empty()) {
-    out.resize(n);
-    std::iota(out.begin(), out.end(), 0);
-    std::stable_sort(out.begin(), out.end(), [&](int a, int b) {
-      return table.violation[a] < table.violation[b];
-    });
-    out.resize(std::min<size_t>(out.size(), kAnchors));
-    return out;
+    const Eigen::VectorXd violation = Eigen::Map<const Eigen::VectorXd>(
+        table.violation.data(), static_cast<Eigen::Index>(n));
+    return TopEntries(-violation, kAnchors);
   }
+  std::vector<int> out;
   if (table.objectives.size() == 1) {
-    out = feasible;
-    std::stable_sort(out.begin(), out.end(), [&](int a, int b) {
-      return table.objective_values(a, 0) > table.objective_values(b, 0);
-    });
-    out.resize(std::min<size_t>(out.size(), kAnchors));
+    for (int k : TopEntries(Entries(table.objective_values.col(0), feasible),
+                            kAnchors)) {
+      out.push_back(feasible[k]);
+    }
     return out;
   }
   const Eigen::MatrixXd values = Rows(table.objective_values, feasible);

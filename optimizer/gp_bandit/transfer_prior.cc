@@ -8,13 +8,6 @@
 #include "optimizer/output_transform.h"
 
 namespace hypertune::optimizer::gp_bandit {
-namespace {
-
-// The best prior trials the acquisition optimizer perturbs.
-constexpr int kPriorAnchors = 5;
-
-}  // namespace
-
 const PriorFit* TransferPriors::ForObjective(
     const SearchSpace& space, uint64_t seed,
     const std::vector<PriorStudy>& priors, int objective) {
@@ -74,7 +67,7 @@ const PriorFit* TransferPriors::ForObjective(
   absl::StatusOr<GaussianProcess> gp =
       GaussianProcess::Create(*kernel, fit.params, x, y);
   if (!gp.ok()) return nullptr;
-  Eigen::MatrixXd anchors = Rows(x, TopEntries(y, kPriorAnchors));
+  Eigen::MatrixXd anchors = Rows(x, TopEntries(y, kAnchors));
   cached = PriorFit{seed,
                     std::move(x),
                     std::move(y),
