@@ -12,6 +12,10 @@
 //   hypertune-bench early-stopping [--configs 400] [--seeds 20]
 //                        [--workers 4] [--max-resource 81]
 //                        [--min-resource 1] [--eta 3] [--out suite.json]
+//   hypertune-bench multi-fidelity [--table PATH|synthetic] [--seeds 20]
+//                        [--workers 1,4] [--policies asha-random,asha-gp,
+//                        model] [--eta 2] [--tolerance 0.01]
+//                        [--out table.json]
 //   hypertune-bench multi-objective [--problems zdt1,zdt2,zdt3,dtlz2]
 //                        [--trials 100] [--seeds 10] [--parallel 1]
 //                        [--algorithm A]
@@ -62,6 +66,7 @@
 #include "absl/synchronization/mutex.h"
 #include "testing/chaos.h"
 #include "testing/conditional_problems.h"
+#include "testing/curve_table.h"
 #include "testing/learning_curves.h"
 #include "testing/mo_functions.h"
 #include "testing/multi_objective.h"
@@ -98,6 +103,10 @@ constexpr char kUsage[] =
     "  hypertune-bench early-stopping [--configs N] [--seeds S] [--workers W]\n"
     "                       [--max-resource R] [--min-resource R] [--eta E]\n"
     "                       [--out SUITE.json]\n"
+    "  hypertune-bench multi-fidelity [--table PATH|synthetic] [--seeds S]\n"
+    "                       [--workers 1,4] [--policies P1,P2,...] [--eta E]\n"
+    "                       [--min-resource R] [--configs N] [--tolerance F]\n"
+    "                       [--out TABLE.json]\n"
     "  hypertune-bench multi-objective [--problems P1,P2,...] [--trials N]\n"
     "                       [--seeds N] [--parallel P] [--algorithm A]\n"
     "  hypertune-bench constrained [--problems P1,P2,...] [--trials N]\n"
@@ -776,6 +785,155 @@ int EarlyStopping(const std::vector<std::string>& args) {
   return 0;
 }
 
+// The multi-fidelity benchmark (testing/curve_table.h): ASHA in pause mode
+// with random configurations, with GP_BANDIT's (BOHB-like), and with the
+// learning-curve model's promotions, over a table of real learning curves
+// (benchmarks/learning_curves/) or synthetic ones; epochs and
+// device-seconds until the study's best full-budget trial is within 1% of
+// the table's best. One JSON line per policy and worker count on stdout, a
+// table on stderr; --out writes the table for peers_optuna_table.py.
+int MultiFidelity(const std::vector<std::string>& args) {
+  absl::StatusOr<Flags> flags =
+      Flags::Parse(args, {"table", "seeds", "workers", "policies", "eta",
+                          "min-resource", "configs", "max-resource", "out",
+                          "tolerance"});
+  if (!flags.ok()) return UsageError(flags.status());
+  const absl::StatusOr<int> seeds = flags->Int("seeds", 20, 1);
+  const absl::StatusOr<int> min_resource = flags->Int("min-resource", 1, 1);
+  const absl::StatusOr<int> configs = flags->Int("configs", 256, 1);
+  const absl::StatusOr<int> max_resource = flags->Int("max-resource", 27, 1);
+  for (const absl::Status& s : {seeds.status(), min_resource.status(),
+                                configs.status(), max_resource.status()}) {
+    if (!s.ok()) return UsageError(s);
+  }
+  double eta = 2;
+  if (const std::string e = flags->String("eta", "2");
+      !absl::SimpleAtod(e, &eta) || !(eta >= 2)) {
+    return UsageError(absl::InvalidArgumentError(
+        absl::StrCat("--eta: expected a number >= 2, got \"", e, "\"")));
+  }
+  std::vector<int> worker_counts;
+  for (const std::string& w : std::vector<std::string>(
+           absl::StrSplit(flags->String("workers", "1,4"), ','))) {
+    int n = 0;
+    if (!absl::SimpleAtoi(w, &n) || n < 1) {
+      return UsageError(absl::InvalidArgumentError(absl::StrCat(
+          "--workers: expected positive integers, got \"", w, "\"")));
+    }
+    worker_counts.push_back(n);
+  }
+  double tolerance = 0.01;
+  if (const std::string t = flags->String("tolerance", "0.01");
+      !absl::SimpleAtod(t, &tolerance) || !(tolerance >= 0)) {
+    return UsageError(absl::InvalidArgumentError(absl::StrCat(
+        "--tolerance: expected a fraction >= 0, got \"", t, "\"")));
+  }
+  const std::string table_flag = flags->String(
+      "table", "benchmarks/learning_curves/fashion_mnist.jsonl");
+  const bool synthetic = table_flag == "synthetic";
+  std::vector<CurveTable> tables;
+  if (synthetic) {
+    for (int seed = 0; seed < *seeds; ++seed) {
+      tables.push_back(MakeSyntheticCurveTable(*configs, *max_resource, seed));
+    }
+  } else {
+    absl::StatusOr<CurveTable> table = LoadCurveTable(table_flag);
+    if (!table.ok()) return Failure(table.status());
+    tables.push_back(*std::move(table));
+  }
+  if (const std::string out = flags->String("out", ""); !out.empty()) {
+    if (absl::Status s = WriteCurveTablesJson(tables, tolerance, out);
+        !s.ok()) {
+      return Failure(s);
+    }
+  }
+
+  struct Policy {
+    std::string name;
+    optimizer::Algorithm algorithm;
+    bool model;
+  };
+  const std::vector<Policy> known = {
+      {"asha-random", optimizer::Algorithm::kRandom, false},
+      {"asha-gp", optimizer::Algorithm::kGpBandit, false},
+      {"model", optimizer::Algorithm::kGpBandit, true}};
+  std::vector<Policy> policies;
+  for (const std::string& name : std::vector<std::string>(absl::StrSplit(
+           flags->String("policies", "asha-random,asha-gp,model"), ','))) {
+    auto it = std::find_if(known.begin(), known.end(),
+                           [&](const Policy& p) { return p.name == name; });
+    if (it == known.end()) {
+      return UsageError(absl::InvalidArgumentError(absl::StrCat(
+          "--policies: unknown policy \"", name,
+          "\" (known: asha-random, asha-gp, model)")));
+    }
+    policies.push_back(*it);
+  }
+
+  std::fprintf(stderr, "%-12s %7s %10s %10s %10s %10s %8s %8s\n", "policy",
+               "workers", "epochs_p50", "epochs_avg", "secs_p50", "secs_avg",
+               "reached", "trials");
+  for (int workers : worker_counts) {
+    for (const Policy& policy : policies) {
+      std::vector<double> epochs, seconds;
+      double reached = 0, trials = 0, resumes = 0;
+      for (int seed = 0; seed < *seeds; ++seed) {
+        const CurveTable& table = tables[synthetic ? seed : 0];
+        TableSimOptions o;
+        o.label = policy.name;
+        o.algorithm = policy.algorithm;
+        o.workers = workers;
+        o.tolerance = tolerance;
+        o.seed = static_cast<uint64_t>(seed);
+        o.config.rule = optimizer::EarlyStoppingConfig::Rule::kAsha;
+        o.config.maximize = true;
+        o.config.min_resource = *min_resource;
+        o.config.max_resource = table.max_resource;
+        o.config.reduction_factor = eta;
+        o.config.pause_at_rungs = true;
+        o.config.promote_by_model = policy.model;
+        absl::StatusOr<TableSimResult> r = SimulateTableStudy(table, o);
+        if (!r.ok()) return UsageError(r.status());
+        epochs.push_back(static_cast<double>(r->epochs));
+        seconds.push_back(r->seconds);
+        reached += r->reached;
+        trials += r->trials;
+        resumes += r->resumes;
+      }
+      const double n = static_cast<double>(*seeds);
+      auto mean = [&](const std::vector<double>& v) {
+        double sum = 0;
+        for (double e : v) sum += e;
+        return sum / n;
+      };
+      nlohmann::ordered_json line = {
+          {"benchmark", "multi_fidelity"},
+          {"optimizer", absl::StrCat("hypertune-", policy.name)},
+          {"table", synthetic ? "synthetic" : tables.front().name},
+          {"workers", workers},
+          {"seeds", *seeds},
+          {"eta", eta},
+          {"min_resource", *min_resource},
+          {"tolerance", tolerance},
+          {"median_epochs_to_target", Percentile(epochs, 50)},
+          {"mean_epochs_to_target", mean(epochs)},
+          {"median_seconds_to_target", Percentile(seconds, 50)},
+          {"mean_seconds_to_target", mean(seconds)},
+          {"reached_fraction", reached / n},
+          {"mean_trials", trials / n},
+          {"mean_resumes", resumes / n},
+          {"epochs_to_target", epochs},
+          {"seconds_to_target", seconds}};
+      std::cout << line.dump() << std::endl;
+      std::fprintf(stderr, "%-12s %7d %10.1f %10.1f %10.1f %10.1f %8.2f %8.1f\n",
+                   policy.name.c_str(), workers, Percentile(epochs, 50),
+                   mean(epochs), Percentile(seconds, 50), mean(seconds),
+                   reached / n, trials / n);
+    }
+  }
+  return 0;
+}
+
 // The multi-objective and constrained protocols (multi_objective.h): one
 // JSON line per run, the hypervolume fraction or the best feasible regret
 // after each trial.
@@ -969,6 +1127,7 @@ int Main(int argc, char** argv) {
   if (command == "soak") return Soak(args);
   if (command == "failover") return Failover(args);
   if (command == "early-stopping") return EarlyStopping(args);
+  if (command == "multi-fidelity") return MultiFidelity(args);
   if (command == "multi-objective") return MetricsRuns(args, false);
   if (command == "constrained") return MetricsRuns(args, true);
   if (command == "metrics-latency") return MetricsLatencyCommand(args);

@@ -199,6 +199,11 @@ Decision AshaDecision(const EarlyStoppingConfig& config,
   const std::string where =
       absl::StrCat(name, ": ", Num(standings[rank].value), " at rung ", *rung,
                    " ranks ", rank + 1, " of ", n);
+  if (config.promote_by_model) {
+    return {Action::kPause,
+            absl::StrCat(where, "; paused: the learning-curve model decides "
+                                "whether it goes on")};
+  }
   const int top = TopCount(config, n, !config.pause_at_rungs);
   if (static_cast<int>(rank) < top) {
     return {Action::kContinue,
@@ -258,6 +263,9 @@ absl::Status ValidateEarlyStoppingConfig(const EarlyStoppingConfig& config) {
         return Invalid("pause_at_rungs",
                        "only for the ASHA and HYPERBAND rules");
       }
+      if (config.promote_by_model) {
+        return Invalid("promote_by_model", "only for the ASHA rule");
+      }
       return absl::OkStatus();
     case Rule::kAsha:
     case Rule::kHyperband:
@@ -289,6 +297,13 @@ absl::Status ValidateEarlyStoppingConfig(const EarlyStoppingConfig& config) {
     return Invalid("min_trials",
                    absl::StrCat("must be >= 0 (0: the rule's default), got ",
                                 config.min_trials));
+  }
+  if (config.promote_by_model && config.rule != Rule::kAsha) {
+    return Invalid("promote_by_model", "only for the ASHA rule");
+  }
+  if (config.promote_by_model && !config.pause_at_rungs) {
+    return Invalid("promote_by_model",
+                   "needs pause_at_rungs: the model resumes paused trials");
   }
   if (config.rule == Rule::kHyperband) {
     const int most = MaxBrackets(config);

@@ -72,6 +72,10 @@ struct EarlyStoppingConfig {
   // ASHA/Hyperband: pause at a rung (checkpoint kept) instead of stopping.
   // Default false.
   bool pause_at_rungs = false;
+  // ASHA with pause_at_rungs: every trial pauses at every rung, and a model
+  // of the learning curves, not the rung's ranking, decides which paused
+  // trials go on (ModelPromotions in learning_curve_model.h). Default false.
+  bool promote_by_model = false;
 };
 
 // Returns OK or INVALID_ARGUMENT naming the field and the problem, e.g.

@@ -13,6 +13,7 @@
 #include "optimizer/gp_bandit/models.h"
 #include "optimizer/gp_bandit/pick.h"
 #include "optimizer/initial_design.h"
+#include "optimizer/learning_curve_model.h"
 #include "optimizer/metrics.h"
 #include "optimizer/sobol.h"
 #include "optimizer/splitmix.h"
@@ -58,7 +59,17 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
   if (absl::Status s = ValidateSobolRequest(request, "GP_BANDIT"); !s.ok()) {
     return s;
   }
-  if (request.fidelity != nullptr) return Suggest(AtOneFidelity(request));
+  if (request.fidelity != nullptr) {
+    // Learning-curve studies: the model of all the curves proposes once it
+    // has data (learning_curve_model.h); otherwise one fidelity's model.
+    if (request.fidelity->rule.promote_by_model) {
+      if (std::optional<std::vector<Assignment>> points =
+              ProposeFromCurves(request)) {
+        return *std::move(points);
+      }
+    }
+    return Suggest(AtOneFidelity(request));
+  }
   const SearchSpace& space = *request.space;
   const Coordinates coords(space);
   const int d = coords.dim();

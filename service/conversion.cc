@@ -392,6 +392,7 @@ opt::EarlyStoppingConfig ToEarlyStoppingConfig(const v1::StudySpec& spec) {
   }
   config.brackets = es.brackets();
   config.pause_at_rungs = es.pause_at_rungs();
+  config.promote_by_model = es.promote_by_model();
   return config;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "optimizer/early_stopping.h"
+#include "optimizer/learning_curve_model.h"
 #include "service/conversion.h"
 
 namespace hypertune::service {
@@ -22,6 +23,31 @@ bool PausesAtRungs(const v1::StudySpec& spec) {
   return (rule == v1::EarlyStoppingSpec::ASHA ||
           rule == v1::EarlyStoppingSpec::HYPERBAND) &&
          spec.early_stopping().pause_at_rungs();
+}
+
+// The paused trials to resume, by ASHA's ranking or by the learning-curve
+// model (promote_by_model), which also reads each trial's parameters.
+std::vector<optimizer::Promotion> PromotionsOf(
+    const optimizer::EarlyStoppingConfig& rule, const v1::StudySpec& spec,
+    const std::vector<v1::Trial>& trials, bool draining) {
+  std::vector<optimizer::TrialCurve> curves = ToCurves(spec, trials);
+  absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(spec);
+  if (!rule.promote_by_model || !space.ok()) {
+    return optimizer::Promotions(rule, curves, draining);
+  }
+  absl::flat_hash_map<int64_t, const v1::Trial*> by_id;
+  for (const v1::Trial& t : trials) by_id[t.id()] = &t;
+  std::vector<optimizer::TrialCurve> modelled;
+  std::vector<optimizer::Assignment> parameters;
+  for (optimizer::TrialCurve& curve : curves) {
+    absl::StatusOr<optimizer::Assignment> x = ToAssignment(
+        "trial.parameters", *space, by_id.at(curve.id)->parameters());
+    if (!x.ok()) continue;  // parameters of an older spec: not modelled
+    parameters.push_back(*std::move(x));
+    modelled.push_back(std::move(curve));
+  }
+  return optimizer::ModelPromotions(rule, *space, modelled, parameters,
+                                    draining);
 }
 
 int64_t CountOf(const SuggestionState& state, v1::Trial::State s) {
@@ -89,9 +115,8 @@ SuggestionPlan PlanSuggestions(const SuggestionState& state,
   if (active && PausesAtRungs(spec) && !state.all_trials.empty()) {
     absl::flat_hash_map<int64_t, const v1::Trial*> by_id;
     for (const v1::Trial& t : state.all_trials) by_id[t.id()] = &t;
-    for (const optimizer::Promotion& p : optimizer::Promotions(
-             rule, ToCurves(spec, state.all_trials),
-             /*draining=*/budget_left <= 0)) {
+    for (const optimizer::Promotion& p :
+         PromotionsOf(rule, spec, state.all_trials, budget_left <= 0)) {
       v1::Trial t = *by_id.at(p.trial_id);
       t.set_stop_reason("");
       promotions.push_back(std::move(t));

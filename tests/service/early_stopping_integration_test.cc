@@ -78,72 +78,95 @@ void Worker(const Client& client, const std::string& study, absl::Mutex* mu,
   }
 }
 
-// With one worker the run is deterministic; with three, trials pause and
-// are promoted while others run.
-class EarlyStoppingIntegrationTest : public ::testing::TestWithParam<int> {};
+// A study run to its end by `workers_count` SDK workers against an
+// in-process server: its trials, and what each worker run did.
+struct StudyRun {
+  std::vector<v1::Trial> trials;
+  std::vector<TrialRun> runs;
+};
 
-TEST_P(EarlyStoppingIntegrationTest, AshaPausesAndResumesFromCheckpoints) {
-  const int workers_count = GetParam();
+StudyRun RunStudy(const std::string& study_text, int workers_count) {
+  StudyRun out;
   test::TempDir dir;
   service::ServerOptions options;
   options.db_path = dir.File("asha.db");
   options.listen = "127.0.0.1:0";
   auto server = service::Server::Start(options);
-  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_TRUE(server.ok()) << server.status();
+  if (!server.ok()) return out;
 
   ClientOptions client_options;
   client_options.server = (*server)->address();
   client_options.client_id = "asha";
   Client client(client_options);
   v1::Study study;
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
-      R"pb(
-        name: "asha"
-        spec {
-          parameters {
-            name: "x"
-            double_spec { min: 0 max: 1 }
-          }
-          metrics { name: "loss" goal: MINIMIZE }
-          algorithm: QUASI_RANDOM
-          max_trials: 9
-          max_parallel_trials: 3
-          early_stopping {
-            rule: ASHA
-            min_resource: 1
-            max_resource: 9
-            reduction_factor: 3
-            pause_at_rungs: true
-          }
-        })pb",
-      &study));
-  ASSERT_TRUE(client.CreateStudy(study).ok());
+  EXPECT_TRUE(
+      google::protobuf::TextFormat::ParseFromString(study_text, &study));
+  EXPECT_TRUE(client.CreateStudy(study).ok());
 
   absl::Mutex mu;
-  std::vector<TrialRun> runs;
   std::vector<std::thread> workers;
   for (int i = 0; i < workers_count; ++i) {
-    workers.emplace_back(Worker, std::cref(client), "asha", &mu, &runs);
+    workers.emplace_back(Worker, std::cref(client), study.name(), &mu,
+                         &out.runs);
   }
   for (std::thread& w : workers) w.join();
+  auto trials = client.ListAllTrials(study.name());
+  EXPECT_TRUE(trials.ok()) << trials.status();
+  if (trials.ok()) out.trials = *std::move(trials);
+  (*server)->Shutdown();
+  return out;
+}
 
-  auto trials = client.ListAllTrials("asha");
-  ASSERT_TRUE(trials.ok()) << trials.status();
-  ASSERT_EQ(trials->size(), 9u);
+// Every trial finished, resumed and never restarted: each step measured
+// once, in order. Returns the steps spent.
+int64_t ExpectFinishedAndResumedInOrder(const std::vector<v1::Trial>& trials) {
   int64_t steps_spent = 0;
-  std::map<int64_t, double> loss_at_1;
-  int completed = 0;
-  for (const v1::Trial& t : *trials) {
-    // Finished: the best ran to the end, the rest were stopped.
+  for (const v1::Trial& t : trials) {
     EXPECT_TRUE(t.state() == v1::Trial::COMPLETED ||
                 t.state() == v1::Trial::STOPPED)
         << "trial " << t.id() << " is " << v1::Trial::State_Name(t.state());
-    completed += t.state() == v1::Trial::COMPLETED;
-    // Resumed, never restarted: each step measured once, in order.
     for (int i = 0; i < t.measurements_size(); ++i) {
       EXPECT_EQ(t.measurements(i).step(), i + 1) << "trial " << t.id();
     }
     steps_spent += t.measurements_size();
+  }
+  return steps_spent;
+}
+
+// With one worker the run is deterministic; with three, trials pause and
+// are promoted while others run.
+class EarlyStoppingIntegrationTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(EarlyStoppingIntegrationTest, AshaPausesAndResumesFromCheckpoints) {
+  const int workers_count = GetParam();
+  const StudyRun run = RunStudy(R"pb(
+                                  name: "asha"
+                                  spec {
+                                    parameters {
+                                      name: "x"
+                                      double_spec { min: 0 max: 1 }
+                                    }
+                                    metrics { name: "loss" goal: MINIMIZE }
+                                    algorithm: QUASI_RANDOM
+                                    max_trials: 9
+                                    max_parallel_trials: 3
+                                    early_stopping {
+                                      rule: ASHA
+                                      min_resource: 1
+                                      max_resource: 9
+                                      reduction_factor: 3
+                                      pause_at_rungs: true
+                                    }
+                                  })pb",
+                                workers_count);
+  const std::vector<v1::Trial>& trials = run.trials;
+  ASSERT_EQ(trials.size(), 9u);
+  const int64_t steps_spent = ExpectFinishedAndResumedInOrder(trials);
+  std::map<int64_t, double> loss_at_1;
+  int completed = 0;
+  for (const v1::Trial& t : trials) {
+    completed += t.state() == v1::Trial::COMPLETED;
     loss_at_1[t.id()] = t.measurements(0).metrics().at("loss");
   }
   EXPECT_GE(completed, 1);
@@ -153,7 +176,7 @@ TEST_P(EarlyStoppingIntegrationTest, AshaPausesAndResumesFromCheckpoints) {
   for (const auto& [id, loss] : loss_at_1) {
     if (loss < loss_at_1[best_at_1]) best_at_1 = id;
   }
-  for (const v1::Trial& t : *trials) {
+  for (const v1::Trial& t : trials) {
     if (t.id() == best_at_1) {
       EXPECT_EQ(t.state(), v1::Trial::COMPLETED);
       EXPECT_EQ(t.measurements_size(), kMaxResource);
@@ -162,11 +185,62 @@ TEST_P(EarlyStoppingIntegrationTest, AshaPausesAndResumesFromCheckpoints) {
   // Some runs were resumptions of paused trials (with several workers the
   // top of a rung may instead go on at once each time).
   int resumed = 0;
-  for (const TrialRun& run : runs) resumed += run.first_step > 1;
+  for (const TrialRun& r : run.runs) resumed += r.first_step > 1;
   if (workers_count == 1) {
     EXPECT_GE(resumed, 1);
   }
-  (*server)->Shutdown();
+}
+
+// promote_by_model: every trial pauses at every rung, the learning-curve
+// model resumes the promising ones from their checkpoints and GP_BANDIT
+// proposes from all the curves; the study still ends with a full-budget
+// trial near the optimum (x = 0.3).
+TEST_P(EarlyStoppingIntegrationTest, TheLearningCurveModelPromotes) {
+  const StudyRun run = RunStudy(R"pb(
+                                  name: "curves"
+                                  spec {
+                                    parameters {
+                                      name: "x"
+                                      double_spec { min: 0 max: 1 }
+                                    }
+                                    metrics { name: "loss" goal: MINIMIZE }
+                                    algorithm: GP_BANDIT
+                                    max_trials: 14
+                                    max_parallel_trials: 3
+                                    early_stopping {
+                                      rule: ASHA
+                                      min_resource: 1
+                                      max_resource: 9
+                                      reduction_factor: 3
+                                      pause_at_rungs: true
+                                      promote_by_model: true
+                                    }
+                                  })pb",
+                                GetParam());
+  ASSERT_EQ(run.trials.size(), 14u);
+  const int64_t steps_spent = ExpectFinishedAndResumedInOrder(run.trials);
+  EXPECT_LT(steps_spent, 14 * kMaxResource * 2 / 3);
+  // Each run ends at a rung (paused there) or at the end.
+  int resumed = 0;
+  for (const TrialRun& r : run.runs) {
+    if (r.paused) {
+      EXPECT_TRUE(r.last_step == 1 || r.last_step == 3) << r.last_step;
+    }
+    resumed += r.first_step > 1;
+  }
+  EXPECT_GE(resumed, 2);
+  double best_full = 1e9, best_x = -1;
+  for (const v1::Trial& t : run.trials) {
+    if (t.state() == v1::Trial::COMPLETED &&
+        t.measurements_size() == kMaxResource) {
+      const double loss = t.measurements(kMaxResource - 1).metrics().at("loss");
+      if (loss < best_full) {
+        best_full = loss;
+        best_x = t.parameters(0).double_value();
+      }
+    }
+  }
+  EXPECT_NEAR(best_x, 0.3, 0.15);
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, EarlyStoppingIntegrationTest,

@@ -1,0 +1,103 @@
+// Model-based multi-fidelity for ASHA in pause mode
+// (EarlyStoppingConfig::promote_by_model): one Gaussian process over
+// (parameters, log resource), fitted to every trial's values at the rungs it
+// reached, decides for each free worker whether a paused trial goes on to
+// its next rung, and which one, or a new configuration starts. Each choice
+// is scored by its expected improvement at the resource it would reach over
+// the best value seen there: a paused trial at its next rung, a new
+// configuration at the first rung (multi-fidelity EI, as DyHPO: Wistuba et
+// al., "Supervising the multi-fidelity race of hyperparameter
+// configurations", NeurIPS 2022; the joint kernel over configuration and
+// resource as MOBSTER's, Klein et al., 2020). Where ASHA promotes the top
+// 1/eta of every rung, this promotes the trials whose curves the model
+// expects to lead, and starts new configurations while none does.
+//
+// Pure functions; thread-safe.
+#ifndef HYPERTUNE_OPTIMIZER_LEARNING_CURVE_MODEL_H_
+#define HYPERTUNE_OPTIMIZER_LEARNING_CURVE_MODEL_H_
+
+#include <optional>
+#include <span>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "optimizer/early_stopping.h"
+#include "optimizer/gp.h"
+#include "optimizer/search_space.h"
+#include "optimizer/suggester.h"
+
+namespace hypertune::optimizer {
+
+// The joint model of a study's learning curves: a GP over (unit-cube
+// parameters, level), the level being log resource scaled onto [0, 1]
+// between the first rung and max_resource, fitted to every trial's first
+// value in each [rung, next rung) it reached (maximized, standardized).
+class LearningCurveModel {
+ public:
+  struct Posterior {
+    double mean, sd;
+  };
+  // The model, or none while fewer than MinTrialsAtFidelity(dim + 1)
+  // trials reached the first rung (or the fit fails).
+  // REQUIRES: config is valid with rungs; parameters.size() ==
+  // study.size(), parameters[i] the assignment of study[i]
+  static std::optional<LearningCurveModel> Fit(
+      const EarlyStoppingConfig& config, const SearchSpace& space,
+      std::span<const TrialCurve> study,
+      std::span<const Assignment> parameters);
+
+  // The latent value at max_resource of the configuration `unit` (an
+  // encoded assignment), standardized.
+  Posterior Final(const Eigen::VectorXd& unit) const;
+  // P(final value > bar), the bar being the best final value seen or,
+  // before any trial finished, the best a started trial is expected to
+  // reach.
+  double ChanceToBeatBar(const Eigen::VectorXd& unit) const;
+  // log E[max(final - bar, 0)].
+  double LogImprovementOverBar(const Eigen::VectorXd& unit) const;
+  // Conditions on the configuration `unit` reaching the model's mean at the
+  // first rung.
+  void AddBelief(const Eigen::VectorXd& unit);
+  // Whether some trial reached max_resource (the bar is then a value seen).
+  bool finished() const { return finished_; }
+
+ private:
+  LearningCurveModel(GaussianProcess gp, int dim, double final_offset)
+      : gp_(std::move(gp)), dim_(dim), final_offset_(final_offset) {}
+  // Models the values less each level's offset (its mean gain).
+  GaussianProcess gp_;
+  int dim_;
+  double final_offset_;
+  double bar_ = 0;
+  bool finished_ = false;
+};
+
+// The paused trials to resume now, most promising first, each to its next
+// rung (or max_resource): those whose chance to beat the bar is at least
+// 0.1 (as Domhan et al., IJCAI 2015, stop a trial whose extrapolated curve
+// is unlikely to beat the best, with a joint model instead of one per
+// curve). ASHA's own Promotions while there is no model, and when
+// `draining` (no new configuration will start): then each rung's best
+// still goes on to max_resource.
+// REQUIRES: as LearningCurveModel::Fit, with promote_by_model
+std::vector<Promotion> ModelPromotions(const EarlyStoppingConfig& config,
+                                       const SearchSpace& space,
+                                       std::span<const TrialCurve> study,
+                                       std::span<const Assignment> parameters,
+                                       bool draining);
+
+// GP_BANDIT's proposals for a study with promote_by_model: `request.count`
+// configurations, each the one of quasi-random points and of steps around
+// the configurations expected to end best, whose final value has the
+// largest expected improvement over the bar; running trials without a
+// value yet and earlier proposals of the batch count at the model's mean
+// on the first rung. None without request.fidelity or while there is no
+// model (the caller then proposes as it would without it).
+// REQUIRES: ValidateRequest(request).ok()
+std::optional<std::vector<Assignment>> ProposeFromCurves(
+    const SuggestRequest& request);
+
+}  // namespace hypertune::optimizer
+
+#endif  // HYPERTUNE_OPTIMIZER_LEARNING_CURVE_MODEL_H_

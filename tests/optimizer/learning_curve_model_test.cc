@@ -1,0 +1,264 @@
+#include "optimizer/learning_curve_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "optimizer/early_stopping.h"
+#include "optimizer/suggester.h"
+#include "testing/curve_table.h"
+#include "tests/optimizer/spaces.h"
+
+namespace hypertune::optimizer {
+namespace {
+
+using ::testing::HasSubstr;
+using Rule = EarlyStoppingConfig::Rule;
+using Status = TrialCurve::Status;
+
+// ASHA in pause mode over 27 epochs, rungs 1, 3, 9, decided by the model.
+EarlyStoppingConfig ModelAsha() {
+  EarlyStoppingConfig config;
+  config.rule = Rule::kAsha;
+  config.min_resource = 1;
+  config.max_resource = 27;
+  config.reduction_factor = 3;
+  config.pause_at_rungs = true;
+  config.promote_by_model = true;
+  return config;
+}
+
+// A learning curve whose end depends on x: it rises towards 1 - (x - 0.7)^2.
+double Value(double x, int64_t epoch) {
+  return 1.0 - (x - 0.7) * (x - 0.7) -
+         0.3 * std::pow(static_cast<double>(epoch), -0.5);
+}
+
+// A trial of configuration x that reported epochs 1 .. last.
+TrialCurve Trial(int64_t id, double x, int64_t last, Status status) {
+  TrialCurve curve;
+  curve.id = id;
+  curve.status = status;
+  for (int64_t t = 1; t <= last; ++t) curve.points.emplace_back(t, Value(x, t));
+  return curve;
+}
+
+struct Study {
+  std::vector<TrialCurve> curves;
+  std::vector<Assignment> parameters;
+  void Add(double x, int64_t last, Status status) {
+    curves.push_back(
+        Trial(static_cast<int64_t>(curves.size()) + 1, x, last, status));
+    parameters.push_back({x});
+  }
+};
+
+// Twelve configurations paused at the first rung, evenly over [0, 1].
+Study FirstRung() {
+  Study study;
+  for (int i = 0; i < 12; ++i) study.Add((i + 0.5) / 12, 1, Status::kPaused);
+  return study;
+}
+
+TEST(LearningCurveModelTest, NoModelUntilEnoughTrialsReachTheFirstRung) {
+  const SearchSpace space = Box(1);
+  Study study;
+  for (int i = 0; i < 3; ++i) study.Add(0.1 + 0.3 * i, 1, Status::kPaused);
+  // max(4, dim + 2) trials are needed: 3 are too few, and promotions are
+  // then ASHA's own (none: floor(3 / 3) = 1 goes on, the best).
+  EXPECT_FALSE(LearningCurveModel::Fit(ModelAsha(), space, study.curves,
+                                       study.parameters)
+                   .has_value());
+  const std::vector<Promotion> asha =
+      Promotions(ModelAsha(), study.curves, false);
+  const std::vector<Promotion> model = ModelPromotions(
+      ModelAsha(), space, study.curves, study.parameters, false);
+  ASSERT_EQ(model.size(), asha.size());
+  for (size_t i = 0; i < model.size(); ++i) {
+    EXPECT_EQ(model[i].trial_id, asha[i].trial_id);
+  }
+}
+
+TEST(LearningCurveModelTest, ExpectsMoreOfConfigurationsWhoseCurvesEndHigher) {
+  const SearchSpace space = Box(1);
+  Study study = FirstRung();
+  // Two of them went on to the end: the model learns how curves rise.
+  study.curves[3] = Trial(4, study.parameters[3][0], 27, Status::kFinished);
+  study.curves[10] = Trial(11, study.parameters[10][0], 27, Status::kFinished);
+  const std::optional<LearningCurveModel> model = LearningCurveModel::Fit(
+      ModelAsha(), space, study.curves, study.parameters);
+  ASSERT_TRUE(model.has_value());
+  EXPECT_TRUE(model->finished());
+  const double near_best = model->Final(space.Encode({0.7})).mean;
+  const double far = model->Final(space.Encode({0.05})).mean;
+  EXPECT_GT(near_best, far + 0.5);  // standardized units
+  EXPECT_GT(model->ChanceToBeatBar(space.Encode({0.7})),
+            model->ChanceToBeatBar(space.Encode({0.05})));
+}
+
+TEST(LearningCurveModelTest, LeavesHopelessPromotionsPausedAndOrdersByChance) {
+  const SearchSpace space = Box(1);
+  Study study = FirstRung();
+  // A configuration short of the optimum (x = 0.54) finished, and two at
+  // the low end, which ended far below it.
+  study.curves[6] = Trial(7, study.parameters[6][0], 27, Status::kFinished);
+  study.Add(0.0, 27, Status::kFinished);
+  study.Add(0.08, 27, Status::kFinished);
+  // Three more at the low end reached rung 3: ASHA promotes the best of
+  // them (trial 3, x = 0.21), second of the six there; and trials 8, 9, 10
+  // (x = 0.62, 0.71, 0.79) from rung 1.
+  for (int i : {0, 1, 2}) {
+    study.curves[i] = Trial(i + 1, study.parameters[i][0], 3, Status::kPaused);
+  }
+  const std::vector<Promotion> asha =
+      Promotions(ModelAsha(), study.curves, false);
+  std::set<int64_t> asha_ids;
+  for (const Promotion& p : asha) asha_ids.insert(p.trial_id);
+  for (int64_t id : {3, 8, 9, 10}) ASSERT_TRUE(asha_ids.contains(id)) << id;
+
+  const std::vector<Promotion> model = ModelPromotions(
+      ModelAsha(), space, study.curves, study.parameters, false);
+  const std::optional<LearningCurveModel> fit = LearningCurveModel::Fit(
+      ModelAsha(), space, study.curves, study.parameters);
+  ASSERT_TRUE(fit.has_value());
+  std::set<int64_t> model_ids;
+  double previous = 1.0;
+  for (const Promotion& p : model) {
+    model_ids.insert(p.trial_id);
+    EXPECT_TRUE(asha_ids.contains(p.trial_id)) << p.trial_id;
+    // The most promising first.
+    const double chance =
+        fit->ChanceToBeatBar(space.Encode(study.parameters[p.trial_id - 1]));
+    EXPECT_LE(chance, previous);
+    previous = chance;
+  }
+  // Its region ends low: the model leaves it paused; those that end above
+  // the finished one go on (in order of their chance, checked above).
+  EXPECT_FALSE(model_ids.contains(3));
+  EXPECT_EQ(model_ids, (std::set<int64_t>{8, 9, 10}));
+  // Draining: ASHA's promotions as they are, so the study still ends.
+  const std::vector<Promotion> draining =
+      ModelPromotions(ModelAsha(), space, study.curves, study.parameters, true);
+  EXPECT_EQ(draining.size(),
+            Promotions(ModelAsha(), study.curves, true).size());
+}
+
+TEST(LearningCurveModelTest,
+     GpBanditProposesWhereCurvesEndBestAndSpreadsABatch) {
+  const SearchSpace space = Box(1);
+  const Study study = FirstRung();
+  FidelityHistory fidelity{ModelAsha(), study.curves};
+  SuggestRequest request;
+  request.space = &space;
+  request.fidelity = &fidelity;
+  for (size_t i = 0; i < study.curves.size(); ++i) {
+    request.history.push_back({.x = study.parameters[i],
+                               .outcome = Outcome::kPending,
+                               .trial_id = study.curves[i].id});
+  }
+  request.trials_created = 12;
+  request.count = 3;
+  const std::optional<std::vector<Assignment>> proposals =
+      ProposeFromCurves(request);
+  ASSERT_TRUE(proposals.has_value());
+  ASSERT_EQ(proposals->size(), 3u);
+  EXPECT_NEAR((*proposals)[0][0], 0.7, 0.15);
+  // Each proposal counts as running for the next: no two alike.
+  const std::set<double> distinct = {(*proposals)[0][0], (*proposals)[1][0],
+                                     (*proposals)[2][0]};
+  EXPECT_EQ(distinct.size(), 3u);
+  // GP_BANDIT proposes the same when the study promotes by model.
+  request.count = 1;
+  const std::vector<Assignment> suggested =
+      MakeSuggester(Algorithm::kGpBandit)->Suggest(request).value();
+  EXPECT_EQ(suggested.front(), ProposeFromCurves(request)->front());
+}
+
+TEST(LearningCurveModelTest, EveryRungPausesAndTheConfigIsValidated) {
+  Study study = FirstRung();
+  // Even the best trial at a rung pauses: the model decides. (Plain ASHA
+  // lets the best of three at rung 3 go on at once.)
+  study.curves[7] = Trial(8, study.parameters[7][0], 3, Status::kPaused);
+  study.curves[9] = Trial(10, study.parameters[9][0], 3, Status::kPaused);
+  study.curves[8] = Trial(9, study.parameters[8][0], 3, Status::kRunning);
+  EXPECT_EQ(DecideTrial(ModelAsha(), study.curves, 9).action, Action::kPause);
+  EarlyStoppingConfig plain = ModelAsha();
+  plain.promote_by_model = false;
+  EXPECT_EQ(DecideTrial(plain, study.curves, 9).action, Action::kContinue);
+
+  EarlyStoppingConfig c = ModelAsha();
+  c.pause_at_rungs = false;
+  EXPECT_THAT(ValidateEarlyStoppingConfig(c).message(),
+              HasSubstr("early_stopping.promote_by_model: needs "
+                        "pause_at_rungs"));
+  c = ModelAsha();
+  c.rule = Rule::kHyperband;
+  EXPECT_THAT(ValidateEarlyStoppingConfig(c).message(),
+              HasSubstr("early_stopping.promote_by_model: only for the ASHA"));
+  c.rule = Rule::kMedian;
+  c.pause_at_rungs = false;
+  EXPECT_EQ(ValidateEarlyStoppingConfig(c).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// --- The benchmark's tables (testing/curve_table.h) ------------------------
+
+TEST(CurveTableTest, TheShippedFashionMnistTableLoads) {
+  const absl::StatusOr<bench::CurveTable> table =
+      bench::LoadCurveTable(std::string(HYPERTUNE_SOURCE_DIR) +
+                            "/benchmarks/learning_curves/fashion_mnist.jsonl");
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_GE(table->configs.size(), 200u);
+  EXPECT_EQ(table->max_resource, 16);
+  EXPECT_EQ(table->parameters.size(), 6u);
+  for (size_t i = 0; i < table->configs.size(); ++i) {
+    ASSERT_EQ(table->curves[i].size(), 16u);
+    for (double v : table->curves[i]) {
+      EXPECT_TRUE(v >= 0 && v <= 1) << "configuration " << i;
+    }
+  }
+  EXPECT_GT(table->optimum, 0.5);
+}
+
+TEST(CurveTableTest, AMalformedTableIsRefusedNamingTheLine) {
+  const std::string path = ::testing::TempDir() + "/bad_table.jsonl";
+  std::ofstream(path)
+      << R"({"table": "t", "max_resource": 2, "goal": "maximize", "space": )"
+      << R"([{"name": "lr", "type": "double", "min": 0.1, "max": 1, )"
+      << R"("scale": "log"}]})"
+      << "\n"
+      << R"({"params": {"lr": 0.5}, "val_accuracy": [0.1], )"
+      << R"("epoch_seconds": [1]})"
+      << "\n";
+  const absl::Status status = bench::LoadCurveTable(path).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("line 2: expected 2 epochs"));
+}
+
+TEST(CurveTableTest, TheModelsStudyReachesTheTargetOnASyntheticTable) {
+  const bench::CurveTable table =
+      bench::MakeSyntheticCurveTable(60, 27, /*seed=*/1);
+  for (int workers : {1, 3}) {
+    bench::TableSimOptions options;
+    options.workers = workers;
+    options.config = ModelAsha();
+    const bench::TableSimResult r =
+        bench::SimulateTableStudy(table, options).value();
+    EXPECT_TRUE(r.reached) << workers;
+    EXPECT_GE(r.final_value, table.optimum - 0.01 * std::abs(table.optimum));
+    EXPECT_GT(r.resumes, 0);
+    // Fewer epochs than training every configuration to the end.
+    EXPECT_LT(r.epochs, 60 * 27);
+    EXPECT_GT(r.seconds, 0);
+  }
+}
+
+}  // namespace
+}  // namespace hypertune::optimizer
