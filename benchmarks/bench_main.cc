@@ -875,7 +875,7 @@ int MultiFidelity(const std::vector<std::string>& args) {
                "reached", "trials");
   for (int workers : worker_counts) {
     for (const Policy& policy : policies) {
-      std::vector<double> epochs, seconds;
+      std::vector<double> epochs, seconds, decision_ms;
       double reached = 0, trials = 0, resumes = 0;
       for (int seed = 0; seed < *seeds; ++seed) {
         const CurveTable& table = tables[synthetic ? seed : 0];
@@ -894,6 +894,8 @@ int MultiFidelity(const std::vector<std::string>& args) {
         o.config.promote_by_model = policy.model;
         absl::StatusOr<TableSimResult> r = SimulateTableStudy(table, o);
         if (!r.ok()) return UsageError(r.status());
+        decision_ms.insert(decision_ms.end(), r->decision_ms.begin(),
+                           r->decision_ms.end());
         epochs.push_back(static_cast<double>(r->epochs));
         seconds.push_back(r->seconds);
         reached += r->reached;
@@ -922,6 +924,9 @@ int MultiFidelity(const std::vector<std::string>& args) {
           {"reached_fraction", reached / n},
           {"mean_trials", trials / n},
           {"mean_resumes", resumes / n},
+          {"decision_ms_p50", Percentile(decision_ms, 50)},
+          {"decision_ms_p95", Percentile(decision_ms, 95)},
+          {"decision_ms_max", Percentile(decision_ms, 100)},
           {"epochs_to_target", epochs},
           {"seconds_to_target", seconds}};
       std::cout << line.dump() << std::endl;

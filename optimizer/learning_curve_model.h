@@ -1,16 +1,13 @@
 // Model-based multi-fidelity for ASHA in pause mode
 // (EarlyStoppingConfig::promote_by_model): one Gaussian process over
 // (parameters, log resource), fitted to every trial's values at the rungs it
-// reached, decides for each free worker whether a paused trial goes on to
-// its next rung, and which one, or a new configuration starts. Each choice
-// is scored by its expected improvement at the resource it would reach over
-// the best value seen there: a paused trial at its next rung, a new
-// configuration at the first rung (multi-fidelity EI, as DyHPO: Wistuba et
-// al., "Supervising the multi-fidelity race of hyperparameter
-// configurations", NeurIPS 2022; the joint kernel over configuration and
-// resource as MOBSTER's, Klein et al., 2020). Where ASHA promotes the top
-// 1/eta of every rung, this promotes the trials whose curves the model
-// expects to lead, and starts new configurations while none does.
+// reached (the joint kernel over configuration and resource, as MOBSTER's:
+// Klein et al., "Model-based asynchronous hyperparameter and neural
+// architecture search", 2020), predicts each configuration's value at
+// max_resource. It decides which paused trials go on, with ASHA's ranking
+// (ModelPromotions), and which configurations start (ProposeFromCurves):
+// where BOHB's model sees one rung, this one reads every curve and aims at
+// the final value.
 //
 // Pure functions; thread-safe.
 #ifndef HYPERTUNE_OPTIMIZER_LEARNING_CURVE_MODEL_H_
@@ -32,7 +29,8 @@ namespace hypertune::optimizer {
 // The joint model of a study's learning curves: a GP over (unit-cube
 // parameters, level), the level being log resource scaled onto [0, 1]
 // between the first rung and max_resource, fitted to every trial's first
-// value in each [rung, next rung) it reached (maximized, standardized).
+// value in each [rung, next rung) it reached (maximized, standardized, less
+// each level's median gain over the level below).
 class LearningCurveModel {
  public:
   struct Posterior {
@@ -74,12 +72,15 @@ class LearningCurveModel {
 };
 
 // The paused trials to resume now, most promising first, each to its next
-// rung (or max_resource): those whose chance to beat the bar is at least
-// 0.1 (as Domhan et al., IJCAI 2015, stop a trial whose extrapolated curve
-// is unlikely to beat the best, with a joint model instead of one per
-// curve). ASHA's own Promotions while there is no model, and when
-// `draining` (no new configuration will start): then each rung's best
-// still goes on to max_resource.
+// rung (or max_resource). Once a trial reached max_resource: ASHA's
+// promotions, less those with under a 5% chance to beat the bar (as Domhan
+// et al., IJCAI 2015, end a run whose extrapolated curve is that unlikely to
+// win, with a joint model instead of one per curve), plus paused trials
+// ASHA passes over that are expected to beat it (at least a 50% chance: a
+// slow start). Before, ASHA's promotions ordered by that chance. ASHA's own
+// Promotions while there is no model, and when `draining` (no new
+// configuration will start): then each rung's best still goes on to
+// max_resource.
 // REQUIRES: as LearningCurveModel::Fit, with promote_by_model
 std::vector<Promotion> ModelPromotions(const EarlyStoppingConfig& config,
                                        const SearchSpace& space,

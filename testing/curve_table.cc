@@ -16,6 +16,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "optimizer/early_stopping.h"
 #include "optimizer/learning_curve_model.h"
 #include "optimizer/search_space.h"
@@ -267,8 +269,11 @@ absl::StatusOr<TableSimResult> SimulateTableStudy(
     bool busy = false;
     for (int w = 0; w < options.workers; ++w) {
       if (worker_trial[w] < 0) {
+        const absl::Time start = absl::Now();
         absl::StatusOr<bool> assigned = assign(w);
         if (!assigned.ok()) return assigned.status();
+        result.decision_ms.push_back(
+            absl::ToDoubleMilliseconds(absl::Now() - start));
       }
       busy = busy || worker_trial[w] >= 0;
     }

@@ -76,6 +76,9 @@ struct TableSimResult {
   // Configurations started, and resumes of paused trials.
   int trials = 0;
   int resumes = 0;
+  // Milliseconds each hand-out took (promotions, or the proposal of a new
+  // configuration): what a worker's SuggestTrials waits for.
+  std::vector<double> decision_ms;
 };
 
 // Runs the study until the target is met or every configuration of the
