@@ -23,11 +23,11 @@
 #include "optimizer/search_space.h"
 #include "optimizer/splitmix.h"
 #include "optimizer/suggester.h"
+#include "testing/learning_curves.h"
 
 namespace hypertune::bench {
 namespace {
 
-using optimizer::Action;
 using optimizer::Assignment;
 using optimizer::ParameterConfig;
 using optimizer::TrialCurve;
@@ -282,34 +282,19 @@ absl::StatusOr<TableSimResult> SimulateTableStudy(
     for (int w = 0; w < options.workers; ++w) {
       const int k = worker_trial[w];
       if (k < 0) continue;
-      TrialCurve& trial = study[k];
       const int c = config_of[k];
-      const int64_t step =
-          trial.points.empty() ? 1 : trial.points.back().first + 1;
-      trial.points.emplace_back(step, table.curves[c][step - 1]);
+      const int64_t step = static_cast<int64_t>(study[k].points.size()) + 1;
       ++result.epochs;
       result.seconds += table.seconds[c][step - 1];
-      if (step >= table.max_resource) {
-        trial.status = TrialCurve::Status::kFinished;
-        worker_trial[w] = -1;
-        if (trial.points.back().second > best_reported) {
-          best_reported = trial.points.back().second;
-          result.final_value = best_reported;
-        }
-        if (result.final_value >= target) {
-          result.reached = true;
-          return result;
-        }
-        continue;
-      }
-      const optimizer::Decision d =
-          optimizer::DecideTrial(config, study, trial.id);
-      if (d.action == Action::kStop) {
-        trial.status = TrialCurve::Status::kFinished;
-        worker_trial[w] = -1;
-      } else if (d.action == Action::kPause) {
-        trial.status = TrialCurve::Status::kPaused;
-        worker_trial[w] = -1;
+      const EpochOutcome outcome = RunEpoch(
+          config, study, k, table.curves[c][step - 1], table.max_resource);
+      if (outcome != EpochOutcome::kGoesOn) worker_trial[w] = -1;
+      if (outcome != EpochOutcome::kFullBudget) continue;
+      best_reported = std::max(best_reported, study[k].points.back().second);
+      result.final_value = best_reported;
+      if (result.final_value >= target) {
+        result.reached = true;
+        return result;
       }
     }
   }

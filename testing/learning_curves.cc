@@ -124,34 +124,21 @@ absl::StatusOr<StudySimResult> SimulateStudy(const CurveSuite& suite,
     for (int w = 0; w < options.workers; ++w) {
       const int k = worker_trial[w];
       if (k < 0) continue;
-      TrialCurve& trial = study[k];
-      const int64_t step =
-          trial.points.empty() ? 1 : trial.points.back().first + 1;
-      trial.points.emplace_back(step, suite.curves[k][step - 1]);
+      const int64_t step = static_cast<int64_t>(study[k].points.size()) + 1;
       ++epochs;
-      if (step >= full) {
-        trial.status = TrialCurve::Status::kFinished;
-        worker_trial[w] = -1;
-        ++result.full_budget_trials;
-        if (trial.points.back().second > best_reported) {
-          best_reported = trial.points.back().second;
-          result.final_quality = suite.quality[k];
-        }
-        if (!result.reached && result.final_quality >= target) {
-          result.reached = true;
-          result.epochs_to_target = epochs;
-          return result;
-        }
-        continue;
+      const EpochOutcome outcome =
+          RunEpoch(config, study, k, suite.curves[k][step - 1], full);
+      if (outcome != EpochOutcome::kGoesOn) worker_trial[w] = -1;
+      if (outcome != EpochOutcome::kFullBudget) continue;
+      ++result.full_budget_trials;
+      if (study[k].points.back().second > best_reported) {
+        best_reported = study[k].points.back().second;
+        result.final_quality = suite.quality[k];
       }
-      const optimizer::Decision d =
-          optimizer::DecideTrial(config, study, trial.id);
-      if (d.action == Action::kStop) {
-        trial.status = TrialCurve::Status::kFinished;
-        worker_trial[w] = -1;
-      } else if (d.action == Action::kPause) {
-        trial.status = TrialCurve::Status::kPaused;
-        worker_trial[w] = -1;
+      if (result.final_quality >= target) {
+        result.reached = true;
+        result.epochs_to_target = epochs;
+        return result;
       }
     }
   }
@@ -159,6 +146,28 @@ absl::StatusOr<StudySimResult> SimulateStudy(const CurveSuite& suite,
   // promotion reaches are stopped (UnpromotableTrials is then every one).
   result.epochs_to_target = epochs;
   return result;
+}
+
+EpochOutcome RunEpoch(const EarlyStoppingConfig& config,
+                      std::vector<TrialCurve>& study, size_t k, double value,
+                      int64_t max_resource) {
+  TrialCurve& trial = study[k];
+  const int64_t step = trial.points.empty() ? 1 : trial.points.back().first + 1;
+  trial.points.emplace_back(step, value);
+  if (step >= max_resource) {
+    trial.status = TrialCurve::Status::kFinished;
+    return EpochOutcome::kFullBudget;
+  }
+  const optimizer::Decision d = optimizer::DecideTrial(config, study, trial.id);
+  if (d.action == Action::kStop) {
+    trial.status = TrialCurve::Status::kFinished;
+    return EpochOutcome::kLeft;
+  }
+  if (d.action == Action::kPause) {
+    trial.status = TrialCurve::Status::kPaused;
+    return EpochOutcome::kLeft;
+  }
+  return EpochOutcome::kGoesOn;
 }
 
 absl::Status WriteSuitesJson(const std::vector<CurveSuite>& suites,

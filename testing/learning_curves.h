@@ -71,6 +71,19 @@ struct StudySimResult {
 absl::StatusOr<StudySimResult> SimulateStudy(const CurveSuite& suite,
                                              const StudySimOptions& options);
 
+// What one epoch did to a simulated trial (both simulations' step).
+enum class EpochOutcome {
+  kGoesOn,      // It keeps its worker.
+  kFullBudget,  // It reached max_resource: finished.
+  kLeft,        // Stopped or paused by the rule: its worker is free.
+};
+
+// Trial `study[k]` reports `value` for its next epoch; it is then finished
+// at `max_resource`, or stopped or paused as DecideTrial says.
+EpochOutcome RunEpoch(const optimizer::EarlyStoppingConfig& config,
+                      std::vector<optimizer::TrialCurve>& study, size_t k,
+                      double value, int64_t max_resource);
+
 // Writes the suites as JSON for benchmarks/peers_optuna_pruners.py:
 // {"max_resource", "tolerance", "suites": [{"seed", "optimum", "quality":
 // [...], "curves": [[...], ...]}]}.

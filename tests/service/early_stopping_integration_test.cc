@@ -78,6 +78,20 @@ void Worker(const Client& client, const std::string& study, absl::Mutex* mu,
   }
 }
 
+// A study of x in [0, 1] minimizing Loss, with ASHA in pause mode over 9
+// steps (rungs 1, 3), 3 trials at a time.
+std::string AshaStudy(const std::string& name, const std::string& algorithm,
+                      int max_trials, bool promote_by_model) {
+  return absl::StrCat(
+      "name: '", name, "' spec { parameters { name: 'x' double_spec { min: 0 ",
+      "max: 1 } } metrics { name: 'loss' goal: MINIMIZE } algorithm: ",
+      algorithm, " max_trials: ", max_trials,
+      " max_parallel_trials: 3 early_stopping { rule: ASHA min_resource: 1 ",
+      "max_resource: ", kMaxResource,
+      " reduction_factor: 3 pause_at_rungs: true promote_by_model: ",
+      promote_by_model ? "true" : "false", " } }");
+}
+
 // A study run to its end by `workers_count` SDK workers against an
 // in-process server: its trials, and what each worker run did.
 struct StudyRun {
@@ -140,26 +154,8 @@ class EarlyStoppingIntegrationTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(EarlyStoppingIntegrationTest, AshaPausesAndResumesFromCheckpoints) {
   const int workers_count = GetParam();
-  const StudyRun run = RunStudy(R"pb(
-                                  name: "asha"
-                                  spec {
-                                    parameters {
-                                      name: "x"
-                                      double_spec { min: 0 max: 1 }
-                                    }
-                                    metrics { name: "loss" goal: MINIMIZE }
-                                    algorithm: QUASI_RANDOM
-                                    max_trials: 9
-                                    max_parallel_trials: 3
-                                    early_stopping {
-                                      rule: ASHA
-                                      min_resource: 1
-                                      max_resource: 9
-                                      reduction_factor: 3
-                                      pause_at_rungs: true
-                                    }
-                                  })pb",
-                                workers_count);
+  const StudyRun run =
+      RunStudy(AshaStudy("asha", "QUASI_RANDOM", 9, false), workers_count);
   const std::vector<v1::Trial>& trials = run.trials;
   ASSERT_EQ(trials.size(), 9u);
   const int64_t steps_spent = ExpectFinishedAndResumedInOrder(trials);
@@ -196,27 +192,8 @@ TEST_P(EarlyStoppingIntegrationTest, AshaPausesAndResumesFromCheckpoints) {
 // proposes from all the curves; the study still ends with a full-budget
 // trial near the optimum (x = 0.3).
 TEST_P(EarlyStoppingIntegrationTest, TheLearningCurveModelPromotes) {
-  const StudyRun run = RunStudy(R"pb(
-                                  name: "curves"
-                                  spec {
-                                    parameters {
-                                      name: "x"
-                                      double_spec { min: 0 max: 1 }
-                                    }
-                                    metrics { name: "loss" goal: MINIMIZE }
-                                    algorithm: GP_BANDIT
-                                    max_trials: 14
-                                    max_parallel_trials: 3
-                                    early_stopping {
-                                      rule: ASHA
-                                      min_resource: 1
-                                      max_resource: 9
-                                      reduction_factor: 3
-                                      pause_at_rungs: true
-                                      promote_by_model: true
-                                    }
-                                  })pb",
-                                GetParam());
+  const StudyRun run =
+      RunStudy(AshaStudy("curves", "GP_BANDIT", 14, true), GetParam());
   ASSERT_EQ(run.trials.size(), 14u);
   const int64_t steps_spent = ExpectFinishedAndResumedInOrder(run.trials);
   EXPECT_LT(steps_spent, 14 * kMaxResource * 2 / 3);
