@@ -214,6 +214,9 @@ bool EarlyStoppingFieldApplies(const std::string& path,
   const bool asha = rule == v1::EarlyStoppingSpec::ASHA ||
                     rule == v1::EarlyStoppingSpec::HYPERBAND;
   if (path == "early_stopping.max_resource") return asha;
+  if (path == "early_stopping.promote_by_model") {
+    return rule == v1::EarlyStoppingSpec::ASHA;
+  }
   return median;  // min_trials, grace_steps
 }
 
@@ -231,6 +234,7 @@ const std::vector<std::string>& UpdatableStudyPaths() {
       "early_stopping.max_resource",
       "early_stopping.min_trials",
       "early_stopping.grace_steps",
+      "early_stopping.promote_by_model",
       "parameters"};
   return *paths;
 }

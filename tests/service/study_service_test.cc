@@ -695,6 +695,32 @@ TEST_F(StudyServiceTest, UpdateStudyNamesEachBadField) {
   EXPECT_TRUE(UpdateOf(service_, "median", "early_stopping { min_trials: 5 }",
                        {"early_stopping.min_trials"})
                   .ok());
+  // Model-based promotions: ASHA's only, and only with pause_at_rungs.
+  absl::Status model_on_median =
+      UpdateOf(service_, "median", "early_stopping { promote_by_model: true }",
+               {"early_stopping.promote_by_model"})
+          .status();
+  EXPECT_EQ(model_on_median.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(model_on_median.message()), HasSubstr("MEDIAN"));
+  v1::CreateStudyRequest asha;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    study {
+      name: "asha"
+      spec {
+        parameters { name: "x" double_spec { min: 0 max: 1 } }
+        metrics { name: "loss" goal: MINIMIZE }
+        early_stopping { rule: ASHA max_resource: 9 }
+      }
+    })pb", &asha));
+  ASSERT_TRUE(service_.CreateStudy(asha).ok());
+  absl::Status no_pause =
+      UpdateOf(service_, "asha", "early_stopping { promote_by_model: true }",
+               {"early_stopping.promote_by_model"})
+          .status();
+  EXPECT_EQ(no_pause.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(no_pause.message()),
+              HasSubstr("early_stopping.promote_by_model: needs "
+                        "pause_at_rungs"));
 
   absl::Status nan = UpdateOf(service_, "plain", R"pb(
       parameters { name: "x" double_spec { min: -1 max: nan } }
