@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <span>
 #include <vector>
 
@@ -14,7 +15,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
 #include "optimizer/acquisition.h"
+#include "optimizer/conditional.h"
 #include "optimizer/fidelity.h"
 #include "optimizer/gp.h"
 #include "optimizer/kernel.h"
@@ -180,8 +183,9 @@ std::optional<LearningCurveModel> LearningCurveModel::Fit(
       std::max(std::sqrt((y.array() - mean).square().mean()), 1e-12);
   y = (y.array() - mean) / scale;
   Eigen::VectorXd residual(n);
-  for (int r = 0; r < n; ++r)
+  for (int r = 0; r < n; ++r) {
     residual(r) = y(r) - offset[rows[r].level] / scale;
+  }
   std::vector<int> dims(dim + 1);
   std::iota(dims.begin(), dims.end(), 0);
   const Matern52Kernel kernel(dims);
@@ -323,6 +327,9 @@ std::optional<std::vector<Assignment>> ProposeFromCurves(
   }
   std::sort(expected.begin(), expected.end(),
             [](const auto& a, const auto& b) { return a.first > b.first; });
+  // Never a configuration the study already has, nor one proposed twice.
+  std::set<Assignment, AssignmentLess> taken;
+  for (const Observation& o : request.history) taken.insert(o.x);
   std::vector<Assignment> proposals;
   for (int k = 0; k < request.count; ++k) {
     const uint64_t stream = MixSeeds(
@@ -347,12 +354,17 @@ std::optional<std::vector<Assignment>> ProposeFromCurves(
     const Assignment* best = nullptr;
     double best_score = -std::numeric_limits<double>::infinity();
     for (const Assignment& a : candidates) {
+      if (taken.contains(a)) continue;
       const double score = model->LogImprovementOverBar(space.Encode(a));
-      if (score > best_score) {
+      if (best == nullptr || score > best_score) {
         best_score = score;
         best = &a;
       }
     }
+    // Every candidate taken (a small discrete space): the caller's own
+    // algorithm proposes instead.
+    if (best == nullptr) return std::nullopt;
+    taken.insert(*best);
     proposals.push_back(*best);
     model->AddBelief(space.Encode(*best));
   }

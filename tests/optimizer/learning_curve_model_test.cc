@@ -181,6 +181,40 @@ TEST(LearningCurveModelTest,
   EXPECT_EQ(suggested.front(), ProposeFromCurves(request)->front());
 }
 
+TEST(LearningCurveModelTest, ProposesNothingTheStudyAlreadyHas) {
+  ParameterConfig n;
+  n.name = "n";
+  n.type = ParameterType::kInteger;
+  n.min = 1;
+  n.max = 8;
+  const SearchSpace space = SearchSpace::Create({n}).value();
+  // Seven of the eight values ran to the first rung, the best near n = 6.
+  std::vector<TrialCurve> curves;
+  SuggestRequest request;
+  request.space = &space;
+  for (int v = 1; v <= 7; ++v) {
+    curves.push_back(Trial(v, (v - 0.5) / 8.0, 1, Status::kPaused));
+    request.history.push_back({.x = {static_cast<double>(v)},
+                               .outcome = Outcome::kPending,
+                               .trial_id = v});
+  }
+  FidelityHistory fidelity{ModelAsha(), curves};
+  request.fidelity = &fidelity;
+  request.trials_created = 7;
+  const std::optional<std::vector<Assignment>> last =
+      ProposeFromCurves(request);
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->front(), Assignment{8});
+  // All eight taken: no proposal, and GP_BANDIT proposes as without it.
+  curves.push_back(Trial(8, 7.5 / 8.0, 1, Status::kPaused));
+  request.history.push_back(
+      {.x = {8.0}, .outcome = Outcome::kPending, .trial_id = 8});
+  fidelity.curves = curves;
+  request.trials_created = 8;
+  EXPECT_FALSE(ProposeFromCurves(request).has_value());
+  EXPECT_TRUE(MakeSuggester(Algorithm::kGpBandit)->Suggest(request).ok());
+}
+
 TEST(LearningCurveModelTest, EveryRungPausesAndTheConfigIsValidated) {
   Study study = FirstRung();
   // Even the best trial at a rung pauses: the model decides. (Plain ASHA
