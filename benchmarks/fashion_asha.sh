@@ -3,8 +3,9 @@
 # (BENCHMARKS.md section 5, the reference-trainer half): the same study, the
 # same seed and budget, once with every trial trained to the end and once
 # with ASHA in pause mode (trials paused at their rungs and resumed from
-# their checkpoints when promoted). Prints the epochs each spent and the best
-# validation accuracy it found.
+# their checkpoints when promoted), and with STUDIES=...,model once more with
+# ASHA's promotions decided by the learning-curve model (promote_by_model).
+# Prints the epochs each spent and the best validation accuracy it found.
 #
 #   benchmarks/fashion_asha.sh [BUILD_DIR] [TRIALS] [EPOCHS]
 #
@@ -12,7 +13,8 @@
 # hour: TRIALS=12, EPOCHS=9, 4000 training and 2000 validation images
 # (TRAIN_SUBSET, VAL_SIZE in the environment change them). ASHA_TRIALS gives
 # the ASHA study more trials (default TRIALS), to compare at equal epochs;
-# STUDIES=asha or STUDIES=full runs one of the two.
+# STUDIES=asha or STUDIES=full runs one of the two; STUDIES=asha,model
+# compares ASHA's ranking with the model's.
 set -euo pipefail
 build=${1:-build}
 trials=${2:-12}
@@ -60,6 +62,10 @@ fi
 if [[ $studies == *asha* ]]; then
   run_study fashion-asha "{\"rule\": \"ASHA\", \"min_resource\": 1, \"max_resource\": $epochs, \"reduction_factor\": 3, \"pause_at_rungs\": true}" "${ASHA_TRIALS:-$trials}"
   names+=(fashion-asha)
+fi
+if [[ $studies == *model* ]]; then
+  run_study fashion-model "{\"rule\": \"ASHA\", \"min_resource\": 1, \"max_resource\": $epochs, \"reduction_factor\": 3, \"pause_at_rungs\": true, \"promote_by_model\": true}" "${ASHA_TRIALS:-$trials}"
+  names+=(fashion-model)
 fi
 
 python3 - "$work" "${names[@]}" <<'PY'
