@@ -171,6 +171,19 @@ class Flags {
     return value;
   }
 
+  absl::StatusOr<double> Double(const std::string& name, double fallback,
+                                double min_value) const {
+    const auto it = values_.find(name);
+    if (it == values_.end()) return fallback;
+    double value;
+    if (!absl::SimpleAtod(it->second, &value) || !(value >= min_value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, ": expected a number >= ", min_value,
+                       ", got \"", it->second, "\""));
+    }
+    return value;
+  }
+
   std::string String(const std::string& name,
                      const std::string& fallback) const {
     const auto it = values_.find(name);
@@ -684,12 +697,8 @@ int EarlyStopping(const std::vector<std::string>& args) {
         max_resource.status(), min_resource.status()}) {
     if (!s.ok()) return UsageError(s);
   }
-  double eta = 3;
-  if (const std::string e = flags->String("eta", "3");
-      !absl::SimpleAtod(e, &eta) || !(eta >= 2)) {
-    return UsageError(absl::InvalidArgumentError(
-        absl::StrCat("--eta: expected a number >= 2, got \"", e, "\"")));
-  }
+  const absl::StatusOr<double> eta = flags->Double("eta", 3, 2);
+  if (!eta.ok()) return UsageError(eta.status());
   constexpr double kTolerance = 0.01;
   std::vector<CurveSuite> suites;
   for (int seed = 0; seed < *seeds; ++seed) {
@@ -711,7 +720,7 @@ int EarlyStopping(const std::vector<std::string>& args) {
     o.config.maximize = true;
     o.config.min_resource = *min_resource;
     o.config.max_resource = *max_resource;
-    o.config.reduction_factor = eta;
+    o.config.reduction_factor = *eta;
     o.config.pause_at_rungs = pause;
     return o;
   };
@@ -762,7 +771,7 @@ int EarlyStopping(const std::vector<std::string>& args) {
         {"seeds", *seeds},
         {"max_resource", *max_resource},
         {"min_resource", *min_resource},
-        {"eta", eta},
+        {"eta", *eta},
         {"mean_epochs_to_target", row.mean_epochs},
         {"median_epochs_to_target", row.median_epochs},
         {"reached_fraction", row.reached},
@@ -806,11 +815,10 @@ int MultiFidelity(const std::vector<std::string>& args) {
                                 configs.status(), max_resource.status()}) {
     if (!s.ok()) return UsageError(s);
   }
-  double eta = 2;
-  if (const std::string e = flags->String("eta", "2");
-      !absl::SimpleAtod(e, &eta) || !(eta >= 2)) {
-    return UsageError(absl::InvalidArgumentError(
-        absl::StrCat("--eta: expected a number >= 2, got \"", e, "\"")));
+  const absl::StatusOr<double> eta = flags->Double("eta", 2, 2);
+  const absl::StatusOr<double> tolerance = flags->Double("tolerance", 0.01, 0);
+  for (const absl::Status& s : {eta.status(), tolerance.status()}) {
+    if (!s.ok()) return UsageError(s);
   }
   std::vector<int> worker_counts;
   for (const std::string& w : std::vector<std::string>(
@@ -821,12 +829,6 @@ int MultiFidelity(const std::vector<std::string>& args) {
           "--workers: expected positive integers, got \"", w, "\"")));
     }
     worker_counts.push_back(n);
-  }
-  double tolerance = 0.01;
-  if (const std::string t = flags->String("tolerance", "0.01");
-      !absl::SimpleAtod(t, &tolerance) || !(tolerance >= 0)) {
-    return UsageError(absl::InvalidArgumentError(absl::StrCat(
-        "--tolerance: expected a fraction >= 0, got \"", t, "\"")));
   }
   const std::string table_flag = flags->String(
       "table", "benchmarks/learning_curves/fashion_mnist.jsonl");
@@ -842,7 +844,7 @@ int MultiFidelity(const std::vector<std::string>& args) {
     tables.push_back(*std::move(table));
   }
   if (const std::string out = flags->String("out", ""); !out.empty()) {
-    if (absl::Status s = WriteCurveTablesJson(tables, tolerance, out);
+    if (absl::Status s = WriteCurveTablesJson(tables, *tolerance, out);
         !s.ok()) {
       return Failure(s);
     }
@@ -880,16 +882,15 @@ int MultiFidelity(const std::vector<std::string>& args) {
       for (int seed = 0; seed < *seeds; ++seed) {
         const CurveTable& table = tables[synthetic ? seed : 0];
         TableSimOptions o;
-        o.label = policy.name;
         o.algorithm = policy.algorithm;
         o.workers = workers;
-        o.tolerance = tolerance;
+        o.tolerance = *tolerance;
         o.seed = static_cast<uint64_t>(seed);
         o.config.rule = optimizer::EarlyStoppingConfig::Rule::kAsha;
         o.config.maximize = true;
         o.config.min_resource = *min_resource;
         o.config.max_resource = table.max_resource;
-        o.config.reduction_factor = eta;
+        o.config.reduction_factor = *eta;
         o.config.pause_at_rungs = true;
         o.config.promote_by_model = policy.model;
         absl::StatusOr<TableSimResult> r = SimulateTableStudy(table, o);
@@ -914,9 +915,9 @@ int MultiFidelity(const std::vector<std::string>& args) {
           {"table", synthetic ? "synthetic" : tables.front().name},
           {"workers", workers},
           {"seeds", *seeds},
-          {"eta", eta},
+          {"eta", *eta},
           {"min_resource", *min_resource},
-          {"tolerance", tolerance},
+          {"tolerance", *tolerance},
           {"median_epochs_to_target", Percentile(epochs, 50)},
           {"mean_epochs_to_target", mean(epochs)},
           {"median_seconds_to_target", Percentile(seconds, 50)},

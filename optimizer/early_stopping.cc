@@ -222,20 +222,6 @@ Decision AshaDecision(const EarlyStoppingConfig& config,
   return {Action::kStop, absl::StrCat(where, "; only the top ", top, " go on")};
 }
 
-// The rung `curve` is paused at: the highest rung of its bracket at or below
-// its last step.
-std::optional<int64_t> PausedRung(const EarlyStoppingConfig& config,
-                                  const TrialCurve& curve, int bracket) {
-  const int last = LastFinite(curve);
-  if (last < 0) return std::nullopt;
-  const int64_t step = curve.points[last].first;
-  std::optional<int64_t> rung;
-  for (int64_t r : RungResources(config, bracket)) {
-    if (r <= step) rung = r;
-  }
-  return rung;
-}
-
 }  // namespace
 
 absl::Status ValidateEarlyStoppingConfig(const EarlyStoppingConfig& config) {
@@ -398,6 +384,23 @@ Decision DecideTrial(const EarlyStoppingConfig& config,
   return {};
 }
 
+std::optional<Promotion> PromotionOf(const EarlyStoppingConfig& config,
+                                     const TrialCurve& curve) {
+  const int last = LastFinite(curve);
+  if (curve.status != Status::kPaused || last < 0) return std::nullopt;
+  const int64_t step = curve.points[last].first;
+  const std::vector<int64_t> rungs =
+      RungResources(config, BracketOf(config, curve.id));
+  // The highest rung of its bracket at or below its last step.
+  std::optional<Promotion> promotion;
+  for (size_t k = 0; k < rungs.size() && rungs[k] <= step; ++k) {
+    const int64_t next =
+        k + 1 < rungs.size() ? rungs[k + 1] : config.max_resource;
+    promotion = Promotion{curve.id, rungs[k], next};
+  }
+  return promotion;
+}
+
 std::vector<Promotion> Promotions(const EarlyStoppingConfig& config,
                                   std::span<const TrialCurve> study,
                                   bool draining) {
@@ -417,10 +420,9 @@ std::vector<Promotion> Promotions(const EarlyStoppingConfig& config,
       for (int i = 0; i < top; ++i) {
         const TrialCurve& curve = *standings[i].curve;
         if (curve.status != Status::kPaused) continue;
-        if (PausedRung(config, curve, bracket) != rungs[k]) continue;
-        const int64_t next =
-            k + 1 < rungs.size() ? rungs[k + 1] : config.max_resource;
-        candidates.push_back({{curve.id, rungs[k], next}, standings[i].value});
+        const std::optional<Promotion> p = PromotionOf(config, curve);
+        if (!p || p->rung != rungs[k]) continue;
+        candidates.push_back({*p, standings[i].value});
       }
     }
   }

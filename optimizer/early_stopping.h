@@ -21,6 +21,7 @@
 #define HYPERTUNE_OPTIMIZER_EARLY_STOPPING_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -130,6 +131,13 @@ struct Promotion {
   // Train until this step: the next rung of its bracket, or max_resource.
   int64_t next_budget = 0;
 };
+
+// The promotion that would resume the paused trial `curve`: from the
+// highest rung of its bracket at or below its last step to the next rung
+// (or max_resource). None when it is not paused or not past a rung.
+// REQUIRES: config is valid.
+std::optional<Promotion> PromotionOf(const EarlyStoppingConfig& config,
+                                     const TrialCurve& curve);
 
 // The paused trials to resume now, in the order SuggestTrials should hand
 // them out (before any new configuration): highest rung first, then best

@@ -91,22 +91,6 @@ std::vector<std::pair<int, double>> LevelValues(
   return values;
 }
 
-// The level a paused trial waits at: the highest rung at or below its last
-// finite step, or none.
-std::optional<int> PausedLevel(const std::vector<int64_t>& resources,
-                               const TrialCurve& curve) {
-  std::optional<int64_t> last;
-  for (const auto& [step, value] : curve.points) {
-    if (std::isfinite(value)) last = step;
-  }
-  if (!last) return std::nullopt;
-  std::optional<int> level;
-  for (int k = 0; k + 1 < static_cast<int>(resources.size()); ++k) {
-    if (resources[k] <= *last) level = k;
-  }
-  return level;
-}
-
 // At most kMaxRows rows: the higher levels first (fewer trials reach them
 // and they carry the curves' ends), then the best values within a level.
 std::vector<Row> SelectRows(std::vector<Row> rows) {
@@ -257,7 +241,6 @@ std::vector<Promotion> ModelPromotions(const EarlyStoppingConfig& config,
   const std::optional<LearningCurveModel> model =
       LearningCurveModel::Fit(config, space, study, parameters);
   if (!model) return asha;
-  const std::vector<int64_t> resources = Resources(config);
   struct Scored {
     Promotion promotion;
     double chance;
@@ -274,9 +257,8 @@ std::vector<Promotion> ModelPromotions(const EarlyStoppingConfig& config,
         scored.push_back({*ranked, chance});
       }
     } else if (model->finished() && chance >= kExpectedToWin) {
-      if (const std::optional<int> level = PausedLevel(resources, study[i])) {
-        scored.push_back(
-            {{study[i].id, resources[*level], resources[*level + 1]}, chance});
+      if (const std::optional<Promotion> p = PromotionOf(config, study[i])) {
+        scored.push_back({*p, chance});
       }
     }
   }

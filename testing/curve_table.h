@@ -51,7 +51,6 @@ CurveTable MakeSyntheticCurveTable(int configs, int64_t max_resource,
                                    uint64_t seed);
 
 struct TableSimOptions {
-  std::string label;
   // ASHA in pause mode, with or without promote_by_model;
   // max_resource the table's.
   optimizer::EarlyStoppingConfig config;
