@@ -1,7 +1,8 @@
 // hypertune-bench: the benchmark driver (BENCHMARKS.md).
 //
 //   hypertune-bench regret [--functions branin2,hartmann6] [--trials 100]
-//                          [--seeds 20] [--parallel 1] [--algorithm A]
+//                          [--seeds 20] [--first-seed 0] [--parallel 1]
+//                          [--algorithm A]
 //   hypertune-bench latency [--dim 5] [--history 1000] [--algorithm A]
 //   hypertune-bench service [--workers 16] [--trials 800] [--reports 3]
 //                           [--algorithm RANDOM] [--durability normal|full]
@@ -91,7 +92,7 @@ constexpr char kUsage[] =
     "usage:\n"
     "  hypertune-bench regret [--functions F1,F2,...] [--trials N] "
     "[--seeds N]\n"
-    "                         [--parallel P] [--algorithm A]\n"
+    "                         [--first-seed S] [--parallel P] [--algorithm A]\n"
     "  hypertune-bench latency [--dim D] [--history N] [--algorithm A]\n"
     "                          [--fit-threads T]\n"
     "  hypertune-bench service [--workers W] [--trials T] [--reports R]\n"
@@ -241,23 +242,26 @@ double Median(std::vector<double> values) {
 
 int Regret(const std::vector<std::string>& args) {
   absl::StatusOr<Flags> flags = Flags::Parse(
-      args, {"functions", "trials", "seeds", "parallel", "algorithm"});
+      args,
+      {"functions", "trials", "seeds", "first-seed", "parallel", "algorithm"});
   if (!flags.ok()) return UsageError(flags.status());
   const absl::StatusOr<std::vector<BenchmarkFunction>> functions =
       Functions(*flags);
   if (!functions.ok()) return UsageError(functions.status());
   const absl::StatusOr<int> trials = flags->Int("trials", 100, 1);
   const absl::StatusOr<int> seeds = flags->Int("seeds", 20, 1);
+  const absl::StatusOr<int> first_seed = flags->Int("first-seed", 0, 0);
   const absl::StatusOr<int> parallel = flags->Int("parallel", 1, 1);
   const absl::StatusOr<Algorithm> algorithm = flags->Algo();
-  for (const absl::Status& s : {trials.status(), seeds.status(),
-                                parallel.status(), algorithm.status()}) {
+  for (const absl::Status& s :
+       {trials.status(), seeds.status(), first_seed.status(),
+        parallel.status(), algorithm.status()}) {
     if (!s.ok()) return UsageError(s);
   }
 
   const std::string label = OptimizerLabel(*algorithm, *parallel);
   for (const BenchmarkFunction& f : *functions) {
-    for (int seed = 0; seed < *seeds; ++seed) {
+    for (int seed = *first_seed; seed < *first_seed + *seeds; ++seed) {
       const RegretOptions options{.algorithm = *algorithm,
                                   .trials = *trials,
                                   .parallel = *parallel,
@@ -872,13 +876,13 @@ int MultiFidelity(const std::vector<std::string>& args) {
     policies.push_back(*it);
   }
 
-  std::fprintf(stderr, "%-12s %7s %10s %10s %10s %10s %8s %8s\n", "policy",
+  std::fprintf(stderr, "%-12s %7s %10s %10s %10s %10s %8s %8s %8s\n", "policy",
                "workers", "epochs_p50", "epochs_avg", "secs_p50", "secs_avg",
-               "reached", "trials");
+               "reached", "trials", "resumes");
   for (int workers : worker_counts) {
     for (const Policy& policy : policies) {
-      std::vector<double> epochs, seconds, decision_ms;
-      double reached = 0, trials = 0, resumes = 0;
+      std::vector<double> epochs, seconds, decision_ms, rung_ms;
+      double reached = 0, trials = 0, resumes = 0, continued = 0;
       for (int seed = 0; seed < *seeds; ++seed) {
         const CurveTable& table = tables[synthetic ? seed : 0];
         TableSimOptions o;
@@ -897,17 +901,23 @@ int MultiFidelity(const std::vector<std::string>& args) {
         if (!r.ok()) return UsageError(r.status());
         decision_ms.insert(decision_ms.end(), r->decision_ms.begin(),
                            r->decision_ms.end());
+        rung_ms.insert(rung_ms.end(), r->rung_ms.begin(), r->rung_ms.end());
         epochs.push_back(static_cast<double>(r->epochs));
         seconds.push_back(r->seconds);
         reached += r->reached;
         trials += r->trials;
         resumes += r->resumes;
+        continued += r->continued_at_rungs;
       }
       const double n = static_cast<double>(*seeds);
       auto mean = [&](const std::vector<double>& v) {
         double sum = 0;
         for (double e : v) sum += e;
         return sum / n;
+      };
+      // Only promote_by_model decides at rungs.
+      auto rung_percentile = [&](double p) {
+        return rung_ms.empty() ? 0.0 : Percentile(rung_ms, p);
       };
       nlohmann::ordered_json line = {
           {"benchmark", "multi_fidelity"},
@@ -925,16 +935,21 @@ int MultiFidelity(const std::vector<std::string>& args) {
           {"reached_fraction", reached / n},
           {"mean_trials", trials / n},
           {"mean_resumes", resumes / n},
+          {"mean_continued_at_rungs", continued / n},
           {"decision_ms_p50", Percentile(decision_ms, 50)},
           {"decision_ms_p95", Percentile(decision_ms, 95)},
           {"decision_ms_max", Percentile(decision_ms, 100)},
+          {"rung_ms_p50", rung_percentile(50)},
+          {"rung_ms_p95", rung_percentile(95)},
+          {"rung_ms_max", rung_percentile(100)},
           {"epochs_to_target", epochs},
           {"seconds_to_target", seconds}};
       std::cout << line.dump() << std::endl;
-      std::fprintf(stderr, "%-12s %7d %10.1f %10.1f %10.1f %10.1f %8.2f %8.1f\n",
+      std::fprintf(stderr,
+                   "%-12s %7d %10.1f %10.1f %10.1f %10.1f %8.2f %8.1f %8.1f\n",
                    policy.name.c_str(), workers, Percentile(epochs, 50),
                    mean(epochs), Percentile(seconds, 50), mean(seconds),
-                   reached / n, trials / n);
+                   reached / n, trials / n, resumes / n);
     }
   }
   return 0;

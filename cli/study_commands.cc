@@ -26,7 +26,8 @@ const char kStudyUsage[] =
     "       hypertune study update NAME [--max-trials N] [--max-parallel-trials N]\n"
     "           [--max-device-hours H] [--price-per-device-hour P]\n"
     "           [--lease-seconds S] [--max-retries N] [--max-resource R]\n"
-    "           [--min-trials N] [--grace-steps N] [--config FILE]\n"
+    "           [--min-trials N] [--grace-steps N]\n"
+    "           [--promote-by-model true|false] [--config FILE]\n"
     "       hypertune study history NAME [--format table|json]\n"
     "       hypertune study delete NAME\n"
     "       hypertune study pause NAME\n"
@@ -260,7 +261,7 @@ absl::Status Update(const CommandContext& context, const Args& args) {
          s.mutable_early_stopping()->set_grace_steps(static_cast<int64_t>(v));
        }, true},
   };
-  std::vector<FlagSpec> specs = {{"config"}};
+  std::vector<FlagSpec> specs = {{"config"}, {"promote-by-model"}};
   for (const Field& f : fields) specs.push_back({f.flag});
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, specs);
   if (!parsed.ok()) return parsed.status();
@@ -280,6 +281,15 @@ absl::Status Update(const CommandContext& context, const Args& args) {
     if (out_of_range) {
       return UsageError(absl::StrCat("--", f.flag, ": expected a whole number"));
     }
+  }
+  if (std::optional<std::string> on = parsed->Get("promote-by-model")) {
+    if (*on != "true" && *on != "false") {
+      return UsageError(absl::StrCat(
+          "--promote-by-model: expected true or false, got \"", *on, "\""));
+    }
+    request.mutable_spec()->mutable_early_stopping()->set_promote_by_model(
+        *on == "true");
+    request.mutable_update_mask()->add_paths("early_stopping.promote_by_model");
   }
   if (std::optional<std::string> path = parsed->Get("config")) {
     absl::StatusOr<v1::Study> config = ReadStudyConfig(*path);

@@ -270,6 +270,18 @@ std::vector<Promotion> ModelPromotions(const EarlyStoppingConfig& config,
   return promotions;
 }
 
+bool ResumesAtOnce(const EarlyStoppingConfig& config, const SearchSpace& space,
+                   std::span<const TrialCurve> study,
+                   std::span<const Assignment> parameters, int64_t trial_id) {
+  std::vector<TrialCurve> paused(study.begin(), study.end());
+  for (TrialCurve& curve : paused) {
+    if (curve.id == trial_id) curve.status = TrialCurve::Status::kPaused;
+  }
+  const std::vector<Promotion> promotions = ModelPromotions(
+      config, space, paused, parameters, /*draining=*/false);
+  return !promotions.empty() && promotions.front().trial_id == trial_id;
+}
+
 std::optional<std::vector<Assignment>> ProposeFromCurves(
     const SuggestRequest& request) {
   if (request.fidelity == nullptr) return std::nullopt;

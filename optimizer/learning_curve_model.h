@@ -13,6 +13,7 @@
 #ifndef HYPERTUNE_OPTIMIZER_LEARNING_CURVE_MODEL_H_
 #define HYPERTUNE_OPTIMIZER_LEARNING_CURVE_MODEL_H_
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
@@ -87,6 +88,15 @@ std::vector<Promotion> ModelPromotions(const EarlyStoppingConfig& config,
                                        std::span<const TrialCurve> study,
                                        std::span<const Assignment> parameters,
                                        bool draining);
+
+// Whether the running trial `trial_id`, which DecideTrial pauses at a rung,
+// is the one ModelPromotions would resume first once it is paused: it then
+// goes on at once, and its worker keeps training instead of saving a
+// checkpoint only to load it again.
+// REQUIRES: as ModelPromotions
+bool ResumesAtOnce(const EarlyStoppingConfig& config, const SearchSpace& space,
+                   std::span<const TrialCurve> study,
+                   std::span<const Assignment> parameters, int64_t trial_id);
 
 // GP_BANDIT's proposals for a study with promote_by_model: `request.count`
 // configurations, each the one of quasi-random points and of steps around

@@ -435,4 +435,20 @@ std::vector<opt::TrialCurve> ToCurves(const v1::StudySpec& spec,
   return curves;
 }
 
+ModelledCurves ToModelledCurves(const v1::StudySpec& spec,
+                                const opt::SearchSpace& space,
+                                const std::vector<v1::Trial>& trials) {
+  absl::flat_hash_map<int64_t, const v1::Trial*> by_id;
+  for (const v1::Trial& t : trials) by_id[t.id()] = &t;
+  ModelledCurves out;
+  for (opt::TrialCurve& curve : ToCurves(spec, trials)) {
+    absl::StatusOr<opt::Assignment> x = ToAssignment(
+        "trial.parameters", space, by_id.at(curve.id)->parameters());
+    if (!x.ok()) continue;
+    out.parameters.push_back(*std::move(x));
+    out.curves.push_back(std::move(curve));
+  }
+  return out;
+}
+
 }  // namespace hypertune::service

@@ -104,6 +104,18 @@ optimizer::EarlyStoppingConfig ToEarlyStoppingConfig(const v1::StudySpec& spec);
 std::vector<optimizer::TrialCurve> ToCurves(
     const v1::StudySpec& spec, const std::vector<v1::Trial>& trials);
 
+// What the learning-curve model reads (promote_by_model): the curves of
+// `trials` (as ToCurves) whose parameters are an assignment of `space`, and
+// those assignments, in the same order. Trials of an older spec whose
+// parameters no longer fit are left out.
+struct ModelledCurves {
+  std::vector<optimizer::TrialCurve> curves;
+  std::vector<optimizer::Assignment> parameters;
+};
+ModelledCurves ToModelledCurves(const v1::StudySpec& spec,
+                                const optimizer::SearchSpace& space,
+                                const std::vector<v1::Trial>& trials);
+
 }  // namespace hypertune::service
 
 #endif  // HYPERTUNE_SERVICE_CONVERSION_H_

@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "common/study_metrics.h"
 #include "optimizer/early_stopping.h"
+#include "optimizer/learning_curve_model.h"
 #include "optimizer/pareto.h"
 #include "service/backup_path.h"
 #include "service/conversion.h"
@@ -878,9 +879,27 @@ absl::Status StudyService::ApplyEarlyStopping(const v1::Study& study,
   for (v1::Trial& t : *trials) {
     if (t.id() == trial.id()) t = trial;  // with its newest measurement
   }
-  const optimizer::Decision decision =
-      optimizer::DecideTrial(ToEarlyStoppingConfig(study.spec()),
-                             ToCurves(study.spec(), *trials), trial.id());
+  const optimizer::EarlyStoppingConfig rule =
+      ToEarlyStoppingConfig(study.spec());
+  optimizer::Decision decision =
+      optimizer::DecideTrial(rule, ToCurves(study.spec(), *trials), trial.id());
+  const bool queued = std::any_of(
+      trials->begin(), trials->end(),
+      [](const v1::Trial& t) { return t.state() == v1::Trial::REQUESTED; });
+  if (decision.action == optimizer::Action::kPause && rule.promote_by_model &&
+      !queued) {
+    // The model may resume it first thing (queued trials would go before
+    // it): then it need not stop at all.
+    absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
+    if (space.ok()) {
+      const ModelledCurves modelled =
+          ToModelledCurves(study.spec(), *space, *trials);
+      if (optimizer::ResumesAtOnce(rule, *space, modelled.curves,
+                                   modelled.parameters, trial.id())) {
+        decision = {};
+      }
+    }
+  }
   switch (decision.action) {
     case optimizer::Action::kContinue:
       break;

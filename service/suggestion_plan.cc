@@ -29,26 +29,15 @@ bool PausesAtRungs(const v1::StudySpec& spec) {
 // model (promote_by_model), which also reads each trial's parameters.
 std::vector<optimizer::Promotion> PromotionsOf(
     const optimizer::EarlyStoppingConfig& rule, const v1::StudySpec& spec,
-    const std::vector<v1::Trial>& trials,
-    const absl::flat_hash_map<int64_t, const v1::Trial*>& by_id,
-    bool draining) {
-  std::vector<optimizer::TrialCurve> curves = ToCurves(spec, trials);
-  if (!rule.promote_by_model) {
-    return optimizer::Promotions(rule, curves, draining);
+    const std::vector<v1::Trial>& trials, bool draining) {
+  absl::StatusOr<optimizer::SearchSpace> space;
+  if (rule.promote_by_model) space = ToSearchSpace(spec);
+  if (!rule.promote_by_model || !space.ok()) {
+    return optimizer::Promotions(rule, ToCurves(spec, trials), draining);
   }
-  absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(spec);
-  if (!space.ok()) return optimizer::Promotions(rule, curves, draining);
-  std::vector<optimizer::TrialCurve> modelled;
-  std::vector<optimizer::Assignment> parameters;
-  for (optimizer::TrialCurve& curve : curves) {
-    absl::StatusOr<optimizer::Assignment> x = ToAssignment(
-        "trial.parameters", *space, by_id.at(curve.id)->parameters());
-    if (!x.ok()) continue;  // parameters of an older spec: not modelled
-    parameters.push_back(*std::move(x));
-    modelled.push_back(std::move(curve));
-  }
-  return optimizer::ModelPromotions(rule, *space, modelled, parameters,
-                                    draining);
+  const ModelledCurves modelled = ToModelledCurves(spec, *space, trials);
+  return optimizer::ModelPromotions(rule, *space, modelled.curves,
+                                    modelled.parameters, draining);
 }
 
 int64_t CountOf(const SuggestionState& state, v1::Trial::State s) {
@@ -116,8 +105,8 @@ SuggestionPlan PlanSuggestions(const SuggestionState& state,
   if (active && PausesAtRungs(spec) && !state.all_trials.empty()) {
     absl::flat_hash_map<int64_t, const v1::Trial*> by_id;
     for (const v1::Trial& t : state.all_trials) by_id[t.id()] = &t;
-    for (const optimizer::Promotion& p : PromotionsOf(
-             rule, spec, state.all_trials, by_id, budget_left <= 0)) {
+    for (const optimizer::Promotion& p :
+         PromotionsOf(rule, spec, state.all_trials, budget_left <= 0)) {
       v1::Trial t = *by_id.at(p.trial_id);
       t.set_stop_reason("");
       promotions.push_back(std::move(t));

@@ -72,12 +72,17 @@ struct TableSimResult {
   bool reached = false;
   // The table's final value of the study's best.
   double final_value = 0;
-  // Configurations started, and resumes of paused trials.
+  // Configurations started, resumes of paused trials (each a checkpoint
+  // reload), and rungs a trial passed without pausing (ResumesAtOnce).
   int trials = 0;
   int resumes = 0;
+  int continued_at_rungs = 0;
   // Milliseconds each hand-out took (promotions, or the proposal of a new
   // configuration): what a worker's SuggestTrials waits for.
   std::vector<double> decision_ms;
+  // With promote_by_model, milliseconds each ResumesAtOnce took: what the
+  // report that reaches a rung waits for.
+  std::vector<double> rung_ms;
 };
 
 // Runs the study until the target is met or every configuration of the

@@ -1,6 +1,7 @@
 // `hypertune export|import|trials import|import-optuna|trial enqueue` and
 // `study create --warm-start-from`: the ways trials come into a study, the
-// CLI run as a process against in-process servers.
+// CLI run as a process against in-process servers; and `study update`'s
+// switch of the learning-curve model.
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -726,6 +727,48 @@ TEST_F(ImportExportTest, ImportOptunaKeepsAConditionalSpace) {
     }
     EXPECT_EQ(sgd, momentum) << t.ShortDebugString();
   }
+}
+
+// `study update --promote-by-model`: the learning-curve model turned on and
+// off for an ASHA study that pauses at rungs; refused, naming the field,
+// where it cannot apply.
+TEST_F(ImportExportTest, StudyUpdateTurnsTheLearningCurveModelOnAndOff) {
+  v1::Study asha = SmallStudy("curves");
+  v1::EarlyStoppingSpec* rule = asha.mutable_spec()->mutable_early_stopping();
+  rule->set_rule(v1::EarlyStoppingSpec::ASHA);
+  rule->set_max_resource(27);
+  rule->set_pause_at_rungs(true);
+  ASSERT_TRUE(ClientOf(0).CreateStudy(asha).ok());
+  std::string out;
+  ASSERT_EQ(Cli(0, {"study", "update", "curves", "--promote-by-model", "true"},
+                &out),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("early_stopping.promote_by_model: false -> true"));
+  EXPECT_TRUE(ClientOf(0)
+                  .GetStudy("curves")
+                  ->spec()
+                  .early_stopping()
+                  .promote_by_model());
+  ASSERT_EQ(Cli(0, {"study", "update", "curves", "--promote-by-model", "false"},
+                &out),
+            0)
+      << out;
+  EXPECT_FALSE(ClientOf(0)
+                   .GetStudy("curves")
+                   ->spec()
+                   .early_stopping()
+                   .promote_by_model());
+  EXPECT_EQ(Cli(0, {"study", "update", "curves", "--promote-by-model", "yes"},
+                &out),
+            2);
+  EXPECT_THAT(out, HasSubstr("--promote-by-model: expected true or false"));
+  // A study without ASHA: the server names the field.
+  ASSERT_TRUE(ClientOf(0).CreateStudy(SmallStudy("plain")).ok());
+  EXPECT_EQ(Cli(0, {"study", "update", "plain", "--promote-by-model", "true"},
+                &out),
+            1);
+  EXPECT_THAT(out, HasSubstr("early_stopping.promote_by_model"));
 }
 
 }  // namespace

@@ -103,20 +103,25 @@ TEST(LearningCurveModelTest, ExpectsMoreOfConfigurationsWhoseCurvesEndHigher) {
             model->ChanceToBeatBar(space.Encode({0.05})));
 }
 
-TEST(LearningCurveModelTest, LeavesHopelessPromotionsPausedAndOrdersByChance) {
-  const SearchSpace space = Box(1);
+// FirstRung, where a configuration short of the optimum (x = 0.54) finished,
+// and two at the low end, which ended far below it. Three more at the low
+// end reached rung 3: ASHA promotes the best of them (trial 3, x = 0.21),
+// second of the six there; and trials 8, 9, 10 (x = 0.62, 0.71, 0.79) from
+// rung 1.
+Study OneFinishedNearTheOptimum() {
   Study study = FirstRung();
-  // A configuration short of the optimum (x = 0.54) finished, and two at
-  // the low end, which ended far below it.
   study.curves[6] = Trial(7, study.parameters[6][0], 27, Status::kFinished);
   study.Add(0.0, 27, Status::kFinished);
   study.Add(0.08, 27, Status::kFinished);
-  // Three more at the low end reached rung 3: ASHA promotes the best of
-  // them (trial 3, x = 0.21), second of the six there; and trials 8, 9, 10
-  // (x = 0.62, 0.71, 0.79) from rung 1.
   for (int i : {0, 1, 2}) {
     study.curves[i] = Trial(i + 1, study.parameters[i][0], 3, Status::kPaused);
   }
+  return study;
+}
+
+TEST(LearningCurveModelTest, LeavesHopelessPromotionsPausedAndOrdersByChance) {
+  const SearchSpace space = Box(1);
+  const Study study = OneFinishedNearTheOptimum();
   const std::vector<Promotion> asha =
       Promotions(ModelAsha(), study.curves, false);
   std::set<int64_t> asha_ids;
@@ -148,6 +153,24 @@ TEST(LearningCurveModelTest, LeavesHopelessPromotionsPausedAndOrdersByChance) {
       ModelPromotions(ModelAsha(), space, study.curves, study.parameters, true);
   EXPECT_EQ(draining.size(),
             Promotions(ModelAsha(), study.curves, true).size());
+}
+
+TEST(LearningCurveModelTest, OnlyTheTrialResumedFirstGoesOnAtOnce) {
+  const SearchSpace space = Box(1);
+  const Study study = OneFinishedNearTheOptimum();
+  const std::vector<Promotion> order = ModelPromotions(
+      ModelAsha(), space, study.curves, study.parameters, false);
+  ASSERT_GE(order.size(), 2u);
+  // Each in turn has just reached its rung (running): it goes on at once
+  // only if the model would resume it before every paused trial.
+  auto reaches_rung = [&](int64_t id) {
+    std::vector<TrialCurve> curves = study.curves;
+    curves[id - 1].status = Status::kRunning;
+    return ResumesAtOnce(ModelAsha(), space, curves, study.parameters, id);
+  };
+  EXPECT_TRUE(reaches_rung(order[0].trial_id));
+  EXPECT_FALSE(reaches_rung(order[1].trial_id));
+  EXPECT_FALSE(reaches_rung(3));  // hopeless: stays paused
 }
 
 TEST(LearningCurveModelTest,
@@ -287,7 +310,8 @@ TEST(CurveTableTest, TheModelsStudyReachesTheTargetOnASyntheticTable) {
         bench::SimulateTableStudy(table, options).value();
     EXPECT_TRUE(r.reached) << workers;
     EXPECT_GE(r.final_value, table.optimum - 0.01 * std::abs(table.optimum));
-    EXPECT_GT(r.resumes, 0);
+    // The model moved trials past rungs: resumed, or on at once.
+    EXPECT_GT(r.resumes + r.continued_at_rungs, 0);
     // Fewer epochs than training every configuration to the end.
     EXPECT_LT(r.epochs, 60 * 27);
     EXPECT_GT(r.seconds, 0);
