@@ -883,13 +883,15 @@ absl::Status StudyService::ApplyEarlyStopping(const v1::Study& study,
       ToEarlyStoppingConfig(study.spec());
   optimizer::Decision decision =
       optimizer::DecideTrial(rule, ToCurves(study.spec(), *trials), trial.id());
-  const bool queued = std::any_of(
-      trials->begin(), trials->end(),
-      [](const v1::Trial& t) { return t.state() == v1::Trial::REQUESTED; });
+  auto queued = [&] {
+    return std::any_of(
+        trials->begin(), trials->end(),
+        [](const v1::Trial& t) { return t.state() == v1::Trial::REQUESTED; });
+  };
   if (decision.action == optimizer::Action::kPause && rule.promote_by_model &&
-      !queued) {
-    // The model may resume it first thing (queued trials would go before
-    // it): then it need not stop at all.
+      study.state() == v1::Study::ACTIVE && !queued()) {
+    // The model may resume it first thing (as the plan would: the study
+    // active and no queued trial to go before it): then it need not stop.
     absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
     if (space.ok()) {
       const ModelledCurves modelled =
