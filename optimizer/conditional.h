@@ -13,6 +13,7 @@
 #ifndef HYPERTUNE_OPTIMIZER_CONDITIONAL_H_
 #define HYPERTUNE_OPTIMIZER_CONDITIONAL_H_
 
+#include <set>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -61,6 +62,8 @@ bool SameAssignment(const Assignment& a, const Assignment& b);
 struct AssignmentLess {
   bool operator()(const Assignment& a, const Assignment& b) const;
 };
+// Assignments already in a study (or a batch): never proposed again.
+using AssignmentSet = std::set<Assignment, AssignmentLess>;
 
 // The parameters that share one condition (one parent and one set of parent
 // values): the nodes of the tree as the tree kernel (tree_kernel.h) sees

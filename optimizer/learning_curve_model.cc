@@ -7,7 +7,6 @@
 #include <limits>
 #include <numeric>
 #include <optional>
-#include <set>
 #include <span>
 #include <vector>
 
@@ -322,7 +321,7 @@ std::optional<std::vector<Assignment>> ProposeFromCurves(
   std::sort(expected.begin(), expected.end(),
             [](const auto& a, const auto& b) { return a.first > b.first; });
   // Never a configuration the study already has, nor one proposed twice.
-  std::set<Assignment, AssignmentLess> taken;
+  AssignmentSet taken;
   for (const Observation& o : request.history) taken.insert(o.x);
   std::vector<Assignment> proposals;
   for (int k = 0; k < request.count; ++k) {

@@ -5,7 +5,6 @@
 #define HYPERTUNE_OPTIMIZER_GP_BANDIT_COORDINATES_H_
 
 #include <memory>
-#include <set>
 #include <vector>
 
 #include <Eigen/Core>
@@ -17,9 +16,6 @@
 #include "optimizer/tree_kernel.h"
 
 namespace hypertune::optimizer::gp_bandit {
-
-// Assignments already in a study (or a batch): never proposed again.
-using AssignmentSet = std::set<Assignment, AssignmentLess>;
 
 // The model's coordinates: the unit-cube encoding for numeric parameters,
 // the category index for categorical ones (compared for equality only).
