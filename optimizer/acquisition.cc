@@ -93,6 +93,37 @@ AcquisitionValue Acquire(AcquisitionKind kind, double mean, double sigma,
   return {0, 0, 0};
 }
 
+double LogFeasibilityWeight(const GaussianProcess& classifier,
+                            const Eigen::VectorXd& x, Eigen::VectorXd* grad) {
+  double fmean, fvar, dlog;
+  Eigen::VectorXd dfmean, dfvar;
+  classifier.PredictWithGradient(x, &fmean, &fvar, grad ? &dfmean : nullptr,
+                                 grad ? &dfvar : nullptr);
+  const double scale =
+      std::sqrt(kFeasibilityKappa * kFeasibilityKappa + fvar);
+  const double value = LogNormalCdf(fmean / scale, &dlog);
+  // d(mu / s) = dmu / s - mu dvar / (2 s^3).
+  if (grad) {
+    *grad +=
+        dlog * (dfmean / scale - (fmean / (2 * scale * scale * scale)) * dfvar);
+  }
+  return value;
+}
+
+Eigen::VectorXd LogFeasibilityWeights(const GaussianProcess& classifier,
+                                      const Eigen::MatrixXd& xs) {
+  Eigen::VectorXd fmean, fvar;
+  classifier.Predict(xs, &fmean, &fvar);
+  Eigen::VectorXd out(xs.rows());
+  double unused;
+  for (Eigen::Index i = 0; i < xs.rows(); ++i) {
+    out[i] = LogNormalCdf(
+        fmean[i] / std::sqrt(kFeasibilityKappa * kFeasibilityKappa + fvar[i]),
+        &unused);
+  }
+  return out;
+}
+
 AcquisitionFunction::AcquisitionFunction(const GaussianProcess* model,
                                          const GaussianProcess* feasibility,
                                          AcquisitionKind kind, double best,
@@ -120,19 +151,7 @@ double AcquisitionFunction::Evaluate(const Eigen::VectorXd& x,
     if (sigma > kMinSigma) *grad += (a.d_sigma / (2 * sigma)) * dvar;
   }
   if (feasibility_ != nullptr) {
-    double fmean, fvar, dlog;
-    Eigen::VectorXd dfmean, dfvar;
-    feasibility_->PredictWithGradient(x, &fmean, &fvar,
-                                      grad ? &dfmean : nullptr,
-                                      grad ? &dfvar : nullptr);
-    const double scale =
-        std::sqrt(kFeasibilityKappa * kFeasibilityKappa + fvar);
-    value += LogNormalCdf(fmean / scale, &dlog);
-    // d(mu / s) = dmu / s - mu dvar / (2 s^3).
-    if (grad) {
-      *grad += dlog * (dfmean / scale -
-                       (fmean / (2 * scale * scale * scale)) * dfvar);
-    }
+    value += LogFeasibilityWeight(*feasibility_, x, grad);
   }
   return value;
 }
@@ -145,16 +164,7 @@ Eigen::VectorXd AcquisitionFunction::EvaluateBatch(
   for (Eigen::Index i = 0; i < xs.rows(); ++i) {
     out[i] = Acquire(kind_, mean[i], std::sqrt(var[i]), best_, ucb_beta_).value;
   }
-  if (feasibility_ != nullptr) {
-    Eigen::VectorXd fmean, fvar;
-    feasibility_->Predict(xs, &fmean, &fvar);
-    double unused;
-    for (Eigen::Index i = 0; i < xs.rows(); ++i) {
-      out[i] += LogNormalCdf(
-          fmean[i] / std::sqrt(kFeasibilityKappa * kFeasibilityKappa + fvar[i]),
-          &unused);
-    }
-  }
+  if (feasibility_ != nullptr) out += LogFeasibilityWeights(*feasibility_, xs);
   return out;
 }
 

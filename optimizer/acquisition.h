@@ -48,6 +48,15 @@ double LogNormalCdf(double z, double* dlog_dz);
 // d log h / dz = Phi(z) / h(z) to *dlogh_dz.
 double LogH(double z, double* dlogh_dz);
 
+// The infeasibility classifier's log weight at x (AcquisitionFunction),
+// log Phi(mu_f / sqrt(kappa^2 + var_f)); adds its gradient with respect to
+// x to *grad if not null.
+double LogFeasibilityWeight(const GaussianProcess& classifier,
+                            const Eigen::VectorXd& x, Eigen::VectorXd* grad);
+// The same at each row of xs.
+Eigen::VectorXd LogFeasibilityWeights(const GaussianProcess& classifier,
+                                      const Eigen::MatrixXd& xs);
+
 enum class AcquisitionKind {
   kLogEi,  // log expected improvement (default)
   kUcb,    // upper confidence bound mu + beta sigma

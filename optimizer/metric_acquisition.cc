@@ -30,23 +30,6 @@ double LogSumExp(const Eigen::VectorXd& v) {
   return m + std::log((v.array() - m).exp().sum());
 }
 
-// The classifier's log weight and its gradient (AcquisitionFunction's
-// formula): log Phi(mu_f / sqrt(kappa^2 + var_f)).
-double LogClassifierWeight(const GaussianProcess& classifier,
-                           const Eigen::VectorXd& x, Eigen::VectorXd* grad) {
-  double fmean, fvar, dlog;
-  Eigen::VectorXd dfmean, dfvar;
-  classifier.PredictWithGradient(x, &fmean, &fvar, &dfmean, &dfvar);
-  const double scale =
-      std::sqrt(kFeasibilityKappa * kFeasibilityKappa + fvar);
-  const double value = LogNormalCdf(fmean / scale, &dlog);
-  if (grad) {
-    *grad += dlog * (dfmean / scale -
-                     (fmean / (2 * scale * scale * scale)) * dfvar);
-  }
-  return value;
-}
-
 // sign(t) |t|^m for a small positive integer m.
 double SignedPower(double t, int m) {
   double p = 1;
@@ -124,7 +107,7 @@ double ConstrainedAcquisition::Evaluate(const Eigen::VectorXd& x,
       if (sigma > kMinSigma) *grad += (p.d_sigma / (2 * sigma)) * dvar;
     }
   }
-  if (classifier_ != nullptr) value += LogClassifierWeight(*classifier_, x, grad);
+  if (classifier_ != nullptr) value += LogFeasibilityWeight(*classifier_, x, grad);
   return value;
 }
 
@@ -142,16 +125,7 @@ Eigen::VectorXd ConstrainedAcquisition::EvaluateBatch(
                     .value;
     }
   }
-  if (classifier_ != nullptr) {
-    Eigen::VectorXd fmean, fvar;
-    classifier_->Predict(xs, &fmean, &fvar);
-    double unused;
-    for (Eigen::Index i = 0; i < xs.rows(); ++i) {
-      out[i] += LogNormalCdf(
-          fmean[i] / std::sqrt(kFeasibilityKappa * kFeasibilityKappa + fvar[i]),
-          &unused);
-    }
-  }
+  if (classifier_ != nullptr) out += LogFeasibilityWeights(*classifier_, xs);
   return out;
 }
 
