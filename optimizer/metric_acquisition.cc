@@ -107,7 +107,9 @@ double ConstrainedAcquisition::Evaluate(const Eigen::VectorXd& x,
       if (sigma > kMinSigma) *grad += (p.d_sigma / (2 * sigma)) * dvar;
     }
   }
-  if (classifier_ != nullptr) value += LogFeasibilityWeight(*classifier_, x, grad);
+  if (classifier_ != nullptr) {
+    value += LogFeasibilityWeight(*classifier_, x, grad);
+  }
   return value;
 }
 
