@@ -230,15 +230,16 @@ void LearningCurveModel::AddBelief(const Eigen::VectorXd& unit) {
   gp_.AddPoint(at, mean, kMinNoise).IgnoreError();
 }
 
-std::vector<Promotion> ModelPromotions(const EarlyStoppingConfig& config,
-                                       const SearchSpace& space,
-                                       std::span<const TrialCurve> study,
-                                       std::span<const Assignment> parameters,
-                                       bool draining) {
+std::vector<Promotion> ModelPromotions(
+    const EarlyStoppingConfig& config, const SearchSpace& space,
+    std::span<const TrialCurve> study, std::span<const Assignment> parameters,
+    bool draining, std::optional<LearningCurveModel>* fitted) {
   const std::vector<Promotion> asha = Promotions(config, study, draining);
+  std::optional<LearningCurveModel> own;
+  std::optional<LearningCurveModel>& model = fitted ? *fitted : own;
+  model.reset();
   if (draining) return asha;
-  const std::optional<LearningCurveModel> model =
-      LearningCurveModel::Fit(config, space, study, parameters);
+  model = LearningCurveModel::Fit(config, space, study, parameters);
   if (!model) return asha;
   struct Scored {
     Promotion promotion;
@@ -301,7 +302,9 @@ std::optional<std::vector<Assignment>> ProposeFromCurves(
     if (!curve.points.empty()) with_data.insert(curve.id);
   }
   std::optional<LearningCurveModel> model =
-      LearningCurveModel::Fit(fidelity.rule, space, curves, parameters);
+      fidelity.model != nullptr
+          ? std::optional<LearningCurveModel>(*fidelity.model)
+          : LearningCurveModel::Fit(fidelity.rule, space, curves, parameters);
   if (!model) return std::nullopt;
   // Trials that run without a value yet, and each point proposed here, are
   // believed to reach the model's mean at the first rung (the kriging

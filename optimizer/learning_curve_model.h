@@ -82,12 +82,13 @@ class LearningCurveModel {
 // Promotions while there is no model, and when `draining` (no new
 // configuration will start): then each rung's best still goes on to
 // max_resource.
+// Leaves the model it fitted (none when draining) in *fitted if not null,
+// for ProposeFromCurves (FidelityHistory::model).
 // REQUIRES: as LearningCurveModel::Fit, with promote_by_model
-std::vector<Promotion> ModelPromotions(const EarlyStoppingConfig& config,
-                                       const SearchSpace& space,
-                                       std::span<const TrialCurve> study,
-                                       std::span<const Assignment> parameters,
-                                       bool draining);
+std::vector<Promotion> ModelPromotions(
+    const EarlyStoppingConfig& config, const SearchSpace& space,
+    std::span<const TrialCurve> study, std::span<const Assignment> parameters,
+    bool draining, std::optional<LearningCurveModel>* fitted = nullptr);
 
 // Whether the running trial `trial_id`, which DecideTrial pauses at a rung,
 // is the one ModelPromotions would resume first once it is paused: it then
@@ -103,8 +104,9 @@ bool ResumesAtOnce(const EarlyStoppingConfig& config, const SearchSpace& space,
 // the configurations expected to end best, whose final value has the
 // largest expected improvement over the bar; running trials without a
 // value yet and earlier proposals of the batch count at the model's mean
-// on the first rung. None without request.fidelity or while there is no
-// model (the caller then proposes as it would without it).
+// on the first rung. The model is request.fidelity's own if it has one, else
+// fitted here. None without request.fidelity or while there is no model
+// (the caller then proposes as it would without it).
 // REQUIRES: ValidateRequest(request).ok()
 std::optional<std::vector<Assignment>> ProposeFromCurves(
     const SuggestRequest& request);

@@ -39,6 +39,8 @@
 
 namespace hypertune::optimizer {
 
+class LearningCurveModel;  // learning_curve_model.h
+
 enum class Algorithm { kRandom, kQuasiRandom, kGpBandit, kTpe };
 
 // What became of a trial, as far as the model is concerned.
@@ -86,6 +88,10 @@ struct Observation {
 struct FidelityHistory {
   EarlyStoppingConfig rule;
   std::vector<TrialCurve> curves;
+  // promote_by_model: the learning-curve model that ModelPromotions fitted
+  // on these curves for the same suggestion, or null; ProposeFromCurves
+  // then starts from it instead of fitting its own.
+  const LearningCurveModel* model = nullptr;
 };
 
 // Cost-aware search (GP_BANDIT): each trial's cost is modelled by a GP on

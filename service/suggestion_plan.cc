@@ -26,10 +26,12 @@ bool PausesAtRungs(const v1::StudySpec& spec) {
 }
 
 // The paused trials to resume, by ASHA's ranking or by the learning-curve
-// model (promote_by_model), which also reads each trial's parameters.
+// model (promote_by_model), which also reads each trial's parameters and
+// is left in *model.
 std::vector<optimizer::Promotion> PromotionsOf(
     const optimizer::EarlyStoppingConfig& rule, const v1::StudySpec& spec,
-    const std::vector<v1::Trial>& trials, bool draining) {
+    const std::vector<v1::Trial>& trials, bool draining,
+    std::optional<optimizer::LearningCurveModel>* model) {
   absl::StatusOr<optimizer::SearchSpace> space;
   if (rule.promote_by_model) space = ToSearchSpace(spec);
   if (!rule.promote_by_model || !space.ok()) {
@@ -37,7 +39,7 @@ std::vector<optimizer::Promotion> PromotionsOf(
   }
   const ModelledCurves modelled = ToModelledCurves(spec, *space, trials);
   return optimizer::ModelPromotions(rule, *space, modelled.curves,
-                                    modelled.parameters, draining);
+                                    modelled.parameters, draining, model);
 }
 
 int64_t CountOf(const SuggestionState& state, v1::Trial::State s) {
@@ -106,7 +108,8 @@ SuggestionPlan PlanSuggestions(const SuggestionState& state,
     absl::flat_hash_map<int64_t, const v1::Trial*> by_id;
     for (const v1::Trial& t : state.all_trials) by_id[t.id()] = &t;
     for (const optimizer::Promotion& p :
-         PromotionsOf(rule, spec, state.all_trials, budget_left <= 0)) {
+         PromotionsOf(rule, spec, state.all_trials, budget_left <= 0,
+                      &plan.curve_model)) {
       v1::Trial t = *by_id.at(p.trial_id);
       t.set_stop_reason("");
       promotions.push_back(std::move(t));

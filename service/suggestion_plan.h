@@ -18,12 +18,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "hypertune/v1/hypertune.pb.h"
 #include "common/limits.h"
+#include "optimizer/learning_curve_model.h"
 
 namespace hypertune::service {
 
@@ -67,6 +69,9 @@ struct SuggestionPlan {
   // The study is done: stop `unpromotable`, then mark it COMPLETED.
   bool completes_study = false;
   std::vector<v1::Trial> unpromotable;
+  // promote_by_model: the learning-curve model the promotions were chosen
+  // with, which the proposal of the fresh trials starts from.
+  std::optional<optimizer::LearningCurveModel> curve_model;
 };
 
 // Plans `asks` on `state`.

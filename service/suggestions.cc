@@ -214,7 +214,8 @@ absl::Status Suggestions::ProposeAndStore(
   for (const auto& [s, n] : state.counts) created += n;
   absl::StatusOr<std::vector<v1::Trial>> proposed =
       ProposeTrials(*runtime.suggester, runtime.priors, study, snapshot,
-                    plan.total_fresh, created);
+                    plan.total_fresh, created,
+                    plan.curve_model ? &*plan.curve_model : nullptr);
   if (!proposed.ok()) return proposed.status();
 
   absl::ReaderMutexLock lock(&runtime.mu);
@@ -344,7 +345,8 @@ absl::StatusOr<ParameterValues> Suggestions::CompletePartialTrial(
 absl::StatusOr<std::vector<v1::Trial>> Suggestions::ProposeTrials(
     optimizer::Suggester& suggester,
     const std::vector<optimizer::PriorStudy>& priors, const v1::Study& study,
-    const std::vector<v1::Trial>& snapshot, int count, int64_t trials_created) {
+    const std::vector<v1::Trial>& snapshot, int count, int64_t trials_created,
+    const optimizer::LearningCurveModel* curve_model) {
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
   if (!space.ok()) return space.status();
   optimizer::SuggestRequest request;
@@ -354,7 +356,7 @@ absl::StatusOr<std::vector<v1::Trial>> Suggestions::ProposeTrials(
     // Model-based multi-fidelity: the optimizer fits one rung of the
     // learning curves (optimizer/fidelity.h), of the primary objective.
     fidelity = {ToEarlyStoppingConfig(study.spec()),
-                ToCurves(study.spec(), snapshot)};
+                ToCurves(study.spec(), snapshot), curve_model};
     request.fidelity = &fidelity;
     request.history = ToHistory(study.spec(), *space, snapshot,
                                 /*primary_only=*/true);

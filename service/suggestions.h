@@ -73,14 +73,16 @@ class Suggestions {
   // REQUIRES: as ServeSuggestions.
   absl::Status PrepareSuggester(StudyRuntime& runtime, const v1::Study& study);
   // `count` new trials (parameters only) from `suggester`, given the
-  // history in `snapshot`. REQUIRES: no other call uses `suggester`
+  // history in `snapshot` (and, promote_by_model, the learning-curve model
+  // already fitted on it, or null). REQUIRES: no other call uses `suggester`
   // meanwhile; for the study's own (runtime.suggester), as ServeSuggestions,
   // without the study's lock (a fit may take a while).
   absl::StatusOr<std::vector<v1::Trial>> ProposeTrials(
       optimizer::Suggester& suggester,
       const std::vector<optimizer::PriorStudy>& priors, const v1::Study& study,
       const std::vector<v1::Trial>& snapshot, int count,
-      int64_t trials_created);
+      int64_t trials_created,
+      const optimizer::LearningCurveModel* curve_model = nullptr);
   // The earlier studies the study transfers from (spec.prior_studies).
   absl::StatusOr<std::vector<optimizer::PriorStudy>> LoadPriors(
       const v1::Study& study);

@@ -214,10 +214,14 @@ absl::StatusOr<TableSimResult> SimulateTableStudy(
     }
     return nearest;
   };
+  // promote_by_model: the model the promotions were just chosen with, which
+  // the proposal starts from, as in the service.
+  std::optional<optimizer::LearningCurveModel> curve_model;
   auto propose = [&]() -> absl::StatusOr<int> {
     optimizer::SuggestRequest request;
     request.space = &*space;
-    const optimizer::FidelityHistory fidelity{config, study};
+    const optimizer::FidelityHistory fidelity{
+        config, study, curve_model ? &*curve_model : nullptr};
     request.fidelity = &fidelity;
     for (size_t k = 0; k < study.size(); ++k) {
       optimizer::Observation o{.x = parameters[k], .trial_id = study[k].id};
@@ -241,7 +245,7 @@ absl::StatusOr<TableSimResult> SimulateTableStudy(
     const std::vector<optimizer::Promotion> promotions =
         config.promote_by_model
             ? optimizer::ModelPromotions(config, *space, study, parameters,
-                                         draining)
+                                         draining, &curve_model)
             : optimizer::Promotions(config, study, draining);
     if (!promotions.empty()) {
       const int k = static_cast<int>(promotions.front().trial_id - 1);

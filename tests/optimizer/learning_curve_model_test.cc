@@ -204,6 +204,43 @@ TEST(LearningCurveModelTest,
   EXPECT_EQ(suggested.front(), ProposeFromCurves(request)->front());
 }
 
+TEST(LearningCurveModelTest, TheProposalStartsFromThePromotionsModel) {
+  const SearchSpace space = Box(1);
+  const Study study = FirstRung();
+  std::optional<LearningCurveModel> fitted;
+  ModelPromotions(ModelAsha(), space, study.curves, study.parameters, false,
+                  &fitted);
+  ASSERT_TRUE(fitted.has_value());
+  FidelityHistory fidelity{ModelAsha(), study.curves};
+  SuggestRequest request;
+  request.space = &space;
+  request.fidelity = &fidelity;
+  for (size_t i = 0; i < study.curves.size(); ++i) {
+    request.history.push_back({.x = study.parameters[i],
+                               .outcome = Outcome::kPending,
+                               .trial_id = study.curves[i].id});
+  }
+  request.trials_created = 12;
+  request.count = 3;
+  const std::optional<std::vector<Assignment>> own = ProposeFromCurves(request);
+  ASSERT_TRUE(own.has_value());
+  // Fitted on the same curves: the same proposals, without a second fit.
+  fidelity.model = &*fitted;
+  EXPECT_EQ(ProposeFromCurves(request), own);
+  // The model given is the one used: one of other curves proposes
+  // otherwise.
+  const Study other = OneFinishedNearTheOptimum();
+  const std::optional<LearningCurveModel> elsewhere = LearningCurveModel::Fit(
+      ModelAsha(), space, other.curves, other.parameters);
+  ASSERT_TRUE(elsewhere.has_value());
+  fidelity.model = &*elsewhere;
+  EXPECT_NE(ProposeFromCurves(request), own);
+  // Draining fits nothing, and leaves no model behind.
+  ModelPromotions(ModelAsha(), space, study.curves, study.parameters, true,
+                  &fitted);
+  EXPECT_FALSE(fitted.has_value());
+}
+
 TEST(LearningCurveModelTest, ProposesNothingTheStudyAlreadyHas) {
   ParameterConfig n;
   n.name = "n";
