@@ -173,11 +173,10 @@ TEST(LearningCurveModelTest, OnlyTheTrialResumedFirstGoesOnAtOnce) {
   EXPECT_FALSE(reaches_rung(3));  // hopeless: stays paused
 }
 
-TEST(LearningCurveModelTest,
-     GpBanditProposesWhereCurvesEndBestAndSpreadsABatch) {
-  const SearchSpace space = Box(1);
-  const Study study = FirstRung();
-  FidelityHistory fidelity{ModelAsha(), study.curves};
+// A request for `count` proposals from the curves of `study`, every trial
+// running (pending), through `fidelity`.
+SuggestRequest ProposalRequest(const SearchSpace& space, const Study& study,
+                               const FidelityHistory& fidelity, int count) {
   SuggestRequest request;
   request.space = &space;
   request.fidelity = &fidelity;
@@ -186,8 +185,17 @@ TEST(LearningCurveModelTest,
                                .outcome = Outcome::kPending,
                                .trial_id = study.curves[i].id});
   }
-  request.trials_created = 12;
-  request.count = 3;
+  request.trials_created = static_cast<int64_t>(study.curves.size());
+  request.count = count;
+  return request;
+}
+
+TEST(LearningCurveModelTest,
+     GpBanditProposesWhereCurvesEndBestAndSpreadsABatch) {
+  const SearchSpace space = Box(1);
+  const Study study = FirstRung();
+  FidelityHistory fidelity{ModelAsha(), study.curves};
+  SuggestRequest request = ProposalRequest(space, study, fidelity, 3);
   const std::optional<std::vector<Assignment>> proposals =
       ProposeFromCurves(request);
   ASSERT_TRUE(proposals.has_value());
@@ -212,16 +220,7 @@ TEST(LearningCurveModelTest, TheProposalStartsFromThePromotionsModel) {
                   &fitted);
   ASSERT_TRUE(fitted.has_value());
   FidelityHistory fidelity{ModelAsha(), study.curves};
-  SuggestRequest request;
-  request.space = &space;
-  request.fidelity = &fidelity;
-  for (size_t i = 0; i < study.curves.size(); ++i) {
-    request.history.push_back({.x = study.parameters[i],
-                               .outcome = Outcome::kPending,
-                               .trial_id = study.curves[i].id});
-  }
-  request.trials_created = 12;
-  request.count = 3;
+  SuggestRequest request = ProposalRequest(space, study, fidelity, 3);
   const std::optional<std::vector<Assignment>> own = ProposeFromCurves(request);
   ASSERT_TRUE(own.has_value());
   // Fitted on the same curves: the same proposals, without a second fit.
