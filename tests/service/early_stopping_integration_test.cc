@@ -200,8 +200,9 @@ TEST_P(EarlyStoppingIntegrationTest, TheLearningCurveModelPromotes) {
   const int64_t steps_spent = ExpectFinishedAndResumedInOrder(run.trials);
   // With three workers the order of reports, and so the decisions, vary
   // from run to run (30 to 92 steps seen, 76 with one worker).
-  EXPECT_LT(steps_spent, 14 * kMaxResource * (workers_count == 1 ? 2 : 4) /
-                             (workers_count == 1 ? 3 : 5));
+  const int64_t full_budget = 14 * kMaxResource;
+  EXPECT_LT(steps_spent, workers_count == 1 ? full_budget * 2 / 3
+                                            : full_budget * 4 / 5);
   // Each run ends at a rung (paused there) or at the end.
   int resumed = 0, passed_a_rung = 0;
   for (const TrialRun& r : run.runs) {
