@@ -77,8 +77,8 @@ class LearningCurveModel {
 // promotions, less those with under a 5% chance to beat the bar (as Domhan
 // et al., IJCAI 2015, end a run whose extrapolated curve is that unlikely to
 // win, with a joint model instead of one per curve), plus paused trials
-// ASHA passes over that are expected to beat it (at least a 50% chance: a
-// slow start). Before, ASHA's promotions ordered by that chance. ASHA's own
+// ASHA passes over that have at least a 25% chance to beat it (a slow
+// start). Before, ASHA's promotions ordered by that chance. ASHA's own
 // Promotions while there is no model, and when `draining` (no new
 // configuration will start): then each rung's best still goes on to
 // max_resource.

@@ -155,6 +155,48 @@ TEST(LearningCurveModelTest, LeavesHopelessPromotionsPausedAndOrdersByChance) {
             Promotions(ModelAsha(), study.curves, true).size());
 }
 
+// Slow starters: a paused trial that ASHA passes over goes on when the
+// model gives it at least a 25% chance to beat the best finished trial, so
+// that a configuration which ranks low at every rung is not left paused
+// until the study drains.
+TEST(LearningCurveModelTest, ResumesASlowStarterWithAQuarterChance) {
+  const SearchSpace space = Box(1);
+  // Near the optimum, reported below its curve at the first rung.
+  Study study = OneFinishedNearTheOptimum();
+  study.Add(0.66, 1, Status::kPaused);
+  study.curves.back().points[0].second -= 0.2;
+  const std::vector<Promotion> asha =
+      Promotions(ModelAsha(), study.curves, false);
+  std::set<int64_t> asha_ids;
+  for (const Promotion& p : asha) asha_ids.insert(p.trial_id);
+  const std::optional<LearningCurveModel> fit = LearningCurveModel::Fit(
+      ModelAsha(), space, study.curves, study.parameters);
+  ASSERT_TRUE(fit.has_value());
+  std::set<int64_t> model_ids;
+  for (const Promotion& p : ModelPromotions(ModelAsha(), space, study.curves,
+                                            study.parameters, false)) {
+    model_ids.insert(p.trial_id);
+  }
+  int slow_starters = 0;
+  for (size_t i = 0; i < study.curves.size(); ++i) {
+    const int64_t id = study.curves[i].id;
+    if (study.curves[i].status != Status::kPaused || asha_ids.contains(id)) {
+      continue;
+    }
+    const double chance =
+        fit->ChanceToBeatBar(space.Encode(study.parameters[i]));
+    EXPECT_EQ(model_ids.contains(id), chance >= 0.25) << id << " " << chance;
+    slow_starters += model_ids.contains(id);
+  }
+  const double slow =
+      fit->ChanceToBeatBar(space.Encode(study.parameters.back()));
+  EXPECT_GE(slow, 0.25);
+  EXPECT_LT(slow, 0.5);
+  EXPECT_FALSE(asha_ids.contains(study.curves.back().id));
+  EXPECT_TRUE(model_ids.contains(study.curves.back().id));
+  EXPECT_GE(slow_starters, 1);
+}
+
 TEST(LearningCurveModelTest, OnlyTheTrialResumedFirstGoesOnAtOnce) {
   const SearchSpace space = Box(1);
   const Study study = OneFinishedNearTheOptimum();
