@@ -45,7 +45,7 @@ constexpr double kMinNoise = 1e-6;
 // starter ranks low at every rung, so ASHA leaves it paused until the table
 // drains; at a 50% bar the best configuration of the Fashion-MNIST table,
 // rank 52 at epoch 4 and first at 16, waited there for hundreds of epochs
-// with a 3-32% chance (benchmarks/README.md).
+// with a 1-32% chance (benchmarks/README.md).
 constexpr double kMinChance = 0.05;
 constexpr double kSlowStarterChance = 0.25;
 
