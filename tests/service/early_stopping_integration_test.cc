@@ -199,10 +199,11 @@ TEST_P(EarlyStoppingIntegrationTest, TheLearningCurveModelPromotes) {
   ASSERT_EQ(run.trials.size(), 14u);
   const int64_t steps_spent = ExpectFinishedAndResumedInOrder(run.trials);
   // With three workers the order of reports, and so the decisions, vary
-  // from run to run (30 to 92 steps seen, 76 with one worker).
-  const int64_t full_budget = 14 * kMaxResource;
-  EXPECT_LT(steps_spent, workers_count == 1 ? full_budget * 2 / 3
-                                            : full_budget * 4 / 5);
+  // from run to run (82 to 98 steps seen, 98 with one worker). These curves
+  // never cross, so each slow starter the model resumes (a near-tie it
+  // gives a 25% chance) is spent for nothing: 30 to 92 and 76 steps with a
+  // 50% bar.
+  EXPECT_LT(steps_spent, 14 * kMaxResource * 5 / 6);
   // Each run ends at a rung (paused there) or at the end.
   int resumed = 0, passed_a_rung = 0;
   for (const TrialRun& r : run.runs) {
