@@ -126,9 +126,46 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
         SobolSequence(d, request.seed).Point(request.trials_created + i));
   };
 
+  auto cost_term = [&]() -> std::optional<CostTerm> {
+    if (!cost_model) return std::nullopt;
+    return CostTerm{&cost_model->gp, cost_exponent, cost_model->target_scale};
+  };
+  // The acquisition optimizer's points in [lower, upper], best first.
+  auto maximize = [&](const Acquisition& acquisition, const Models& m,
+                      const Eigen::VectorXd& lower,
+                      const Eigen::VectorXd& upper, uint64_t pick_seed) {
+    const AcquisitionDomain domain{
+        coords.categories, lower, upper,
+        [&](Eigen::VectorXd& x) { coords.Snap(space, x); }};
+    AcquisitionOptimizerOptions search = options_.acquisition_optimizer;
+    search.distinct_results = true;
+    return MaximizeAcquisition(acquisition, domain, m.anchors,
+                               m.perturbation_scale, pick_seed, search);
+  };
+  // Whether the picks made with trials pending may search only the
+  // incumbent's region (options.h, pending_region_half_width).
+  auto may_follow = [&](const Models& m) {
+    return options_.pending_region_half_width > 0 && m.plain &&
+           coords.tree.empty() && m.incumbent.size() == d;
+  };
+  // That region, if the pick made without the pending trials (the best of
+  // `sequential`) lies in it: the picks made with them then search only
+  // there.
+  auto region_to_follow = [&](const Models& m,
+                              const std::vector<ScoredPoint>& sequential)
+      -> std::optional<gp_bandit::IncumbentRegion> {
+    if (!may_follow(m) || sequential.empty()) return std::nullopt;
+    gp_bandit::IncumbentRegion region(
+        coords, m.incumbent, m.objectives[0].lengthscales, m.box_lower,
+        m.box_upper, options_.pending_region_half_width);
+    if (!region.Contains(coords, sequential.front().x)) return std::nullopt;
+    return region;
+  };
+
   std::vector<Assignment> out;
   std::vector<Eigen::VectorXd> picks;  // This batch's points, model coords.
   std::optional<Models> models;
+  std::optional<gp_bandit::IncumbentRegion> pending_region;
   bool models_failed = false;
   for (int i = 0; i < request.count; ++i) {
     const int64_t index = request.trials_created + i;
@@ -149,6 +186,15 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
             gp_bandit::BuildModels(inputs, options_, fits_);
         if (built.ok()) {
           models = *std::move(built);
+          if (!history.pending.empty() && may_follow(*models)) {
+            const uint64_t seed = MixSeeds(request.seed,
+                                           static_cast<uint64_t>(index));
+            const AcquisitionStack sequential(*models, cost_term(), options_,
+                                              seed);
+            pending_region = region_to_follow(
+                *models, maximize(sequential.top(), *models,
+                                  models->box_lower, models->box_upper, seed));
+          }
           for (const Eigen::VectorXd& p : history.pending) {
             models->AddFantasy(p);
           }
@@ -162,20 +208,16 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
         // Acquisition stack -> maximize -> pick.
         const uint64_t pick_seed =
             MixSeeds(request.seed, static_cast<uint64_t>(index));
-        std::optional<CostTerm> cost;
-        if (cost_model) {
-          cost = CostTerm{&cost_model->gp, cost_exponent,
-                          cost_model->target_scale};
-        }
-        const AcquisitionStack stack(*models, cost, options_, pick_seed);
-        const AcquisitionDomain domain{
-            coords.categories, models->box_lower, models->box_upper,
-            [&](Eigen::VectorXd& x) { coords.Snap(space, x); }};
-        AcquisitionOptimizerOptions search = options_.acquisition_optimizer;
-        search.distinct_results = true;
-        const std::vector<ScoredPoint> ranked =
-            MaximizeAcquisition(stack.top(), domain, models->anchors,
-                                models->perturbation_scale, pick_seed, search);
+        const AcquisitionStack stack(*models, cost_term(), options_,
+                                     pick_seed);
+        const bool pending = !history.pending.empty() || i > 0;
+        const bool local = pending && pending_region.has_value();
+        const std::vector<ScoredPoint> ranked = maximize(
+            stack.top(), *models,
+            local ? pending_region->lower : models->box_lower,
+            local ? pending_region->upper : models->box_upper, pick_seed);
+        // A batch's first pick is the sequential one.
+        if (!pending) pending_region = region_to_follow(*models, ranked);
         std::optional<Assignment> picked = gp_bandit::PickNew(
             ranked, stack.top(), coords, space, models->incumbent,
             options_.incumbent_pull_tolerance, history.taken);

@@ -79,6 +79,19 @@ struct GpBanditOptions {
   // objective, no constraints, flat spaces, the product kernel and no
   // transfer prior; costs one more Cholesky factorization per suggestion.
   double max_acquisition_lengthscale = 0.3;
+  // With trials pending (asynchronous workers, or a batch), a pick searches
+  // only the incumbent +- its fitted lengthscale, at most this much
+  // (unit-cube units), along each numeric dimension, whenever the pick made
+  // without the pending trials falls in that box; 0 disables (default
+  // 0.3). The batch then refines where the sequential run would refine,
+  // instead of spreading over a lengthscale under the pending points'
+  // fantasies, and explores the whole cube where it would explore. 4
+  // workers, 40 seeds, median regret at 100 trials over sequential:
+  // camel2 2.8x -> 1.1x, shekel7 1.5x -> 0.85x (benchmarks/README.md). One
+  // objective, no constraints, flat spaces; costs one more acquisition
+  // maximization per suggestion made with trials pending (hartmann6 and
+  // camel2 to 100 trials, 4 workers: 11 -> 15 ms a suggestion).
+  double pending_region_half_width = 0.3;
   // Past this many completed trials, delegate to TPE; 0 never (default 0).
   int tpe_fallback_above = 0;
   AcquisitionOptimizerOptions acquisition_optimizer;

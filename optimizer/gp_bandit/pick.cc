@@ -1,5 +1,6 @@
 #include "optimizer/gp_bandit/pick.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -89,6 +90,30 @@ std::optional<Assignment> PickNew(const std::vector<ScoredPoint>& ranked,
     return candidate;
   }
   return std::nullopt;
+}
+
+IncumbentRegion::IncumbentRegion(const Coordinates& coords,
+                                 const Eigen::VectorXd& incumbent,
+                                 const Eigen::VectorXd& lengthscales,
+                                 const Eigen::VectorXd& lower,
+                                 const Eigen::VectorXd& upper,
+                                 double max_half_width)
+    : lower(lower), upper(upper) {
+  for (int j = 0; j < coords.dim(); ++j) {
+    if (coords.categorical[j]) continue;
+    const double half = std::min(lengthscales[j], max_half_width);
+    this->lower[j] = std::max(lower[j], incumbent[j] - half);
+    this->upper[j] = std::min(upper[j], incumbent[j] + half);
+  }
+}
+
+bool IncumbentRegion::Contains(const Coordinates& coords,
+                               const Eigen::VectorXd& x) const {
+  for (int j = 0; j < coords.dim(); ++j) {
+    if (coords.categorical[j]) continue;
+    if (x[j] < lower[j] || x[j] > upper[j]) return false;
+  }
+  return true;
 }
 
 }  // namespace hypertune::optimizer::gp_bandit

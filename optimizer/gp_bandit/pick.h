@@ -52,6 +52,19 @@ std::optional<Assignment> PickNew(const std::vector<ScoredPoint>& ranked,
                                   const Eigen::VectorXd& incumbent,
                                   double tolerance, const AssignmentSet& taken);
 
+// A box around the incumbent for the picks made while trials are pending:
+// incumbent +- min(lengthscale, max_half_width) along each numeric
+// dimension, within [lower, upper]; categorical dimensions keep theirs.
+struct IncumbentRegion {
+  Eigen::VectorXd lower, upper;
+  IncumbentRegion(const Coordinates& coords, const Eigen::VectorXd& incumbent,
+                  const Eigen::VectorXd& lengthscales,
+                  const Eigen::VectorXd& lower, const Eigen::VectorXd& upper,
+                  double max_half_width);
+  // Whether x's numeric coordinates lie in the box.
+  bool Contains(const Coordinates& coords, const Eigen::VectorXd& x) const;
+};
+
 }  // namespace hypertune::optimizer::gp_bandit
 
 #endif  // HYPERTUNE_OPTIMIZER_GP_BANDIT_PICK_H_
