@@ -39,6 +39,28 @@ double Best(const std::vector<Observation>& h) {
   return best;
 }
 
+// The best completed trial of h.
+const Observation& Incumbent(const std::vector<Observation>& h) {
+  const Observation* incumbent = &h.front();
+  for (const Observation& o : h) {
+    if (o.values[0] > incumbent->values[0]) incumbent = &o;
+  }
+  return *incumbent;
+}
+
+// A request for `count` trials after the completed `history`.
+SuggestRequest NextRequest(const SearchSpace& space,
+                           const std::vector<Observation>& history,
+                           uint64_t seed, int count = 1) {
+  SuggestRequest r;
+  r.space = &space;
+  r.history = history;
+  r.trials_created = static_cast<int64_t>(history.size());
+  r.count = count;
+  r.seed = seed;
+  return r;
+}
+
 TEST(GpBanditTest, FindsTheOptimumOfAQuadraticWithin30Trials) {
   const SearchSpace space = Box(2, -2, 2);
   for (uint64_t seed : {0, 1, 2}) {
@@ -273,16 +295,8 @@ TEST(GpBanditTest, PicksWithTrialsPendingRefineWhereTheSequentialPickWould) {
     GpBanditSuggester sequential;
     const std::vector<Observation> history =
         RunStudy(sequential, space, Quadratic, 30, seed);
-    const Observation* incumbent = &history.front();
-    for (const Observation& o : history) {
-      if (o.values[0] > incumbent->values[0]) incumbent = &o;
-    }
-    SuggestRequest r;
-    r.space = &space;
-    r.history = history;
-    r.trials_created = 30;
-    r.count = 4;
-    r.seed = seed;
+    const Assignment& incumbent = Incumbent(history).x;
+    const SuggestRequest r = NextRequest(space, history, seed, 4);
     GpBanditOptions off;
     off.pending_region_half_width = 0;
     GpBanditSuggester on_gp, off_gp(off);
@@ -290,8 +304,8 @@ TEST(GpBanditTest, PicksWithTrialsPendingRefineWhereTheSequentialPickWould) {
     const std::vector<Assignment> off_batch = off_gp.Suggest(r).value();
     // The batch's first pick is the sequential one, alike with and without.
     EXPECT_EQ(on_batch.front(), off_batch.front()) << "seed " << seed;
-    const double on = FarthestAlongADimension(on_batch, incumbent->x);
-    const double without = FarthestAlongADimension(off_batch, incumbent->x);
+    const double on = FarthestAlongADimension(on_batch, incumbent);
+    const double without = FarthestAlongADimension(off_batch, incumbent);
     EXPECT_LE(on, 0.3) << "seed " << seed;
     kept_local += without > 0.3;
   }
@@ -324,18 +338,11 @@ int KeptIncumbentValues(const GpBanditOptions& options, uint64_t seed) {
   GpBanditSuggester gp(options);
   const std::vector<Observation> history =
       RunStudy(gp, space, FirstCoordinateOnly, 16, seed);
-  const Observation* incumbent = &history.front();
-  for (const Observation& o : history) {
-    if (o.values[0] > incumbent->values[0]) incumbent = &o;
-  }
-  SuggestRequest r;
-  r.space = &space;
-  r.history = history;
-  r.trials_created = 16;
-  r.seed = seed;
-  const Assignment a = gp.Suggest(r).value().front();
+  const Assignment& incumbent = Incumbent(history).x;
+  const Assignment a =
+      gp.Suggest(NextRequest(space, history, seed)).value().front();
   int kept = 0;
-  for (int j = 1; j < 8; ++j) kept += std::abs(a[j] - incumbent->x[j]) < 1e-9;
+  for (int j = 1; j < 8; ++j) kept += std::abs(a[j] - incumbent[j]) < 1e-9;
   return kept;
 }
 
