@@ -1,6 +1,7 @@
 // GP_BANDIT's first and last stages for one point: the initial design's
-// point (before there are models), and the pick among the acquisition
-// optimizer's ranked points. Pure functions; thread-safe.
+// point (before there are models), the pick among the acquisition
+// optimizer's ranked points, and the region a pick made with trials pending
+// may be confined to. Pure functions; thread-safe.
 #ifndef HYPERTUNE_OPTIMIZER_GP_BANDIT_PICK_H_
 #define HYPERTUNE_OPTIMIZER_GP_BANDIT_PICK_H_
 
