@@ -95,15 +95,15 @@ std::optional<Assignment> PickNew(const std::vector<ScoredPoint>& ranked,
 IncumbentRegion::IncumbentRegion(const Coordinates& coords,
                                  const Eigen::VectorXd& incumbent,
                                  const Eigen::VectorXd& lengthscales,
-                                 const Eigen::VectorXd& lower,
-                                 const Eigen::VectorXd& upper,
+                                 const Eigen::VectorXd& box_lower,
+                                 const Eigen::VectorXd& box_upper,
                                  double max_half_width)
-    : lower(lower), upper(upper) {
+    : lower(box_lower), upper(box_upper) {
   for (int j = 0; j < coords.dim(); ++j) {
     if (coords.categorical[j]) continue;
     const double half = std::min(lengthscales[j], max_half_width);
-    this->lower[j] = std::max(lower[j], incumbent[j] - half);
-    this->upper[j] = std::min(upper[j], incumbent[j] + half);
+    lower[j] = std::max(lower[j], incumbent[j] - half);
+    upper[j] = std::min(upper[j], incumbent[j] + half);
   }
 }
 

@@ -55,13 +55,14 @@ std::optional<Assignment> PickNew(const std::vector<ScoredPoint>& ranked,
 
 // A box around the incumbent for the picks made while trials are pending:
 // incumbent +- min(lengthscale, max_half_width) along each numeric
-// dimension, within [lower, upper]; categorical dimensions keep theirs.
+// dimension, within [box_lower, box_upper]; categorical dimensions keep
+// the box's.
 struct IncumbentRegion {
   Eigen::VectorXd lower, upper;
   IncumbentRegion(const Coordinates& coords, const Eigen::VectorXd& incumbent,
                   const Eigen::VectorXd& lengthscales,
-                  const Eigen::VectorXd& lower, const Eigen::VectorXd& upper,
-                  double max_half_width);
+                  const Eigen::VectorXd& box_lower,
+                  const Eigen::VectorXd& box_upper, double max_half_width);
   // Whether x's numeric coordinates lie in the box.
   bool Contains(const Coordinates& coords, const Eigen::VectorXd& x) const;
 };

@@ -103,6 +103,13 @@ TEST(LearningCurveModelTest, ExpectsMoreOfConfigurationsWhoseCurvesEndHigher) {
             model->ChanceToBeatBar(space.Encode({0.05})));
 }
 
+// The trials that `promotions` resume.
+std::set<int64_t> TrialIds(const std::vector<Promotion>& promotions) {
+  std::set<int64_t> ids;
+  for (const Promotion& p : promotions) ids.insert(p.trial_id);
+  return ids;
+}
+
 // FirstRung, where a configuration short of the optimum (x = 0.54) finished,
 // and two at the low end, which ended far below it. Three more at the low
 // end reached rung 3: ASHA promotes the best of them (trial 3, x = 0.21),
@@ -122,10 +129,8 @@ Study OneFinishedNearTheOptimum() {
 TEST(LearningCurveModelTest, LeavesHopelessPromotionsPausedAndOrdersByChance) {
   const SearchSpace space = Box(1);
   const Study study = OneFinishedNearTheOptimum();
-  const std::vector<Promotion> asha =
-      Promotions(ModelAsha(), study.curves, false);
-  std::set<int64_t> asha_ids;
-  for (const Promotion& p : asha) asha_ids.insert(p.trial_id);
+  const std::set<int64_t> asha_ids =
+      TrialIds(Promotions(ModelAsha(), study.curves, false));
   for (int64_t id : {3, 8, 9, 10}) ASSERT_TRUE(asha_ids.contains(id)) << id;
 
   const std::vector<Promotion> model = ModelPromotions(
@@ -167,18 +172,13 @@ TEST(LearningCurveModelTest, ResumesASlowStarterWithAQuarterChance) {
   Study study = OneFinishedNearTheOptimum();
   study.Add(0.66, 1, Status::kPaused);
   study.curves.back().points[0].second -= 0.16;
-  const std::vector<Promotion> asha =
-      Promotions(ModelAsha(), study.curves, false);
-  std::set<int64_t> asha_ids;
-  for (const Promotion& p : asha) asha_ids.insert(p.trial_id);
+  const std::set<int64_t> asha_ids =
+      TrialIds(Promotions(ModelAsha(), study.curves, false));
   const std::optional<LearningCurveModel> fit = LearningCurveModel::Fit(
       ModelAsha(), space, study.curves, study.parameters);
   ASSERT_TRUE(fit.has_value());
-  std::set<int64_t> model_ids;
-  for (const Promotion& p : ModelPromotions(ModelAsha(), space, study.curves,
-                                            study.parameters, false)) {
-    model_ids.insert(p.trial_id);
-  }
+  const std::set<int64_t> model_ids = TrialIds(ModelPromotions(
+      ModelAsha(), space, study.curves, study.parameters, false));
   int slow_starters = 0;
   for (size_t i = 0; i < study.curves.size(); ++i) {
     const int64_t id = study.curves[i].id;
