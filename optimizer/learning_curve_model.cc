@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <numeric>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
@@ -19,6 +19,7 @@
 #include "optimizer/conditional.h"
 #include "optimizer/fidelity.h"
 #include "optimizer/gp.h"
+#include "optimizer/gp_bandit/coordinates.h"
 #include "optimizer/kernel.h"
 #include "optimizer/sobol.h"
 #include "optimizer/splitmix.h"
@@ -158,10 +159,12 @@ std::optional<LearningCurveModel> LearningCurveModel::Fit(
   // Inputs (unit-cube parameters, level coordinate); outputs standardized,
   // less the level's offset.
   const int n = static_cast<int>(rows.size());
+  gp_bandit::Coordinates coords(space);
   Eigen::MatrixXd x(n, dim + 1);
   Eigen::VectorXd y(n);
   for (int r = 0; r < n; ++r) {
-    x.row(r).head(dim) = space.Encode(parameters[rows[r].trial]).transpose();
+    x.row(r).head(dim) =
+        coords.FromUnit(space.Encode(parameters[rows[r].trial])).transpose();
     x(r, dim) = LevelCoordinate(resources, rows[r].level);
     y(r) = rows[r].y;
   }
@@ -173,20 +176,21 @@ std::optional<LearningCurveModel> LearningCurveModel::Fit(
   for (int r = 0; r < n; ++r) {
     residual(r) = y(r) - offset[rows[r].level] / scale;
   }
-  std::vector<int> dims(dim + 1);
-  std::iota(dims.begin(), dims.end(), 0);
-  const Matern52Kernel kernel(dims);
+  std::vector<bool> categorical = coords.categorical;
+  categorical.push_back(false);  // the level
+  const std::unique_ptr<Kernel> kernel = MakeMixedKernel(categorical);
   const GpPrior prior = GpPrior::ForDimension(dim + 1);
   const GpParams params =
-      FitGpParams(kernel, x, residual, {prior.Mode(kernel.num_params())}, prior,
-                  kMinNoise, kFitIterations);
+      FitGpParams(*kernel, x, residual, {prior.Mode(kernel->num_params())},
+                  prior, kMinNoise, kFitIterations);
   absl::StatusOr<GaussianProcess> gp =
-      GaussianProcess::Create(kernel, params, x, residual);
+      GaussianProcess::Create(*kernel, params, x, residual);
   if (!gp.ok()) return std::nullopt;
 
   // The bar: the best final value seen or, before any trial finished, the
   // best final value the model expects of a started trial.
-  LearningCurveModel model(*std::move(gp), dim, offset.back() / scale);
+  LearningCurveModel model(*std::move(gp), std::move(coords),
+                           offset.back() / scale);
   double bar = -std::numeric_limits<double>::infinity();
   for (int r = 0; r < n; ++r) {
     if (rows[r].level == levels - 1) bar = std::max(bar, y(r));
@@ -201,13 +205,18 @@ std::optional<LearningCurveModel> LearningCurveModel::Fit(
   return model;
 }
 
+Eigen::VectorXd LearningCurveModel::Input(const Eigen::VectorXd& unit,
+                                          double level) const {
+  Eigen::VectorXd at(coords_.dim() + 1);
+  at.head(coords_.dim()) = coords_.FromUnit(unit);
+  at(coords_.dim()) = level;
+  return at;
+}
+
 LearningCurveModel::Posterior LearningCurveModel::Final(
     const Eigen::VectorXd& unit) const {
-  Eigen::MatrixXd at(1, dim_ + 1);
-  at.row(0).head(dim_) = unit.transpose();
-  at(0, dim_) = 1.0;
   Eigen::VectorXd mu, var;
-  gp_.Predict(at, &mu, &var);
+  gp_.Predict(Input(unit, 1.0).transpose(), &mu, &var);
   return {mu(0) + final_offset_, std::sqrt(std::max(var(0), 0.0))};
 }
 
@@ -225,9 +234,7 @@ double LearningCurveModel::LogImprovementOverBar(
 }
 
 void LearningCurveModel::AddBelief(const Eigen::VectorXd& unit) {
-  Eigen::VectorXd at(dim_ + 1);
-  at.head(dim_) = unit;
-  at(dim_) = 0.0;
+  const Eigen::VectorXd at = Input(unit, 0.0);
   double mean = 0, variance = 0;
   gp_.PredictWithGradient(at, &mean, &variance, nullptr, nullptr);
   // A failure leaves the model as it was: the proposal may then repeat.

@@ -22,16 +22,20 @@
 
 #include "optimizer/early_stopping.h"
 #include "optimizer/gp.h"
+#include "optimizer/gp_bandit/coordinates.h"
 #include "optimizer/search_space.h"
 #include "optimizer/suggester.h"
 
 namespace hypertune::optimizer {
 
-// The joint model of a study's learning curves: a GP over (unit-cube
-// parameters, level), the level being log resource scaled onto [0, 1]
-// between the first rung and max_resource, fitted to every trial's first
-// value in each [rung, next rung) it reached (maximized, standardized, less
-// each level's median gain over the level below).
+// The joint model of a study's learning curves: a GP over (parameters,
+// level), the level being log resource scaled onto [0, 1] between the first
+// rung and max_resource, fitted to every trial's first value in each [rung,
+// next rung) it reached (maximized, standardized, less each level's median
+// gain over the level below). Numeric parameters and the level share a
+// Matern-5/2 kernel; categorical ones are compared for equality only
+// (MakeMixedKernel), so the order their categories are listed in does not
+// matter.
 class LearningCurveModel {
  public:
   struct Posterior {
@@ -62,11 +66,16 @@ class LearningCurveModel {
   bool finished() const { return finished_; }
 
  private:
-  LearningCurveModel(GaussianProcess gp, int dim, double final_offset)
-      : gp_(std::move(gp)), dim_(dim), final_offset_(final_offset) {}
+  LearningCurveModel(GaussianProcess gp, gp_bandit::Coordinates coords,
+                     double final_offset)
+      : gp_(std::move(gp)),
+        coords_(std::move(coords)),
+        final_offset_(final_offset) {}
+  // The model's input for the encoded assignment `unit` at `level`.
+  Eigen::VectorXd Input(const Eigen::VectorXd& unit, double level) const;
   // Models the values less each level's offset (its mean gain).
   GaussianProcess gp_;
-  int dim_;
+  gp_bandit::Coordinates coords_;
   double final_offset_;
   double bar_ = 0;
   bool finished_ = false;

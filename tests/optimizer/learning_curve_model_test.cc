@@ -284,6 +284,69 @@ TEST(LearningCurveModelTest, TheProposalStartsFromThePromotionsModel) {
   EXPECT_FALSE(fitted.has_value());
 }
 
+// x in [0, 1] and an optimizer whose categories are listed in `order`.
+SearchSpace WithOptimizer(const std::vector<std::string>& order) {
+  ParameterConfig x;
+  x.name = "x";
+  ParameterConfig optimizer;
+  optimizer.name = "optimizer";
+  optimizer.type = ParameterType::kCategorical;
+  optimizer.categories = order;
+  return SearchSpace::Create({x, optimizer}).value();
+}
+
+TEST(LearningCurveModelTest, CategoriesAreUnordered) {
+  // adam and sgd end 0.5 higher than rmsprop and adagrad. Listed so that
+  // the good two are neighbours in one space and ends in the other, the
+  // model must predict the same: categories are compared for equality only,
+  // never placed on a line.
+  const std::vector<std::string> names = {"sgd", "adam", "rmsprop",
+                                          "adagrad"};
+  const std::vector<std::string> reordered = {"adam", "rmsprop", "adagrad",
+                                              "sgd"};
+  auto index_in = [](const std::vector<std::string>& order,
+                     const std::string& name) {
+    return static_cast<double>(
+        std::find(order.begin(), order.end(), name) - order.begin());
+  };
+  Study in_names, in_reordered;
+  for (int i = 0; i < 16; ++i) {
+    const double x = (i + 0.5) / 16;
+    const std::string& optimizer = names[i % 4];
+    const bool good = optimizer == "adam" || optimizer == "sgd";
+    const int64_t last = i == 5 || i == 10 ? 27 : 1;
+    const Status status = last == 27 ? Status::kFinished : Status::kPaused;
+    TrialCurve curve = Trial(i + 1, x, last, status);
+    for (auto& point : curve.points) point.second -= good ? 0.0 : 0.5;
+    in_names.curves.push_back(curve);
+    in_names.parameters.push_back({x, index_in(names, optimizer)});
+    in_reordered.curves.push_back(curve);
+    in_reordered.parameters.push_back({x, index_in(reordered, optimizer)});
+  }
+  const SearchSpace names_space = WithOptimizer(names);
+  const SearchSpace reordered_space = WithOptimizer(reordered);
+  const std::optional<LearningCurveModel> a = LearningCurveModel::Fit(
+      ModelAsha(), names_space, in_names.curves, in_names.parameters);
+  const std::optional<LearningCurveModel> b = LearningCurveModel::Fit(
+      ModelAsha(), reordered_space, in_reordered.curves,
+      in_reordered.parameters);
+  ASSERT_TRUE(a.has_value());
+  ASSERT_TRUE(b.has_value());
+  for (const std::string& optimizer : names) {
+    for (const double x : {0.1, 0.5, 0.7}) {
+      const LearningCurveModel::Posterior pa = a->Final(
+          names_space.Encode({x, index_in(names, optimizer)}));
+      const LearningCurveModel::Posterior pb = b->Final(
+          reordered_space.Encode({x, index_in(reordered, optimizer)}));
+      EXPECT_NEAR(pa.mean, pb.mean, 1e-6) << optimizer << " at x = " << x;
+      EXPECT_NEAR(pa.sd, pb.sd, 1e-6) << optimizer << " at x = " << x;
+    }
+  }
+  // And it learned the categories' effect.
+  EXPECT_GT(a->Final(names_space.Encode({0.7, 1.0})).mean,
+            a->Final(names_space.Encode({0.7, 2.0})).mean + 0.5);
+}
+
 TEST(LearningCurveModelTest, ProposesNothingTheStudyAlreadyHas) {
   ParameterConfig n;
   n.name = "n";
