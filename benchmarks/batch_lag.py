@@ -12,11 +12,15 @@ Per function and budget t, on median regrets over seeds:
          would show if it lost only its information delay, each pick as good
          as the sequential pick made with the same completed trials;
   lag    t - s for the first trial s at which the sequential median reaches
-         parallel(t) ('>' if it never falls that low).
+         parallel(t) ('>' if it never falls that low);
+  clock  sequential(ceil(t / (pending + 1))) / parallel(t): how much lower
+         the parallel run's regret is after the same wall-clock time, each
+         trial taking one unit on one worker.
 """
 import argparse
 import collections
 import json
+import math
 import statistics
 
 
@@ -44,7 +48,7 @@ def main():
     seq, par = load(a.sequential), load(a.parallel)
     tiny = 1e-300
     print(f"{'function':13s} {'t':>4s} {'sequential':>10s} {'parallel':>10s} "
-          f"{'ratio':>7s} {'delay':>6s} {'lag':>4s}")
+          f"{'ratio':>7s} {'delay':>6s} {'lag':>4s} {'clock':>8s}")
     for f in sorted(set(seq) & set(par)):
         for t in (int(b) for b in a.budgets.split(",")):
             if t > len(seq[f][0]) or t > len(par[f][0]) or t <= a.pending:
@@ -53,8 +57,9 @@ def main():
             delay = median_at(seq[f], t - a.pending) / max(s, tiny)
             lag = next((str(t - k) for k in range(1, t + 1)
                         if median_at(seq[f], k) <= q), ">")
+            clock = median_at(seq[f], math.ceil(t / (a.pending + 1)))
             print(f"{f:13s} {t:4d} {s:10.3g} {q:10.3g} {q / max(s, tiny):7.2f} "
-                  f"{delay:6.2f} {lag:>4s}")
+                  f"{delay:6.2f} {lag:>4s} {clock / max(q, tiny):8.3g}")
 
 
 if __name__ == "__main__":
