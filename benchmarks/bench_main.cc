@@ -15,7 +15,8 @@
 //                        [--min-resource 1] [--eta 3] [--out suite.json]
 //   hypertune-bench multi-fidelity [--table PATH|synthetic] [--seeds 20]
 //                        [--workers 1,4] [--policies asha-random,asha-gp,
-//                        model] [--eta 2] [--tolerance 0.01]
+//                        model,hyperband-gp,hyperband-model] [--eta 2]
+//                        [--tolerance 0.01]
 //                        [--out table.json]
 //   hypertune-bench multi-objective [--problems zdt1,zdt2,zdt3,dtlz2]
 //                        [--trials 100] [--seeds 10] [--parallel 1]
@@ -800,7 +801,8 @@ int EarlyStopping(const std::vector<std::string>& args) {
 
 // The multi-fidelity benchmark (testing/curve_table.h): ASHA in pause mode
 // with random configurations, with GP_BANDIT's (BOHB-like), and with the
-// learning-curve model's promotions, over a table of real learning curves
+// learning-curve model's promotions (Hyperband's brackets instead of ASHA
+// for the last two, hyperband-*), over a table of real learning curves
 // (benchmarks/learning_curves/) or synthetic ones; epochs and
 // device-seconds until the study's best full-budget trial is within 1% of
 // the table's best. One JSON line per policy and worker count on stdout, a
@@ -858,11 +860,18 @@ int MultiFidelity(const std::vector<std::string>& args) {
     std::string name;
     optimizer::Algorithm algorithm;
     bool model;
+    optimizer::EarlyStoppingConfig::Rule rule =
+        optimizer::EarlyStoppingConfig::Rule::kAsha;
   };
+  using Rule = optimizer::EarlyStoppingConfig::Rule;
   const std::vector<Policy> known = {
       {"asha-random", optimizer::Algorithm::kRandom, false},
       {"asha-gp", optimizer::Algorithm::kGpBandit, false},
-      {"model", optimizer::Algorithm::kGpBandit, true}};
+      {"model", optimizer::Algorithm::kGpBandit, true},
+      {"hyperband-gp", optimizer::Algorithm::kGpBandit, false,
+       Rule::kHyperband},
+      {"hyperband-model", optimizer::Algorithm::kGpBandit, true,
+       Rule::kHyperband}};
   std::vector<Policy> policies;
   for (const std::string& name : std::vector<std::string>(absl::StrSplit(
            flags->String("policies", "asha-random,asha-gp,model"), ','))) {
@@ -871,7 +880,8 @@ int MultiFidelity(const std::vector<std::string>& args) {
     if (it == known.end()) {
       return UsageError(absl::InvalidArgumentError(absl::StrCat(
           "--policies: unknown policy \"", name,
-          "\" (known: asha-random, asha-gp, model)")));
+          "\" (known: asha-random, asha-gp, model, hyperband-gp, "
+          "hyperband-model)")));
     }
     policies.push_back(*it);
   }
@@ -890,7 +900,7 @@ int MultiFidelity(const std::vector<std::string>& args) {
         o.workers = workers;
         o.tolerance = *tolerance;
         o.seed = static_cast<uint64_t>(seed);
-        o.config.rule = optimizer::EarlyStoppingConfig::Rule::kAsha;
+        o.config.rule = policy.rule;
         o.config.maximize = true;
         o.config.min_resource = *min_resource;
         o.config.max_resource = table.max_resource;

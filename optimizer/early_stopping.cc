@@ -250,7 +250,8 @@ absl::Status ValidateEarlyStoppingConfig(const EarlyStoppingConfig& config) {
                        "only for the ASHA and HYPERBAND rules");
       }
       if (config.promote_by_model) {
-        return Invalid("promote_by_model", "only for the ASHA rule");
+        return Invalid("promote_by_model",
+                       "only for the ASHA and HYPERBAND rules");
       }
       return absl::OkStatus();
     case Rule::kAsha:
@@ -283,9 +284,6 @@ absl::Status ValidateEarlyStoppingConfig(const EarlyStoppingConfig& config) {
     return Invalid("min_trials",
                    absl::StrCat("must be >= 0 (0: the rule's default), got ",
                                 config.min_trials));
-  }
-  if (config.promote_by_model && config.rule != Rule::kAsha) {
-    return Invalid("promote_by_model", "only for the ASHA rule");
   }
   if (config.promote_by_model && !config.pause_at_rungs) {
     return Invalid("promote_by_model",

@@ -73,11 +73,11 @@ struct EarlyStoppingConfig {
   // ASHA/Hyperband: pause at a rung (checkpoint kept) instead of stopping.
   // Default false.
   bool pause_at_rungs = false;
-  // ASHA with pause_at_rungs: DecideTrial pauses every trial at every rung,
-  // and a model of the learning curves, not the rung's ranking, decides
-  // which paused trials go on (ModelPromotions in learning_curve_model.h;
-  // the service lets the one it would resume first go on at once,
-  // ResumesAtOnce). Default false.
+  // ASHA/Hyperband with pause_at_rungs: DecideTrial pauses every trial at
+  // every rung of its bracket, and one model of all the learning curves
+  // (every bracket's), not the rung's ranking, decides which paused trials
+  // go on (ModelPromotions in learning_curve_model.h; the service lets the
+  // one it would resume first go on at once, ResumesAtOnce). Default false.
   bool promote_by_model = false;
 };
 

@@ -57,11 +57,20 @@ struct Row {
   double y;   // maximized
 };
 
-// The rungs of ASHA's one bracket, then max_resource.
+// The rungs of bracket 0, which include every other Hyperband bracket's,
+// then max_resource.
 std::vector<int64_t> Resources(const EarlyStoppingConfig& config) {
   std::vector<int64_t> resources = RungResources(config, 0);
   resources.push_back(config.max_resource);
   return resources;
+}
+
+// Where trial `id` is first judged: its bracket's first rung, or
+// max_resource for a Hyperband bracket without rungs.
+int64_t FirstRungOf(const EarlyStoppingConfig& config, int64_t id) {
+  const std::vector<int64_t> rungs =
+      RungResources(config, BracketOf(config, id));
+  return rungs.empty() ? config.max_resource : rungs.front();
 }
 
 // Level k's coordinate in the model: log resource scaled onto [0, 1]
@@ -117,15 +126,16 @@ std::optional<LearningCurveModel> LearningCurveModel::Fit(
   const int levels = static_cast<int>(resources.size());
   const int dim = space.dim();
   std::vector<Row> rows;
-  int at_first_level = 0;
+  int at_first_rung = 0;  // of the trial's own bracket
   for (size_t i = 0; i < study.size(); ++i) {
+    const int64_t first_rung = FirstRungOf(config, study[i].id);
     for (const auto& [level, value] : LevelValues(resources, study[i])) {
       rows.push_back(
           {static_cast<int>(i), level, config.maximize ? value : -value});
-      at_first_level += level == 0;
+      at_first_rung += resources[level] == first_rung;
     }
   }
-  if (levels < 2 || at_first_level < MinTrialsAtFidelity(dim + 1)) {
+  if (levels < 2 || at_first_rung < MinTrialsAtFidelity(dim + 1)) {
     return std::nullopt;
   }
   // Curves rise with the resource: each level's offset is the median gain

@@ -1,4 +1,4 @@
-// Model-based multi-fidelity for ASHA in pause mode
+// Model-based multi-fidelity for ASHA or Hyperband in pause mode
 // (EarlyStoppingConfig::promote_by_model): one Gaussian process over
 // (parameters, log resource), fitted to every trial's values at the rungs it
 // reached (the joint kernel over configuration and resource, as MOBSTER's:
@@ -7,7 +7,8 @@
 // max_resource. It decides which paused trials go on, with ASHA's ranking
 // (ModelPromotions), and which configurations start (ProposeFromCurves):
 // where BOHB's model sees one rung, this one reads every curve and aims at
-// the final value.
+// the final value. With Hyperband, "ASHA" below is the rule's brackets,
+// each ranked on its own, and one model reads the curves of them all.
 //
 // Pure functions; thread-safe.
 #ifndef HYPERTUNE_OPTIMIZER_LEARNING_CURVE_MODEL_H_
@@ -42,7 +43,7 @@ class LearningCurveModel {
     double mean, sd;
   };
   // The model, or none while fewer than MinTrialsAtFidelity(dim + 1)
-  // trials reached the first rung (or the fit fails).
+  // trials reached the first rung of their bracket (or the fit fails).
   // REQUIRES: config is valid with rungs; parameters.size() ==
   // study.size(), parameters[i] the assignment of study[i]
   static std::optional<LearningCurveModel> Fit(

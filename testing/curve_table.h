@@ -4,7 +4,8 @@
 // the service does: the study's algorithm proposes each new configuration
 // (from the learning curves, optimizer/fidelity.h), the nearest
 // configuration of the table not yet started runs, DecideTrial judges every
-// reported epoch and paused trials are resumed by ASHA's Promotions or, with
+// reported epoch and paused trials are resumed by the rule's Promotions
+// (ASHA, or Hyperband's brackets) or, with
 // promote_by_model, by the learning-curve model's (ModelPromotions). Cost is
 // counted in epochs and in the table's device-seconds.
 #ifndef HYPERTUNE_TESTING_CURVE_TABLE_H_

@@ -400,12 +400,56 @@ TEST(LearningCurveModelTest, EveryRungPausesAndTheConfigIsValidated) {
                         "pause_at_rungs"));
   c = ModelAsha();
   c.rule = Rule::kHyperband;
-  EXPECT_THAT(ValidateEarlyStoppingConfig(c).message(),
-              HasSubstr("early_stopping.promote_by_model: only for the ASHA"));
+  EXPECT_TRUE(ValidateEarlyStoppingConfig(c).ok());
   c.rule = Rule::kMedian;
   c.pause_at_rungs = false;
-  EXPECT_EQ(ValidateEarlyStoppingConfig(c).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ValidateEarlyStoppingConfig(c).message(),
+              HasSubstr("early_stopping.promote_by_model: only for the ASHA "
+                        "and HYPERBAND rules"));
+}
+
+TEST(LearningCurveModelTest, HyperbandBracketsShareOneModel) {
+  // Brackets 0..3 over 27 epochs: rungs {1, 3, 9}, {3, 9}, {9}, none.
+  EarlyStoppingConfig config = ModelAsha();
+  config.rule = Rule::kHyperband;
+  ASSERT_EQ(NumBrackets(config), 4);
+  const SearchSpace space = Box(1);
+  Study study;
+  for (int i = 0; i < 24; ++i) {
+    const int64_t id = i + 1;
+    const std::vector<int64_t> rungs =
+        RungResources(config, BracketOf(config, id));
+    // Each trial paused at its bracket's first rung; without rungs, done.
+    const int64_t last = rungs.empty() ? 27 : rungs.front();
+    study.Add((i + 0.5) / 24, last,
+              rungs.empty() ? Status::kFinished : Status::kPaused);
+  }
+  std::set<int> brackets;
+  for (const TrialCurve& curve : study.curves) {
+    brackets.insert(BracketOf(config, curve.id));
+  }
+  ASSERT_EQ(brackets.size(), 4u);
+
+  const std::optional<LearningCurveModel> model =
+      LearningCurveModel::Fit(config, space, study.curves, study.parameters);
+  ASSERT_TRUE(model.has_value());
+  EXPECT_TRUE(model->finished());
+  EXPECT_GT(model->Final(space.Encode({0.7})).mean,
+            model->Final(space.Encode({0.05})).mean + 0.5);
+  // Every promotion takes a trial from the rung of its own bracket it
+  // paused at to that bracket's next rung.
+  const std::vector<Promotion> promotions = ModelPromotions(
+      config, space, study.curves, study.parameters, /*draining=*/false);
+  ASSERT_FALSE(promotions.empty());
+  for (const Promotion& p : promotions) {
+    const std::optional<Promotion> own =
+        PromotionOf(config, study.curves[p.trial_id - 1]);
+    ASSERT_TRUE(own.has_value()) << p.trial_id;
+    EXPECT_EQ(p.rung, own->rung) << p.trial_id;
+    EXPECT_EQ(p.next_budget, own->next_budget) << p.trial_id;
+  }
+  // The first resumed is near the optimum.
+  EXPECT_NEAR(study.parameters[promotions.front().trial_id - 1][0], 0.7, 0.15);
 }
 
 // --- The benchmark's tables (testing/curve_table.h) ------------------------

@@ -1,9 +1,11 @@
 // Early stopping end to end: SDK workers against an in-process server over
 // gRPC. With ASHA in pause mode, trials pause at their rungs and are resumed
 // from their checkpoints when promoted, never restarted.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "optimizer/early_stopping.h"
 #include "service/server.h"
 #include "testing/test_server.h"
 #include "trainer_sdk/hypertune.h"
@@ -78,16 +81,17 @@ void Worker(const Client& client, const std::string& study, absl::Mutex* mu,
   }
 }
 
-// A study of x in [0, 1] minimizing Loss, with ASHA in pause mode over 9
-// steps (rungs 1, 3), 3 trials at a time.
-std::string AshaStudy(const std::string& name, const std::string& algorithm,
-                      int max_trials, bool promote_by_model) {
+// A study of x in [0, 1] minimizing Loss, with `rule` (ASHA or HYPERBAND)
+// in pause mode over 9 steps (ASHA's rungs 1, 3), 3 trials at a time.
+std::string PausingStudy(const std::string& name, const std::string& algorithm,
+                         int max_trials, bool promote_by_model,
+                         const std::string& rule = "ASHA") {
   return absl::StrCat(
       "name: '", name, "' spec { parameters { name: 'x' double_spec { min: 0 ",
       "max: 1 } } metrics { name: 'loss' goal: MINIMIZE } algorithm: ",
       algorithm, " max_trials: ", max_trials,
-      " max_parallel_trials: 3 early_stopping { rule: ASHA min_resource: 1 ",
-      "max_resource: ", kMaxResource,
+      " max_parallel_trials: 3 early_stopping { rule: ", rule,
+      " min_resource: 1 max_resource: ", kMaxResource,
       " reduction_factor: 3 pause_at_rungs: true promote_by_model: ",
       promote_by_model ? "true" : "false", " } }");
 }
@@ -148,6 +152,22 @@ int64_t ExpectFinishedAndResumedInOrder(const std::vector<v1::Trial>& trials) {
   return steps_spent;
 }
 
+// The x of the best trial that trained the full budget.
+double BestFullBudgetX(const std::vector<v1::Trial>& trials) {
+  double best_full = 1e9, best_x = -1;
+  for (const v1::Trial& t : trials) {
+    if (t.state() == v1::Trial::COMPLETED &&
+        t.measurements_size() == kMaxResource) {
+      const double loss = t.measurements(kMaxResource - 1).metrics().at("loss");
+      if (loss < best_full) {
+        best_full = loss;
+        best_x = t.parameters(0).double_value();
+      }
+    }
+  }
+  return best_x;
+}
+
 // With one worker the run is deterministic; with three, trials pause and
 // are promoted while others run.
 class EarlyStoppingIntegrationTest : public ::testing::TestWithParam<int> {};
@@ -155,7 +175,7 @@ class EarlyStoppingIntegrationTest : public ::testing::TestWithParam<int> {};
 TEST_P(EarlyStoppingIntegrationTest, AshaPausesAndResumesFromCheckpoints) {
   const int workers_count = GetParam();
   const StudyRun run =
-      RunStudy(AshaStudy("asha", "QUASI_RANDOM", 9, false), workers_count);
+      RunStudy(PausingStudy("asha", "QUASI_RANDOM", 9, false), workers_count);
   const std::vector<v1::Trial>& trials = run.trials;
   ASSERT_EQ(trials.size(), 9u);
   const int64_t steps_spent = ExpectFinishedAndResumedInOrder(trials);
@@ -195,7 +215,7 @@ TEST_P(EarlyStoppingIntegrationTest, AshaPausesAndResumesFromCheckpoints) {
 TEST_P(EarlyStoppingIntegrationTest, TheLearningCurveModelPromotes) {
   const int workers_count = GetParam();
   const StudyRun run =
-      RunStudy(AshaStudy("curves", "GP_BANDIT", 14, true), workers_count);
+      RunStudy(PausingStudy("curves", "GP_BANDIT", 14, true), workers_count);
   ASSERT_EQ(run.trials.size(), 14u);
   const int64_t steps_spent = ExpectFinishedAndResumedInOrder(run.trials);
   // With three workers the order of reports, and so the decisions, vary
@@ -217,18 +237,41 @@ TEST_P(EarlyStoppingIntegrationTest, TheLearningCurveModelPromotes) {
   if (workers_count == 1) {
     EXPECT_GE(resumed, 1);
   }
-  double best_full = 1e9, best_x = -1;
+  EXPECT_NEAR(BestFullBudgetX(run.trials), 0.3, 0.15);
+}
+
+// With HYPERBAND the same model reads every bracket's curves (brackets
+// over 9 steps: rungs {1, 3}, {3} and none), and each trial pauses only at
+// its own bracket's rungs.
+TEST_P(EarlyStoppingIntegrationTest, TheModelPromotesAcrossHyperbandBrackets) {
+  const StudyRun run = RunStudy(
+      PausingStudy("brackets", "GP_BANDIT", 14, true, "HYPERBAND"), GetParam());
+  ASSERT_EQ(run.trials.size(), 14u);
+  // No bound on the steps: on these curves, which never cross, the
+  // proposals near the optimum are near-ties that go on at once, and with
+  // three workers every trial may reach the end.
+  ExpectFinishedAndResumedInOrder(run.trials);
+  optimizer::EarlyStoppingConfig config;
+  config.rule = optimizer::EarlyStoppingConfig::Rule::kHyperband;
+  config.max_resource = kMaxResource;
+  config.reduction_factor = 3;
+  std::set<int> brackets;
   for (const v1::Trial& t : run.trials) {
-    if (t.state() == v1::Trial::COMPLETED &&
-        t.measurements_size() == kMaxResource) {
-      const double loss = t.measurements(kMaxResource - 1).metrics().at("loss");
-      if (loss < best_full) {
-        best_full = loss;
-        best_x = t.parameters(0).double_value();
-      }
-    }
+    brackets.insert(optimizer::BracketOf(config, t.id()));
   }
-  EXPECT_NEAR(best_x, 0.3, 0.15);
+  EXPECT_EQ(brackets.size(), 3u);
+  int resumed = 0;
+  for (const TrialRun& r : run.runs) {
+    resumed += r.first_step > 1;
+    if (!r.paused) continue;
+    const std::vector<int64_t> rungs =
+        optimizer::RungResources(config, optimizer::BracketOf(config, r.trial_id));
+    EXPECT_TRUE(std::find(rungs.begin(), rungs.end(), r.last_step) !=
+                rungs.end())
+        << "trial " << r.trial_id << " paused at " << r.last_step;
+  }
+  EXPECT_GE(resumed, 1);
+  EXPECT_NEAR(BestFullBudgetX(run.trials), 0.3, 0.15);
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, EarlyStoppingIntegrationTest,

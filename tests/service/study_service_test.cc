@@ -695,7 +695,8 @@ TEST_F(StudyServiceTest, UpdateStudyNamesEachBadField) {
   EXPECT_TRUE(UpdateOf(service_, "median", "early_stopping { min_trials: 5 }",
                        {"early_stopping.min_trials"})
                   .ok());
-  // Model-based promotions: ASHA's only, and only with pause_at_rungs.
+  // Model-based promotions: ASHA's and HYPERBAND's only, and only with
+  // pause_at_rungs.
   absl::Status model_on_median =
       UpdateOf(service_, "median", "early_stopping { promote_by_model: true }",
                {"early_stopping.promote_by_model"})
