@@ -65,14 +65,6 @@ std::vector<int64_t> Resources(const EarlyStoppingConfig& config) {
   return resources;
 }
 
-// Where trial `id` is first judged: its bracket's first rung, or
-// max_resource for a Hyperband bracket without rungs.
-int64_t FirstRungOf(const EarlyStoppingConfig& config, int64_t id) {
-  const std::vector<int64_t> rungs =
-      RungResources(config, BracketOf(config, id));
-  return rungs.empty() ? config.max_resource : rungs.front();
-}
-
 // Level k's coordinate in the model: log resource scaled onto [0, 1]
 // (learning curves move on a log scale of epochs).
 double LevelCoordinate(const std::vector<int64_t>& resources, int level) {
@@ -126,16 +118,17 @@ std::optional<LearningCurveModel> LearningCurveModel::Fit(
   const int levels = static_cast<int>(resources.size());
   const int dim = space.dim();
   std::vector<Row> rows;
-  int at_first_rung = 0;  // of the trial's own bracket
+  int with_values = 0;
   for (size_t i = 0; i < study.size(); ++i) {
-    const int64_t first_rung = FirstRungOf(config, study[i].id);
-    for (const auto& [level, value] : LevelValues(resources, study[i])) {
+    const std::vector<std::pair<int, double>> values =
+        LevelValues(resources, study[i]);
+    for (const auto& [level, value] : values) {
       rows.push_back(
           {static_cast<int>(i), level, config.maximize ? value : -value});
-      at_first_rung += resources[level] == first_rung;
     }
+    with_values += !values.empty();
   }
-  if (levels < 2 || at_first_rung < MinTrialsAtFidelity(dim + 1)) {
+  if (levels < 2 || with_values < MinTrialsAtFidelity(dim + 1)) {
     return std::nullopt;
   }
   // Curves rise with the resource: each level's offset is the median gain
@@ -166,8 +159,8 @@ std::optional<LearningCurveModel> LearningCurveModel::Fit(
   }
   rows = SelectRows(std::move(rows));
 
-  // Inputs (unit-cube parameters, level coordinate); outputs standardized,
-  // less the level's offset.
+  // Inputs (parameters in the model's coordinates: unit cube, or category
+  // index; level coordinate); outputs standardized, less the level's offset.
   const int n = static_cast<int>(rows.size());
   gp_bandit::Coordinates coords(space);
   Eigen::MatrixXd x(n, dim + 1);

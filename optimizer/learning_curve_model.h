@@ -43,7 +43,7 @@ class LearningCurveModel {
     double mean, sd;
   };
   // The model, or none while fewer than MinTrialsAtFidelity(dim + 1)
-  // trials reached the first rung of their bracket (or the fit fails).
+  // trials have a value at some rung (or the fit fails).
   // REQUIRES: config is valid with rungs; parameters.size() ==
   // study.size(), parameters[i] the assignment of study[i]
   static std::optional<LearningCurveModel> Fit(
