@@ -1,6 +1,6 @@
 // Early stopping end to end: SDK workers against an in-process server over
-// gRPC. With ASHA in pause mode, trials pause at their rungs and are resumed
-// from their checkpoints when promoted, never restarted.
+// gRPC. With ASHA or Hyperband in pause mode, trials pause at their rungs and
+// are resumed from their checkpoints when promoted, never restarted.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -264,8 +264,8 @@ TEST_P(EarlyStoppingIntegrationTest, TheModelPromotesAcrossHyperbandBrackets) {
   for (const TrialRun& r : run.runs) {
     resumed += r.first_step > 1;
     if (!r.paused) continue;
-    const std::vector<int64_t> rungs =
-        optimizer::RungResources(config, optimizer::BracketOf(config, r.trial_id));
+    const std::vector<int64_t> rungs = optimizer::RungResources(
+        config, optimizer::BracketOf(config, r.trial_id));
     EXPECT_TRUE(std::find(rungs.begin(), rungs.end(), r.last_step) !=
                 rungs.end())
         << "trial " << r.trial_id << " paused at " << r.last_step;
