@@ -856,14 +856,13 @@ int MultiFidelity(const std::vector<std::string>& args) {
     }
   }
 
+  using Rule = optimizer::EarlyStoppingConfig::Rule;
   struct Policy {
     std::string name;
     optimizer::Algorithm algorithm;
     bool model;
-    optimizer::EarlyStoppingConfig::Rule rule =
-        optimizer::EarlyStoppingConfig::Rule::kAsha;
+    Rule rule = Rule::kAsha;
   };
-  using Rule = optimizer::EarlyStoppingConfig::Rule;
   const std::vector<Policy> known = {
       {"asha-random", optimizer::Algorithm::kRandom, false},
       {"asha-gp", optimizer::Algorithm::kGpBandit, false},

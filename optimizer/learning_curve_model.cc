@@ -65,6 +65,16 @@ std::vector<int64_t> Resources(const EarlyStoppingConfig& config) {
   return resources;
 }
 
+// The model's input: the encoded assignment `unit` in the model's
+// coordinates (categories as indices), then the level coordinate.
+Eigen::VectorXd CurveInput(const gp_bandit::Coordinates& coords,
+                           const Eigen::VectorXd& unit, double level) {
+  Eigen::VectorXd at(coords.dim() + 1);
+  at.head(coords.dim()) = coords.FromUnit(unit);
+  at(coords.dim()) = level;
+  return at;
+}
+
 // Level k's coordinate in the model: log resource scaled onto [0, 1]
 // (learning curves move on a log scale of epochs).
 double LevelCoordinate(const std::vector<int64_t>& resources, int level) {
@@ -166,9 +176,9 @@ std::optional<LearningCurveModel> LearningCurveModel::Fit(
   Eigen::MatrixXd x(n, dim + 1);
   Eigen::VectorXd y(n);
   for (int r = 0; r < n; ++r) {
-    x.row(r).head(dim) =
-        coords.FromUnit(space.Encode(parameters[rows[r].trial])).transpose();
-    x(r, dim) = LevelCoordinate(resources, rows[r].level);
+    x.row(r) = CurveInput(coords, space.Encode(parameters[rows[r].trial]),
+                          LevelCoordinate(resources, rows[r].level))
+                   .transpose();
     y(r) = rows[r].y;
   }
   const double mean = y.mean();
@@ -208,18 +218,10 @@ std::optional<LearningCurveModel> LearningCurveModel::Fit(
   return model;
 }
 
-Eigen::VectorXd LearningCurveModel::Input(const Eigen::VectorXd& unit,
-                                          double level) const {
-  Eigen::VectorXd at(coords_.dim() + 1);
-  at.head(coords_.dim()) = coords_.FromUnit(unit);
-  at(coords_.dim()) = level;
-  return at;
-}
-
 LearningCurveModel::Posterior LearningCurveModel::Final(
     const Eigen::VectorXd& unit) const {
   Eigen::VectorXd mu, var;
-  gp_.Predict(Input(unit, 1.0).transpose(), &mu, &var);
+  gp_.Predict(CurveInput(coords_, unit, 1.0).transpose(), &mu, &var);
   return {mu(0) + final_offset_, std::sqrt(std::max(var(0), 0.0))};
 }
 
@@ -237,7 +239,7 @@ double LearningCurveModel::LogImprovementOverBar(
 }
 
 void LearningCurveModel::AddBelief(const Eigen::VectorXd& unit) {
-  const Eigen::VectorXd at = Input(unit, 0.0);
+  const Eigen::VectorXd at = CurveInput(coords_, unit, 0.0);
   double mean = 0, variance = 0;
   gp_.PredictWithGradient(at, &mean, &variance, nullptr, nullptr);
   // A failure leaves the model as it was: the proposal may then repeat.

@@ -72,10 +72,9 @@ class LearningCurveModel {
       : gp_(std::move(gp)),
         coords_(std::move(coords)),
         final_offset_(final_offset) {}
-  // The model's input for the encoded assignment `unit` at `level`.
-  Eigen::VectorXd Input(const Eigen::VectorXd& unit, double level) const;
   // Models the values less each level's offset (its mean gain).
   GaussianProcess gp_;
+  // The parameters' coordinates in gp_ (CurveInput).
   gp_bandit::Coordinates coords_;
   double final_offset_;
   double bar_ = 0;
