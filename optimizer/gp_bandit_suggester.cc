@@ -230,7 +230,12 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
     history.taken.insert(a);
     const Eigen::VectorXd x = coords.FromAssignment(space, a);
     picks.push_back(x);
-    if (models) models->AddFantasy(x);
+    if (models) {
+      // The batch's later picks are made with this one pending: under the
+      // MAP fit alone (options.h, hyperparameter_draws).
+      models->draws.clear();
+      models->AddFantasy(x);
+    }
     out.push_back(std::move(a));
   }
   return out;

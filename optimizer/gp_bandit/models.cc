@@ -179,10 +179,11 @@ absl::StatusOr<Models> BuildPlainModels(const ModelInputs& in,
         m.gp.kernel(), bounded(m.params), m.data_x, targets);
     if (gp.ok()) m.gp = *std::move(gp);
   }
-  // Few trials: average over hyperparameter draws (no transfer prior,
-  // whose own weight is fitted at the MAP).
+  // Few trials and none pending: average over hyperparameter draws (no
+  // transfer prior, whose own weight is fitted at the MAP).
   if (prior == nullptr && options.hyperparameter_draws > 0 &&
-      targets.size() <= options.integrate_below) {
+      targets.size() <= options.integrate_below &&
+      in.history->pending.empty()) {
     const Kernel& kernel = m.gp.kernel();
     SplitMix64 rng(MixSeeds(in.seed, static_cast<uint64_t>(targets.size())));
     const std::vector<GpParams> draws = SampleGpParams(

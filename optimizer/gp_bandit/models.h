@@ -5,7 +5,7 @@
 // One objective and no constraints (the plain problem) builds its objective
 // as a local model around the incumbent past max_local_points, weighs the
 // infeasibility classifier inside LogEI, and averages over hyperparameter
-// draws while the history is small. Every other shape builds all its
+// draws while the history is small and no trial is pending. Every other shape builds all its
 // models on one shared subset near the anchors and weighs constraints and
 // the classifier outside the objective term (metric_acquisition.h).
 // Not thread-safe: built and used by one Suggest.
@@ -68,9 +68,9 @@ struct Models {
   std::vector<MetricModel> constraints;
   // Per constraint: its bounds in the GP's target units.
   std::vector<double> lower, upper;
-  // The plain problem with few trials: the objective under posterior draws
-  // of its hyperparameters, which the acquisition averages over (empty:
-  // the objective's gp alone).
+  // The plain problem with few trials and none pending: the objective
+  // under posterior draws of its hyperparameters, which the acquisition
+  // averages over (empty: the objective's gp alone).
   std::vector<GaussianProcess> draws;
   // One objective and no constraints (see above).
   bool plain = false;

@@ -206,6 +206,15 @@ std::vector<std::string> GoldenLines() {
     lines.push_back(Line("one objective as metrics", Suggest(r)));
   }
   {
+    // Nothing pending: the only case that averages over hyperparameter
+    // draws.
+    SuggestRequest r = RequestFor(mixed, OneObjectiveHistory(mixed, 18), 3, 5);
+    std::erase_if(r.history, [](const Observation& o) {
+      return o.outcome == Outcome::kPending;
+    });
+    lines.push_back(Line("one objective, none pending", Suggest(r)));
+  }
+  {
     SuggestRequest r = RequestFor(mixed, MetricsHistory(mixed, 16, 2), 2, 7);
     r.metrics = MetricConfigs(2);
     lines.push_back(Line("objective and constraint", Suggest(r)));
