@@ -28,7 +28,8 @@ struct GpBanditOptions {
   // sent the batch over the whole cube while the sequential run refined.
   // 4 workers over sequential, median regret at 50 / 100 trials, 100
   // seeds: camel2 6.2x / 0.92x -> 0.71x / 0.39x, rosenbrock5 2.5x / 1.18x
-  // -> 1.51x / 1.06x; levy10, 40 seeds, 1.25x / 1.95x -> 1.07x / 1.03x.
+  // -> 1.51x / 1.06x; levy10, 40 seeds, 1.25x / 1.95x -> 1.07x / 1.03x;
+  // but shekel5 1.12x -> 1.61x at 100.
   int hyperparameter_draws = 16;
   int integrate_below = 50;
   // Floor on the noise variance of the standardized outputs (default 1e-6).
