@@ -5,9 +5,10 @@
 // One objective and no constraints (the plain problem) builds its objective
 // as a local model around the incumbent past max_local_points, weighs the
 // infeasibility classifier inside LogEI, and averages over hyperparameter
-// draws while the history is small and no trial is pending. Every other shape builds all its
-// models on one shared subset near the anchors and weighs constraints and
-// the classifier outside the objective term (metric_acquisition.h).
+// draws while the history is small and no trial is pending. Every other
+// shape builds all its models on one shared subset near the anchors and
+// weighs constraints and the classifier outside the objective term
+// (metric_acquisition.h).
 // Not thread-safe: built and used by one Suggest.
 #ifndef HYPERTUNE_OPTIMIZER_GP_BANDIT_MODELS_H_
 #define HYPERTUNE_OPTIMIZER_GP_BANDIT_MODELS_H_

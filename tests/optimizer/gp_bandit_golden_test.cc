@@ -206,8 +206,8 @@ std::vector<std::string> GoldenLines() {
     lines.push_back(Line("one objective as metrics", Suggest(r)));
   }
   {
-    // Nothing pending: the only case that averages over hyperparameter
-    // draws.
+    // A batch with nothing pending: its first pick averages over
+    // hyperparameter draws, its later ones do not.
     SuggestRequest r = RequestFor(mixed, OneObjectiveHistory(mixed, 18), 3, 5);
     std::erase_if(r.history, [](const Observation& o) {
       return o.outcome == Outcome::kPending;
