@@ -74,6 +74,12 @@ void LeaseKeeper::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void LeaseKeeper::Settle() {
+  Stop();
+  absl::MutexLock lock(&mu_);
+  lost_ = absl::OkStatus();
+}
+
 bool LeaseKeeper::running() const {
   absl::MutexLock lock(&mu_);
   return running_;

@@ -55,6 +55,10 @@ class LeaseKeeper {
   void Start(std::chrono::milliseconds fixed_interval, int64_t expire_ms);
   // Stops renewing and joins the thread. Idempotent.
   void Stop();
+  // Stops renewing once the server has accepted the trial's end: a renewal
+  // it refused meanwhile (the trial no longer running) was that end's
+  // doing, not a lost lease, and is forgotten.
+  void Settle();
   // Whether the background thread runs (started, not stopped, lease held).
   bool running() const;
 

@@ -266,12 +266,16 @@ absl::Status Trial::Finish(v1::CompleteTrialRequest request) {
       client->options().devices);
   absl::StatusOr<v1::Trial> response = client->CompleteTrial(request);
   lease_->Observe(response.status());
-  if (response.ok() || !lease_->lost().ok()) {
-    // Either way the trial is no longer this caller's to run. (Other errors
-    // keep the lease renewed, so that the caller may try again.)
+  if (response.ok()) {
+    lease_->Settle();
+  } else if (lease_->lost().ok()) {
+    // Other errors keep the lease renewed, so that the caller may try again.
+    return response.status();
+  } else {
     lease_->Stop();
-    if (slot_ != nullptr) slot_->Release();
   }
+  // Either way the trial is no longer this caller's to run.
+  if (slot_ != nullptr) slot_->Release();
   if (!response.ok()) return response.status();
   proto_ = std::move(*response);
   return absl::OkStatus();

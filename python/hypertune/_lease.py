@@ -84,6 +84,7 @@ class LeaseKeeper:
         self._done = False  # stopped, or the lease is lost
         self._in_flight: Optional[grpc.Future] = None
         self._lost: Optional[HypertuneError] = None
+        self._settled = False  # the server accepted the trial's end
         self._should_stop = False
         self._state: Optional[int] = None
         self.failures = 0  # renewals failed in a row (the renewer's business)
@@ -105,6 +106,15 @@ class LeaseKeeper:
             future, self._in_flight = self._in_flight, None
         if future is not None:
             future.cancel()
+
+    def settle(self) -> None:
+        """Stops renewing once the server has accepted the trial's end: a
+        renewal it refused meanwhile (the trial no longer running) was that
+        end's doing, not a lost lease, and is forgotten."""
+        self.stop()
+        with self._lock:
+            self._settled = True
+            self._lost = None
 
     @property
     def done(self) -> bool:
@@ -149,6 +159,8 @@ class LeaseKeeper:
             error.code,
         )
         with self._lock:
+            if self._settled:
+                return None
             if self._lost is None:
                 self._lost = lost
             self._done = True

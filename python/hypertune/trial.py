@@ -664,6 +664,7 @@ class Trial:
                     raise lost from None
                 raise  # the lease stays renewed, so that the caller may try again
             self._proto = settled
+        self._lease.settle()
         self._let_go()
 
     def _settled_by_earlier_attempt(

@@ -18,6 +18,7 @@ import pytest
 
 import hypertune
 from helpers import poll, study_config, unique_name
+from hypertune._retry import failure
 
 
 def test_params_have_python_types(client: hypertune.Client) -> None:
@@ -234,6 +235,20 @@ def test_lease_is_renewed_in_the_background(client: hypertune.Client) -> None:
     assert study.trial(trial.id).lease_epoch == trial.lease_epoch
     trial.complete(loss=0.1)
     assert not trial._lease.running
+
+
+def test_a_renewal_refused_after_the_completion_loses_no_lease(
+        client: hypertune.Client) -> None:
+    study = client.create_study(study_config(unique_name()))
+    trial = study.ask()
+    trial.complete(loss=0.1)
+    # A background renewal in flight during the completion, refused after
+    # it: the completion's own doing, not a lost lease.
+    refused = failure(grpc.StatusCode.FAILED_PRECONDITION, "trial is not running")
+    assert trial._lease.observe(refused) is None
+    assert trial._lease.lost is None
+    with pytest.raises(hypertune.FailedPreconditionError, match="already finished"):
+        trial.report(2, loss=0.1)
 
 
 def test_median_rule_stops_a_poor_trial(client: hypertune.Client) -> None:

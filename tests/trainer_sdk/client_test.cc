@@ -45,6 +45,13 @@ class FakeService final : public v1::HyperTune::Service {
     absl::MutexLock lock(&mu_);
     lose_reply_of_ = rpc;
   }
+  // Renewals wait until a CompleteTrial has done its work, and that
+  // completion replies only after a renewal has: the race between a
+  // trial's end and its background renewals, made certain.
+  void RenewAfterTheNextCompletion() {
+    absl::MutexLock lock(&mu_);
+    renewal_waits_ = true;
+  }
   void SetBudget(int budget) {
     absl::MutexLock lock(&mu_);
     budget_ = budget;
@@ -209,6 +216,22 @@ class FakeService final : public v1::HyperTune::Service {
   grpc::Status CompleteTrial(grpc::ServerContext* context,
                              const v1::CompleteTrialRequest* request,
                              v1::Trial* response) override {
+    grpc::Status status = Complete(context, request, response);
+    absl::MutexLock lock(&mu_);
+    if (renewal_waits_) {
+      completed_ = true;
+      mu_.Await(absl::Condition(&renewal_replied_));
+      // Time for the renewal's reply to reach the client first.
+      mu_.Unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      mu_.Lock();
+    }
+    return status;
+  }
+
+  grpc::Status Complete(grpc::ServerContext* context,
+                        const v1::CompleteTrialRequest* request,
+                        v1::Trial* response) {
     return Handle(context, "CompleteTrial", [&] {
       v1::Trial& trial = trials_[request->trial_id()];
       if (trial.state() != v1::Trial::ACTIVE) {
@@ -233,6 +256,25 @@ class FakeService final : public v1::HyperTune::Service {
   grpc::Status Heartbeat(grpc::ServerContext* context,
                          const v1::HeartbeatRequest* request,
                          v1::HeartbeatResponse* response) override {
+    bool waited = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (renewal_waits_) {
+        waited = true;
+        mu_.Await(absl::Condition(&completed_));
+      }
+    }
+    grpc::Status status = Renew(context, request, response);
+    if (waited) {
+      absl::MutexLock lock(&mu_);
+      renewal_replied_ = true;
+    }
+    return status;
+  }
+
+  grpc::Status Renew(grpc::ServerContext* context,
+                     const v1::HeartbeatRequest* request,
+                     v1::HeartbeatResponse* response) {
     return Handle(context, "Heartbeat", [&] {
       heartbeats_.push_back(*request);
       auto it = trials_.find(request->trial_id());
@@ -289,6 +331,9 @@ class FakeService final : public v1::HyperTune::Service {
   std::map<std::string, int> calls_;
   std::map<std::string, std::string> authorization_;
   bool should_stop_ = false;
+  bool renewal_waits_ = false;
+  bool completed_ = false;
+  bool renewal_replied_ = false;
   std::vector<v1::HeartbeatRequest> heartbeats_;
   std::vector<v1::AddMeasurementRequest> measurements_;
   std::vector<v1::CompleteTrialRequest> completions_;
@@ -546,6 +591,20 @@ TEST_F(ClientTest, NextTrialRenewsItsLeaseUntilCompleted) {
   ASSERT_TRUE(t.Complete({{"loss", 0.5}}).ok());
   EXPECT_FALSE(t.heartbeating());
   EXPECT_TRUE(t.lease_status().ok());
+}
+
+// A renewal that reaches the server after the trial's completion is
+// refused (the trial is no longer ACTIVE): the completion's own doing, not
+// a lost lease.
+TEST_F(ClientTest, ARenewalRefusedAfterTheCompletionLosesNoLease) {
+  Client client(Fast(Options()));
+  auto trial = client.NextTrial("s");
+  ASSERT_TRUE(trial.ok() && trial->has_value()) << trial.status();
+  Trial& t = **trial;
+  service_.RenewAfterTheNextCompletion();
+  ASSERT_TRUE(t.Complete({{"loss", 0.5}}).ok());
+  EXPECT_FALSE(t.heartbeating());
+  EXPECT_TRUE(t.lease_status().ok()) << t.lease_status();
 }
 
 TEST_F(ClientTest, CopiesShareOneLease) {
