@@ -217,15 +217,15 @@ class FakeService final : public v1::HyperTune::Service {
                              const v1::CompleteTrialRequest* request,
                              v1::Trial* response) override {
     grpc::Status status = Complete(context, request, response);
-    absl::MutexLock lock(&mu_);
-    if (renewal_waits_) {
+    bool held;
+    {
+      absl::MutexLock lock(&mu_);
+      held = renewal_waits_;
       completed_ = true;
-      mu_.Await(absl::Condition(&renewal_replied_));
-      // Time for the renewal's reply to reach the client first.
-      mu_.Unlock();
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      mu_.Lock();
+      if (held) mu_.Await(absl::Condition(&renewal_replied_));
     }
+    // Time for the renewal's reply to reach the client first.
+    if (held) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     return status;
   }
 
@@ -256,16 +256,14 @@ class FakeService final : public v1::HyperTune::Service {
   grpc::Status Heartbeat(grpc::ServerContext* context,
                          const v1::HeartbeatRequest* request,
                          v1::HeartbeatResponse* response) override {
-    bool waited = false;
+    bool held;
     {
       absl::MutexLock lock(&mu_);
-      if (renewal_waits_) {
-        waited = true;
-        mu_.Await(absl::Condition(&completed_));
-      }
+      held = renewal_waits_;
+      if (held) mu_.Await(absl::Condition(&completed_));
     }
     grpc::Status status = Renew(context, request, response);
-    if (waited) {
+    if (held) {
       absl::MutexLock lock(&mu_);
       renewal_replied_ = true;
     }
