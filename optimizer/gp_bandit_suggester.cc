@@ -231,9 +231,7 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
     const Eigen::VectorXd x = coords.FromAssignment(space, a);
     picks.push_back(x);
     if (models) {
-      // The batch's later picks are made with this one pending: under the
-      // MAP fit alone (options.h, hyperparameter_draws).
-      models->draws.clear();
+      // The batch's later picks are made with this one pending.
       models->AddFantasy(x);
     }
     out.push_back(std::move(a));

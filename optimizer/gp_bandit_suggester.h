@@ -24,8 +24,9 @@
 //            past max_local_points), Cholesky extended in O(n^2) per trial;
 //            the acquisition's copy with lengthscales of at most
 //            max_acquisition_lengthscale (0.3 of the cube)
-//   pending trials -> noise-free fantasies at min(posterior mean,
-//                     incumbent): a constant liar that never improves
+//   pending trials -> noise-free fantasies at the posterior mean, a
+//                     predicted improvement raising the bar (kriging
+//                     believer)
 //   infeasible trials -> a feasibility GP weighting the acquisition
 //   repeat count times: x <- argmax acquisition, each coordinate moved to
 //   the incumbent's where the acquisition barely changes; add x as a
@@ -44,7 +45,7 @@
 //       constraint holds (seek feasibility; Gelbart et al. 2014);
 //   one objective -> LogEI against the best feasible value, weighted by
 //       that probability (constrained EI; Gardner et al. 2014), with the
-//       constant liar and the pull toward the incumbent as above;
+//       kriging believer and the pull toward the incumbent as above;
 //   several objectives -> the log expected hypervolume improvement over
 //       the feasible Pareto front (metric_acquisition.h), estimated by
 //       random hypervolume scalarizations (Golovin and Zhang 2020), the

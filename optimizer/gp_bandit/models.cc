@@ -352,6 +352,7 @@ absl::StatusOr<Models> BuildModels(const ModelInputs& in,
 }
 
 void Models::AddFantasy(const Eigen::VectorXd& x) {
+  draws.clear();
   bool predicted_feasible = true;
   Eigen::VectorXd mean, var;
   for (size_t c = 0; c < constraints.size(); ++c) {
@@ -359,20 +360,16 @@ void Models::AddFantasy(const Eigen::VectorXd& x) {
     predicted_feasible &= mean[0] >= lower[c] && mean[0] <= upper[c];
     (void)constraints[c].gp.AddPoint(x, mean[0], kFantasyNoise);
   }
-  const bool liar = objectives.size() == 1 && any_feasible;
   Eigen::VectorXd outcome(objectives.size());
   for (size_t c = 0; c < objectives.size(); ++c) {
     objectives[c].gp.Predict(x.transpose(), &mean, &var);
-    outcome[static_cast<Eigen::Index>(c)] =
-        liar ? std::min(mean[0], best) : mean[0];
-    (void)objectives[c].gp.AddPoint(x, outcome[static_cast<Eigen::Index>(c)],
-                                    kFantasyNoise);
+    outcome[static_cast<Eigen::Index>(c)] = mean[0];
+    (void)objectives[c].gp.AddPoint(x, mean[0], kFantasyNoise);
   }
-  for (GaussianProcess& draw : draws) {
-    draw.Predict(x.transpose(), &mean, &var);
-    (void)draw.AddPoint(x, std::min(mean[0], best), kFantasyNoise);
-  }
-  if (objectives.size() > 1 && any_feasible && predicted_feasible) {
+  if (!any_feasible || !predicted_feasible) return;
+  if (objectives.size() == 1) {
+    best = std::max(best, outcome[0]);
+  } else {
     pending_front.push_back(outcome);
   }
 }

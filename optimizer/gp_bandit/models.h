@@ -94,14 +94,13 @@ struct Models {
   Eigen::VectorXd perturbation_scale;
 
   // Conditions every model on a pending evaluation at x (model
-  // coordinates), noise-free: constraints and several objectives at their
-  // posterior means (kriging believer); one objective at the constant liar
-  // min(posterior mean, best), which never improves: the acquisition is ~0
-  // at the pending point and recovers over about a lengthscale (a local
-  // penalty), while the incumbent stays the observed best. A liar above the
-  // incumbent would pull the next pick right next to it instead; so does
-  // the plain kriging believer: better regret at 50 trials with 4 workers,
-  // but near-duplicate batches.
+  // coordinates), noise-free, at its posterior mean (the kriging believer,
+  // Ginsbourger et al. 2010). With one objective, a pending point predicted
+  // feasible and better than the best raises `best` to its mean, so that
+  // later picks must beat it rather than crowd next to it; `incumbent`
+  // stays the observed best. Drops the hyperparameter draws: picks made
+  // with trials pending use the MAP fit alone (options.h,
+  // hyperparameter_draws).
   void AddFantasy(const Eigen::VectorXd& x);
 };
 

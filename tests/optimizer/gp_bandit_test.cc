@@ -8,8 +8,10 @@
 
 #include "gtest/gtest.h"
 #include "optimizer/gp_bandit/coordinates.h"
+#include "optimizer/gp_bandit/models.h"
 #include "optimizer/gp_bandit/pick.h"
 #include "optimizer/initial_design.h"
+#include "optimizer/metrics.h"
 #include "optimizer/tpe_suggester.h"
 #include "tests/optimizer/spaces.h"
 
@@ -161,6 +163,58 @@ TEST(GpBanditTest, PicksMadeWithTrialsPendingUseTheMapFitAlone) {
     EXPECT_EQ(integrated.Suggest(r).value(), map.Suggest(r).value())
         << n << " completed";
   }
+}
+
+// A pending point is believed at its posterior mean; one predicted to beat
+// the best raises the bar the later picks must beat (models.h,
+// AddFantasy), one predicted worse leaves it.
+TEST(GpBanditModelsTest, APendingPointPredictedToImproveRaisesTheBar) {
+  const SearchSpace space = Box(2, -2, 2);
+  GpBanditSuggester driver;
+  const SuggestRequest r =
+      NextRequest(space, RunStudy(driver, space, Quadratic, 6, 1), 1);
+  const gp_bandit::Coordinates coords(space);
+  const gp_bandit::EncodedHistory history = gp_bandit::EncodeHistory(r, coords);
+  const std::vector<MetricConfig> metrics = MetricsOf(r);
+  const GpBanditOptions options;
+  std::vector<gp_bandit::MetricFits> fits;
+  fits.emplace_back(options);
+  const gp_bandit::ModelInputs inputs{&space, &coords, &history,
+                                      &metrics, r.seed, {}};
+  gp_bandit::Models models =
+      gp_bandit::BuildModels(inputs, options, fits).value();
+  auto mean_at = [&](const Eigen::VectorXd& x) {
+    Eigen::VectorXd mean, var;
+    models.objectives[0].gp.Predict(x.transpose(), &mean, &var);
+    return mean[0];
+  };
+  // The posterior mean's best point on a grid of the unit cube, and a
+  // corner far from the optimum (0.3, -0.7).
+  Eigen::VectorXd promising(2), poor(2), x(2);
+  double promising_mean = -1e300;
+  for (int i = 0; i <= 100; ++i) {
+    for (int j = 0; j <= 100; ++j) {
+      x << i / 100.0, j / 100.0;
+      const double mean = mean_at(x);
+      if (mean > promising_mean) {
+        promising_mean = mean;
+        promising = x;
+      }
+    }
+  }
+  poor << 0, 1;
+  const double observed_best = models.best;
+  ASSERT_GT(promising_mean, observed_best);
+  const double poor_mean = mean_at(poor);
+  ASSERT_LT(poor_mean, observed_best);
+
+  models.AddFantasy(poor);
+  EXPECT_EQ(models.best, observed_best);
+  EXPECT_NEAR(mean_at(poor), poor_mean, 1e-3);
+  models.AddFantasy(promising);
+  EXPECT_NEAR(models.best, promising_mean, 1e-12);
+  EXPECT_NEAR(mean_at(promising), promising_mean, 1e-3);
+  EXPECT_EQ(models.incumbent, coords.FromAssignment(space, Incumbent(r.history).x));
 }
 
 // Jobs handed to a background runner, run only when the test says so.
