@@ -174,7 +174,8 @@ TEST(GpBanditModelsTest, APendingPointPredictedToImproveRaisesTheBar) {
   const SuggestRequest r =
       NextRequest(space, RunStudy(driver, space, Quadratic, 6, 1), 1);
   const gp_bandit::Coordinates coords(space);
-  const gp_bandit::EncodedHistory history = gp_bandit::EncodeHistory(r, coords);
+  const gp_bandit::EncodedHistory history =
+      gp_bandit::EncodeHistory(r, coords);
   const std::vector<MetricConfig> metrics = MetricsOf(r);
   const GpBanditOptions options;
   std::vector<gp_bandit::MetricFits> fits;
@@ -205,16 +206,19 @@ TEST(GpBanditModelsTest, APendingPointPredictedToImproveRaisesTheBar) {
   poor << 0, 1;
   const double observed_best = models.best;
   ASSERT_GT(promising_mean, observed_best);
+  ASSERT_FALSE(models.draws.empty());  // 6 trials, none pending.
   const double poor_mean = mean_at(poor);
   ASSERT_LT(poor_mean, observed_best);
 
   models.AddFantasy(poor);
+  EXPECT_TRUE(models.draws.empty());
   EXPECT_EQ(models.best, observed_best);
   EXPECT_NEAR(mean_at(poor), poor_mean, 1e-3);
   models.AddFantasy(promising);
   EXPECT_NEAR(models.best, promising_mean, 1e-12);
   EXPECT_NEAR(mean_at(promising), promising_mean, 1e-3);
-  EXPECT_EQ(models.incumbent, coords.FromAssignment(space, Incumbent(r.history).x));
+  EXPECT_EQ(models.incumbent,
+            coords.FromAssignment(space, Incumbent(r.history).x));
 }
 
 // Jobs handed to a background runner, run only when the test says so.
