@@ -180,7 +180,8 @@ absl::StatusOr<Models> BuildPlainModels(const ModelInputs& in,
     if (gp.ok()) m.gp = *std::move(gp);
   }
   // Few trials and none pending: average over hyperparameter draws (no
-  // transfer prior, whose own weight is fitted at the MAP).
+  // transfer prior, whose own weight is fitted at the MAP). With trials
+  // pending the first fantasy would drop them (AddFantasy): not drawn.
   if (prior == nullptr && options.hyperparameter_draws > 0 &&
       targets.size() <= options.integrate_below &&
       in.history->pending.empty()) {
