@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/limits.h"
+#include "service/attempts.h"
 #include "service/metrics.h"
 #include "service/status_macros.h"
 #include "service/trial_state.h"
@@ -26,6 +27,7 @@ absl::Status Leases::Grant(const v1::Study& study, v1::Trial& trial,
   trial.set_lease_epoch(trial.lease_epoch() + 1);
   trial.set_lease_expire_time_ms(now + LeaseMs(study));
   if (trial.start_time_ms() == 0) trial.set_start_time_ms(now);
+  BeginGrant(trial);
   return absl::OkStatus();
 }
 
@@ -48,8 +50,8 @@ absl::Status Leases::Release(const v1::Study& study, v1::Trial& trial,
   const int count = 1 + (preempted ? trial.preemption_count()
                                    : trial.retry_count());
   const bool retry = count <= allowed;
-  // Queued for the next worker, which resumes from the checkpoint, or
-  // FAILED once the retries are spent.
+  // Queued for the next worker, as a new attempt resumed from the
+  // checkpoint, or FAILED once the retries are spent.
   HT_RETURN_IF_ERROR(
       Transition(trial, retry ? v1::Trial::REQUESTED : v1::Trial::FAILED));
   if (preempted) {
@@ -60,6 +62,7 @@ absl::Status Leases::Release(const v1::Study& study, v1::Trial& trial,
   trial.set_lease_expire_time_ms(0);
   if (retry) {
     trial.set_failure_reason(reason);
+    EndAttempt(trial, reason, context_.Now());
   } else {
     trial.set_failure_reason(
         preempted

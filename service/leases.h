@@ -1,6 +1,7 @@
 // Leases: a granted trial is its worker's until its lease runs out. A
-// running trial whose lease ran out goes back to REQUESTED (keeping its
-// measurements and checkpoint) while it has retries left, else it is FAILED.
+// running trial whose lease ran out goes back to REQUESTED, as a new attempt
+// that resumes from its checkpoint (service/attempts.h), while it has
+// retries left, else it is FAILED.
 //
 // Thread-safe; each method says which study lock it needs.
 #ifndef HYPERTUNE_SERVICE_LEASES_H_
@@ -33,8 +34,8 @@ class Leases {
   // notice (a spot preemption), which spends max_preemptions.
   enum class Loss { kWorkerLost, kPreempted };
   // The worker holding `trial` is gone (`reason`, `loss`): back to
-  // REQUESTED while that loss's allowance remains, else FAILED (STOPPING
-  // ones are STOPPED).
+  // REQUESTED, ending its attempt, while that loss's allowance remains, else
+  // FAILED (STOPPING ones are STOPPED).
   absl::Status Release(const v1::Study& study, v1::Trial& trial,
                        const std::string& reason, Loss loss) const;
   // Release of the trial read as `read`, saved; returns it as stored.

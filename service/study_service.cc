@@ -19,6 +19,7 @@
 #include "optimizer/pareto.h"
 #include "service/backup_path.h"
 #include "service/conversion.h"
+#include "service/attempts.h"
 #include "service/status_macros.h"
 #include "service/study_update.h"
 #include "service/trial_state.h"
@@ -230,11 +231,14 @@ absl::StatusOr<StudyService::StudyAndTrial> StudyService::LoadStudyAndTrial(
   return StudyAndTrial{std::move(read->study), *std::move(read->trial)};
 }
 
-void StudyService::AddDeviceSeconds(double seconds, const v1::Study& study,
-                                    v1::Trial& trial) {
+double StudyService::CountDeviceSeconds(double grant_total,
+                                        const v1::Study& study,
+                                        v1::Trial& trial) {
+  const double seconds = CountGrantDeviceSeconds(trial, grant_total);
   trial.set_device_seconds(trial.device_seconds() + seconds);
   trial.set_cost(trial.device_seconds() / 3600.0 *
                  study.spec().price_per_device_hour());
+  return seconds;
 }
 
 absl::Status StudyService::SaveStudyCost(const std::string& study_name,
@@ -701,22 +705,19 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
   HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
   HT_RETURN_IF_ERROR(ValidateMeasurement("final_measurement",
                                          request.final_measurement(), false));
-  if (!(request.device_seconds() >= 0) ||
-      std::isinf(request.device_seconds())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("device_seconds: must be a finite number >= 0, got ",
-                     request.device_seconds()));
-  }
+  HT_RETURN_IF_ERROR(
+      ValidateDeviceSeconds("device_seconds", request.device_seconds()));
   HT_RETURN_IF_ERROR(ValidateText("infeasible_reason",
                                   request.infeasible_reason(),
                                   kMaxReasonBytes));
   HT_RETURN_IF_ERROR(ValidateText("failure_reason", request.failure_reason(),
                                   kMaxReasonBytes));
   HT_RETURN_IF_ERROR(ValidateAttributes("attributes", request.attributes()));
-  if (request.infeasible() && request.worker_failed()) {
+  if (request.infeasible() + request.worker_failed() + request.failed() > 1) {
     return absl::InvalidArgumentError(
-        "worker_failed: a trial is either infeasible (its parameters) or its "
-        "worker failed, not both");
+        "infeasible, worker_failed, failed: at most one (the parameters are "
+        "bad, the worker is gone and the trial runs again, or something else "
+        "failed for good)");
   }
   if (request.preempted() && !request.worker_failed()) {
     return absl::InvalidArgumentError(
@@ -735,14 +736,16 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
   if (trial.state() == v1::Trial::PAUSED &&
       request.lease_epoch() == trial.lease_epoch()) {
     // Its worker finishing after the pause: the pause stands, and the trial
-    // resumes from its checkpoint when promoted.
-    return trial;
+    // resumes from its checkpoint when promoted. The time it ran counts.
+    return SavePausedDeviceSeconds(request.study_name(),
+                                   request.device_seconds(), study, trial);
   }
   if (request.worker_failed()) {
     HT_RETURN_IF_ERROR(CheckRunning(trial, "its worker can give it up"));
     HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
     const storage::TrialVersion read = storage::TrialVersion::Of(trial);
-    AddDeviceSeconds(request.device_seconds(), study, trial);
+    const double seconds =
+        CountDeviceSeconds(request.device_seconds(), study, trial);
     HT_RETURN_IF_ERROR(leases_.Release(
         study, trial,
         request.failure_reason().empty()
@@ -750,9 +753,11 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
             : request.failure_reason(),
         request.preempted() ? Leases::Loss::kPreempted : Leases::Loss::kWorkerLost));
     HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
-    HT_RETURN_IF_ERROR(
-        SaveStudyCost(request.study_name(), request.device_seconds()));
+    HT_RETURN_IF_ERROR(SaveStudyCost(request.study_name(), seconds));
     return trial;
+  }
+  if (request.failed()) {
+    return FailTrial(request, study, trial);
   }
 
   // The outcome this request asks for: infeasible with a reason, or a final
@@ -813,12 +818,62 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
     (*trial.mutable_attributes())[key] = value;
   }
   HT_RETURN_IF_ERROR(ValidateAttributes("attributes", trial.attributes()));
-  AddDeviceSeconds(request.device_seconds(), study, trial);
+  const double seconds =
+      CountDeviceSeconds(request.device_seconds(), study, trial);
   trial.set_end_time_ms(context_.Now());
   trial.set_lease_expire_time_ms(0);
   HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
-  HT_RETURN_IF_ERROR(
-      SaveStudyCost(request.study_name(), request.device_seconds()));
+  HT_RETURN_IF_ERROR(SaveStudyCost(request.study_name(), seconds));
+  return trial;
+}
+
+absl::StatusOr<v1::Trial> StudyService::FailTrial(
+    const v1::CompleteTrialRequest& request, const v1::Study& study,
+    v1::Trial& trial) {
+  const std::string reason = request.failure_reason().empty()
+                                 ? "the trial's code failed"
+                                 : request.failure_reason();
+  if (IsFinal(trial.state())) {
+    // A retry of the call that failed it returns the trial unchanged.
+    if (trial.state() == v1::Trial::FAILED &&
+        trial.failure_reason() == reason) {
+      return trial;
+    }
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s is already %s", TrialRef(trial),
+                        v1::Trial::State_Name(trial.state())));
+  }
+  HT_RETURN_IF_ERROR(CheckRunning(trial, "it can be failed"));
+  HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
+  const storage::TrialVersion read = storage::TrialVersion::Of(trial);
+  if (trial.state() == v1::Trial::STOPPING) {
+    // The stop was decided before the failure: the stop stands.
+    HT_RETURN_IF_ERROR(StopNow(trial, trial.stop_reason(), context_.Now()));
+  } else {
+    HT_RETURN_IF_ERROR(Transition(trial, v1::Trial::FAILED));
+    trial.set_failure_reason(reason);
+    trial.set_end_time_ms(context_.Now());
+    trial.set_lease_expire_time_ms(0);
+  }
+  for (const auto& [key, value] : request.attributes()) {
+    (*trial.mutable_attributes())[key] = value;
+  }
+  HT_RETURN_IF_ERROR(ValidateAttributes("attributes", trial.attributes()));
+  const double seconds =
+      CountDeviceSeconds(request.device_seconds(), study, trial);
+  HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
+  HT_RETURN_IF_ERROR(SaveStudyCost(request.study_name(), seconds));
+  return trial;
+}
+
+absl::StatusOr<v1::Trial> StudyService::SavePausedDeviceSeconds(
+    const std::string& study_name, double grant_total, const v1::Study& study,
+    v1::Trial& trial) {
+  const storage::TrialVersion read = storage::TrialVersion::Of(trial);
+  const double seconds = CountDeviceSeconds(grant_total, study, trial);
+  if (seconds <= 0) return trial;
+  HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
+  HT_RETURN_IF_ERROR(SaveStudyCost(study_name, seconds));
   return trial;
 }
 
@@ -831,6 +886,9 @@ absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
       ValidateText("checkpoint_uri", request.checkpoint_uri(), kMaxUriBytes));
   HT_RETURN_IF_ERROR(
       ValidateText("log_path", request.log_path(), kMaxUriBytes));
+  HT_RETURN_IF_ERROR(ValidateCheckpointStep(request));
+  HT_RETURN_IF_ERROR(
+      ValidateDeviceSeconds("device_seconds", request.device_seconds()));
   absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
   if (!runtime.ok()) return runtime.status();
   TrialLock lock(**runtime, request.trial_id());
@@ -843,6 +901,10 @@ absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
   if (trial.state() == v1::Trial::PAUSED &&
       request.lease_epoch() == trial.lease_epoch()) {
     // Paused at a rung: its worker should wrap up; nothing to renew.
+    HT_RETURN_IF_ERROR(SavePausedDeviceSeconds(request.study_name(),
+                                               request.device_seconds(), study,
+                                               trial)
+                           .status());
     response.set_should_stop(true);
     response.set_state(v1::Trial::PAUSED);
     return response;
@@ -853,17 +915,20 @@ absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
   trial.set_lease_expire_time_ms(context_.Now() + leases_.LeaseMs(study));
   // A bare renewal is not a change watchers need to see.
   bool changed = false;
-  if (!request.checkpoint_uri().empty() &&
-      request.checkpoint_uri() != trial.checkpoint_uri()) {
-    trial.set_checkpoint_uri(request.checkpoint_uri());
-    changed = true;
+  if (!request.checkpoint_uri().empty()) {
+    changed = SetCheckpoint(trial, request.checkpoint_uri(),
+                            request.checkpoint_step());
   }
   if (!request.log_path().empty() && request.log_path() != trial.log_path()) {
     trial.set_log_path(request.log_path());
     changed = true;
   }
+  const double seconds =
+      CountDeviceSeconds(request.device_seconds(), study, trial);
+  changed = changed || seconds > 0;
   HT_RETURN_IF_ERROR(changed ? context_.SaveTrial(read, trial)
                              : context_.store().RenewTrialLease(trial));
+  HT_RETURN_IF_ERROR(SaveStudyCost(request.study_name(), seconds));
   response.set_should_stop(trial.state() == v1::Trial::STOPPING);
   response.set_lease_expire_time_ms(trial.lease_expire_time_ms());
   response.set_state(trial.state());

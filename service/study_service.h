@@ -193,12 +193,22 @@ class StudyService {
   // newest measurement, not yet saved): STOPPING or PAUSED with the reason,
   // or unchanged. REQUIRES: the trial (TrialLock) or the study locked.
   absl::Status ApplyEarlyStopping(const v1::Study& study, v1::Trial& trial);
-  // Cost accounting: `seconds` of device time more for `trial` (and its
-  // cost at the study's price); SaveStudyCost adds them to the stored
+  // Cost accounting: the grant holding `trial` reports `grant_total`
+  // device-seconds in all; its growth is added to the trial (and its cost at
+  // the study's price) and returned, for SaveStudyCost to add to the stored
   // study's totals.
-  static void AddDeviceSeconds(double seconds, const v1::Study& study,
-                               v1::Trial& trial);
+  static double CountDeviceSeconds(double grant_total, const v1::Study& study,
+                                   v1::Trial& trial);
   absl::Status SaveStudyCost(const std::string& study_name, double seconds);
+  // CompleteTrial with `failed`: FAILED for good (STOPPED if its stop was
+  // already decided). REQUIRES: the trial locked (TrialLock).
+  absl::StatusOr<v1::Trial> FailTrial(const v1::CompleteTrialRequest& request,
+                                      const v1::Study& study, v1::Trial& trial);
+  // The worker of PAUSED `trial` reports `grant_total` device-seconds: the
+  // growth is saved. REQUIRES: the trial locked (TrialLock).
+  absl::StatusOr<v1::Trial> SavePausedDeviceSeconds(
+      const std::string& study_name, double grant_total,
+      const v1::Study& study, v1::Trial& trial);
   // The study and trial a request names. REQUIRES: the trial (TrialLock) or
   // the study locked.
   struct StudyAndTrial {

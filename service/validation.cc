@@ -544,4 +544,23 @@ absl::Status ValidateMeasurement(const std::string& field,
   return absl::OkStatus();
 }
 
+absl::Status ValidateDeviceSeconds(const std::string& field, double seconds) {
+  if (seconds >= 0 && !std::isinf(seconds)) return absl::OkStatus();
+  return Invalid(field,
+                 absl::StrCat("must be a finite number >= 0, got ", seconds));
+}
+
+absl::Status ValidateCheckpointStep(const v1::HeartbeatRequest& request) {
+  if (request.checkpoint_step() < 0) {
+    return Invalid("checkpoint_step", absl::StrCat("must be >= 0, got ",
+                                                   request.checkpoint_step()));
+  }
+  if (request.checkpoint_step() > 0 && request.checkpoint_uri().empty()) {
+    return Invalid("checkpoint_step",
+                   "given without checkpoint_uri (the step is the one that "
+                   "checkpoint holds)");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace hypertune::service

@@ -58,6 +58,12 @@ absl::Status ValidateMeasurement(const std::string& field,
                                  const v1::Measurement& measurement,
                                  bool require_metrics);
 
+// Device-seconds reported by a worker: a finite number >= 0.
+absl::Status ValidateDeviceSeconds(const std::string& field, double seconds);
+
+// A heartbeat's checkpoint_step: >= 0, and only with a checkpoint_uri.
+absl::Status ValidateCheckpointStep(const v1::HeartbeatRequest& request);
+
 }  // namespace hypertune::service
 
 #endif  // HYPERTUNE_SERVICE_VALIDATION_H_

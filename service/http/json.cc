@@ -195,6 +195,29 @@ void AppendMeasurement(const v1::Measurement& m, std::string* out) {
   out->push_back('}');
 }
 
+void AppendAttempt(const v1::Attempt& a, std::string* out) {
+  out->push_back('{');
+  bool first = true;
+  if (a.number() != 0) {
+    Key("number", &first, out);
+    absl::StrAppend(out, a.number());
+  }
+  String("client_id", a.client_id(), &first, out);
+  if (a.measurements_size() > 0) {
+    Key("measurements", &first, out);
+    out->push_back('[');
+    for (int i = 0; i < a.measurements_size(); ++i) {
+      if (i > 0) out->push_back(',');
+      AppendMeasurement(a.measurements(i), out);
+    }
+    out->push_back(']');
+  }
+  String("end_reason", a.end_reason(), &first, out);
+  Int64("end_time_ms", a.end_time_ms(), &first, out);
+  Double("device_seconds", a.device_seconds(), &first, out);
+  out->push_back('}');
+}
+
 void AppendParameter(const v1::ParameterValue& p, std::string* out) {
   out->push_back('{');
   bool first = true;
@@ -284,6 +307,21 @@ void AppendTrial(const v1::Trial& t, std::string* out) {
         AppendJsonString(value, o);
       },
       &first, out);
+  if (t.attempt() != 0) {
+    Key("attempt", &first, out);
+    absl::StrAppend(out, t.attempt());
+  }
+  if (t.earlier_attempts_size() > 0) {
+    Key("earlier_attempts", &first, out);
+    out->push_back('[');
+    for (int i = 0; i < t.earlier_attempts_size(); ++i) {
+      if (i > 0) out->push_back(',');
+      AppendAttempt(t.earlier_attempts(i), out);
+    }
+    out->push_back(']');
+  }
+  Int64("checkpoint_step", t.checkpoint_step(), &first, out);
+  Double("lease_device_seconds", t.lease_device_seconds(), &first, out);
   out->push_back('}');
 }
 
