@@ -1,7 +1,8 @@
 // How the page writes values for people: numbers (five significant digits,
 // exponents for the very large and small, +-inf and NaN by name), a
-// parameter's value of any kind, times (UTC) and durations. Pure functions,
-// tested in node (dashboard/test/format_test.js).
+// parameter's value of any kind, times (UTC), durations, device time and a
+// trial's attempts. Pure functions, tested in node
+// (dashboard/test/format_test.js).
 
 // A number as the tables, tooltips and axes show it; '' when absent.
 export function formatNumber(value) {
@@ -36,4 +37,17 @@ export function formatDuration(ms) {
   if (m < 60) return `${m}m ${Math.round(s - 60 * m)}s`;
   const h = Math.floor(m / 60);
   return `${h}h ${m - 60 * h}m`;
+}
+
+// Device-seconds as "45 s (0.0125 device-hours)"; absent counts as 0.
+export function formatDeviceTime(seconds) {
+  const s = seconds === null || seconds === undefined || Number.isNaN(seconds)
+      ? 0 : seconds;
+  return `${formatNumber(s)} s (${formatNumber(s / 3600)} device-hours)`;
+}
+
+// An attempt of a trial as the page names it: "attempt 2", and with how it
+// ended when it did: "attempt 1 (lease expired)".
+export function attemptLabel(number, endReason = '') {
+  return `attempt ${number}` + (endReason ? ` (${endReason})` : '');
 }

@@ -23,6 +23,12 @@ export function num(value) {
   return typeof value === 'number' ? value : Number(value);
 }
 
+// A proto JSON int64: a string (as this server writes them) or a number;
+// 0 when absent.
+export function int64(value) {
+  return value === null || value === undefined ? 0 : Number(value);
+}
+
 // ----- The study -----
 
 // Each metric's role, goal and bounds (issue 18's roles; a study without
@@ -178,6 +184,51 @@ export function rungsOf(study) {
   return rungs;
 }
 
+// ----- A trial's attempts -----
+
+// The first and last step of `measurements`, or null when there are none.
+function stepRange(measurements) {
+  if (!measurements.length) return null;
+  return [int64(measurements[0].step),
+          int64(measurements[measurements.length - 1].step)];
+}
+
+// A trial's attempts (DESIGN.md, "Attempts"), by number, the current one
+// last: {number, current, client_id, measurements (their count), steps
+// ([first, last] or null), end_reason, end_time_ms, device_seconds, cost
+// (null when the study has no price)}. The current attempt's
+// device-seconds are the trial's less its earlier attempts' (what the
+// server gives each attempt when it ends); its measurements are the trial's
+// result, the earlier ones' never are. [] for a trial from a server without
+// attempts (no `attempt`, no `earlier_attempts`).
+export function attemptsOf(trial, pricePerDeviceHour = 0) {
+  const earlier = trial.earlier_attempts || [];
+  const number = Number(trial.attempt || 0);
+  if (number === 0 && earlier.length === 0) return [];
+  const price = num(pricePerDeviceHour) || 0;
+  const costOf = (seconds) => (price > 0 ? seconds / 3600 * price : null);
+  let earlierSeconds = 0;
+  const out = earlier.map((a) => {
+    const ms = a.measurements || [];
+    const seconds = num(a.device_seconds) || 0;
+    earlierSeconds += seconds;
+    return {number: Number(a.number || 0), current: false,
+            client_id: a.client_id || '', measurements: ms.length,
+            steps: stepRange(ms), end_reason: a.end_reason || '',
+            end_time_ms: int64(a.end_time_ms), device_seconds: seconds,
+            cost: costOf(seconds)};
+  }).sort((a, b) => a.number - b.number);
+  const ms = trial.measurements || [];
+  const seconds = Math.max(0, (num(trial.device_seconds) || 0) -
+                                  earlierSeconds);
+  out.push({number: Math.max(number, out.length ? out.at(-1).number + 1 : 1),
+            current: true, client_id: trial.client_id || '',
+            measurements: ms.length, steps: stepRange(ms), end_reason: '',
+            end_time_ms: int64(trial.end_time_ms), device_seconds: seconds,
+            cost: costOf(seconds)});
+  return out;
+}
+
 // ----- Rows -----
 
 function reasonOf(trial) {
@@ -220,7 +271,7 @@ export function rowFromCompact(c, objectiveIndex = 0) {
     end_time_ms: c.end_time_ms, device_seconds: num(c.device_seconds) || 0,
     cost: num(c.cost) || 0, measurements: c.measurements,
     feasible: typeof c.feasible === 'boolean' ? c.feasible : null,
-    warm_start: c.warm_start === true,
+    warm_start: c.warm_start === true, attempt: Number(c.attempt || 0),
   }, objectiveIndex);
 }
 
@@ -232,7 +283,9 @@ function parameterValue(value) {
   return 0;  // proto3 omits a zero double
 }
 
-// A row from a full Trial message, by the compact feed's rules.
+// A row from a full Trial message, by the compact feed's rules. Its curve
+// and result are the current attempt's (`measurements`): earlier attempts'
+// curves are never part of them.
 export function rowFromTrial(trial, study) {
   const specs = parametersOf(study);
   const byName = new Map((trial.parameters || []).map(
@@ -273,7 +326,7 @@ export function rowFromTrial(trial, study) {
     device_seconds: num(trial.device_seconds) || 0,
     cost: num(trial.cost) || 0, measurements: ms.length,
     feasible: typeof trial.feasible === 'boolean' ? trial.feasible : null,
-    warm_start: trial.warm_start === true,
+    warm_start: trial.warm_start === true, attempt: Number(trial.attempt || 0),
   }, objectiveOf(study).index);
 }
 

@@ -1,18 +1,27 @@
-// One trial's page: its state and reason, parameters, every metric of its
-// result, its learning curve (any metric by step), timing, device time and
-// cost, lease and worker, checkpoint URI, log path and the log's tail (from
-// the server's log root only), and Stop when the server serves writes.
-// It shows what the study page already holds at once, then the full trial.
+// One trial's page: its state, attempt and reason, parameters, every metric
+// of its result, its learning curve (any metric by step; earlier attempts'
+// curves drawn apart, charts/trial_curve.js), timing, device time and cost
+// (in all and per attempt), lease and worker, checkpoint URI and step, log
+// path and the log's tail (from the server's log root only), and Stop when
+// the server serves writes. It shows what the study page already holds at
+// once, then the full trial.
 
 import * as api from './api.js';
-import {Frame, allPositive, extent, makeAxis, makeScale, nearest,
-        tipHtml} from './charts/common.js';
+import {attemptCurves, drawTrialCurve} from './charts/trial_curve.js';
 import {el} from './dom.js';
-import {formatDuration, formatNumber, formatTime,
-        formatValue} from './format.js';
-import {STATE_COLORS, num} from './model.js';
+import {attemptLabel, formatDeviceTime, formatDuration, formatNumber,
+        formatTime, formatValue} from './format.js';
+import {STATE_COLORS, attemptsOf, int64, num} from './model.js';
 
 const STOPPABLE = new Set(['REQUESTED', 'ACTIVE', 'PAUSED']);
+
+// The attempt beside the trial's state in the title ('' without one).
+function attemptNote(number) {
+  return number > 0 ? el('span', {class: 'attempt', id: 'trial-attempt',
+                                  'data-attempt': number},
+                         ' ' + attemptLabel(number))
+                    : '';
+}
 
 // What a metric is to the study, after its name in the metrics table.
 function roleNote(spec) {
@@ -93,7 +102,8 @@ export class TrialPage {
     const title = el('h1', {}, `Trial ${this.id}`,
         row ? el('span', {class: 'badge', id: 'trial-state',
                           style: `background:${STATE_COLORS[row.state]}`},
-                 row.state) : '');
+                 row.state) : '',
+        row ? attemptNote(row.attempt || 0) : '');
     const items = row ? [
       ['reason', row.reason],
       ...this.data.metrics.map((m, i) => [m, formatNumber(row.metrics[i])]),
@@ -118,6 +128,8 @@ export class TrialPage {
     const running = state === 'ACTIVE' || state === 'STOPPING';
     const duration = start ? (end || (running ? Date.now() : 0)) - start : null;
     const measurements = t.measurements || [];
+    const price = num((study.spec || {}).price_per_device_hour) || 0;
+    const attempts = attemptsOf(t, price);
     const final = (t.final_measurement && t.final_measurement.metrics) || {};
     const last = measurements.length
         ? measurements[measurements.length - 1].metrics || {} : {};
@@ -132,7 +144,8 @@ export class TrialPage {
     const header = el('h1', {}, `Trial ${t.id} of ${study.name} `,
         el('span', {class: 'badge', id: 'trial-state', 'data-state': state,
                     style: `background:${STATE_COLORS[state] || '#999'}`},
-           state));
+           state),
+        attemptNote(Number(t.attempt || 0)));
     const reasonBox = el('div', {id: 'trial-reasons'}, ...reasons.map(
         ([k, v]) => el('p', {class: 'reason', 'data-kind': k},
                        el('b', {}, k + ': '), v)));
@@ -158,17 +171,17 @@ export class TrialPage {
       ['ended', formatTime(t.end_time_ms)],
       ['duration', formatDuration(duration) + (running && duration !== null
                                                    ? ' (running)' : '')],
-      ['device time', formatNumber(num(t.device_seconds) || 0) + ' s' +
-                      ` (${formatNumber((num(t.device_seconds) || 0) / 3600)}` +
-                      ' device-hours)'],
-      ['cost', Number((study.spec || {}).price_per_device_hour || 0) > 0
-                   ? formatNumber(num(t.cost) || 0) : 'not priced'],
+      ['device time', formatDeviceTime(num(t.device_seconds)) +
+                      (attempts.length > 1 ? ', every attempt' : '')],
+      ['cost', price > 0 ? formatNumber(num(t.cost) || 0) : 'not priced'],
       ['worker', t.client_id || ''],
       ['lease epoch', t.lease_epoch || ''],
       ['lease expires', running ? formatTime(t.lease_expire_time_ms) : ''],
       ['retries (worker lost)', t.retry_count || 0],
       ['preemptions', t.preemption_count || 0],
       ['checkpoint URI', t.checkpoint_uri || '—'],
+      ...(t.checkpoint_uri && int64(t.checkpoint_step)
+              ? [['checkpoint step', int64(t.checkpoint_step)]] : []),
       ['log path', t.log_path || '— (not run by hypertune worker)'],
     ];
     const infoTable = el('table', {class: 'kv', id: 'trial-info'},
@@ -207,18 +220,50 @@ export class TrialPage {
            el('section', {}, el('h2', {}, 'Metrics'), metricTable),
            el('section', {}, el('h2', {}, 'Run'), infoTable),
            ...(attributeSection ? [attributeSection] : [])),
+        ...(attempts.length > 1 ? [this.attemptTable(attempts, price)] : []),
         el('section', {class: 'plot'},
            el('h2', {}, 'Learning curve ', metricSelect, ' ', logToggle),
-           this.curveBox, this.measurementTable(measurements, metricNames)),
+           this.curveBox, this.measurementTable(measurements, metricNames,
+                                                attempts)),
         el('section', {}, el('h2', {}, 'Log'), this.logBox));
     this.renderActions();
     this.drawCurve();
   }
 
-  measurementTable(measurements, names) {
+  // Every attempt (model.js's attemptsOf), when there was more than one:
+  // who ran it, what it measured, how it ended, its device time and cost.
+  attemptTable(attempts, price) {
+    const state = (this.trial.state || '').toLowerCase();
+    const steps = (a) => (a.steps ? `${a.steps[0]}–${a.steps[1]} ` +
+                          `(${a.measurements})` : '—');
+    return el('section', {},
+        el('h2', {}, 'Attempts'),
+        el('table', {class: 'trials', id: 'trial-attempts'},
+           el('tr', {}, ...['attempt', 'worker', 'steps (measurements)',
+                            'ended', 'how', 'device time', 'cost']
+               .map((h) => el('th', {}, h))),
+           ...attempts.map((a) => el('tr', {
+             'data-attempt': a.number, 'data-current': a.current ? '1' : '0',
+             class: a.current ? '' : 'earlier-attempt'},
+               el('td', {class: 'num'}, a.number),
+               el('td', {}, a.client_id),
+               el('td', {class: 'num'}, steps(a)),
+               el('td', {}, formatTime(a.end_time_ms)),
+               el('td', {}, a.current ? `current (${state}), the result`
+                                      : `${a.end_reason || 'lost'}, ` +
+                                        'not the result'),
+               el('td', {class: 'num'}, formatDeviceTime(a.device_seconds)),
+               el('td', {class: 'num'}, price > 0 ? formatNumber(a.cost)
+                                                  : 'not priced')))));
+  }
+
+  measurementTable(measurements, names, attempts = []) {
     const shown = measurements.slice(-200);
+    const whose = attempts.length > 1
+        ? ` of ${attemptLabel(attempts.at(-1).number)}, the trial's result`
+        : '';
     return el('details', {id: 'measurements'},
-        el('summary', {}, `${measurements.length} measurements` +
+        el('summary', {}, `${measurements.length} measurements${whose}` +
                           (shown.length < measurements.length
                                ? ' (the last 200 below)' : '')),
         el('table', {class: 'trials'},
@@ -263,73 +308,26 @@ export class TrialPage {
 
   drawCurve() {
     const box = this.curveBox;
-    const points = [];
-    for (const m of this.trial.measurements || []) {
-      if (m.metrics && this.metric in m.metrics) {
-        points.push([Number(m.step || 0), num(m.metrics[this.metric])]);
-      }
-    }
-    box.setAttribute('data-points', points.length);
+    const curves = attemptCurves(this.trial, this.metric);
+    const earlierPoints = curves.earlier.reduce(
+        (n, c) => n + c.points.length, 0);
+    box.setAttribute('data-points', curves.current.points.length);
+    box.setAttribute('data-earlier-curves', curves.earlier.length);
+    box.setAttribute('data-earlier-points', earlierPoints);
     box.setAttribute('data-metric', this.metric);
     if (!this.app.hasCharts) {
       box.replaceChildren(el('p', {class: 'note'},
                              'Charts are not part of this build.'));
       return;
     }
-    if (points.length === 0) {
+    if (curves.current.points.length + earlierPoints === 0) {
       box.replaceChildren(el('p', {class: 'note'},
           `No intermediate value of ${this.metric} was reported.`));
       return;
     }
-    const values = points.map((p) => p[1]);
-    const log = this.logScale && allPositive(values);
-    const frame = new Frame(box, {width: Math.min(900, this.app.main
-        .clientWidth - 40), height: 280});
-    const steps = points.map((p) => p[0]);
-    const x = makeScale({domain: [Math.min(...steps),
-                                  Math.max(Math.max(...steps),
-                                           Math.min(...steps) + 1)],
-                         range: frame.xRange(), integer: true});
-    const y = makeScale({domain: extent(values, log) || [0, 1], log,
-                         range: [frame.yRange()[0] - 4,
-                                 frame.yRange()[1] + 4]});
-    frame.axisBottom(makeAxis('bottom', x, {integer: true}), 'step');
-    frame.axisLeft(makeAxis('left', y), this.metric + (log ? ' (log)' : ''));
-    const xs = new Float32Array(points.length);
-    const ys = new Float32Array(points.length);
-    points.forEach(([s, v], i) => {
-      xs[i] = x(s);
-      ys[i] = Number.isFinite(v) && (!log || v > 0) ? y(v) : NaN;
-    });
-    const ctx = frame.ctx;
-    ctx.strokeStyle = STATE_COLORS[this.trial.state] || '#3b6ea5';
-    ctx.lineWidth = 2;
-    ctx.beginPath();
-    let pen = false;
-    for (let i = 0; i < points.length; ++i) {
-      if (Number.isNaN(ys[i])) {
-        pen = false;
-        continue;
-      }
-      if (pen) ctx.lineTo(xs[i], ys[i]);
-      else ctx.moveTo(xs[i], ys[i]);
-      pen = true;
-    }
-    ctx.stroke();
-    ctx.fillStyle = ctx.strokeStyle;
-    for (let i = 0; i < points.length; ++i) {
-      if (Number.isNaN(ys[i])) continue;
-      ctx.beginPath();
-      ctx.arc(xs[i], ys[i], 2.5, 0, 2 * Math.PI);
-      ctx.fill();
-    }
-    frame.interact((mx, my) => {
-      const i = nearest(xs, ys, points.length, mx, my, 12);
-      if (i < 0) return null;
-      return {id: this.id, x: xs[i], y: ys[i],
-              html: tipHtml(`step ${points[i][0]}`,
-                            [[this.metric, points[i][1]]])};
-    }, () => {});
+    drawTrialCurve(box, curves, STATE_COLORS[this.trial.state] || '#3b6ea5',
+                   {metric: this.metric, log: this.logScale, id: this.id,
+                    width: Math.min(900, this.app.main.clientWidth - 40)});
   }
 
   // Reads the log's tail, at most every 2 s while live changes come in.

@@ -1,12 +1,13 @@
 // Unit tests of how the page writes values (dashboard/src/format.js) in
-// node: numbers, values of any kind, times and durations. Run by ctest
-// (dashboard_model_test) with `node --test dashboard/test/`.
+// node: numbers, values of any kind, times, durations, device time and
+// attempts. Run by ctest (dashboard_model_test) with
+// `node --test dashboard/test/`.
 
 import assert from 'node:assert/strict';
 import {test} from 'node:test';
 
-import {formatDuration, formatNumber, formatTime,
-        formatValue} from '../src/format.js';
+import {attemptLabel, formatDeviceTime, formatDuration, formatNumber,
+        formatTime, formatValue} from '../src/format.js';
 
 test('numbers: five significant digits, exponents at the extremes', () => {
   assert.equal(formatNumber(42), '42');
@@ -58,4 +59,19 @@ test('durations: seconds, then minutes, then hours', () => {
   assert.equal(formatDuration(undefined), '');
   assert.equal(formatDuration(-1), '');
   assert.equal(formatDuration(NaN), '');
+});
+
+test('device time: seconds and device-hours, absent as 0', () => {
+  assert.equal(formatDeviceTime(45), '45 s (0.0125 device-hours)');
+  assert.equal(formatDeviceTime(7200), '7200 s (2 device-hours)');
+  assert.equal(formatDeviceTime(30.2), '30.2 s (0.0083889 device-hours)');
+  assert.equal(formatDeviceTime(0), '0 s (0 device-hours)');
+  assert.equal(formatDeviceTime(null), '0 s (0 device-hours)');
+  assert.equal(formatDeviceTime(undefined), '0 s (0 device-hours)');
+});
+
+test('attempts by number, with how they ended when they did', () => {
+  assert.equal(attemptLabel(2), 'attempt 2');
+  assert.equal(attemptLabel(1, 'lease expired'), 'attempt 1 (lease expired)');
+  assert.equal(attemptLabel(3, ''), 'attempt 3');
 });

@@ -1,15 +1,16 @@
 // Unit tests of the dashboard's data model (dashboard/src/model.js) in
 // node: metric roles, feasibility, the Pareto front, rows of conditional
-// trials and non-finite objectives, parameter specs, rungs, and a study's
-// counts, best trial and front. Run by ctest (dashboard_model_test)
+// trials and non-finite objectives, parameter specs, rungs, a study's
+// counts, best trial and front, and a trial's attempts (only the current
+// one's curve is its result). Run by ctest (dashboard_model_test)
 // with `node --test`.
 
 import assert from 'node:assert/strict';
 import {test} from 'node:test';
 
-import {StudyData, boundText, isFeasible, metricsOf, objectiveOf,
-        outsideBounds, parametersOf, paretoFront, rowFromCompact,
-        rowFromTrial, rungsOf} from '../src/model.js';
+import {StudyData, attemptsOf, boundText, int64, isFeasible, metricsOf,
+        objectiveOf, outsideBounds, parametersOf, paretoFront,
+        rowFromCompact, rowFromTrial, rungsOf} from '../src/model.js';
 
 const twoObjectives = {
   name: 'mo',
@@ -197,4 +198,108 @@ test('a study\'s counts, best feasible trial and Pareto front', () => {
   assert.deepEqual(data.front().map((r) => r.id), [4, 1]);
   // Cached until the data change.
   assert.equal(data.front(), data.front());
+});
+
+// A trial on its third attempt, as the HTTP API writes it (int64s as
+// strings): attempt 1 lost its lease after step 8 (checkpoint at step 6,
+// so steps 7 and 8 were not kept), attempt 2 was preempted before
+// measuring past the checkpoint, attempt 3 resumed at step 6 and completed.
+const retried = {
+  id: '9', state: 'COMPLETED', attempt: 3, client_id: 'host-3-1',
+  checkpoint_uri: 'file:///ckpt/9', checkpoint_step: '6',
+  device_seconds: 50.75, cost: 50.75, end_time_ms: '1765000300000',
+  parameters: [{name: 'x', double_value: 0.5}],
+  measurements: [{step: '5', metrics: {loss: 0.6}},
+                 {step: '6', metrics: {loss: 0.5}},
+                 {step: '7', metrics: {loss: 0.45}}],
+  earlier_attempts: [
+    // Out of order on purpose: shown by number.
+    {number: 2, client_id: 'host-7-1', end_reason: 'worker preempted',
+     end_time_ms: '1765000100000', device_seconds: 8.5},
+    {number: 1, client_id: 'host-12-1', end_reason: 'lease expired',
+     end_time_ms: '1765000000000', device_seconds: 30.25,
+     measurements: [{step: '7', elapsed_seconds: 3.1, metrics: {loss: 0.4}},
+                    {step: '8', metrics: {loss: 0.1}}]},
+  ],
+};
+
+test('int64 fields: strings or numbers, absent as 0', () => {
+  assert.equal(int64('1765000000000'), 1765000000000);
+  assert.equal(int64(6), 6);
+  assert.equal(int64(undefined), 0);
+  assert.equal(int64(null), 0);
+});
+
+test('a trial\'s attempts by number, the current one last, each with its ' +
+     'device time and cost', () => {
+  // A price of 3600 per device-hour: the cost is the device-seconds.
+  const attempts = attemptsOf(retried, 3600);
+  assert.deepEqual(attempts.map((a) => [a.number, a.current, a.client_id]),
+                   [[1, false, 'host-12-1'], [2, false, 'host-7-1'],
+                    [3, true, 'host-3-1']]);
+  assert.deepEqual(attempts.map((a) => a.end_reason),
+                   ['lease expired', 'worker preempted', '']);
+  assert.deepEqual(attempts.map((a) => a.end_time_ms),
+                   [1765000000000, 1765000100000, 1765000300000]);
+  assert.deepEqual(attempts.map((a) => [a.measurements, a.steps]),
+                   [[2, [7, 8]], [0, null], [3, [5, 7]]]);
+  // The current attempt's device time is the trial's less the earlier
+  // attempts': 50.75 - 30.25 - 8.5.
+  assert.deepEqual(attempts.map((a) => a.device_seconds), [30.25, 8.5, 12]);
+  assert.deepEqual(attempts.map((a) => a.cost), [30.25, 8.5, 12]);
+  // Without a price, no cost.
+  assert.deepEqual(attemptsOf(retried).map((a) => a.cost),
+                   [null, null, null]);
+  // 1.8 per device-hour: 0.0005 per device-second.
+  attemptsOf(retried, 1.8).forEach((a, i) => assert.ok(
+      Math.abs(a.cost - [30.25, 8.5, 12][i] * 0.0005) < 1e-12, `${a.cost}`));
+});
+
+test('attempts: none from a server without them; a lost trial waiting ' +
+     'for its next attempt', () => {
+  assert.deepEqual(attemptsOf({id: '1', state: 'COMPLETED',
+                               device_seconds: 5}), []);
+  const first = attemptsOf({id: '1', state: 'ACTIVE', attempt: 1,
+                            device_seconds: 5});
+  assert.equal(first.length, 1);
+  assert.equal(first[0].current, true);
+  assert.equal(first[0].device_seconds, 5);
+  // Attempt 1 lost its lease and the trial waits in REQUESTED: attempt 2
+  // has no worker, no measurements and no device time yet.
+  const waiting = attemptsOf({
+    id: '1', state: 'REQUESTED', attempt: 2, device_seconds: 20,
+    earlier_attempts: [{number: 1, end_reason: 'lease expired',
+                        device_seconds: 20,
+                        measurements: [{step: '1', metrics: {loss: 1}}]}]});
+  assert.deepEqual(waiting.map((a) => [a.number, a.current, a.measurements,
+                                       a.device_seconds]),
+                   [[1, false, 1, 20], [2, true, 0, 0]]);
+  // Device time never goes below 0 (a total written before the earlier
+  // attempts' were).
+  assert.equal(attemptsOf({attempt: 2, device_seconds: 1, earlier_attempts: [
+    {number: 1, device_seconds: 3}]})[1].device_seconds, 0);
+});
+
+test('the study page\'s row holds only the current attempt\'s curve and ' +
+     'result', () => {
+  const study = {spec: {
+    parameters: [{name: 'x', double_spec: {min: 0, max: 1}}],
+    metrics: [{name: 'loss', goal: 'MINIMIZE'}]}};
+  const row = rowFromTrial(retried, study);
+  assert.deepEqual([...row.steps], [5, 6, 7]);
+  assert.deepEqual([...row.values], [0.6, 0.5, 0.45]);
+  // No final measurement: the result is the current attempt's last, not
+  // attempt 1's better, later step 8.
+  assert.equal(row.objective, 0.45);
+  assert.equal(row.measurements, 3);
+  assert.equal(row.attempt, 3);
+  // A trial lost before any measurement of its own has no curve at all.
+  const lost = rowFromTrial({
+    id: '10', state: 'REQUESTED', attempt: 2,
+    earlier_attempts: [{number: 1, measurements: [
+      {step: '1', metrics: {loss: 0.9}}]}]}, study);
+  assert.equal(lost.steps.length, 0);
+  assert.equal(lost.objective, null);
+  assert.equal(rowFromCompact({id: 10, state: 'ACTIVE', params: [0.5],
+                               metrics: [null], attempt: 2}).attempt, 2);
 });

@@ -286,16 +286,19 @@ export function tipHtml(title, pairs) {
       .join('');
 }
 
-// A legend of coloured marks, drawn in the SVG at (x, y).
+// A legend of coloured marks, drawn in the SVG at (x, y). A 'line' item
+// with a `dash` ([on, off, ...] pixels) is dashed.
 export function legend(svg, x, y, items) {
   const g = svg.append('g').attr('class', 'legend')
       .attr('transform', `translate(${x},${y})`);
   let offset = 0;
-  for (const {label, color, shape = 'circle'} of items) {
+  for (const {label, color, shape = 'circle', dash = null} of items) {
     const item = g.append('g').attr('transform', `translate(${offset},0)`);
     if (shape === 'line') {
-      item.append('line').attr('x1', 0).attr('x2', 14).attr('y1', 0)
-          .attr('y2', 0).attr('stroke', color).attr('stroke-width', 2);
+      const line = item.append('line').attr('x1', 0).attr('x2', 14)
+          .attr('y1', 0).attr('y2', 0).attr('stroke', color)
+          .attr('stroke-width', 2);
+      if (dash) line.attr('stroke-dasharray', dash.join(' '));
     } else if (shape === 'cross') {
       item.append('path').attr('d', 'M3,-4L11,4M11,-4L3,4')
           .attr('stroke', color).attr('stroke-width', 2);
