@@ -194,9 +194,11 @@ function stepRange(measurements) {
 }
 
 // A trial's attempts (DESIGN.md, "Attempts"), by number, the current one
-// last: {number, current, client_id, measurements (their count), steps
-// ([first, last] or null), end_reason, end_time_ms, device_seconds, cost
-// (null when the study has no price)}. The current attempt's
+// last: {number, current, waiting, client_id, measurements (their count),
+// steps ([first, last] or null), end_reason, end_time_ms, device_seconds,
+// cost (null when the study has no price)}. A REQUESTED trial's current
+// attempt is waiting for a worker: it has none yet (client_id is still the
+// last attempt's, so it is left out). The current attempt's
 // device-seconds are the trial's less its earlier attempts' (what the
 // server gives each attempt when it ends); its measurements are the trial's
 // result, the earlier ones' never are. [] for a trial from a server without
@@ -212,7 +214,7 @@ export function attemptsOf(trial, pricePerDeviceHour = 0) {
     const ms = a.measurements || [];
     const seconds = num(a.device_seconds) || 0;
     earlierSeconds += seconds;
-    return {number: Number(a.number || 0), current: false,
+    return {number: Number(a.number || 0), current: false, waiting: false,
             client_id: a.client_id || '', measurements: ms.length,
             steps: stepRange(ms), end_reason: a.end_reason || '',
             end_time_ms: int64(a.end_time_ms), device_seconds: seconds,
@@ -221,8 +223,10 @@ export function attemptsOf(trial, pricePerDeviceHour = 0) {
   const ms = trial.measurements || [];
   const seconds = Math.max(0, (num(trial.device_seconds) || 0) -
                                   earlierSeconds);
+  const waiting = trial.state === 'REQUESTED';
   out.push({number: Math.max(number, out.length ? out.at(-1).number + 1 : 1),
-            current: true, client_id: trial.client_id || '',
+            current: true, waiting,
+            client_id: waiting ? '' : trial.client_id || '',
             measurements: ms.length, steps: stepRange(ms), end_reason: '',
             end_time_ms: int64(trial.end_time_ms), device_seconds: seconds,
             cost: costOf(seconds)});

@@ -119,17 +119,20 @@ export class TrialPage {
     const t = this.trial;
     const study = this.data.study;
     const state = t.state || '';
+    const price = num((study.spec || {}).price_per_device_hour) || 0;
+    const attempts = attemptsOf(t, price);
+    // A trial handed over after a loss keeps the loss's reason in
+    // failure_reason; the attempts table says it, and it failed nothing.
+    const lostOnly = state !== 'FAILED' && attempts.length > 1;
     const reasons = [['infeasible reason', t.infeasible_reason],
                      ['stop reason', t.stop_reason],
-                     ['failure reason', t.failure_reason]]
+                     ['failure reason', lostOnly ? '' : t.failure_reason]]
         .filter(([, v]) => v);
     const start = Number(t.start_time_ms || 0);
     const end = Number(t.end_time_ms || 0);
     const running = state === 'ACTIVE' || state === 'STOPPING';
     const duration = start ? (end || (running ? Date.now() : 0)) - start : null;
     const measurements = t.measurements || [];
-    const price = num((study.spec || {}).price_per_device_hour) || 0;
-    const attempts = attemptsOf(t, price);
     const final = (t.final_measurement && t.final_measurement.metrics) || {};
     const last = measurements.length
         ? measurements[measurements.length - 1].metrics || {} : {};
@@ -249,9 +252,9 @@ export class TrialPage {
                el('td', {}, a.client_id),
                el('td', {class: 'num'}, steps(a)),
                el('td', {}, formatTime(a.end_time_ms)),
-               el('td', {}, a.current ? `current (${state}), the result`
-                                      : `${a.end_reason || 'lost'}, ` +
-                                        'not the result'),
+               el('td', {}, a.waiting ? 'waiting for a worker'
+                   : a.current ? `current (${state}), the result`
+                   : `${a.end_reason || 'lost'}, not the result`),
                el('td', {class: 'num'}, formatDeviceTime(a.device_seconds)),
                el('td', {class: 'num'}, price > 0 ? formatNumber(a.cost)
                                                   : 'not priced')))));

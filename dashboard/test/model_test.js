@@ -263,17 +263,22 @@ test('attempts: none from a server without them; a lost trial waiting ' +
                             device_seconds: 5});
   assert.equal(first.length, 1);
   assert.equal(first[0].current, true);
+  assert.equal(first[0].waiting, false);
   assert.equal(first[0].device_seconds, 5);
   // Attempt 1 lost its lease and the trial waits in REQUESTED: attempt 2
   // has no worker, no measurements and no device time yet.
   const waiting = attemptsOf({
     id: '1', state: 'REQUESTED', attempt: 2, device_seconds: 20,
-    earlier_attempts: [{number: 1, end_reason: 'lease expired',
+    client_id: 'host-12-1',
+    earlier_attempts: [{number: 1, client_id: 'host-12-1',
+                        end_reason: 'lease expired',
                         device_seconds: 20,
                         measurements: [{step: '1', metrics: {loss: 1}}]}]});
-  assert.deepEqual(waiting.map((a) => [a.number, a.current, a.measurements,
+  assert.deepEqual(waiting.map((a) => [a.number, a.current, a.waiting,
+                                       a.client_id, a.measurements,
                                        a.device_seconds]),
-                   [[1, false, 1, 20], [2, true, 0, 0]]);
+                   [[1, false, false, 'host-12-1', 1, 20],
+                    [2, true, true, '', 0, 0]]);
   // Device time never goes below 0 (a total written before the earlier
   // attempts' were).
   assert.equal(attemptsOf({attempt: 2, device_seconds: 1, earlier_attempts: [
