@@ -10,6 +10,9 @@ namespace hypertune::service {
 void BeginGrant(v1::Trial& trial) {
   if (trial.attempt() == 0) trial.set_attempt(1);
   trial.clear_lease_device_seconds();
+  // Why it was lost is its earlier attempt's end_reason now; a running trial
+  // has not failed.
+  trial.clear_failure_reason();
 }
 
 void EndAttempt(v1::Trial& trial, const std::string& reason, int64_t now_ms) {

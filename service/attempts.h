@@ -21,7 +21,9 @@
 namespace hypertune::service {
 
 // `trial` is granted (first grant, after a loss, or promoted from a pause):
-// attempt 1 if it had none, and a new grant's device-seconds count from 0.
+// attempt 1 if it had none, a new grant's device-seconds count from 0, and
+// the loss that queued it (kept in earlier_attempts) is no longer its
+// failure_reason.
 void BeginGrant(v1::Trial& trial);
 
 // `trial` lost its worker (`reason`, at `now_ms`) and will be granted again:

@@ -112,6 +112,23 @@ absl::Status PrepareImportedTrial(const v1::StudySpec& spec,
     HT_RETURN_IF_ERROR(ValidateMeasurement(sub("final_measurement"),
                                            trial.final_measurement(), false));
   }
+  for (int a = 0; a < trial.earlier_attempts_size(); ++a) {
+    const v1::Attempt& attempt = trial.earlier_attempts(a);
+    const std::string at = absl::StrCat(field, ".earlier_attempts[", a, "]");
+    for (int j = 0; j < attempt.measurements_size(); ++j) {
+      HT_RETURN_IF_ERROR(ValidateMeasurement(
+          absl::StrCat(at, ".measurements[", j, "]"), attempt.measurements(j),
+          true));
+    }
+    HT_RETURN_IF_ERROR(ValidateClientId(absl::StrCat(at, ".client_id"),
+                                        attempt.client_id()));
+    HT_RETURN_IF_ERROR(ValidateText(absl::StrCat(at, ".end_reason"),
+                                    attempt.end_reason(), kMaxReasonBytes));
+    HT_RETURN_IF_ERROR(CheckNonNegative(absl::StrCat(at, ".end_time_ms"),
+                                        attempt.end_time_ms()));
+    HT_RETURN_IF_ERROR(CheckFiniteNonNegative(
+        absl::StrCat(at, ".device_seconds"), attempt.device_seconds()));
+  }
   if (trial.state() == v1::Trial::COMPLETED) {
     HT_RETURN_IF_ERROR(CheckObjective(field, spec, trial.final_measurement()));
   } else if (trial.warm_start()) {
@@ -134,12 +151,16 @@ absl::Status PrepareImportedTrial(const v1::StudySpec& spec,
         std::pair{"end_time_ms", trial.end_time_ms()},
         std::pair{"lease_expire_time_ms", trial.lease_expire_time_ms()},
         std::pair{"lease_epoch", trial.lease_epoch()},
-        std::pair{"retry_count", int64_t{trial.retry_count()}}}) {
+        std::pair{"retry_count", int64_t{trial.retry_count()}},
+        std::pair{"attempt", int64_t{trial.attempt()}},
+        std::pair{"checkpoint_step", trial.checkpoint_step()}}) {
     HT_RETURN_IF_ERROR(CheckNonNegative(sub(name), value));
   }
   HT_RETURN_IF_ERROR(
       CheckFiniteNonNegative(sub("device_seconds"), trial.device_seconds()));
   HT_RETURN_IF_ERROR(CheckFiniteNonNegative(sub("cost"), trial.cost()));
+  HT_RETURN_IF_ERROR(CheckFiniteNonNegative(sub("lease_device_seconds"),
+                                            trial.lease_device_seconds()));
 
   // No worker of this server holds a trial: see the header comment.
   switch (trial.state()) {

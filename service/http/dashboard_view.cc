@@ -119,6 +119,7 @@ void AppendCompactTrial(const v1::Study& study, const v1::Trial& trial,
   out->append(",\"cost\":");
   AppendJsonNumber(trial.cost(), out);
   absl::StrAppend(out, ",\"measurements\":", trial.measurements_size());
+  if (trial.attempt() > 1) absl::StrAppend(out, ",\"attempt\":", trial.attempt());
   if (trial.has_feasible()) {
     out->append(trial.feasible() ? ",\"feasible\":true" : ",\"feasible\":false");
   }

@@ -12,7 +12,8 @@
 //              STOPPING, STOPPED, PAUSED: stop_reason; COMPLETED: "";
 //              otherwise failure_reason),
 //    "create_time_ms", "start_time_ms", "end_time_ms", "device_seconds",
-//    "cost", "measurements": the number of intermediate measurements}
+//    "cost", "measurements": the number of intermediate measurements (of
+//    the current attempt), "attempt": only when above 1}
 // Integers are JSON numbers (ids and times stay below 2^53); non-finite
 // doubles are "Infinity", "-Infinity", "NaN" as in the protobuf mapping.
 //

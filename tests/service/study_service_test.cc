@@ -1096,8 +1096,8 @@ class LeaseTest : public StudyServiceTest {
 
 TEST_F(LeaseTest, ExpiredTrialIsRequeuedWithItsCheckpointThenFails) {
   ASSERT_TRUE(Suggest("s", 1, "w1").ok());
-  ASSERT_TRUE(Beat(1, 1, "file:///ckpt/1").ok());
   ASSERT_TRUE(Report("s", 1, 1, 0.9).ok());
+  ASSERT_TRUE(Beat(1, 1, "file:///ckpt/1").ok());
   now_ms_ += 10'001;
   ASSERT_TRUE(service_.ExpireLeases().ok());
   v1::Trial requeued = Get(1);
@@ -1133,6 +1133,165 @@ TEST_F(LeaseTest, ExpiredTrialIsRequeuedWithItsCheckpointThenFails) {
   EXPECT_EQ(failed.state(), v1::Trial::FAILED);
   EXPECT_THAT(failed.failure_reason(), HasSubstr("lease expired"));
   EXPECT_THAT(failed.failure_reason(), HasSubstr("2 times"));
+}
+
+TEST_F(LeaseTest, AHandedOverTrialWithoutCheckpointStartsAfresh) {
+  ASSERT_TRUE(Suggest("s", 1, "w1").ok());
+  EXPECT_EQ(Get(1).attempt(), 1);
+  ASSERT_TRUE(Report("s", 1, 1, 0.9).ok());
+  ASSERT_TRUE(Report("s", 1, 2, 0.8).ok());
+  now_ms_ += 10'001;
+  ASSERT_TRUE(service_.ExpireLeases().ok());
+
+  auto next = Suggest("s", 1, "w2");
+  ASSERT_TRUE(next.ok());
+  ASSERT_EQ(next->trials_size(), 1);
+  const v1::Trial& handed = next->trials(0);
+  EXPECT_EQ(handed.attempt(), 2);
+  EXPECT_EQ(handed.measurements_size(), 0);
+  ASSERT_EQ(handed.earlier_attempts_size(), 1);
+  const v1::Attempt& first = handed.earlier_attempts(0);
+  EXPECT_EQ(first.number(), 1);
+  EXPECT_EQ(first.client_id(), "w1");
+  EXPECT_EQ(first.end_reason(), "lease expired");
+  ASSERT_EQ(first.measurements_size(), 2);
+  EXPECT_EQ(first.measurements(1).step(), 2);
+
+  // The new attempt reports step 1 again, with another value: its own curve.
+  ASSERT_TRUE(Report("s", 1, 1, 0.7).ok());
+  auto done = Complete("s", 1, 0.6);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::Trial::COMPLETED);
+  ASSERT_EQ(done->measurements_size(), 1);
+  EXPECT_EQ(done->measurements(0).metrics().at("loss"), 0.7);
+  EXPECT_EQ(done->earlier_attempts(0).measurements(0).metrics().at("loss"),
+            0.9);
+}
+
+TEST_F(LeaseTest, AHandedOverTrialContinuesFromItsCheckpointsStep) {
+  ASSERT_TRUE(Suggest("s", 1, "w1").ok());
+  ASSERT_TRUE(Report("s", 1, 1, 0.9).ok());
+  ASSERT_TRUE(Report("s", 1, 2, 0.8).ok());
+  // The checkpoint holds the latest measured step unless told otherwise.
+  ASSERT_TRUE(Beat(1, 1, "ckpt/1").ok());
+  EXPECT_EQ(Get(1).checkpoint_step(), 2);
+  ASSERT_TRUE(Report("s", 1, 3, 0.75).ok());
+  v1::CompleteTrialRequest gone;
+  gone.set_study_name("s");
+  gone.set_trial_id(1);
+  gone.set_lease_epoch(1);
+  gone.set_worker_failed(true);
+  gone.set_preempted(true);
+  gone.set_failure_reason("interrupted");
+  auto released = service_.CompleteTrial(gone);
+  ASSERT_TRUE(released.ok()) << released.status();
+  EXPECT_EQ(released->state(), v1::Trial::REQUESTED);
+  EXPECT_EQ(released->attempt(), 2);
+  ASSERT_EQ(released->measurements_size(), 2);
+  EXPECT_EQ(released->measurements(1).step(), 2);
+  ASSERT_EQ(released->earlier_attempts_size(), 1);
+  ASSERT_EQ(released->earlier_attempts(0).measurements_size(), 1);
+  EXPECT_EQ(released->earlier_attempts(0).measurements(0).step(), 3);
+
+  auto next = Suggest("s", 1, "w2");
+  ASSERT_TRUE(next.ok());
+  ASSERT_EQ(next->trials_size(), 1);
+  EXPECT_EQ(next->trials(0).checkpoint_step(), 2);
+  // Step 2 again with the same metrics is a retry; step 3 is this attempt's.
+  ASSERT_TRUE(Report("s", 1, 2, 0.8).ok());
+  EXPECT_TRUE(Report("s", 1, 3, 0.7).ok());
+
+  // An explicit step, and the same path moving along.
+  v1::HeartbeatRequest beat;
+  beat.set_study_name("s");
+  beat.set_trial_id(1);
+  beat.set_lease_epoch(2);
+  beat.set_checkpoint_uri("ckpt/1");
+  beat.set_checkpoint_step(3);
+  ASSERT_TRUE(service_.Heartbeat(beat).ok());
+  EXPECT_EQ(Get(1).checkpoint_step(), 3);
+  beat.set_checkpoint_step(-1);
+  EXPECT_EQ(service_.Heartbeat(beat).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  beat.set_checkpoint_step(3);
+  beat.clear_checkpoint_uri();
+  EXPECT_EQ(service_.Heartbeat(beat).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(LeaseTest, DeviceSecondsCountEveryGrantOnce) {
+  ASSERT_TRUE(Suggest("s", 1, "w1").ok());
+  v1::HeartbeatRequest beat;
+  beat.set_study_name("s");
+  beat.set_trial_id(1);
+  beat.set_lease_epoch(1);
+  for (double total : {5.0, 5.0, 3.0, 12.0}) {  // a repeat, a late one
+    beat.set_device_seconds(total);
+    ASSERT_TRUE(service_.Heartbeat(beat).ok());
+  }
+  EXPECT_DOUBLE_EQ(Get(1).device_seconds(), 12);
+  // The worker vanishes: what its heartbeats reported stays counted.
+  now_ms_ += 10'001;
+  ASSERT_TRUE(service_.ExpireLeases().ok());
+  v1::Trial lost = Get(1);
+  EXPECT_DOUBLE_EQ(lost.device_seconds(), 12);
+  ASSERT_EQ(lost.earlier_attempts_size(), 1);
+  EXPECT_DOUBLE_EQ(lost.earlier_attempts(0).device_seconds(), 12);
+
+  // The next grant counts from 0 again; its completion adds what its
+  // heartbeats did not.
+  ASSERT_TRUE(Suggest("s", 1, "w2").ok());
+  beat.set_lease_epoch(2);
+  beat.set_device_seconds(4);
+  ASSERT_TRUE(service_.Heartbeat(beat).ok());
+  v1::CompleteTrialRequest done;
+  done.set_study_name("s");
+  done.set_trial_id(1);
+  done.set_lease_epoch(2);
+  done.set_device_seconds(10);
+  (*done.mutable_final_measurement()->mutable_metrics())["loss"] = 0.5;
+  auto completed = service_.CompleteTrial(done);
+  ASSERT_TRUE(completed.ok()) << completed.status();
+  EXPECT_DOUBLE_EQ(completed->device_seconds(), 22);
+  ASSERT_TRUE(service_.CompleteTrial(done).ok());  // a retry adds nothing
+  v1::GetStudyRequest get;
+  get.set_name("s");
+  auto study = service_.GetStudy(get);
+  ASSERT_TRUE(study.ok());
+  EXPECT_DOUBLE_EQ(study->device_seconds(), 22);
+
+  beat.set_device_seconds(std::numeric_limits<double>::infinity());
+  EXPECT_EQ(service_.Heartbeat(beat).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(LeaseTest, AFailedTrialIsFinalAndNeverRetried) {
+  ASSERT_TRUE(Suggest("s", 1, "w").ok());
+  v1::CompleteTrialRequest failed;
+  failed.set_study_name("s");
+  failed.set_trial_id(1);
+  failed.set_lease_epoch(1);
+  failed.set_failed(true);
+  failed.set_failure_reason("ValueError: bad shape");
+  failed.set_device_seconds(3);
+  auto ended = service_.CompleteTrial(failed);
+  ASSERT_TRUE(ended.ok()) << ended.status();
+  EXPECT_EQ(ended->state(), v1::Trial::FAILED);
+  EXPECT_EQ(ended->failure_reason(), "ValueError: bad shape");
+  EXPECT_DOUBLE_EQ(ended->device_seconds(), 3);
+  EXPECT_EQ(ended->lease_expire_time_ms(), 0);
+  ASSERT_TRUE(service_.CompleteTrial(failed).ok());  // a retry
+  failed.set_failure_reason("another");
+  EXPECT_EQ(service_.CompleteTrial(failed).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  failed.set_infeasible(true);
+  EXPECT_EQ(service_.CompleteTrial(failed).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // Never handed out again.
+  auto next = Suggest("s", 1, "w2");
+  ASSERT_TRUE(next.ok());
+  ASSERT_EQ(next->trials_size(), 1);
+  EXPECT_EQ(next->trials(0).id(), 2);
 }
 
 TEST_F(LeaseTest, ReportsAndHeartbeatsRenewTheLease) {
@@ -1371,9 +1530,17 @@ TEST_F(EarlyStoppingTest, AshaPausesAtRungsAndPromotesBeforeNewTrials) {
     ASSERT_TRUE(heard.ok()) << heard.status();
     EXPECT_TRUE(heard->should_stop());
     EXPECT_EQ(heard->state(), v1::Trial::PAUSED);
-    auto finished = Complete("es", t.id(), loss);
+    v1::CompleteTrialRequest finish;
+    finish.set_study_name("es");
+    finish.set_trial_id(t.id());
+    finish.set_lease_epoch(t.lease_epoch());
+    finish.set_device_seconds(7);
+    (*finish.mutable_final_measurement()->mutable_metrics())["loss"] = loss;
+    auto finished = service_.CompleteTrial(finish);
     ASSERT_TRUE(finished.ok()) << finished.status();
     EXPECT_EQ(finished->state(), v1::Trial::PAUSED);
+    // The segment that ran up to the pause is counted.
+    EXPECT_DOUBLE_EQ(finished->device_seconds(), 7);
   }
 
   // The best of rung 1 (trial 2) is promoted: same id, a new epoch, its
