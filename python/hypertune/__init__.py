@@ -13,7 +13,7 @@ Create a study, ask for trials and report on them, read the history::
 or, in a training loop::
 
     trial = study.ask()
-    with trial:                                    # an exception: INFEASIBLE
+    with trial:                                    # an exception: FAILED
         for epoch in range(1, epochs + 1):
             trial.report(epoch, val_accuracy=evaluate())
             if trial.should_stop:
@@ -43,18 +43,20 @@ from hypertune.errors import (
     UnimplementedError,
 )
 from hypertune.study import Study, TrialEvent
-from hypertune.trial import Measurement, Trial
+from hypertune.trial import Attempt, Infeasible, Measurement, Trial
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_SERVER",
     "AlreadyExistsError",
+    "Attempt",
     "Client",
     "DeadlineExceededError",
     "FailedPreconditionError",
     "HyperTune",
     "HypertuneError",
+    "Infeasible",
     "InvalidArgumentError",
     "LeaseLostError",
     "Measurement",

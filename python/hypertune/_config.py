@@ -184,10 +184,18 @@ def _check_number(value: Any, integer: bool, path: str, source: str) -> None:
         raise _fail(source, path, f"expected {wanted}, got {_describe(value)}")
 
 
+# Fields the server fills in when a new study leaves them out (what
+# service/study_service.cc's CreateStudy sets before storing the spec):
+# the algorithm (StudyServiceOptions.default_algorithm, GP_BANDIT).
+_SERVER_FILLED = ("algorithm",)
+
+
 def spec_differences(stored: pb.StudySpec, wanted: pb.StudySpec) -> list[str]:
     """The names of the top-level spec fields where ``stored`` and
-    ``wanted`` differ."""
+    ``wanted`` differ; a field the server fills in when it is left out
+    (the algorithm) is compared only where ``wanted`` sets it."""
     names = {f.name for f, _ in stored.ListFields()} | {f.name for f, _ in wanted.ListFields()}
+    names -= {name for name in _SERVER_FILLED if not _is_set(wanted, name)}
     differ = []
     for name in sorted(names):
         field = pb.StudySpec.DESCRIPTOR.fields_by_name[name]
@@ -202,3 +210,10 @@ def spec_differences(stored: pb.StudySpec, wanted: pb.StudySpec) -> list[str]:
         if not same:
             differ.append(name)
     return differ
+
+
+def _is_set(spec: pb.StudySpec, name: str) -> bool:
+    field = pb.StudySpec.DESCRIPTOR.fields_by_name[name]
+    if field.has_presence:
+        return spec.HasField(name)
+    return getattr(spec, name) != field.default_value

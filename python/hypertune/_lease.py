@@ -1,7 +1,9 @@
 """The leases on the trials this process holds.
 
 A :class:`LeaseKeeper` keeps what renewals and the trial's own calls learn
-about one lease: whether the server asks the trial to stop (or paused it at
+about one lease (and each renewal reports the device-seconds the attempt
+has used so far, so that a worker that vanishes loses at most one
+interval of them): whether the server asks the trial to stop (or paused it at
 a rung), and whether the lease is lost (FAILED_PRECONDITION or NOT_FOUND:
 the trial went to another worker, or was finished or deleted by someone
 else), after which it is no longer renewed.
@@ -73,8 +75,14 @@ class LeaseKeeper:
         trial_id: int,
         epoch: int,
         client_id: str,
+        *,
+        devices: int = 1,
     ):
         self._transport = transport
+        # This attempt's device time counts from the grant (wall seconds x
+        # devices); each renewal reports the running total.
+        self._granted_at = time.monotonic()
+        self._devices = devices
         self._renewer = renewer
         self.request = pb.HeartbeatRequest(
             study_name=study, trial_id=trial_id, lease_epoch=epoch, client_id=client_id
@@ -146,6 +154,10 @@ class LeaseKeeper:
         with self._lock:
             return self._state
 
+    def device_seconds(self) -> float:
+        """The device-seconds this attempt has used so far."""
+        return (time.monotonic() - self._granted_at) * self._devices
+
     def observe(self, error: HypertuneError) -> Optional[LeaseLostError]:
         """Takes note of a failed call on the trial. Returns the
         LeaseLostError to raise instead if ``error`` says the lease is lost
@@ -166,15 +178,19 @@ class LeaseKeeper:
             self._done = True
         return lost
 
-    def renew(self, checkpoint_uri: str = "") -> pb.HeartbeatResponse:
+    def renew(self, checkpoint_uri: str = "", checkpoint_step: int = 0) -> pb.HeartbeatResponse:
         """One renewal now, with the transport's retries, recording
-        ``checkpoint_uri`` on the trial where not empty."""
+        ``checkpoint_uri`` on the trial where not empty, as holding
+        ``checkpoint_step`` (0: the latest measured step)."""
         with self._lock:
             if self._lost is not None:
                 raise self._lost
         request = pb.HeartbeatRequest()
         request.CopyFrom(self.request)
+        request.device_seconds = self.device_seconds()
         request.checkpoint_uri = checkpoint_uri
+        if checkpoint_uri:
+            request.checkpoint_step = checkpoint_step
         try:
             response = self._transport.call("Heartbeat", request)
         except HypertuneError as error:
@@ -196,6 +212,7 @@ class LeaseKeeper:
         with self._lock:
             if self._done:
                 return None
+            self.request.device_seconds = self.device_seconds()
             self.sent_to, self._in_flight = self._transport.call_async("Heartbeat", self.request)
             return self._in_flight
 

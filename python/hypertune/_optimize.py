@@ -26,7 +26,13 @@ from hypertune.errors import (
     InvalidArgumentError,
     LeaseLostError,
 )
-from hypertune.trial import Trial
+from hypertune.trial import Trial, loses_the_worker
+
+#: What optimize() says when the study's budget ends the call early.
+BUDGET_SPENT = (
+    "optimize: study {name!r} has spent its budget ({budget}): {ran_text}; raise it with "
+    "study.update({raise_with}) and call optimize again"
+)
 
 
 class OptimizedStudy(Protocol):
@@ -41,6 +47,12 @@ class OptimizedStudy(Protocol):
 
     @property
     def objectives(self) -> list[str]: ...
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def spec(self) -> Any: ...
 
     def best(self) -> Optional[Trial]: ...
 
@@ -98,6 +110,13 @@ class _Runs:
             return True
 
 
+def _check_exceptions(name: str, value: Any) -> None:
+    if not isinstance(value, tuple) or not all(
+        isinstance(c, type) and issubclass(c, BaseException) for c in value
+    ):
+        raise InvalidArgumentError(f"{name}: expected a tuple of exception classes, got {value!r}")
+
+
 def _check_arguments(n_trials: Any, n_workers: Any, catch: Any, timeout: Any) -> None:
     if n_trials is not None and (
         isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 0
@@ -105,10 +124,7 @@ def _check_arguments(n_trials: Any, n_workers: Any, catch: Any, timeout: Any) ->
         raise InvalidArgumentError(f"n_trials: expected None or an integer >= 0, got {n_trials!r}")
     if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
         raise InvalidArgumentError(f"n_workers: expected an integer >= 1, got {n_workers!r}")
-    if not isinstance(catch, tuple) or not all(
-        isinstance(c, type) and issubclass(c, BaseException) for c in catch
-    ):
-        raise InvalidArgumentError(f"catch: expected a tuple of exception classes, got {catch!r}")
+    _check_exceptions("catch", catch)
     if timeout is not None and (
         isinstance(timeout, bool)
         or not isinstance(timeout, (int, float))
@@ -216,12 +232,16 @@ def optimize(
     timeout: Optional[float] = None,
     callbacks: Optional[Iterable[Callable[[OptimizedStudy, Trial], Any]]] = None,
     show_progress_bar: bool = False,
+    infeasible: tuple[type[BaseException], ...] = (),
 ) -> None:
     """See Study.optimize; trials come from ``ask``, and ``stops`` holds
     this run's stop event while it runs."""
     _check_arguments(n_trials, n_workers, catch, timeout)
+    _check_exceptions("infeasible", infeasible)
     listeners = _check_callbacks(callbacks)
     runs = _Runs(n_trials)
+    started = [0]  # trials this call ran
+    budget_spent = threading.Event()
     deadline = None if timeout is None else time.monotonic() + timeout
     stop = threading.Event()
     lock = threading.Lock()
@@ -237,21 +257,29 @@ def optimize(
             return _WORKER_DONE
         trial = ask(stop, deadline)
         if trial is None:
+            if study.state == "COMPLETED":
+                budget_spent.set()
             return _WORKER_DONE
+        trial.infeasible_exceptions = infeasible
         me = threading.get_ident()
         with lock:
             running[me] = trial
+            started[0] += 1
         try:
             with trial:
                 result = fn(trial)
                 if trial.held:
                     _finish(trial, result)
-        except catch:
-            pass  # recorded: the with-block marked the trial INFEASIBLE
         except LeaseLostError as lost:
             # The trial went to another worker; that is no reason to stop.
             warnings.warn(f"optimize: {lost}", stacklevel=2)
             return None
+        except catch as error:
+            # Recorded by the with-block: FAILED, INFEASIBLE where the
+            # parameters caused it, given back where the worker lost it
+            # (not an ended trial then: it runs again).
+            if loses_the_worker(error):
+                return None
         finally:
             with lock:
                 running.pop(me, None)
@@ -272,14 +300,43 @@ def optimize(
             while True:
                 outcome = run_one()
                 if outcome is _WORKER_DONE:
-                    return
+                    break
                 if outcome is not None:
                     ended(outcome)
-        _run_in_threads(run_one, ended, n_workers, stop, lock, running, errors)
+        else:
+            _run_in_threads(run_one, ended, n_workers, stop, lock, running, errors)
     finally:
         stops.discard(stop)
         if progress is not None:
             progress.close()
+    short = started[0] == 0 if n_trials is None else started[0] < n_trials
+    if budget_spent.is_set() and short:
+        _warn_budget_spent(study, started[0], n_trials)
+
+
+def _warn_budget_spent(study: OptimizedStudy, ran: int, asked: Optional[int]) -> None:
+    """Says that the study's budget ended the call before it ran the
+    trials asked for (``asked``, None: as many as the budget allows)."""
+    spec = study.spec
+    more = 1 if asked is None else asked - ran
+    if spec.max_trials > 0:
+        budget = f"max_trials={spec.max_trials}"
+        raise_with = f"max_trials={spec.max_trials + more}"
+    elif spec.max_device_hours > 0:
+        budget = f"max_device_hours={spec.max_device_hours:g}"
+        raise_with = "max_device_hours=<more hours>"
+    else:
+        budget = "it is COMPLETED"
+        raise_with = "max_trials=<more trials>"
+    if asked is None:
+        ran_text = "no trial ran in this call"
+    else:
+        ran_text = f"{ran} of the {asked} trials asked for (n_trials) ran in this call"
+    warnings.warn(
+        BUDGET_SPENT.format(name=study.name, budget=budget, ran_text=ran_text,
+                            raise_with=raise_with),
+        stacklevel=4,
+    )
 
 
 def _run_in_threads(
@@ -344,7 +401,7 @@ def _run_in_threads(
         for trial in interrupted:
             try:
                 if trial.held:
-                    trial.give_back("interrupted (KeyboardInterrupt)")
+                    trial.give_back("interrupted (KeyboardInterrupt)", preempted=True)
             except HypertuneError:
                 pass  # its lease runs out instead
         raise

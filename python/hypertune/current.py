@@ -14,12 +14,19 @@ the worker alike::
 from __future__ import annotations
 
 import os
+import signal
 import threading
+import time
 from typing import Optional
 
 from hypertune.client import Client
-from hypertune.errors import InvalidArgumentError
-from hypertune.trial import Trial
+from hypertune.errors import HypertuneError, InvalidArgumentError
+from hypertune.trial import Trial, rank_from_env
+
+# How often the program checks that its worker is still there, and how
+# long it then gives its own SIGTERM handling before it ends itself.
+_WATCH_SECONDS = 0.5
+_GRACE_SECONDS = 30.0
 
 _lock = threading.Lock()
 _current: Optional[Trial] = None
@@ -45,8 +52,16 @@ def current_trial() -> Optional[Trial]:
     and printed metrics). Its ``checkpoint_uri`` and ``measurements`` are
     those left by an earlier run of the trial (a promotion after an ASHA
     pause, or another worker that died): resume from them. In a ``with``
-    block, an exception marks the trial INFEASIBLE; an interruption is left
-    to the worker.
+    block, an exception settles the trial as for any trial (FAILED,
+    INFEASIBLE for what the parameters caused, given back for a closed
+    stdout); an interruption is left to the worker.
+
+    A program outlives its worker only by mistake: if the worker that
+    started it ends (``kill -9``), the program notices its parent is gone,
+    gives the trial back (another worker resumes it from its checkpoint)
+    and ends itself with SIGTERM. In a distributed training (torchrun:
+    ``RANK``, else ``LOCAL_RANK``) only rank 0 reports and finishes the
+    trial; see :attr:`Trial.rank`.
     """
     global _current, _looked
     with _lock:
@@ -67,6 +82,34 @@ def current_trial() -> Optional[Trial]:
         # Act under the worker's epoch: if the trial has moved on to another
         # holder since, the server refuses our reports instead of mixing them in.
         proto.lease_epoch = epoch
-        _current = Trial(client, proto, study.spec, held=True, worker_holds=True)
+        _current = Trial(
+            client, proto, study.spec, held=True, worker_holds=True, rank=rank_from_env()
+        )
         _looked = True
+        _watch_parent(_current, os.getppid())
         return _current
+
+
+def _watch_parent(trial: Trial, parent: int) -> None:
+    """Ends this program once ``parent`` (the worker, or what the worker
+    started it through) is gone: the worker's own guard (PR_SET_PDEATHSIG)
+    covers its direct child only, and a program that trains on for a
+    worker nobody listens to wastes its device and keeps the trial from
+    being handed over."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(_WATCH_SECONDS)
+        if trial.held and trial.rank == 0:
+            try:
+                trial.give_back(f"the worker (pid {parent}) that started the program is gone")
+            except HypertuneError:
+                pass  # its lease runs out instead
+        os.kill(os.getpid(), signal.SIGTERM)
+        # A SIGTERM handler of the program's own may save a checkpoint;
+        # then, or if it ignores the signal, the program ends.
+        time.sleep(_GRACE_SECONDS)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if parent > 1:
+        threading.Thread(target=watch, name="hypertune-worker-watch", daemon=True).start()

@@ -632,6 +632,7 @@ class Study:
         timeout: Optional[float] = None,
         callbacks: Optional[Sequence[Callable[[Study, Trial], Any]]] = None,
         show_progress_bar: bool = False,
+        infeasible: tuple[type[BaseException], ...] = (),
     ) -> None:
         """Runs ``fn`` on trials of the study, as Optuna's optimize does.
 
@@ -639,21 +640,42 @@ class Study:
         objective's value, or a dict of metrics; it may also report
         intermediate values, watch ``trial.should_stop`` and finish the trial
         itself. ``n_workers`` threads run trials at once, until
-        ``n_trials`` runs have started (None: until the study's budget is
-        spent), ``timeout`` seconds have passed (no trial starts after
-        that; running ones finish), or :meth:`stop` is called. An exception
-        from ``fn`` marks its trial INFEASIBLE; unless it is one of
-        ``catch``, it then ends the optimization and is raised here, once
-        the other threads' running trials are done. On KeyboardInterrupt
-        the trials being run are given back.
+        ``n_trials`` trials have run in this call (as in Optuna: this many
+        more; None: until the study's budget is spent), ``timeout`` seconds
+        have passed (no trial starts after that; running ones finish), or
+        :meth:`stop` is called. The study's budget (``max_trials``,
+        ``max_device_hours``) caps the call: when it ends the call before
+        ``n_trials`` trials ran, a warning says so and how to raise it.
+
+        What ``fn`` ends with settles its trial:
+
+        - a value or dict: COMPLETED (a NaN or infinite metric:
+          INFEASIBLE);
+        - an exception: FAILED with its type and message, left out of the
+          model (Optuna's FAIL); INFEASIBLE instead, a region the optimizer
+          avoids, for :class:`hypertune.Infeasible`, out of memory
+          (MemoryError, torch.cuda.OutOfMemoryError), FloatingPointError
+          and the classes in ``infeasible``. Exceptions in ``catch`` are
+          recorded and the run goes on; any other is recorded and raised
+          here, once the other threads' running trials are done;
+        - a BrokenPipeError (stdout closed) or a lost server: the trial is
+          given back to run again, not judged;
+        - KeyboardInterrupt (Ctrl-C): the trials being run are given back
+          (preempted, not failed) and KeyboardInterrupt is raised; calling
+          optimize again continues the study, those trials first.
+
+        A trial handed over after its worker was lost (this or another
+        process) comes back as a new attempt (:attr:`Trial.attempt`): ``fn``
+        resumes from :attr:`Trial.checkpoint_uri` at
+        ``trial.checkpoint_step + 1``, or starts afresh at step 1.
 
         Each callback is called as ``callback(study, trial)`` in the calling
-        thread after each trial ends (COMPLETED, STOPPED, INFEASIBLE by a
-        caught exception, or PAUSED at an ASHA rung; not the trial whose
-        exception ends the run, nor one whose lease was lost), with the
-        trial as the server last returned it; it may call
-        ``study.stop()``. An exception from a callback ends the run as one
-        from ``fn`` does (the trial's result is stored already).
+        thread after each trial ends (COMPLETED, STOPPED, INFEASIBLE or
+        FAILED by a caught exception, or PAUSED at an ASHA rung; not the
+        trial whose exception ends the run, nor one given back or whose
+        lease was lost), with the trial as the server last returned it; it
+        may call ``study.stop()``. An exception from a callback ends the
+        run as one from ``fn`` does (the trial's result is stored already).
         ``show_progress_bar`` shows a tqdm bar (Debian: python3-tqdm) on
         stderr with the best value so far; without tqdm, a warning and no
         bar.
@@ -669,4 +691,5 @@ class Study:
             timeout=timeout,
             callbacks=callbacks,
             show_progress_bar=show_progress_bar,
+            infeasible=infeasible,
         )

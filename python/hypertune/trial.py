@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import operator
+import os
 import time
 import warnings
 import weakref
@@ -32,7 +33,14 @@ from hypertune import _signals
 from hypertune._lease import LeaseKeeper, LeaseRenewer
 from hypertune._proto import objective_metrics, pb
 from hypertune._transport import Transport
-from hypertune.errors import FailedPreconditionError, HypertuneError, InvalidArgumentError
+from hypertune.errors import (
+    DeadlineExceededError,
+    FailedPreconditionError,
+    HypertuneError,
+    InvalidArgumentError,
+    LeaseLostError,
+    UnavailableError,
+)
 
 if TYPE_CHECKING:
     from hypertune._client_ids import SharedSlot
@@ -44,6 +52,9 @@ ParamValue = Union[float, int, str]
 
 # Reasons are stored and shown; a whole traceback's worth is too much.
 _MAX_REASON = 1000
+
+# How long a rank other than 0 waits for rank 0's report of the same step.
+_FOLLOW_SECONDS = 60.0
 
 
 class Holder(Protocol):
@@ -68,6 +79,88 @@ class Measurement:
     step: int
     elapsed_seconds: float
     metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """An earlier attempt of a trial, up to the loss of its worker: the
+    measurements the next attempt did not continue from (all of them
+    without a checkpoint, those past the checkpoint's step with one), kept
+    to be shown, never the trial's result."""
+
+    number: int
+    client_id: str
+    measurements: list[Measurement]
+    end_reason: str
+    end_time: Optional[datetime]
+    device_seconds: float
+
+
+class Infeasible(Exception):
+    """Raised by a trial's code to say its parameters cannot work (a model
+    too large for the device, a configuration the code cannot build): the
+    ``with`` block, or :meth:`Study.optimize`, marks the trial INFEASIBLE
+    with the message, and the optimizer steers away from the region. Any
+    other exception marks it FAILED, which the optimizer leaves out."""
+
+
+# Exceptions that say the parameters cannot work, besides Infeasible:
+# running out of memory (torch.cuda.OutOfMemoryError and its kin are
+# matched by name, without importing torch) and floating-point trouble
+# (NumPy's divergence under np.seterr(all="raise")).
+_INFEASIBLE_TYPES: tuple[type[BaseException], ...] = (Infeasible, MemoryError, FloatingPointError)
+_INFEASIBLE_NAMES = ("OutOfMemoryError",)
+
+# Exceptions that say this process lost its way to the trial, not that
+# the parameters failed: its standard output is gone (the `hypertune
+# worker` reading it was killed), or the server is out of reach.
+_WORKER_LOST_TYPES: tuple[type[BaseException], ...] = (
+    BrokenPipeError,
+    UnavailableError,
+    DeadlineExceededError,
+)
+
+
+def declares_infeasible(
+    error: BaseException, declared: tuple[type[BaseException], ...] = ()
+) -> bool:
+    """Whether ``error`` says the trial's parameters cannot work: an
+    :class:`Infeasible`, out of memory (MemoryError, a class named
+    OutOfMemoryError such as torch.cuda.OutOfMemoryError, a RuntimeError
+    saying "out of memory"), a FloatingPointError, or one of
+    ``declared``."""
+    if isinstance(error, _INFEASIBLE_TYPES + tuple(declared)):
+        return True
+    if any(kind.__name__ in _INFEASIBLE_NAMES for kind in type(error).__mro__):
+        return True
+    # PyTorch before 1.13 (and other frameworks) say it in a RuntimeError.
+    return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
+
+
+def loses_the_worker(error: BaseException) -> bool:
+    """Whether ``error`` says this process can no longer run the trial
+    (a broken stdout, the server out of reach, the lease lost), not that
+    the parameters failed."""
+    return isinstance(error, _WORKER_LOST_TYPES + (LeaseLostError,))
+
+
+def describe_error(error: BaseException) -> str:
+    """``error`` as a trial's reason: its type and message."""
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def rank_from_env() -> int:
+    """This process's rank in a distributed training (torchrun sets RANK,
+    some launchers only LOCAL_RANK); 0 when neither is set."""
+    for name in ("RANK", "LOCAL_RANK"):
+        text = os.environ.get(name, "")
+        if text.strip():
+            try:
+                return int(text)
+            except ValueError:
+                raise InvalidArgumentError(f"{name}: {text!r} is not an integer") from None
+    return 0
 
 
 def _state_name(state: int) -> str:
@@ -225,12 +318,26 @@ class Trial:
     (when held) the calls that report on it.
 
     Used as a context manager (``with study.ask() as trial:``) a held trial
-    completes nothing by itself, but an exception leaving the block marks
-    it INFEASIBLE with the exception's type and message (the parameters are
-    bad), and ``KeyboardInterrupt`` or SIGTERM gives it back to the queue
-    with its checkpoint (the worker failed, not the parameters). A trial
-    left unfinished by the block is no longer renewed: once its lease runs
-    out the server hands it to another worker.
+    completes nothing by itself, but an exception leaving the block settles
+    it by what the exception says:
+
+    - the parameters cannot work (:class:`Infeasible`, out of memory, a
+      FloatingPointError): INFEASIBLE, a region the optimizer avoids;
+    - this process lost its way to the trial (a BrokenPipeError on a
+      closed stdout, the server out of reach): given back, to be run again
+      by another worker (a lost lease is left as it is);
+    - ``KeyboardInterrupt`` or SIGTERM: given back as preempted, with its
+      checkpoint;
+    - any other exception: FAILED with the exception's type and message,
+      left out of the model (Optuna's FAIL).
+
+    A trial left unfinished by the block is no longer renewed: once its
+    lease runs out the server hands it to another worker.
+
+    A trial handed over after its worker was lost is a new *attempt*
+    (:attr:`attempt`): it resumes from :attr:`checkpoint_uri` at
+    :attr:`checkpoint_step` + 1, or, without a checkpoint, starts afresh
+    at step 1 (the earlier attempt's curve is in :attr:`earlier_attempts`).
     """
 
     def __init__(
@@ -243,6 +350,7 @@ class Trial:
         renew_every: Optional[float] = None,
         slot: Optional[SharedSlot] = None,
         worker_holds: bool = False,
+        rank: int = 0,
     ):
         """Not called directly: trials come from a Study or current_trial().
 
@@ -252,7 +360,9 @@ class Trial:
         finished; ``worker_holds``: the `hypertune worker` that started this
         program holds the lease and settles the trial if the program does
         not, so the context manager leaves interruptions and an unfinished
-        trial to it.
+        trial to it; ``rank``: this process's rank in a distributed
+        training of the trial (only rank 0 reports and finishes it, the
+        others follow its state).
         """
         self._client = client
         self._proto = proto
@@ -260,6 +370,11 @@ class Trial:
         self._held = held and client is not None
         self._slot = slot
         self._worker_holds = worker_holds
+        self._rank = rank
+        #: Exception classes the ``with`` block marks INFEASIBLE beside
+        #: the usual ones (:class:`Infeasible`, out of memory,
+        #: FloatingPointError); optimize(infeasible=...) sets them.
+        self.infeasible_exceptions: tuple[type[BaseException], ...] = ()
         self._finished = False
         # Set by set_attribute, stored at completion: key -> (Python value).
         self._pending_attributes: dict[str, Any] = {}
@@ -280,8 +395,9 @@ class Trial:
                 proto.id,
                 proto.lease_epoch,
                 proto.client_id,
+                devices=client.devices,
             )
-            if renew_every is not None:
+            if renew_every is not None and rank == 0:
                 self._lease.start(renew_every)
                 # A trial dropped unfinished is renewed no longer: its lease
                 # runs out and another worker gets it.
@@ -319,6 +435,58 @@ class Trial:
             Measurement(m.step, m.elapsed_seconds, dict(m.metrics))
             for m in self._proto.measurements
         ]
+
+    @property
+    def attempt(self) -> int:
+        """The attempt running (or last run): 1 from the first grant, one
+        more each time the trial was handed over after a loss (its lease
+        ran out, it was given back or preempted). 0 from servers that do
+        not count attempts."""
+        return self._proto.attempt
+
+    @property
+    def earlier_attempts(self) -> list[Attempt]:
+        """The curves of earlier attempts that the current one does not
+        continue (see :class:`Attempt`), oldest first."""
+        return [
+            Attempt(
+                number=a.number,
+                client_id=a.client_id,
+                measurements=[
+                    Measurement(m.step, m.elapsed_seconds, dict(m.metrics))
+                    for m in a.measurements
+                ],
+                end_reason=a.end_reason,
+                end_time=(
+                    datetime.fromtimestamp(a.end_time_ms / 1000.0, timezone.utc)
+                    if a.end_time_ms
+                    else None
+                ),
+                device_seconds=a.device_seconds,
+            )
+            for a in self._proto.earlier_attempts
+        ]
+
+    @property
+    def checkpoint_step(self) -> int:
+        """The step :attr:`checkpoint_uri` holds (0 without a checkpoint):
+        a handed-over trial resumes training at ``checkpoint_step + 1``,
+        and its :attr:`measurements` are those up to that step."""
+        return self._proto.checkpoint_step
+
+    @property
+    def device_seconds(self) -> float:
+        """The device-seconds (wall seconds x devices) recorded for the
+        trial, every attempt and segment together, as last read."""
+        return self._proto.device_seconds
+
+    @property
+    def rank(self) -> int:
+        """This process's rank in a distributed training of the trial
+        (RANK, else LOCAL_RANK; 0 outside one): only rank 0 reports and
+        finishes the trial; the other ranks' reports only follow its state
+        so that :attr:`should_stop` agrees on every rank."""
+        return self._rank
 
     @property
     def metrics(self) -> dict[str, float]:
@@ -400,7 +568,8 @@ class Trial:
     def checkpoint_uri(self) -> str:
         """Where to resume from: left by an earlier holder of the trial
         (it was paused at a rung, or its worker died), or set by
-        :meth:`set_checkpoint`. Empty if none."""
+        :meth:`set_checkpoint`. Empty if none; it holds step
+        :attr:`checkpoint_step`."""
         return self._proto.checkpoint_uri
 
     @property
@@ -475,6 +644,8 @@ class Trial:
         resumed from its checkpoint when promoted)."""
         if self._proto.state in (pb.Trial.STOPPING, pb.Trial.PAUSED):
             return True
+        if self._rank != 0 and self._proto.state == pb.Trial.STOPPED:
+            return True  # rank 0 already finished the stopped trial
         return self._lease is not None and self._lease.should_stop
 
     @property
@@ -547,6 +718,9 @@ class Trial:
             if math.isnan(value):
                 raise InvalidArgumentError(f'{where}: metric "{name}" is NaN')
         self._check_carries_objective(values, where)
+        if self._rank != 0:
+            self._follow(client, step)
+            return
         request = pb.AddMeasurementRequest(
             study_name=self.study_name,
             trial_id=self.id,
@@ -556,6 +730,38 @@ class Trial:
             ),
         )
         self._proto = self._rpc(client, "AddMeasurement", request)
+        self._last_step = max(self._last_step, step)
+
+    def _follow(self, client: Holder, step: int) -> None:
+        """A rank other than 0 reporting ``step``: waits (up to
+        _FOLLOW_SECONDS) until rank 0's report of that step is on the
+        server, then takes the trial's state from there, so that both
+        ranks see the same stop or pause after the same step."""
+        deadline = time.monotonic() + _FOLLOW_SECONDS
+        wait = 0.02
+        while True:
+            now = client.transport.call(
+                "GetTrial", pb.GetTrialRequest(study_name=self.study_name, trial_id=self.id)
+            )
+            reached = any(m.step >= step for m in now.measurements)
+            moved_on = now.lease_epoch != self.lease_epoch
+            if reached or moved_on or now.state != pb.Trial.ACTIVE:
+                break
+            if time.monotonic() >= deadline:
+                warnings.warn(
+                    f"trial {self.id} rank {self._rank}: rank 0 has not reported step {step} "
+                    f"within {_FOLLOW_SECONDS:.0f} s; going on with the trial's state as it is",
+                    stacklevel=3,
+                )
+                break
+            time.sleep(wait)
+            wait = min(wait * 2, 1.0)
+        epoch = self.lease_epoch
+        self._proto = now
+        if now.lease_epoch != epoch:
+            # Handed over past this run (rank 0 paused or lost it): stop.
+            self._proto.state = pb.Trial.STOPPING if reached else now.state
+            self._proto.lease_epoch = epoch
         self._last_step = max(self._last_step, step)
 
     def _check_carries_objective(self, values: Mapping[str, float], where: str) -> None:
@@ -585,10 +791,12 @@ class Trial:
         ``trial.complete(0.91)`` for the study's objective alone, or
         ``trial.complete({"val/acc": 0.91})``.
 
-        A NaN metric marks the trial INFEASIBLE instead (the parameters
-        diverged). A trial the server stopped early becomes STOPPED; one
-        paused at a rung is only let go of (it is resumed from its
-        checkpoint when promoted).
+        A NaN or infinite metric marks the trial INFEASIBLE instead (the
+        parameters diverged). A trial the server stopped early becomes
+        STOPPED; one paused at a rung stays PAUSED (it is resumed from its
+        checkpoint when promoted), its device time counted. On a rank other
+        than 0 of a distributed training this only lets go of the trial:
+        rank 0 completes it.
         """
         where = f"trial {self.id} complete"
         if value is None:
@@ -606,8 +814,9 @@ class Trial:
         if not values:
             raise InvalidArgumentError(f"{where}: no metrics")
         for name, number in values.items():
-            if math.isnan(number):
-                self.infeasible(f'metric "{name}" is NaN')
+            if not math.isfinite(number):
+                what = "NaN" if math.isnan(number) else "infinite"
+                self.infeasible(f'metric "{name}" is {what}')
                 return
         final = pb.Measurement(
             step=self._last_step, elapsed_seconds=self._elapsed(), metrics=values
@@ -622,6 +831,13 @@ class Trial:
             pb.CompleteTrialRequest(infeasible=True, infeasible_reason=str(reason)[:_MAX_REASON])
         )
 
+    def fail(self, reason: str) -> None:
+        """Marks the trial FAILED: something other than its parameters went
+        wrong for good (a bug, a missing file). It is not run again, and
+        the optimizer leaves it out, as Optuna's FAIL."""
+        self._usable("mark failed")
+        self._finish(pb.CompleteTrialRequest(failed=True, failure_reason=str(reason)[:_MAX_REASON]))
+
     def give_back(self, reason: str = "given back", *, preempted: bool = False) -> None:
         """Gives the trial back because this worker cannot finish it
         (preempted, shutting down), not because of its parameters: the
@@ -629,7 +845,7 @@ class Trial:
         checkpoint, while it has retries left, else marks it FAILED.
         ``preempted=True`` says the machine is being taken away (a spot
         notice, SIGTERM): that spends the study's ``max_preemptions``, not
-        its ``max_retries``."""
+        its ``max_retries`` (a Ctrl-C is one too)."""
         self._usable("give back")
         self._finish(
             pb.CompleteTrialRequest(
@@ -639,19 +855,31 @@ class Trial:
 
     def _finish(self, request: pb.CompleteTrialRequest) -> None:
         client = self._usable("finish")
-        if self.paused and not request.infeasible:
-            # Paused at a rung: it is resumed from its checkpoint when
-            # promoted (perhaps by another worker already); nothing to settle.
-            self._let_go()
+        if self._rank != 0:
+            self._let_go()  # rank 0 finishes the trial
             return
         request.study_name = self.study_name
         request.trial_id = self.id
         request.lease_epoch = self.lease_epoch
+        # This attempt's device time in all; the server adds what its
+        # heartbeats did not report already.
+        assert self._lease is not None
+        request.device_seconds = self._lease.device_seconds()
+        if self.paused and not request.infeasible:
+            # Paused at a rung: the pause stands, and the trial is resumed
+            # from its checkpoint when promoted (perhaps by another worker
+            # already). The call only counts this segment's device time.
+            try:
+                client.transport.call("CompleteTrial", request)
+            except HypertuneError:
+                pass  # promoted and held by another worker already
+            self._lease.settle()
+            self._let_go()
+            return
         if not request.worker_failed:
             request.attributes.update(
                 encode_attributes(self._pending_attributes, "", self._proto.attributes)
             )
-        request.device_seconds = (time.monotonic() - self._attached_at) * client.devices
         try:
             self._proto = client.transport.call("CompleteTrial", request)
         except HypertuneError as error:
@@ -687,6 +915,8 @@ class Trial:
             )
         elif request.infeasible:
             done = ours and now.state == pb.Trial.INFEASIBLE
+        elif request.failed:
+            done = ours and now.state == pb.Trial.FAILED
         else:
             done = (
                 ours
@@ -704,33 +934,56 @@ class Trial:
             self._slot.finished_one()
             self._slot = None
 
-    def heartbeat(self, checkpoint_uri: str = "") -> bool:
+    def heartbeat(self, checkpoint_uri: str = "", checkpoint_step: Optional[int] = None) -> bool:
         """Renews the lease now, recording ``checkpoint_uri`` on the trial
-        if given. Returns :attr:`should_stop`."""
-        self._usable("renew the lease")
+        if given, as holding ``checkpoint_step`` (default: the latest
+        reported step). Returns :attr:`should_stop`. On a rank other than
+        0 of a distributed training it only reads the trial's state."""
+        client = self._usable("renew the lease")
         assert self._lease is not None
-        response = self._lease.renew(checkpoint_uri)
+        step = 0
+        if checkpoint_step is not None:
+            step = _check_step(checkpoint_step, f"trial {self.id} checkpoint")
+            if step < 0:
+                raise InvalidArgumentError(
+                    f"trial {self.id} checkpoint: step: expected an integer >= 0, got {step}"
+                )
+        if self._rank != 0:
+            self._follow(client, 0)
+            return self.should_stop
+        response = self._lease.renew(checkpoint_uri, step)
         self._proto.lease_expire_time_ms = response.lease_expire_time_ms
         if checkpoint_uri:
             self._proto.checkpoint_uri = checkpoint_uri
+            self._proto.checkpoint_step = step or self._last_step
         return self.should_stop
 
-    def set_checkpoint(self, uri: str) -> None:
+    def set_checkpoint(self, uri: str, step: Optional[int] = None) -> None:
         """Records ``uri`` as the place to resume this trial from, should
         its worker die or the trial be paused at a rung (e.g.
-        ``"file:///ckpt/trial-3.pt"``). Save the checkpoint before the
-        report that may pause the trial."""
+        ``"file:///ckpt/trial-3.pt"``), as holding ``step`` (default: the
+        latest reported step). A handed-over trial then resumes at
+        :attr:`checkpoint_step` + 1 with the measurements up to it. Save
+        the checkpoint before the report that may pause the trial. On a
+        rank other than 0 of a distributed training this does nothing:
+        rank 0 records the checkpoint."""
         if not isinstance(uri, str) or not uri:
             raise InvalidArgumentError(
                 f"trial {self.id} set_checkpoint: uri: expected a non-empty string, "
                 f"got {_describe(uri)}"
             )
-        self.heartbeat(uri)
+        if self._rank != 0:
+            self._usable("set a checkpoint")
+            return
+        self.heartbeat(uri, step)
 
     def check_early_stopping(self) -> bool:
         """Asks the server to judge the trial by the study's early-stopping
         rule now, against the latest results. Returns :attr:`should_stop`."""
         client = self._usable("check early stopping")
+        if self._rank != 0:
+            self._follow(client, 0)
+            return self.should_stop
         response = self._rpc(
             client,
             "CheckEarlyStopping",
@@ -752,8 +1005,11 @@ class Trial:
         try:
             if not self.held:
                 return
+            if self._rank != 0:
+                self._let_go()  # rank 0 settles the trial
+                return
             if isinstance(error, Exception):
-                self._settle_quietly(self.infeasible, f"{type(error).__name__}: {error}")
+                self._settle_exception(error)
             elif self._worker_holds:
                 return  # the worker settles the trial from how the program ends
             elif error is None:
@@ -769,11 +1025,31 @@ class Trial:
                     lambda reason: self.give_back(reason, preempted=True), "preempted (SIGTERM)"
                 )
             elif isinstance(error, KeyboardInterrupt):
-                self._settle_quietly(self.give_back, "interrupted (KeyboardInterrupt)")
+                # Ctrl-C takes the process away, as a preemption does: the
+                # trial goes back to the queue and a rerun continues it.
+                self._settle_quietly(
+                    lambda reason: self.give_back(reason, preempted=True),
+                    "interrupted (KeyboardInterrupt)",
+                )
         finally:
             if self._signals_entered:
                 self._signals_entered = False
                 _signals.leave()
+
+    def _settle_exception(self, error: Exception) -> None:
+        """Settles the trial by the exception leaving its with-block (see
+        the class's documentation)."""
+        reason = describe_error(error)
+        if isinstance(error, LeaseLostError):
+            return  # another worker has it; nothing to settle
+        if loses_the_worker(error):
+            if isinstance(error, BrokenPipeError):
+                reason += " (standard output closed: the worker reading it is gone)"
+            self._settle_quietly(self.give_back, reason)
+        elif declares_infeasible(error, self.infeasible_exceptions):
+            self._settle_quietly(self.infeasible, reason)
+        else:
+            self._settle_quietly(self.fail, reason)
 
     def _settle_quietly(self, settle: Any, reason: str) -> None:
         # The exception in flight is what the caller must see; a failure to

@@ -136,19 +136,63 @@ def test_lightning_callback_warns_once_of_a_missing_monitor(client):
     assert study.trial(trial.id).measurements == []
 
 
-def test_lightning_callback_refuses_several_processes(client):
-    """With a fake trainer (see FakeLightningTrainer) that says it runs two
-    processes: refused at setup, before any training."""
-    study = client.create_study(study_config(unique_name("lightning")))
-    trial = study.ask()
-    trainer = FakeLightningTrainer(max_epochs=3)
-    trainer.world_size = 2
-    callback = ht_lightning.HypertuneCallback(trial)
-    with pytest.raises(RuntimeError, match="runs 2 processes; the callback supports one"):
-        callback.setup(trainer, None, "fit")
-    trainer.world_size = 1
-    callback.setup(trainer, None, "fit")
-    trial.complete(loss=1.0)
+class FakeDDPRanks:
+    """Stands in for two DDP processes of one Lightning training (Lightning
+    and torch are not installed here): two fake trainers, global ranks 0
+    and 1, whose ``strategy.broadcast(obj, src=0)`` hands every rank what
+    rank 0 passed, as Lightning's strategies do. The ranks run each epoch's
+    validation in turn, rank 0 first (the collective waits for it)."""
+
+    def __init__(self, max_epochs: int):
+        self.trainers = [FakeLightningTrainer(max_epochs) for _ in range(2)]
+        self.sent: list[Any] = []
+        for rank, trainer in enumerate(self.trainers):
+            trainer.world_size = 2
+            trainer.is_global_zero = rank == 0
+            trainer.strategy = SimpleNamespace(broadcast=self._broadcaster(rank))
+
+    def _broadcaster(self, rank: int):
+        def broadcast(obj: Any, src: int = 0) -> Any:
+            assert src == 0
+            if rank == 0:
+                self.sent.append(obj)
+            return self.sent[-1]
+        return broadcast
+
+    def fit(self, callbacks: list, val_loss: Any) -> None:
+        for trainer, callback in zip(self.trainers, callbacks):
+            callback.setup(trainer, None, "fit")
+        for epoch in range(self.trainers[0].max_epochs):
+            for rank, (trainer, callback) in enumerate(zip(self.trainers, callbacks)):
+                trainer.current_epoch = epoch
+                # Each rank sees its own shard's loss; rank 0's is reported.
+                trainer.callback_metrics = {"val_loss": val_loss(epoch) + rank}
+                callback.on_validation_end(trainer, None)
+                trainer.epochs_run += 1
+            if all(t.should_stop for t in self.trainers):
+                return
+            assert not any(t.should_stop for t in self.trainers)
+
+
+def test_lightning_callback_under_ddp_stops_every_rank_at_once(client):
+    """With two fake DDP ranks (see FakeDDPRanks): rank 0 alone reports, and
+    when the median rule stops the trial every rank stops at the same
+    epoch, through the strategy's broadcast."""
+    study = client.create_study(study_config(unique_name("lightning"), early_stopping=MEDIAN))
+    good_history(study)
+    poor = study.ask()
+    ranks = FakeDDPRanks(max_epochs=10)
+    callbacks = [ht_lightning.HypertuneCallback(poor, monitor="val_loss") for _ in range(2)]
+    ranks.fit(callbacks, lambda epoch: 5.0)
+    stopped = [c.stopped_epoch for c in callbacks]
+    assert stopped[0] is not None and stopped == [stopped[0]] * 2
+    assert [t.epochs_run for t in ranks.trainers] == [stopped[0] + 1] * 2
+    poor.complete(loss=5.0)
+    stored = study.trial(poor.id)
+    assert stored.state == "STOPPED"
+    # Rank 0's values only (rank 1's were 6.0), once per epoch.
+    assert [(m.step, m.metrics) for m in stored.measurements] == [
+        (epoch, {"loss": 5.0}) for epoch in range(stopped[0] + 1)]
 
 
 def test_lightning_callback_in_a_real_trainer(client, tmp_path):

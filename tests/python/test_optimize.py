@@ -95,7 +95,8 @@ def test_function_that_finishes_the_trial_itself(client: hypertune.Client) -> No
         assert trial.state == ("INFEASIBLE" if trial.params["y"] > 3 else "COMPLETED")
 
 
-def test_exception_marks_infeasible_and_ends_the_run(client: hypertune.Client) -> None:
+def test_exception_marks_failed_and_ends_the_run(client: hypertune.Client) -> None:
+    # Optuna's FAIL: recorded, left out of the model, and raised.
     study = client.create_study(study_config(unique_name()))
     calls = []
 
@@ -108,26 +109,60 @@ def test_exception_marks_infeasible_and_ends_the_run(client: hypertune.Client) -
     with pytest.raises(RuntimeError, match="diverged"):
         study.optimize(objective, n_trials=10)
     states = [t.state for t in study.trials()]
-    assert states == ["COMPLETED", "COMPLETED", "INFEASIBLE"]
-    assert study.trial(3).infeasible_reason == "RuntimeError: diverged"
+    assert states == ["COMPLETED", "COMPLETED", "FAILED"]
+    assert study.trial(3).failure_reason == "RuntimeError: diverged"
+    assert study.trial(3).infeasible_reason == ""
 
 
 def test_caught_exceptions_are_recorded_and_the_run_goes_on(client: hypertune.Client) -> None:
     study = client.create_study(study_config(unique_name()))
 
     def objective(trial: hypertune.Trial) -> float:
-        if trial.id % 2 == 0:
-            raise MemoryError("out of memory")
+        if trial.id % 3 == 1:
+            raise MemoryError("out of memory")  # the parameters' doing
+        if trial.id % 3 == 2:
+            raise ValueError("bad batch")  # the code's
         return 0.5
 
-    study.optimize(objective, n_trials=6, n_workers=3, catch=(MemoryError,))
+    study.optimize(objective, n_trials=6, n_workers=3, catch=(MemoryError, ValueError))
     trials = study.trials()
     assert len(trials) == 6
     for trial in trials:
-        if trial.id % 2 == 0:
+        if trial.id % 3 == 1:
             assert (trial.state, trial.infeasible_reason) == ("INFEASIBLE", "MemoryError: out of memory")
+        elif trial.id % 3 == 2:
+            assert (trial.state, trial.failure_reason) == ("FAILED", "ValueError: bad batch")
         else:
             assert trial.state == "COMPLETED"
+
+
+class TooDeep(Exception):
+    pass
+
+
+def test_infeasible_results_and_declared_exceptions(client: hypertune.Client) -> None:
+    study = client.create_study(study_config(unique_name()))
+    ended = []
+
+    def objective(trial: hypertune.Trial) -> float:
+        return [float("nan"), float("inf"), 0.5][trial.id - 1] if trial.id <= 3 else _deeper(trial)
+
+    def _deeper(trial: hypertune.Trial) -> float:
+        if trial.id == 4:
+            raise TooDeep("12 layers do not fit")
+        raise hypertune.Infeasible("batch does not fit")
+
+    study.optimize(objective, n_trials=5, catch=(TooDeep, hypertune.Infeasible),
+                   infeasible=(TooDeep,), callbacks=[lambda s, t: ended.append(t.state)])
+    stored = {t.id: (t.state, t.infeasible_reason) for t in study.trials()}
+    assert stored == {
+        1: ("INFEASIBLE", 'metric "loss" is NaN'),
+        2: ("INFEASIBLE", 'metric "loss" is infinite'),
+        3: ("COMPLETED", ""),
+        4: ("INFEASIBLE", "TooDeep: 12 layers do not fit"),
+        5: ("INFEASIBLE", "Infeasible: batch does not fit"),
+    }
+    assert ended == ["INFEASIBLE", "INFEASIBLE", "COMPLETED", "INFEASIBLE", "INFEASIBLE"]
 
 
 def test_exception_in_a_worker_thread_is_raised(client: hypertune.Client) -> None:
@@ -138,7 +173,7 @@ def test_exception_in_a_worker_thread_is_raised(client: hypertune.Client) -> Non
 
     with pytest.raises(KeyError, match="no such column"):
         study.optimize(objective, n_trials=8, n_workers=2)
-    assert all(t.state == "INFEASIBLE" for t in study.trials())
+    assert all(t.state == "FAILED" for t in study.trials())
 
 
 @pytest.mark.parametrize(
@@ -154,8 +189,8 @@ def test_wrong_return_value_names_it(client: hypertune.Client, result, message) 
     with pytest.raises(hypertune.InvalidArgumentError) as raised:
         study.optimize(lambda trial: result, n_trials=1)
     assert message in str(raised.value)
-    assert study.trial(1).state == "INFEASIBLE"
-    assert message in study.trial(1).infeasible_reason
+    assert study.trial(1).state == "FAILED"  # the code's mistake, not the parameters'
+    assert message in study.trial(1).failure_reason
 
 
 @pytest.mark.parametrize(

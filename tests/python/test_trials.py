@@ -18,6 +18,7 @@ import pytest
 
 import hypertune
 from helpers import poll, study_config, unique_name
+from hypertune._proto import pb
 from hypertune._retry import failure
 
 
@@ -217,11 +218,19 @@ def test_stale_lease_epoch_is_refused(client: hypertune.Client, server) -> None:
     with pytest.raises(hypertune.LeaseLostError):
         old.complete(loss=0.1)
 
+    # A new attempt without a checkpoint: it starts afresh, and the lapsed
+    # attempt's curve is kept apart, never the trial's result.
+    assert (old.attempt, new.attempt) == (1, 2)
+    assert new.measurements == [] and new.checkpoint_step == 0
+    new.report(1, loss=0.5)  # step 1 again, with other values
     new.report(2, loss=0.4)
     new.complete(loss=0.4)
     stored = study.trial(old.id)
     assert stored.metrics == {"loss": 0.4}
-    assert [m.metrics for m in stored.measurements] == [{"loss": 0.9}, {"loss": 0.4}]
+    assert [m.metrics for m in stored.measurements] == [{"loss": 0.5}, {"loss": 0.4}]
+    [earlier] = stored.earlier_attempts
+    assert (earlier.number, earlier.client_id) == (1, "lapsed")
+    assert [(m.step, m.metrics) for m in earlier.measurements] == [(1, {"loss": 0.9})]
 
 
 def test_lease_is_renewed_in_the_background(client: hypertune.Client) -> None:
@@ -336,16 +345,68 @@ def test_records_do_not_report(client: hypertune.Client) -> None:
         record.report(2, loss=0.5)
 
 
-def test_with_block_exception_marks_infeasible(client: hypertune.Client) -> None:
+def test_with_block_exception_marks_failed(client: hypertune.Client) -> None:
+    # Optuna's FAIL: the code failed, not (as far as anyone knows) the
+    # parameters, so the optimizer leaves the trial out.
     study = client.create_study(study_config(unique_name()))
     with pytest.raises(ValueError, match="learning rate too high"):
         with study.ask() as trial:
             trial.report(1, loss=1.0)
             raise ValueError("learning rate too high")
     stored = study.trial(trial.id)
-    assert stored.state == "INFEASIBLE"
-    assert stored.infeasible_reason == "ValueError: learning rate too high"
+    assert stored.state == "FAILED"
+    assert stored.failure_reason == "ValueError: learning rate too high"
+    assert stored.infeasible_reason == ""
     assert not trial.held
+
+
+class BadRegion(Exception):
+    pass
+
+
+@pytest.mark.parametrize("error, declared", [
+    (hypertune.Infeasible("model too large for the device"), ()),
+    (MemoryError("out of memory"), ()),
+    (FloatingPointError("overflow encountered"), ()),
+    (type("OutOfMemoryError", (RuntimeError,), {})("CUDA out of memory"), ()),
+    (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), ()),
+    (BadRegion("no such architecture"), (BadRegion,)),
+])
+def test_with_block_marks_what_the_parameters_caused_infeasible(
+        client: hypertune.Client, error, declared) -> None:
+    study = client.create_study(study_config(unique_name()))
+    with pytest.raises(type(error)):
+        with study.ask() as trial:
+            trial.infeasible_exceptions = declared
+            raise error
+    stored = study.trial(trial.id)
+    assert stored.state == "INFEASIBLE"
+    assert stored.infeasible_reason == f"{type(error).__name__}: {error}"
+
+
+def test_with_block_gives_back_on_a_broken_pipe_and_leaves_a_lost_lease(
+        client: hypertune.Client, server) -> None:
+    # A closed stdout says the worker reading it is gone, not that the
+    # parameters failed: the trial is given back, to run again.
+    study = client.create_study(study_config(unique_name(), max_parallel_trials=1))
+    with pytest.raises(BrokenPipeError):
+        with study.ask() as trial:
+            trial.report(1, loss=1.0)
+            raise BrokenPipeError(32, "Broken pipe")
+    stored = study.trial(trial.id)
+    assert stored.state == "REQUESTED"
+    assert stored.failure_reason.startswith("BrokenPipeError: [Errno 32] Broken pipe")
+    assert (stored.retry_count, stored.preemption_count) == (1, 0)
+    # A lease lost to another worker: nothing to settle, and the new
+    # holder's trial is left as it is.
+    lapsed = hypertune.Client(server.address, client_id="lapsed", heartbeats=False)
+    with pytest.raises(hypertune.LeaseLostError):
+        with lapsed.get_study(study.name).ask() as old:
+            client._call("CompleteTrial", pb.CompleteTrialRequest(
+                study_name=study.name, trial_id=old.id, lease_epoch=old.lease_epoch,
+                worker_failed=True, failure_reason="lost"))
+            old.report(2, loss=0.5)
+    assert study.trial(old.id).state == "REQUESTED"
 
 
 def test_with_block_keyboard_interrupt_gives_back(client: hypertune.Client) -> None:
@@ -358,6 +419,8 @@ def test_with_block_keyboard_interrupt_gives_back(client: hypertune.Client) -> N
     assert stored.state == "REQUESTED"
     assert stored.failure_reason == "interrupted (KeyboardInterrupt)"
     assert stored.checkpoint_uri == "file:///ckpt/a.pt"
+    # Taken away, as a preemption: it spends no retry.
+    assert (stored.preemption_count, stored.retry_count) == (1, 0)
 
 
 def test_with_block_that_completes_and_one_that_does_not(client: hypertune.Client) -> None:

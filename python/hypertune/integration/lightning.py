@@ -17,9 +17,18 @@ whichever is installed; with neither it subclasses ``object`` and still
 works with anything that calls its hooks the same way. It uses only the
 documented hooks ``setup(trainer, pl_module, stage)`` and
 ``on_validation_end(trainer, pl_module)``, and the trainer's
-``callback_metrics``, ``current_epoch``, ``sanity_checking``, ``world_size``
-and ``should_stop``. It finishes nothing: the trial is completed (or marked
-infeasible by the ``with`` block) by the caller, once ``fit`` returns.
+``callback_metrics``, ``current_epoch``, ``sanity_checking``, ``world_size``,
+``is_global_zero``, ``strategy.broadcast`` and ``should_stop``. It finishes
+nothing: the trial is completed (or settled by the ``with`` block) by the
+caller, once ``fit`` returns.
+
+Under DDP (several processes, ``world_size`` > 1) the global rank 0
+reports, and its stop decision reaches every rank through
+``trainer.strategy.broadcast``, so that all of them stop at the same epoch.
+Every rank must hold the same trial: run the training under ``hypertune
+worker`` (``hypertune worker STUDY --gpus 0,1 -- torchrun ...`` or
+Lightning's own launcher), where :func:`hypertune.current_trial` attaches
+each rank to the worker's trial; only rank 0's ``trial.complete`` is sent.
 
 Why ``on_validation_end`` and not ``on_validation_epoch_end``: Lightning
 calls the callbacks' ``on_validation_epoch_end`` before the module's own,
@@ -69,9 +78,8 @@ class HypertuneCallback(_Base):  # type: ignore[misc, valid-type]
     go up. A ``monitor``
     that is not among the logged metrics draws one warning naming those that
     are, and nothing is reported for that epoch (early stopping then cannot
-    judge the trial). Training in several processes (DDP) is refused with
-    RuntimeError at ``setup``: each process would report, and only some
-    would stop.
+    judge the trial). Under DDP only the global rank 0 reports; its stop
+    decision is broadcast to every rank.
     """
 
     def __init__(self, trial: Trial, monitor: str = "val_loss", metric: Optional[str] = None):
@@ -87,18 +95,27 @@ class HypertuneCallback(_Base):  # type: ignore[misc, valid-type]
         self._warned = False
 
     def setup(self, trainer: Any, pl_module: Any, stage: Optional[str] = None) -> None:
-        if getattr(trainer, "world_size", 1) > 1:
-            # Each process would report, and only some would learn of a stop.
-            raise RuntimeError(
-                f"HypertuneCallback: trial {self.trial.id}: the trainer runs "
-                f"{trainer.world_size} processes; the callback supports one (run each "
-                "trial's training in a single process)"
-            )
+        pass  # Nothing to prepare; DDP is handled at each validation.
 
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
         if getattr(trainer, "sanity_checking", False):
             return
         epoch = int(trainer.current_epoch)
+        stop = False
+        if getattr(trainer, "is_global_zero", True):
+            self._report(trainer, epoch)
+            stop = self.trial.should_stop
+        if getattr(trainer, "world_size", 1) > 1:
+            # Every rank calls this collective at each validation, and all
+            # take rank 0's word.
+            stop = bool(trainer.strategy.broadcast(stop, src=0))
+        if stop:
+            self.stopped_epoch = epoch
+            trainer.should_stop = True
+
+    def _report(self, trainer: Any, epoch: int) -> None:
+        """Rank 0: reports ``monitor`` for ``epoch``, unless it is a step
+        already reported."""
         if self._last_epoch is not None and epoch <= self._last_epoch:
             return
         value = trainer.callback_metrics.get(self.monitor)
@@ -109,11 +126,8 @@ class HypertuneCallback(_Base):  # type: ignore[misc, valid-type]
                 warnings.warn(
                     f"HypertuneCallback: monitor {self.monitor!r} is not among the logged "
                     f"metrics ({logged}); trial {self.trial.id} is not reported this epoch",
-                    stacklevel=2,
+                    stacklevel=3,
                 )
             return
         self.trial.report(epoch, {self.metric: float(value)})  # a 0-d tensor too
         self._last_epoch = epoch
-        if self.trial.should_stop:
-            self.stopped_epoch = epoch
-            trainer.should_stop = True
