@@ -3,9 +3,9 @@
 through hypertuned while seeded random faults hit them, restarted the way a
 user or a scheduler would restart them, until every study is done.
 
-  PYTHONPATH=build/python benchmarks/user_faults.py [--seed 1] [--trials 12]
-      [--epochs 6] [--epoch-seconds 0.3] [--lease-seconds 3] [--procs 3]
-      [--fault-interval 2.5] [--fleets py-optimize,py-worker,cc-sdk,cc-worker]
+  PYTHONPATH=build/python benchmarks/user_faults.py [--seed 1] [--trials 20]
+      [--epochs 8] [--epoch-seconds 0.5] [--lease-seconds 3] [--procs 3]
+      [--fault-interval 1.2] [--fleets py-optimize,py-worker,cc-sdk,cc-worker]
       [--work-dir DIR] [--json FILE] [--check]
   PYTHONPATH=build/python benchmarks/user_faults.py --suite --check
       # the short version ctest runs (tests/faults): fewer trials and faults
@@ -93,19 +93,21 @@ SIGNALS = {"kill9": signal.SIGKILL, "term": signal.SIGTERM, "int": signal.SIGINT
 # A Python program's answer to a fault's SIGINT or SIGTERM, not a failure.
 EXPECTED_EXCEPTIONS = ("KeyboardInterrupt", "Terminated")
 DEVICE_TOLERANCE = 0.05
+# How a stop reason begins when the study's rule stopped the trial.
+RULES = ("asha", "median", "percentile", "hyperband")
 _PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclasses.dataclass
 class Settings:
     seed: int = 1
-    trials: int = 12  # per study
-    epochs: int = 6
-    epoch_seconds: float = 0.3
+    trials: int = 20  # per study
+    epochs: int = 8
+    epoch_seconds: float = 0.5
     lease_seconds: int = 3
     procs: int = 3  # processes per fleet (workers: each --parallel slots)
     slots: int = 1
-    fault_interval: float = 2.5  # mean seconds between faults
+    fault_interval: float = 1.2  # mean seconds between faults
     server_restart_share: float = 0.1  # of the faults
     max_retries: int = 10
     time_limit: float = 420.0
@@ -402,7 +404,8 @@ class Run:
         trial now."""
         found: dict[str, list] = {"worker": [], "child": [], "program": []}
         for child in self.children.values():
-            if child.ended is None and alive(child.pid):
+            # A child without a trial is not a program (a helper of the worker).
+            if child.ended is None and child.trial is not None and alive(child.pid):
                 found["child"].append((child.fleet, child.pid, child.trial))
                 worker = next((p for p in self.procs if p.popen.pid == child.worker), None)
                 if worker is not None and worker.ended is None:
@@ -637,7 +640,8 @@ def verdict(run: Run) -> dict:
                 misses.append({"target": "fault_failed", "fleet": fleet, "trial": trial.id,
                                "state": state, "reason": reason})
                 continue
-            if state not in ("COMPLETED", "STOPPED"):
+            by_rule = trial.stop_reason.split(":")[0].strip().lower() in RULES
+            if state not in ("COMPLETED", "STOPPED") or (state == "STOPPED" and not by_rule):
                 row["unfinished"] += 1
                 misses.append({"target": "finished", "fleet": fleet, "trial": trial.id,
                                "state": state, "reason": reason})
@@ -813,6 +817,9 @@ def main() -> int:
         os.makedirs(work)
     else:
         work = tempfile.mkdtemp(prefix="user-faults-")
+    # A SIGTERM (ctest's timeout, a scheduler) ends the run as a failure
+    # does: every process it started is ended first.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     run = Run(s, work)
     try:
         run.execute()
