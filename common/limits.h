@@ -52,6 +52,9 @@ inline constexpr size_t kMaxTrialBytes = 1 << 20;  // serialized
 inline constexpr size_t kMaxClientIdBytes = 256;
 inline constexpr size_t kMaxUriBytes = 4096;  // checkpoint URI, log path
 inline constexpr size_t kMaxReasonBytes = 4096;
+// Device-seconds one grant of a trial may report: 1,024 devices for a year.
+// Totals of plausible reports stay finite.
+inline constexpr double kMaxGrantDeviceSeconds = 1024.0 * 366 * 24 * 3600;
 
 // Calls.
 inline constexpr int kMaxSuggestCount = 1000;

@@ -28,10 +28,14 @@ absl::Status CheckNonNegative(const std::string& field, int64_t value) {
   return Invalid(field, absl::StrCat("must be >= 0, got ", value));
 }
 
+// Imported totals (device-seconds, cost) stay far below where adding
+// reports to them could overflow.
+constexpr double kMaxImportedTotal = 1e18;
+
 absl::Status CheckFiniteNonNegative(const std::string& field, double value) {
-  if (value >= 0 && !std::isinf(value)) return absl::OkStatus();
-  return Invalid(field,
-                 absl::StrCat("must be a finite number >= 0, got ", value));
+  if (value >= 0 && value <= kMaxImportedTotal) return absl::OkStatus();
+  return Invalid(field, absl::StrCat("must be a number from 0 to 1e18, got ",
+                                     value));
 }
 
 absl::Status CheckObjective(const std::string& field, const v1::StudySpec& spec,

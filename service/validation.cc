@@ -545,9 +545,13 @@ absl::Status ValidateMeasurement(const std::string& field,
 }
 
 absl::Status ValidateDeviceSeconds(const std::string& field, double seconds) {
-  if (seconds >= 0 && !std::isinf(seconds)) return absl::OkStatus();
-  return Invalid(field,
-                 absl::StrCat("must be a finite number >= 0, got ", seconds));
+  if (seconds >= 0 && seconds <= kMaxGrantDeviceSeconds) {
+    return absl::OkStatus();
+  }
+  return Invalid(field, absl::StrFormat("must be a number from 0 to %.4g (%s), "
+                                        "got %g",
+                                        kMaxGrantDeviceSeconds,
+                                        "1,024 devices for a year", seconds));
 }
 
 absl::Status ValidateCheckpointStep(const v1::HeartbeatRequest& request) {

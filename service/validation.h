@@ -58,7 +58,8 @@ absl::Status ValidateMeasurement(const std::string& field,
                                  const v1::Measurement& measurement,
                                  bool require_metrics);
 
-// Device-seconds reported by a worker: a finite number >= 0.
+// Device-seconds reported by a worker for one grant: 0 to
+// kMaxGrantDeviceSeconds.
 absl::Status ValidateDeviceSeconds(const std::string& field, double seconds);
 
 // A heartbeat's checkpoint_step: >= 0, and only with a checkpoint_uri.

@@ -1260,8 +1260,15 @@ TEST_F(LeaseTest, DeviceSecondsCountEveryGrantOnce) {
   ASSERT_TRUE(study.ok());
   EXPECT_DOUBLE_EQ(study->device_seconds(), 22);
 
-  beat.set_device_seconds(std::numeric_limits<double>::infinity());
-  EXPECT_EQ(service_.Heartbeat(beat).status().code(),
+  // Past 1,024 devices for a year a report is refused, so totals stay finite.
+  for (double bad : {std::numeric_limits<double>::infinity(), 1e308, -1.0}) {
+    beat.set_device_seconds(bad);
+    auto refused = service_.Heartbeat(beat);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(refused.status().message(), HasSubstr("device_seconds"));
+  }
+  done.set_device_seconds(1e308);
+  EXPECT_EQ(service_.CompleteTrial(done).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
