@@ -9,11 +9,13 @@ import re
 import subprocess
 import sys
 import threading
+import warnings
 
 import pytest
 
 import hypertune
 from helpers import ROOT, study_config, unique_name
+from hypertune._proto import pb
 
 
 def python_block(page: str, heading: str) -> str:
@@ -40,6 +42,76 @@ def test_readme_example_runs_as_shown(server) -> None:
     assert study.trial_counts == {"COMPLETED": 20}
     best = study.best()
     assert f"best: {best.value} {best.params}" in result.stdout
+
+
+def test_readme_example_runs_twice_and_three_at_once(own_server) -> None:
+    # The config leaves out the algorithm, which the server fills in: a
+    # rerun loads the study instead of calling it different.
+    code = python_block("README.md", "## Python in ten lines")
+    run_example(code, own_server)
+    again = run_example(code, own_server)
+    assert "best:" in again.stdout
+    # Its budget spent, the rerun says so rather than returning in silence.
+    assert "study 'readme' has spent its budget (max_trials=20)" in again.stderr
+    study = hypertune.Client(own_server.address).get_study("readme")
+    assert study.trial_counts == {"COMPLETED": 20}
+    study.delete()
+
+    env = dict(os.environ, HYPERTUNE_SERVER=own_server.address,
+               PYTHONPATH=os.pathsep.join(sys.path))
+    processes = [
+        subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    for process in processes:
+        out, err = process.communicate(timeout=600)
+        assert process.returncode == 0, err
+        assert "best:" in out
+    study = hypertune.Client(own_server.address).get_study("readme")
+    assert study.trial_counts == {"COMPLETED": 20}
+
+
+def test_if_exists_load_still_sees_a_real_difference(client: hypertune.Client) -> None:
+    config = study_config(unique_name())
+    del config["spec"]["algorithm"]  # the server fills in GP_BANDIT
+    study = client.create_study(config)
+    assert study.spec.algorithm == pb.GP_BANDIT
+    assert client.create_study(config, if_exists="load").name == study.name
+    config["spec"]["algorithm"] = "GP_BANDIT"  # what was filled in, said
+    assert client.create_study(config, if_exists="load").name == study.name
+    config["spec"]["algorithm"] = "RANDOM"
+    with pytest.raises(hypertune.AlreadyExistsError, match=r"\(algorithm differ\)"):
+        client.create_study(config, if_exists="load")
+    config["spec"]["algorithm"] = None
+    config["spec"]["max_trials"] = 7
+    with pytest.raises(hypertune.AlreadyExistsError, match=r"\(max_trials differ\)"):
+        client.create_study(config, if_exists="load")
+
+
+def test_n_trials_are_this_many_more_and_the_budget_says_when_it_stops(
+        client: hypertune.Client) -> None:
+    study = client.create_study(study_config(unique_name(), max_trials=5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning while the budget lasts
+        study.optimize(lambda t: t.params["x"], n_trials=2)
+        study.optimize(lambda t: t.params["x"], n_trials=2)
+    assert len(study.trials()) == 4
+    with pytest.warns(UserWarning) as caught:
+        study.optimize(lambda t: t.params["x"], n_trials=2)
+    assert len(study.trials()) == 5
+    assert [str(w.message) for w in caught] == [
+        f"optimize: study {study.name!r} has spent its budget (max_trials=5): 1 of the 2 "
+        "trials asked for (n_trials) ran in this call; raise it with "
+        "study.update(max_trials=6) and call optimize again"]
+    assert caught[0].filename == __file__  # pointing at the call
+    with pytest.warns(UserWarning, match=r"0 of the 3 trials asked for"):
+        study.optimize(lambda t: t.params["x"], n_trials=3)
+    study.update(max_trials=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        study.optimize(lambda t: t.params["x"], n_trials=3)
+    assert len(study.trials()) == 8
 
 
 def test_notebook_example_runs_as_shown(server) -> None:
