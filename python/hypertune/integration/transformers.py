@@ -198,7 +198,8 @@ def run_hp_search(
     (``algorithm="GP_BANDIT"``, ``seed=0``, ``early_stopping={...}``).
 
     Each training runs in the trial's ``with`` block: an exception marks the
-    trial INFEASIBLE and is raised here. Without an evaluation during
+    trial FAILED (INFEASIBLE for out of memory and the other errors the
+    parameters cause) and is raised here. Without an evaluation during
     training, ``trainer.evaluate()`` is called once it ends. A study whose
     budget is spent ends the search early. No checkpoint is kept: a trial
     paused at an ASHA rung and promoted later is trained again from the
