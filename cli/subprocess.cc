@@ -2,17 +2,21 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace hypertune::cli {
 namespace {
@@ -43,42 +47,142 @@ absl::Status SpawnError(int error, const std::string& program) {
   }
 }
 
+// Where argv[0] may be, in the order execvp tries: itself when it holds a
+// '/', else each folder of this process's PATH (as posix_spawnp did).
+std::vector<std::string> ExecCandidates(const std::string& program) {
+  if (program.find('/') != std::string::npos) return {program};
+  const char* path = std::getenv("PATH");
+  std::vector<std::string> candidates;
+  for (absl::string_view dir :
+       absl::StrSplit(path != nullptr ? path : "/bin:/usr/bin", ':')) {
+    candidates.push_back(absl::StrCat(dir.empty() ? "." : dir, "/", program));
+  }
+  return candidates;
+}
+
+// What the child of fork() needs, made ready by the parent.
+struct ChildSetup {
+  pid_t parent = 0;
+  int out_fd = -1;
+  int err_fd = -1;
+  int report_fd = -1;  // Gets errno if no exec succeeds.
+  char** argv = nullptr;
+  char** envp = nullptr;
+  const char* const* paths = nullptr;
+  size_t path_count = 0;
+};
+
+// The child between fork() and exec: async-signal-safe calls only.
+[[noreturn]] void RunChild(const ChildSetup& setup) {
+  setpgid(0, 0);
+  // Dies with the thread that forked it. Should that thread be gone
+  // already, the parent is someone else now: stop at once.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != setup.parent) {
+    _exit(127);
+  }
+  // Default dispositions whatever the worker uses (gRPC ignores SIGPIPE).
+  struct sigaction default_action = {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) {
+      sigaction(sig, &default_action, nullptr);
+    }
+  }
+  const int null_fd = open("/dev/null", O_RDONLY);
+  if (null_fd >= 0 && null_fd != STDIN_FILENO) {
+    dup2(null_fd, STDIN_FILENO);
+    close(null_fd);
+  }
+  dup2(setup.out_fd, STDOUT_FILENO);
+  dup2(setup.err_fd, STDERR_FILENO);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  int error = ENOENT;
+  bool denied = false;
+  for (size_t i = 0; i < setup.path_count; ++i) {
+    execve(setup.paths[i], setup.argv, setup.envp);
+    error = errno;
+    if (error == EACCES) {
+      denied = true;
+    } else if (error != ENOENT && error != ENOTDIR) {
+      break;
+    }
+  }
+  if (denied && (error == ENOENT || error == ENOTDIR)) error = EACCES;
+  ssize_t ignored = write(setup.report_fd, &error, sizeof(error));
+  (void)ignored;
+  _exit(127);
+}
+
+// OrphanGuard's messages: 8 bytes, an op and a process group.
+constexpr int32_t kGuardAdd = 1;
+constexpr int32_t kGuardRemove = 2;
+// More groups than a worker runs at once (--parallel is at most 1024).
+constexpr int kMaxGuardedGroups = 4096;
+pid_t g_guarded_groups[kMaxGuardedGroups];
+
+// The helper process of OrphanGuard: async-signal-safe calls only (it is
+// forked from a multithreaded process and never execs).
+[[noreturn]] void RunGuard(int fd) {
+  struct sigaction ignore = {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) {
+    sigaction(sig, &ignore, nullptr);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Holds nothing of the worker's: no pipe of a program (whose reader would
+  // wait for our copy to close), no socket, no terminal.
+  if ((fd > 0 && close_range(0, fd - 1, 0) != 0) ||
+      close_range(fd + 1, ~0U, 0) != 0) {
+    for (int other = 0; other < 65536; ++other) {
+      if (other != fd) close(other);
+    }
+  }
+  int count = 0;
+  char buffer[1024];
+  size_t have = 0;
+  while (true) {
+    const ssize_t got = recv(fd, buffer + have, sizeof(buffer) - have, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;  // The worker is gone.
+    have += static_cast<size_t>(got);
+    size_t used = 0;
+    for (; have - used >= 8; used += 8) {
+      int32_t op;
+      int32_t group;
+      memcpy(&op, buffer + used, 4);
+      memcpy(&group, buffer + used + 4, 4);
+      if (op == kGuardAdd && count < kMaxGuardedGroups) {
+        g_guarded_groups[count++] = group;
+      } else if (op == kGuardRemove) {
+        for (int i = 0; i < count; ++i) {
+          if (g_guarded_groups[i] == group) {
+            g_guarded_groups[i] = g_guarded_groups[--count];
+            break;
+          }
+        }
+      }
+    }
+    memmove(buffer, buffer + used, have - used);
+    have -= used;
+  }
+  for (int i = 0; i < count; ++i) kill(-g_guarded_groups[i], SIGKILL);
+  _exit(0);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(
     const SubprocessOptions& options) {
-  int out[2];
-  int err[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return SpawnError(errno, options.argv[0]);
-  if (pipe2(err, O_CLOEXEC) != 0) {
-    int e = errno;
-    close(out[0]);
-    close(out[1]);
-    return SpawnError(e, options.argv[0]);
-  }
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null",
-                                   O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
-
-  // Its own process group, so that a timeout ends the program's children too;
-  // default signal dispositions and an empty mask whatever the worker uses.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
-                                      POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETSIGMASK);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t all;
-  sigset_t none;
-  sigfillset(&all);
-  sigemptyset(&none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setsigmask(&attr, &none);
-
+  // Everything the child needs is made before fork(): the child of a
+  // multithreaded process may make async-signal-safe calls only.
+  const std::vector<std::string> paths = ExecCandidates(options.argv[0]);
   std::vector<char*> argv;
   for (const std::string& a : options.argv) {
     argv.push_back(const_cast<char*>(a.c_str()));
@@ -89,21 +193,66 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(
     envp.push_back(const_cast<char*>(e.c_str()));
   }
   envp.push_back(nullptr);
+  std::vector<const char*> path_ptrs;
+  for (const std::string& p : paths) path_ptrs.push_back(p.c_str());
 
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(),
-                        envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  close(out[1]);
-  close(err[1]);
-  if (rc != 0) {
-    close(out[0]);
-    close(err[0]);
-    return SpawnError(rc, options.argv[0]);
+  // out, err, and the exec report (closed by a successful exec).
+  int pipes[3][2];
+  for (int i = 0; i < 3; ++i) {
+    if (pipe2(pipes[i], O_CLOEXEC) != 0) {
+      const int e = errno;
+      for (int j = 0; j < i; ++j) {
+        close(pipes[j][0]);
+        close(pipes[j][1]);
+      }
+      return SpawnError(e, options.argv[0]);
+    }
   }
+
+  ChildSetup setup;
+  setup.parent = getpid();
+  setup.out_fd = pipes[0][1];
+  setup.err_fd = pipes[1][1];
+  setup.report_fd = pipes[2][1];
+  setup.argv = argv.data();
+  setup.envp = envp.data();
+  setup.paths = path_ptrs.data();
+  setup.path_count = path_ptrs.size();
+
+  // No handler of the worker's may run in the child before it resets them.
+  sigset_t all;
+  sigset_t old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  const pid_t pid = fork();
+  if (pid == 0) RunChild(setup);
+  const int fork_error = errno;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  for (int i = 0; i < 3; ++i) close(pipes[i][1]);
+  if (pid < 0) {
+    for (int i = 0; i < 3; ++i) close(pipes[i][0]);
+    return SpawnError(fork_error, options.argv[0]);
+  }
+  // Also here, so that the group exists whichever of the two runs first.
+  setpgid(pid, pid);
+
+  int child_error = 0;
+  ssize_t got;
+  do {
+    got = read(pipes[2][0], &child_error, sizeof(child_error));
+  } while (got < 0 && errno == EINTR);
+  close(pipes[2][0]);
+  if (got == static_cast<ssize_t>(sizeof(child_error))) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    close(pipes[0][0]);
+    close(pipes[1][0]);
+    return SpawnError(child_error, options.argv[0]);
+  }
+  if (options.guard != nullptr) options.guard->Add(pid);
   return std::unique_ptr<Subprocess>(
-      new Subprocess(pid, out[0], err[0], options));
+      new Subprocess(pid, pipes[0][0], pipes[1][0], options));
 }
 
 Subprocess::Subprocess(pid_t pid, int out_fd, int err_fd,
@@ -120,6 +269,7 @@ Subprocess::~Subprocess() {
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
   }
+  if (options_.guard != nullptr) options_.guard->Remove(pid_);
   for (int fd : fds_) {
     if (fd >= 0) close(fd);
   }
@@ -189,8 +339,7 @@ ProgramExit Subprocess::Wait(const LineCallback& on_stdout,
     bool open = fds_[0] >= 0 || fds_[1] >= 0;
     if (reaped_ && !open) break;
     if (reaped_ && now - exited_at >= kDrainAfterExit) {
-      // Leftover descendants hold the pipes: end them with the program.
-      kill(-pid_, SIGKILL);
+      // Leftover descendants hold the pipes: they end with the program.
       for (int i = 0; i < 2; ++i) {
         if (fds_[i] >= 0) close_fd(i);
       }
@@ -231,7 +380,56 @@ ProgramExit Subprocess::Wait(const LineCallback& on_stdout,
       }
     }
   }
+  // Whatever the program left running in its group ends with it.
+  kill(-pid_, SIGKILL);
   return exit;
+}
+
+absl::StatusOr<std::unique_ptr<OrphanGuard>> OrphanGuard::Start() {
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    return absl::InternalError(absl::StrCat(
+        "cannot start the orphan guard: socketpair: ", std::strerror(errno)));
+  }
+  sigset_t all;
+  sigset_t old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  const pid_t pid = fork();
+  if (pid == 0) RunGuard(fds[1]);
+  const int fork_error = errno;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  close(fds[1]);
+  if (pid < 0) {
+    close(fds[0]);
+    return absl::InternalError(absl::StrCat(
+        "cannot start the orphan guard: fork: ", std::strerror(fork_error)));
+  }
+  return std::unique_ptr<OrphanGuard>(new OrphanGuard(pid, fds[0]));
+}
+
+OrphanGuard::~OrphanGuard() {
+  close(fd_);
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+void OrphanGuard::Add(pid_t group) { Send(kGuardAdd, group); }
+
+void OrphanGuard::Remove(pid_t group) { Send(kGuardRemove, group); }
+
+void OrphanGuard::Send(int32_t op, pid_t group) {
+  char message[8];
+  const int32_t g = group;
+  memcpy(message, &op, 4);
+  memcpy(message + 4, &g, 4);
+  // One write of 8 bytes: whole, whichever slot sends it. A guard that is
+  // gone (MSG_NOSIGNAL: no SIGPIPE) costs the guarantee, not the worker.
+  ssize_t sent;
+  do {
+    sent = send(fd_, message, sizeof(message), MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
 }
 
 }  // namespace hypertune::cli

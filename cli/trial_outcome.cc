@@ -17,6 +17,13 @@ TrialOutcome Infeasible(std::string reason) {
   return outcome;
 }
 
+TrialOutcome Failed(std::string reason) {
+  TrialOutcome outcome;
+  outcome.kind = TrialOutcome::Kind::kFailed;
+  outcome.reason = std::move(reason);
+  return outcome;
+}
+
 TrialOutcome WorkerFailed(std::string reason) {
   TrialOutcome outcome;
   outcome.kind = TrialOutcome::Kind::kWorkerFailed;
@@ -97,14 +104,19 @@ TrialOutcome DecideOutcome(const TrialRun& run,
     if (clean_exit && run.final_metrics.has_value()) {
       return Complete(*run.final_metrics, run.last_step, required);
     }
-    if (run.worker_signal == SIGTERM) {
-      // What a spot machine's notice and a scheduler's preemption send.
-      TrialOutcome outcome = WorkerFailed("worker preempted");
-      outcome.preempted = true;
-      return outcome;
-    }
-    return WorkerFailed(
-        absl::StrCat("worker interrupted by signal ", run.worker_signal));
+    // SIGTERM is what a spot machine's notice and a scheduler's preemption
+    // send; SIGINT a Ctrl-C. Neither is the trial's doing: no retry spent.
+    TrialOutcome outcome = WorkerFailed(
+        run.worker_signal == SIGTERM
+            ? std::string("worker preempted")
+            : absl::StrCat("worker interrupted by signal ", run.worker_signal));
+    outcome.preempted = true;
+    return outcome;
+  }
+  if (run.infeasible_reason.has_value()) {
+    return Infeasible(run.infeasible_reason->empty()
+                          ? std::string("declared infeasible by the program")
+                          : *run.infeasible_reason);
   }
   const std::optional<Metrics>& metrics =
       run.final_metrics.has_value() ? run.final_metrics : run.step_metrics;
@@ -122,9 +134,13 @@ TrialOutcome DecideOutcome(const TrialRun& run,
     }
     return WorkerFailed(absl::StrCat("killed by signal ", exit.code));
   }
-  if (exit.code != 0) return Infeasible(absl::StrCat("exit status ", exit.code));
+  if (exit.code != 0) {
+    std::string reason = absl::StrCat("exit status ", exit.code);
+    if (!run.last_line.empty()) absl::StrAppend(&reason, ": ", run.last_line);
+    return Failed(std::move(reason));
+  }
   if (!metrics.has_value()) {
-    return Infeasible("program exited 0 without reporting a metric");
+    return Failed("program exited 0 without reporting a metric");
   }
   return Complete(*metrics, run.last_step, required);
 }

@@ -38,8 +38,9 @@ extern char** environ;
 namespace hypertune::cli {
 
 const char kWorkerUsage[] =
-    "usage: hypertune worker NAME [--parallel N | --gpus LIST] "
-    "[--max-trials M]\n"
+    "usage: hypertune worker NAME [--parallel N | --gpus LIST "
+    "[--gpus-per-trial G]]\n"
+    "                        [--max-trials M]\n"
     "                        [--timeout S] [--log-dir DIR]\n"
     "                        [--max-consecutive-failures N] "
     "[--early-failures N]\n"
@@ -48,42 +49,54 @@ const char kWorkerUsage[] =
     "Runs CMD once per trial of study NAME, N trials at a time (default 1),\n"
     "until the study's budget is spent or M trials have run. --gpus 0,1,2,3\n"
     "runs one trial per GPU at a time, each program seeing only its GPU\n"
-    "(CUDA_VISIBLE_DEVICES).\n"
+    "(CUDA_VISIBLE_DEVICES); with --gpus-per-trial 2, one trial per pair\n"
+    "(0,1 and 2,3), for programs that train on several (torchrun). A\n"
+    "trial's device-seconds are its wall seconds times its GPUs (or 1).\n"
     "\n"
     "CMD gets the trial in its environment: HYPERTUNE_SERVER, "
     "HYPERTUNE_STUDY,\n"
-    "HYPERTUNE_TRIAL_ID, HYPERTUNE_LEASE_EPOCH, HYPERTUNE_CLIENT_ID and\n"
-    "HYPERTUNE_PARAMS (a JSON object {name: value}); `{name}` in ARGs is\n"
-    "replaced by the parameter's value. PYTHONUNBUFFERED=1 is set too, so\n"
+    "HYPERTUNE_TRIAL_ID, HYPERTUNE_LEASE_EPOCH, HYPERTUNE_CLIENT_ID,\n"
+    "HYPERTUNE_PARAMS (a JSON object {name: value}), HYPERTUNE_ATTEMPT (1,\n"
+    "then one more each time the trial is handed over after a loss),\n"
+    "HYPERTUNE_CHECKPOINT_URI and HYPERTUNE_CHECKPOINT_STEP (where to\n"
+    "resume, and the step it holds; empty and 0 if none); `{name}` in ARGs\n"
+    "is replaced by the parameter's value. PYTHONUNBUFFERED=1 is set too, so\n"
     "that a Python CMD's printed lines arrive as they are printed. CMD\n"
     "reports either through the SDK (Client::NextTrial attaches to the\n"
     "trial) or by printing lines\n"
     "  hypertune: loss=0.31 step=3     (an intermediate measurement)\n"
     "  hypertune: loss=0.27            (the final metrics)\n"
+    "  hypertune: checkpoint=URI step=3  (resume from URI, holding step 3)\n"
+    "  hypertune: infeasible=REASON    (the parameters are bad)\n"
     "When CMD exits 0 the trial completes with its final metrics (or its\n"
-    "last step's); a non-zero exit, a crash (SIGSEGV, SIGABRT...), or no\n"
-    "metric at all make the trial infeasible. CMD killed by another signal\n"
-    "from outside gives the trial back to the queue (the worker failed, not\n"
-    "the parameters). --timeout S ends CMD (and its children) after S\n"
-    "seconds: infeasible, \"timeout\". Output goes to stdout prefixed with\n"
+    "last step's). A trial CMD declared infeasible, a NaN metric or a crash\n"
+    "(SIGSEGV, SIGABRT...) make it infeasible; a non-zero exit or no metric\n"
+    "at all make it FAILED (the program's fault, not the parameters').\n"
+    "CMD killed by another signal from outside gives the trial back to the\n"
+    "queue (the worker failed, not the parameters). --timeout S ends CMD\n"
+    "(and its children) after S seconds: infeasible, \"timeout\". Output goes "
+    "to stdout prefixed with\n"
     "the trial id and to DIR/trial-<id>.log (default ./hypertune-logs/NAME),\n"
     "whose path is recorded on the trial. The worker renews each trial's\n"
     "lease while CMD runs. SIGTERM (e.g. a spot preemption notice) or Ctrl-C\n"
     "is passed on to the programs; the worker waits for them and gives their\n"
-    "trials back unless they finished (\"worker preempted\"). A second\n"
-    "signal kills them.\n"
+    "trials back as preempted unless they finished (\"worker preempted\").\n"
+    "A second signal kills them. CMD runs in a process group of its own,\n"
+    "which ends with it, and never outlives the worker: killed with the\n"
+    "worker (kill -9 included), with its children.\n"
     "\n"
     "A `{name}` in ARGs that is no parameter of the study is refused before\n"
     "any trial is taken. After N trials in a row (--max-consecutive-failures,\n"
     "default 5; 0: never) whose program failed to run at all (it ended\n"
-    "infeasible without reporting a metric: a typo, a missing module) the\n"
+    "failed without reporting a metric: a typo, a missing module) the\n"
     "worker stops and prints the last trial's log tail. Sooner, when the\n"
     "first N trials it runs (--early-failures, default 3; 0: never) all\n"
     "fail alike within seconds (the same non-zero exit status or signal, no\n"
-    "metric: a python3 without the program's modules), it stops with that\n"
-    "status and the last log's tail, and gives the last of them back to the\n"
-    "queue: the study stays ACTIVE for the fixed program. It exits non-zero\n"
-    "whenever it ran trials and none completed.\n";
+    "metric: a python3 without the program's modules, exit 127), it stops\n"
+    "with that status and the last log's tail, and gives all of them back\n"
+    "to the queue (held meanwhile, not settled): the study stays ACTIVE for\n"
+    "a healthy worker. It exits non-zero whenever it ran trials and none\n"
+    "completed.\n";
 
 namespace {
 
@@ -140,11 +153,30 @@ class Worker {
 
   absl::Status Run() {
     UpdateStatus();
+    // Before the slots start: the guard is forked with no program's pipe
+    // half-made.
+    absl::StatusOr<std::unique_ptr<OrphanGuard>> guard = OrphanGuard::Start();
+    if (guard.ok()) {
+      guard_ = *std::move(guard);
+    } else {
+      console_.Err(absl::StrCat("warning: ", guard.status().message(),
+                                "; a program's children may outlive a "
+                                "killed worker"));
+    }
     std::vector<std::thread> slots;
     for (int slot = 1; slot <= options_.parallel; ++slot) {
       slots.emplace_back([this, slot] { SlotLoop(slot); });
     }
     for (std::thread& t : slots) t.join();
+    // Trials held by the early-failures watch, which never decided.
+    if (StopSignals() > 0) {
+      for (HeldTrial& held : TakeHeld()) {
+        GiveBackHeld(held, absl::StrCat("worker interrupted by signal ",
+                                        LastStopSignal()));
+      }
+    } else {
+      SettleHeld();
+    }
 
     absl::MutexLock lock(&mu_);
     std::string why = !fatal_.ok()               ? "stopped by an error"
@@ -161,11 +193,12 @@ class Worker {
           absl::StrCat("interrupted by signal ", LastStopSignal()));
     }
     const WorkerTally::Counts counts = tally_.counts();
-    if (counts.completed == 0 && counts.infeasible + counts.other > 0) {
+    if (counts.completed == 0 &&
+        counts.infeasible + counts.failed + counts.other > 0) {
       return absl::FailedPreconditionError(absl::StrCat(
           "no trial completed (", counts.infeasible, " infeasible, ",
-          counts.other, " given back or left); see the trials' logs in ",
-          options_.log_dir));
+          counts.failed, " failed, ", counts.other,
+          " given back or left); see the trials' logs in ", options_.log_dir));
     }
     return absl::OkStatus();
   }
@@ -199,6 +232,7 @@ class Worker {
 
   void SlotLoop(int slot) {
     std::string client_id = absl::StrCat(client_.client_id(), "-", slot);
+    int holds = 0;
     int waits = 0;
     bool told_paused = false;
     while (!Stopping()) {
@@ -212,6 +246,9 @@ class Worker {
       }
       if (response->trials_size() == 0) {
         ReturnTicket();
+        // No trial to learn more from (the budget, or the parallel limit
+        // that held trials may fill): the watch ends, its trials settle.
+        if (HoldsTrials() && failures_.EndEarlyWatch()) SettleHeld();
         if (response->study_state() == v1::Study::COMPLETED) {
           tally_.SetStudyCompleted();
           break;
@@ -234,9 +271,16 @@ class Worker {
                  /*preempted=*/true);
         break;
       }
-      if (absl::Status s = RunTrial(slot, client_id, trial); !s.ok()) {
+      bool held = false;
+      if (absl::Status s = RunTrial(slot, client_id, trial, held); !s.ok()) {
         SetFatal(std::move(s));
         break;
+      }
+      if (held) {
+        // The server answers a client id with the trial it holds: the next
+        // one is asked for under another.
+        client_id =
+            absl::StrCat(client_.client_id(), "-", slot, "-held", ++holds);
       }
     }
   }
@@ -259,10 +303,76 @@ class Worker {
         done.ok() ? "" : absl::StrCat(" (", done.status().message(), ")")));
   }
 
-  // Runs the trial's program and settles the trial. Errors only for what
-  // stops the whole worker (the program cannot be started).
+  // A trial whose program failed at once, held (its lease renewed) while
+  // the early-failures watch decides between the environment and the
+  // usual rule.
+  struct HeldTrial {
+    v1::Trial trial;
+    Trial lease;
+    TrialRun run;
+    std::filesystem::path log_path;
+    double elapsed = 0;
+    double program_seconds = 0;
+    int devices = 1;
+  };
+
+  bool HoldsTrials() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return !held_.empty();
+  }
+
+  std::vector<HeldTrial> TakeHeld() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    std::vector<HeldTrial> held = std::move(held_);
+    held_.clear();
+    return held;
+  }
+
+  // Settles every held trial by the usual rule (the watch ended otherwise).
+  void SettleHeld() ABSL_LOCKS_EXCLUDED(mu_) {
+    for (HeldTrial& held : TakeHeld()) {
+      const std::optional<v1::Trial::State> settled =
+          Settle(held.trial, held.run, held.elapsed, held.program_seconds,
+                 held.devices, held.log_path);
+      if (absl::Status s =
+              failures_.CountFailureToRun(settled, held.run, held.log_path);
+          !s.ok()) {
+        SetFatal(std::move(s));
+      }
+    }
+  }
+
+  // Gives a held trial back to the queue, counting its device time.
+  void GiveBackHeld(HeldTrial& held, const std::string& reason) {
+    // Not the trial's doing, so it spends none of its retries: a worker
+    // run again and again in a broken environment must not use them up.
+    absl::Status status = held.lease.GiveBack(reason, /*preempted=*/true);
+    std::ofstream log(held.log_path, std::ios::app);
+    const std::string message = absl::StrCat(
+        "trial ", held.trial.id(),
+        status.ok() ? " given back: " : " left to its lease: ", reason,
+        status.ok() ? "" : absl::StrCat(" (", status.message(), ")"));
+    log << "[hypertune worker] " << message << std::endl;
+    tally_.CountOther();
+    console_.Out(message);
+    UpdateStatus();
+  }
+
+  // The GPUs of `slot`'s trials (--gpus, --gpus-per-trial); empty without
+  // --gpus.
+  std::vector<std::string> SlotGpus(int slot) const {
+    if (options_.gpus.empty()) return {};
+    const size_t per = static_cast<size_t>(options_.gpus_per_trial);
+    const size_t first = static_cast<size_t>(slot - 1) * per;
+    return std::vector<std::string>(options_.gpus.begin() + first,
+                                    options_.gpus.begin() + first + per);
+  }
+
+  // Runs the trial's program and settles the trial, or holds it (`held`)
+  // for the early-failures watch. Errors only for what stops the whole
+  // worker (the program cannot be started).
   absl::Status RunTrial(int slot, const std::string& client_id,
-                        const v1::Trial& trial) {
+                        const v1::Trial& trial, bool& held) {
     const int64_t id = trial.id();
     const std::string prefix = absl::StrCat("[trial ", id, "] ");
     std::filesystem::path log_path = std::filesystem::path(options_.log_dir) /
@@ -277,8 +387,12 @@ class Worker {
 
     SubprocessOptions program;
     for (const std::string& arg : options_.command) {
-      program.argv.push_back(SubstituteParameters(arg, trial.parameters(), &study_.spec()));
+      program.argv.push_back(
+          SubstituteParameters(arg, trial.parameters(), &study_.spec()));
     }
+    const std::vector<std::string> gpus = SlotGpus(slot);
+    // What device-seconds count: the slot's GPUs, or one device.
+    const int devices = gpus.empty() ? 1 : static_cast<int>(gpus.size());
     const ClientOptions& client_options = client_.options();
     std::vector<std::pair<std::string, std::string>> vars = {
         {"HYPERTUNE_SERVER", client_options.server},
@@ -287,12 +401,18 @@ class Worker {
         {"HYPERTUNE_LEASE_EPOCH", absl::StrCat(trial.lease_epoch())},
         {"HYPERTUNE_CLIENT_ID", client_id},
         {"HYPERTUNE_PARAMS", ParametersJson(trial.parameters())},
+        // A trial handed over after a loss resumes from its checkpoint.
+        {"HYPERTUNE_ATTEMPT", absl::StrCat(std::max(1, trial.attempt()))},
+        {"HYPERTUNE_CHECKPOINT_URI", trial.checkpoint_uri()},
+        {"HYPERTUNE_CHECKPOINT_STEP",
+         absl::StrCat(
+             trial.checkpoint_uri().empty() ? 0 : trial.checkpoint_step())},
         // Python buffers a piped stdout until exit: without this, a plain
         // print()'s intermediate metrics would reach the worker only at the
         // end, too late for early stopping and live curves.
         {"PYTHONUNBUFFERED", "1"}};
-    if (!options_.gpus.empty()) {
-      vars.emplace_back("CUDA_VISIBLE_DEVICES", options_.gpus[slot - 1]);
+    if (!gpus.empty()) {
+      vars.emplace_back("CUDA_VISIBLE_DEVICES", absl::StrJoin(gpus, ","));
     }
     // The SDK in the program reaches the server as the worker does.
     for (const auto& [name, value] :
@@ -307,6 +427,7 @@ class Worker {
       program.timeout =
           std::chrono::duration<double>(*options_.timeout_seconds);
     }
+    program.guard = guard_.get();
     log << "[hypertune worker] trial " << id << " of study " << options_.study
         << ", epoch " << trial.lease_epoch() << ", client " << client_id << ": "
         << absl::StrJoin(program.argv, " ") << std::endl;
@@ -327,16 +448,44 @@ class Worker {
     Clock::time_point started = Clock::now();
     TrialRun run;
     int signals_passed_on = 0;
-    // Renews the lease in the background while the program runs.
-    Trial lease = client_.Hold(trial);
+    // Renews the lease in the background while the program runs, carrying
+    // its device-seconds.
+    Trial lease = client_.Hold(trial, devices);
+    bool watch_checked = false;
     bool lease_checked = false;
     // Set when a report's answer stops (or pauses) the trial early.
     std::optional<std::string> stop_reason;
 
+    // The last line that says what went wrong, for a failure's reason.
+    auto note_line = [&](std::string_view line) {
+      absl::string_view text = absl::StripAsciiWhitespace(
+          absl::string_view(line.data(), line.size()));
+      if (!text.empty()) run.last_line = std::string(text.substr(0, 200));
+    };
     auto on_stdout = [&](std::string_view line) {
       log << line << '\n';
       console_.Out(
           absl::StrCat(prefix, absl::string_view(line.data(), line.size())));
+      absl::StatusOr<std::optional<DirectiveLine>> directive =
+          ParseDirectiveLine(line);
+      if (!directive.ok()) {
+        console_.Err(absl::StrCat(
+            "warning: trial ", id,
+            ": ignoring a malformed line: ", directive.status().message()));
+        return;
+      }
+      if (directive->has_value()) {
+        const DirectiveLine& d = **directive;
+        if (d.kind == DirectiveLine::Kind::kInfeasible) {
+          run.infeasible_reason = d.value;
+        } else if (absl::Status s = lease.SetCheckpoint(d.value, d.step);
+                   !s.ok()) {
+          console_.Err(absl::StrCat("warning: trial ", id,
+                                    ": cannot record checkpoint ", d.value,
+                                    ": ", s.message()));
+        }
+        return;
+      }
       absl::StatusOr<std::optional<MetricsLine>> parsed =
           ParseMetricsLine(line);
       if (!parsed.ok()) {
@@ -345,7 +494,10 @@ class Worker {
                                   parsed.status().message()));
         return;
       }
-      if (!parsed->has_value()) return;
+      if (!parsed->has_value()) {
+        note_line(line);
+        return;
+      }
       MetricsLine& metrics = **parsed;
       if (!metrics.step.has_value()) {
         run.final_metrics = std::move(metrics.metrics);
@@ -382,10 +534,19 @@ class Worker {
     };
     auto on_stderr = [&](std::string_view line) {
       log << line << '\n';
+      note_line(line);
       console_.Err(
           absl::StrCat(prefix, absl::string_view(line.data(), line.size())));
     };
     auto on_tick = [&] {
+      if (!watch_checked &&
+          Clock::now() - started >=
+              std::chrono::duration<double>(kQuickFailureSeconds)) {
+        // A program that runs this long can start: the early-failures
+        // watch is over, and the trials it held settle as usual.
+        watch_checked = true;
+        if (failures_.EndEarlyWatch()) SettleHeld();
+      }
       int signals = StopSignals();
       if (signals > signals_passed_on) {
         (*process)->Signal(signals >= 2 ? SIGKILL : LastStopSignal());
@@ -415,24 +576,43 @@ class Worker {
     };
     run.exit = (*process)->Wait(on_stdout, on_stderr, on_tick, kTick);
     process->reset();
+    // The devices are idle from here, whatever the trial's fate.
+    lease.StopDeviceClock();
     tally_.ProgramEnded();
     const double program_seconds =
         std::chrono::duration<double>(Clock::now() - started).count();
-    const bool early_failures =
-        failures_.EndsEarlyFailures(run, program_seconds, id);
-    std::optional<std::string> give_back;
-    if (early_failures) {
-      give_back = failures_.EarlyFailuresGiveBackReason(run.exit);
+    const double elapsed = ElapsedSeconds(trial, started);
+    log.close();
+    const EarlyVerdict verdict = failures_.JudgeEarly(run, program_seconds, id);
+    if (verdict == EarlyVerdict::kHold) {
+      const std::string message = absl::StrCat(
+          "trial ", id, " failed at once (", ExitText(run.exit),
+          "); held until the worker knows whether its first programs all "
+          "fail alike (its environment) or not");
+      std::ofstream(log_path, std::ios::app)
+          << "[hypertune worker] " << message << std::endl;
+      console_.Out(message);
+      absl::MutexLock lock(&mu_);
+      held_.push_back(HeldTrial{trial, std::move(lease), std::move(run),
+                                log_path, elapsed, program_seconds, devices});
+      held = true;
+      return absl::OkStatus();
+    }
+    if (verdict == EarlyVerdict::kEnvironment) {
+      const std::string reason =
+          failures_.EarlyFailuresGiveBackReason(run.exit);
+      std::vector<HeldTrial> all = TakeHeld();
+      all.push_back(HeldTrial{trial, std::move(lease), run, log_path, elapsed,
+                              program_seconds, devices});
+      for (HeldTrial& held : all) GiveBackHeld(held, reason);
+      SetFatal(failures_.EarlyFailuresError(run.exit, id, log_path));
+      return absl::OkStatus();
     }
     const std::optional<v1::Trial::State> settled =
-        Settle(trial, run, ElapsedSeconds(trial, started), program_seconds,
-               log, give_back);
-    log.close();
-    if (early_failures) {
-      SetFatal(failures_.EarlyFailuresError(run.exit, id, log_path));
-    } else if (absl::Status s =
-                   failures_.CountFailureToRun(settled, run, log_path);
-               !s.ok()) {
+        Settle(trial, run, elapsed, program_seconds, devices, log_path);
+    if (verdict == EarlyVerdict::kEnded) SettleHeld();
+    if (absl::Status s = failures_.CountFailureToRun(settled, run, log_path);
+        !s.ok()) {
       SetFatal(std::move(s));
     }
     return absl::OkStatus();
@@ -447,17 +627,19 @@ class Worker {
     return std::max(program, (NowMs() - trial.start_time_ms()) / 1000.0);
   }
 
-  // Completes, marks infeasible or leaves the trial after its program ended.
-  // `elapsed`: since the trial started; `program_seconds`: this program's
-  // run, its device time. Returns the state the trial was left in by this
-  // worker, or nullopt when someone else settled it or it was left alone.
-  // `give_back`: the reason to give the trial back to the queue instead of
-  // making it infeasible.
+  // Completes, fails, marks infeasible, gives back or leaves the trial after
+  // its program ended (DecideOutcome), appending what it did to the log at
+  // `log_path`. `elapsed`: since the trial started; `program_seconds`:
+  // this program's run, on `devices` devices. Returns the state the trial
+  // was left in by this worker, or nullopt when someone else settled it or
+  // it was left alone.
   std::optional<v1::Trial::State> Settle(
       const v1::Trial& trial, const TrialRun& run, double elapsed,
-      double program_seconds, std::ofstream& log,
-      const std::optional<std::string>& give_back) {
+      double program_seconds, int devices,
+      const std::filesystem::path& log_path) {
+    std::ofstream log(log_path, std::ios::app);
     const int64_t id = trial.id();
+    const double device_seconds = program_seconds * devices;
     std::string how = ExitText(run.exit);
     std::string took = absl::StrCat(FormatShort(elapsed), " s");
 
@@ -465,6 +647,26 @@ class Worker {
     absl::StatusOr<Trial> stored = client_.GetTrial(options_.study, id);
     if (stored.ok()) {
       const v1::Trial& now = stored->proto();
+      if (now.state() == v1::Trial::PAUSED &&
+          now.lease_epoch() == trial.lease_epoch()) {
+        // Paused at a rung: the pause stands, and the time it ran counts.
+        v1::CompleteTrialRequest count;
+        count.set_study_name(options_.study);
+        count.set_trial_id(id);
+        count.set_lease_epoch(trial.lease_epoch());
+        count.set_device_seconds(device_seconds);
+        absl::StatusOr<v1::Trial> counted = client_.CompleteTrial(count);
+        if (!counted.ok()) {
+          console_.Err(absl::StrCat("warning: trial ", id,
+                                    ": its device time is not recorded: ",
+                                    counted.status().message()));
+        }
+        Record(counted.ok() ? *counted : now,
+               absl::StrCat("trial ", id, " PAUSED at a rung: ",
+                            now.stop_reason(), " (", how, ", ", took, ")"),
+               log, /*counted=*/false);
+        return std::nullopt;
+      }
       if (now.state() != v1::Trial::ACTIVE &&
           now.state() != v1::Trial::STOPPING) {
         Record(
@@ -487,12 +689,7 @@ class Worker {
           absl::StrCat("warning: trial ", id, ": ", stored.status().message()));
     }
 
-    TrialOutcome outcome = DecideOutcome(run, required_metrics_);
-    if (give_back.has_value() &&
-        outcome.kind == TrialOutcome::Kind::kInfeasible) {
-      outcome.kind = TrialOutcome::Kind::kWorkerFailed;
-      outcome.reason = *give_back;
-    }
+    const TrialOutcome outcome = DecideOutcome(run, required_metrics_);
     if (outcome.kind == TrialOutcome::Kind::kLeave) {
       Record(trial,
              absl::StrCat("trial ", id, " left to its lease: ", outcome.reason,
@@ -504,8 +701,7 @@ class Worker {
     request.set_study_name(options_.study);
     request.set_trial_id(id);
     request.set_lease_epoch(trial.lease_epoch());
-    // One device per slot (its GPU under --gpus).
-    request.set_device_seconds(program_seconds);
+    request.set_device_seconds(device_seconds);
     if (outcome.kind == TrialOutcome::Kind::kComplete) {
       v1::Measurement* m = request.mutable_final_measurement();
       m->set_step(outcome.step);
@@ -516,6 +712,9 @@ class Worker {
       request.set_worker_failed(true);
       request.set_failure_reason(outcome.reason);
       request.set_preempted(outcome.preempted);
+    } else if (outcome.kind == TrialOutcome::Kind::kFailed) {
+      request.set_failed(true);
+      request.set_failure_reason(outcome.reason);
     } else {
       request.set_infeasible(true);
       request.set_infeasible_reason(outcome.reason);
@@ -620,25 +819,30 @@ class Worker {
   std::atomic<int64_t> tickets_;
   WorkerTally tally_;
   FailureWatch failures_;
+  // Ends the programs' process groups should the worker die; null if it
+  // could not be started.
+  std::unique_ptr<OrphanGuard> guard_;
 
   absl::Mutex mu_;
   // The first error that stops the whole worker.
   absl::Status fatal_ ABSL_GUARDED_BY(mu_);
+  // Trials the early-failures watch holds.
+  std::vector<HeldTrial> held_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
 
 absl::StatusOr<WorkerOptions> ParseWorkerArgs(const Args& args) {
-  absl::StatusOr<ParsedArgs> parsed = ParseArgs(
-      args,
-      {{"parallel"},
-       {"gpus"},
-       {"max-trials"},
-       {"timeout"},
-       {"log-dir"},
-       {"max-consecutive-failures"},
-       {"early-failures"}},
-      /*allow_separator=*/true);
+  absl::StatusOr<ParsedArgs> parsed = ParseArgs(args,
+                                                {{"parallel"},
+                                                 {"gpus"},
+                                                 {"gpus-per-trial"},
+                                                 {"max-trials"},
+                                                 {"timeout"},
+                                                 {"log-dir"},
+                                                 {"max-consecutive-failures"},
+                                                 {"early-failures"}},
+                                                /*allow_separator=*/true);
   if (!parsed.ok()) return parsed.status();
   if (parsed->positional.size() != 1) {
     return UsageError(parsed->positional.empty()
@@ -676,12 +880,24 @@ absl::StatusOr<WorkerOptions> ParseWorkerArgs(const Args& args) {
       }
       options.gpus.emplace_back(gpu);
     }
-    if (parsed->Has("parallel") &&
-        *parallel != static_cast<int64_t>(options.gpus.size())) {
-      return UsageError(
-          "--parallel: --gpus runs one trial per GPU; give one or the other");
+    absl::StatusOr<int64_t> per_trial = parsed->GetInt("gpus-per-trial", 1, 1);
+    if (!per_trial.ok()) return per_trial.status();
+    if (options.gpus.size() % static_cast<size_t>(*per_trial) != 0) {
+      return UsageError(absl::StrCat(
+          "--gpus-per-trial ", *per_trial, ": the ", options.gpus.size(),
+          " GPUs of --gpus do not make groups of ", *per_trial));
     }
-    options.parallel = static_cast<int>(options.gpus.size());
+    options.gpus_per_trial = static_cast<int>(*per_trial);
+    const int64_t groups =
+        static_cast<int64_t>(options.gpus.size()) / *per_trial;
+    if (parsed->Has("parallel") && *parallel != groups) {
+      return UsageError(
+          "--parallel: --gpus runs one trial per GPU (or per group of "
+          "--gpus-per-trial); give one or the other");
+    }
+    options.parallel = static_cast<int>(groups);
+  } else if (parsed->Has("gpus-per-trial")) {
+    return UsageError("--gpus-per-trial: needs --gpus");
   }
   if (parsed->Has("max-trials")) {
     absl::StatusOr<int64_t> max_trials = parsed->GetInt("max-trials", 0, 1);

@@ -5,9 +5,15 @@
 // - early failures alike (--early-failures N): the worker's first N
 //   programs all ended on their own within kQuickFailureSeconds with the
 //   same non-zero exit status (or signal) and no metric. Any other end
-//   among the first ones ends this watch for good.
+//   among the first ones, or a program still running after
+//   kQuickFailureSeconds, ends this watch for good. While it is open, the
+//   trials of such failures are held, not settled: the worker gives them
+//   all back once N fail alike (the environment's fault: a missing module
+//   or command, exit 127), and settles them by the usual rule once the
+//   watch ends otherwise.
 // - failures to run in a row (--max-consecutive-failures N): N trials in a
-//   row ended infeasible without reporting a single metric, on their own.
+//   row ended FAILED or INFEASIBLE without reporting a single metric, on
+//   their own.
 //
 // Each gives the error that stops the worker: FAILED_PRECONDITION with the
 // last log's tail.
@@ -35,6 +41,21 @@ namespace hypertune::cli {
 // did, fails whatever its parameters (--early-failures).
 inline constexpr double kQuickFailureSeconds = 10;
 
+// What the early-failures watch makes of one of the worker's programs.
+enum class EarlyVerdict {
+  // Not watched (the watch is over or off): settle the trial as usual.
+  kNone,
+  // This end closed the watch (a metric, a success, a longer run, another
+  // status): settle this trial and every held one as usual.
+  kEnded,
+  // A quick failure alike the earlier ones, fewer than N so far: hold the
+  // trial until the watch decides.
+  kHold,
+  // N failed alike (or, with parallel slots, one more did after that):
+  // give this trial and every held one back, and stop the worker.
+  kEnvironment,
+};
+
 class FailureWatch {
  public:
   // `early_failures`, `max_consecutive_failures`: the N of each watch
@@ -43,17 +64,17 @@ class FailureWatch {
       : early_failures_(early_failures),
         max_consecutive_failures_(max_consecutive_failures) {}
 
-  // Whether `run` of trial `id`, one of this worker's first programs, which
-  // ran `program_seconds`, makes early_failures of them that failed alike.
-  // Any other end among the first ones (a metric, a success, a longer run,
-  // another status) ends the watch for good: false from then on. With
-  // parallel slots, programs already running when the count is reached end
-  // alike too: true for them as well, so that they are given back too.
-  bool EndsEarlyFailures(const TrialRun& run, double program_seconds,
-                         int64_t id) ABSL_LOCKS_EXCLUDED(mu_);
+  // Judges `run` of trial `id`, which ran `program_seconds`.
+  EarlyVerdict JudgeEarly(const TrialRun& run, double program_seconds,
+                          int64_t id) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // When EndsEarlyFailures: the reason to give the trial back to the queue
-  // (rather than make it infeasible), and the error that stops the worker,
+  // Ends the watch, as a program still running after kQuickFailureSeconds
+  // does. Returns whether it was open (the held trials are then to be
+  // settled as usual).
+  bool EndEarlyWatch() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The reason to give a held trial back to the queue (the worker's
+  // environment, not the parameters), and the error that stops the worker,
   // naming the failed trials and the tail of `log_path`, trial `id`'s log.
   std::string EarlyFailuresGiveBackReason(const ProgramExit& exit) const;
   absl::Status EarlyFailuresError(const ProgramExit& exit, int64_t id,
@@ -62,11 +83,11 @@ class FailureWatch {
 
   // Counts `run`, whose trial this worker left in state `settled` (nullopt:
   // someone else settled it or it was left alone), towards the failures to
-  // run in a row: one that ended INFEASIBLE without a metric on its own (not
-  // stopped, timed out, preempted or taken over) adds one; any other
-  // completed, stopped or infeasible trial starts the count again; a trial
-  // given back or left changes nothing. FAILED_PRECONDITION, with the tail
-  // of `log_path` (the trial's log), once the count reaches
+  // run in a row: one that ended FAILED or INFEASIBLE without a metric on
+  // its own (not stopped, timed out, preempted or taken over) adds one; any
+  // other completed, stopped, failed or infeasible trial starts the count
+  // again; a trial given back or left changes nothing. FAILED_PRECONDITION,
+  // with the tail of `log_path` (the trial's log), once the count reaches
   // max_consecutive_failures; OK otherwise.
   absl::Status CountFailureToRun(std::optional<v1::Trial::State> settled,
                                  const TrialRun& run,
@@ -79,10 +100,12 @@ class FailureWatch {
 
   mutable absl::Mutex mu_;
   // The worker's first trials whose programs failed alike, and how the
-  // first of them ended; over once one ends otherwise.
+  // first of them ended; over once one ends otherwise. `early_reached_`:
+  // early_failures_ of them failed alike.
   std::vector<int64_t> early_trials_ ABSL_GUARDED_BY(mu_);
   ProgramExit early_exit_ ABSL_GUARDED_BY(mu_);
   bool early_watch_over_ ABSL_GUARDED_BY(mu_) = false;
+  bool early_reached_ ABSL_GUARDED_BY(mu_) = false;
   // Trials in a row whose program failed to run.
   int failures_in_a_row_ ABSL_GUARDED_BY(mu_) = 0;
 };

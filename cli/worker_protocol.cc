@@ -63,6 +63,40 @@ absl::StatusOr<double> ParseNumber(std::string_view text) {
   return value;
 }
 
+absl::StatusOr<std::optional<DirectiveLine>> ParseDirectiveLine(
+    std::string_view line) {
+  absl::string_view rest = absl::StripLeadingAsciiWhitespace(AV(line));
+  if (!absl::ConsumePrefix(&rest, AV(kPrefix))) return std::nullopt;
+  rest = absl::StripAsciiWhitespace(rest);
+  DirectiveLine directive;
+  if (absl::ConsumePrefix(&rest, "infeasible=")) {
+    directive.kind = DirectiveLine::Kind::kInfeasible;
+    directive.value = std::string(rest);
+    return std::optional<DirectiveLine>(std::move(directive));
+  }
+  if (!absl::ConsumePrefix(&rest, "checkpoint=")) return std::nullopt;
+  directive.kind = DirectiveLine::Kind::kCheckpoint;
+  std::vector<absl::string_view> words =
+      absl::StrSplit(rest, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+  if (words.empty() || rest.empty() || rest.front() == ' ' ||
+      rest.front() == '\t') {
+    return absl::InvalidArgumentError("checkpoint= needs a URI");
+  }
+  directive.value = std::string(words[0]);
+  for (size_t i = 1; i < words.size(); ++i) {
+    absl::string_view step = words[i];
+    if (i > 1 || !absl::ConsumePrefix(&step, "step=")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "\"", words[i], "\": after checkpoint=URI only step=N may follow"));
+    }
+    if (!absl::SimpleAtoi(step, &directive.step) || directive.step < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint step \"", step, "\" is not an integer >= 0"));
+    }
+  }
+  return std::optional<DirectiveLine>(std::move(directive));
+}
+
 absl::StatusOr<std::optional<MetricsLine>> ParseMetricsLine(
     std::string_view line) {
   absl::string_view rest = absl::StripLeadingAsciiWhitespace(AV(line));

@@ -36,6 +36,27 @@ struct MetricsLine {
 absl::StatusOr<std::optional<MetricsLine>> ParseMetricsLine(
     std::string_view line);
 
+// What a program tells the worker besides metrics, on a line of its own:
+//   hypertune: infeasible=REASON        the parameters are bad (the rest of
+//                                       the line is the reason)
+//   hypertune: checkpoint=URI [step=N]  resume the trial from URI, which
+//                                       holds step N (default: the latest
+//                                       measured step)
+struct DirectiveLine {
+  enum class Kind { kInfeasible, kCheckpoint };
+  Kind kind = Kind::kInfeasible;
+  // The reason, or the URI.
+  std::string value;
+  int64_t step = 0;
+};
+
+// Returns nullopt when `line` is no directive (a metrics line or any other
+// line), the directive when it is one, and INVALID_ARGUMENT when it is a
+// malformed one (no URI, a step that is not an integer >= 0, extra words).
+// A metric can therefore not be called "infeasible" or "checkpoint".
+absl::StatusOr<std::optional<DirectiveLine>> ParseDirectiveLine(
+    std::string_view line);
+
 // Parses a whole decimal or exponent number, optionally signed, including
 // inf, infinity and nan in any case. INVALID_ARGUMENT otherwise.
 absl::StatusOr<double> ParseNumber(std::string_view text);

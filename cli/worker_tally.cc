@@ -30,6 +30,8 @@ void WorkerTally::CountSettled(const v1::Trial& trial) {
   absl::MutexLock lock(&mu_);
   if (trial.state() == v1::Trial::INFEASIBLE) {
     ++counts_.infeasible;
+  } else if (trial.state() == v1::Trial::FAILED) {
+    ++counts_.failed;
   } else if (trial.state() == v1::Trial::COMPLETED ||
              trial.state() == v1::Trial::STOPPED) {
     ++counts_.completed;
@@ -70,12 +72,16 @@ WorkerTally::Counts WorkerTally::counts() const {
 std::string WorkerTally::Progress() const {
   absl::MutexLock lock(&mu_);
   std::string text = absl::StrCat(
-      study_, ": ", counts_.completed + counts_.infeasible + counts_.other);
+      study_, ": ",
+      counts_.completed + counts_.infeasible + counts_.failed + counts_.other);
   if (budget_ > 0) absl::StrAppend(&text, "/", budget_);
   absl::StrAppend(&text, " done");
   std::vector<std::string> notes;
   if (counts_.infeasible > 0) {
     notes.push_back(absl::StrCat(counts_.infeasible, " infeasible"));
+  }
+  if (counts_.failed > 0) {
+    notes.push_back(absl::StrCat(counts_.failed, " failed"));
   }
   if (counts_.other > 0) {
     notes.push_back(absl::StrCat(counts_.other, " given back or left"));

@@ -1,6 +1,6 @@
 // The progress of one `hypertune worker` run: how its trials ended
-// (completed, infeasible, other), how many programs run now, the best value
-// of the single objective so far, and whether the study said it is
+// (completed, infeasible, failed, other), how many programs run now, the best
+// value of the single objective so far, and whether the study said it is
 // completed. The status line and the final summary are its text.
 //
 // Thread safety: thread-safe; the slots count into one tally.
@@ -24,6 +24,8 @@ class WorkerTally {
     int running = 0;
     int completed = 0;
     int infeasible = 0;
+    // FAILED: the program's fault, not the parameters'.
+    int failed = 0;
     // Given back, left to their leases, or settled by someone else.
     int other = 0;
   };
@@ -39,7 +41,8 @@ class WorkerTally {
   void ProgramEnded() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Counts `trial` by the state it was left in: COMPLETED or STOPPED (its
-  // objective, if feasible, may be the new best), INFEASIBLE, or other.
+  // objective, if feasible, may be the new best), INFEASIBLE, FAILED, or
+  // other.
   void CountSettled(const v1::Trial& trial) ABSL_LOCKS_EXCLUDED(mu_);
   // Counts a trial that ended neither way: given back, left to its lease,
   // or settled by someone else.

@@ -153,8 +153,11 @@ absl::StatusOr<std::optional<Trial>> Client::NextTrial(
     if (env_epoch != nullptr && absl::SimpleAtoi(env_epoch, &epoch)) {
       proto.set_lease_epoch(epoch);
     }
-    // The worker renews the lease; this handle only reports.
-    return std::optional<Trial>(Trial(core_, std::move(proto), nullptr));
+    // The worker renews the lease; this handle only reports, and only on
+    // rank 0 of several processes (torchrun).
+    Trial trial(core_, std::move(proto), nullptr);
+    trial.reports_ = internal::ProcessRank() == 0;
+    return std::optional<Trial>(std::move(trial));
   }
 
   std::shared_ptr<internal::ClientIdSlot> slot =
@@ -179,8 +182,8 @@ absl::StatusOr<std::optional<Trial>> Client::NextTrial(
   }
 }
 
-Trial Client::Hold(v1::Trial trial) const {
-  return Trial(core_, std::move(trial), nullptr, options().heartbeats);
+Trial Client::Hold(v1::Trial trial, int devices) const {
+  return Trial(core_, std::move(trial), nullptr, options().heartbeats, devices);
 }
 
 absl::StatusOr<Trial> Client::GetTrial(const std::string& study,

@@ -1,7 +1,12 @@
 #include "trainer_sdk/client_core.h"
 
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -9,12 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
-#include <grpcpp/support/channel_arguments.h>
-
 #include "absl/container/flat_hash_map.h"
 #include "absl/random/random.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
@@ -224,6 +226,15 @@ std::shared_ptr<ClientIdSlot> AcquireClientIdSlot(const std::string& base) {
 bool TakeWorkerTrial() {
   static std::atomic<bool> taken{false};
   return !taken.exchange(true);
+}
+
+int ProcessRank() {
+  for (const char* name : {"RANK", "LOCAL_RANK"}) {
+    const char* value = std::getenv(name);
+    int rank = 0;
+    if (value != nullptr && absl::SimpleAtoi(value, &rank)) return rank;
+  }
+  return 0;
 }
 
 }  // namespace hypertune::internal

@@ -109,6 +109,10 @@ std::shared_ptr<ClientIdSlot> AcquireClientIdSlot(const std::string& base);
 // `hypertune worker` handed to this process.
 bool TakeWorkerTrial();
 
+// This process's rank among the processes of one trial (torchrun and the
+// like): $RANK, else $LOCAL_RANK; 0 when neither is set or is a number.
+int ProcessRank();
+
 }  // namespace hypertune::internal
 
 #endif  // HYPERTUNE_TRAINER_SDK_CLIENT_CORE_H_

@@ -19,8 +19,22 @@
 // thread renews (Heartbeat, every third of the study's lease) until the trial
 // is completed, marked infeasible, given back, or its last handle destroyed;
 // a trial dropped unfinished is handed to another worker once its lease runs
-// out. A trial handed out again after its worker died carries that worker's
-// measurements and checkpoint_uri(), so the trainer can resume.
+// out. Renewals and the trial's end carry the device-seconds used since the
+// lease was taken (wall seconds x ClientOptions::devices), so the time of
+// every attempt counts, paused ones and given-back ones included.
+//
+// Attempts: a trial handed out again after its worker was lost begins a new
+// attempt (attempt()). With a checkpoint (checkpoint_uri(), holding step
+// checkpoint_step()), it resumes there and its measurements() continue the
+// curve; without one it starts afresh from step 1, and the earlier attempt's
+// curve is kept apart (proto().earlier_attempts()), never its result.
+//
+// Several processes per trial (torchrun, DDP): under `hypertune worker`, the
+// trial attached by NextTrial reports from rank 0 only ($RANK, else
+// $LOCAL_RANK; unset = 0). On the other ranks Report, Complete,
+// MarkInfeasible, GiveBack and SetCheckpoint do nothing and succeed, while
+// Report, Heartbeat and ShouldStop read the trial's state, so that every
+// rank learns of an early stop or a pause (should_stop()).
 //
 // Thread safety: a Client may be shared by any number of threads (it owns one
 // channel; copies share it). A Trial is a handle: copies share its lease (one
@@ -150,8 +164,9 @@ class Client {
   // A handle on `trial`, granted to this client by Suggest, that holds its
   // lease as NextTrial's trials do (renewed in the background unless
   // ClientOptions::heartbeats is false). For runners such as `hypertune
-  // worker` that ask for trials themselves.
-  Trial Hold(v1::Trial trial) const;
+  // worker` that ask for trials themselves. `devices`: what the trial's
+  // program uses, for its device-seconds; 0 = ClientOptions::devices.
+  Trial Hold(v1::Trial trial, int devices = 0) const;
 
   // One call per RPC, each with the deadline and retry policy above.
   absl::StatusOr<v1::Study> CreateStudy(const v1::Study& study) const;
@@ -295,16 +310,31 @@ class Trial {
   // max_preemptions instead of max_retries), else marks it FAILED. Stops
   // the renewals.
   absl::Status GiveBack(const std::string& reason, bool preempted = false);
-  // Renews the lease now, optionally recording a checkpoint to resume from.
-  // Returns whether the server asks the trial to stop early.
-  absl::StatusOr<bool> Heartbeat(const std::string& checkpoint_uri = "");
-  // Records `uri` as the place to resume this trial from should its worker
-  // die (a Heartbeat carrying it). INVALID_ARGUMENT if empty.
-  absl::Status SetCheckpoint(const std::string& uri);
+  // Renews the lease now, optionally recording a checkpoint to resume from
+  // (holding `checkpoint_step`; 0 = the latest measured step). Returns
+  // whether the server asks the trial to stop early.
+  absl::StatusOr<bool> Heartbeat(const std::string& checkpoint_uri = "",
+                                 int64_t checkpoint_step = 0);
+  // Records `uri`, which holds step `step` (0 = the latest reported step),
+  // as the place to resume this trial from should its worker die (a
+  // Heartbeat carrying it). INVALID_ARGUMENT if empty or step < 0.
+  absl::Status SetCheckpoint(const std::string& uri, int64_t step = 0);
 
+  // The attempt this handle runs: 1 for a trial's first grant, one more for
+  // each grant after a loss (1 from servers that predate attempts).
+  int attempt() const { return proto_.attempt() > 0 ? proto_.attempt() : 1; }
   // The checkpoint to resume from: left by an earlier holder of the trial,
   // or set by SetCheckpoint. Empty if none.
   const std::string& checkpoint_uri() const { return proto_.checkpoint_uri(); }
+  // The step that checkpoint_uri() holds; 0 if none.
+  int64_t checkpoint_step() const { return proto_.checkpoint_step(); }
+  // For runners that hold a trial's lease past its program's end (`hypertune
+  // worker` deciding its fate): the devices are idle from now on, and the
+  // renewals and the trial's end report the device-seconds used until now.
+  void StopDeviceClock();
+  // Whether this process reports on the trial: false on ranks other than 0
+  // of a trial attached under `hypertune worker` (see the top of this file).
+  bool reports() const { return reports_; }
   // Whether the server asked the trial to stop early (or paused it at an
   // ASHA rung), as of the last renewal or report. The program should then
   // save what it has and finish: Complete with its last metrics (the trial
@@ -326,8 +356,10 @@ class Trial {
  private:
   friend class Client;
   // `renew`: renew the lease from a background thread (LeaseKeeper::Start).
+  // `devices`: the program's, for its device-seconds; 0 = the options'.
   Trial(std::shared_ptr<internal::ClientCore> core, v1::Trial proto,
-        std::shared_ptr<internal::ClientIdSlot> slot, bool renew = false);
+        std::shared_ptr<internal::ClientIdSlot> slot, bool renew = false,
+        int devices = 0);
 
   // The client this handle calls through; FAILED_PRECONDITION if detached.
   absl::StatusOr<Client> Attached() const;
@@ -336,6 +368,10 @@ class Trial {
   // known to be lost.
   absl::Status Usable() const;
   absl::Status Finish(v1::CompleteTrialRequest request);
+  // On a rank that does not report: reads the trial's state (its stop or
+  // pause), keeping this handle's lease epoch. Errors are ignored: the next
+  // poll tries again.
+  void Poll();
 
   std::shared_ptr<internal::ClientCore> core_;
   v1::Trial proto_;
@@ -347,6 +383,8 @@ class Trial {
   // Seconds the trial had run (by its start time) when this handle was made.
   double elapsed_at_attach_ = 0.0;
   int64_t last_step_ = 0;
+  // False on the ranks of a worker's trial other than 0 (see reports()).
+  bool reports_ = true;
 };
 
 }  // namespace hypertune

@@ -1,6 +1,7 @@
 #include "trainer_sdk/lease_keeper.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "absl/random/random.h"
@@ -42,12 +43,30 @@ std::chrono::milliseconds RenewalInterval(int64_t expire_ms, int64_t now_ms) {
 }
 
 LeaseKeeper::LeaseKeeper(std::shared_ptr<ClientCore> core, std::string study,
-                         int64_t trial_id, int64_t epoch, std::string client_id)
+                         int64_t trial_id, int64_t epoch, std::string client_id,
+                         int devices,
+                         std::chrono::steady_clock::time_point held_since)
     : core_(std::move(core)),
       study_(std::move(study)),
       trial_id_(trial_id),
       epoch_(epoch),
-      client_id_(std::move(client_id)) {}
+      client_id_(std::move(client_id)),
+      devices_(devices),
+      held_since_(held_since) {}
+
+double LeaseKeeper::DeviceSeconds() const {
+  const double stopped = stopped_at_.load();
+  if (stopped >= 0) return stopped;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       held_since_)
+             .count() *
+         devices_;
+}
+
+void LeaseKeeper::StopDeviceClock() {
+  double running = -1.0;
+  stopped_at_.compare_exchange_strong(running, DeviceSeconds());
+}
 
 LeaseKeeper::~LeaseKeeper() { Stop(); }
 
@@ -107,14 +126,17 @@ v1::HeartbeatRequest LeaseKeeper::Request() const {
   request.set_trial_id(trial_id_);
   request.set_lease_epoch(epoch_);
   request.set_client_id(client_id_);
+  request.set_device_seconds(DeviceSeconds());
   return request;
 }
 
 absl::StatusOr<v1::HeartbeatResponse> LeaseKeeper::Renew(
-    const std::string& checkpoint_uri, const std::string& log_path) {
+    const std::string& checkpoint_uri, const std::string& log_path,
+    int64_t checkpoint_step) {
   if (absl::Status s = lost(); !s.ok()) return s;
   v1::HeartbeatRequest request = Request();
   request.set_checkpoint_uri(checkpoint_uri);
+  if (!checkpoint_uri.empty()) request.set_checkpoint_step(checkpoint_step);
   request.set_log_path(log_path);
   v1::HeartbeatResponse response;
   absl::Status status = core_->Call(
@@ -130,7 +152,6 @@ absl::StatusOr<v1::HeartbeatResponse> LeaseKeeper::Renew(
 
 void LeaseKeeper::Loop(std::chrono::milliseconds fixed_interval,
                        int64_t expire_ms) {
-  const v1::HeartbeatRequest request = Request();
   const ClientOptions& options = core_->options();
   absl::BitGen bitgen;
   int failures = 0;
@@ -150,6 +171,8 @@ void LeaseKeeper::Loop(std::chrono::milliseconds fixed_interval,
     // A channel that cannot be set up: the trial's own calls say why.
     if (!core_->PrepareContext(context, options.call_timeout).ok()) break;
     v1::HeartbeatResponse response;
+    // Each renewal carries the device-seconds used until now.
+    const v1::HeartbeatRequest request = Request();
     in_flight_ = &context;
     mu_.Unlock();
     absl::Status status =

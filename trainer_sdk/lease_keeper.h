@@ -12,6 +12,7 @@
 #ifndef HYPERTUNE_TRAINER_SDK_LEASE_KEEPER_H_
 #define HYPERTUNE_TRAINER_SDK_LEASE_KEEPER_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -41,9 +42,12 @@ std::chrono::milliseconds RenewalInterval(int64_t expire_ms, int64_t now_ms);
 class LeaseKeeper {
  public:
   // The lease on trial `trial_id` of `study` granted under `epoch` to
-  // `client_id`. REQUIRES: `core` is not null.
+  // `client_id`, held since `held_since` by a program using `devices`
+  // devices: every renewal carries the device-seconds used since then.
+  // REQUIRES: `core` is not null, devices >= 1.
   LeaseKeeper(std::shared_ptr<ClientCore> core, std::string study,
-              int64_t trial_id, int64_t epoch, std::string client_id);
+              int64_t trial_id, int64_t epoch, std::string client_id,
+              int devices, std::chrono::steady_clock::time_point held_since);
   ~LeaseKeeper();
   LeaseKeeper(const LeaseKeeper&) = delete;
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;
@@ -63,10 +67,20 @@ class LeaseKeeper {
   bool running() const;
 
   // One renewal now, with the Client's retries, recording `checkpoint_uri`
-  // and `log_path` on the trial where not empty. Returns the server's answer
-  // or its error, which Observe() has seen.
+  // (which holds `checkpoint_step`; 0 = the latest measured step) and
+  // `log_path` on the trial where not empty. Returns the server's answer or
+  // its error, which Observe() has seen.
   absl::StatusOr<v1::HeartbeatResponse> Renew(
-      const std::string& checkpoint_uri = "", const std::string& log_path = "");
+      const std::string& checkpoint_uri = "", const std::string& log_path = "",
+      int64_t checkpoint_step = 0);
+
+  // The device-seconds used since the lease was taken: wall seconds times
+  // the devices (HeartbeatRequest/CompleteTrialRequest.device_seconds).
+  // Frozen by StopDeviceClock.
+  double DeviceSeconds() const;
+  // The devices are idle from now on (the program ended, the lease is
+  // still held): DeviceSeconds stays at its value now. Idempotent.
+  void StopDeviceClock();
 
   // Takes note of the outcome of a call on the trial: one saying the lease
   // is lost stops the renewals and is returned by lost() from then on.
@@ -89,6 +103,10 @@ class LeaseKeeper {
   const int64_t trial_id_;
   const int64_t epoch_;
   const std::string client_id_;
+  const int devices_;
+  const std::chrono::steady_clock::time_point held_since_;
+  // DeviceSeconds once StopDeviceClock ran; negative before.
+  std::atomic<double> stopped_at_{-1.0};
 
   mutable absl::Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;

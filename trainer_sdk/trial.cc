@@ -42,7 +42,8 @@ absl::Status CheckNoNaN(const Metrics& metrics, const std::string& where) {
 Trial::Trial(v1::Trial proto) : Trial(nullptr, std::move(proto), nullptr) {}
 
 Trial::Trial(std::shared_ptr<internal::ClientCore> core, v1::Trial proto,
-             std::shared_ptr<internal::ClientIdSlot> slot, bool renew)
+             std::shared_ptr<internal::ClientIdSlot> slot, bool renew,
+             int devices)
     : core_(std::move(core)),
       proto_(std::move(proto)),
       slot_(std::move(slot)),
@@ -50,7 +51,9 @@ Trial::Trial(std::shared_ptr<internal::ClientCore> core, v1::Trial proto,
   if (core_ != nullptr) {
     lease_ = std::make_shared<internal::LeaseKeeper>(
         core_, proto_.study_name(), proto_.id(), proto_.lease_epoch(),
-        proto_.client_id());
+        proto_.client_id(),
+        devices > 0 ? devices : std::max(1, core_->options().devices),
+        attached_at_);
     if (renew) {
       lease_->Start(core_->options().heartbeat_interval,
                     proto_.lease_expire_time_ms());
@@ -161,9 +164,24 @@ bool Trial::should_stop() const {
          (lease_ != nullptr && lease_->should_stop());
 }
 
+void Trial::Poll() {
+  absl::StatusOr<Client> client = Attached();
+  if (!client.ok()) return;
+  absl::StatusOr<Trial> stored = client->GetTrial(proto_.study_name(), id());
+  if (!stored.ok()) return;
+  const int64_t epoch = proto_.lease_epoch();
+  proto_ = stored->proto();
+  proto_.set_lease_epoch(epoch);
+}
+
 absl::StatusOr<bool> Trial::ShouldStop() {
   absl::StatusOr<Client> client = Attached();
   if (!client.ok()) return client.status();
+  if (!reports_) {
+    // The rule is rank 0's to apply; this rank reads what it decided.
+    Poll();
+    return should_stop();
+  }
   absl::StatusOr<v1::CheckEarlyStoppingResponse> response =
       client->CheckEarlyStopping(proto_.study_name(), proto_.id());
   if (!response.ok()) return response.status();
@@ -172,6 +190,10 @@ absl::StatusOr<bool> Trial::ShouldStop() {
     proto_.set_stop_reason(response->reason());
   }
   return should_stop();
+}
+
+void Trial::StopDeviceClock() {
+  if (lease_ != nullptr) lease_->StopDeviceClock();
 }
 
 bool Trial::heartbeating() const {
@@ -193,6 +215,11 @@ absl::Status Trial::Report(int64_t step, const Metrics& metrics) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": no metrics"));
   }
   if (absl::Status s = CheckNoNaN(metrics, where); !s.ok()) return s;
+  if (!reports_) {
+    Poll();
+    last_step_ = std::max(last_step_, step);
+    return absl::OkStatus();
+  }
   v1::AddMeasurementRequest request;
   request.set_study_name(proto_.study_name());
   request.set_trial_id(proto_.id());
@@ -246,24 +273,31 @@ absl::Status Trial::GiveBack(const std::string& reason, bool preempted) {
 }
 
 absl::Status Trial::Finish(v1::CompleteTrialRequest request) {
+  // Another rank reports the trial's end.
+  if (!reports_) return absl::OkStatus();
+  absl::StatusOr<Client> client = Attached();
+  if (!client.ok()) return client.status();
+  request.set_study_name(proto_.study_name());
+  request.set_trial_id(proto_.id());
+  request.set_lease_epoch(proto_.lease_epoch());
+  // The device time since this handle took the trial (the server counts
+  // what the renewals did not already report).
+  request.set_device_seconds(lease_->DeviceSeconds());
   if (paused() && !request.infeasible()) {
     // Paused at a rung: it is resumed from its checkpoint when promoted
-    // (perhaps by another worker already), so there is nothing to settle.
+    // (perhaps by another worker already), so there is nothing to settle
+    // but the time it ran, which the server counts (or, promoted already,
+    // refuses: a few seconds lost).
+    v1::CompleteTrialRequest count;
+    count.set_study_name(request.study_name());
+    count.set_trial_id(request.trial_id());
+    count.set_lease_epoch(request.lease_epoch());
+    count.set_device_seconds(request.device_seconds());
+    client->CompleteTrial(count).IgnoreError();
     lease_->Stop();
     if (slot_ != nullptr) slot_->Release();
     return absl::OkStatus();
   }
-  request.set_study_name(proto_.study_name());
-  request.set_trial_id(proto_.id());
-  request.set_lease_epoch(proto_.lease_epoch());
-  absl::StatusOr<Client> client = Attached();
-  if (!client.ok()) return client.status();
-  // This attempt's device time: since this handle took the trial.
-  request.set_device_seconds(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                    attached_at_)
-          .count() *
-      client->options().devices);
   absl::StatusOr<v1::Trial> response = client->CompleteTrial(request);
   lease_->Observe(response.status());
   if (response.ok()) {
@@ -281,22 +315,37 @@ absl::Status Trial::Finish(v1::CompleteTrialRequest request) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> Trial::Heartbeat(const std::string& checkpoint_uri) {
+absl::StatusOr<bool> Trial::Heartbeat(const std::string& checkpoint_uri,
+                                      int64_t checkpoint_step) {
   if (absl::Status s = Usable(); !s.ok()) return s;
+  if (!reports_) {
+    Poll();
+    return should_stop();
+  }
   absl::StatusOr<v1::HeartbeatResponse> response =
-      lease_->Renew(checkpoint_uri);
+      lease_->Renew(checkpoint_uri, "", checkpoint_step);
   if (!response.ok()) return response.status();
   proto_.set_lease_expire_time_ms(response->lease_expire_time_ms());
-  if (!checkpoint_uri.empty()) proto_.set_checkpoint_uri(checkpoint_uri);
+  if (!checkpoint_uri.empty()) {
+    proto_.set_checkpoint_uri(checkpoint_uri);
+    proto_.set_checkpoint_step(checkpoint_step > 0 ? checkpoint_step
+                                                   : last_step_);
+  }
   return response->should_stop();
 }
 
-absl::Status Trial::SetCheckpoint(const std::string& uri) {
+absl::Status Trial::SetCheckpoint(const std::string& uri, int64_t step) {
   if (uri.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("trial ", proto_.id(), ": checkpoint uri is empty"));
   }
-  return Heartbeat(uri).status();
+  if (step < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trial ", proto_.id(), ": checkpoint step ", step, " is negative"));
+  }
+  // Another rank records the checkpoint.
+  if (!reports_) return Usable();
+  return Heartbeat(uri, step).status();
 }
 
 }  // namespace hypertune

@@ -1,8 +1,13 @@
 #include "cli/subprocess.h"
 
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -117,6 +122,99 @@ TEST(Subprocess, SignalReachesTheProgram) {
   EXPECT_THAT(output.out, ElementsAre("ready", "got INT"));
 }
 
+// Whether process `pid`, not our child, is gone (or a zombie, as good as
+// gone), polled for up to 10 s.
+bool GoneSoon(pid_t pid) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    const size_t paren = line.rfind(')');
+    if (paren != std::string::npos && paren + 2 < line.size() &&
+        line[paren + 2] == 'Z') {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// How our child `pid` ended, waiting up to 10 s (then killing it): the
+// wait status, or -1 if it had to be killed.
+int ReapSoon(pid_t pid) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return -1;
+}
+
+TEST(Subprocess, AProgramDiesWithTheThreadThatStartedIt) {
+  pid_t pid = 0;
+  std::thread starter([&] {
+    auto process = Subprocess::Start(Shell("exec sleep 100"));
+    ASSERT_TRUE(process.ok()) << process.status();
+    pid = (*process)->pid();
+    // Dropped unreaped: as if the thread, or the worker, died.
+    process->release();
+  });
+  starter.join();
+  ASSERT_GT(pid, 0);
+  const int status = ReapSoon(pid);
+  ASSERT_NE(status, -1) << "the program outlived the thread that started it";
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+}
+
+TEST(Subprocess, WhatTheProgramLeftRunningEndsWithIt) {
+  Output output;
+  ProgramExit exit =
+      RunProgram(Shell("sleep 100 >/dev/null 2>&1 & echo $!; exit 0"), &output);
+  EXPECT_EQ(exit.code, 0);
+  ASSERT_EQ(output.out.size(), 1u);
+  EXPECT_TRUE(GoneSoon(std::stoi(output.out[0])));
+}
+
+TEST(OrphanGuard, KillsTheGroupsItKnowsOnceItsWorkerIsGone) {
+  auto guard = OrphanGuard::Start();
+  ASSERT_TRUE(guard.ok()) << guard.status();
+  SubprocessOptions options =
+      Shell("sleep 100 >/dev/null 2>&1 & echo $!; echo ready; wait");
+  options.guard = guard->get();
+  auto process = Subprocess::Start(options);
+  ASSERT_TRUE(process.ok()) << process.status();
+  // A group started and ended meanwhile is forgotten.
+  {
+    SubprocessOptions other = Shell("exit 0");
+    other.guard = guard->get();
+    Output ignored;
+    RunProgram(other, &ignored);
+  }
+  Output output;
+  bool dropped = false;
+  ProgramExit exit = (*process)->Wait(
+      [&](std::string_view line) { output.out.emplace_back(line); },
+      [&](std::string_view) {},
+      [&] {
+        if (!dropped && output.out.size() == 2) {
+          // What the kernel does to the worker's end when it dies.
+          guard->reset();
+          dropped = true;
+        }
+      },
+      std::chrono::milliseconds(20));
+  EXPECT_TRUE(dropped);
+  EXPECT_TRUE(exit.signaled);
+  EXPECT_EQ(exit.code, SIGKILL);
+  ASSERT_EQ(output.out.size(), 2u);
+  EXPECT_TRUE(GoneSoon(std::stoi(output.out[0])));
+}
+
 TEST(Subprocess, MissingProgramIsNotFound) {
   SubprocessOptions options;
   options.argv = {"/nonexistent/hypertune-test-program"};
@@ -125,6 +223,21 @@ TEST(Subprocess, MissingProgramIsNotFound) {
   EXPECT_EQ(process.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(process.status().message()),
               HasSubstr("cannot run \"/nonexistent/hypertune-test-program\""));
+
+  options.argv = {"hypertune-test-no-such-program-in-path"};
+  process = Subprocess::Start(options);
+  ASSERT_FALSE(process.ok());
+  EXPECT_EQ(process.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(Subprocess, AProgramNotExecutableIsPermissionDenied) {
+  const std::string file = ::testing::TempDir() + "/subprocess_test-plain";
+  std::ofstream(file) << "not a program\n";
+  SubprocessOptions options;
+  options.argv = {file};
+  auto process = Subprocess::Start(options);
+  ASSERT_FALSE(process.ok());
+  EXPECT_EQ(process.status().code(), absl::StatusCode::kPermissionDenied);
 }
 
 }  // namespace

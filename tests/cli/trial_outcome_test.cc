@@ -40,18 +40,50 @@ TEST(DecideOutcome, CleanExitWithOnlyStepsUsesTheLastStep) {
   EXPECT_EQ(outcome.step, 9);
 }
 
-TEST(DecideOutcome, CleanExitWithoutMetricsIsInfeasible) {
+// Not the parameters' doing: the program's (DESIGN.md, "Trial states").
+TEST(DecideOutcome, CleanExitWithoutMetricsFails) {
   TrialOutcome outcome = DecideOutcome(Exited(0), {"loss"});
-  EXPECT_EQ(outcome.kind, Kind::kInfeasible);
+  EXPECT_EQ(outcome.kind, Kind::kFailed);
   EXPECT_EQ(outcome.reason, "program exited 0 without reporting a metric");
 }
 
-TEST(DecideOutcome, NonZeroExitIsInfeasibleEvenWithMetrics) {
+TEST(DecideOutcome, NonZeroExitFailsEvenWithMetrics) {
   TrialRun run = Exited(3);
   run.final_metrics = Metrics{{"loss", 0.2}};
   TrialOutcome outcome = DecideOutcome(run, {"loss"});
-  EXPECT_EQ(outcome.kind, Kind::kInfeasible);
+  EXPECT_EQ(outcome.kind, Kind::kFailed);
   EXPECT_EQ(outcome.reason, "exit status 3");
+}
+
+TEST(DecideOutcome, AFailuresReasonEndsWithTheProgramsLastLine) {
+  TrialRun run = Exited(1);
+  run.last_line = "ValueError: shapes (3,) and (4,) not aligned";
+  TrialOutcome outcome = DecideOutcome(run, {"loss"});
+  EXPECT_EQ(outcome.kind, Kind::kFailed);
+  EXPECT_EQ(outcome.reason,
+            "exit status 1: ValueError: shapes (3,) and (4,) not aligned");
+}
+
+TEST(DecideOutcome, ATrialTheProgramDeclaredInfeasibleIsInfeasible) {
+  TrialRun run = Exited(1);
+  run.infeasible_reason = "CUDA out of memory";
+  run.step_metrics = Metrics{{"loss", 0.3}};
+  TrialOutcome outcome = DecideOutcome(run, {"loss"});
+  EXPECT_EQ(outcome.kind, Kind::kInfeasible);
+  EXPECT_EQ(outcome.reason, "CUDA out of memory");
+
+  // Whatever the exit status, with a default reason.
+  TrialRun clean = Exited(0);
+  clean.infeasible_reason = "";
+  outcome = DecideOutcome(clean, {"loss"});
+  EXPECT_EQ(outcome.kind, Kind::kInfeasible);
+  EXPECT_EQ(outcome.reason, "declared infeasible by the program");
+
+  // The worker's own stop still gives the trial back.
+  TrialRun preempted = Exited(1);
+  preempted.infeasible_reason = "diverged";
+  preempted.worker_signal = SIGTERM;
+  EXPECT_EQ(DecideOutcome(preempted, {"loss"}).kind, Kind::kWorkerFailed);
 }
 
 TEST(DecideOutcome, ASignalFromOutsideIsTheWorkersFailure) {
@@ -148,7 +180,8 @@ TEST(DecideOutcome, PreemptedWorkerGivesTheTrialBackUnlessItFinished) {
   EXPECT_EQ(outcome.kind, Kind::kWorkerFailed);
   EXPECT_EQ(outcome.reason,
             absl::StrCat("worker interrupted by signal ", SIGINT));
-  EXPECT_FALSE(outcome.preempted);  // someone stopped the worker by hand
+  // A Ctrl-C is no fault of the trial's: it spends no retry either.
+  EXPECT_TRUE(outcome.preempted);
 
   TrialRun finished = Exited(0);
   finished.worker_signal = SIGTERM;

@@ -98,6 +98,51 @@ TEST(ParseMetricsLine, MalformedLinesNameTheProblem) {
   }
 }
 
+TEST(ParseDirectiveLine, InfeasibleTakesTheRestOfTheLine) {
+  auto parsed =
+      ParseDirectiveLine("hypertune: infeasible=CUDA out of memory\r");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_TRUE(parsed->has_value());
+  EXPECT_EQ((*parsed)->kind, DirectiveLine::Kind::kInfeasible);
+  EXPECT_EQ((*parsed)->value, "CUDA out of memory");
+  parsed = ParseDirectiveLine("  hypertune:\tinfeasible=");
+  ASSERT_TRUE(parsed.ok() && parsed->has_value());
+  EXPECT_EQ((*parsed)->value, "");
+}
+
+TEST(ParseDirectiveLine, CheckpointWithAndWithoutItsStep) {
+  auto parsed = ParseDirectiveLine("hypertune: checkpoint=s3://b/t7/e3 step=3");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_TRUE(parsed->has_value());
+  EXPECT_EQ((*parsed)->kind, DirectiveLine::Kind::kCheckpoint);
+  EXPECT_EQ((*parsed)->value, "s3://b/t7/e3");
+  EXPECT_EQ((*parsed)->step, 3);
+  parsed = ParseDirectiveLine("hypertune: checkpoint=/ckpt/t7");
+  ASSERT_TRUE(parsed.ok() && parsed->has_value());
+  EXPECT_EQ((*parsed)->value, "/ckpt/t7");
+  EXPECT_EQ((*parsed)->step, 0);
+}
+
+TEST(ParseDirectiveLine, MetricsAndOtherLinesAreNoDirectives) {
+  for (const char* line : {"", "checkpoint=/x", "hypertune: loss=1 step=2",
+                           "hypertune: infeasible_rate=1"}) {
+    auto parsed = ParseDirectiveLine(line);
+    ASSERT_TRUE(parsed.ok()) << line;
+    EXPECT_FALSE(parsed->has_value()) << line;
+  }
+}
+
+TEST(ParseDirectiveLine, MalformedCheckpointsNameTheProblem) {
+  for (const char* line :
+       {"hypertune: checkpoint=", "hypertune: checkpoint=/c step=x",
+        "hypertune: checkpoint=/c step=-1", "hypertune: checkpoint=/c loss=1",
+        "hypertune: checkpoint=/c step=1 step=2"}) {
+    auto parsed = ParseDirectiveLine(line);
+    ASSERT_FALSE(parsed.ok()) << line;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  }
+}
+
 TEST(ParseMetricAssignments, ParsesAList) {
   auto metrics = ParseMetricAssignments({"loss=0.5", "acc=1", "ppl=inf"});
   ASSERT_TRUE(metrics.ok()) << metrics.status();

@@ -92,6 +92,11 @@ class FakeService final : public v1::HyperTune::Service {
     absl::MutexLock lock(&mu_);
     should_stop_ = stop;
   }
+  // Trial `id` is paused at a rung (as ASHA's rule would).
+  void Pause(int64_t id) {
+    absl::MutexLock lock(&mu_);
+    trials_[id].set_state(v1::Trial::PAUSED);
+  }
   // Trial `id` is granted again to another worker: a new lease epoch.
   void TakeOver(int64_t id) {
     absl::MutexLock lock(&mu_);
@@ -234,6 +239,13 @@ class FakeService final : public v1::HyperTune::Service {
                         v1::Trial* response) {
     return Handle(context, "CompleteTrial", [&] {
       v1::Trial& trial = trials_[request->trial_id()];
+      if (trial.state() == v1::Trial::PAUSED &&
+          trial.lease_epoch() == request->lease_epoch()) {
+        // As the server: the pause stands, its device time counts.
+        completions_.push_back(*request);
+        *response = trial;
+        return grpc::Status::OK;
+      }
       if (trial.state() != v1::Trial::ACTIVE) {
         return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                             "trial is not ACTIVE");
@@ -287,6 +299,7 @@ class FakeService final : public v1::HyperTune::Service {
       }
       if (!request->checkpoint_uri().empty()) {
         trial.set_checkpoint_uri(request->checkpoint_uri());
+        trial.set_checkpoint_step(request->checkpoint_step());
       }
       response->set_should_stop(should_stop_);
       response->set_lease_expire_time_ms(1);
@@ -594,6 +607,47 @@ TEST_F(ClientTest, NextTrialRenewsItsLeaseUntilCompleted) {
 // A renewal that reaches the server after the trial's completion is
 // refused (the trial is no longer ACTIVE): the completion's own doing, not
 // a lost lease.
+// Renewals carry the device-seconds used since the lease was taken (wall
+// seconds x devices), growing; the completion carries the total.
+TEST_F(ClientTest, RenewalsAndTheCompletionCarryTheDeviceSeconds) {
+  ClientOptions options = Fast(Options());
+  options.devices = 2;
+  Client client(options);
+  auto trial = client.NextTrial("s");
+  ASSERT_TRUE(trial.ok() && trial->has_value()) << trial.status();
+  ASSERT_TRUE(Eventually([&] {
+    std::vector<v1::HeartbeatRequest> beats = service_.heartbeats();
+    return beats.size() >= 3 && beats.back().device_seconds() > 0;
+  }));
+  ASSERT_TRUE((*trial)->Complete({{"loss", 0.5}}).ok());
+  std::vector<v1::HeartbeatRequest> beats = service_.heartbeats();
+  for (size_t i = 1; i < beats.size(); ++i) {
+    EXPECT_GE(beats[i].device_seconds(), beats[i - 1].device_seconds());
+  }
+  EXPECT_GE(service_.completions().back().device_seconds(),
+            beats.back().device_seconds());
+}
+
+// Issue 46, item 5: a trial paused at a rung still tells the server the
+// time it ran (before, Complete sent nothing).
+TEST_F(ClientTest, CompletingAPausedTrialCountsItsDeviceTime) {
+  Client client(Options());
+  auto trial = client.NextTrial("s");
+  ASSERT_TRUE(trial.ok() && trial->has_value());
+  Trial& t = **trial;
+  service_.Pause(t.id());
+  ASSERT_TRUE(t.Report(1, {{"loss", 0.9}}).ok());
+  EXPECT_TRUE(t.paused());
+  EXPECT_TRUE(t.should_stop());
+  ASSERT_TRUE(t.Complete({{"loss", 0.9}}).ok());
+  ASSERT_EQ(service_.completions().size(), 1u);
+  const v1::CompleteTrialRequest& done = service_.completions()[0];
+  EXPECT_GT(done.device_seconds(), 0);
+  EXPECT_FALSE(done.has_final_measurement());
+  EXPECT_FALSE(done.infeasible());
+  EXPECT_FALSE(t.heartbeating());
+}
+
 TEST_F(ClientTest, ARenewalRefusedAfterTheCompletionLosesNoLease) {
   Client client(Fast(Options()));
   auto trial = client.NextTrial("s");
@@ -662,15 +716,20 @@ TEST_F(ClientTest, SetCheckpointRenewsTheLeaseCarryingIt) {
   EXPECT_EQ(t.SetCheckpoint("").code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(service_.Calls("Heartbeat"), 0);
 
-  ASSERT_TRUE(t.SetCheckpoint("file:///ckpt/trial-1/step-4").ok());
+  ASSERT_TRUE(t.SetCheckpoint("file:///ckpt/trial-1/step-4", 4).ok());
   EXPECT_EQ(t.checkpoint_uri(), "file:///ckpt/trial-1/step-4");
+  EXPECT_EQ(t.checkpoint_step(), 4);
+  EXPECT_EQ(t.SetCheckpoint("file:///c", -1).code(),
+            absl::StatusCode::kInvalidArgument);
   std::vector<v1::HeartbeatRequest> beats = service_.heartbeats();
   ASSERT_EQ(beats.size(), 1u);
   EXPECT_EQ(beats[0].checkpoint_uri(), "file:///ckpt/trial-1/step-4");
+  EXPECT_EQ(beats[0].checkpoint_step(), 4);
   EXPECT_EQ(beats[0].lease_epoch(), 1);
   auto stored = client.GetTrial("s", t.id());
   ASSERT_TRUE(stored.ok());
   EXPECT_EQ(stored->checkpoint_uri(), "file:///ckpt/trial-1/step-4");
+  EXPECT_EQ(stored->checkpoint_step(), 4);
 }
 
 TEST_F(ClientTest, AResumedTrialCarriesItsCheckpointAndMeasurements) {

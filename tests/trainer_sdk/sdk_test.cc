@@ -122,6 +122,33 @@ TEST(Trial, CheckpointUriIsTheStoredOne) {
   EXPECT_EQ(Trial(proto).checkpoint_uri(), "s3://bucket/trial-7/epoch-3");
 }
 
+TEST(Trial, AttemptAndCheckpointStepAreTheStoredOnes) {
+  v1::Trial proto = TrialProto();
+  // A server that predates attempts: the first.
+  EXPECT_EQ(Trial(proto).attempt(), 1);
+  EXPECT_EQ(Trial(proto).checkpoint_step(), 0);
+  proto.set_attempt(3);
+  proto.set_checkpoint_uri("s3://bucket/trial-7/epoch-3");
+  proto.set_checkpoint_step(3);
+  EXPECT_EQ(Trial(proto).attempt(), 3);
+  EXPECT_EQ(Trial(proto).checkpoint_step(), 3);
+  EXPECT_TRUE(Trial(proto).reports());
+}
+
+TEST(ProcessRank, RankThenLocalRankThenZero) {
+  unsetenv("RANK");
+  unsetenv("LOCAL_RANK");
+  EXPECT_EQ(internal::ProcessRank(), 0);
+  setenv("LOCAL_RANK", "2", 1);
+  EXPECT_EQ(internal::ProcessRank(), 2);
+  setenv("RANK", "5", 1);
+  EXPECT_EQ(internal::ProcessRank(), 5);
+  setenv("RANK", "not-a-number", 1);
+  EXPECT_EQ(internal::ProcessRank(), 2);
+  unsetenv("RANK");
+  unsetenv("LOCAL_RANK");
+}
+
 TEST(RenewalInterval, AThirdOfWhatIsLeftOfTheLease) {
   using std::chrono::milliseconds;
   constexpr int64_t kNow = 1'700'000'000'000;
