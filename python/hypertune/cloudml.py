@@ -11,7 +11,8 @@ The calls become the worker's metrics lines, written straight to the
 program's standard output, and the worker does what it does for any
 program: it records the measurements as they come (early stopping ends the
 program when the server says so) and settles the trial by how the program
-ends, so that a script that fails is INFEASIBLE whatever it reported.
+ends, so that a script that fails (exits non-zero) is FAILED whatever it
+reported.
 
 - With ``global_step``, the study's objective becomes that step's
   intermediate measurement (``hypertune: accuracy=0.91 step=3``), with the

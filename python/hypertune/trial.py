@@ -732,20 +732,20 @@ class Trial:
         self._proto = self._rpc(client, "AddMeasurement", request)
         self._last_step = max(self._last_step, step)
 
-    def _follow(self, client: Holder, step: int) -> None:
+    def _follow(self, client: Holder, step: Optional[int]) -> None:
         """A rank other than 0 reporting ``step``: waits (up to
         _FOLLOW_SECONDS) until rank 0's report of that step is on the
         server, then takes the trial's state from there, so that both
-        ranks see the same stop or pause after the same step."""
+        ranks see the same stop or pause after the same step. With
+        ``step`` None, only reads the state."""
         deadline = time.monotonic() + _FOLLOW_SECONDS
         wait = 0.02
         while True:
             now = client.transport.call(
                 "GetTrial", pb.GetTrialRequest(study_name=self.study_name, trial_id=self.id)
             )
-            reached = any(m.step >= step for m in now.measurements)
-            moved_on = now.lease_epoch != self.lease_epoch
-            if reached or moved_on or now.state != pb.Trial.ACTIVE:
+            reached = step is None or any(m.step >= step for m in now.measurements)
+            if reached or now.lease_epoch != self.lease_epoch or now.state != pb.Trial.ACTIVE:
                 break
             if time.monotonic() >= deadline:
                 warnings.warn(
@@ -757,12 +757,24 @@ class Trial:
             time.sleep(wait)
             wait = min(wait * 2, 1.0)
         epoch = self.lease_epoch
-        self._proto = now
         if now.lease_epoch != epoch:
-            # Handed over past this run (rank 0 paused or lost it): stop.
-            self._proto.state = pb.Trial.STOPPING if reached else now.state
-            self._proto.lease_epoch = epoch
-        self._last_step = max(self._last_step, step)
+            if not reached:
+                # Handed over before rank 0 got this far: lost, as rank 0's
+                # own calls find it.
+                assert self._lease is not None
+                lost = self._lease.observe(
+                    FailedPreconditionError(f"trial {self.id} is held under lease epoch "
+                                            f"{now.lease_epoch} now")
+                )
+                if lost is not None:
+                    raise lost
+            # Rank 0 reported this step, then let the trial go (a pause
+            # promoted elsewhere since): this run stops here.
+            now.state = pb.Trial.STOPPING
+            now.lease_epoch = epoch
+        self._proto = now
+        if step is not None:
+            self._last_step = max(self._last_step, step)
 
     def _check_carries_objective(self, values: Mapping[str, float], where: str) -> None:
         """Refuses a measurement without the study's primary objective,
@@ -949,7 +961,7 @@ class Trial:
                     f"trial {self.id} checkpoint: step: expected an integer >= 0, got {step}"
                 )
         if self._rank != 0:
-            self._follow(client, 0)
+            self._follow(client, None)
             return self.should_stop
         response = self._lease.renew(checkpoint_uri, step)
         self._proto.lease_expire_time_ms = response.lease_expire_time_ms
@@ -982,7 +994,7 @@ class Trial:
         rule now, against the latest results. Returns :attr:`should_stop`."""
         client = self._usable("check early stopping")
         if self._rank != 0:
-            self._follow(client, 0)
+            self._follow(client, None)
             return self.should_stop
         response = self._rpc(
             client,

@@ -87,7 +87,7 @@ def test_no_callback_for_the_trial_whose_exception_ends_the_run(
     with pytest.raises(RuntimeError, match="diverged"):
         study.optimize(objective, n_trials=5, callbacks=[lambda s, t: seen.append(t.id)])
     assert seen == [1]
-    assert ended_states(study) == ["COMPLETED", "INFEASIBLE"]
+    assert ended_states(study) == ["COMPLETED", "FAILED"]
 
 
 def test_stop_from_a_callback_ends_the_run(client: hypertune.Client) -> None:

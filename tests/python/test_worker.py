@@ -136,13 +136,15 @@ def test_cloudml_hypertune_script_runs_unchanged(client, server, tmp_path) -> No
     assert trial.value == pytest.approx(0.8)
 
 
-def test_cloudml_script_that_fails_is_infeasible(client, server, tmp_path) -> None:
+def test_cloudml_script_that_fails_is_failed(client, server, tmp_path) -> None:
+    # A program that exits non-zero failed, not (as far as anyone knows)
+    # its parameters.
     study = cloudml_study(client)
     run_worker(server, study.name, CLOUDML_SCRIPT.format(ending="raise SystemExit(2)"),
                tmp_path, returncode=1)
     [trial] = study.trials()
-    assert trial.state == "INFEASIBLE"
-    assert trial.infeasible_reason == "exit status 2"
+    assert trial.state == "FAILED"
+    assert trial.failure_reason.startswith("exit status 2")
     assert [m.step for m in trial.measurements] == [1, 2, 3]
 
 
