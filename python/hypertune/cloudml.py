@@ -22,7 +22,8 @@ reported.
 - The final metrics are the last value of every metric reported, with or
   without a step (a line without ``step=``, written whenever they say more
   than the last step's line).
-- ``checkpoint_path`` is recorded as the trial's checkpoint URI.
+- ``checkpoint_path`` is recorded as the trial's checkpoint URI, holding
+  ``global_step`` (where given): a trial handed over resumes after it.
 
 Outside a worker the calls only keep the values (:attr:`HyperTune.reports`).
 """
@@ -127,4 +128,5 @@ class HyperTune:
                 for line in lines:
                     _write(line)
         if checkpoint_path and self._trial is not None:
-            self._trial.set_checkpoint(checkpoint_path)
+            # Saved at global_step, if given (else the latest step reported).
+            self._trial.set_checkpoint(checkpoint_path, step=global_step or None)

@@ -49,9 +49,11 @@ def current_trial() -> Optional[Trial]:
     The handle reports, sets checkpoints and completes under the worker's
     lease epoch; the worker renews the lease while the program runs, and
     settles the trial itself if the program does not (from its exit status
-    and printed metrics). Its ``checkpoint_uri`` and ``measurements`` are
-    those left by an earlier run of the trial (a promotion after an ASHA
-    pause, or another worker that died): resume from them. In a ``with``
+    and printed metrics), and counts its device time. A trial run before
+    (a promotion after an ASHA pause, or another worker that died) comes
+    with its ``checkpoint_uri`` and ``checkpoint_step``: resume from step
+    ``checkpoint_step + 1``; its ``measurements`` are those up to it, and
+    ``attempt`` says which attempt this is. In a ``with``
     block, an exception settles the trial as for any trial (FAILED,
     INFEASIBLE for what the parameters caused, given back for a closed
     stdout); an interruption is left to the worker.

@@ -395,7 +395,9 @@ class Trial:
                 proto.id,
                 proto.lease_epoch,
                 proto.client_id,
-                devices=client.devices,
+                # Under `hypertune worker` the worker counts the grant's
+                # device time, with the devices it gave the program.
+                devices=0 if worker_holds else client.devices,
             )
             if renew_every is not None and rank == 0:
                 self._lease.start(renew_every)

@@ -198,6 +198,30 @@ def test_infeasible_and_give_back(client: hypertune.Client) -> None:
     resumed.complete(loss=0.25)
 
 
+def test_the_checkpoint_step_is_where_a_handed_over_trial_resumes(
+        client: hypertune.Client) -> None:
+    study = client.create_study(study_config(unique_name(), max_parallel_trials=1))
+    trial = study.ask()
+    for step in (1, 2, 3):
+        trial.report(step, loss=1.0 / step)
+    # A checkpoint saved at step 2, recorded after step 3 was reported.
+    trial.set_checkpoint("file:///ckpt/step-2.pt", step=2)
+    assert trial.checkpoint_step == 2
+    trial.give_back("preempted", preempted=True)
+
+    resumed = study.ask()
+    assert (resumed.id, resumed.attempt) == (trial.id, 2)
+    assert (resumed.checkpoint_uri, resumed.checkpoint_step) == ("file:///ckpt/step-2.pt", 2)
+    assert [m.step for m in resumed.measurements] == [1, 2]
+    [earlier] = resumed.earlier_attempts
+    assert [m.step for m in earlier.measurements] == [3]
+    assert earlier.end_reason == "preempted"
+    start = resumed.checkpoint_step + 1
+    resumed.report(start, loss=0.3)  # other metrics than the lost step 3's
+    resumed.complete(loss=0.3)
+    assert study.trial(trial.id).metrics == {"loss": 0.3}
+
+
 def test_stale_lease_epoch_is_refused(client: hypertune.Client, server) -> None:
     # A lease of 1 s that nobody renews: the trial goes to the next worker.
     study = client.create_study(study_config(unique_name(), lease_seconds=1, max_parallel_trials=1))

@@ -56,6 +56,7 @@ def test_current_trial_attaches_to_the_workers_trial(client, server, tmp_path) -
         assert [m.metrics for m in trial.measurements] == [{"loss": x + y}, {"loss": x + y / 2}]
         assert trial.metrics == {"loss": x + y / 2}
         assert trial.checkpoint_uri == f"file:///ckpt/{trial.id}"
+        assert (trial.checkpoint_step, trial.attempt) == (2, 1)
         assert trial.lease_epoch == 1
 
 
