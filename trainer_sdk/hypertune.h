@@ -34,7 +34,8 @@
 // $LOCAL_RANK; unset = 0). On the other ranks Report, Complete,
 // MarkInfeasible, GiveBack and SetCheckpoint do nothing and succeed, while
 // Report, Heartbeat and ShouldStop read the trial's state, so that every
-// rank learns of an early stop or a pause (should_stop()).
+// rank learns of an early stop, a pause or rank 0's end of the trial
+// (should_stop()).
 //
 // Thread safety: a Client may be shared by any number of threads (it owns one
 // channel; copies share it). A Trial is a handle: copies share its lease (one

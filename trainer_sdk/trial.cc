@@ -159,7 +159,11 @@ absl::Status Trial::Usable() const {
 }
 
 bool Trial::should_stop() const {
-  return proto_.state() == v1::Trial::STOPPING ||
+  // A rank that does not report stops too once rank 0 has ended the trial
+  // (it may read STOPPED or COMPLETED, never STOPPING).
+  const bool ended = !reports_ && proto_.state() != v1::Trial::ACTIVE &&
+                     proto_.state() != v1::Trial::STATE_UNSPECIFIED;
+  return ended || proto_.state() == v1::Trial::STOPPING ||
          proto_.state() == v1::Trial::PAUSED ||
          (lease_ != nullptr && lease_->should_stop());
 }
