@@ -454,8 +454,10 @@ class Run:
         """hypertuned killed (SIGKILL or SIGTERM), down a moment, and started
         again on the same database and port."""
         how = self.server_rng.choice(["kill9", "term"])
+        running = sorted({(fleet, trial) for fleet in self.s.fleets
+                          for kind in self.targets(fleet).values() for _, trial in kind})
         self.faults.append({"t": round(time.time() - self.started, 2),
-                            "fault": f"server-{how}"})
+                            "fault": f"server-{how}", "running": running})
         if how == "kill9":
             self.server.kill()
         else:
@@ -601,7 +603,34 @@ def measured_time(run: Run) -> tuple[dict[str, float], dict[tuple[str, int], flo
 
 
 def same(a: dict, b: dict) -> bool:
+    """Whether two measurements hold the same deterministic metrics, bit for
+    bit (epoch_seconds is the wall clock's)."""
     return all(a.get(k) == b.get(k) for k in ("loss", "accuracy"))
+
+
+def curve_problems(state: str, steps: list[tuple[int, dict]], final: dict,
+                   final_step: int, reference: list[dict],
+                   epochs: int) -> tuple[list[str], bool]:
+    """What in a finished trial's current curve (step, metrics) and final
+    metrics differs from the uninterrupted run's `reference` (epochs 1..
+    epochs), and whether the curve misses steps. A COMPLETED trial's result
+    is the last epoch's; a STOPPED one's is at its final (else last
+    measured) step."""
+    wrong = []
+    for step, metrics in steps:
+        if not 1 <= step <= epochs or not same(metrics, reference[step - 1]):
+            wrong.append(f"step {step}: {metrics}")
+    measured = [step for step, _ in steps]
+    if state == "COMPLETED":
+        final_step = epochs
+    elif not final_step:
+        final_step = max(measured, default=0)
+    if final and (not 1 <= final_step <= epochs or not same(final, reference[final_step - 1])):
+        wrong.append(f"final (step {final_step}): {final}")
+    if state == "COMPLETED" and not final:
+        wrong.append("no final metrics")
+    last = max(measured + [final_step if final else 0])
+    return wrong, sorted(set(measured)) != list(range(1, last + 1))
 
 
 def verdict(run: Run) -> dict:
@@ -615,6 +644,13 @@ def verdict(run: Run) -> dict:
     resumed_at: dict[tuple[str, int], int] = {}
     takes: dict[tuple[str, int], int] = {}
     names = {c["name"]: f for f, c in run.configs.items()}
+    fault_signals: dict[tuple[str, int], set] = {}
+    for fault in run.faults:
+        if fault.get("trial") is not None:
+            fault_signals.setdefault((fault["fleet"], fault["trial"]), set()).add(
+                fault["fault"].split("-")[-1])
+        for fleet, trial in fault.get("running", []):
+            fault_signals.setdefault((fleet, trial), set()).add("server")
     for record in run.events:
         if record.get("ev") == "trial" and record.get("study") in names:
             key = (names[record["study"]], record["trial"])
@@ -674,27 +710,29 @@ def verdict(run: Run) -> dict:
             params = trial.params
             reference = (model.reference_curve(params, s.epochs) if fleet.startswith("py-")
                          else cc_reference(run.trainer, params, s.epochs))
-            wrong = []
-            for m in p.measurements:
-                if not 1 <= m.step <= s.epochs or not same(dict(m.metrics), reference[m.step - 1]):
-                    wrong.append(f"step {m.step}: {dict(m.metrics)}")
-            steps = [m.step for m in p.measurements]
-            final_step = (s.epochs if state == "COMPLETED"
-                          else p.final_measurement.step or (max(steps) if steps else 0))
+            steps = [(m.step, dict(m.metrics)) for m in p.measurements]
             final = dict(p.final_measurement.metrics)
-            if final and (not 1 <= final_step <= s.epochs
-                          or not same(final, reference[final_step - 1])):
-                wrong.append(f"final (step {final_step}): {final}")
-            if state == "COMPLETED" and not final:
-                wrong.append("no final metrics")
-            last = max(steps + [final_step if final else 0])
-            if sorted(set(steps)) != list(range(1, last + 1)):
-                row["gaps"] += 1
+            wrong, gap = curve_problems(state, steps, final, p.final_measurement.step,
+                                        reference, s.epochs)
+            row["gaps"] += gap
             if wrong:
                 row["mismatches"] += 1
                 misses.append({"target": "metrics", "fleet": fleet, "trial": trial.id,
                                "state": state, "attempt": attempt,
                                "reason": "; ".join(wrong)[:300]})
+        # Where the unrecorded time went: measured - recorded summed over
+        # trials by the worst fault each took (SIGKILL, SIGTERM, SIGINT, a
+        # server restart while it ran, none), so that a gap can be told from
+        # the SIGKILL allowance.
+        by_fault: dict[str, list] = {}
+        for trial in trials:
+            hit = fault_signals.get((fleet, trial.id), set())
+            worst = next((k for k in ("kill9", "term", "int", "server") if k in hit), "none")
+            gap = measured_trial.get((fleet, trial.id), 0.0) - trial.proto.device_seconds
+            entry = by_fault.setdefault(worst, [0, 0.0])
+            entry[0] += 1
+            entry[1] = round(entry[1] + gap, 2)
+        row["gap_by_fault"] = by_fault
         if row["ratio"] is None or abs(row["ratio"] - 1.0) > DEVICE_TOLERANCE:
             gaps = sorted(
                 ((measured_trial.get((fleet, t.id), 0.0) - t.proto.device_seconds, t)
@@ -702,7 +740,9 @@ def verdict(run: Run) -> dict:
             misses.append({
                 "target": "device", "fleet": fleet, "trial": None, "state": "",
                 "reason": f"recorded {row['recorded_s']} s, measured {row['measured_s']} s; "
-                          "largest gaps (measured - recorded): " + ", ".join(
+                          "measured - recorded by the trials' worst fault: " + ", ".join(
+                              f"{k} {n} trials {g:+.2f} s" for k, (n, g) in by_fault.items())
+                          + "; largest: " + ", ".join(
                               f"trial {t.id} {t.state} {g:+.2f} s" for g, t in gaps)})
         fleets[fleet] = row
 

@@ -10,6 +10,7 @@
 //   hypertune worker S -- hypertune-fault-trainer ...   # one trial a process
 //   hypertune-fault-trainer --reference --lr 0.1 --batch-size 16
 //       --momentum 0.5 --epochs 6           # the uninterrupted run's metrics
+//       [--resume-at 3 --ckpt-dir D]        # through a checkpoint: the same
 //
 // SIGTERM or SIGINT during a trial: run by hand, it gives the trial back
 // (preempted) as a careful user's program does; under `hypertune worker` it
@@ -216,6 +217,7 @@ struct Options {
   int epochs = 6;
   int epoch_ms = 300;
   bool reference = false;
+  int resume_at = 0;
   Params params;
 };
 
@@ -367,9 +369,21 @@ int RunTrial(hypertune::Trial& trial) {
   return 0;
 }
 
+// The uninterrupted run's metrics, one JSON line an epoch; with
+// --resume-at K, through a checkpoint saved after epoch K and loaded into a
+// fresh state (what a resumed trial does), which must not change them.
 int Reference(const Options& options) {
   State state;
   for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+    if (epoch == options.resume_at + 1 && options.resume_at > 0) {
+      const std::string path = options.ckpt_dir + "/reference.ckpt";
+      State loaded;
+      if (!SaveCheckpoint(path, state) || !LoadCheckpoint(path, loaded)) {
+        std::cerr << "error: cannot save and load " << path << "\n";
+        return 1;
+      }
+      state = loaded;
+    }
     hypertune::Metrics m = TrainEpoch(state, options.params);
     std::printf("{\"step\": %d, \"loss\": %.17g, \"accuracy\": %.17g}\n", epoch,
                 m["loss"], m["accuracy"]);
@@ -381,7 +395,8 @@ int Usage() {
   std::cerr << "usage: hypertune-fault-trainer [--study S] [--server H:P] "
                "--ckpt-dir D --events F --errors F --epochs N --epoch-ms M\n"
                "       hypertune-fault-trainer --reference --lr X "
-               "--batch-size B --momentum M --epochs N\n";
+               "--batch-size B --momentum M --epochs N [--resume-at K "
+               "--ckpt-dir D]\n";
   return 2;
 }
 
@@ -416,6 +431,8 @@ int main(int argc, char** argv) {
       options.params.lr = std::strtod(value.c_str(), nullptr);
     } else if (arg == "--batch-size") {
       options.params.batch_size = std::atoll(value.c_str());
+    } else if (arg == "--resume-at") {
+      options.resume_at = std::atoi(value.c_str());
     } else if (arg == "--momentum") {
       options.params.momentum = std::strtod(value.c_str(), nullptr);
     } else {
