@@ -646,8 +646,8 @@ class Trial:
         resumed from its checkpoint when promoted)."""
         if self._proto.state in (pb.Trial.STOPPING, pb.Trial.PAUSED):
             return True
-        if self._rank != 0 and self._proto.state == pb.Trial.STOPPED:
-            return True  # rank 0 already finished the stopped trial
+        if self._rank != 0 and self._proto.state != pb.Trial.ACTIVE:
+            return True  # rank 0 let the trial go (it may have ended it already)
         return self._lease is not None and self._lease.should_stop
 
     @property
