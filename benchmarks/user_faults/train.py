@@ -140,14 +140,18 @@ def run_worker_print() -> None:
     trial_id = int(os.environ["HYPERTUNE_TRIAL_ID"])
     params = json.loads(os.environ["HYPERTUNE_PARAMS"])
 
-    def report(epoch, metrics, _uri):
+    def report(epoch, metrics, uri):
+        # The checkpoint line before the measurement that may pause the trial.
+        print(f"hypertune: checkpoint={uri} step={epoch}")
         values = " ".join(f"{name}={value!r}" for name, value in metrics.items())
         print(f"hypertune: {values} step={epoch}")
 
-    # No checkpoint URI reaches a printing program: it resumes from its own
-    # file, named after the trial.
-    final = train(trial_id, study, params, checkpoint_path(study, trial_id), report,
-                  lambda: False)
+    # Where the worker says to resume (empty: start afresh). A worker before
+    # issue 46 says nothing: then the program's own file, named after the
+    # trial, is where it left off.
+    resume = os.environ.get("HYPERTUNE_CHECKPOINT_URI")
+    resume = checkpoint_path(study, trial_id) if resume is None else resume_path(resume)
+    final = train(trial_id, study, params, resume, report, lambda: False)
     print("hypertune: " + " ".join(f"{k}={v!r}" for k, v in final.items()))
     event("settled", study=study, trial=trial_id)
 
