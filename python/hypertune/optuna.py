@@ -79,6 +79,13 @@ _MAX_ATTRIBUTE_BYTES = 4096
 PRUNED_WITHOUT_VALUE = "Optuna trial {number} was pruned before any intermediate value"
 _PRUNED_WITHOUT_VALUE = re.compile(r"^Optuna trial (\d+) was pruned before any intermediate value")
 
+#: The failure reason of the FAILED trial that records an Optuna trial
+#: whose state is FAIL.
+FAILED_REASON = (
+    "Optuna trial {number} failed (FAIL: an exception, or a NaN value; Optuna does not tell "
+    "the sampler which)"
+)
+
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
 
@@ -531,8 +538,10 @@ class Sampler(BaseSampler):
     ) -> None:
         """Tells hypertune how the trial ended: COMPLETE -> COMPLETED with
         the value(s), PRUNED -> STOPPED at its last intermediate value
-        (without a result where it reported none), FAIL -> INFEASIBLE. The
-        intermediate values are reported as measurements first."""
+        (without a result where it reported none), FAIL -> FAILED (left out
+        of the model, as Optuna's samplers leave FAIL out); a value of
+        ±inf makes it INFEASIBLE. The intermediate values are reported as
+        measurements first."""
         with self._lock:
             for name, distribution in trial.distributions.items():
                 self._last_seen[name] = distribution
@@ -710,8 +719,9 @@ class Sampler(BaseSampler):
     def _record(self, trial: FrozenTrial) -> None:
         """Records an Optuna trial whose values hypertune did not suggest
         (a startup trial, an enqueued one): COMPLETE as a completed trial
-        with those values; PRUNED and FAIL as a trial queued with those
-        values, taken, and finished as :meth:`_finish` does. Not recorded
+        with those values; PRUNED, FAIL and an infinite value as a trial
+        queued with those values, taken, and finished as :meth:`_finish`
+        does. Not recorded
         (with a warning) if it lacks a value the study needs."""
         assert self._study is not None
         with self._lock:
@@ -741,7 +751,7 @@ class Sampler(BaseSampler):
         ]
         attributes = _attributes(trial.number, self._other_params(None, trial))
         name = self._study.name
-        if trial.state == TrialState.COMPLETE:
+        if trial.state == TrialState.COMPLETE and all(math.isfinite(v) for v in trial.values):
             final = pb.Measurement(
                 step=trial.last_step or 0,
                 metrics=dict(zip(_metric_names(len(trial.values)), trial.values)),
@@ -803,8 +813,11 @@ class Sampler(BaseSampler):
                     reason=PRUNED_WITHOUT_VALUE.format(number=trial.number)))
                 held.give_back("pruned by Optuna")
         else:
-            # Optuna does not tell the sampler why (an exception, a NaN).
-            held.infeasible("the Optuna trial failed (FAIL)")
+            # FAILED, left out of the model as Optuna's samplers leave FAIL
+            # out. Optuna 3.1 gives after_trial FAIL and no values for an
+            # exception, a NaN and a KeyboardInterrupt alike, and records
+            # why only after this call, so the bridge cannot tell them apart.
+            held.fail(FAILED_REASON.format(number=trial.number))
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
@@ -853,6 +866,6 @@ def _with_state(
     return finished
 
 
-__all__ = ["OTHER_PARAMS_ATTRIBUTE", "PRUNED_WITHOUT_VALUE", "TRIAL_NUMBER_ATTRIBUTE", "Sampler",
-           "category_label", "infer_parameters", "optuna_trial_number", "parameter_spec",
+__all__ = ["FAILED_REASON", "OTHER_PARAMS_ATTRIBUTE", "PRUNED_WITHOUT_VALUE",
+           "TRIAL_NUMBER_ATTRIBUTE", "Sampler", "category_label", "infer_parameters", "optuna_trial_number", "parameter_spec",
            "spec_dict", "to_optuna", "widened"]

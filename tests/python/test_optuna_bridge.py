@@ -201,54 +201,73 @@ def test_optimize_converges_better_than_random(make_sampler: Any) -> None:
 
 
 def test_pruned_and_failed_trials_map_to_hypertune_states(make_sampler: Any) -> None:
+    # What each Optuna trial does, by number: 0-4 are startup trials
+    # (recorded once the study exists), 5-13 suggested by it, so that each
+    # outcome is seen on both paths (a pruning before any report on the
+    # second only).
+    outcomes = ["value", "pruned", "raise", "nan", "inf",
+                "pruned", "raise", "pruned early", "value", "pruned", "nan", "pruned early",
+                "inf", "value"]
+
     def objective(trial: Any) -> float:
         x = trial.suggest_float("x", 0.0, 1.0)
-        kind = trial.number % 4
-        if kind == 1:  # pruned after two intermediate values
+        outcome = outcomes[trial.number]
+        if outcome == "pruned":  # after two intermediate values
             trial.report(x + 1.0, 0)
             trial.report(x + 0.5, 1)
             raise optuna.TrialPruned()
-        if kind == 2:
-            raise ValueError("diverged")
-        if kind == 3 and trial.number > 4:  # pruned before any report
+        if outcome == "pruned early":
             raise optuna.TrialPruned()
         for step in range(3):
             trial.report(x + 1.0 / (step + 1), step)
-        return x
+            if outcome == "raise":
+                raise ValueError("a bug")
+        return {"value": x, "nan": math.nan, "inf": math.inf}[outcome]
 
-    sampler = make_sampler(startup_trials=4)
+    sampler = make_sampler(startup_trials=5)
     study = optuna.create_study(sampler=sampler, study_name=unique_name("optuna-prune"))
-    # Trials 0-3 are startup trials (recorded once the study exists), 4-11
-    # suggested by it: each outcome is seen on both paths.
-    study.optimize(objective, n_trials=12, catch=(ValueError,))
+    study.optimize(objective, n_trials=len(outcomes), catch=(ValueError,))
 
     by_number = recorded(sampler)
-    assert sorted(by_number) == list(range(12))
+    assert sorted(by_number) == list(range(len(outcomes)))
     for optuna_trial in study.trials:
         hypertune_trial = by_number[optuna_trial.number]
         assert_same_params(optuna_trial, hypertune_trial)
-        kind = optuna_trial.number % 4
-        if optuna_trial.state == TrialState.COMPLETE:
+        outcome = outcomes[optuna_trial.number]
+        if outcome == "value":
+            assert optuna_trial.state == TrialState.COMPLETE
             assert hypertune_trial.state == "COMPLETED"
             assert hypertune_trial.value == pytest.approx(optuna_trial.value)
-        elif optuna_trial.state == TrialState.FAIL:
-            assert kind == 2
+        elif outcome in ("raise", "nan"):
+            # Optuna's FAIL, whose cause the sampler is not told: FAILED,
+            # left out of the model as Optuna's samplers leave FAIL out.
+            assert optuna_trial.state == TrialState.FAIL
+            assert hypertune_trial.state == "FAILED"
+            assert hypertune_trial.failure_reason == hypertune.optuna.FAILED_REASON.format(
+                number=optuna_trial.number)
+        elif outcome == "inf":
+            # Optuna completes it with an infinite value: the parameters
+            # diverged, a region the optimizer steers away from.
+            assert optuna_trial.state == TrialState.COMPLETE
+            assert optuna_trial.value == math.inf
             assert hypertune_trial.state == "INFEASIBLE"
-        elif kind == 1:
+            assert "infinite" in hypertune_trial.infeasible_reason
+        elif outcome == "pruned":
             assert optuna_trial.state == TrialState.PRUNED
             assert hypertune_trial.state == "STOPPED"
             assert hypertune_trial.value == pytest.approx(optuna_trial.params["x"] + 0.5)
             assert hypertune_trial.stop_reason
         else:
-            assert optuna_trial.state == TrialState.PRUNED and kind == 3
+            assert optuna_trial.state == TrialState.PRUNED
             assert hypertune_trial.state == "STOPPED" and hypertune_trial.metrics == {}
-        # The intermediate values are the trial's measurements; a startup
-        # trial is recorded with its result only.
-        if optuna_trial.number >= 4:
+        # The intermediate values are the trial's measurements (a FAILED or
+        # INFEASIBLE trial keeps its curve); a startup trial is recorded
+        # with its result only.
+        if optuna_trial.number >= 5:
             steps = {m.step: m.metrics["value"] for m in hypertune_trial.measurements}
             assert steps == pytest.approx(optuna_trial.intermediate_values)
     counts = sampler.hypertune_study.refresh().trial_counts
-    assert counts == {"COMPLETED": 4, "STOPPED": 5, "INFEASIBLE": 3}
+    assert counts == {"COMPLETED": 3, "STOPPED": 5, "FAILED": 4, "INFEASIBLE": 2}
 
 
 def test_define_by_run_branches_become_conditional_parameters(make_sampler: Any) -> None:
