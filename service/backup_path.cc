@@ -1,5 +1,6 @@
 #include "service/backup_path.h"
 
+#include <limits.h>
 #include <sys/stat.h>
 
 #include <cstring>
@@ -7,7 +8,6 @@
 #include <fstream>
 #include <system_error>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace hypertune::service {
@@ -49,19 +49,32 @@ absl::StatusOr<std::string> ResolveBackupPath(const std::string& backup_dir,
   if (destination.empty()) {
     return Invalid("empty; name the file to write in the backup directory");
   }
+  if (destination.find('\0') != std::string::npos) {
+    return Invalid("contains a NUL byte");
+  }
+  if (destination.size() > PATH_MAX) {
+    return Invalid(absl::StrCat("a path of ", destination.size(),
+                                " bytes, over the limit of ", PATH_MAX));
+  }
   const fs::path given(destination);
   const fs::path path = given.is_absolute() ? given : root / given;
   const fs::path name = path.filename();
   if (name.empty() || name == "." || name == "..") {
     return Invalid(absl::StrCat("'", destination, "' names no file"));
   }
+  if (name.native().size() > NAME_MAX) {
+    return Invalid(absl::StrCat("a file name of ", name.native().size(),
+                                " bytes, over the limit of ", NAME_MAX));
+  }
   const fs::path folder = fs::canonical(path.parent_path(), error);
   if (error) {
     return Invalid(absl::StrCat("the folder of '", destination,
                                 "' does not exist: ", error.message()));
   }
+  // Outside is a path relative to the root that climbs out of it first
+  // (a name that merely begins with "..", such as "..hidden", is inside).
   const fs::path inside = folder.lexically_relative(root);
-  if (inside.empty() || absl::StartsWith(inside.native(), "..")) {
+  if (inside.empty() || *inside.begin() == "..") {
     return Invalid(absl::StrCat("'", destination,
                                 "' is outside the backup directory '",
                                 root.native(), "'"));

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <string_view>
 #include <system_error>
 #include <thread>
 
@@ -17,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "storage/sqlite/connection.h"
 #include "storage/sqlite/file_lock.h"
+#include "storage/sqlite/schema.h"
 
 namespace hypertune::storage::sqlite {
 namespace {
@@ -104,6 +106,38 @@ absl::Status CopyPages(Connection& source, Connection& destination,
   return absl::OkStatus();
 }
 
+constexpr const char* kMarkBackup[] = {
+    "CREATE TABLE hypertune_backup(made_time_ms INTEGER NOT NULL)",
+    "INSERT INTO hypertune_backup VALUES "
+    "(CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))"};
+static_assert(std::string_view(kBackupMarkerTable) == "hypertune_backup");
+
+// Whether the SQLite file at `path` carries the backup marker; not an
+// SQLite database at all is false. Read as immutable: no lock taken, and no
+// -wal or -shm file left beside it. REQUIRES: no PATH-wal exists.
+absl::StatusOr<bool> IsBackup(const std::string& path) {
+  std::string uri = "file:";
+  for (char c : fs::absolute(path).string()) {
+    if (c == '%' || c == '?' || c == '#') {
+      absl::StrAppend(&uri, "%", absl::Hex(static_cast<unsigned char>(c),
+                                           absl::kZeroPad2));
+    } else {
+      uri.push_back(c);
+    }
+  }
+  uri += "?immutable=1";
+  absl::StatusOr<std::unique_ptr<Connection>> file = Connection::Open(
+      uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, /*busy_timeout_ms=*/0,
+      absl::StrCat("opening '", path, "' to see whether it is a backup"));
+  if (!file.ok()) return false;
+  absl::StatusOr<std::string> marked = (*file)->RunOnce(
+      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
+      "'hypertune_backup'",
+      absl::StrCat("reading '", path, "'"));
+  if (!marked.ok()) return false;  // not a database, or not readable as one
+  return *marked == "1";
+}
+
 }  // namespace
 
 absl::Status CheckBackupDestination(const std::string& live_path,
@@ -132,6 +166,16 @@ absl::Status CheckBackupDestination(const std::string& live_path,
         destination,
         "-wal'): a database there is open or was not closed cleanly; give "
         "another path"));
+  }
+  if (fs::exists(destination, error)) {
+    absl::StatusOr<bool> backup = IsBackup(destination);
+    if (!backup.ok()) return backup.status();
+    if (!*backup) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "backup destination '", destination,
+          "' is not a hypertune backup (no backup wrote it: another server's "
+          "database, or another program's); refusing to replace it"));
+    }
   }
   return absl::OkStatus();
 }
@@ -162,6 +206,13 @@ absl::Status CopyDatabase(Connection& source, const std::string& destination) {
         absl::StrCat(what, ": opening '", temporary.path(), "'"));
     if (!copy.ok()) return copy.status();
     if (absl::Status s = CopyPages(source, **copy, what); !s.ok()) return s;
+    for (const char* sql : kMarkBackup) {
+      if (absl::StatusOr<std::string> marked =
+              (*copy)->RunOnce(sql, absl::StrCat(what, ": marking the copy"));
+          !marked.ok()) {
+        return marked.status();
+      }
+    }
   }  // Closed: the copy is committed (and synced: synchronous=FULL).
   if (absl::Status s = snapshot.Commit(what); !s.ok()) return s;
 

@@ -10,6 +10,9 @@
 // pause between steps, so the copy takes its share of the disk and CPU, not
 // all of it.
 //
+// The copy carries a marker table (schema.h, kBackupMarkerTable), so that a
+// later backup replaces only backups, never a live database.
+//
 // The copy is written to a temporary file beside the destination
 // (DESTINATION.tmp-XXXXXX), synced, and renamed over the destination at the
 // end: the destination is its old self or a complete copy, never half of
@@ -37,9 +40,10 @@ inline constexpr std::chrono::milliseconds kBackupPause{1};
 
 // OK if `destination` may receive a backup of the database at `live_path`
 // ("" or ":memory:" for an in-memory one): INVALID_ARGUMENT when it is empty
-// or is the live file, its -wal, -shm or .lock; FAILED_PRECONDITION when
-// DESTINATION-wal exists (a database there is open, or was not closed
-// cleanly: its WAL would be applied to the copy).
+// or is the live file, its -wal, -shm or .lock; FAILED_PRECONDITION when it
+// exists and is not a backup (schema.h's marker: another server's database,
+// an Optuna one), or when DESTINATION-wal exists (a database there is open,
+// or was not closed cleanly: its WAL would be applied to the copy).
 absl::Status CheckBackupDestination(const std::string& live_path,
                                     const std::string& destination);
 

@@ -155,6 +155,7 @@ static_assert(std::size(kMigrations) == kSchemaVersion &&
                       kSchemaVersion,
               "kSchemaVersion must be the last migration's version");
 
+constexpr char kDropBackupMarker[] = "DROP TABLE IF EXISTS hypertune_backup";
 constexpr char kCreateVersionTable[] =
     "CREATE TABLE IF NOT EXISTS schema_version("
     "version INTEGER PRIMARY KEY, applied_time_ms INTEGER NOT NULL)";
@@ -219,6 +220,12 @@ absl::Status Migrate(Connection& db) {
   for (const Migration& migration : kMigrations) {
     if (migration.version <= *version) continue;
     if (absl::Status s = Apply(db, migration); !s.ok()) return s;
+  }
+  // A backup restored and served is live: no later backup may replace it.
+  if (absl::StatusOr<std::string> unmarked =
+          db.RunOnce(kDropBackupMarker, "unmarking a restored backup");
+      !unmarked.ok()) {
+    return unmarked.status();
   }
   return transaction.Commit("migrating the schema");
 }

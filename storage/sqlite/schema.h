@@ -18,9 +18,15 @@ namespace hypertune::storage::sqlite {
 // The schema version this build writes.
 inline constexpr int kSchemaVersion = 5;
 
-// Applies the migrations that `db`'s file lacks, in order, each once.
-// FAILED_PRECONDITION if the file's schema is newer than kSchemaVersion;
-// other failures name the step and SQLite's message.
+// The table that marks a file as a backup (backup.h): a backup may replace
+// only a file that has it. Created in each copy; dropped when a file is
+// opened to be served.
+inline constexpr char kBackupMarkerTable[] = "hypertune_backup";
+
+// Applies the migrations that `db`'s file lacks, in order, each once, and
+// drops the backup marker. FAILED_PRECONDITION if the file's schema is
+// newer than kSchemaVersion; other failures name the step and SQLite's
+// message.
 absl::Status Migrate(Connection& db);
 
 }  // namespace hypertune::storage::sqlite

@@ -44,6 +44,25 @@ TEST_F(BackupPathTest, ANewFileInsideIsItsAbsolutePath) {
   EXPECT_EQ(*nested, In("daily/a.db"));
 }
 
+TEST_F(BackupPathTest, AFolderWhoseNameBeginsWithTwoDotsIsInside) {
+  fs::create_directory(root_ / "..hidden");
+  auto inside = ResolveBackupPath(root_.string(), "..hidden/x.db", false);
+  ASSERT_TRUE(inside.ok()) << inside.status();
+  EXPECT_EQ(*inside, In("..hidden/x.db"));
+}
+
+TEST_F(BackupPathTest, ALongNameOrANulByteIsInvalidArgument) {
+  for (const std::string& bad :
+       {std::string(300, 'a'), std::string("x\0y.db", 6),
+        std::string(5000, 'b')}) {
+    auto refused = ResolveBackupPath(root_.string(), bad, false);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument)
+        << refused.status();
+    EXPECT_THAT(std::string(refused.status().message()),
+                HasSubstr("destination_path"));
+  }
+}
+
 TEST_F(BackupPathTest, APathOutsideTheDirectoryIsRefused) {
   for (const std::string& outside :
        {std::string("/dev/null"), dir_.File("live.db"), In("../escape.db"),

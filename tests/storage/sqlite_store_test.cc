@@ -379,13 +379,14 @@ TEST_F(SqliteStoreTest, BackupReplacesAClosedCopyButNotAnOpenOne) {
   ASSERT_TRUE(store->Backup(copy_path).ok());
   ASSERT_TRUE(store->CreateStudy(MakeStudy("second")).ok());
   {
-    // Open, a database has a WAL: its pages would be applied to a new copy.
-    absl::StatusOr<std::unique_ptr<SqliteStore>> open_copy =
-        SqliteStore::Open(copy_path);
-    ASSERT_TRUE(open_copy.ok()) << open_copy.status();
+    // Open (or not closed cleanly), a database has a WAL: its pages would be
+    // applied to a new copy. (Served by a store, a copy would be live and
+    // never replaced: BackupReplacesOnlyBackupsNeverALiveDatabase.)
+    std::ofstream(copy_path + "-wal") << "pages";
     absl::Status status = store->Backup(copy_path);
     EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
     EXPECT_THAT(status.message(), HasSubstr(copy_path + "-wal"));
+    std::filesystem::remove(copy_path + "-wal");
   }
   // Closed cleanly, it is replaced by a copy of now.
   ASSERT_TRUE(store->Backup(copy_path).ok());
@@ -397,6 +398,45 @@ TEST_F(SqliteStoreTest, BackupReplacesAClosedCopyButNotAnOpenOne) {
   std::vector<std::string> names;
   for (const v1::Study& study : *studies) names.push_back(study.name());
   EXPECT_THAT(names, ElementsAre("first", "second"));
+  EXPECT_THAT(TemporaryFiles(dir_.File("")), IsEmpty());
+}
+
+TEST_F(SqliteStoreTest, BackupReplacesOnlyBackupsNeverALiveDatabase) {
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateStudy(MakeStudy("mine")).ok());
+  // A stopped sibling server's database, beside ours.
+  const std::string sibling_path = dir_.File("sibling.db");
+  {
+    absl::StatusOr<std::unique_ptr<SqliteStore>> sibling =
+        SqliteStore::Open(sibling_path);
+    ASSERT_TRUE(sibling.ok()) << sibling.status();
+    ASSERT_TRUE((*sibling)->CreateStudy(MakeStudy("theirs")).ok());
+  }
+  absl::Status refused = store->Backup(sibling_path);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("not a hypertune backup"));
+  {
+    absl::StatusOr<std::unique_ptr<SqliteStore>> sibling =
+        SqliteStore::Open(sibling_path);
+    ASSERT_TRUE(sibling.ok()) << sibling.status();
+    EXPECT_TRUE((*sibling)->GetStudy("theirs").ok());
+  }
+
+  // A backup is replaced by the next one, until it is served: then it is a
+  // live database like any other.
+  const std::string copy_path = dir_.File("copy.db");
+  ASSERT_TRUE(store->Backup(copy_path).ok());
+  absl::Status again = store->Backup(copy_path);
+  ASSERT_TRUE(again.ok()) << again;
+  {
+    absl::StatusOr<std::unique_ptr<SqliteStore>> restored =
+        SqliteStore::Open(copy_path);
+    ASSERT_TRUE(restored.ok()) << restored.status();
+    EXPECT_TRUE((*restored)->GetStudy("mine").ok());
+  }
+  EXPECT_EQ(store->Backup(copy_path).code(),
+            absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(TemporaryFiles(dir_.File("")), IsEmpty());
 }
 
