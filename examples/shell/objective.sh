@@ -10,7 +10,9 @@
 # reports by printing lines the worker reads:
 #   hypertune: loss=0.52 step=2    an intermediate measurement at step 2
 #   hypertune: loss=0.31           the final metrics
-# Exiting non-zero makes the trial infeasible. The optimum is loss 0 at
+#   hypertune: infeasible=REASON   these parameters cannot work (steer away)
+# Exiting non-zero makes the trial FAILED (the program's fault, left out of
+# the model), not infeasible. The optimum is loss 0 at
 # lr = 10^-2.5 and 4 layers.
 set -euo pipefail
 
