@@ -88,8 +88,10 @@ def main() -> None:
                 trial.complete(val_loss=float(trainer.callback_metrics["val_loss"]))
             stopped = f", stopped at epoch {callback.stopped_epoch}" if callback.stopped_epoch \
                 is not None else ""
-            print(f"trial {trial.id} {trial.params}: val_loss "
-                  f"{trial.metrics['val_loss']:.4f}{stopped}")
+            # A NaN val_loss made the trial INFEASIBLE: no result to print.
+            result = (f"val_loss {trial.metrics['val_loss']:.4f}" if trial.metrics
+                      else f"{trial.state} ({trial.infeasible_reason})")
+            print(f"trial {trial.id} {trial.params}: {result}{stopped}")
         print("best:", study.best())
 
 

@@ -4,9 +4,9 @@
 Standalone it trains with its flags (the defaults are the "default
 configuration"); started by ``hypertune worker`` it takes the trial's
 parameters instead, reports validation accuracy every epoch, checkpoints
-every epoch (torch.save) and records the checkpoint's URI on the trial, so
-that a trial paused by ASHA, or handed to another worker, resumes where it
-stopped. See README.md.
+every epoch (torch.save) and records the checkpoint's URI on the trial as
+holding that epoch, so that a trial paused by ASHA, or handed to another
+worker, resumes after the checkpoint's step. See README.md.
 
 Data: the IDX files of Debian's dataset-fashion-mnist. Training uses the
 first ``--train-size`` of the first 50,000 training images; validation is
@@ -80,6 +80,37 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[float,
     return correct / len(x), loss / len(x)
 
 
+def save(path: str, state: dict) -> None:
+    """torch.save, atomically: whoever resumes the trial reads the whole of
+    the previous checkpoint or of this one, never half a file."""
+    torch.save(state, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def resume(trial: hypertune.Trial, model: nn.Module, optimizer: torch.optim.Optimizer) -> dict:
+    """Restores the trial's checkpoint into ``model`` and ``optimizer``, and
+    returns the metrics of the epoch it holds; that epoch is then the
+    trial's ``checkpoint_step``, and training goes on after it."""
+    path = trial.checkpoint_uri.removeprefix("file://")
+    state = torch.load(path)
+    epoch = state["epoch"]
+    if epoch not in (trial.checkpoint_step, trial.checkpoint_step + 1):
+        raise RuntimeError(f"{path} holds epoch {epoch}, but the trial's checkpoint is of "
+                           f"step {trial.checkpoint_step}")
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    torch.set_rng_state(state["rng"])  # dropout goes on as if never paused
+    print(f"trial {trial.id} (attempt {trial.attempt}): resuming after epoch {epoch}",
+          flush=True)
+    # The last worker was lost after saving the checkpoint but before
+    # recording it, or before reporting its epoch: both now, from the file.
+    if epoch > trial.checkpoint_step:
+        trial.set_checkpoint(trial.checkpoint_uri, step=epoch)
+    if all(m.step != epoch for m in trial.measurements):
+        trial.report(epoch, **state["metrics"])
+    return state["metrics"]
+
+
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     # The default configuration; a trial's parameters of the same names win.
@@ -120,23 +151,25 @@ def main() -> None:
     model = Net(config["width"], config["dropout"])
     optimizer = torch.optim.SGD(model.parameters(), lr=config["lr"], momentum=config["momentum"],
                                 weight_decay=config["weight_decay"], nesterov=True)
-    start = 1
-    if trial is not None and trial.checkpoint_uri:
-        # Promoted after an ASHA pause (or taken over from a dead worker).
-        state = torch.load(trial.checkpoint_uri.removeprefix("file://"))
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["rng"])  # dropout goes on as if never paused
-        start = state["epoch"] + 1
-        print(f"trial {trial.id}: resuming after epoch {state['epoch']}", flush=True)
     checkpoint = os.path.join(
         args.checkpoint_dir,
         f"{trial.study_name}-trial-{trial.id}.pt" if trial is not None else "standalone.pt")
     os.makedirs(args.checkpoint_dir, exist_ok=True)
 
-    with trial if trial is not None else contextlib.nullcontext():  # an exception: INFEASIBLE
+    # An exception settles the trial: FloatingPointError (a diverged loss)
+    # and out of memory make it INFEASIBLE, any other FAILED.
+    with trial if trial is not None else contextlib.nullcontext():
+        start = 1
         val_accuracy = val_loss = float("nan")
+        if trial is not None and trial.checkpoint_uri:
+            # Promoted after an ASHA pause, or handed over after its worker
+            # was lost (a new attempt): go on after the checkpoint's step.
+            saved = resume(trial, model, optimizer)
+            start = trial.checkpoint_step + 1
+            val_accuracy, val_loss = saved["val_accuracy"], saved["val_loss"]
         for epoch in range(start, args.epochs + 1):
+            if trial is not None and trial.should_stop:
+                break  # by the report of the resumed epoch: paused or stopped
             began = time.monotonic()
             # Cosine decay by epoch: a resumed trial continues the same schedule.
             for group in optimizer.param_groups:
@@ -159,21 +192,22 @@ def main() -> None:
             val_accuracy, val_loss = evaluate(model, x_val, y_val)
             print(f"epoch {epoch}: train_loss {train_loss:.4f} val_accuracy {val_accuracy:.4f} "
                   f"val_loss {val_loss:.4f} ({time.monotonic() - began:.1f} s)", flush=True)
-            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                        "rng": torch.get_rng_state(), "epoch": epoch, "config": config},
-                       checkpoint)
+            save(checkpoint, {
+                "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "rng": torch.get_rng_state(), "epoch": epoch, "config": config,
+                "metrics": {"val_accuracy": val_accuracy, "val_loss": val_loss,
+                            "train_loss": train_loss}})
             if trial is None:
                 continue
-            # The checkpoint first: the report may pause the trial at a rung.
-            trial.set_checkpoint("file://" + os.path.abspath(checkpoint))
+            # The checkpoint first, as holding this epoch: the report may
+            # pause the trial at a rung.
+            trial.set_checkpoint("file://" + os.path.abspath(checkpoint), step=epoch)
             trial.report(epoch, val_accuracy=val_accuracy, val_loss=val_loss,
                          train_loss=train_loss)
             if trial.should_stop:  # stopped early, or paused until promoted
                 print(f"trial {trial.id}: {'paused' if trial.paused else 'stopped'} after "
                       f"epoch {epoch} ({trial.stop_reason})", flush=True)
                 break
-        if start > args.epochs:  # resumed after the last epoch: nothing left to train
-            val_accuracy, val_loss = evaluate(model, x_val, y_val)
         final = {"val_accuracy": val_accuracy, "val_loss": val_loss}
         if args.test:
             x_test, y_test = load(args.data_dir, "t10k")

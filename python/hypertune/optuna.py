@@ -867,5 +867,5 @@ def _with_state(
 
 
 __all__ = ["FAILED_REASON", "OTHER_PARAMS_ATTRIBUTE", "PRUNED_WITHOUT_VALUE",
-           "TRIAL_NUMBER_ATTRIBUTE", "Sampler", "category_label", "infer_parameters", "optuna_trial_number", "parameter_spec",
-           "spec_dict", "to_optuna", "widened"]
+           "TRIAL_NUMBER_ATTRIBUTE", "Sampler", "category_label", "infer_parameters",
+           "optuna_trial_number", "parameter_spec", "spec_dict", "to_optuna", "widened"]
