@@ -110,6 +110,8 @@ struct State {
   std::vector<double> weights = std::vector<double>(kFeatures, 0.0);
   double bias = 0.0;
   std::vector<double> velocity = std::vector<double>(kFeatures + 1, 0.0);
+  // How long that epoch took: a recorded metric, the wall clock's.
+  double epoch_seconds = 0.0;
 };
 
 struct Params {
@@ -182,7 +184,7 @@ bool SaveCheckpoint(const std::string& path, const State& state) {
     for (double w : state.weights) out << Hex(w) << " ";
     out << "\n" << Hex(state.bias) << "\n";
     for (double v : state.velocity) out << Hex(v) << " ";
-    out << "\n";
+    out << "\n" << Hex(state.epoch_seconds) << "\n";
     if (!out.good()) return false;
   }
   return std::rename(temporary.c_str(), path.c_str()) == 0;
@@ -204,6 +206,7 @@ bool LoadCheckpoint(const std::string& path, State& state) {
     if (!(in >> token)) return false;
     v = std::strtod(token.c_str(), nullptr);
   }
+  if (in >> token) loaded.epoch_seconds = std::strtod(token.c_str(), nullptr);
   state = loaded;
   return true;
 }
@@ -339,12 +342,36 @@ int RunTrial(hypertune::Trial& trial) {
   const std::string path = g_options.ckpt_dir + "/" + trial.study() +
                            "-trial-" + std::to_string(trial.id()) + ".ckpt";
   hypertune::Metrics metrics = Evaluate(state);
-  while (state.epoch < g_options.epochs) {
+  metrics["epoch_seconds"] = state.epoch_seconds;
+  if (state.epoch > 0) {
+    // The last worker was lost after saving this checkpoint but before
+    // recording it, or before reporting its epoch: both now, from the file.
+    if (state.epoch > trial.proto().checkpoint_step()) {
+      if (absl::Status s = SetCheckpoint(trial, trial.checkpoint_uri(), state.epoch);
+          !s.ok()) {
+        return Fail("set checkpoint", s);
+      }
+    }
+    bool measured = false;
+    for (const auto& m : trial.proto().measurements()) {
+      measured = measured || m.step() == state.epoch;
+    }
+    if (!measured) {
+      if (absl::Status s = trial.Report(state.epoch, metrics); !s.ok()) {
+        return Fail("report", s);
+      }
+    }
+  }
+  while (state.epoch < g_options.epochs && !trial.should_stop()) {
     auto began = std::chrono::steady_clock::now();
     metrics = TrainEpoch(state, params);
     // The rest of the epoch is the accelerator's time.
     PaceUntil(began + std::chrono::milliseconds(g_options.epoch_ms));
     if (g_signal.load() != 0) Interrupted(trial);
+    state.epoch_seconds = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - began)
+                              .count();
+    metrics["epoch_seconds"] = state.epoch_seconds;
     if (!SaveCheckpoint(path, state)) {
       return Fail("checkpoint", absl::InternalError("cannot write " + path));
     }
@@ -353,11 +380,7 @@ int RunTrial(hypertune::Trial& trial) {
         !s.ok()) {
       return Fail("set checkpoint", s);
     }
-    hypertune::Metrics reported = metrics;
-    reported["epoch_seconds"] = std::chrono::duration<double>(
-                                    std::chrono::steady_clock::now() - began)
-                                    .count();
-    if (absl::Status s = trial.Report(state.epoch, reported); !s.ok()) {
+    if (absl::Status s = trial.Report(state.epoch, metrics); !s.ok()) {
       return Fail("report", s);
     }
     if (trial.should_stop()) break;

@@ -65,13 +65,15 @@ def _sigmoid(z: float) -> float:
 
 
 class State:
-    """Weights, bias and momentum after `epoch` epochs."""
+    """Weights, bias and momentum after `epoch` epochs, and how long that
+    epoch took (a recorded metric, the wall clock's)."""
 
     def __init__(self) -> None:
         self.epoch = 0
         self.weights = [0.0] * FEATURES
         self.bias = 0.0
         self.velocity = [0.0] * (FEATURES + 1)
+        self.epoch_seconds = 0.0
 
     def to_json(self) -> str:
         return json.dumps({
@@ -79,6 +81,7 @@ class State:
             "weights": [w.hex() for w in self.weights],
             "bias": self.bias.hex(),
             "velocity": [v.hex() for v in self.velocity],
+            "epoch_seconds": self.epoch_seconds,
         })
 
     @staticmethod
@@ -89,6 +92,7 @@ class State:
         state.weights = [float.fromhex(w) for w in data["weights"]]
         state.bias = float.fromhex(data["bias"])
         state.velocity = [float.fromhex(v) for v in data["velocity"]]
+        state.epoch_seconds = float(data.get("epoch_seconds", 0.0))
         return state
 
 

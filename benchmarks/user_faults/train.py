@@ -26,6 +26,7 @@ import sys
 import time
 import traceback
 import warnings
+from typing import Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model  # noqa: E402  (next to this script)
@@ -56,28 +57,89 @@ def checkpoint_path(study: str, trial_id: int) -> str:
     return os.path.join(_args.ckpt_dir, f"{study}-trial-{trial_id}.json")
 
 
-def train(trial_id: int, study: str, params: dict, resume_from: str, report, should_stop):
-    """Runs the epochs left; returns the final metrics. `report(epoch,
-    metrics, uri)` checkpoints and reports one epoch; `should_stop()` says
-    whether the server stopped or paused the trial."""
+class TrialIO:
+    """How a program records its progress on the trial: through the Python
+    client's Trial, or by printing the worker's lines."""
+
+    checkpoint_step = 0  # the step the trial's checkpoint holds
+
+    def checkpoint(self, uri: str, epoch: int) -> None: ...
+    def report(self, epoch: int, metrics: dict) -> None: ...
+    def measured(self, epoch: int) -> bool: ...
+    def should_stop(self) -> bool: return False
+
+
+def train(trial_id: int, study: str, params: dict, resume_from: str, io: TrialIO) -> dict:
+    """Runs the epochs left, checkpointing and reporting each; returns the
+    final metrics."""
     state = model.load_checkpoint(resume_from) if resume_from else None
     if state is None:
         state = model.State()
     event("trial", study=study, trial=trial_id, resumed_at=state.epoch)
-    metrics = model.evaluate(state) if state.epoch else None
     path = checkpoint_path(study, trial_id)
+    metrics = None
+    if state.epoch:
+        metrics = dict(model.evaluate(state), epoch_seconds=state.epoch_seconds)
+        # The last worker was lost after saving this checkpoint but before
+        # recording it, or before reporting its epoch: both now, from the
+        # file (as examples/pytorch_fashion_mnist does).
+        if state.epoch > io.checkpoint_step:
+            io.checkpoint("file://" + resume_from, state.epoch)
+        if not io.measured(state.epoch):
+            io.report(state.epoch, metrics)
+            if io.should_stop():
+                return metrics
     while state.epoch < _args.epochs:
         began = time.monotonic()
         metrics = model.train_epoch(
             state, params["lr"], int(params["batch_size"]), params["momentum"])
         # The rest of the epoch is the accelerator's time.
         time.sleep(max(0.0, _args.epoch_seconds - (time.monotonic() - began)))
+        state.epoch_seconds = time.monotonic() - began
+        metrics["epoch_seconds"] = state.epoch_seconds
         model.save_checkpoint(path, state)
-        report(state.epoch, dict(metrics, epoch_seconds=time.monotonic() - began),
-               "file://" + path)
-        if should_stop():
+        # The checkpoint first: the report may pause the trial at a rung.
+        io.checkpoint("file://" + path, state.epoch)
+        io.report(state.epoch, metrics)
+        if io.should_stop():
             break
     return metrics
+
+
+class ClientIO(TrialIO):
+    def __init__(self, trial):
+        self.trial = trial
+        self.checkpoint_step = trial.proto.checkpoint_step if trial.checkpoint_uri else 0
+
+    def checkpoint(self, uri: str, epoch: int) -> None:
+        set_checkpoint(self.trial, uri, epoch)
+
+    def report(self, epoch: int, metrics: dict) -> None:
+        self.trial.report(epoch, **metrics)
+
+    def measured(self, epoch: int) -> bool:
+        return any(m.step == epoch for m in self.trial.measurements)
+
+    def should_stop(self) -> bool:
+        return self.trial.should_stop
+
+
+class PrintIO(TrialIO):
+    def __init__(self, checkpoint_step: Optional[int]):
+        # None: a worker before issue 46, which keeps every measurement.
+        self.known = checkpoint_step is not None
+        self.checkpoint_step = checkpoint_step or 0
+
+    def checkpoint(self, uri: str, epoch: int) -> None:
+        print(f"hypertune: checkpoint={uri} step={epoch}")
+
+    def report(self, epoch: int, metrics: dict) -> None:
+        values = " ".join(f"{name}={value!r}" for name, value in metrics.items())
+        print(f"hypertune: {values} step={epoch}")
+
+    def measured(self, epoch: int) -> bool:
+        # The trial keeps the measurements up to its checkpoint's step.
+        return not self.known or epoch <= self.checkpoint_step
 
 
 def set_checkpoint(trial, uri: str, epoch: int) -> None:
@@ -104,13 +166,8 @@ def run_optimize() -> None:
     study = client.create_study(config, if_exists="load")
 
     def objective(trial):
-        def report(epoch, metrics, uri):
-            set_checkpoint(trial, uri, epoch)  # before the report that may pause it
-            trial.report(epoch, **metrics)
-
         return train(trial.id, study.name, trial.params,
-                     resume_path(trial.checkpoint_uri), report,
-                     lambda: trial.should_stop)
+                     resume_path(trial.checkpoint_uri), ClientIO(trial))
 
     def settled(_study, trial) -> None:
         event("settled", study=study.name, trial=trial.id, state=trial.state)
@@ -124,13 +181,8 @@ def run_worker_client() -> None:
 
     trial = hypertune.current_trial()
     with trial:
-        def report(epoch, metrics, uri):
-            set_checkpoint(trial, uri, epoch)
-            trial.report(epoch, **metrics)
-
         final = train(trial.id, trial.study_name, trial.params,
-                      resume_path(trial.checkpoint_uri), report,
-                      lambda: trial.should_stop)
+                      resume_path(trial.checkpoint_uri), ClientIO(trial))
         trial.complete(**final)
     event("settled", study=trial.study_name, trial=trial.id)
 
@@ -140,18 +192,14 @@ def run_worker_print() -> None:
     trial_id = int(os.environ["HYPERTUNE_TRIAL_ID"])
     params = json.loads(os.environ["HYPERTUNE_PARAMS"])
 
-    def report(epoch, metrics, uri):
-        # The checkpoint line before the measurement that may pause the trial.
-        print(f"hypertune: checkpoint={uri} step={epoch}")
-        values = " ".join(f"{name}={value!r}" for name, value in metrics.items())
-        print(f"hypertune: {values} step={epoch}")
-
     # Where the worker says to resume (empty: start afresh). A worker before
     # issue 46 says nothing: then the program's own file, named after the
     # trial, is where it left off.
     resume = os.environ.get("HYPERTUNE_CHECKPOINT_URI")
+    step = os.environ.get("HYPERTUNE_CHECKPOINT_STEP")
+    io = PrintIO(int(step) if step is not None and resume is not None else None)
     resume = checkpoint_path(study, trial_id) if resume is None else resume_path(resume)
-    final = train(trial_id, study, params, resume, report, lambda: False)
+    final = train(trial_id, study, params, resume, io)
     print("hypertune: " + " ".join(f"{k}={v!r}" for k, v in final.items()))
     event("settled", study=study, trial=trial_id)
 
