@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -81,6 +82,21 @@ double Quantile(std::vector<double> values, double q) {
 std::string Num(double x) {
   char buffer[32];
   std::snprintf(buffer, sizeof(buffer), "%.4g", x);
+  return buffer;
+}
+
+// `x` as the shortest decimal that reads back as x: what the user wrote, in
+// an error about it (%.4g would show 1000001 as 1e+06).
+std::string Exact(double x) {
+  char buffer[32];
+  if (std::abs(x) < 1e15 && x == std::floor(x)) {  // integral: all its digits
+    std::snprintf(buffer, sizeof(buffer), "%.0f", x);
+    return buffer;
+  }
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", digits, x);
+    if (std::strtod(buffer, nullptr) == x) break;
+  }
   return buffer;
 }
 
@@ -277,8 +293,8 @@ absl::Status ValidateEarlyStoppingConfig(const EarlyStoppingConfig& config) {
         config.reduction_factor <= EarlyStoppingConfig::kMaxReductionFactor)) {
     return Invalid("reduction_factor",
                    absl::StrCat("must be in [2, ",
-                                Num(EarlyStoppingConfig::kMaxReductionFactor),
-                                "], got ", Num(config.reduction_factor)));
+                                Exact(EarlyStoppingConfig::kMaxReductionFactor),
+                                "], got ", Exact(config.reduction_factor)));
   }
   if (config.min_trials < 0) {
     return Invalid("min_trials",

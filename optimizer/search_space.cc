@@ -316,6 +316,17 @@ absl::Status SearchSpace::Validate(const Assignment& a) const {
 
 absl::StatusOr<Assignment> SearchSpace::Complete(
     const Assignment& fixed, const Assignment& proposal) const {
+  // Whatever the algorithm proposes: a child is active only by its parent's
+  // value, so it is fixed only with its parent.
+  for (int i = 0; i < dim(); ++i) {
+    const int parent = params_[i].parent;
+    if (!std::isnan(fixed[i]) && parent != kNoParent &&
+        std::isnan(fixed[parent])) {
+      return Invalid(i, params_[i].name,
+                     absl::StrCat("is conditional on \"", params_[parent].name,
+                                  "\"; fix the parent too"));
+    }
+  }
   Eigen::VectorXd unit = Encode(proposal);
   for (int i = 0; i < dim(); ++i) {
     if (std::isnan(fixed[i])) continue;

@@ -109,7 +109,8 @@ class SearchSpace {
   // `proposal`. A parameter that turns active only under a fixed parent's
   // value (inactive in the proposal) gets the centre of its range.
   // INVALID_ARGUMENT naming the parameter for a fixed value out of range,
-  // or for one left inactive by its parent's value (fix the parent too).
+  // for a fixed child whose parent is not fixed, or for one left inactive by
+  // its parent's value.
   // REQUIRES: fixed.size() == dim(), Validate(proposal).ok()
   absl::StatusOr<Assignment> Complete(const Assignment& fixed,
                                       const Assignment& proposal) const;

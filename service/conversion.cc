@@ -157,6 +157,11 @@ absl::StatusOr<opt::Assignment> ParseAssignment(const std::string& field,
           "%s: parameter \"%s\" needs a number (double_value or int_value)",
           field, p.name));
     }
+    if (std::isnan(*number)) {  // NaN means "absent" to the optimizer
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: parameter \"%s\" is NaN; leave it out to have it chosen",
+          field, p.name));
+    }
     assignment.push_back(*number);
   }
   if (!by_name.empty()) {

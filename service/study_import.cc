@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "service/conversion.h"
+#include "service/priors.h"
 #include "service/status_macros.h"
 #include "service/study_service.h"
 #include "service/validation.h"
@@ -258,6 +259,8 @@ absl::StatusOr<v1::Study> StudyService::ImportStudy(
   HT_RETURN_IF_ERROR(ToOptimizerAlgorithm(spec.algorithm()).status());
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(spec);
   if (!space.ok()) return space.status();
+  // As CreateStudy: the importer must be allowed to read each prior.
+  HT_RETURN_IF_ERROR(BindPriors(context_, caller, study));
   if (study.state() == v1::Study::STATE_UNSPECIFIED) {
     study.set_state(v1::Study::ACTIVE);
   }

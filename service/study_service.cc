@@ -20,6 +20,7 @@
 #include "service/backup_path.h"
 #include "service/conversion.h"
 #include "service/attempts.h"
+#include "service/priors.h"
 #include "service/status_macros.h"
 #include "service/study_update.h"
 #include "service/trial_state.h"
@@ -194,16 +195,7 @@ absl::StatusOr<v1::Study> StudyService::CreateStudy(
   HT_RETURN_IF_ERROR(ValidateStudy(study));
   HT_RETURN_IF_ERROR(ToOptimizerAlgorithm(spec.algorithm()).status());
   HT_RETURN_IF_ERROR(ToSearchSpace(spec).status());
-  for (int i = 0; i < spec.prior_studies_size(); ++i) {
-    absl::StatusOr<v1::Study> prior =
-        context_.LoadStudyFor(caller, spec.prior_studies(i), Access::kRead);
-    if (!prior.ok()) {
-      return absl::Status(
-          prior.status().code(),
-          absl::StrCat("study.spec.prior_studies[", i, "]: ",
-                       prior.status().message()));
-    }
-  }
+  HT_RETURN_IF_ERROR(BindPriors(context_, caller, study));
   study.set_state(v1::Study::ACTIVE);
   study.set_create_time_ms(context_.Now());
   study.clear_trial_counts();

@@ -11,6 +11,7 @@
 #include "common/study_metrics.h"
 #include "optimizer/early_stopping.h"
 #include "service/metrics.h"
+#include "service/priors.h"
 #include "service/status_macros.h"
 #include "service/trial_state.h"
 #include "service/validation.h"
@@ -282,11 +283,15 @@ absl::StatusOr<std::vector<optimizer::PriorStudy>> Suggestions::LoadPriors(
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
   if (!space.ok()) return space.status();
   std::vector<optimizer::PriorStudy> priors;
-  for (const std::string& name : study.spec().prior_studies()) {
+  for (int i = 0; i < study.spec().prior_studies_size(); ++i) {
+    const std::string& name = study.spec().prior_studies(i);
     absl::StatusOr<v1::Study> prior = context_.store().GetStudy(name);
     // Deleted since: the study goes on without it.
     if (absl::IsNotFound(prior.status())) continue;
     if (!prior.ok()) return prior.status();
+    // Another study now under that name, or another owner's: not the prior
+    // its creator was allowed to read.
+    if (!IsBoundPrior(study, i, *prior)) continue;
     absl::StatusOr<std::vector<v1::Trial>> trials = context_.store().ListTrials(name, {});
     if (!trials.ok()) return trials.status();
     priors.push_back(

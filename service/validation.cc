@@ -122,9 +122,8 @@ absl::Status ValidateParameterLimits(const std::string& field,
   return absl::OkStatus();
 }
 
-// Metric `i` of `spec`: a known role, a goal where it is an objective (and,
-// without roles, for every metric: what such studies always needed), bounds
-// exactly where it is a constraint.
+// Metric `i` of `spec`: a known role, a goal where it is an objective (with
+// no roles, the first metric), bounds exactly where it is a constraint.
 absl::Status ValidateMetricRole(const std::string& field,
                                 const v1::StudySpec& spec, int i) {
   const v1::MetricSpec& m = spec.metrics(i);
@@ -137,7 +136,10 @@ absl::Status ValidateMetricRole(const std::string& field,
   for (const v1::MetricSpec& other : spec.metrics()) {
     any_role = any_role || other.role() != v1::MetricSpec::ROLE_UNSPECIFIED;
   }
-  const bool needs_goal = !any_role || m.role() == v1::MetricSpec::OBJECTIVE;
+  // Without roles the first metric is the objective and the rest recorded,
+  // whose goal is informational (as a RECORDED metric's).
+  const bool needs_goal =
+      any_role ? m.role() == v1::MetricSpec::OBJECTIVE : i == 0;
   if (needs_goal && m.goal() != v1::MetricSpec::MAXIMIZE &&
       m.goal() != v1::MetricSpec::MINIMIZE) {
     return Invalid(absl::StrCat(field, ".goal"),

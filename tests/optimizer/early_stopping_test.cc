@@ -563,6 +563,11 @@ TEST(ValidateTest, HugeResourcesAndFactorsAreRefusedNamingTheLimit) {
                 HasSubstr("early_stopping.reduction_factor: must be in [2, "))
         << eta;
   }
+  // The value as the user wrote it, not rounded to 1e+06.
+  EarlyStoppingConfig c = Hyperband();
+  c.reduction_factor = 1'000'001;
+  EXPECT_THAT(std::string(ValidateEarlyStoppingConfig(c).message()),
+              HasSubstr("must be in [2, 1000000], got 1000001"));
 }
 
 TEST(HyperbandTest, TheLargestResourcesStayExact) {
@@ -608,7 +613,7 @@ TEST(ValidateTest, NamesTheFieldAndTheProblem) {
   c = Asha();
   c.reduction_factor = 1.5;
   EXPECT_EQ(message(c),
-            "early_stopping.reduction_factor: must be in [2, 1e+06], got 1.5");
+            "early_stopping.reduction_factor: must be in [2, 1000000], got 1.5");
   c = Hyperband(5);
   EXPECT_THAT(message(c),
               HasSubstr("early_stopping.brackets: must be in [0, 4]"));

@@ -323,12 +323,26 @@ TEST(SearchSpaceTest, CompleteFollowsAFixedParentIntoItsChildren) {
   EXPECT_EQ((*completed)[0], 1);
   EXPECT_TRUE(std::isnan((*completed)[1]));
   EXPECT_NEAR((*completed)[2], (0.5 + 0.99) / 2, 1e-12);
-  // A child fixed under the proposal's parent: kept with it.
-  completed = space.Complete({kInactive, 0.8, kInactive}, proposal);
+  // A child fixed with its parent: kept with it.
+  completed = space.Complete({0, 0.8, kInactive}, {1, kInactive, 0.6});
   ASSERT_TRUE(completed.ok()) << completed.status();
   EXPECT_EQ((*completed)[0], 0);
   EXPECT_EQ((*completed)[1], 0.8);
   EXPECT_TRUE(std::isnan((*completed)[2]));
+}
+
+// Issue 48: the rule holds whatever the algorithm proposes (a random
+// proposal whose parent happens to turn the child on included).
+TEST(SearchSpaceTest, CompleteRefusesAFixedChildWithoutItsParent) {
+  const SearchSpace space = TreeSpace();
+  for (const Assignment& proposal :
+       {Assignment{0, 0.3, kInactive}, Assignment{1, kInactive, 0.6}}) {
+    absl::Status s =
+        space.Complete({kInactive, 0.8, kInactive}, proposal).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr("\"momentum\""));
+    EXPECT_THAT(s.message(), HasSubstr("conditional on \"opt\""));
+  }
 }
 
 TEST(SearchSpaceTest, CompleteRefusesAFixedChildItsParentTurnsOff) {

@@ -180,6 +180,100 @@ TEST_F(CostTransferTest, APriorStudysOptimumIsWhereTheSecondTrialGoes) {
   EXPECT_FALSE(std::isnan(Next("after").first));
 }
 
+// Issue 48: another owner's results never reach a study through its priors,
+// whichever path stored the prior and whatever happened to the name since.
+TEST_F(CostTransferTest, APriorIsReadOnlyAsTheStudyItsCreatorCouldRead) {
+  const Principal alice{"alice", /*checked=*/true, /*admin=*/false};
+  const Principal bob{"bob", true, false};
+  auto create = [&](const std::string& name, const std::string& extra,
+                    const Principal& who) {
+    v1::CreateStudyRequest request;
+    EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
+        absl::StrCat(R"pb(study { spec {
+              parameters { name: "x" double_spec { min: -2 max: 2 } }
+              parameters { name: "y" double_spec { min: -2 max: 2 } }
+              metrics { name: "loss" goal: MINIMIZE } )pb",
+                     extra, "}}"),
+        &request));
+    request.mutable_study()->set_name(name);
+    return service_.CreateStudy(request, who);
+  };
+  auto fill = [&](const std::string& name, const Principal& who) {
+    for (int i = 0; i < 6; ++i) {
+      for (int j = 0; j < 6; ++j) {
+        const double x = -2 + 0.8 * i, y = -2 + 0.8 * j;
+        v1::CreateTrialRequest request;
+        request.set_study_name(name);
+        v1::Trial& t = *request.mutable_trial();
+        t.set_state(v1::Trial::COMPLETED);
+        t.add_parameters()->set_name("x");
+        t.mutable_parameters(0)->set_double_value(x);
+        t.add_parameters()->set_name("y");
+        t.mutable_parameters(1)->set_double_value(y);
+        (*t.mutable_final_measurement()->mutable_metrics())["loss"] =
+            EarlierLoss(x, y);
+        ASSERT_TRUE(service_.CreateTrial(request, who).ok());
+      }
+    }
+  };
+  // The second suggestion: near the prior's optimum (0.6, -1.1) only if
+  // the prior was read.
+  auto learned = [&](const std::string& name, const Principal& who) {
+    std::pair<double, double> second;
+    for (const std::string client : {"w1", "w2"}) {
+      v1::SuggestTrialsRequest request;
+      request.set_study_name(name);
+      request.set_count(1);
+      request.set_client_id(client);
+      auto r = service_.SuggestTrials(request, who);
+      EXPECT_TRUE(r.ok()) << r.status();
+      if (!r.ok() || r->trials_size() != 1) return false;
+      second = {r->trials(0).parameters(0).double_value(),
+                r->trials(0).parameters(1).double_value()};
+    }
+    return std::hypot(second.first - 0.6, second.second + 1.1) < 0.5;
+  };
+  ASSERT_TRUE(create("hers", "", alice).ok());
+  fill("hers", alice);
+
+  // Import: refused as CreateStudy is.
+  v1::Study imported;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(name: "stolen"
+           spec {
+             parameters { name: "x" double_spec { min: -2 max: 2 } }
+             parameters { name: "y" double_spec { min: -2 max: 2 } }
+             metrics { name: "loss" goal: MINIMIZE }
+             prior_studies: "hers"
+           })pb",
+      &imported));
+  auto stolen = service_.ImportStudy(imported, {}, bob);
+  EXPECT_EQ(stolen.status().code(), absl::StatusCode::kPermissionDenied)
+      << stolen.status();
+  EXPECT_THAT(stolen.status().message(),
+              HasSubstr("study.spec.prior_studies[0]"));
+  EXPECT_EQ(create("stolen", "prior_studies: \"hers\"", bob).status().code(),
+            absl::StatusCode::kPermissionDenied);
+
+  // A name reused: bob's own prior deleted, alice's study created under it.
+  ASSERT_TRUE(create("p", "", bob).ok());
+  auto bound = create("his", "prior_studies: \"p\"", bob);
+  ASSERT_TRUE(bound.ok()) << bound.status();
+  ASSERT_EQ(bound->prior_bindings_size(), 1);
+  EXPECT_EQ(bound->prior_bindings(0).owner(), "bob");
+  v1::DeleteStudyRequest del;
+  del.set_name("p");
+  ASSERT_TRUE(service_.DeleteStudy(del, bob).ok());
+  ASSERT_TRUE(create("p", "", alice).ok());
+  fill("p", alice);
+  EXPECT_FALSE(learned("his", bob));
+
+  // Her own study with her prior learns from it (the check is no blanket
+  // refusal).
+  ASSERT_TRUE(create("hers-too", "prior_studies: \"p\"", alice).ok());
+  EXPECT_TRUE(learned("hers-too", alice));
+}
+
 TEST_F(CostTransferTest, ACostAwareStudyPrefersCheapTrials) {
   // Loss depends on y only; cost rises 100-fold along x.
   for (const std::string name : {"blind", "aware"}) {

@@ -408,6 +408,17 @@ TEST_F(StudyServiceTest, PartialTrialsAreRefusedClearly) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("unknown parameter \"nope\""));
 
+  // NaN is refused as infinity is, never taken for "choose it".
+  for (double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+    request.mutable_trial()->Clear();
+    v1::ParameterValue* x = request.mutable_trial()->add_parameters();
+    x->set_name("x");
+    x->set_double_value(bad);
+    s = service_.CreateTrial(request).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("\"x\"")) << bad;
+  }
+
   // A result names every parameter.
   google::protobuf::TextFormat::ParseFromString(R"pb(
     state: COMPLETED

@@ -43,6 +43,19 @@ TEST(ValidateStudyTest, AcceptsValidStudy) {
   EXPECT_TRUE(CheckStudy(ValidStudy()).ok()) << CheckStudy(ValidStudy());
 }
 
+// Issue 48: a recorded metric's goal is informational, with roles or
+// without (where the metrics after the first are recorded).
+TEST(ValidateStudyTest, ARecordedMetricNeedsNoGoal) {
+  v1::Study study = ValidStudy();
+  study.mutable_spec()->add_metrics()->set_name("gpu_hours");
+  EXPECT_TRUE(CheckStudy(study).ok()) << CheckStudy(study);
+  study.mutable_spec()->mutable_metrics(0)->set_role(
+      v1::MetricSpec::OBJECTIVE);
+  study.mutable_spec()->mutable_metrics(1)->set_role(
+      v1::MetricSpec::RECORDED);
+  EXPECT_TRUE(CheckStudy(study).ok()) << CheckStudy(study);
+}
+
 struct BadStudyCase {
   std::string label;
   std::function<void(v1::Study&)> edit;
