@@ -1,4 +1,4 @@
-// GP_BANDIT's suggestions, bit for bit, on a fixed set of requests that
+// GP_BANDIT's suggestions, to 1e-6, on a fixed set of requests that
 // walks every branch of its pipeline: one objective (with infeasible and
 // pending trials), objective + constraint, several objectives, cost-aware,
 // transfer, a conditional space, local models, the initial design, and a
@@ -7,9 +7,15 @@
 // A refactoring guard: the golden file (golden/gp_bandit_suggestions.txt)
 // was written by this test (HYPERTUNE_WRITE_GOLDEN=1) before the code
 // moved; a change that means to alter suggestions rewrites it and says so.
-// Floating point depends on the compiler and the instruction set
-// (-march=native), so the file records both and the test skips, saying
-// why, under another build.
+// The test and its optimizer are built for a fixed target (x86-64-v2, no
+// fused multiply-adds: portable/CMakeLists.txt), so every x86-64 machine
+// computes the same instructions. libm still picks routines by CPU (its FMA
+// ones where there is FMA), which moves a long study's points by about
+// 1e-8, so numbers agree to a relative 1e-6; a change of behaviour moves
+// them far more. Another compiler is another build: the file records it,
+// and the test skips, saying why.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -284,7 +290,39 @@ std::vector<std::string> GoldenLines() {
   return lines;
 }
 
-TEST(GpBanditGoldenTest, SuggestionsAreBitIdenticalToTheRecordedOnes) {
+// Whether golden lines `a` and `b` hold the same text around their numbers
+// and numbers equal to a relative (or, near 0, absolute) 1e-6.
+bool SameSuggestions(const std::string& a, const std::string& b) {
+  std::istringstream in_a(a), in_b(b);
+  std::string word_a, word_b;
+  while (in_a >> word_a) {
+    if (!(in_b >> word_b)) return false;
+    if (word_a == word_b) continue;
+    // A number, with the same brackets around it.
+    const auto brackets = [](const std::string& w) {
+      return std::count(w.begin(), w.end(), '[') * 100 +
+             std::count(w.begin(), w.end(), ']');
+    };
+    if (brackets(word_a) != brackets(word_b)) return false;
+    const auto strip = [](std::string w) {
+      std::erase_if(w, [](char c) { return c == '[' || c == ']'; });
+      return w;
+    };
+    const std::string x_text = strip(word_a), y_text = strip(word_b);
+    char* x_end = nullptr;
+    char* y_end = nullptr;
+    const double x = std::strtod(x_text.c_str(), &x_end);
+    const double y = std::strtod(y_text.c_str(), &y_end);
+    if (*x_end != '\0' || *y_end != '\0' || x_text.empty() ||
+        y_text.empty()) {
+      return false;
+    }
+    if (std::abs(x - y) > 1e-6 * std::max(1.0, std::abs(y))) return false;
+  }
+  return !(in_b >> word_b);
+}
+
+TEST(GpBanditGoldenTest, SuggestionsMatchTheRecordedOnes) {
   const std::string path = std::string(HYPERTUNE_SOURCE_DIR) +
                            "/tests/optimizer/golden/gp_bandit_suggestions.txt";
   const std::vector<std::string> lines = GoldenLines();
@@ -306,7 +344,8 @@ TEST(GpBanditGoldenTest, SuggestionsAreBitIdenticalToTheRecordedOnes) {
   }
   ASSERT_EQ(golden.size(), lines.size());
   for (size_t i = 1; i < lines.size(); ++i) {
-    EXPECT_EQ(lines[i], golden[i]);
+    EXPECT_TRUE(SameSuggestions(lines[i], golden[i]))
+        << "now:    " << lines[i] << "\nrecorded: " << golden[i];
   }
 }
 
