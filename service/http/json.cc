@@ -160,6 +160,28 @@ void Int64(const char* name, int64_t value, bool* first, std::string* out) {
   absl::StrAppend(out, "\"", value, "\"");
 }
 
+void Int32(const char* name, int32_t value, bool* first, std::string* out) {
+  if (value == 0) return;
+  Key(name, first, out);
+  absl::StrAppend(out, value);
+}
+
+// Repeated message field `name` as a JSON array (left out when empty), each
+// element written by `append_item`.
+template <typename Item, typename AppendItem>
+void Repeated(const char* name,
+              const google::protobuf::RepeatedPtrField<Item>& items,
+              AppendItem append_item, bool* first, std::string* out) {
+  if (items.empty()) return;
+  Key(name, first, out);
+  out->push_back('[');
+  for (int i = 0; i < items.size(); ++i) {
+    if (i > 0) out->push_back(',');
+    append_item(items[i], out);
+  }
+  out->push_back(']');
+}
+
 void Double(const char* name, double value, bool* first, std::string* out) {
   // Proto3 leaves out 0 (and -0, whose bits differ but which is "default").
   if (value == 0 && !std::signbit(value)) return;
@@ -198,20 +220,9 @@ void AppendMeasurement(const v1::Measurement& m, std::string* out) {
 void AppendAttempt(const v1::Attempt& a, std::string* out) {
   out->push_back('{');
   bool first = true;
-  if (a.number() != 0) {
-    Key("number", &first, out);
-    absl::StrAppend(out, a.number());
-  }
+  Int32("number", a.number(), &first, out);
   String("client_id", a.client_id(), &first, out);
-  if (a.measurements_size() > 0) {
-    Key("measurements", &first, out);
-    out->push_back('[');
-    for (int i = 0; i < a.measurements_size(); ++i) {
-      if (i > 0) out->push_back(',');
-      AppendMeasurement(a.measurements(i), out);
-    }
-    out->push_back(']');
-  }
+  Repeated("measurements", a.measurements(), AppendMeasurement, &first, out);
   String("end_reason", a.end_reason(), &first, out);
   Int64("end_time_ms", a.end_time_ms(), &first, out);
   Double("device_seconds", a.device_seconds(), &first, out);
@@ -250,25 +261,9 @@ void AppendTrial(const v1::Trial& t, std::string* out) {
     Key("state", &first, out);
     AppendJsonString(v1::Trial::State_Name(t.state()), out);
   }
-  if (t.parameters_size() > 0) {
-    Key("parameters", &first, out);
-    out->push_back('[');
-    for (int i = 0; i < t.parameters_size(); ++i) {
-      if (i > 0) out->push_back(',');
-      AppendParameter(t.parameters(i), out);
-    }
-    out->push_back(']');
-  }
+  Repeated("parameters", t.parameters(), AppendParameter, &first, out);
   String("client_id", t.client_id(), &first, out);
-  if (t.measurements_size() > 0) {
-    Key("measurements", &first, out);
-    out->push_back('[');
-    for (int i = 0; i < t.measurements_size(); ++i) {
-      if (i > 0) out->push_back(',');
-      AppendMeasurement(t.measurements(i), out);
-    }
-    out->push_back(']');
-  }
+  Repeated("measurements", t.measurements(), AppendMeasurement, &first, out);
   if (t.has_final_measurement()) {
     Key("final_measurement", &first, out);
     AppendMeasurement(t.final_measurement(), out);
@@ -280,14 +275,8 @@ void AppendTrial(const v1::Trial& t, std::string* out) {
   Int64("end_time_ms", t.end_time_ms(), &first, out);
   Int64("lease_expire_time_ms", t.lease_expire_time_ms(), &first, out);
   Int64("lease_epoch", t.lease_epoch(), &first, out);
-  if (t.retry_count() != 0) {
-    Key("retry_count", &first, out);
-    absl::StrAppend(out, t.retry_count());
-  }
-  if (t.preemption_count() != 0) {
-    Key("preemption_count", &first, out);
-    absl::StrAppend(out, t.preemption_count());
-  }
+  Int32("retry_count", t.retry_count(), &first, out);
+  Int32("preemption_count", t.preemption_count(), &first, out);
   Double("device_seconds", t.device_seconds(), &first, out);
   Double("cost", t.cost(), &first, out);
   String("log_path", t.log_path(), &first, out);
@@ -307,19 +296,8 @@ void AppendTrial(const v1::Trial& t, std::string* out) {
         AppendJsonString(value, o);
       },
       &first, out);
-  if (t.attempt() != 0) {
-    Key("attempt", &first, out);
-    absl::StrAppend(out, t.attempt());
-  }
-  if (t.earlier_attempts_size() > 0) {
-    Key("earlier_attempts", &first, out);
-    out->push_back('[');
-    for (int i = 0; i < t.earlier_attempts_size(); ++i) {
-      if (i > 0) out->push_back(',');
-      AppendAttempt(t.earlier_attempts(i), out);
-    }
-    out->push_back(']');
-  }
+  Int32("attempt", t.attempt(), &first, out);
+  Repeated("earlier_attempts", t.earlier_attempts(), AppendAttempt, &first, out);
   Int64("checkpoint_step", t.checkpoint_step(), &first, out);
   Double("lease_device_seconds", t.lease_device_seconds(), &first, out);
   out->push_back('}');
