@@ -530,7 +530,9 @@ TEST(AtOneFidelityTest, ModelsTheHighestRungAndKeepsPendingAndInfeasible) {
   // Minimized objectives arrive turned into maximization.
   fidelity.rule.maximize = false;
   for (const Observation& o : AtOneFidelity(r).history) {
-    if (o.trial_id == 4) EXPECT_EQ(o.values, std::vector<double>{-0.4});
+    if (o.trial_id == 4) {
+      EXPECT_EQ(o.values, std::vector<double>{-0.4});
+    }
   }
 }
 

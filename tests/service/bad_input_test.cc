@@ -449,7 +449,7 @@ std::vector<BadInputCase> Cases() {
        [complete_with](BadInputCaseTest& t) {
          return complete_with(t, {{"git commit", "4f2a9c1"}});
        },
-       {Code::INVALID_ARGUMENT}, "attributes[\"git commit\"] (key)"});
+       {Code::INVALID_ARGUMENT}, "attributes[\"git commit\"] (key)", nullptr});
   add({"TooManyAttributes",
        [complete_with](BadInputCaseTest& t) {
          std::map<std::string, std::string> many;
