@@ -436,8 +436,9 @@ TEST_F(WorkerTest, AnInterruptedWorkerGivesItsTrialBackAsPreempted) {
 }
 
 // Issue 46, item 5: a trial paused at an ASHA rung counts the time its
-// program ran (before, 0 s): at least the second it slept before its first
-// report, at most the worker's whole run.
+// program ran (before, 0 s): at least half the 2 s it slept before its first
+// report (the worker's clock starts once the program is started), at most
+// the worker's whole run.
 TEST_F(WorkerTest, ATrialPausedAtARungCountsItsDeviceTime) {
   CreateStudy("paused", 4, [](v1::StudySpec& spec) {
     v1::EarlyStoppingSpec* rule = spec.mutable_early_stopping();
@@ -450,7 +451,7 @@ TEST_F(WorkerTest, ATrialPausedAtARungCountsItsDeviceTime) {
   std::string out;
   const auto start = std::chrono::steady_clock::now();
   Worker("paused", {"--max-trials", "1"},
-         "sleep 1; echo 'hypertune: loss=1 step=1'; sleep 1000", &out);
+         "sleep 2; echo 'hypertune: loss=1 step=1'; sleep 1000", &out);
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
