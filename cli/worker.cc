@@ -670,6 +670,11 @@ class Worker {
       }
       if (now.state() != v1::Trial::ACTIVE &&
           now.state() != v1::Trial::STOPPING) {
+        // Settled by the program: the grant's time up to its end counts
+        // (its heartbeats left up to an interval out).
+        if (now.lease_epoch() == trial.lease_epoch()) {
+          CountLateDeviceSeconds(trial, device_seconds);
+        }
         Record(
             now,
             absl::StrCat("trial ", id, " ", v1::Trial::State_Name(now.state()),
@@ -761,6 +766,24 @@ class Worker {
     return now.lease_epoch() != trial.lease_epoch() ||
            now.state() == v1::Trial::REQUESTED ||
            now.state() == v1::Trial::FAILED;
+  }
+
+  // Reports `device_seconds`, all its grant used, for `trial`, which its
+  // program settled under that grant.
+  void CountLateDeviceSeconds(const v1::Trial& trial, double device_seconds) {
+    v1::HeartbeatRequest request;
+    request.set_study_name(options_.study);
+    request.set_trial_id(trial.id());
+    request.set_lease_epoch(trial.lease_epoch());
+    request.set_client_id(trial.client_id());
+    request.set_device_seconds(device_seconds);
+    absl::StatusOr<v1::HeartbeatResponse> counted = client_.Heartbeat(request);
+    if (!counted.ok()) {
+      console_.Err(absl::StrCat("warning: trial ", trial.id(),
+                                ": the last of its device time is not "
+                                "recorded: ",
+                                counted.status().message()));
+    }
   }
 
   // Records the trial's log file on it, for whoever reads the trial later.

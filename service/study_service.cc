@@ -729,8 +729,8 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
       request.lease_epoch() == trial.lease_epoch()) {
     // Its worker finishing after the pause: the pause stands, and the trial
     // resumes from its checkpoint when promoted. The time it ran counts.
-    return SavePausedDeviceSeconds(request.study_name(),
-                                   request.device_seconds(), study, trial);
+    return SaveLateDeviceSeconds(request.study_name(),
+                                 request.device_seconds(), study, trial);
   }
   if (request.worker_failed()) {
     HT_RETURN_IF_ERROR(CheckRunning(trial, "its worker can give it up"));
@@ -858,7 +858,7 @@ absl::StatusOr<v1::Trial> StudyService::FailTrial(
   return trial;
 }
 
-absl::StatusOr<v1::Trial> StudyService::SavePausedDeviceSeconds(
+absl::StatusOr<v1::Trial> StudyService::SaveLateDeviceSeconds(
     const std::string& study_name, double grant_total, const v1::Study& study,
     v1::Trial& trial) {
   const storage::TrialVersion read = storage::TrialVersion::Of(trial);
@@ -890,15 +890,17 @@ absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
   v1::Study& study = loaded->study;
   v1::Trial& trial = loaded->trial;
   v1::HeartbeatResponse response;
-  if (trial.state() == v1::Trial::PAUSED &&
+  if ((trial.state() == v1::Trial::PAUSED || IsFinal(trial.state())) &&
       request.lease_epoch() == trial.lease_epoch()) {
-    // Paused at a rung: its worker should wrap up; nothing to renew.
-    HT_RETURN_IF_ERROR(SavePausedDeviceSeconds(request.study_name(),
-                                               request.device_seconds(), study,
-                                               trial)
+    // Paused at a rung, or settled (by the program its worker ran, say):
+    // its worker should wrap up; nothing to renew, but the time it ran
+    // counts.
+    HT_RETURN_IF_ERROR(SaveLateDeviceSeconds(request.study_name(),
+                                             request.device_seconds(), study,
+                                             trial)
                            .status());
     response.set_should_stop(true);
-    response.set_state(v1::Trial::PAUSED);
+    response.set_state(trial.state());
     return response;
   }
   HT_RETURN_IF_ERROR(CheckRunning(trial, "its lease can be renewed"));

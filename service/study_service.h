@@ -204,9 +204,10 @@ class StudyService {
   // already decided). REQUIRES: the trial locked (TrialLock).
   absl::StatusOr<v1::Trial> FailTrial(const v1::CompleteTrialRequest& request,
                                       const v1::Study& study, v1::Trial& trial);
-  // The worker of PAUSED `trial` reports `grant_total` device-seconds: the
-  // growth is saved. REQUIRES: the trial locked (TrialLock).
-  absl::StatusOr<v1::Trial> SavePausedDeviceSeconds(
+  // The worker of `trial`, PAUSED or settled under its grant, reports
+  // `grant_total` device-seconds: the growth is saved. REQUIRES: the trial
+  // locked (TrialLock).
+  absl::StatusOr<v1::Trial> SaveLateDeviceSeconds(
       const std::string& study_name, double grant_total,
       const v1::Study& study, v1::Trial& trial);
   // The study and trial a request names. REQUIRES: the trial (TrialLock) or

@@ -1283,6 +1283,33 @@ TEST_F(LeaseTest, DeviceSecondsCountEveryGrantOnce) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// The program a worker runs may settle its trial itself (through the SDK);
+// the worker's last total for that grant, sent after, still counts, once.
+TEST_F(LeaseTest, AGrantsLastDeviceSecondsCountAfterItsTrialIsSettled) {
+  ASSERT_TRUE(Suggest("s", 1, "w").ok());
+  v1::HeartbeatRequest beat;
+  beat.set_study_name("s");
+  beat.set_trial_id(1);
+  beat.set_lease_epoch(1);
+  beat.set_device_seconds(4);
+  ASSERT_TRUE(service_.Heartbeat(beat).ok());
+  ASSERT_TRUE(Complete("s", 1, 0.5).ok());  // the program, with no time
+  beat.set_device_seconds(6);
+  auto late = service_.Heartbeat(beat);
+  ASSERT_TRUE(late.ok()) << late.status();
+  EXPECT_TRUE(late->should_stop());
+  EXPECT_EQ(late->state(), v1::Trial::COMPLETED);
+  ASSERT_TRUE(service_.Heartbeat(beat).ok());  // sent twice
+  EXPECT_DOUBLE_EQ(Get(1).device_seconds(), 6);
+  v1::GetStudyRequest get;
+  get.set_name("s");
+  EXPECT_DOUBLE_EQ(service_.GetStudy(get)->device_seconds(), 6);
+  // Another grant's worker is still refused.
+  beat.set_lease_epoch(2);
+  EXPECT_EQ(service_.Heartbeat(beat).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 TEST_F(LeaseTest, AFailedTrialIsFinalAndNeverRetried) {
   ASSERT_TRUE(Suggest("s", 1, "w").ok());
   v1::CompleteTrialRequest failed;
