@@ -3,6 +3,8 @@
 # then configure into build/ and build.
 BUILD ?= build
 JOBS ?= $(shell nproc)
+# Extra CMake settings for the first configure, e.g. -DHYPERTUNE_WERROR=ON.
+CMAKE_ARGS ?=
 
 # Debian 12 packages the build and tests need.
 PACKAGES := g++ cmake ninja-build pkg-config \
@@ -45,7 +47,7 @@ deps:
 	fi
 
 $(BUILD)/build.ninja: CMakeLists.txt | deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
 
 configure: deps $(BUILD)/build.ninja
 
