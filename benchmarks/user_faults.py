@@ -276,6 +276,7 @@ class Run:
         self.started = 0.0
         self.timed_out = False
         self.signalled: set[int] = set()
+        self.decks: dict[str, list] = {}
         self.stopping = False
 
     # -- launching --
@@ -434,12 +435,20 @@ class Run:
         when none does now."""
         rng = self.rngs[fleet]
         targets = self.targets(fleet)
-        kinds = [k for k in ("worker", "child", "program") if targets[k]]
-        if not kinds:
+        if not any(targets.values()):
             return False
-        kind = rng.choice(kinds)
+        # Drawn from a shuffled deck of every (process, signal) the fleet
+        # has, so that even a short run hits each of them.
+        deck = self.decks.setdefault(fleet, [])
+        if not deck:
+            kinds = ("program",) if fleet in ("py-optimize", "cc-sdk") else ("worker", "child")
+            deck += [(k, h) for k in kinds for h in SIGNALS]
+            rng.shuffle(deck)
+        kind, how = deck[-1]
+        if not targets[kind]:
+            return False
+        deck.pop()
         pid, trial = rng.choice(targets[kind])
-        how = rng.choice(list(SIGNALS))
         try:
             os.kill(pid, SIGNALS[how])
         except ProcessLookupError:
@@ -453,7 +462,11 @@ class Run:
     def restart_server(self) -> None:
         """hypertuned killed (SIGKILL or SIGTERM), down a moment, and started
         again on the same database and port."""
-        how = self.server_rng.choice(["kill9", "term"])
+        deck = self.decks.setdefault("server", [])
+        if not deck:
+            deck += ["kill9", "term"]
+            self.server_rng.shuffle(deck)
+        how = deck.pop()
         running = sorted({(fleet, trial) for fleet in self.s.fleets
                           for kind in self.targets(fleet).values() for _, trial in kind})
         self.faults.append({"t": round(time.time() - self.started, 2),
