@@ -31,9 +31,11 @@ the same sequence but may hit other trials): on each fleet, one every
 --fault-interval seconds on average, SIGKILL, SIGTERM or SIGINT of a
 `hypertune worker`, of a worker's child (the program) or of a standalone
 program (an optimize() script, the C++ loop), always a process that holds a
-trial at that moment; and every --server-restart-interval seconds on
-average a hypertuned restart (SIGKILL or SIGTERM, down 0.2 to 1 s, then
-started again on the same SQLite file and port). A fleet's
+trial at that moment, each (process, signal) drawn from a shuffled deck of
+them all so that a short run hits every one; and every
+--server-restart-interval seconds on average a hypertuned restart (SIGKILL
+or SIGTERM in turn, down 0.2 to 1 s, then started again on the same SQLite
+file and port). A fleet's
 process that ends is started again (a rerun of the script, a new worker)
 while its study is not COMPLETED.
 
