@@ -28,10 +28,14 @@ namespace {
 // Large trial listings (many measurements) exceed gRPC's 4 MiB default.
 constexpr int kMaxReceiveMessageBytes = 64 << 20;
 
+// CANCELLED on a call: a unary call's context is never cancelled here, so
+// it is the server's doing (a hypertuned stopping cancels what it has not
+// answered), and a call safe to repeat is repeated.
 bool Retryable(absl::StatusCode code, Retry retry) {
   if (code == absl::StatusCode::kUnavailable) return true;
   return retry == Retry::kIdempotent &&
-         code == absl::StatusCode::kDeadlineExceeded;
+         (code == absl::StatusCode::kDeadlineExceeded ||
+          code == absl::StatusCode::kCancelled);
 }
 
 class ClientIdTable {

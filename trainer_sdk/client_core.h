@@ -29,7 +29,8 @@ namespace hypertune::internal {
 enum class Retry {
   // UNAVAILABLE only: the server most likely never saw the request.
   kUnavailable,
-  // UNAVAILABLE and DEADLINE_EXCEEDED: repeating the call is harmless.
+  // UNAVAILABLE, DEADLINE_EXCEEDED and CANCELLED (by a server shutting
+  // down): repeating the call is harmless.
   kIdempotent,
 };
 

@@ -35,10 +35,12 @@ bool Eventually(Condition done) {
 // client id its own trial, up to `budget` trials.
 class FakeService final : public v1::HyperTune::Service {
  public:
-  // The next `n` calls (any RPC) fail with UNAVAILABLE before doing anything.
-  void FailNext(int n) {
+  // The next `n` calls (any RPC) fail with `code` (UNAVAILABLE unless told)
+  // before doing anything.
+  void FailNext(int n, grpc::StatusCode code = grpc::StatusCode::UNAVAILABLE) {
     absl::MutexLock lock(&mu_);
     fail_next_ = n;
+    fail_code_ = code;
   }
   // The next call of `rpc` does its work, then replies UNAVAILABLE.
   void LoseReplyOf(const std::string& rpc) {
@@ -320,7 +322,7 @@ class FakeService final : public v1::HyperTune::Service {
             : std::string(auth->second.data(), auth->second.size());
     if (fail_next_ > 0) {
       --fail_next_;
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "injected");
+      return grpc::Status(fail_code_, "injected");
     }
     grpc::Status status = work();
     if (lose_reply_of_ == rpc) {
@@ -332,6 +334,7 @@ class FakeService final : public v1::HyperTune::Service {
 
   absl::Mutex mu_;
   int fail_next_ = 0;
+  grpc::StatusCode fail_code_ = grpc::StatusCode::UNAVAILABLE;
   std::string lose_reply_of_;
   int budget_ = 100;
   int busy_rounds_ = 0;
@@ -385,6 +388,16 @@ TEST_F(ClientTest, RetriesUnavailable) {
   absl::StatusOr<v1::Study> study = client.GetStudy("s");
   ASSERT_TRUE(study.ok()) << study.status();
   EXPECT_EQ(study->name(), "s");
+  EXPECT_EQ(service_.Calls("GetStudy"), 3);
+}
+
+// Issue 46: a hypertuned stopped with SIGTERM cancels the calls it has not
+// answered; a call safe to repeat rides through its restart.
+TEST_F(ClientTest, RetriesACallTheServerCancelledWhenItIsSafeToRepeat) {
+  Client client(Options());
+  service_.FailNext(2, grpc::StatusCode::CANCELLED);
+  absl::StatusOr<v1::Study> study = client.GetStudy("s");
+  ASSERT_TRUE(study.ok()) << study.status();
   EXPECT_EQ(service_.Calls("GetStudy"), 3);
 }
 
