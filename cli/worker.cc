@@ -194,7 +194,9 @@ class Worker {
           absl::StrCat("interrupted by signal ", LastStopSignal()));
     }
     const WorkerTally::Counts counts = tally_.counts();
-    if (counts.completed == 0 &&
+    // Trials paused at a rung ran well: a worker that only paused some
+    // (ASHA) has not failed.
+    if (counts.completed + counts.paused == 0 &&
         counts.infeasible + counts.failed + counts.other > 0) {
       return absl::FailedPreconditionError(absl::StrCat(
           "no trial completed (", counts.infeasible, " infeasible, ",
@@ -665,7 +667,7 @@ class Worker {
         Record(counted.ok() ? *counted : now,
                absl::StrCat("trial ", id, " PAUSED at a rung: ",
                             now.stop_reason(), " (", how, ", ", took, ")"),
-               log, /*counted=*/false);
+               log);
         return std::nullopt;
       }
       if (now.state() != v1::Trial::ACTIVE &&

@@ -44,6 +44,8 @@ void WorkerTally::CountSettled(const v1::Trial& trial) {
       best_ = it->second;
       best_trial_ = trial.id();
     }
+  } else if (trial.state() == v1::Trial::PAUSED) {
+    ++counts_.paused;
   } else {
     ++counts_.other;
   }
@@ -73,7 +75,8 @@ std::string WorkerTally::Progress() const {
   absl::MutexLock lock(&mu_);
   std::string text = absl::StrCat(
       study_, ": ",
-      counts_.completed + counts_.infeasible + counts_.failed + counts_.other);
+      counts_.completed + counts_.infeasible + counts_.failed +
+          counts_.paused + counts_.other);
   if (budget_ > 0) absl::StrAppend(&text, "/", budget_);
   absl::StrAppend(&text, " done");
   std::vector<std::string> notes;
@@ -82,6 +85,9 @@ std::string WorkerTally::Progress() const {
   }
   if (counts_.failed > 0) {
     notes.push_back(absl::StrCat(counts_.failed, " failed"));
+  }
+  if (counts_.paused > 0) {
+    notes.push_back(absl::StrCat(counts_.paused, " paused at a rung"));
   }
   if (counts_.other > 0) {
     notes.push_back(absl::StrCat(counts_.other, " given back or left"));

@@ -26,6 +26,8 @@ class WorkerTally {
     int infeasible = 0;
     // FAILED: the program's fault, not the parameters'.
     int failed = 0;
+    // Paused at an ASHA rung: ran well, to be resumed when promoted.
+    int paused = 0;
     // Given back, left to their leases, or settled by someone else.
     int other = 0;
   };

@@ -450,8 +450,13 @@ TEST_F(WorkerTest, ATrialPausedAtARungCountsItsDeviceTime) {
   });
   std::string out;
   const auto start = std::chrono::steady_clock::now();
-  Worker("paused", {"--max-trials", "1"},
-         "sleep 2; echo 'hypertune: loss=1 step=1'; sleep 1000", &out);
+  // A worker whose trials paused has not failed: it exits 0.
+  EXPECT_EQ(Worker("paused", {"--max-trials", "1"},
+                   "sleep 2; echo 'hypertune: loss=1 step=1'; sleep 1000",
+                   &out),
+            0)
+      << out;
+  EXPECT_THAT(out, HasSubstr("1 paused at a rung"));
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
