@@ -1094,12 +1094,18 @@ class LeaseTest : public StudyServiceTest {
     return *trial;
   }
 
-  absl::StatusOr<v1::HeartbeatResponse> Beat(int64_t id, int64_t epoch,
-                                             const std::string& checkpoint) {
+  // A heartbeat of trial `id` of "s" under lease `epoch`.
+  static v1::HeartbeatRequest BeatRequest(int64_t id, int64_t epoch) {
     v1::HeartbeatRequest beat;
     beat.set_study_name("s");
     beat.set_trial_id(id);
     beat.set_lease_epoch(epoch);
+    return beat;
+  }
+
+  absl::StatusOr<v1::HeartbeatResponse> Beat(int64_t id, int64_t epoch,
+                                             const std::string& checkpoint) {
+    v1::HeartbeatRequest beat = BeatRequest(id, epoch);
     beat.set_checkpoint_uri(checkpoint);
     return service_.Heartbeat(beat);
   }
@@ -1213,10 +1219,7 @@ TEST_F(LeaseTest, AHandedOverTrialContinuesFromItsCheckpointsStep) {
   EXPECT_TRUE(Report("s", 1, 3, 0.7).ok());
 
   // An explicit step, and the same path moving along.
-  v1::HeartbeatRequest beat;
-  beat.set_study_name("s");
-  beat.set_trial_id(1);
-  beat.set_lease_epoch(2);
+  v1::HeartbeatRequest beat = BeatRequest(1, 2);
   beat.set_checkpoint_uri("ckpt/1");
   beat.set_checkpoint_step(3);
   ASSERT_TRUE(service_.Heartbeat(beat).ok());
@@ -1232,10 +1235,7 @@ TEST_F(LeaseTest, AHandedOverTrialContinuesFromItsCheckpointsStep) {
 
 TEST_F(LeaseTest, DeviceSecondsCountEveryGrantOnce) {
   ASSERT_TRUE(Suggest("s", 1, "w1").ok());
-  v1::HeartbeatRequest beat;
-  beat.set_study_name("s");
-  beat.set_trial_id(1);
-  beat.set_lease_epoch(1);
+  v1::HeartbeatRequest beat = BeatRequest(1, 1);
   for (double total : {5.0, 5.0, 3.0, 12.0}) {  // a repeat, a late one
     beat.set_device_seconds(total);
     ASSERT_TRUE(service_.Heartbeat(beat).ok());
@@ -1287,10 +1287,7 @@ TEST_F(LeaseTest, DeviceSecondsCountEveryGrantOnce) {
 // the worker's last total for that grant, sent after, still counts, once.
 TEST_F(LeaseTest, AGrantsLastDeviceSecondsCountAfterItsTrialIsSettled) {
   ASSERT_TRUE(Suggest("s", 1, "w").ok());
-  v1::HeartbeatRequest beat;
-  beat.set_study_name("s");
-  beat.set_trial_id(1);
-  beat.set_lease_epoch(1);
+  v1::HeartbeatRequest beat = BeatRequest(1, 1);
   beat.set_device_seconds(4);
   ASSERT_TRUE(service_.Heartbeat(beat).ok());
   ASSERT_TRUE(Complete("s", 1, 0.5).ok());  // the program, with no time
