@@ -11,7 +11,8 @@ db=$demo_dir/hypertune-demo.db
 mkdir -p "$demo_dir"
 rm -f "$db" "$db-wal" "$db-shm"
 
-"$bin/hypertuned" --db "$db" --listen 127.0.0.1:0 >"$demo_dir/hypertuned.log" 2>&1 &
+"$bin/hypertuned" --db "$db" --listen 127.0.0.1:0 --http 127.0.0.1:0 \
+  >"$demo_dir/hypertuned.log" 2>&1 &
 server_pid=$!
 trap 'kill "$server_pid" 2>/dev/null || true' EXIT
 for _ in $(seq 100); do
@@ -20,8 +21,10 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 address=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$demo_dir/hypertuned.log")
+dashboard=$(sed -n 's/.*dashboard on \([^ ]*\).*/\1/p' "$demo_dir/hypertuned.log")
 export HYPERTUNE_SERVER=$address
 echo "== hypertuned is serving $address on $db"
+echo "== the dashboard, live while the study runs: ${dashboard}#study=quickstart"
 
 echo "== hypertune study create --config examples/study.json"
 "$bin/hypertune" study create --config examples/study.json --format table
@@ -41,8 +44,10 @@ trap - EXIT
 cat <<EOT
 
 The study's history is in $db.
-Look at it with the CLI against a server on that file:
-  $bin/hypertuned --db $db &
+See it on the dashboard: start a server on that file with --http, then open
+http://127.0.0.1:8080/#study=quickstart in a browser:
+  $bin/hypertuned --db $db --http 127.0.0.1:8080 &
+Or with the CLI, against that server:
   $bin/hypertune trials quickstart                # table
   $bin/hypertune trials quickstart --format csv   # or json
   $bin/hypertune study best quickstart
