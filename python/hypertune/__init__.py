@@ -25,6 +25,22 @@ holds; :class:`HyperTune` is a drop-in for cloudml-hypertune's reporting
 call.
 """
 
+try:
+    import grpc as _grpc  # noqa: F401  (checked here for a clear message)
+    import google.protobuf as _protobuf  # noqa: F401
+except ModuleNotFoundError as _missing:
+    import sys as _sys
+
+    raise ModuleNotFoundError(
+        f"hypertune needs grpcio and protobuf, which this Python "
+        f"({_sys.executable}) lacks ({_missing}). Debian's python3 "
+        "(/usr/bin/python3) has them from apt (python3-grpcio "
+        "python3-protobuf, which `make` installs); a virtual environment "
+        "made from it with --system-site-packages sees them too; another "
+        "Python needs `pip install grpcio protobuf`.",
+        name=_missing.name,
+    ) from None
+
 from hypertune._signals import Terminated
 from hypertune.client import DEFAULT_SERVER, Client
 from hypertune.cloudml import HyperTune
