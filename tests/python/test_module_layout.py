@@ -227,3 +227,17 @@ if __name__ == "__main__":
         print(f"{path}:{line}: {expression}")
     print(f"{len(every)} private reaches (besides {len(ALLOWED_REACHES)} allowed)")
     sys.exit(0)
+
+
+def test_a_python_without_grpc_is_told_what_it_lacks() -> None:
+    # Issue 47: a pyenv python3 without grpcio used to fail deep inside the
+    # client with a bare "No module named 'grpc'".
+    import subprocess
+
+    blocked = subprocess.run(
+        [sys.executable, "-c",
+         "import sys; sys.modules['grpc'] = None; import hypertune"],
+        capture_output=True, text=True, env=os.environ, check=False)
+    assert blocked.returncode != 0
+    assert "hypertune needs grpcio and protobuf" in blocked.stderr
+    assert "/usr/bin/python3" in blocked.stderr
