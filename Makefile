@@ -66,7 +66,10 @@ test: build
 	  | grep -v '^<end of output>' | sed 's/^/deploy: /'; \
 	exit $$status
 
-demo: build
+# The demo builds only what it runs: the server, the CLI and the program its
+# workers start (the dashboard's assets are the server's).
+demo: configure
+	cmake --build $(BUILD) -j $(JOBS) --target hypertuned hypertune hypertune-quickstart
 	examples/demo.sh $(BUILD)
 
 # libFuzzer over the service (tests/fuzz): its own clang build in
