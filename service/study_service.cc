@@ -806,6 +806,12 @@ absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
   trial.set_infeasible_reason(infeasible_reason);
   *trial.mutable_final_measurement() = std::move(final_m);
   if (!request.infeasible()) SetFeasible(StudyMetrics(study.spec()), trial);
+  return SaveSettled(request, study, read, trial);
+}
+
+absl::StatusOr<v1::Trial> StudyService::SaveSettled(
+    const v1::CompleteTrialRequest& request, const v1::Study& study,
+    const storage::TrialVersion& read, v1::Trial& trial) {
   for (const auto& [key, value] : request.attributes()) {
     (*trial.mutable_attributes())[key] = value;
   }
@@ -844,18 +850,8 @@ absl::StatusOr<v1::Trial> StudyService::FailTrial(
   } else {
     HT_RETURN_IF_ERROR(Transition(trial, v1::Trial::FAILED));
     trial.set_failure_reason(reason);
-    trial.set_end_time_ms(context_.Now());
-    trial.set_lease_expire_time_ms(0);
   }
-  for (const auto& [key, value] : request.attributes()) {
-    (*trial.mutable_attributes())[key] = value;
-  }
-  HT_RETURN_IF_ERROR(ValidateAttributes("attributes", trial.attributes()));
-  const double seconds =
-      CountDeviceSeconds(request.device_seconds(), study, trial);
-  HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
-  HT_RETURN_IF_ERROR(SaveStudyCost(request.study_name(), seconds));
-  return trial;
+  return SaveSettled(request, study, read, trial);
 }
 
 absl::StatusOr<v1::Trial> StudyService::SaveLateDeviceSeconds(
@@ -917,9 +913,10 @@ absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
     trial.set_log_path(request.log_path());
     changed = true;
   }
+  // Device time growing is no change watchers need either: stored with the
+  // renewal, which rewrites the trial anyway.
   const double seconds =
       CountDeviceSeconds(request.device_seconds(), study, trial);
-  changed = changed || seconds > 0;
   HT_RETURN_IF_ERROR(changed ? context_.SaveTrial(read, trial)
                              : context_.store().RenewTrialLease(trial));
   HT_RETURN_IF_ERROR(SaveStudyCost(request.study_name(), seconds));

@@ -200,6 +200,12 @@ class StudyService {
   static double CountDeviceSeconds(double grant_total, const v1::Study& study,
                                    v1::Trial& trial);
   absl::Status SaveStudyCost(const std::string& study_name, double seconds);
+  // The end of CompleteTrial for `trial`, settled in memory from the row
+  // read as `read`: the request's attributes and device time added, ended
+  // now, saved with the study's cost. REQUIRES: the trial locked.
+  absl::StatusOr<v1::Trial> SaveSettled(
+      const v1::CompleteTrialRequest& request, const v1::Study& study,
+      const storage::TrialVersion& read, v1::Trial& trial);
   // CompleteTrial with `failed`: FAILED for good (STOPPED if its stop was
   // already decided). REQUIRES: the trial locked (TrialLock).
   absl::StatusOr<v1::Trial> FailTrial(const v1::CompleteTrialRequest& request,
