@@ -67,9 +67,11 @@ test: build
 	exit $$status
 
 # The demo builds only what it runs: the server, the CLI and the program its
-# workers start (the dashboard's assets are the server's).
+# workers start (the dashboard's assets are the server's), and the Python
+# client in build/python that the README's Python lines use.
 demo: configure
-	cmake --build $(BUILD) -j $(JOBS) --target hypertuned hypertune hypertune-quickstart
+	cmake --build $(BUILD) -j $(JOBS) --target hypertuned hypertune hypertune-quickstart \
+	  hypertune_python
 	examples/demo.sh $(BUILD)
 
 # libFuzzer over the service (tests/fuzz): its own clang build in
