@@ -14,7 +14,7 @@ PACKAGES := g++ cmake ninja-build pkg-config \
   libturbojpeg0-dev dataset-fashion-mnist libcpp-httplib-dev chromium \
   python3-grpcio python3-protobuf python3-pytest python3-pandas \
   python3-matplotlib python3-optuna \
-  libpq-dev postgresql slurm-wlm munge
+  libpq-dev postgresql slurm-wlm munge libmicrohttpd-dev
 # python3-matplotlib draws hypertune.visualization's figures; python3-optuna
 # is the Optuna bridge's and the Optuna import's counterpart in the tests.
 # Not here, being large: python3-torch (the PyTorch example; its tests are
