@@ -36,18 +36,26 @@ deps:
 	  if [ "$$(id -u)" -ne 0 ]; then \
 	    echo "missing Debian packages (run make as root to install them):" $$missing >&2; exit 1; \
 	  fi; \
-	  echo "installing:" $$missing; \
+	  echo "== apt: installing" $$missing; \
 	  apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	else \
+	  echo "== apt: the $(words $(PACKAGES)) Debian packages are installed"; \
 	fi; \
 	if ! command -v npm >/dev/null 2>&1 && [ "$$(id -u)" -eq 0 ]; then \
-	  echo "installing: npm"; \
+	  echo "== apt: installing npm"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null || \
 	    echo "npm could not be installed: the dashboard is built without its charts" >&2; \
 	fi
 
+# One line per stage, its time at the end; CMake's and the compiler's output
+# go to a log that is shown where the stage fails.
 $(BUILD)/build.ninja: CMakeLists.txt | deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
+	@mkdir -p $(BUILD); printf '== configure: %s, RelWithDebInfo (log: %s) ... ' \
+	  '$(BUILD)/' '$(BUILD)/configure.log'; start=$$(date +%s); \
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) \
+	  >$(BUILD)/configure.log 2>&1 || { echo failed; cat $(BUILD)/configure.log; exit 1; }; \
+	echo "$$(( $$(date +%s) - start )) s"
 
 configure: deps $(BUILD)/build.ninja
 
@@ -69,10 +77,14 @@ test: build
 # The demo builds only what it runs: the server, the CLI and the program its
 # workers start (the dashboard's assets are the server's), and the Python
 # client in build/python that the README's Python lines use.
+DEMO_TARGETS := hypertuned hypertune hypertune-quickstart hypertune_python
 demo: configure
-	cmake --build $(BUILD) -j $(JOBS) --target hypertuned hypertune hypertune-quickstart \
-	  hypertune_python
-	examples/demo.sh $(BUILD)
+	@printf '== build: %s (log: %s) ... ' 'hypertuned, hypertune, hypertune-quickstart, the Python client' \
+	  '$(BUILD)/demo-build.log'; start=$$(date +%s); \
+	cmake --build $(BUILD) -j $(JOBS) --target $(DEMO_TARGETS) >$(BUILD)/demo-build.log 2>&1 || \
+	  { echo failed; grep -v '^\[[0-9]*/[0-9]*\] ' $(BUILD)/demo-build.log | tail -n 60; exit 1; }; \
+	echo "$$(( $$(date +%s) - start )) s"
+	@examples/demo.sh $(BUILD)
 
 # libFuzzer over the service (tests/fuzz): its own clang build in
 # $(FUZZ_BUILD), the regression inputs, then FUZZ_SECONDS of fuzzing.

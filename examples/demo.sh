@@ -26,15 +26,23 @@ export HYPERTUNE_SERVER=$address
 echo "== hypertuned is serving $address on $db"
 echo "== the dashboard, live while the study runs: ${dashboard}#study=quickstart"
 
-echo "== hypertune study create --config examples/study.json"
-"$bin/hypertune" study create --config examples/study.json --format table
+# One line per stage: each command's whole output goes to a log in
+# $demo_dir, the worker's too (one line per trial start, report and end).
+created=$("$bin/hypertune" study create --config examples/study.json --format table)
+echo "$created" >"$demo_dir/study-create.log"
+echo "== hypertune study create --config examples/study.json:" \
+  "$(echo "$created" | awk '$1 == "name" || $1 == "algorithm" || $1 == "max_trials" {printf "%s%s %s", sep, $1, $2; sep=", "}')"
 
-echo "== hypertune worker quickstart --parallel 4 -- hypertune-quickstart"
-"$bin/hypertune" worker quickstart --parallel 4 --log-dir "$demo_dir/logs" \
-  -- "$bin/hypertune-quickstart"
+echo "== hypertune worker quickstart --parallel 4 -- hypertune-quickstart" \
+  "(log: $demo_dir/worker.log)"
+if ! "$bin/hypertune" worker quickstart --parallel 4 --log-dir "$demo_dir/logs" \
+    -- "$bin/hypertune-quickstart" 2>&1 | tee "$demo_dir/worker.log" |
+  awk '/^trial [0-9]+ COMPLETED/ && !first {print "== first trial: " $0; first=1; fflush()}
+       /^worker done/ {print "== " $0; fflush()}'; then
+  cat "$demo_dir/worker.log"
+  exit 1
+fi
 
-echo "== hypertune study get quickstart"
-"$bin/hypertune" study get quickstart --format table
 echo "== hypertune study best quickstart"
 "$bin/hypertune" study best quickstart
 
