@@ -58,6 +58,36 @@ absl::Status LoadStudies(Connection& db, std::vector<v1::Study>& studies);
 
 // ----- Trials -----
 
+// The stored form of a trial: its message without measurements (the trials
+// row's `trial`), and each measurement as the bytes it takes in the trial's
+// message (the repeated field's tag, length and value: a row of table
+// measurements each), so that the row's message followed by them parses as
+// the whole trial. A finished trial (KeepsCurveInline) keeps its curve in
+// its message, with no rows: it takes no more reports, and a study's
+// finished trials (most of it, and every imported one) read as one row
+// each.
+struct StoredTrial {
+  std::string head;
+  std::vector<std::string> measurements;
+  // The sum of measurements' sizes.
+  int64_t measurement_bytes = 0;
+};
+
+// Whether a trial in `state` keeps its measurements in its message: the
+// finished states.
+bool KeepsCurveInline(v1::Trial::State state);
+
+// `trial` in its stored form; INVALID_ARGUMENT naming `label` if a part
+// would not read back (a string that is not UTF-8).
+absl::StatusOr<StoredTrial> SplitTrial(const v1::Trial& trial,
+                                       const std::string& label);
+
+// The bytes `measurement` takes in a trial's message (as in StoredTrial),
+// the same for the same measurement every time; INVALID_ARGUMENT naming
+// `label` if they would not read back.
+absl::StatusOr<std::string> MeasurementBytes(const v1::Measurement& measurement,
+                                             const std::string& label);
+
 // Inserts `trials` into the named study with the next dense ids and change
 // sequence numbers, setting their study_name and id.
 absl::Status InsertTrials(Connection& db, std::string_view study_name,
@@ -69,14 +99,33 @@ absl::Status LoadTrial(Connection& db, std::string_view study_name,
                        int64_t trial_id, const std::string& what,
                        v1::Trial& trial);
 
+// The trial without its measurements, with their count, size and the
+// latest of them (TrialHead): a few rows, whatever the curve's length.
+absl::Status LoadTrialHead(Connection& db, std::string_view study_name,
+                           int64_t trial_id, const std::string& what,
+                           TrialHead& head);
+
 // Replaces the stored trial (matched by study_name and id) with `trial`,
-// whose stored form is `bytes`: if `read` is null, or while the stored
+// whose stored form is `stored`: if `read` is null, or while the stored
 // trial's state and lease epoch are still `*read` (ABORTED naming both
 // versions otherwise). `record_change` gives it the next number of the
-// study's change sequence.
+// study's change sequence. Measurement rows the stored trial already has
+// are kept (a trial's measurements only grow, or are all moved away).
 absl::Status UpdateTrial(Connection& db, const v1::Trial& trial,
-                         std::string_view bytes, const TrialVersion* read,
+                         const StoredTrial& stored, const TrialVersion* read,
                          bool record_change, const std::string& what);
+
+// Stores `head` (a trial whose measurements are not written), whose message
+// is `head_bytes`, and appends a measurement whose bytes are `measurement`
+// (MeasurementBytes), while the stored trial's state and lease epoch are
+// still `read` (ABORTED otherwise); records the change. Costs the same
+// however many measurements the trial has. FAILED_PRECONDITION for a
+// finished trial (KeepsCurveInline).
+absl::Status AppendMeasurement(Connection& db, const v1::Trial& head,
+                               std::string_view head_bytes,
+                               std::string_view measurement,
+                               const TrialVersion& read,
+                               const std::string& what);
 
 // Appends the trials of study `study_id` (named `study_name`) that match
 // `query` to `trials`, by id.
