@@ -23,6 +23,7 @@
 #include "hypertune/v1/hypertune.pb.h"
 #include "service/access.h"
 #include "service/change_notifier.h"
+#include "service/curve_cache.h"
 #include "service/leases.h"
 #include "service/study_context.h"
 #include "service/study_import.h"
@@ -189,10 +190,13 @@ class StudyService {
   absl::Status ExtendLeasesOnStart();
 
  private:
-  // Applies the study's early-stopping rule to ACTIVE `trial` (with its
-  // newest measurement, not yet saved): STOPPING or PAUSED with the reason,
-  // or unchanged. REQUIRES: the trial (TrialLock) or the study locked.
-  absl::Status ApplyEarlyStopping(const v1::Study& study, v1::Trial& trial);
+  // Applies the study's early-stopping rule to ACTIVE `trial`, as stored
+  // (its measurements ignored: the rule reads the stored curve from
+  // curves_) with `appended` added to its curve (null: none; a report not
+  // yet saved): STOPPING or PAUSED with the reason, or unchanged.
+  // REQUIRES: the trial (TrialLock) or the study locked.
+  absl::Status ApplyEarlyStopping(const v1::Study& study, v1::Trial& trial,
+                                  const v1::Measurement* appended);
   // Cost accounting: the grant holding `trial` reports `grant_total`
   // device-seconds in all; its growth is added to the trial (and its cost at
   // the study's price) and returned, for SaveStudyCost to add to the stored
@@ -229,6 +233,11 @@ class StudyService {
   absl::StatusOr<v1::Study> LoadStudyWithCounts(const Principal& caller,
                                                 const std::string& name);
 
+  // The curves early stopping reads, kept current by every trial write:
+  // the context's store is curve_store_, which passes each call to the
+  // store given and tells curves_ of the writes.
+  CurveCache curves_;
+  CurveTrackingStore curve_store_;
   StudyContext context_;
   Leases leases_;
   Suggestions suggestions_;

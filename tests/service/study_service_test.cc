@@ -1007,9 +1007,27 @@ TEST_F(StudyServiceTest, MeasurementsAreIdempotentAndOrdered) {
   absl::Status back = Report("s", 1, 2, 0.6).status();
   EXPECT_EQ(back.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(back.message()), HasSubstr("measurement.step"));
+  // A retry of an earlier step (its answer lost) is the stored one again.
+  auto earlier = Report("s", 1, 1, 0.9);
+  ASSERT_TRUE(earlier.ok()) << earlier.status();
+  ASSERT_EQ(earlier->measurements_size(), 1);
+  EXPECT_EQ(earlier->measurements(0).step(), 1);
+  EXPECT_EQ(Report("s", 1, 1, 0.5).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // The answer holds only the measurement added; GetTrial has the curve.
   auto inf = Report("s", 1, 4, std::numeric_limits<double>::infinity());
   ASSERT_TRUE(inf.ok());
-  EXPECT_EQ(inf->measurements(2).metrics().at("loss"),
+  ASSERT_EQ(inf->measurements_size(), 1);
+  EXPECT_EQ(inf->measurements(0).step(), 4);
+  EXPECT_EQ(inf->measurements(0).metrics().at("loss"),
+            std::numeric_limits<double>::infinity());
+  v1::GetTrialRequest get;
+  get.set_study_name("s");
+  get.set_trial_id(1);
+  absl::StatusOr<v1::Trial> whole = service_.GetTrial(get);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  ASSERT_EQ(whole->measurements_size(), 3);
+  EXPECT_EQ(whole->measurements(2).metrics().at("loss"),
             std::numeric_limits<double>::infinity());
   EXPECT_EQ(Report("s", 1, 5, std::nan("")).status().code(),
             absl::StatusCode::kInvalidArgument);
