@@ -35,7 +35,6 @@ constexpr int kDefaultPageSize = 100;
 // WatchTrials: changes read per store query, the pause after a read that
 // found changes, and how long to wait for a change before checking whether
 // the watcher is gone.
-constexpr int kWatchBatch = 500;
 constexpr absl::Duration kWatchPause = absl::Milliseconds(200);
 constexpr absl::Duration kWatchPoll = absl::Milliseconds(200);
 
@@ -183,6 +182,11 @@ absl::Status StudyService::ExpireLeases() { return leases_.ExpireAll(); }
 
 absl::Status StudyService::ExtendLeasesOnStart() {
   return leases_.ExtendOnStart();
+}
+
+absl::Status StudyService::RecoverOnStart() {
+  HT_RETURN_IF_ERROR(RemoveInterruptedImports());
+  return ExtendLeasesOnStart();
 }
 
 absl::StatusOr<v1::Study> StudyService::CreateStudy(
@@ -1128,7 +1132,7 @@ absl::StatusOr<StudyService::Watch> StudyService::OpenWatch(
                request.after_sequence()};
 }
 
-absl::StatusOr<std::vector<storage::TrialChange>> StudyService::ReadWatch(
+absl::StatusOr<StudyService::WatchBatch> StudyService::ReadWatch(
     const Watch& watch, const Principal& caller) {
   absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(watch.study_name);
   if (!runtime.ok()) return runtime.status();
@@ -1142,11 +1146,29 @@ absl::StatusOr<std::vector<storage::TrialChange>> StudyService::ReadWatch(
     return absl::NotFoundError(
         absl::StrCat("study \"", watch.study_name, "\" was deleted"));
   }
-  return context_.store().ListTrialChanges(watch.study_name, watch.after, kWatchBatch);
-}
-
-bool StudyService::WatchBatchFull(size_t changes) {
-  return changes >= static_cast<size_t>(kWatchBatch);
+  // Read a page at a time, so that large trials are never held beyond the
+  // batch's bytes and a page.
+  constexpr int kPage = 50;
+  WatchBatch batch;
+  int64_t after = watch.after;
+  while (batch.changes.size() < static_cast<size_t>(kWatchBatchChanges)) {
+    absl::StatusOr<std::vector<storage::TrialChange>> page =
+        context_.store().ListTrialChanges(watch.study_name, after, kPage);
+    if (!page.ok()) return page.status();
+    for (storage::TrialChange& change : *page) {
+      const size_t size = change.trial.ByteSizeLong();
+      if (!batch.changes.empty() && batch.bytes + size > kWatchBatchBytes) {
+        batch.full = true;
+        return batch;
+      }
+      batch.bytes += size;
+      after = change.sequence;
+      batch.changes.push_back(std::move(change));
+    }
+    if (page->size() < static_cast<size_t>(kPage)) return batch;
+  }
+  batch.full = true;
+  return batch;
 }
 
 absl::Status StudyService::WatchTrials(
@@ -1158,18 +1180,17 @@ absl::Status StudyService::WatchTrials(
   while (!cancelled()) {
     // Read the generation before the store, so a write in between wakes us.
     const uint64_t seen = context_.changes().generation();
-    absl::StatusOr<std::vector<storage::TrialChange>> changes =
-        ReadWatch(*watch, caller);
-    if (!changes.ok()) return changes.status();
+    absl::StatusOr<WatchBatch> batch = ReadWatch(*watch, caller);
+    if (!batch.ok()) return batch.status();
     v1::TrialEvent event;
-    for (storage::TrialChange& change : *changes) {
+    for (storage::TrialChange& change : batch->changes) {
       event.set_sequence(change.sequence);
       *event.mutable_trial() = std::move(change.trial);
       if (!emit(event)) return absl::OkStatus();
       watch->after = change.sequence;
     }
-    if (WatchBatchFull(changes->size())) continue;
-    if (!changes->empty()) {
+    if (batch->full) continue;
+    if (!batch->changes.empty()) {
       // Busy studies change constantly: batch them rather than read the
       // store after every write.
       absl::SleepFor(kWatchPause);

@@ -137,9 +137,10 @@ class StudyService {
   // WatchTrials in steps, for a caller that must not block a thread (the
   // gRPC stream: watch_streams.h). OpenWatch checks the request and the
   // caller's access and returns where the watch starts; ReadWatch, the next
-  // changes (at most a batch) after `watch.after`, with the access checked
-  // again and NOT_FOUND once the study watched is deleted. The caller
-  // advances `after` as it delivers them. changes() counts trial writes.
+  // changes (a batch) after `watch.after`, with the access checked again
+  // and NOT_FOUND once the study watched is deleted. The caller advances
+  // `after` as it delivers them, and reads again from there: a slow reader
+  // holds one batch, never a backlog. changes() counts trial writes.
   struct Watch {
     std::string study_name;
     int64_t incarnation = 0;  // the study's create_time_ms
@@ -147,10 +148,17 @@ class StudyService {
   };
   absl::StatusOr<Watch> OpenWatch(const v1::WatchTrialsRequest& request,
                                   const Principal& caller);
-  absl::StatusOr<std::vector<storage::TrialChange>> ReadWatch(
-      const Watch& watch, const Principal& caller);
-  // True when a batch was so full that more changes may be waiting.
-  static bool WatchBatchFull(size_t changes);
+  // At most kWatchBatchChanges changes, and no more than kWatchBatchBytes
+  // of trials but for the first change (a trial may be larger).
+  struct WatchBatch {
+    std::vector<storage::TrialChange> changes;
+    size_t bytes = 0;   // the trials' serialized size
+    bool full = false;  // cut short by a limit: more may be waiting
+  };
+  static constexpr int kWatchBatchChanges = 500;
+  static constexpr size_t kWatchBatchBytes = size_t{1} << 20;
+  absl::StatusOr<WatchBatch> ReadWatch(const Watch& watch,
+                                       const Principal& caller);
   ChangeNotifier& changes() { return context_.changes(); }
 
   // One page of the change feed WatchTrials streams: at most `limit` changes
@@ -166,9 +174,9 @@ class StudyService {
   // warm-start results to a study.
   // The trials arrive serialized (ImportedStudy), and are parsed a chunk at
   // a time, so that an import's memory stays near its size on the wire.
-  // Each chunk is its own transaction: a server killed while they are
-  // stored leaves the study with part of its trials (delete it and import
-  // again); every other failure stores nothing.
+  // The study is stored IMPORTING until its last chunk is in: a server
+  // killed meanwhile removes it on its next start (RemoveInterruptedImports,
+  // part of RecoverOnStart); every other failure stores nothing.
   absl::StatusOr<v1::Study> ImportStudy(
       ImportedStudy imported, const Principal& caller = Principal::AuthOff(),
       const std::function<bool()>& abandoned = nullptr);
@@ -188,6 +196,12 @@ class StudyService {
   // Gives every running trial a full lease from now: server downtime never
   // costs a worker its trial. Called once when the server starts.
   absl::Status ExtendLeasesOnStart();
+  // Removes the studies an import left IMPORTING (the server stopped before
+  // their last trial was stored).
+  absl::Status RemoveInterruptedImports();
+  // What a server does when it starts, or takes over as leader, before it
+  // serves: RemoveInterruptedImports, then ExtendLeasesOnStart.
+  absl::Status RecoverOnStart();
 
  private:
   // Applies the study's early-stopping rule to ACTIVE `trial`, as stored
