@@ -191,6 +191,47 @@ def _imported_user_attrs(trial: Trial) -> dict[str, Any]:
     return values
 
 
+# The column groups trials_dataframe(attrs=...) names, by column prefix;
+# "values" is Optuna's other name for "value".
+_GROUPS = ("number", "value", "datetime_start", "datetime_complete", "duration", "params",
+           "user_attrs", "state", "feasible", "metrics", "intermediate")
+_PREFIXED = ("values", "params", "user_attrs", "metrics", "intermediate")
+
+
+def _column_group(column: str) -> str:
+    """The attrs group of a column of the Optuna layout."""
+    for prefix in _PREFIXED:
+        if column.startswith(prefix + "_"):
+            return "value" if prefix == "values" else prefix
+    return column
+
+
+def _column_groups(attrs: Optional[Iterable[str]], style: str) -> Optional[set[str]]:
+    """The groups trials_dataframe keeps: those ``attrs`` names (and the
+    intermediate columns, which ``intermediate`` asks for), or None for
+    all."""
+    if attrs is None:
+        return None
+    where = "trials_dataframe: attrs"
+    if style != "optuna":
+        raise InvalidArgumentError(f'{where}: selects columns of style="optuna" only')
+    if isinstance(attrs, str):
+        raise InvalidArgumentError(f"{where}: expected a tuple of names, got {attrs!r}")
+    groups = {"intermediate"}
+    for name in attrs:
+        if name == "system_attrs":
+            continue  # Optuna's default asks for them; hypertune keeps none
+        group = "value" if name == "values" else name
+        if group not in _GROUPS or group == "intermediate":
+            raise InvalidArgumentError(
+                f"{where}: unknown {name!r}; expected some of: "
+                + ", ".join(g for g in _GROUPS if g != "intermediate")
+                + ", values, system_attrs"
+            )
+        groups.add(group)
+    return groups
+
+
 def _optuna_value_name(metric: str) -> str:
     """The suffix of an objective's ``values_`` column: the metric's name,
     or for an Optuna import's "value_0", "value_1"... Optuna's own "0",
@@ -531,7 +572,8 @@ class Study:
         states: Union[str, Iterable[str], None] = None,
         *,
         intermediate: bool = False,
-        style: str = "hypertune",
+        style: Optional[str] = None,
+        attrs: Optional[Iterable[str]] = None,
     ) -> pandas.DataFrame:
         """The trials as a pandas DataFrame, one row per trial. Needs
         pandas (Debian: python3-pandas).
@@ -553,7 +595,12 @@ class Study:
         WAITING for REQUESTED; INFEASIBLE and PAUSED, which Optuna lacks,
         as they are), then ``feasible`` and ``metrics_NAME`` for each
         final metric that is not an objective (constraints, recorded
-        ones).
+        ones). ``attrs`` (which implies this style), as Optuna's, keeps
+        only the columns of the groups it names: ``number``, ``value``
+        (or ``values``), ``datetime_start``, ``datetime_complete``,
+        ``duration``, ``params``, ``user_attrs``, ``state``, ``feasible``,
+        ``metrics``; ``system_attrs``, of Optuna's default, adds none
+        (hypertune keeps none).
 
         ``feasible``: whether the trial's result meets the study's
         constraints: True or False for a COMPLETED or STOPPED trial with a
@@ -578,10 +625,13 @@ class Study:
             raise ImportError(
                 "Study.trials_dataframe needs pandas (apt-get install python3-pandas)"
             ) from None
+        if style is None:
+            style = "hypertune" if attrs is None else "optuna"
         if style not in ("hypertune", "optuna"):
             raise InvalidArgumentError(
                 f'trials_dataframe: style: expected "hypertune" or "optuna", got {style!r}'
             )
+        groups = _column_groups(attrs, style)
         trials = self.trials(states)
         params = [p.name for p in self.spec.parameters]
         declared = [m.name for m in self.spec.metrics]
@@ -682,6 +732,8 @@ class Study:
                 "duration",
                 frame["datetime_complete"] - frame["datetime_start"],
             )
+            if groups is not None:
+                frame = frame[[c for c in frame.columns if _column_group(c) in groups]]
             return frame
         columns = ["state", *params, *metrics, "step", "elapsed_seconds", "start_time",
                    "end_time", "client_id", "infeasible_reason", "feasible",

@@ -425,6 +425,18 @@ def test_dataframe_in_optunas_layout(client: hypertune.Client) -> None:
     with_curves = study.trials_dataframe(style="optuna", intermediate=True)
     assert list(with_curves.columns[-1:]) == ["intermediate_loss_1"]
     assert list(with_curves["intermediate_loss_1"][:2]) == [0.5, 9.0]
+    # Optuna's attrs: the groups named, in the layout's order.
+    chosen = study.trials_dataframe(attrs=("state", "number", "value", "params",
+                                           "system_attrs"))
+    assert list(chosen.columns) == ["number", "value", "params_x", "params_y", "state"]
+    pandas.testing.assert_frame_equal(chosen, frame[chosen.columns])
+    for arguments, message in [
+            ({"attrs": ("number", "nope")}, "attrs: unknown 'nope'; expected some of: number"),
+            ({"attrs": "number"}, "attrs: expected a tuple of names, got 'number'"),
+            ({"attrs": ("number",), "style": "hypertune"},
+             'attrs: selects columns of style="optuna" only')]:
+        with pytest.raises(hypertune.InvalidArgumentError, match=re.escape(message)):
+            study.trials_dataframe(**arguments)
     running.complete(loss=1.0)
 
     objectives = client.create_study(study_config(unique_name(), metrics=[
