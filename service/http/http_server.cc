@@ -52,13 +52,15 @@ struct HttpServer::Exchange {
 // The open connections and their deadlines: a request's headers within
 // header_timeout of the accept (or of the previous answer), its body within
 // body_timeout of its headers. A thread of its own shuts down the sockets
-// whose deadline passed (libmicrohttpd then closes them), and past the soft
-// cap the connection that has waited longest for its headers makes room.
+// whose deadline passed (libmicrohttpd then closes them). libmicrohttpd
+// splits the connection cap among its event-loop threads; past a thread's
+// soft cap, the connection of that thread that has waited longest for its
+// headers makes room, so that silent sockets cannot fill the server.
 class ConnectionTable {
  public:
-  ConnectionTable(int soft_cap, absl::Duration header_timeout,
+  ConnectionTable(int soft_cap_per_thread, absl::Duration header_timeout,
                   absl::Duration body_timeout)
-      : soft_cap_(soft_cap),
+      : soft_cap_(soft_cap_per_thread),
         header_timeout_(header_timeout),
         body_timeout_(body_timeout),
         thread_([this] { Run(); }) {}
@@ -71,17 +73,18 @@ class ConnectionTable {
     thread_.join();
   }
 
-  // A connection was accepted: its headers are due.
+  // A connection was accepted (on the event-loop thread that serves it):
+  // its headers are due.
   void Opened(MHD_Connection* connection, int fd) {
     absl::MutexLock lock(&mu_);
     const absl::Time now = absl::Now();
-    entries_[connection] = Entry{fd, now + header_timeout_, now, true};
-    if (static_cast<int>(entries_.size()) <= soft_cap_) return;
-    // The oldest connection still owing its headers gives way, so that
-    // sockets that send nothing cannot fill the server.
+    const std::thread::id worker = std::this_thread::get_id();
+    entries_[connection] = Entry{fd, worker, now + header_timeout_, now, true};
+    if (++open_by_worker_[worker] <= soft_cap_) return;
     Entry* oldest = nullptr;
     for (auto& [other, entry] : entries_) {
-      if (other == connection || !entry.awaiting_headers || entry.cut) {
+      if (other == connection || entry.worker != worker ||
+          !entry.awaiting_headers || entry.cut) {
         continue;
       }
       if (oldest == nullptr || entry.since < oldest->since) oldest = &entry;
@@ -124,12 +127,16 @@ class ConnectionTable {
   // Called before libmicrohttpd closes the socket.
   void Closed(MHD_Connection* connection) {
     absl::MutexLock lock(&mu_);
-    entries_.erase(connection);
+    auto it = entries_.find(connection);
+    if (it == entries_.end()) return;
+    --open_by_worker_[it->second.worker];
+    entries_.erase(it);
   }
 
  private:
   struct Entry {
     int fd;
+    std::thread::id worker;
     absl::Time deadline;
     absl::Time since;  // accepted, or last answered
     bool awaiting_headers;
@@ -160,6 +167,8 @@ class ConnectionTable {
   const absl::Duration body_timeout_;
   absl::Mutex mu_;
   absl::flat_hash_map<MHD_Connection*, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::thread::id, int> open_by_worker_
+      ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
@@ -517,9 +526,19 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   cap = std::max(cap, 2);
   server->connection_cap_ = cap;
   server->max_untrusted_ = std::max(1, cap / 2);
-  // Headroom below the cap, so that a new connection finds room while an
-  // idle one is being closed for it.
-  const int soft_cap = std::max(1, cap - std::clamp(cap / 16, 1, 64));
+  // Event-loop threads: each gets an equal share of the cap (at least 64
+  // where the cap allows).
+  const unsigned int wanted_threads =
+      o.threads > 0 ? static_cast<unsigned int>(o.threads)
+                    : std::clamp(2 * std::thread::hardware_concurrency(), 4u,
+                                 16u);
+  const unsigned int threads = std::max(
+      1u, std::min(wanted_threads, static_cast<unsigned int>(cap / 64)));
+  // Headroom below each thread's share, so that a new connection finds
+  // room while an idle one is being closed for it.
+  const int per_thread = cap / static_cast<int>(threads);
+  const int soft_cap =
+      std::max(1, per_thread - std::clamp(per_thread / 16, 1, 16));
   server->connections_ = std::make_unique<ConnectionTable>(
       soft_cap, absl::Milliseconds(o.header_timeout_ms),
       absl::Milliseconds(o.body_timeout_ms));
@@ -553,10 +572,6 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   server->address_ = absl::StrCat(host, ":", bound_port);
   if (ipv6) flags |= MHD_USE_IPv6;
 
-  const unsigned int threads =
-      o.threads > 0 ? static_cast<unsigned int>(o.threads)
-                    : std::clamp(2 * std::thread::hardware_concurrency(), 4u,
-                                 16u);
   const unsigned int idle = static_cast<unsigned int>(
       std::max(1, o.idle_timeout_s));
   std::vector<MHD_OptionItem> items = {
@@ -613,6 +628,10 @@ void HttpServer::Shutdown() {
     if (listen_fd != MHD_INVALID_SOCKET) ::close(listen_fd);
     listen_fd_ = -1;
   }
+}
+
+size_t HttpServer::event_stream_bytes() const {
+  return events_ == nullptr ? 0 : events_->held_bytes();
 }
 
 bool HttpServer::ClientCertificateRefused(MHD_Connection* connection) const {

@@ -182,6 +182,9 @@ class HttpServer {
   // to the file limit's share).
   int connection_cap() const { return connection_cap_; }
 
+  // Bytes the event streams hold unsent now (event_streams.h).
+  size_t event_stream_bytes() const;
+
  private:
   using Request = HttpRequest;
   using Response = HttpResponse;
