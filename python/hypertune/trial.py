@@ -952,7 +952,16 @@ class Trial:
                 step=step, elapsed_seconds=self._elapsed(), metrics=values
             ),
         )
-        self._proto = self._rpc(client, "AddMeasurement", request)
+        answer = self._rpc(client, "AddMeasurement", request)
+        # The answer holds only this report's measurement (an intermediate
+        # report costs the same however long the curve): the curve so far
+        # is kept here.
+        reported = list(answer.measurements)
+        first = min((m.step for m in reported), default=None)
+        kept = [m for m in self._proto.measurements if first is None or m.step < first]
+        del answer.measurements[:]
+        answer.measurements.extend(kept + reported)
+        self._proto = answer
         self._last_step = max(self._last_step, step)
 
     def _follow(self, client: Holder, step: Optional[int]) -> None:
