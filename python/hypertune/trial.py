@@ -956,11 +956,10 @@ class Trial:
         # The answer holds only this report's measurement (an intermediate
         # report costs the same however long the curve): the curve so far
         # is kept here.
-        reported = list(answer.measurements)
-        first = min((m.step for m in reported), default=None)
-        kept = [m for m in self._proto.measurements if first is None or m.step < first]
+        by_step = {m.step: m for m in self._proto.measurements}
+        by_step.update((m.step, m) for m in answer.measurements)
         del answer.measurements[:]
-        answer.measurements.extend(kept + reported)
+        answer.measurements.extend(by_step[s] for s in sorted(by_step))
         self._proto = answer
         self._last_step = max(self._last_step, step)
 
