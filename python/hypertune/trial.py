@@ -956,8 +956,11 @@ class Trial:
         # The answer holds only this report's measurement (an intermediate
         # report costs the same however long the curve): the curve so far
         # is kept here.
-        by_step = {m.step: m for m in self._proto.measurements}
-        by_step.update((m.step, m) for m in answer.measurements)
+        by_step: dict[int, pb.Measurement] = {}
+        for m in [*self._proto.measurements, *answer.measurements]:
+            copy = pb.Measurement()
+            copy.CopyFrom(m)
+            by_step[m.step] = copy
         del answer.measurements[:]
         answer.measurements.extend(by_step[s] for s in sorted(by_step))
         self._proto = answer
