@@ -956,13 +956,20 @@ class Trial:
         # The answer holds only this report's measurement (an intermediate
         # report costs the same however long the curve): the curve so far
         # is kept here.
-        by_step: dict[int, pb.Measurement] = {}
-        for m in [*self._proto.measurements, *answer.measurements]:
+        reported = []
+        for m in answer.measurements:
             copy = pb.Measurement()
             copy.CopyFrom(m)
-            by_step[m.step] = copy
+            reported.append(copy)
+        first = min((m.step for m in reported), default=None)
         del answer.measurements[:]
-        answer.measurements.extend(by_step[s] for s in sorted(by_step))
+        if first is None or all(m.step < first for m in self._proto.measurements[-1:]):
+            answer.measurements.extend(self._proto.measurements)  # the usual case
+            answer.measurements.extend(reported)
+        else:  # a retried earlier step: merged by step
+            by_step = {m.step: m for m in self._proto.measurements}
+            by_step.update((m.step, m) for m in reported)
+            answer.measurements.extend(by_step[s] for s in sorted(by_step))
         self._proto = answer
         self._last_step = max(self._last_step, step)
 
