@@ -234,6 +234,14 @@ struct MhdCallbacks {
                  413);
     } else {
       server->Dispatch(*exchange);
+      // The idle timeout counts from the last byte in or out: a handler
+      // that took longer must not have its answer dropped unsent. Turning
+      // the timeout off and on again restarts it.
+      const unsigned int idle = static_cast<unsigned int>(
+          std::max(1, server->options_.idle_timeout_s));
+      MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+      MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT,
+                                idle);
     }
     return Queue(server, connection, *exchange);
   }
