@@ -34,10 +34,11 @@
 // (a bad query parameter or body field, named), 401 (no or unknown bearer
 // token when the server has a token table), 403 (another owner's study, a
 // write refused: write_guard.h), 404 (no such study, trial or route), 405
-// (a route asked with the wrong method), 415 (a write without a JSON body),
-// 503 (too many event streams). Access follows the gRPC rule (access.h):
-// every call goes through StudyService with the caller's principal. Reads
-// never wait for writers.
+// (a route asked with the wrong method), 413 (a body over 64 KiB), 415 (a
+// write without a JSON body), 503 (too many event streams, or too many
+// requests without a valid token). Access follows the gRPC rule
+// (access.h): every call goes through StudyService with the caller's
+// principal. Reads never wait for writers.
 //
 // Writes (POST) are served only with auth or with `allow_writes` on a
 // loopback address, and only to same-origin requests with a JSON body
