@@ -547,7 +547,9 @@ TEST_F(WorkerTest, GpuGroupsGiveATrialSeveralDevices) {
   EXPECT_THAT(out, HasSubstr("visible=2,3"));
   for (const v1::Trial& t : Trials("gpus")) {
     EXPECT_EQ(t.state(), v1::Trial::COMPLETED) << t.id();
-    EXPECT_GE(t.device_seconds(), 2.0) << t.id();
+    // Two devices for the program's second of sleep (the worker's clock
+    // starts once the program is spawned, a little after its own).
+    EXPECT_GE(t.device_seconds(), 2 * 0.9) << t.id();
     EXPECT_LE(t.device_seconds(), 2 * wall) << t.id();
   }
   // Groups must divide the GPUs.
