@@ -24,42 +24,8 @@ import time
 import grpc
 from hypertune.v1 import hypertune_pb2 as pb
 from hypertune.v1 import hypertune_pb2_grpc as pb_grpc
+from slow_readers import ALICE, BOB, TOKENS, auth, fill, make_study, rss_mb
 from hypertuned_process import Hypertuned
-
-ALICE = "alice-token-0123456789"
-BOB = "bob-token-0123456789"
-
-
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
-
-
-def auth(token: str) -> list:
-    return [("authorization", f"Bearer {token}")]
-
-
-def make_study(stub, name: str, token: str) -> None:
-    study = pb.Study(name=name)
-    study.spec.parameters.add(name="x").double_spec.max = 1.0
-    study.spec.metrics.add(name="loss", goal=pb.MetricSpec.MINIMIZE)
-    stub.CreateStudy(pb.CreateStudyRequest(study=study), metadata=auth(token))
-
-
-def fill(stub, name: str, trials: int, trial_kb: int, token: str) -> None:
-    per_attribute = 4000
-    attributes = max(1, trial_kb * 1000 // per_attribute)
-    for i in range(trials):
-        trial = pb.Trial()
-        trial.parameters.add(name="x", double_value=(i + 0.5) / trials)
-        for a in range(min(attributes, 64)):
-            trial.attributes[f"a{a}"] = "x" * per_attribute
-        stub.CreateTrial(pb.CreateTrialRequest(study_name=name, trial=trial),
-                         metadata=auth(token))
-
 
 def first_event_ms(address: str, name: str, token: str) -> float:
     channel = grpc.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)])
@@ -86,7 +52,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         tokens = os.path.join(work, "tokens")
         with open(tokens, "w") as f:
-            f.write(f"{ALICE} alice\n{BOB} bob\n")
+            f.write(TOKENS)
         server = Hypertuned(work, ["--auth-token-file", tokens])
         server.start()
         pid = server.process.pid
