@@ -165,7 +165,7 @@ absl::Status PostgresStore::AppendMeasurement(
     const TrialVersion& read) {
   const std::string label = TrialLabel(head.study_name(), head.id());
   absl::StatusOr<std::string> row =
-      postgres::MeasurementBytes(measurement, label);
+      MeasurementBytes(measurement, label);
   if (!row.ok()) return row.status();
   v1::Trial bare = head;
   bare.clear_measurements();
@@ -214,8 +214,8 @@ absl::Status PostgresStore::UpdateTrialIf(const v1::Trial& trial,
 absl::Status PostgresStore::ReplaceTrial(const v1::Trial& trial,
                                          const TrialVersion* read) {
   const std::string label = TrialLabel(trial.study_name(), trial.id());
-  absl::StatusOr<postgres::StoredTrial> stored =
-      postgres::SplitTrial(trial, label);
+  absl::StatusOr<StoredTrial> stored =
+      SplitTrial(trial, label);
   if (!stored.ok()) return stored.status();
   const std::string what = absl::StrCat("updating ", label);
   return Use([&](Connection& db) {
@@ -225,8 +225,8 @@ absl::Status PostgresStore::ReplaceTrial(const v1::Trial& trial,
 
 absl::Status PostgresStore::RenewTrialLease(const v1::Trial& trial) {
   const std::string label = TrialLabel(trial.study_name(), trial.id());
-  absl::StatusOr<postgres::StoredTrial> stored =
-      postgres::SplitTrial(trial, label);
+  absl::StatusOr<StoredTrial> stored =
+      SplitTrial(trial, label);
   if (!stored.ok()) return stored.status();
   const std::string what = absl::StrCat("renewing the lease of ", label);
   return Use([&](Connection& db) {

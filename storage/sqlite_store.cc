@@ -227,7 +227,7 @@ absl::Status SqliteStore::AppendMeasurement(const v1::Trial& head,
   const std::string label = TrialLabel(head.study_name(), head.id());
   // Serialized before queueing, as in ReplaceTrial.
   absl::StatusOr<std::string> row =
-      sqlite::MeasurementBytes(measurement, label);
+      MeasurementBytes(measurement, label);
   if (!row.ok()) return row.status();
   v1::Trial bare = head;
   bare.clear_measurements();
@@ -258,7 +258,7 @@ absl::Status SqliteStore::ReplaceTrial(const v1::Trial& trial,
                                        bool record_change) {
   const std::string label = TrialLabel(trial.study_name(), trial.id());
   // Serialized before queueing: the committer's time is the scarce one.
-  absl::StatusOr<sqlite::StoredTrial> stored = sqlite::SplitTrial(trial, label);
+  absl::StatusOr<StoredTrial> stored = SplitTrial(trial, label);
   if (!stored.ok()) return stored.status();
   const std::string what = absl::StrCat("updating ", label);
   return writer_.Write(what, [&](Connection& db) {

@@ -394,67 +394,6 @@ absl::Status LoadStudies(Connection& db, std::vector<v1::Study>& studies) {
 
 // ----- Trials -----
 
-bool KeepsCurveInline(v1::Trial::State state) {
-  switch (state) {
-    case v1::Trial::COMPLETED:
-    case v1::Trial::STOPPED:
-    case v1::Trial::FAILED:
-    case v1::Trial::INFEASIBLE:
-      return true;
-    default:
-      return false;
-  }
-}
-
-absl::StatusOr<std::string> MeasurementBytes(const v1::Measurement& measurement,
-                                             const std::string& label) {
-  v1::Trial wrapper;
-  *wrapper.add_measurements() = measurement;
-  std::string bytes;
-  {
-    // Deterministic (map entries in key order), so that an unchanged
-    // measurement compares equal to its stored row.
-    google::protobuf::io::StringOutputStream out(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&out);
-    coded.SetSerializationDeterministic(true);
-    if (!wrapper.SerializeToCodedStream(&coded)) {
-      return absl::InternalError(
-          absl::StrCat(label, ": cannot serialize a measurement"));
-    }
-  }
-  if (!wrapper.ParseFromString(bytes)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        label,
-        ": a measurement has a string that is not valid UTF-8 and could not "
-        "be read back"));
-  }
-  return bytes;
-}
-
-absl::StatusOr<StoredTrial> SplitTrial(const v1::Trial& trial,
-                                       const std::string& label) {
-  StoredTrial stored;
-  if (KeepsCurveInline(trial.state()) || trial.measurements_size() == 0) {
-    absl::StatusOr<std::string> bytes = SerializeForStore(trial, label);
-    if (!bytes.ok()) return bytes.status();
-    stored.head = *std::move(bytes);
-    return stored;
-  }
-  stored.measurements.reserve(trial.measurements_size());
-  for (const v1::Measurement& measurement : trial.measurements()) {
-    absl::StatusOr<std::string> bytes = MeasurementBytes(measurement, label);
-    if (!bytes.ok()) return bytes.status();
-    stored.measurement_bytes += static_cast<int64_t>(bytes->size());
-    stored.measurements.push_back(*std::move(bytes));
-  }
-  v1::Trial head = trial;
-  head.clear_measurements();
-  absl::StatusOr<std::string> bytes = SerializeForStore(head, label);
-  if (!bytes.ok()) return bytes.status();
-  stored.head = *std::move(bytes);
-  return stored;
-}
-
 absl::Status StoreMeasurementRows(Connection& db, int64_t study_id,
                                   int64_t trial_id, const StoredTrial& stored,
                                   const std::string& what) {
