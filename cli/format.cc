@@ -145,6 +145,136 @@ absl::StatusOr<std::vector<v1::Trial::State>> ParseTrialStates(
 
 namespace {
 
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+
+// Copies protobuf's JSON of a message, writing the int64 and uint64 values
+// that its mapping quotes ("id": "7") as the numbers they are ("id": 7).
+// The text is protobuf's own, so well formed; what does not look as
+// expected is copied as it is.
+class Int64Unquoter {
+ public:
+  explicit Int64Unquoter(std::string_view in) : in_(in) {}
+
+  std::string Run(const Descriptor& type) {
+    Space();
+    Message(type);
+    out_.append(in_.substr(std::min(i_, in_.size())));
+    return std::move(out_);
+  }
+
+ private:
+  bool At(char c) const { return i_ < in_.size() && in_[i_] == c; }
+
+  void Space() {
+    while (i_ < in_.size() && absl::ascii_isspace(
+                                  static_cast<unsigned char>(in_[i_]))) {
+      out_.push_back(in_[i_++]);
+    }
+  }
+
+  // The string token at i_, quotes and escapes as written; i_ past it.
+  std::string_view Token() {
+    const size_t start = i_++;
+    while (i_ < in_.size() && in_[i_] != '"') i_ += in_[i_] == '\\' ? 2 : 1;
+    i_ = std::min(i_ + 1, in_.size());
+    return in_.substr(start, i_ - start);
+  }
+
+  // Any value, as written, up to the ',' or closing bracket after it.
+  void Copy() {
+    int depth = 0;
+    while (i_ < in_.size()) {
+      const char c = in_[i_];
+      if (c == '"') {
+        out_.append(Token());
+        continue;
+      }
+      if (depth == 0 && (c == ',' || c == '}' || c == ']')) return;
+      if (c == '{' || c == '[') ++depth;
+      if (c == '}' || c == ']') --depth;
+      out_.push_back(c);
+      ++i_;
+    }
+  }
+
+  // One value (not a list) of `field`.
+  void Single(const FieldDescriptor& field) {
+    if (field.cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE &&
+        field.message_type()->file()->package() != "google.protobuf") {
+      Message(*field.message_type());
+    } else if ((field.cpp_type() == FieldDescriptor::CPPTYPE_INT64 ||
+                field.cpp_type() == FieldDescriptor::CPPTYPE_UINT64) &&
+               At('"')) {
+      const std::string_view token = Token();
+      const std::string_view digits = token.substr(1, token.size() - 2);
+      const absl::string_view text(digits.data(), digits.size());
+      int64_t i = 0;
+      uint64_t u = 0;
+      const bool number =
+          absl::SimpleAtoi(text, &i) || absl::SimpleAtoi(text, &u);
+      out_.append(number ? digits : token);
+    } else {
+      Copy();
+    }
+  }
+
+  // A list, an object (a message or a map) whose members are given by `of`.
+  template <typename Member>
+  void Members(char open, char close, const Member& of) {
+    if (!At(open)) return Copy();
+    out_.push_back(in_[i_++]);
+    Space();
+    while (i_ < in_.size() && !At(close)) {
+      of();
+      Space();
+      if (At(',')) {
+        out_.push_back(in_[i_++]);
+        Space();
+      } else if (!At(close)) {
+        return;
+      }
+    }
+    if (At(close)) out_.push_back(in_[i_++]);
+  }
+
+  // "key": value, `value` reading the value given the key.
+  template <typename Value>
+  void KeyAndValue(const Value& value) {
+    if (!At('"')) return Copy();
+    const std::string_view key = Token();
+    out_.append(key);
+    Space();
+    if (!At(':')) return;
+    out_.push_back(in_[i_++]);
+    Space();
+    value(key.substr(1, key.size() - 2));
+  }
+
+  void Message(const Descriptor& type) {
+    Members('{', '}', [&] {
+      KeyAndValue([&](std::string_view key) {
+        const FieldDescriptor* field = type.FindFieldByName(std::string(key));
+        if (field == nullptr) return Copy();
+        if (field->is_map()) {
+          const FieldDescriptor& value = *field->message_type()->map_value();
+          return Members('{', '}', [&] {
+            KeyAndValue([&](std::string_view) { Single(value); });
+          });
+        }
+        if (field->is_repeated()) {
+          return Members('[', ']', [&] { Single(*field); });
+        }
+        Single(*field);
+      });
+    });
+  }
+
+  const std::string_view in_;
+  size_t i_ = 0;
+  std::string out_;
+};
+
 absl::StatusOr<std::string> PrintJson(const google::protobuf::Message& message,
                                       bool multiline) {
   google::protobuf::util::JsonPrintOptions options;
@@ -158,7 +288,8 @@ absl::StatusOr<std::string> PrintJson(const google::protobuf::Message& message,
         absl::StrCat("cannot print ", message.GetTypeName(),
                      " as JSON: ", std::string(status.message())));
   }
-  return KeepNegativeZero(json);
+  return KeepNegativeZero(
+      Int64Unquoter(json).Run(*message.GetDescriptor()));
 }
 
 }  // namespace
@@ -336,6 +467,46 @@ Grid StudyListGrid(const std::vector<v1::Study>& studies) {
                     FormatTimeMs(study.create_time_ms())});
   }
   return grid;
+}
+
+std::string StateReason(const v1::Trial& trial) {
+  switch (trial.state()) {
+    case v1::Trial::STOPPING:
+    case v1::Trial::STOPPED:
+    case v1::Trial::PAUSED:
+      return trial.stop_reason();
+    case v1::Trial::INFEASIBLE:
+      return trial.infeasible_reason();
+    case v1::Trial::FAILED:
+    case v1::Trial::REQUESTED:
+      return trial.failure_reason();
+    default:
+      return "";
+  }
+}
+
+std::string TrialEventLine(const v1::TrialEvent& event,
+                           const std::string& objective) {
+  const v1::Trial& trial = event.trial();
+  std::string line = absl::StrCat("#", event.sequence(), " trial ", trial.id(),
+                                  " ", v1::Trial::State_Name(trial.state()));
+  const v1::Measurement* m =
+      trial.has_final_measurement()
+          ? &trial.final_measurement()
+          : (trial.measurements_size() > 0
+                 ? &trial.measurements(trial.measurements_size() - 1)
+                 : nullptr);
+  if (m != nullptr) {
+    absl::StrAppend(&line, " step ", m->step());
+    auto it = m->metrics().find(objective);
+    if (it != m->metrics().end()) {
+      absl::StrAppend(&line, " ", objective, "=", FormatShort(it->second));
+    }
+  }
+  if (const std::string reason = StateReason(trial); !reason.empty()) {
+    absl::StrAppend(&line, " (", reason, ")");
+  }
+  return line;
 }
 
 Grid StudyDetailGrid(const v1::Study& study) {

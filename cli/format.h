@@ -38,7 +38,10 @@ absl::StatusOr<std::vector<v1::Trial::State>> ParseTrialStates(
     const std::vector<std::string>& values);
 
 // `message` in protobuf's JSON mapping with snake_case field names, indented,
-// ending in a newline.
+// ending in a newline; but int64 and uint64 values as JSON numbers ("id": 7),
+// which that mapping quotes ("id": "7") for readers whose numbers are
+// doubles (JavaScript's). Protobuf's readers, ParseJsonConfig and Python's
+// json read either form exactly.
 absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message);
 // ToJson on one line, without the trailing newline (JSON Lines).
 absl::StatusOr<std::string> ToJsonLine(const google::protobuf::Message& message);
@@ -66,6 +69,20 @@ std::string FormatTimeMs(int64_t unix_ms);
 // where the study has constraints, and REASON. Short numbers; `study` may be
 // null. (CSV has its own schema: service/trial_csv.h.)
 Grid TrialGrid(const v1::Study* study, const std::vector<v1::Trial>& trials);
+
+// Why `trial` is in its state, where its state has a why: the stop reason
+// of a STOPPING, STOPPED or PAUSED trial, the infeasible reason of an
+// INFEASIBLE one, the failure reason of a FAILED one or of one given back to
+// the queue (REQUESTED); "" otherwise. A reason left from an earlier attempt
+// or state (a kill that was given back, a pause that was promoted) is not
+// the trial's now.
+std::string StateReason(const v1::Trial& trial);
+
+// `hypertune watch`'s line for `event`: "#SEQ trial ID STATE [step S]
+// [OBJECTIVE=V] [(StateReason)]", with the final measurement's step and
+// value, else the latest intermediate one's.
+std::string TrialEventLine(const v1::TrialEvent& event,
+                           const std::string& objective);
 
 // One row per study: NAME STATE ALGORITHM OBJECTIVE TRIALS ACTIVE CREATED.
 Grid StudyListGrid(const std::vector<v1::Study>& studies);

@@ -1,7 +1,9 @@
 // Reading a message from a JSON file a person wrote (a study config), with
 // errors that say where and what: the line and column of a syntax error,
 // the path of a bad field ('spec.metrics[0] ("loss").goal'), the valid names
-// of an enum, the nearest known name of an unknown field.
+// of an enum, the nearest known name of an unknown field, both keys that set
+// one field. Past the syntax, every problem of the text is listed in one
+// answer, so that a file with three typos takes one run to fix, not three.
 //
 // Pure functions; thread-safe.
 #ifndef HYPERTUNE_CLI_JSON_CONFIG_H_
@@ -13,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "google/protobuf/message.h"
+#include "hypertune/v1/hypertune.pb.h"
 
 namespace hypertune::cli {
 
@@ -51,9 +54,20 @@ std::optional<size_t> JsonTooDeepAt(std::string_view json, int max_depth);
 
 // Parses `json` (protobuf's JSON mapping, snake_case or lowerCamel names)
 // into `message`. INVALID_ARGUMENT naming `source` and the problem (a text
-// nested deeper than kMaxJsonDepth included, with its line and column).
+// nested deeper than kMaxJsonDepth included, with its line and column); with
+// several problems (unknown fields, wrong types or enum names, a key given
+// twice or one field set under both its names, two members of a oneof), all
+// of them, one per line: "SOURCE: N problems:\n  PATH: PROBLEM\n  ...".
 absl::Status ParseJsonConfig(std::string_view json, std::string_view source,
                              google::protobuf::Message* message);
+
+// ParseJsonConfig for a new study's config, listing with the rest what the
+// study lacks or has the wrong way round: its name, spec, parameters (each
+// with a name, a kind, both bounds of a range, min <= max, min > 0 on a log
+// scale), metrics (each with a name; an objective with a goal). The server
+// checks the rest when the study is created.
+absl::Status ParseStudyConfig(std::string_view json, std::string_view source,
+                              v1::Study* study);
 
 // The edit distance between `a` and `b` (insertions, deletions,
 // substitutions and adjacent transpositions count 1).

@@ -17,11 +17,11 @@
 namespace hypertune::cli {
 
 const char kStudyUsage[] =
-    "usage: hypertune study create --config FILE [--format json|table]\n"
+    "usage: hypertune study create --config FILE [--format table|json]\n"
     "                              [--warm-start-from OTHER[,OTHER...]]\n"
     "                              [--transfer-from OTHER[,OTHER...]]\n"
     "       hypertune study list [--format table|json]\n"
-    "       hypertune study get NAME [--format json|table]\n"
+    "       hypertune study get NAME [--format table|json]\n"
     "       hypertune study best NAME [--format table|json|csv]\n"
     "       hypertune study update NAME [--max-trials N] [--max-parallel-trials N]\n"
     "           [--max-device-hours H] [--price-per-device-hour P]\n"
@@ -38,6 +38,8 @@ const char kStudyUsage[] =
     "   \"double_spec\": {\"min\": 1e-4, \"max\": 0.1, \"scale\": \"LOG\"}}],\n"
     "   \"metrics\": [{\"name\": \"loss\", \"goal\": \"MINIMIZE\"}],\n"
     "   \"max_trials\": 50}}\n"
+    "Output is a table for people; --format json (the protobuf JSON mapping,\n"
+    "integers as numbers) or csv is for programs.\n"
     "best lists the optimal trials: for one objective the best feasible one,\n"
     "for several the Pareto front of the feasible trials.\n"
     "update changes a study's budget, lease and early-stopping budget, turns\n"
@@ -65,8 +67,10 @@ absl::Status Print(const CommandContext& context,
   return absl::OkStatus();
 }
 
-// The study config in the JSON file at `path` (json_config.h's errors).
-absl::StatusOr<v1::Study> ReadStudyConfig(const std::string& path) {
+// The study config in the JSON file at `path` (json_config.h's errors);
+// `whole`: a new study's, checked for what a study needs (ParseStudyConfig).
+absl::StatusOr<v1::Study> ReadStudyConfig(const std::string& path,
+                                          bool whole) {
   std::ifstream file(path);
   std::stringstream text;
   if (!file || !(text << file.rdbuf())) {
@@ -74,7 +78,9 @@ absl::StatusOr<v1::Study> ReadStudyConfig(const std::string& path) {
         absl::StrCat("cannot read study config \"", path, "\""));
   }
   v1::Study study;
-  if (absl::Status s = ParseJsonConfig(text.str(), path, &study); !s.ok()) {
+  if (absl::Status s = whole ? ParseStudyConfig(text.str(), path, &study)
+                             : ParseJsonConfig(text.str(), path, &study);
+      !s.ok()) {
     return s;
   }
   return study;
@@ -103,11 +109,11 @@ absl::Status Create(const CommandContext& context, const Args& args) {
     return UsageError("study create takes the study from --config only");
   }
   absl::StatusOr<OutputFormat> format = ParseFormat(
-      parsed->Get("format"), OutputFormat::kJson,
-      {OutputFormat::kJson, OutputFormat::kTable});
+      parsed->Get("format"), OutputFormat::kTable,
+      {OutputFormat::kTable, OutputFormat::kJson});
   if (!format.ok()) return format.status();
 
-  absl::StatusOr<v1::Study> config = ReadStudyConfig(*path);
+  absl::StatusOr<v1::Study> config = ReadStudyConfig(*path, /*whole=*/true);
   if (!config.ok()) return config.status();
   v1::Study& study = *config;
   for (const std::string& prior :
@@ -169,8 +175,8 @@ absl::Status Get(const CommandContext& context, const Args& args) {
   absl::StatusOr<std::string> name = OneName(*parsed, "get");
   if (!name.ok()) return name.status();
   absl::StatusOr<OutputFormat> format = ParseFormat(
-      parsed->Get("format"), OutputFormat::kJson,
-      {OutputFormat::kJson, OutputFormat::kTable});
+      parsed->Get("format"), OutputFormat::kTable,
+      {OutputFormat::kTable, OutputFormat::kJson});
   if (!format.ok()) return format.status();
   absl::StatusOr<v1::Study> study = context.client.GetStudy(*name);
   if (!study.ok()) return study.status();
@@ -294,7 +300,7 @@ absl::Status Update(const CommandContext& context, const Args& args) {
     request.mutable_update_mask()->add_paths("early_stopping.promote_by_model");
   }
   if (std::optional<std::string> path = parsed->Get("config")) {
-    absl::StatusOr<v1::Study> config = ReadStudyConfig(*path);
+    absl::StatusOr<v1::Study> config = ReadStudyConfig(*path, /*whole=*/false);
     if (!config.ok()) return config.status();
     *request.mutable_spec()->mutable_parameters() = config->spec().parameters();
     request.mutable_update_mask()->add_paths("parameters");

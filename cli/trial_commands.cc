@@ -178,36 +178,6 @@ absl::Status StreamTrials(const CommandContext& context,
   return absl::OkStatus();
 }
 
-// One line per trial change: "#SEQ trial ID STATE step N OBJECTIVE=V (reason)".
-std::string DescribeEvent(const v1::TrialEvent& event,
-                          const std::string& objective) {
-  const v1::Trial& trial = event.trial();
-  std::string line = absl::StrCat("#", event.sequence(), " trial ", trial.id(),
-                                  " ", v1::Trial::State_Name(trial.state()));
-  const v1::Measurement* m =
-      trial.has_final_measurement()
-          ? &trial.final_measurement()
-          : (trial.measurements_size() > 0
-                 ? &trial.measurements(trial.measurements_size() - 1)
-                 : nullptr);
-  if (m != nullptr) {
-    absl::StrAppend(&line, " step ", m->step());
-    auto it = m->metrics().find(objective);
-    if (it != m->metrics().end()) {
-      absl::StrAppend(&line, " ", objective, "=", FormatShort(it->second));
-    }
-  }
-  for (const std::string* reason :
-       {&trial.stop_reason(), &trial.infeasible_reason(),
-        &trial.failure_reason()}) {
-    if (!reason->empty()) {
-      absl::StrAppend(&line, " (", *reason, ")");
-      break;
-    }
-  }
-  return line;
-}
-
 }  // namespace
 
 absl::Status RunTrialsCommand(const CommandContext& context, const Args& args) {
@@ -487,7 +457,7 @@ absl::Status RunWatchCommand(const CommandContext& context, const Args& args) {
           }
           context.out << *json << '\n';
         } else {
-          context.out << DescribeEvent(event, objective) << '\n';
+          context.out << TrialEventLine(event, objective) << '\n';
         }
         context.out.flush();
         return true;

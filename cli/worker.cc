@@ -300,6 +300,7 @@ class Worker {
     request.set_failure_reason(reason);
     request.set_preempted(preempted);
     absl::StatusOr<v1::Trial> done = client_.CompleteTrial(request);
+    tally_.CountOther(trial.id());
     console_.Out(absl::StrCat(
         "trial ", trial.id(),
         done.ok() ? " given back: " : " left to its lease: ", reason,
@@ -356,7 +357,7 @@ class Worker {
         status.ok() ? " given back: " : " left to its lease: ", reason,
         status.ok() ? "" : absl::StrCat(" (", status.message(), ")"));
     log << "[hypertune worker] " << message << std::endl;
-    tally_.CountOther();
+    tally_.CountOther(held.trial.id());
     console_.Out(message);
     UpdateStatus();
   }
@@ -445,7 +446,7 @@ class Worker {
     console_.Out(absl::StrCat("trial ", id, " started (slot ", slot,
                               "): ", ParametersText(trial), "; log ",
                               log_path.string()));
-    tally_.ProgramStarted();
+    tally_.ProgramStarted(id);
     UpdateStatus();
 
     Clock::time_point started = Clock::now();
@@ -581,7 +582,7 @@ class Worker {
     process->reset();
     // The devices are idle from here, whatever the trial's fate.
     lease.StopDeviceClock();
-    tally_.ProgramEnded();
+    tally_.ProgramEnded(id);
     const double program_seconds =
         std::chrono::duration<double>(Clock::now() - started).count();
     const double elapsed = ElapsedSeconds(trial, started);
@@ -745,7 +746,7 @@ class Worker {
                        done.status().message());
       console_.Err(message);
       log << "[hypertune worker] " << message << std::endl;
-      tally_.CountOther();
+      tally_.CountOther(id);
       return std::nullopt;
     }
     std::string what = Describe(*done);
@@ -826,7 +827,7 @@ class Worker {
     if (counted) {
       tally_.CountSettled(trial);
     } else {
-      tally_.CountOther();
+      tally_.CountOther(trial.id());
     }
     console_.Out(message);
     UpdateStatus();

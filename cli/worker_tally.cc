@@ -16,44 +16,48 @@ WorkerTally::WorkerTally(std::string study, int64_t budget,
       objective_(objective.has_value() ? std::move(objective->name) : ""),
       maximize_(objective.has_value() && objective->maximize) {}
 
-void WorkerTally::ProgramStarted() {
+void WorkerTally::Put(int64_t id, Bucket bucket) { trials_[id] = bucket; }
+
+void WorkerTally::ProgramStarted(int64_t id) {
   absl::MutexLock lock(&mu_);
-  ++counts_.running;
+  Put(id, Bucket::kRunning);
 }
 
-void WorkerTally::ProgramEnded() {
+void WorkerTally::ProgramEnded(int64_t id) {
   absl::MutexLock lock(&mu_);
-  --counts_.running;
+  Put(id, Bucket::kHeld);
 }
 
 void WorkerTally::CountSettled(const v1::Trial& trial) {
   absl::MutexLock lock(&mu_);
-  if (trial.state() == v1::Trial::INFEASIBLE) {
-    ++counts_.infeasible;
-  } else if (trial.state() == v1::Trial::FAILED) {
-    ++counts_.failed;
-  } else if (trial.state() == v1::Trial::COMPLETED ||
-             trial.state() == v1::Trial::STOPPED) {
-    ++counts_.completed;
-    const auto& metrics = trial.final_measurement().metrics();
-    auto it = metrics.find(objective_);
-    const bool feasible = !trial.has_feasible() || trial.feasible();
-    if (feasible && it != metrics.end() &&
-        (!best_.has_value() ||
-         (maximize_ ? it->second > *best_ : it->second < *best_))) {
-      best_ = it->second;
-      best_trial_ = trial.id();
-    }
-  } else if (trial.state() == v1::Trial::PAUSED) {
-    ++counts_.paused;
-  } else {
-    ++counts_.other;
+  switch (trial.state()) {
+    case v1::Trial::INFEASIBLE:
+      return Put(trial.id(), Bucket::kInfeasible);
+    case v1::Trial::FAILED:
+      return Put(trial.id(), Bucket::kFailed);
+    case v1::Trial::PAUSED:
+      return Put(trial.id(), Bucket::kPaused);
+    case v1::Trial::COMPLETED:
+    case v1::Trial::STOPPED:
+      break;
+    default:
+      return Put(trial.id(), Bucket::kOther);
+  }
+  Put(trial.id(), Bucket::kCompleted);
+  const auto& metrics = trial.final_measurement().metrics();
+  auto it = metrics.find(objective_);
+  const bool feasible = !trial.has_feasible() || trial.feasible();
+  if (feasible && it != metrics.end() &&
+      (!best_.has_value() ||
+       (maximize_ ? it->second > *best_ : it->second < *best_))) {
+    best_ = it->second;
+    best_trial_ = trial.id();
   }
 }
 
-void WorkerTally::CountOther() {
+void WorkerTally::CountOther(int64_t id) {
   absl::MutexLock lock(&mu_);
-  ++counts_.other;
+  Put(id, Bucket::kOther);
 }
 
 void WorkerTally::SetStudyCompleted() {
@@ -68,36 +72,58 @@ bool WorkerTally::study_completed() const {
 
 WorkerTally::Counts WorkerTally::counts() const {
   absl::MutexLock lock(&mu_);
-  return counts_;
+  Counts counts;
+  for (const auto& [id, bucket] : trials_) {
+    switch (bucket) {
+      case Bucket::kRunning:
+        ++counts.running;
+        break;
+      case Bucket::kHeld:
+        ++counts.held;
+        break;
+      case Bucket::kCompleted:
+        ++counts.completed;
+        break;
+      case Bucket::kInfeasible:
+        ++counts.infeasible;
+        break;
+      case Bucket::kFailed:
+        ++counts.failed;
+        break;
+      case Bucket::kPaused:
+        ++counts.paused;
+        break;
+      case Bucket::kOther:
+        ++counts.other;
+        break;
+    }
+  }
+  return counts;
 }
 
 std::string WorkerTally::Progress() const {
+  const Counts counts = this->counts();
   absl::MutexLock lock(&mu_);
-  std::string text = absl::StrCat(
-      study_, ": ",
-      counts_.completed + counts_.infeasible + counts_.failed +
-          counts_.paused + counts_.other);
+  std::string text = absl::StrCat(study_, ": ", counts.total());
   if (budget_ > 0) absl::StrAppend(&text, "/", budget_);
-  absl::StrAppend(&text, " done");
-  std::vector<std::string> notes;
-  if (counts_.infeasible > 0) {
-    notes.push_back(absl::StrCat(counts_.infeasible, " infeasible"));
+  absl::StrAppend(&text, counts.total() == 1 && budget_ <= 0 ? " trial"
+                                                             : " trials");
+  std::vector<std::string> buckets;
+  for (const auto& [count, what] :
+       {std::pair{counts.completed, "completed"},
+        std::pair{counts.infeasible, "infeasible"},
+        std::pair{counts.failed, "failed"},
+        std::pair{counts.paused, "paused at a rung"},
+        std::pair{counts.other, "given back or left"},
+        std::pair{counts.held, "held"},
+        std::pair{counts.running, "running"}}) {
+    if (count > 0) buckets.push_back(absl::StrCat(count, " ", what));
   }
-  if (counts_.failed > 0) {
-    notes.push_back(absl::StrCat(counts_.failed, " failed"));
+  if (!buckets.empty()) {
+    absl::StrAppend(&text, ": ", absl::StrJoin(buckets, ", "));
   }
-  if (counts_.paused > 0) {
-    notes.push_back(absl::StrCat(counts_.paused, " paused at a rung"));
-  }
-  if (counts_.other > 0) {
-    notes.push_back(absl::StrCat(counts_.other, " given back or left"));
-  }
-  if (!notes.empty()) {
-    absl::StrAppend(&text, " (", absl::StrJoin(notes, ", "), ")");
-  }
-  absl::StrAppend(&text, ", ", counts_.running, " running");
   if (best_.has_value()) {
-    absl::StrAppend(&text, ", best ", objective_, "=", FormatShort(*best_),
+    absl::StrAppend(&text, "; best ", objective_, "=", FormatShort(*best_),
                     " (trial ", best_trial_, ")");
   }
   return text;

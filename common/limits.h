@@ -63,8 +63,14 @@ inline constexpr int kMaxSuggestCount = 1000;
 // the HTTP event feeds have limits of their own).
 inline constexpr int kMaxWatchStreams = 4096;
 inline constexpr int kMaxWatchStreamsPerOwner = 64;
-// ImportStudy streams read at once (each is held in memory until stored).
-inline constexpr int kMaxConcurrentImports = 2;
+// ImportStudy streams read at once (each is held in memory until stored),
+// in all and per owner (with auth off, per client host), so that one
+// owner's stalled imports never block another's.
+inline constexpr int kMaxConcurrentImports = 4;
+inline constexpr int kMaxConcurrentImportsPerOwner = 2;
+// An ImportStudy stream silent this long between messages is cancelled,
+// giving its place back.
+inline constexpr int kImportIdleSeconds = 30;
 inline constexpr int kMaxPageSize = 1000;
 // The HTTP change feed's compact view (the dashboard's bulk read; HTTP has
 // no 4 MiB answer limit): a page of 10,000 trials is about 5 MB.

@@ -1,10 +1,14 @@
 #include "service/grpc_service.h"
 
 #include <chrono>
+#include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/limits.h"
 #include "service/study_import.h"
 
@@ -28,6 +32,57 @@ std::string StreamOwner(const Principal &caller,
   const size_t port = peer.rfind(':');
   return port == std::string::npos ? peer : peer.substr(0, port);
 }
+
+// Cancels a call that goes `idle` without Progress(): a client stream that
+// stalls gives its place back instead of holding it for as long as its
+// connection lives.
+class ProgressWatchdog {
+ public:
+  ProgressWatchdog(grpc::ServerContext *context, absl::Duration idle)
+      : context_(context), idle_(idle), thread_([this] { Watch(); }) {}
+  ~ProgressWatchdog() {
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+    }
+    thread_.join();
+  }
+  ProgressWatchdog(const ProgressWatchdog &) = delete;
+  ProgressWatchdog &operator=(const ProgressWatchdog &) = delete;
+
+  void Progress() {
+    absl::MutexLock lock(&mu_);
+    last_ = absl::Now();
+  }
+  // Stops watching; true if the call was cancelled for its silence.
+  bool Stop() {
+    absl::MutexLock lock(&mu_);
+    done_ = true;
+    return fired_;
+  }
+
+ private:
+  void Watch() {
+    absl::MutexLock lock(&mu_);
+    while (!done_) {
+      const absl::Time deadline = last_ + idle_;
+      if (absl::Now() >= deadline) {
+        fired_ = true;
+        context_->TryCancel();
+        return;
+      }
+      mu_.AwaitWithDeadline(absl::Condition(&done_), deadline);
+    }
+  }
+
+  grpc::ServerContext *const context_;
+  const absl::Duration idle_;
+  absl::Mutex mu_;
+  absl::Time last_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  bool fired_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: starts once the rest is set
+};
 
 }  // namespace
 
@@ -193,7 +248,8 @@ grpc::Status GrpcService::ImportStudy(
   absl::StatusOr<Principal> caller = Caller(context);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   // An import holds its trials (serialized) until they are stored.
-  StreamLimits::Hold slot(import_limits_, "", "ImportStudy");
+  StreamLimits::Hold slot(import_limits_, StreamOwner(*caller, *context),
+                          "ImportStudy");
   if (!slot.status().ok()) return ToGrpcStatus(slot.status());
   // A failed Read() ends the stream as the client's WritesDone() does;
   // only the context tells a cancelled or timed-out client apart.
@@ -201,8 +257,23 @@ grpc::Status GrpcService::ImportStudy(
     return context->IsCancelled() ||
            context->deadline() <= std::chrono::system_clock::now();
   };
-  absl::StatusOr<ImportedStudy> imported = ReadImportStream(
-      [reader](v1::ImportStudyRequest &message) { return reader->Read(&message); });
+  absl::StatusOr<ImportedStudy> imported;
+  {
+    ProgressWatchdog watchdog(context, import_idle_timeout_);
+    imported = ReadImportStream([&](v1::ImportStudyRequest &message) {
+      const bool read = reader->Read(&message);
+      watchdog.Progress();
+      return read;
+    });
+    if (watchdog.Stop()) {
+      // The client sees only CANCELLED: a cancelled call carries no message.
+      std::cerr << "hypertuned: ImportStudy from " << context->peer()
+                << " cancelled: no message for "
+                << absl::FormatDuration(import_idle_timeout_)
+                << "; nothing was stored\n";
+      return grpc::Status::CANCELLED;
+    }
+  }
   if (!imported.ok()) return ToGrpcStatus(imported.status());
   return Reply(service_->ImportStudy(*std::move(imported), *caller, abandoned),
                response);

@@ -11,6 +11,8 @@
 #include <functional>
 #include <utility>
 
+#include "absl/time/time.h"
+
 #include "hypertune/v1/hypertune.grpc.pb.h"
 #include "service/auth.h"
 #include "common/limits.h"
@@ -33,12 +35,16 @@ class GrpcService final
   // every call answers (a standby's UNAVAILABLE naming the leader:
   // leadership.h); null: always serving.
   // REQUIRES: `service` outlives *this.
-  explicit GrpcService(StudyService *service,
-                       Authorizer authorizer = Authorizer(),
-                       std::function<absl::Status()> serving = nullptr)
+  // `import_idle_timeout`: how long an ImportStudy stream may go without a
+  // message before it is cancelled.
+  explicit GrpcService(
+      StudyService *service, Authorizer authorizer = Authorizer(),
+      std::function<absl::Status()> serving = nullptr,
+      absl::Duration import_idle_timeout = absl::Seconds(kImportIdleSeconds))
       : service_(service),
         authorizer_(std::move(authorizer)),
-        serving_(std::move(serving)) {}
+        serving_(std::move(serving)),
+        import_idle_timeout_(import_idle_timeout) {}
 
   grpc::Status CreateStudy(grpc::ServerContext *,
                            const v1::CreateStudyRequest *,
@@ -115,10 +121,11 @@ class GrpcService final
   StudyService *const service_;
   const Authorizer authorizer_;
   const std::function<absl::Status()> serving_;
-  // ImportStudy streams being read, in all (one owner, ""): each holds its
-  // trials, serialized, until they are stored.
-  StreamLimits import_limits_{kMaxConcurrentImports, kMaxConcurrentImports,
-                              "imports"};
+  const absl::Duration import_idle_timeout_;
+  // ImportStudy streams being read or stored, in all and per owner: each
+  // holds its trials, serialized, until they are stored.
+  StreamLimits import_limits_{kMaxConcurrentImports,
+                              kMaxConcurrentImportsPerOwner, "imports"};
   StreamLimits watch_limits_{kMaxWatchStreams, kMaxWatchStreamsPerOwner,
                              "watch streams"};
   WatchStreams watch_streams_{service_};

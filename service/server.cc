@@ -131,10 +131,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   if (!election.ok()) return election.status();
   Server* raw = server.get();
   Leadership::Hooks hooks;
-  // Taking over: the leases of trials in flight are extended as after a
-  // restart (their workers reconnect), then expired ones are swept.
+  // Taking over: imports cut short are removed, the leases of trials in
+  // flight are extended as after a restart (their workers reconnect), then
+  // expired ones are swept.
   hooks.on_lead = [raw, sweep = options.lease_sweep_interval]() {
-    if (absl::Status s = raw->service_->ExtendLeasesOnStart(); !s.ok()) {
+    if (absl::Status s = raw->service_->RecoverOnStart(); !s.ok()) {
       return s;
     }
     raw->sweeper_ = std::make_unique<LeaseSweeper>(raw->service_.get(), sweep);
@@ -161,7 +162,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   // The HTTP side checks the same tokens.
   Authorizer http_authorizer = authorizer;
   server->grpc_service_ = std::make_unique<GrpcService>(
-      server->service_.get(), std::move(authorizer), serving);
+      server->service_.get(), std::move(authorizer), serving,
+      options.import_idle_timeout);
 
   // The standard health service (grpc.health.v1: SERVING while it serves,
   // NOT_SERVING once shutting down; for Kubernetes probes and load

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/limits.h"
 #include "service/grpc_service.h"
 #include "service/http/http_server.h"
 #include "service/lease_sweeper.h"
@@ -39,6 +40,8 @@ struct ServerOptions {
   ServiceOptions service;
   // How often run-out leases are expired.
   absl::Duration lease_sweep_interval = absl::Milliseconds(250);
+  // How long an ImportStudy stream may pause between messages.
+  absl::Duration import_idle_timeout = absl::Seconds(kImportIdleSeconds);
   // Lines `TOKEN OWNER` (auth.h); every call then needs `authorization:
   // Bearer TOKEN`. Empty (default): no auth, studies have no owner.
   std::string auth_token_file;

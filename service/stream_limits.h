@@ -41,6 +41,7 @@ class StreamLimits {
     Hold& operator=(const Hold&) = delete;
     // OK when the stream was counted; else why not.
     const absl::Status& status() const { return status_; }
+    const std::string& owner() const { return owner_; }
 
    private:
     StreamLimits& limits_;

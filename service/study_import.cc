@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <tuple>
 #include <utility>
 
@@ -292,6 +293,11 @@ absl::StatusOr<v1::Study> StudyService::ImportStudy(
   StudyRuntime& runtime = context_.runtimes().For(study.name());
   absl::MutexLock lock(&runtime.mu);
   if (gone()) return cancelled;
+  // Stored IMPORTING until the last chunk is in, then given its state in
+  // one write: a server killed in between removes it when it starts again
+  // (RemoveInterruptedImports), so the import lands whole or not at all.
+  const v1::Study::State imported_state = study.state();
+  study.set_state(v1::Study::IMPORTING);
   HT_RETURN_IF_ERROR(context_.store().CreateStudy(study));
   // Stored a chunk at a time, each freed once stored; the study's lock
   // keeps every call on it waiting until the last chunk is in.
@@ -310,6 +316,10 @@ absl::StatusOr<v1::Study> StudyService::ImportStudy(
   // A caller gone meanwhile never learns the import landed: undo it, so
   // that its retry does not meet ALREADY_EXISTS.
   if (stored.ok() && gone()) stored = cancelled;
+  if (stored.ok()) {
+    stored = context_.store().ModifyStudy(
+        study.name(), [&](v1::Study& s) { s.set_state(imported_state); });
+  }
   if (!stored.ok()) {
     // All or nothing: the study goes with its trials.
     context_.store().DeleteStudy(study.name()).IgnoreError();
@@ -321,6 +331,18 @@ absl::StatusOr<v1::Study> StudyService::ImportStudy(
   }
   runtime.lease_check = {};
   return LoadStudyWithCounts(caller, study.name());
+}
+
+absl::Status StudyService::RemoveInterruptedImports() {
+  absl::StatusOr<std::vector<v1::Study>> studies = context_.store().ListStudies();
+  if (!studies.ok()) return studies.status();
+  for (const v1::Study& study : *studies) {
+    if (study.state() != v1::Study::IMPORTING) continue;
+    HT_RETURN_IF_ERROR(context_.store().DeleteStudy(study.name()));
+    std::cerr << "hypertuned: removed study \"" << study.name()
+              << "\", whose import was cut short (import it again)\n";
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::ImportTrialsResponse> StudyService::ImportTrials(

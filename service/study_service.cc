@@ -13,12 +13,14 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "google/protobuf/io/coded_stream.h"
 #include "common/study_metrics.h"
 #include "optimizer/early_stopping.h"
 #include "optimizer/learning_curve_model.h"
 #include "optimizer/pareto.h"
 #include "service/backup_path.h"
 #include "service/conversion.h"
+#include "service/curve_cache.h"
 #include "service/attempts.h"
 #include "service/priors.h"
 #include "service/status_macros.h"
@@ -33,7 +35,6 @@ constexpr int kDefaultPageSize = 100;
 // WatchTrials: changes read per store query, the pause after a read that
 // found changes, and how long to wait for a change before checking whether
 // the watcher is gone.
-constexpr int kWatchBatch = 500;
 constexpr absl::Duration kWatchPause = absl::Milliseconds(200);
 constexpr absl::Duration kWatchPoll = absl::Milliseconds(200);
 
@@ -167,7 +168,8 @@ absl::StatusOr<int64_t> ParsePageToken(const std::string& token) {
 }  // namespace
 
 StudyService::StudyService(storage::StudyStore* store, ServiceOptions options)
-    : context_(store, std::move(options)),
+    : curve_store_(store, &curves_),
+      context_(&curve_store_, std::move(options)),
       leases_(context_),
       suggestions_(context_, leases_) {}
 
@@ -180,6 +182,11 @@ absl::Status StudyService::ExpireLeases() { return leases_.ExpireAll(); }
 
 absl::Status StudyService::ExtendLeasesOnStart() {
   return leases_.ExtendOnStart();
+}
+
+absl::Status StudyService::RecoverOnStart() {
+  HT_RETURN_IF_ERROR(RemoveInterruptedImports());
+  return ExtendLeasesOnStart();
 }
 
 absl::StatusOr<v1::Study> StudyService::CreateStudy(
@@ -642,11 +649,22 @@ absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
   absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
   if (!runtime.ok()) return runtime.status();
   TrialLock lock(**runtime, request.trial_id());
-  absl::StatusOr<StudyAndTrial> loaded =
-      LoadStudyAndTrial(caller, request.study_name(), request.trial_id());
+  // The trial's head and latest measurement only: a report costs the same
+  // however long the curve is.
+  absl::StatusOr<v1::Study> loaded =
+      context_.LoadStudyFor(caller, request.study_name(), Access::kWrite);
   if (!loaded.ok()) return loaded.status();
-  const v1::Study& study = loaded->study;
-  v1::Trial& trial = loaded->trial;
+  const v1::Study& study = *loaded;
+  absl::StatusOr<storage::TrialHead> head = context_.store().GetTrialHead(
+      request.study_name(), request.trial_id());
+  if (!head.ok()) return head.status();
+  v1::Trial& trial = head->trial;
+  // The answer: the trial as stored, with only the measurement reported.
+  auto answer = [&trial](const v1::Measurement& reported) {
+    v1::Trial out = trial;
+    *out.add_measurements() = reported;
+    return out;
+  };
   HT_RETURN_IF_ERROR(CheckRunning(trial, "measurements are accepted"));
   HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
   // Early stopping reads the primary objective: a measurement without it (a
@@ -664,31 +682,61 @@ absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
   }
   // A step already recorded: the same payload is a retry, anything else an
   // error; steps never go backwards.
-  for (const v1::Measurement& old : trial.measurements()) {
-    if (old.step() != m.step()) continue;
-    if (SameMetrics(old, m)) return trial;
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "measurement.step: step %d of %s was already recorded with other "
-        "metrics",
-        m.step(), TrialRef(trial)));
-  }
-  if (trial.measurements_size() > 0) {
-    int64_t latest = trial.measurements(trial.measurements_size() - 1).step();
-    if (m.step() < latest) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "measurement.step: %d is below the latest recorded step %d of %s",
-          m.step(), latest, TrialRef(trial)));
+  if (head->latest.has_value() && m.step() <= head->latest->step()) {
+    const v1::Measurement* old = nullptr;
+    absl::StatusOr<v1::Trial> whole;
+    if (m.step() == head->latest->step()) {
+      old = &*head->latest;
+    } else {
+      // An earlier step (rare): a retry of an earlier report, or an error.
+      whole = context_.store().GetTrial(request.study_name(),
+                                        request.trial_id());
+      if (!whole.ok()) return whole.status();
+      for (const v1::Measurement& stored : whole->measurements()) {
+        if (stored.step() == m.step()) {
+          old = &stored;
+          break;
+        }
+      }
     }
+    if (old != nullptr) {
+      if (SameMetrics(*old, m)) return answer(*old);
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "measurement.step: step %d of %s was already recorded with other "
+          "metrics",
+          m.step(), TrialRef(trial)));
+    }
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "measurement.step: %d is below the latest recorded step %d of %s",
+        m.step(), head->latest->step(), TrialRef(trial)));
+  }
+  // ValidateTrialSize of the trial with `m`, from the stored sizes.
+  if (head->measurements + 1 > kMaxMeasurementsPerTrial) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "measurement: trial %d would hold %d measurements, over the limit of "
+        "%d per trial",
+        trial.id(), head->measurements + 1, kMaxMeasurementsPerTrial));
+  }
+  const size_t bytes =
+      trial.ByteSizeLong() + static_cast<size_t>(head->measurement_bytes) +
+      1 /* the field's tag */ +
+      google::protobuf::io::CodedOutputStream::VarintSize64(m.ByteSizeLong()) +
+      m.ByteSizeLong();
+  if (bytes > kMaxTrialBytes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "measurement: trial %d would take %d bytes, over the limit of %d per "
+        "trial",
+        trial.id(), bytes, kMaxTrialBytes));
   }
   const storage::TrialVersion read = storage::TrialVersion::Of(trial);
-  *trial.add_measurements() = m;
-  HT_RETURN_IF_ERROR(ValidateTrialSize("measurement", trial));
   trial.set_lease_expire_time_ms(context_.Now() + leases_.LeaseMs(study));
   if (trial.state() == v1::Trial::ACTIVE) {
-    HT_RETURN_IF_ERROR(ApplyEarlyStopping(study, trial));
+    HT_RETURN_IF_ERROR(ApplyEarlyStopping(study, trial, &m));
   }
-  HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
-  return trial;
+  HT_RETURN_IF_ERROR(
+      curve_store_.AppendMeasurementAt(trial, m, read, head->measurements));
+  context_.changes().Notify();
+  return answer(m);
 }
 
 absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
@@ -926,38 +974,45 @@ absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
   return response;
 }
 
-absl::Status StudyService::ApplyEarlyStopping(const v1::Study& study,
-                                              v1::Trial& trial) {
+absl::Status StudyService::ApplyEarlyStopping(
+    const v1::Study& study, v1::Trial& trial,
+    const v1::Measurement* appended) {
   if (!HasEarlyStopping(study.spec())) return absl::OkStatus();
-  absl::StatusOr<std::vector<v1::Trial>> trials =
-      context_.store().ListTrials(study.name(), {});
-  if (!trials.ok()) return trials.status();
-  for (v1::Trial& t : *trials) {
-    if (t.id() == trial.id()) t = trial;  // with its newest measurement
-  }
   const optimizer::EarlyStoppingConfig rule =
       ToEarlyStoppingConfig(study.spec());
-  optimizer::Decision decision =
-      optimizer::DecideTrial(rule, ToCurves(study.spec(), *trials), trial.id());
-  auto queued = [&] {
-    return std::any_of(
-        trials->begin(), trials->end(),
-        [](const v1::Trial& t) { return t.state() == v1::Trial::REQUESTED; });
-  };
-  if (decision.action == optimizer::Action::kPause && rule.promote_by_model &&
-      study.state() == v1::Study::ACTIVE && !queued()) {
-    // The model may resume it first thing (as the plan would: the study
-    // active and no queued trial to go before it): then it need not stop.
-    absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
-    if (space.ok()) {
-      const ModelledCurves modelled =
-          ToModelledCurves(study.spec(), *space, *trials);
-      if (optimizer::ResumesAtOnce(rule, *space, modelled.curves,
-                                   modelled.parameters, trial.id())) {
-        decision = {};
-      }
-    }
-  }
+  optimizer::Decision decision;
+  // The study's curves from memory (curve_cache.h), not every trial read
+  // again on each report.
+  HT_RETURN_IF_ERROR(curves_.Judge(
+      context_.store(), study, trial, appended,
+      [&](const CurveCache::Curves& kept) {
+        decision = optimizer::DecideTrial(rule, kept.curves, trial.id());
+        if (decision.action != optimizer::Action::kPause ||
+            !rule.promote_by_model || study.state() != v1::Study::ACTIVE ||
+            kept.requested > 0) {
+          return;
+        }
+        // The model may resume it first thing (as the plan would: the
+        // study active and no queued trial to go before it): then it need
+        // not stop. What ToModelledCurves makes of the study's trials.
+        absl::StatusOr<optimizer::SearchSpace> space =
+            ToSearchSpace(study.spec());
+        if (!space.ok()) return;
+        ModelledCurves modelled;
+        for (const optimizer::TrialCurve& curve : kept.curves) {
+          auto parameters = kept.parameters.find(curve.id);
+          if (parameters == kept.parameters.end()) continue;
+          absl::StatusOr<optimizer::Assignment> x = ToAssignment(
+              "trial.parameters", *space, parameters->second);
+          if (!x.ok()) continue;
+          modelled.parameters.push_back(*std::move(x));
+          modelled.curves.push_back(curve);
+        }
+        if (optimizer::ResumesAtOnce(rule, *space, modelled.curves,
+                                     modelled.parameters, trial.id())) {
+          decision = {};
+        }
+      }));
   switch (decision.action) {
     case optimizer::Action::kContinue:
       break;
@@ -981,16 +1036,25 @@ absl::StatusOr<v1::CheckEarlyStoppingResponse> StudyService::CheckEarlyStopping(
   absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
   if (!runtime.ok()) return runtime.status();
   TrialLock lock(**runtime, request.trial_id());
-  absl::StatusOr<StudyAndTrial> loaded =
-      LoadStudyAndTrial(caller, request.study_name(), request.trial_id());
-  if (!loaded.ok()) return loaded.status();
-  v1::Study& study = loaded->study;
-  v1::Trial& trial = loaded->trial;
+  absl::StatusOr<v1::Study> study =
+      context_.LoadStudyFor(caller, request.study_name(), Access::kWrite);
+  if (!study.ok()) return study.status();
+  // The head alone: the curve is the cache's.
+  absl::StatusOr<storage::TrialHead> head = context_.store().GetTrialHead(
+      request.study_name(), request.trial_id());
+  if (!head.ok()) return head.status();
+  v1::Trial& trial = head->trial;
   if (trial.state() == v1::Trial::ACTIVE) {
     // Judged again: trials finished since its last report may decide it.
     const storage::TrialVersion read = storage::TrialVersion::Of(trial);
-    HT_RETURN_IF_ERROR(ApplyEarlyStopping(study, trial));
+    HT_RETURN_IF_ERROR(ApplyEarlyStopping(*study, trial, nullptr));
     if (trial.state() != read.state) {
+      // Saved whole, with the curve read back under the same lock.
+      absl::StatusOr<v1::Trial> whole = context_.store().GetTrial(
+          request.study_name(), request.trial_id());
+      if (!whole.ok()) return whole.status();
+      *trial.mutable_measurements() =
+          std::move(*whole->mutable_measurements());
       HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
     }
   }
@@ -1068,7 +1132,7 @@ absl::StatusOr<StudyService::Watch> StudyService::OpenWatch(
                request.after_sequence()};
 }
 
-absl::StatusOr<std::vector<storage::TrialChange>> StudyService::ReadWatch(
+absl::StatusOr<StudyService::WatchBatch> StudyService::ReadWatch(
     const Watch& watch, const Principal& caller) {
   absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(watch.study_name);
   if (!runtime.ok()) return runtime.status();
@@ -1082,11 +1146,29 @@ absl::StatusOr<std::vector<storage::TrialChange>> StudyService::ReadWatch(
     return absl::NotFoundError(
         absl::StrCat("study \"", watch.study_name, "\" was deleted"));
   }
-  return context_.store().ListTrialChanges(watch.study_name, watch.after, kWatchBatch);
-}
-
-bool StudyService::WatchBatchFull(size_t changes) {
-  return changes >= static_cast<size_t>(kWatchBatch);
+  // Read a page at a time, so that large trials are never held beyond the
+  // batch's bytes and a page.
+  constexpr int kPage = 50;
+  WatchBatch batch;
+  int64_t after = watch.after;
+  while (batch.changes.size() < static_cast<size_t>(kWatchBatchChanges)) {
+    absl::StatusOr<std::vector<storage::TrialChange>> page =
+        context_.store().ListTrialChanges(watch.study_name, after, kPage);
+    if (!page.ok()) return page.status();
+    for (storage::TrialChange& change : *page) {
+      const size_t size = change.trial.ByteSizeLong();
+      if (!batch.changes.empty() && batch.bytes + size > kWatchBatchBytes) {
+        batch.full = true;
+        return batch;
+      }
+      batch.bytes += size;
+      after = change.sequence;
+      batch.changes.push_back(std::move(change));
+    }
+    if (page->size() < static_cast<size_t>(kPage)) return batch;
+  }
+  batch.full = true;
+  return batch;
 }
 
 absl::Status StudyService::WatchTrials(
@@ -1098,18 +1180,17 @@ absl::Status StudyService::WatchTrials(
   while (!cancelled()) {
     // Read the generation before the store, so a write in between wakes us.
     const uint64_t seen = context_.changes().generation();
-    absl::StatusOr<std::vector<storage::TrialChange>> changes =
-        ReadWatch(*watch, caller);
-    if (!changes.ok()) return changes.status();
+    absl::StatusOr<WatchBatch> batch = ReadWatch(*watch, caller);
+    if (!batch.ok()) return batch.status();
     v1::TrialEvent event;
-    for (storage::TrialChange& change : *changes) {
+    for (storage::TrialChange& change : batch->changes) {
       event.set_sequence(change.sequence);
       *event.mutable_trial() = std::move(change.trial);
       if (!emit(event)) return absl::OkStatus();
       watch->after = change.sequence;
     }
-    if (WatchBatchFull(changes->size())) continue;
-    if (!changes->empty()) {
+    if (batch->full) continue;
+    if (!batch->changes.empty()) {
       // Busy studies change constantly: batch them rather than read the
       // store after every write.
       absl::SleepFor(kWatchPause);

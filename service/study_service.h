@@ -23,6 +23,7 @@
 #include "hypertune/v1/hypertune.pb.h"
 #include "service/access.h"
 #include "service/change_notifier.h"
+#include "service/curve_cache.h"
 #include "service/leases.h"
 #include "service/study_context.h"
 #include "service/study_import.h"
@@ -136,9 +137,10 @@ class StudyService {
   // WatchTrials in steps, for a caller that must not block a thread (the
   // gRPC stream: watch_streams.h). OpenWatch checks the request and the
   // caller's access and returns where the watch starts; ReadWatch, the next
-  // changes (at most a batch) after `watch.after`, with the access checked
-  // again and NOT_FOUND once the study watched is deleted. The caller
-  // advances `after` as it delivers them. changes() counts trial writes.
+  // changes (a batch) after `watch.after`, with the access checked again
+  // and NOT_FOUND once the study watched is deleted. The caller advances
+  // `after` as it delivers them, and reads again from there: a slow reader
+  // holds one batch, never a backlog. changes() counts trial writes.
   struct Watch {
     std::string study_name;
     int64_t incarnation = 0;  // the study's create_time_ms
@@ -146,10 +148,17 @@ class StudyService {
   };
   absl::StatusOr<Watch> OpenWatch(const v1::WatchTrialsRequest& request,
                                   const Principal& caller);
-  absl::StatusOr<std::vector<storage::TrialChange>> ReadWatch(
-      const Watch& watch, const Principal& caller);
-  // True when a batch was so full that more changes may be waiting.
-  static bool WatchBatchFull(size_t changes);
+  // At most kWatchBatchChanges changes, and no more than kWatchBatchBytes
+  // of trials but for the first change (a trial may be larger).
+  struct WatchBatch {
+    std::vector<storage::TrialChange> changes;
+    size_t bytes = 0;   // the trials' serialized size
+    bool full = false;  // cut short by a limit: more may be waiting
+  };
+  static constexpr int kWatchBatchChanges = 500;
+  static constexpr size_t kWatchBatchBytes = size_t{1} << 20;
+  absl::StatusOr<WatchBatch> ReadWatch(const Watch& watch,
+                                       const Principal& caller);
   ChangeNotifier& changes() { return context_.changes(); }
 
   // One page of the change feed WatchTrials streams: at most `limit` changes
@@ -165,9 +174,9 @@ class StudyService {
   // warm-start results to a study.
   // The trials arrive serialized (ImportedStudy), and are parsed a chunk at
   // a time, so that an import's memory stays near its size on the wire.
-  // Each chunk is its own transaction: a server killed while they are
-  // stored leaves the study with part of its trials (delete it and import
-  // again); every other failure stores nothing.
+  // The study is stored IMPORTING until its last chunk is in: a server
+  // killed meanwhile removes it on its next start (RemoveInterruptedImports,
+  // part of RecoverOnStart); every other failure stores nothing.
   absl::StatusOr<v1::Study> ImportStudy(
       ImportedStudy imported, const Principal& caller = Principal::AuthOff(),
       const std::function<bool()>& abandoned = nullptr);
@@ -187,12 +196,21 @@ class StudyService {
   // Gives every running trial a full lease from now: server downtime never
   // costs a worker its trial. Called once when the server starts.
   absl::Status ExtendLeasesOnStart();
+  // Removes the studies an import left IMPORTING (the server stopped before
+  // their last trial was stored).
+  absl::Status RemoveInterruptedImports();
+  // What a server does when it starts, or takes over as leader, before it
+  // serves: RemoveInterruptedImports, then ExtendLeasesOnStart.
+  absl::Status RecoverOnStart();
 
  private:
-  // Applies the study's early-stopping rule to ACTIVE `trial` (with its
-  // newest measurement, not yet saved): STOPPING or PAUSED with the reason,
-  // or unchanged. REQUIRES: the trial (TrialLock) or the study locked.
-  absl::Status ApplyEarlyStopping(const v1::Study& study, v1::Trial& trial);
+  // Applies the study's early-stopping rule to ACTIVE `trial`, as stored
+  // (its measurements ignored: the rule reads the stored curve from
+  // curves_) with `appended` added to its curve (null: none; a report not
+  // yet saved): STOPPING or PAUSED with the reason, or unchanged.
+  // REQUIRES: the trial (TrialLock) or the study locked.
+  absl::Status ApplyEarlyStopping(const v1::Study& study, v1::Trial& trial,
+                                  const v1::Measurement* appended);
   // Cost accounting: the grant holding `trial` reports `grant_total`
   // device-seconds in all; its growth is added to the trial (and its cost at
   // the study's price) and returned, for SaveStudyCost to add to the stored
@@ -229,6 +247,11 @@ class StudyService {
   absl::StatusOr<v1::Study> LoadStudyWithCounts(const Principal& caller,
                                                 const std::string& name);
 
+  // The curves early stopping reads, kept current by every trial write:
+  // the context's store is curve_store_, which passes each call to the
+  // store given and tells curves_ of the writes.
+  CurveCache curves_;
+  CurveTrackingStore curve_store_;
   StudyContext context_;
   Leases leases_;
   Suggestions suggestions_;

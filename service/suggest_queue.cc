@@ -7,7 +7,23 @@ namespace hypertune::service {
 absl::StatusOr<v1::SuggestTrialsResponse> SuggestQueue::Submit(
     const v1::SuggestTrialsRequest& request, const Principal& caller,
     ServeFn serve) {
-  Ticket ticket{&request, &caller, absl::UnknownError("not served")};
+  Ticket ticket;
+  ticket.request = &request;
+  ticket.caller = &caller;
+  return Run(ticket, serve);
+}
+
+absl::StatusOr<v1::SuggestTrialsResponse> SuggestQueue::SubmitPartial(
+    const google::protobuf::RepeatedPtrField<v1::ParameterValue>& given,
+    const Principal& caller, ServeFn serve) {
+  Ticket ticket;
+  ticket.partial = &given;
+  ticket.caller = &caller;
+  return Run(ticket, serve);
+}
+
+absl::StatusOr<v1::SuggestTrialsResponse> SuggestQueue::Run(Ticket& ticket,
+                                                            ServeFn serve) {
   absl::MutexLock lock(&mu_);
   queued_.push_back(&ticket);
   while (!ticket.done) {

@@ -1,8 +1,10 @@
-// SuggestQueue: coalesces concurrent SuggestTrials calls on one study. The
-// first caller to find no batch in progress becomes the leader and serves
-// everything queued in one go (one model fit for the whole batch); the others
-// wait for their own result. Only the leader runs `serve`, so per-study model
-// state touched there needs no other lock.
+// SuggestQueue: coalesces concurrent SuggestTrials calls on one study, and
+// the partial trials (CreateTrialRequest.partial) whose other parameters the
+// study's algorithm chooses. The first caller to find no batch in progress
+// becomes the leader and serves everything queued in one go (one model fit
+// for the whole batch); the others wait for their own result. Only the
+// leader runs `serve`, so per-study model state touched there needs no other
+// lock, and a study fits one model at a time however many callers ask.
 //
 // Thread-safe.
 #ifndef HYPERTUNE_SERVICE_SUGGEST_QUEUE_H_
@@ -22,9 +24,15 @@ namespace hypertune::service {
 class SuggestQueue {
  public:
   struct Ticket {
-    const v1::SuggestTrialsRequest* request;
-    const Principal* caller;
-    absl::StatusOr<v1::SuggestTrialsResponse> result;
+    // A SuggestTrials call, or null for a partial trial to complete.
+    const v1::SuggestTrialsRequest* request = nullptr;
+    // The partial trial's given parameters (request null).
+    const google::protobuf::RepeatedPtrField<v1::ParameterValue>* partial =
+        nullptr;
+    const Principal* caller = nullptr;
+    // A partial trial's: one trial holding every parameter.
+    absl::StatusOr<v1::SuggestTrialsResponse> result =
+        absl::UnknownError("not served");
     bool done = false;  // Guarded by the queue's mutex.
   };
   using ServeFn = absl::FunctionRef<void(const std::vector<Ticket*>& batch)>;
@@ -35,8 +43,14 @@ class SuggestQueue {
   absl::StatusOr<v1::SuggestTrialsResponse> Submit(
       const v1::SuggestTrialsRequest& request, const Principal& caller,
       ServeFn serve);
+  // Queues partial trial `given` of `caller` in the same way.
+  absl::StatusOr<v1::SuggestTrialsResponse> SubmitPartial(
+      const google::protobuf::RepeatedPtrField<v1::ParameterValue>& given,
+      const Principal& caller, ServeFn serve);
 
  private:
+  absl::StatusOr<v1::SuggestTrialsResponse> Run(Ticket& ticket, ServeFn serve);
+
   absl::Mutex mu_;
   absl::CondVar served_;
   std::vector<Ticket*> queued_ ABSL_GUARDED_BY(mu_);

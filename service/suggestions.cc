@@ -68,6 +68,18 @@ absl::StatusOr<v1::SuggestTrialsResponse> Suggestions::SuggestTrials(
 void Suggestions::ServeSuggestions(
     StudyRuntime& runtime, const std::string& name,
     const std::vector<SuggestQueue::Ticket*>& batch) {
+  std::vector<SuggestQueue::Ticket*> requests;
+  std::vector<SuggestQueue::Ticket*> partials;
+  for (SuggestQueue::Ticket* t : batch) {
+    (t->request != nullptr ? requests : partials).push_back(t);
+  }
+  if (!requests.empty()) ServeRequests(runtime, name, requests);
+  if (!partials.empty()) ServePartials(runtime, name, partials);
+}
+
+void Suggestions::ServeRequests(
+    StudyRuntime& runtime, const std::string& name,
+    const std::vector<SuggestQueue::Ticket*>& batch) {
   auto fail_all = [&](const absl::Status& status) {
     for (SuggestQueue::Ticket* t : batch) t->result = status;
   };
@@ -303,48 +315,86 @@ absl::StatusOr<std::vector<optimizer::PriorStudy>> Suggestions::LoadPriors(
 absl::StatusOr<ParameterValues> Suggestions::CompletePartialTrial(
     StudyRuntime& runtime, const std::string& name,
     const ParameterValues& given, const Principal& caller) {
+  absl::StatusOr<v1::SuggestTrialsResponse> completed =
+      runtime.suggestions.SubmitPartial(
+          given, caller, [&](const std::vector<SuggestQueue::Ticket*>& batch) {
+            ServeSuggestions(runtime, name, batch);
+          });
+  if (!completed.ok()) return completed.status();
+  return completed->trials(0).parameters();
+}
+
+// One proposal per partial trial, from one fit of the study's own model
+// (this is its queue's leader), each completing the values given.
+void Suggestions::ServePartials(
+    StudyRuntime& runtime, const std::string& name,
+    const std::vector<SuggestQueue::Ticket*>& batch) {
+  auto fail_all = [&](const absl::Status& status) {
+    for (SuggestQueue::Ticket* t : batch) t->result = status;
+  };
   v1::Study study;
   std::vector<v1::Trial> snapshot;
-  std::vector<optimizer::PriorStudy> priors;
   {
     absl::ReaderMutexLock lock(&runtime.mu);
-    absl::StatusOr<v1::Study> loaded = context_.LoadStudyFor(caller, name, Access::kWrite);
-    if (!loaded.ok()) return loaded.status();
+    absl::StatusOr<v1::Study> loaded = context_.store().GetStudy(name);
+    if (!loaded.ok()) return fail_all(loaded.status());
     study = *std::move(loaded);
-    absl::StatusOr<std::vector<v1::Trial>> trials = context_.store().ListTrials(name, {});
-    if (!trials.ok()) return trials.status();
+    absl::StatusOr<std::vector<v1::Trial>> trials =
+        context_.store().ListTrials(name, {});
+    if (!trials.ok()) return fail_all(trials.status());
     snapshot = *std::move(trials);
-    absl::StatusOr<std::vector<optimizer::PriorStudy>> loaded_priors =
-        LoadPriors(study);
-    if (!loaded_priors.ok()) return loaded_priors.status();
-    priors = *std::move(loaded_priors);
+    if (absl::Status s = PrepareSuggester(runtime, study); !s.ok()) {
+      return fail_all(s);
+    }
   }
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study.spec());
-  if (!space.ok()) return space.status();
-  absl::StatusOr<optimizer::Assignment> fixed =
-      ToPartialAssignment("trial.parameters", *space, given);
-  if (!fixed.ok()) return fixed.status();
-  // Without the lock (a fit may take a while), and with a suggester of its
-  // own: the study's may be fitting a batch meanwhile.
-  absl::StatusOr<optimizer::Algorithm> algorithm =
-      ToOptimizerAlgorithm(study.spec().algorithm());
-  if (!algorithm.ok()) return algorithm.status();
-  std::unique_ptr<optimizer::Suggester> suggester =
-      optimizer::MakeSuggester(*algorithm);
-  absl::StatusOr<std::vector<v1::Trial>> proposed =
-      ProposeTrials(*suggester, priors, study, snapshot, 1,
-                    static_cast<int64_t>(snapshot.size()));
-  if (!proposed.ok()) return proposed.status();
-  absl::StatusOr<optimizer::Assignment> proposal =
-      ToAssignment("proposal", *space, proposed->front().parameters());
-  if (!proposal.ok()) return proposal.status();
-  absl::StatusOr<optimizer::Assignment> completed =
-      space->Complete(*fixed, *proposal);
-  if (!completed.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("trial.parameters: ", completed.status().message()));
+  if (!space.ok()) return fail_all(space.status());
+  // Each checked on its own: one caller's mistake is not another's.
+  std::vector<SuggestQueue::Ticket*> valid;
+  std::vector<optimizer::Assignment> fixed;
+  for (SuggestQueue::Ticket* t : batch) {
+    if (absl::Status s = CheckAccess(*t->caller, study, Access::kWrite);
+        !s.ok()) {
+      t->result = s;
+      continue;
+    }
+    absl::StatusOr<optimizer::Assignment> given =
+        ToPartialAssignment("trial.parameters", *space, *t->partial);
+    if (!given.ok()) {
+      t->result = given.status();
+      continue;
+    }
+    valid.push_back(t);
+    fixed.push_back(*std::move(given));
   }
-  return ToParameterValues(*space, *completed);
+  if (valid.empty()) return;
+  absl::StatusOr<std::vector<v1::Trial>> proposed =
+      ProposeTrials(*runtime.suggester, runtime.priors, study, snapshot,
+                    static_cast<int>(valid.size()),
+                    static_cast<int64_t>(snapshot.size()));
+  for (size_t i = 0; i < valid.size(); ++i) {
+    if (!proposed.ok()) {
+      valid[i]->result = proposed.status();
+      continue;
+    }
+    absl::StatusOr<optimizer::Assignment> proposal =
+        ToAssignment("proposal", *space, (*proposed)[i].parameters());
+    if (!proposal.ok()) {
+      valid[i]->result = proposal.status();
+      continue;
+    }
+    absl::StatusOr<optimizer::Assignment> completed =
+        space->Complete(fixed[i], *proposal);
+    if (!completed.ok()) {
+      valid[i]->result = absl::InvalidArgumentError(
+          absl::StrCat("trial.parameters: ", completed.status().message()));
+      continue;
+    }
+    v1::SuggestTrialsResponse response;
+    *response.add_trials()->mutable_parameters() =
+        ToParameterValues(*space, *completed);
+    valid[i]->result = std::move(response);
+  }
 }
 
 absl::StatusOr<std::vector<v1::Trial>> Suggestions::ProposeTrials(

@@ -36,19 +36,27 @@ class Suggestions {
   absl::StatusOr<v1::SuggestTrialsResponse> SuggestTrials(
       const v1::SuggestTrialsRequest& request, const Principal& caller);
   // A partial configuration (CreateTrialRequest.partial) of study `name`
-  // completed by the study's algorithm from the history so far; the fit
-  // runs without the study's lock.
+  // completed by the study's algorithm from the history so far: queued
+  // with the study's suggestions, so that a study fits one model at a time
+  // (without its lock) however many callers ask.
   absl::StatusOr<ParameterValues> CompletePartialTrial(
       StudyRuntime& runtime, const std::string& name,
       const ParameterValues& given, const Principal& caller)
       ABSL_LOCKS_EXCLUDED(runtime.mu);
 
  private:
-  // Serves a batch of coalesced SuggestTrials requests on study `name`,
-  // setting each ticket's result. REQUIRES: the caller leads `runtime`'s
-  // suggestion queue.
+  // Serves a batch of coalesced tickets on study `name` (SuggestTrials
+  // requests, then partial trials), setting each ticket's result.
+  // REQUIRES: the caller leads `runtime`'s suggestion queue.
   void ServeSuggestions(StudyRuntime& runtime, const std::string& name,
                         const std::vector<SuggestQueue::Ticket*>& batch)
+      ABSL_LOCKS_EXCLUDED(runtime.mu);
+  // ServeSuggestions' two kinds of ticket. REQUIRES: as ServeSuggestions.
+  void ServeRequests(StudyRuntime& runtime, const std::string& name,
+                     const std::vector<SuggestQueue::Ticket*>& batch)
+      ABSL_LOCKS_EXCLUDED(runtime.mu);
+  void ServePartials(StudyRuntime& runtime, const std::string& name,
+                     const std::vector<SuggestQueue::Ticket*>& batch)
       ABSL_LOCKS_EXCLUDED(runtime.mu);
   // What PlanSuggestions needs of study `name`. REQUIRES: runtime.mu held.
   absl::Status LoadSuggestionState(const std::string& name,

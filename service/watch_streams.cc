@@ -44,17 +44,17 @@ class WatchStreams::Stream final
       if (finished_) return false;
       watch = watch_;
     }
-    absl::StatusOr<std::vector<storage::TrialChange>> changes =
+    absl::StatusOr<StudyService::WatchBatch> batch =
         service.ReadWatch(watch, caller_);
     absl::MutexLock lock(&mu_);
     if (finished_) return false;
-    if (!changes.ok()) {
-      FinishOnce(ToGrpcStatus(changes.status()));
+    if (!batch.ok()) {
+      FinishOnce(ToGrpcStatus(batch.status()));
       return false;
     }
-    if (changes->empty()) return false;
-    batch_full_ = StudyService::WatchBatchFull(changes->size());
-    batch_ = *std::move(changes);
+    if (batch->changes.empty()) return false;
+    batch_full_ = batch->full;
+    batch_ = std::move(batch->changes);
     next_ = 0;
     WriteNext();
     return true;
@@ -73,7 +73,9 @@ class WatchStreams::Stream final
         WriteNext();
         return;
       }
-      batch_.clear();
+      // Freed, not kept for the next batch: an idle stream holds nothing.
+      std::vector<storage::TrialChange>().swap(batch_);
+      event_.Clear();
       pause = batch_full_ ? absl::ZeroDuration() : kWatchPause;
     }
     // OnDone, which deletes *this, waits for this reaction to return.
@@ -133,9 +135,11 @@ grpc::ServerWriteReactor<v1::TrialEvent>* WatchStreams::Open(
   absl::StatusOr<StudyService::Watch> watch =
       service_->OpenWatch(request, caller);
   if (!watch.ok()) return Refuse(watch.status());
+  Schedule schedule;
+  schedule.owner = hold->owner();
   auto* stream = new Stream(this, *std::move(watch), caller, std::move(hold));
   absl::MutexLock lock(&mu_);
-  streams_.emplace(stream, Schedule());
+  streams_.emplace(stream, std::move(schedule));
   return stream;
 }
 
@@ -144,11 +148,31 @@ grpc::ServerWriteReactor<v1::TrialEvent>* WatchStreams::Refuse(
   return new Refusal(status);
 }
 
+bool WatchStreams::Reserve(const std::string& owner) {
+  size_t& mine = reserved_by_owner_[owner];
+  if (reserved_ + kBatchBytes > kBytes || mine + kBatchBytes > kBytesPerOwner) {
+    if (mine == 0) reserved_by_owner_.erase(owner);
+    return false;
+  }
+  mine += kBatchBytes;
+  reserved_ += kBatchBytes;
+  return true;
+}
+
+void WatchStreams::Unreserve(const std::string& owner) {
+  auto it = reserved_by_owner_.find(owner);
+  if (it == reserved_by_owner_.end()) return;
+  it->second -= kBatchBytes;
+  if (it->second == 0) reserved_by_owner_.erase(it);
+  reserved_ -= kBatchBytes;
+}
+
 void WatchStreams::Rearm(Stream* stream, absl::Duration pause) {
   absl::MutexLock lock(&mu_);
   auto it = streams_.find(stream);
-  if (it == streams_.end()) return;
+  if (it == streams_.end() || !it->second.writing) return;
   it->second.writing = false;
+  Unreserve(it->second.owner);
   it->second.not_before = absl::Now() + pause;
 }
 
@@ -159,7 +183,10 @@ void WatchStreams::Forget(Stream* stream) {
     return it == streams_.end() || !it->second.polling;
   };
   mu_.Await(absl::Condition(&idle));
-  streams_.erase(stream);
+  auto it = streams_.find(stream);
+  if (it == streams_.end()) return;
+  if (it->second.writing) Unreserve(it->second.owner);
+  streams_.erase(it);
 }
 
 void WatchStreams::Pump() {
@@ -182,6 +209,9 @@ void WatchStreams::Pump() {
                 : std::max(schedule.not_before,
                            schedule.last_read + kWatchRefresh);
         if (next <= now) {
+          // Over its owner's (or the server's) bound: its turn comes when
+          // a batch of the same owner is done (Rearm).
+          if (!Reserve(schedule.owner)) continue;
           // Writing from here on: a batch Poll starts may be done (and
           // Rearm called) before Poll returns.
           schedule.polling = schedule.writing = true;
@@ -196,7 +226,10 @@ void WatchStreams::Pump() {
       absl::MutexLock lock(&mu_);
       Schedule& schedule = streams_.at(stream);  // Forget waits for polling
       schedule.polling = false;
-      if (!writing) schedule.writing = false;
+      if (!writing && schedule.writing) {
+        schedule.writing = false;
+        Unreserve(schedule.owner);
+      }
       schedule.read_generation = generation;
       schedule.last_read = absl::Now();
     }

@@ -148,6 +148,35 @@ absl::StatusOr<v1::Trial> PostgresStore::GetTrial(std::string_view study_name,
   return trial;
 }
 
+absl::StatusOr<TrialHead> PostgresStore::GetTrialHead(
+    std::string_view study_name, int64_t trial_id) {
+  const std::string what =
+      absl::StrCat("reading ", TrialLabel(study_name, trial_id));
+  TrialHead head;
+  absl::Status status = Use([&](Connection& db) {
+    return postgres::LoadTrialHead(db, study_name, trial_id, what, head);
+  });
+  if (!status.ok()) return status;
+  return head;
+}
+
+absl::Status PostgresStore::AppendMeasurement(
+    const v1::Trial& head, const v1::Measurement& measurement,
+    const TrialVersion& read) {
+  const std::string label = TrialLabel(head.study_name(), head.id());
+  absl::StatusOr<std::string> row =
+      MeasurementBytes(measurement, label);
+  if (!row.ok()) return row.status();
+  v1::Trial bare = head;
+  bare.clear_measurements();
+  absl::StatusOr<std::string> bytes = SerializeForStore(bare, label);
+  if (!bytes.ok()) return bytes.status();
+  const std::string what = absl::StrCat("adding a measurement to ", label);
+  return Use([&](Connection& db) {
+    return postgres::AppendMeasurement(db, bare, *bytes, *row, read, what);
+  });
+}
+
 absl::StatusOr<StudyWithTrial> PostgresStore::GetStudyWithTrial(
     std::string_view study_name, int64_t trial_id) {
   const std::string what =
@@ -185,21 +214,23 @@ absl::Status PostgresStore::UpdateTrialIf(const v1::Trial& trial,
 absl::Status PostgresStore::ReplaceTrial(const v1::Trial& trial,
                                          const TrialVersion* read) {
   const std::string label = TrialLabel(trial.study_name(), trial.id());
-  absl::StatusOr<std::string> bytes = SerializeForStore(trial, label);
-  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<StoredTrial> stored =
+      SplitTrial(trial, label);
+  if (!stored.ok()) return stored.status();
   const std::string what = absl::StrCat("updating ", label);
   return Use([&](Connection& db) {
-    return postgres::UpdateTrial(db, trial, *bytes, read, what);
+    return postgres::UpdateTrial(db, trial, *stored, read, what);
   });
 }
 
 absl::Status PostgresStore::RenewTrialLease(const v1::Trial& trial) {
   const std::string label = TrialLabel(trial.study_name(), trial.id());
-  absl::StatusOr<std::string> bytes = SerializeForStore(trial, label);
-  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<StoredTrial> stored =
+      SplitTrial(trial, label);
+  if (!stored.ok()) return stored.status();
   const std::string what = absl::StrCat("renewing the lease of ", label);
   return Use([&](Connection& db) {
-    return postgres::RenewTrialLease(db, trial, *bytes, what);
+    return postgres::RenewTrialLease(db, trial, *stored, what);
   });
 }
 

@@ -5,7 +5,10 @@
 // that fields added to the proto need no migration; a few columns beside it
 // (name, state, client id, lease epoch) exist only for lookups and for the
 // conditional updates, which compare them in the UPDATE's WHERE clause
-// (postgres/tables.h). Every statement takes its values as parameters,
+// (postgres/tables.h). An unfinished trial's measurements are rows of their
+// own, so that a report (GetTrialHead, AppendMeasurement) reads and writes a
+// few rows however long the curve is; every read assembles the whole trial
+// (postgres/tables.h: StoredTrial). Every statement takes its values as parameters,
 // never in its text, so names of any bytes round-trip verbatim. The schema
 // carries a version and migrates forward on Open; a database written by a
 // newer build is refused (postgres/schema.h).
@@ -95,6 +98,13 @@ class PostgresStore : public StudyStore {
   absl::Status UpdateTrialIf(const v1::Trial& trial,
                              const TrialVersion& read) override;
   absl::Status RenewTrialLease(const v1::Trial& trial) override;
+  // Read and written apart from the trial's other measurements: each costs
+  // the same however long the curve is.
+  absl::StatusOr<TrialHead> GetTrialHead(std::string_view study_name,
+                                         int64_t trial_id) override;
+  absl::Status AppendMeasurement(const v1::Trial& head,
+                                 const v1::Measurement& measurement,
+                                 const TrialVersion& read) override;
   absl::StatusOr<std::vector<TrialChange>> ListTrialChanges(
       std::string_view study_name, int64_t after_sequence, int limit) override;
   absl::StatusOr<std::vector<v1::Trial>> ListTrials(

@@ -99,6 +99,19 @@ absl::Status SqliteStore::Read(
   return readers_->Read(read);
 }
 
+absl::Status SqliteStore::ReadTogether(
+    const std::string& what,
+    absl::FunctionRef<absl::Status(Connection&)> read) {
+  return Read([&](Connection& db) -> absl::Status {
+    sqlite::Transaction transaction(db);
+    if (absl::Status s = transaction.Begin(sqlite::kBeginRead, what); !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = read(db); !s.ok()) return s;
+    return transaction.Commit(what);
+  });
+}
+
 absl::Status SqliteStore::ReadStudy(
     std::string_view study_name, const std::string& what,
     absl::FunctionRef<absl::Status(Connection&, int64_t)> read) {
@@ -189,11 +202,41 @@ absl::StatusOr<v1::Trial> SqliteStore::GetTrial(std::string_view study_name,
   const std::string what =
       absl::StrCat("reading ", TrialLabel(study_name, trial_id));
   v1::Trial trial;
-  absl::Status status = Read([&](Connection& db) {
+  absl::Status status = ReadTogether(what, [&](Connection& db) {
     return sqlite::LoadTrial(db, study_name, trial_id, what, trial);
   });
   if (!status.ok()) return status;
   return trial;
+}
+
+absl::StatusOr<TrialHead> SqliteStore::GetTrialHead(std::string_view study_name,
+                                                    int64_t trial_id) {
+  const std::string what =
+      absl::StrCat("reading ", TrialLabel(study_name, trial_id));
+  TrialHead head;
+  absl::Status status = ReadTogether(what, [&](Connection& db) {
+    return sqlite::LoadTrialHead(db, study_name, trial_id, what, head);
+  });
+  if (!status.ok()) return status;
+  return head;
+}
+
+absl::Status SqliteStore::AppendMeasurement(const v1::Trial& head,
+                                            const v1::Measurement& measurement,
+                                            const TrialVersion& read) {
+  const std::string label = TrialLabel(head.study_name(), head.id());
+  // Serialized before queueing, as in ReplaceTrial.
+  absl::StatusOr<std::string> row =
+      MeasurementBytes(measurement, label);
+  if (!row.ok()) return row.status();
+  v1::Trial bare = head;
+  bare.clear_measurements();
+  absl::StatusOr<std::string> bytes = SerializeForStore(bare, label);
+  if (!bytes.ok()) return bytes.status();
+  const std::string what = absl::StrCat("adding a measurement to ", label);
+  return writer_.Write(what, [&](Connection& db) {
+    return sqlite::AppendMeasurement(db, bare, *bytes, *row, read, what);
+  });
 }
 
 absl::Status SqliteStore::UpdateTrial(const v1::Trial& trial) {
@@ -215,11 +258,11 @@ absl::Status SqliteStore::ReplaceTrial(const v1::Trial& trial,
                                        bool record_change) {
   const std::string label = TrialLabel(trial.study_name(), trial.id());
   // Serialized before queueing: the committer's time is the scarce one.
-  absl::StatusOr<std::string> bytes = SerializeForStore(trial, label);
-  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<StoredTrial> stored = SplitTrial(trial, label);
+  if (!stored.ok()) return stored.status();
   const std::string what = absl::StrCat("updating ", label);
   return writer_.Write(what, [&](Connection& db) {
-    return sqlite::UpdateTrial(db, trial, *bytes, read, record_change, what);
+    return sqlite::UpdateTrial(db, trial, *stored, read, record_change, what);
   });
 }
 
@@ -269,9 +312,10 @@ SqliteStore::CountTrials(std::string_view study_name) {
 absl::StatusOr<std::vector<v1::Trial>> SqliteStore::ListTrialsInStates(
     const std::vector<v1::Trial::State>& states) {
   std::vector<v1::Trial> trials;
-  absl::Status status = Read([&](Connection& db) {
-    return sqlite::LoadTrialsInStates(db, states, trials);
-  });
+  absl::Status status =
+      ReadTogether("listing trials by state", [&](Connection& db) {
+        return sqlite::LoadTrialsInStates(db, states, trials);
+      });
   if (!status.ok()) return status;
   return trials;
 }

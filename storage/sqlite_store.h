@@ -96,6 +96,13 @@ class SqliteStore : public StudyStore {
   absl::Status UpdateTrialIf(const v1::Trial& trial,
                              const TrialVersion& read) override;
   absl::Status RenewTrialLease(const v1::Trial& trial) override;
+  // Read and written apart from the trial's other measurements: each costs
+  // the same however long the curve is.
+  absl::StatusOr<TrialHead> GetTrialHead(std::string_view study_name,
+                                         int64_t trial_id) override;
+  absl::Status AppendMeasurement(const v1::Trial& head,
+                                 const v1::Measurement& measurement,
+                                 const TrialVersion& read) override;
   absl::StatusOr<std::vector<TrialChange>> ListTrialChanges(
       std::string_view study_name, int64_t after_sequence, int limit) override;
   absl::StatusOr<std::vector<v1::Trial>> ListTrials(
@@ -144,6 +151,10 @@ class SqliteStore : public StudyStore {
   // Runs `read` on a read connection (waiting for a free one) and returns
   // its status, or the error that opening a connection met.
   absl::Status Read(absl::FunctionRef<absl::Status(Connection&)> read);
+  // Runs `read` on a read connection in one read transaction, so that the
+  // rows it reads agree (a trial's row and its measurements).
+  absl::Status ReadTogether(const std::string& what,
+                            absl::FunctionRef<absl::Status(Connection&)> read);
   // Runs `read` with the id of study `study_name` on a read connection, in
   // one read transaction so that the study check and the rows agree.
   // NOT_FOUND if the study is absent; `what` names the work in errors.

@@ -5,6 +5,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace hypertune::storage {
 
@@ -84,6 +86,67 @@ absl::Status CheckVersion(std::string_view study_name, int64_t trial_id,
       v1::Trial::State_Name(read.state), " under lease epoch ",
       read.lease_epoch, " then, ", v1::Trial::State_Name(stored.state),
       " under lease epoch ", stored.lease_epoch, " now"));
+}
+
+bool KeepsCurveInline(v1::Trial::State state) {
+  switch (state) {
+    case v1::Trial::COMPLETED:
+    case v1::Trial::STOPPED:
+    case v1::Trial::FAILED:
+    case v1::Trial::INFEASIBLE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+absl::StatusOr<std::string> MeasurementBytes(const v1::Measurement& measurement,
+                                             const std::string& label) {
+  v1::Trial wrapper;
+  *wrapper.add_measurements() = measurement;
+  std::string bytes;
+  {
+    // Deterministic (map entries in key order), so that an unchanged
+    // measurement compares equal to its stored row.
+    google::protobuf::io::StringOutputStream out(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&out);
+    coded.SetSerializationDeterministic(true);
+    if (!wrapper.SerializeToCodedStream(&coded)) {
+      return absl::InternalError(
+          absl::StrCat(label, ": cannot serialize a measurement"));
+    }
+  }
+  if (!wrapper.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        label,
+        ": a measurement has a string that is not valid UTF-8 and could not "
+        "be read back"));
+  }
+  return bytes;
+}
+
+absl::StatusOr<StoredTrial> SplitTrial(const v1::Trial& trial,
+                                       const std::string& label) {
+  StoredTrial stored;
+  if (KeepsCurveInline(trial.state()) || trial.measurements_size() == 0) {
+    absl::StatusOr<std::string> bytes = SerializeForStore(trial, label);
+    if (!bytes.ok()) return bytes.status();
+    stored.head = *std::move(bytes);
+    return stored;
+  }
+  stored.measurements.reserve(trial.measurements_size());
+  for (const v1::Measurement& measurement : trial.measurements()) {
+    absl::StatusOr<std::string> bytes = MeasurementBytes(measurement, label);
+    if (!bytes.ok()) return bytes.status();
+    stored.measurement_bytes += static_cast<int64_t>(bytes->size());
+    stored.measurements.push_back(*std::move(bytes));
+  }
+  v1::Trial head = trial;
+  head.clear_measurements();
+  absl::StatusOr<std::string> bytes = SerializeForStore(head, label);
+  if (!bytes.ok()) return bytes.status();
+  stored.head = *std::move(bytes);
+  return stored;
 }
 
 }  // namespace hypertune::storage

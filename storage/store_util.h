@@ -10,11 +10,13 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
+#include "hypertune/v1/hypertune.pb.h"
 #include "storage/study_store.h"
 
 namespace hypertune::storage {
@@ -56,6 +58,36 @@ absl::Status CheckLimit(int limit);
 // `label`) when it would not round-trip.
 absl::StatusOr<std::string> SerializeForStore(
     const google::protobuf::Message& message, absl::string_view label);
+
+// The stored form of a trial: its message without measurements (a trials
+// row's message), and each measurement as the bytes it takes in the trial's
+// message (the repeated field's tag, length and value: a row of the
+// store's measurements table each), so that the row's message followed by them parses as
+// the whole trial. A finished trial (KeepsCurveInline) keeps its curve in
+// its message, with no rows: it takes no more reports, and a study's
+// finished trials (most of it, and every imported one) read as one row
+// each.
+struct StoredTrial {
+  std::string head;
+  std::vector<std::string> measurements;
+  // The sum of measurements' sizes.
+  int64_t measurement_bytes = 0;
+};
+
+// Whether a trial in `state` keeps its measurements in its message: the
+// finished states.
+bool KeepsCurveInline(v1::Trial::State state);
+
+// `trial` in its stored form; INVALID_ARGUMENT naming `label` if a part
+// would not read back (a string that is not UTF-8).
+absl::StatusOr<StoredTrial> SplitTrial(const v1::Trial& trial,
+                                       const std::string& label);
+
+// The bytes `measurement` takes in a trial's message (as in StoredTrial),
+// the same for the same measurement every time; INVALID_ARGUMENT naming
+// `label` if they would not read back.
+absl::StatusOr<std::string> MeasurementBytes(const v1::Measurement& measurement,
+                                             const std::string& label);
 
 }  // namespace hypertune::storage
 

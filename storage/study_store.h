@@ -15,6 +15,7 @@
 #define HYPERTUNE_STORAGE_STUDY_STORE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +67,20 @@ struct StudyWithTrial {
   v1::Study study;
   // NOT_FOUND if the study has no such trial.
   absl::StatusOr<v1::Trial> trial;
+};
+
+// A trial without its measurements, with what a new report needs of them:
+// reading it costs the same however long the trial's curve is.
+struct TrialHead {
+  // The trial with `measurements` empty.
+  v1::Trial trial;
+  // How many measurements the trial holds, and the bytes they take in its
+  // serialized form (the whole trial's size is trial.ByteSizeLong() plus
+  // this).
+  int64_t measurements = 0;
+  int64_t measurement_bytes = 0;
+  // The latest measurement; none when the trial has none.
+  std::optional<v1::Measurement> latest;
 };
 
 // A study with its trial counts and some of its trials, read together.
@@ -130,7 +145,8 @@ class StudyStore {
   virtual absl::StatusOr<StudyOverview> GetStudyOverview(
       std::string_view name, const std::vector<v1::Trial::State>& states) {
     if (states.empty()) {
-      return absl::InvalidArgumentError("states: name at least one trial state");
+      return absl::InvalidArgumentError(
+          "states: name at least one trial state");
     }
     StudyOverview overview;
     absl::StatusOr<v1::Study> study = GetStudy(name);
@@ -162,6 +178,25 @@ class StudyStore {
   // writer changed it since the caller read it), NOT_FOUND if absent.
   virtual absl::Status UpdateTrialIf(const v1::Trial& trial,
                                      const TrialVersion& read) = 0;
+
+  // The trial without its measurements (TrialHead). NOT_FOUND if the study
+  // or trial is absent. The default reads the whole trial; a store that
+  // keeps measurements apart reads only the head and the latest one.
+  virtual absl::StatusOr<TrialHead> GetTrialHead(std::string_view study_name,
+                                                 int64_t trial_id);
+
+  // Appends `measurement` to the stored trial's measurements and stores the
+  // rest of `head` (a trial as GetTrialHead returns it: its own
+  // measurements are ignored), if the stored trial's state and lease epoch
+  // are still `read` (ABORTED otherwise, NOT_FOUND if absent); records the
+  // change. The default rewrites the whole trial; a store that keeps
+  // measurements apart writes the head and one measurement, whatever the
+  // curve's length. INVALID_ARGUMENT for a message that would not read back;
+  // FAILED_PRECONDITION for a finished trial (read or written as COMPLETED,
+  // STOPPED, FAILED or INFEASIBLE: it takes no reports).
+  virtual absl::Status AppendMeasurement(const v1::Trial& head,
+                                         const v1::Measurement& measurement,
+                                         const TrialVersion& read);
 
   // Stores `trial` without recording a change, for lease renewals, which
   // watchers of the study need not see: only if the stored trial still has

@@ -545,11 +545,15 @@ absl::StatusOr<v1::Study> Client::ImportStudy(const v1::Study& study,
   constexpr size_t kMessageBytes = 1 << 20;
   v1::Study response;
   absl::Status source_error;
+  int tries = 0;
+  int64_t sent = 0;
   absl::Status status = core_->Call(
       "ImportStudy", Retry::kUnavailable, [&](grpc::ClientContext& c) {
         c.set_deadline(std::chrono::system_clock::now() +
                        std::max<std::chrono::milliseconds>(
                            core_->options().call_timeout, std::chrono::minutes(10)));
+        ++tries;
+        sent = 0;
         source_error = trials.Start();
         if (!source_error.ok()) return grpc::Status::CANCELLED;
         std::unique_ptr<grpc::ClientWriter<v1::ImportStudyRequest>> writer =
@@ -578,11 +582,27 @@ absl::StatusOr<v1::Study> Client::ImportStudy(const v1::Study& study,
           }
           *message.add_trials() = std::move(trial);
           bytes += size;
+          ++sent;
         }
         if (writer->Write(message)) writer->WritesDone();
         return writer->Finish();
       });
   if (!source_error.ok()) return source_error;
+  if (status.code() == absl::StatusCode::kAlreadyExists && tries > 1) {
+    // A retry meeting the study: the try before may have landed with its
+    // answer lost (a server killed just after storing it). An interrupted
+    // import leaves nothing (the server removes it on start), so the same
+    // study, created when the exported one was, with every trial sent, is
+    // this import.
+    absl::StatusOr<v1::Study> stored = GetStudy(study.name());
+    if (stored.ok() && stored->state() != v1::Study::IMPORTING &&
+        study.create_time_ms() != 0 &&
+        stored->create_time_ms() == study.create_time_ms()) {
+      int64_t count = 0;
+      for (const auto& [state, n] : stored->trial_counts()) count += n;
+      if (count == sent) return stored;
+    }
+  }
   if (!status.ok()) return status;
   return response;
 }

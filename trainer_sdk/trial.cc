@@ -235,7 +235,20 @@ absl::Status Trial::Report(int64_t step, const Metrics& metrics) {
   absl::StatusOr<v1::Trial> response = client->AddMeasurement(request);
   lease_->Observe(response.status());
   if (!response.ok()) return response.status();
+  // The answer holds only the measurement this report added (or, for a
+  // retry, the one stored at its step): the curve kept here grows by it.
+  google::protobuf::RepeatedPtrField<v1::Measurement> curve =
+      std::move(*proto_.mutable_measurements());
+  for (v1::Measurement& added : *response->mutable_measurements()) {
+    const int64_t latest = curve.empty() ? -1 : curve[curve.size() - 1].step();
+    if (added.step() > latest) {
+      *curve.Add() = std::move(added);
+    } else if (added.step() == latest) {
+      curve[curve.size() - 1] = std::move(added);
+    }  // An earlier step's retry: the curve has it already.
+  }
   proto_ = std::move(*response);
+  *proto_.mutable_measurements() = std::move(curve);
   last_step_ = std::max(last_step_, step);
   return absl::OkStatus();
 }

@@ -8,14 +8,23 @@
 // tab's sessionStorage and out of the address at once; the fragment never
 // reaches the server). A study's data stay loaded while its trial pages are
 // open, kept current by the event stream, so opening a trial and coming
-// back draw from memory.
+// back draw from memory. The study itself is not on the event stream (only
+// its trials are), so while live it is read again after trial events and
+// every few seconds: its state badge and budget follow what changes
+// elsewhere (`hypertune study update`, the suggestion that completes it).
 
 import * as api from './api.js';
 import {el} from './dom.js';
-import {StudyData} from './model.js';
+import {StudyData, studyChanged} from './model.js';
 import {StudyPage} from './study_page.js';
 import {showCompare, showStudies} from './studies_page.js';
 import {TrialPage} from './trial_page.js';
+
+// While live, the study is read again at least this often (ms).
+const STUDY_EVERY_MS = 2000;
+// After a trial event, the study is read again this soon (ms): one read
+// for a burst of events.
+const STUDY_AFTER_EVENT_MS = 250;
 
 const app = {
   main: document.getElementById('main'),
@@ -71,6 +80,8 @@ function askToken() {
 function closeStudy() {
   if (!current) return;
   if (current.stream) current.stream.abort();
+  if (current.studyTimer) clearInterval(current.studyTimer);
+  if (current.studySoon) clearTimeout(current.studySoon);
   if (current.studyPage) current.studyPage.stop();
   current = null;
   app.setLive('');
@@ -97,13 +108,36 @@ async function openStudy(name, params) {
   const data = new StudyData(await api.get(api.studyPath(name)));
   await data.load();
   current = {data, studyPage: null, page: null, stream: null,
+             studyTimer: null, studySoon: null, reading: false,
              loadMs: performance.now() - loadStart};
   if (params.get('live') !== '0') {
     const controller = new AbortController();
     current.stream = controller;
     const opened = current;
+    // Reads the study again; redraws the header when what it shows changed.
+    const refreshStudy = async () => {
+      opened.studySoon = null;
+      if (current !== opened || opened.reading) return;
+      opened.reading = true;
+      try {
+        const study = await api.get(api.studyPath(name),
+                                    {signal: controller.signal});
+        if (current === opened && studyChanged(data.study, study)) {
+          data.setStudy(study);
+          if (current.page instanceof StudyPage) current.page.renderHeader();
+        }
+      } catch (e) {
+        // Closed, or the server is away: the next read tries again.
+      } finally {
+        opened.reading = false;
+      }
+    };
+    current.studyTimer = setInterval(refreshStudy, STUDY_EVERY_MS);
     api.watch(name, data.cursor, controller.signal, (trial) => {
       if (current !== opened) return;
+      if (!opened.studySoon) {
+        opened.studySoon = setTimeout(refreshStudy, STUDY_AFTER_EVENT_MS);
+      }
       const row = data.applyTrial(trial);
       const page = current.page;
       if (page instanceof StudyPage) page.scheduleRender();

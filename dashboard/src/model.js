@@ -143,6 +143,24 @@ export function paretoFront(rows, objectives, metrics = objectives) {
   return front.map((p) => p.row);
 }
 
+// The study's budget in trials (spec.max_trials, an int32: a number in
+// proto JSON, a string from some writers); 0 means unlimited.
+export function budgetOf(study) {
+  const n = Number((study.spec || {}).max_trials || 0);
+  return Number.isFinite(n) && n > 0 ? n : 0;
+}
+
+// Whether the study as read again (`fresh`) differs from `held` in what
+// the page shows of it: its state, its spec (the budget among it), its
+// cost or device time. Its trial counts are left out: the trials' own
+// events keep those.
+export function studyChanged(held, fresh) {
+  const shown = (s) => JSON.stringify([s.state || '', s.spec || {},
+                                       num(s.cost) || 0,
+                                       num(s.device_seconds) || 0]);
+  return shown(held) !== shown(fresh);
+}
+
 // Each parameter spec as the charts need it.
 export function parametersOf(study) {
   return ((study.spec && study.spec.parameters) || []).map((spec, index) => {

@@ -21,7 +21,7 @@ import {drawPareto} from './charts/pareto.js';
 import {drawSlices} from './charts/slices.js';
 import {el} from './dom.js';
 import {formatNumber} from './format.js';
-import {STATES, STATE_COLORS, rungsOf} from './model.js';
+import {STATES, STATE_COLORS, budgetOf, rungsOf} from './model.js';
 import {TrialTable} from './table.js';
 
 const RENDER_EVERY_MS = 1000;
@@ -43,6 +43,7 @@ export class StudyPage {
     this.brushes = {};
     this.contour = null;  // [x, y] parameter names
     this.importance = null;
+    this.budgetDraft = null;  // the budget box's text while being edited
     // The objective slices and importance show (several objectives: the
     // selector's choice); the first one to begin with.
     this.metric = data.objectives[0] || data.objective;
@@ -220,7 +221,7 @@ export class StudyPage {
     const total = data.rows.size;
     const best = data.best();
     const spec = study.spec || {};
-    const budget = Number(spec.max_trials || 0);
+    const budget = budgetOf(study);
     const parts = STATES.filter((s) => counts[s]).map((s) => el('span', {
       class: 'count', style: `color:${STATE_COLORS[s]}`, 'data-state': s},
       `${counts[s]} ${s.toLowerCase()}`));
@@ -263,8 +264,23 @@ export class StudyPage {
                         ? formatNumber(best.params[p.index])
                         : best.params[p.index] ?? '—'}`).join(', ')]
              : 'No completed trial yet.');
-    this.header.replaceChildren(
-        el('h1', {}, study.name), summary, bestLine, this.actions());
+    // The actions stay as they are while the budget box has the focus, so
+    // that a live redraw never takes it from under the user's typing.
+    const typing = this.actionsBox && document.activeElement &&
+        document.activeElement.id === 'budget-input' &&
+        this.actionsBox.contains(document.activeElement);
+    const info = [el('h1', {}, study.name), summary, bestLine];
+    if (typing) {
+      // Replaced in place, the box left where it is (moved, it would lose
+      // the focus).
+      while (this.header.firstChild !== this.actionsBox) {
+        this.header.firstChild.remove();
+      }
+      this.actionsBox.before(...info);
+      return;
+    }
+    this.actionsBox = this.actions();
+    this.header.replaceChildren(...info, this.actionsBox);
   }
 
   actions() {
@@ -304,15 +320,19 @@ export class StudyPage {
       box.append(el('button', {id: 'action-resume', onclick: () =>
           run('resume', '/state', {state: 'ACTIVE'})}, 'Resume study'));
     }
-    const created = this.data.rows.size;
-    const budget = Number((study.spec || {}).max_trials || 0);
-    const input = el('input', {id: 'budget-input', type: 'number',
-                               min: 0, step: 1,
-                               value: budget ? Math.max(budget, created) + 10
-                                             : created + 10});
-    const form = el('form', {id: 'budget-form', onsubmit: (event) => {
+    // The box shows the current budget (a suggestion beside it read as the
+    // budget: 50 beside "budget 40"), and keeps what the user is typing
+    // across the live redraws until it is set.
+    const input = el('input', {
+      id: 'budget-input', type: 'number', min: 0, step: 1,
+      value: this.budgetDraft ?? String(budgetOf(study)),
+      oninput: (event) => { this.budgetDraft = event.target.value; }});
+    const form = el('form', {id: 'budget-form', onsubmit: async (event) => {
       event.preventDefault();
-      run('budget', '/max_trials', {max_trials: Number(input.value)});
+      input.blur();
+      await run('budget', '/max_trials', {max_trials: Number(input.value)});
+      if (!this.actionError) this.budgetDraft = null;
+      this.renderHeader();
     }}, ' max trials ', input, ' ',
         el('button', {id: 'budget-set', type: 'submit'}, 'Set budget'),
         el('span', {class: 'hint'}, ' (0 = unlimited; a completed study ' +

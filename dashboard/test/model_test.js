@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import {test} from 'node:test';
 
-import {StudyData, attemptsOf, boundText, int64, isFeasible, metricsOf,
+import {StudyData, attemptsOf, budgetOf, studyChanged, boundText, int64, isFeasible, metricsOf,
         objectiveOf, outsideBounds, parametersOf, paretoFront,
         rowFromCompact, rowFromTrial, rungsOf} from '../src/model.js';
 
@@ -307,4 +307,25 @@ test('the study page\'s row holds only the current attempt\'s curve and ' +
   assert.equal(lost.objective, null);
   assert.equal(rowFromCompact({id: 10, state: 'ACTIVE', params: [0.5],
                                metrics: [null], attempt: 2}).attempt, 2);
+});
+
+test('the budget is the study\'s current max_trials, 0 unlimited', () => {
+  assert.equal(budgetOf({spec: {max_trials: 40}}), 40);
+  assert.equal(budgetOf({spec: {max_trials: '40'}}), 40);
+  assert.equal(budgetOf({spec: {}}), 0);
+  assert.equal(budgetOf({}), 0);
+});
+
+test('the study read again: a change of state or budget is seen, new ' +
+     'trial counts are not', () => {
+  const held = {name: 's', state: 'ACTIVE', spec: {max_trials: 50},
+                trial_counts: {COMPLETED: 3}, cost: 0};
+  // The issue's cases: the badge stayed ACTIVE after the study completed;
+  // the budget stayed at 50 after `study update --max-trials 40`.
+  assert.equal(studyChanged(held, {...held, state: 'COMPLETED'}), true);
+  assert.equal(studyChanged(held, {...held, spec: {max_trials: 40}}), true);
+  assert.equal(studyChanged(held, {...held, cost: 1.5}), true);
+  assert.equal(studyChanged(held, {...held, trial_counts: {COMPLETED: 4}}),
+               false);
+  assert.equal(studyChanged(held, JSON.parse(JSON.stringify(held))), false);
 });

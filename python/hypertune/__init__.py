@@ -59,7 +59,7 @@ from hypertune.errors import (
     UnimplementedError,
 )
 from hypertune.study import Study, TrialEvent
-from hypertune.trial import Attempt, Infeasible, Measurement, Trial
+from hypertune.trial import Attempt, Infeasible, Measurement, Trial, TrialPruned
 
 __version__ = "0.1.0"
 
@@ -82,6 +82,7 @@ __all__ = [
     "Terminated",
     "Trial",
     "TrialEvent",
+    "TrialPruned",
     "UnauthenticatedError",
     "UnavailableError",
     "UnimplementedError",

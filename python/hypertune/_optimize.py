@@ -12,6 +12,7 @@ passes in.
 
 from __future__ import annotations
 
+import os
 import queue
 import sys
 import threading
@@ -26,7 +27,7 @@ from hypertune.errors import (
     InvalidArgumentError,
     LeaseLostError,
 )
-from hypertune.trial import Trial, loses_the_worker
+from hypertune.trial import Trial, is_pruned, loses_the_worker
 
 #: What optimize() says when the study's budget ends the call early.
 BUDGET_SPENT = (
@@ -110,21 +111,46 @@ class _Runs:
             return True
 
 
-def _check_exceptions(name: str, value: Any) -> None:
+def _exceptions(name: str, value: Any) -> tuple[type[BaseException], ...]:
+    """``value`` as a tuple of exception classes: a tuple, a list or (as
+    Optuna's ``catch`` takes) one class."""
+    if isinstance(value, type):
+        value = (value,)
+    elif isinstance(value, list):
+        value = tuple(value)
     if not isinstance(value, tuple) or not all(
         isinstance(c, type) and issubclass(c, BaseException) for c in value
     ):
-        raise InvalidArgumentError(f"{name}: expected a tuple of exception classes, got {value!r}")
+        raise InvalidArgumentError(
+            f"{name}: expected an exception class or a tuple of them, got {value!r}"
+        )
+    return value
 
 
-def _check_arguments(n_trials: Any, n_workers: Any, catch: Any, timeout: Any) -> None:
+def workers(n_workers: Any, n_jobs: Any) -> Any:
+    """The threads asked for, by hypertune's ``n_workers`` or Optuna's
+    ``n_jobs`` (-1: one per CPU)."""
+    if n_jobs is None:
+        return n_workers
+    if n_workers != 1:
+        raise InvalidArgumentError(
+            f"n_jobs: give n_workers or Optuna's n_jobs, not both (n_workers={n_workers!r}, "
+            f"n_jobs={n_jobs!r})"
+        )
+    if n_jobs == -1 and not isinstance(n_jobs, bool):
+        return os.cpu_count() or 1
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
+        raise InvalidArgumentError(f"n_jobs: expected an integer >= 1 or -1, got {n_jobs!r}")
+    return n_jobs
+
+
+def _check_arguments(n_trials: Any, n_workers: Any, timeout: Any) -> None:
     if n_trials is not None and (
         isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 0
     ):
         raise InvalidArgumentError(f"n_trials: expected None or an integer >= 0, got {n_trials!r}")
     if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
         raise InvalidArgumentError(f"n_workers: expected an integer >= 1, got {n_workers!r}")
-    _check_exceptions("catch", catch)
     if timeout is not None and (
         isinstance(timeout, bool)
         or not isinstance(timeout, (int, float))
@@ -236,8 +262,9 @@ def optimize(
 ) -> None:
     """See Study.optimize; trials come from ``ask``, and ``stops`` holds
     this run's stop event while it runs."""
-    _check_arguments(n_trials, n_workers, catch, timeout)
-    _check_exceptions("infeasible", infeasible)
+    _check_arguments(n_trials, n_workers, timeout)
+    catch = _exceptions("catch", catch)
+    infeasible = _exceptions("infeasible", infeasible)
     listeners = _check_callbacks(callbacks)
     runs = _Runs(n_trials)
     started = [0]  # trials this call ran
@@ -274,10 +301,16 @@ def optimize(
             # The trial went to another worker; that is no reason to stop.
             warnings.warn(f"optimize: {lost}", stacklevel=2)
             return None
-        except catch as error:
-            # Recorded by the with-block: FAILED, INFEASIBLE where the
-            # parameters caused it, given back where the worker lost it
-            # (not an ended trial then: it runs again).
+        except BaseException as error:
+            # Recorded by the with-block. A pruned trial (Optuna's
+            # TrialPruned) ended as Optuna's do, and the run goes on.
+            if is_pruned(error):
+                return trial
+            if not isinstance(error, catch):
+                raise
+            # In catch: FAILED, INFEASIBLE where the parameters caused it,
+            # given back where the worker lost it (not an ended trial
+            # then: it runs again).
             if loses_the_worker(error):
                 return None
         finally:

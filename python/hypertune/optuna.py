@@ -55,6 +55,7 @@ from optuna.samplers import BaseSampler, RandomSampler
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
+from hypertune import _space
 from hypertune._proto import pb
 from hypertune.client import Client
 from hypertune.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
@@ -69,9 +70,8 @@ TRIAL_NUMBER_ATTRIBUTE = "optuna.trial_number"
 OTHER_PARAMS_ATTRIBUTE = "optuna.other_params"
 
 # The server's limits (common/limits.h): values of one parameter, bytes of
-# one category, of one attribute's value.
-_MAX_VALUES = 1000
-_MAX_CATEGORY_BYTES = 1024
+# one attribute's value.
+_MAX_VALUES = _space.MAX_VALUES
 _MAX_ATTRIBUTE_BYTES = 4096
 
 #: The stop reason of the STOPPED trial, without a result, that records an
@@ -89,29 +89,9 @@ FAILED_REASON = (
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
 
-def _is_identifier(name: str) -> bool:
-    """Whether hypertune accepts ``name`` as a parameter name: a letter or
-    '_' first, then letters, digits and "._-" (at most 128 bytes)."""
-    if not name or len(name.encode()) > 128:
-        return False
-    if not (name[0].isascii() and (name[0].isalpha() or name[0] == "_")):
-        return False
-    return all(c.isascii() and (c.isalnum() or c in "._-") for c in name)
-
-
-def category_label(choice: Any) -> str:
-    """The string a categorical choice is in hypertune: a str as itself,
-    anything else (None, bool, int, float) as its repr."""
-    return choice if isinstance(choice, str) else repr(choice)
-
-
-def _step_values(low: float, high: float, step: float) -> Optional[list[float]]:
-    count = int(round((high - low) / step)) + 1
-    if count > _MAX_VALUES:
-        return None
-    # low + k * step may pass high by a rounding (0.1 * 3), which Optuna's
-    # distribution would not hold.
-    return [min(low + k * step, high) for k in range(count)]
+_is_identifier = _space.is_identifier
+category_label = _space.category_label
+spec_dict = _space.spec_dict
 
 
 def parameter_spec(name: str, distribution: BaseDistribution) -> tuple[Optional[dict], str]:
@@ -122,7 +102,8 @@ def parameter_spec(name: str, distribution: BaseDistribution) -> tuple[Optional[
     ``step`` the DISCRETE grid low, low+step, ..., high. IntDistribution: an
     INTEGER range (LOG when ``log``), or with a step > 1 the DISCRETE grid.
     CategoricalDistribution: CATEGORICAL over the choices' labels
-    (:func:`category_label`)."""
+    (:func:`category_label`). The mapping is _space.py's, which
+    Trial.suggest_float and its kin check an objective's calls with."""
     if not _is_identifier(name):
         return None, (
             'hypertune parameter names are identifiers (a letter or "_", then letters, '
@@ -131,64 +112,21 @@ def parameter_spec(name: str, distribution: BaseDistribution) -> tuple[Optional[
     if distribution.single():
         return None, "it has a single value, so nothing to search"
     if isinstance(distribution, FloatDistribution):
-        if distribution.step is None:
-            scale = "LOG" if distribution.log else "LINEAR"
-            domain = {"min": distribution.low, "max": distribution.high, "scale": scale}
-            return {"name": name, "double_spec": domain}, ""
-        values = _step_values(distribution.low, distribution.high, distribution.step)
-        if values is None:
-            return None, f"its step grid has more than {_MAX_VALUES} values"
-        return {"name": name, "discrete_spec": {"values": values}}, ""
+        return _space.float_spec(
+            name, distribution.low, distribution.high, distribution.step, distribution.log
+        )
     if isinstance(distribution, IntDistribution):
-        if distribution.step == 1:
-            scale = "LOG" if distribution.log else "LINEAR"
-            domain = {"min": distribution.low, "max": distribution.high, "scale": scale}
-            return {"name": name, "integer_spec": domain}, ""
-        values = _step_values(distribution.low, distribution.high, distribution.step)
-        if values is None:
-            return None, f"its step grid has more than {_MAX_VALUES} values"
-        whole = [float(int(round(v))) for v in values]
-        return {"name": name, "discrete_spec": {"values": whole}}, ""
+        return _space.int_spec(
+            name, distribution.low, distribution.high, distribution.step, distribution.log
+        )
     if isinstance(distribution, CategoricalDistribution):
-        labels = [category_label(c) for c in distribution.choices]
-        if len(set(labels)) != len(labels):
-            return None, "two of its choices have the same label (e.g. 1 and '1')"
-        if len(labels) > _MAX_VALUES:
-            return None, f"it has more than {_MAX_VALUES} choices"
-        if any(len(label.encode()) > _MAX_CATEGORY_BYTES for label in labels):
-            return None, f"a choice's label is longer than {_MAX_CATEGORY_BYTES} bytes"
-        return {"name": name, "categorical_spec": {"values": labels}}, ""
+        return _space.categorical_spec(name, distribution.choices)
     return None, (
         f"{type(distribution).__name__} is not one of Float-, Int- or CategoricalDistribution"
     )
 
 
-def spec_dict(parameter: pb.ParameterSpec) -> dict:
-    """A stored ParameterSpec as the config dict :func:`parameter_spec`
-    makes (JSON's mapping would write int64 as strings and drop defaults)."""
-    spec: dict[str, Any] = {"name": parameter.name}
-    kind = parameter.WhichOneof("kind")
-    domain = getattr(parameter, kind)
-    if kind in ("double_spec", "integer_spec"):
-        number = float if kind == "double_spec" else int
-        scale = "LOG" if domain.scale == pb.LOG else "LINEAR"
-        spec[kind] = {"min": number(domain.min), "max": number(domain.max), "scale": scale}
-    else:
-        spec[kind] = {"values": list(domain.values)}
-    if parameter.parent:
-        spec["parent"] = parameter.parent
-        if parameter.parent_categories:
-            spec["parent_categories"] = list(parameter.parent_categories)
-        if parameter.parent_values:
-            spec["parent_values"] = list(parameter.parent_values)
-    return spec
-
-
-_KINDS = ("double_spec", "integer_spec", "discrete_spec", "categorical_spec")
-
-
-def _kind(spec: dict) -> str:
-    return next(kind for kind in _KINDS if kind in spec)
+_kind = _space.kind_of
 
 
 def _domain_equal(a: dict, b: dict) -> bool:
@@ -275,10 +213,7 @@ def _same_value(optuna_value: Any, hypertune_value: Any, spec: dict) -> bool:
     return _close(float(optuna_value), float(hypertune_value))
 
 
-def _close(a: float, b: float) -> bool:
-    # A value's trip through the server (a double) keeps it exact; the
-    # tolerance is for grids made by low + k * step.
-    return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
+_close = _space.close
 
 
 def infer_parameters(trials: Sequence[FrozenTrial]) -> tuple[list[dict], dict[str, str]]:

@@ -10,6 +10,7 @@ hands the calling thread trials of its own (see _client_ids.py).
 
 from __future__ import annotations
 
+import json
 import math
 import operator
 import threading
@@ -22,7 +23,7 @@ import grpc
 
 from hypertune import _client_ids
 from hypertune._lease import renewal_interval
-from hypertune._optimize import Stops, optimize
+from hypertune._optimize import Stops, optimize, workers
 from hypertune._proto import objective_metrics, pb
 from hypertune._retry import failure
 from hypertune._transport import Transport
@@ -146,6 +147,97 @@ def _active(spec: pb.StudySpec, values: Mapping[str, Any]) -> dict[str, Optional
     for name in by_name:
         of(name)
     return active
+
+
+# Optuna's names of trial states, for trials_dataframe(style="optuna");
+# INFEASIBLE and PAUSED, which Optuna lacks, keep theirs.
+_OPTUNA_STATES = {
+    "COMPLETED": "COMPLETE",
+    "STOPPED": "PRUNED",
+    "FAILED": "FAIL",
+    "ACTIVE": "RUNNING",
+    "STOPPING": "RUNNING",
+    "REQUESTED": "WAITING",
+}
+
+# `hypertune import-optuna` keeps a numeric (or bool) user attribute KEY of
+# an Optuna trial twice: as the attribute (its JSON text, unmarked) and as
+# the metric "user_attr.KEY", for plots. Attribute keys and metric names are
+# made identifiers alike, but for a key starting with a digit, whose
+# attribute gets a leading "_" ("1st" -> "_1st", metric "user_attr.1st").
+_IMPORTED_COPY = "user_attr."
+
+
+def _attribute_of_copy(metric: str) -> Optional[str]:
+    """The attribute key whose import copy ``metric`` may be, or None."""
+    if not metric.startswith(_IMPORTED_COPY):
+        return None
+    key = metric[len(_IMPORTED_COPY):]
+    return key if key[:1].isalpha() or key[:1] == "_" else "_" + key
+
+
+def _imported_user_attrs(trial: Trial) -> dict[str, Any]:
+    """``trial.user_attrs``, those with an import's metric copy as the
+    number or bool they were in Optuna (the import stored their JSON text
+    without marking it JSON)."""
+    values = trial.user_attrs
+    for metric in trial.metrics:
+        key = _attribute_of_copy(metric)
+        if key is not None and isinstance(values.get(key), str):
+            try:
+                values[key] = json.loads(values[key])
+            except ValueError:
+                pass  # text after all: left as it is
+    return values
+
+
+# The column groups trials_dataframe(attrs=...) names, by column prefix;
+# "values" is Optuna's other name for "value".
+_GROUPS = ("number", "value", "datetime_start", "datetime_complete", "duration", "params",
+           "user_attrs", "state", "feasible", "metrics", "intermediate")
+_PREFIXED = ("values", "params", "user_attrs", "metrics", "intermediate")
+
+
+def _column_group(column: str) -> str:
+    """The attrs group of a column of the Optuna layout."""
+    for prefix in _PREFIXED:
+        if column.startswith(prefix + "_"):
+            return "value" if prefix == "values" else prefix
+    return column
+
+
+def _column_groups(attrs: Optional[Iterable[str]], style: str) -> Optional[set[str]]:
+    """The groups trials_dataframe keeps: those ``attrs`` names (and the
+    intermediate columns, which ``intermediate`` asks for), or None for
+    all."""
+    if attrs is None:
+        return None
+    where = "trials_dataframe: attrs"
+    if style != "optuna":
+        raise InvalidArgumentError(f'{where}: selects columns of style="optuna" only')
+    if isinstance(attrs, str):
+        raise InvalidArgumentError(f"{where}: expected a tuple of names, got {attrs!r}")
+    groups = {"intermediate"}
+    for name in attrs:
+        if name == "system_attrs":
+            continue  # Optuna's default asks for them; hypertune keeps none
+        group = "value" if name == "values" else name
+        if group not in _GROUPS or group == "intermediate":
+            raise InvalidArgumentError(
+                f"{where}: unknown {name!r}; expected some of: "
+                + ", ".join(g for g in _GROUPS if g != "intermediate")
+                + ", values, system_attrs"
+            )
+        groups.add(group)
+    return groups
+
+
+def _optuna_value_name(metric: str) -> str:
+    """The suffix of an objective's ``values_`` column: the metric's name,
+    or for an Optuna import's "value_0", "value_1"... Optuna's own "0",
+    "1"..."""
+    index = metric[len("value_"):] if metric.startswith("value_") else ""
+    return index if index.isdigit() else metric
 
 
 class Owner(Holder, Protocol):
@@ -347,6 +439,92 @@ class Study:
         optimal = self.optimal_trials()
         return optimal[0] if optimal else None
 
+    # ----- Optuna's names for the best so far -----
+
+    def _single(self, what: str) -> None:
+        """Raises unless the study has one objective; ``what`` is the name
+        asked for."""
+        objectives = self.objectives
+        if len(objectives) > 1:
+            raise FailedPreconditionError(
+                f"study {self.name!r} {what}: the study has {len(objectives)} objectives ("
+                + ", ".join(objectives)
+                + "), so no single best; study.best_trials is the Pareto front (the trials "
+                "none beats on every objective), each with its metrics"
+            )
+
+    @property
+    def best_trial(self) -> Trial:
+        """The best feasible COMPLETED trial so far (Optuna's
+        ``study.best_trial``; :meth:`best` answers None instead of
+        raising).
+
+        Raises:
+            ValueError: no trial has completed yet (or none completed
+                feasible).
+            FailedPreconditionError: the study has several objectives:
+                :attr:`best_trials` is the Pareto front.
+        """
+        self._single("best_trial")
+        optimal = self.optimal_trials()
+        if not optimal:
+            counts = {k: v for k, v in self.refresh().trial_counts.items() if v}
+            raise ValueError(
+                f"study {self.name!r} has no best trial yet: no trial has COMPLETED with a "
+                "feasible result (trials by state: "
+                + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none")
+                + ")"
+            )
+        return optimal[0]
+
+    @property
+    def best_value(self) -> float:
+        """The objective's value of :attr:`best_trial` (which says what it
+        raises)."""
+        self._single("best_value")
+        value = self.best_trial.value
+        assert value is not None  # the best trial is COMPLETED with its objective
+        return value
+
+    @property
+    def best_params(self) -> dict[str, Any]:
+        """The parameters of :attr:`best_trial` (which says what it
+        raises)."""
+        self._single("best_params")
+        return self.best_trial.params
+
+    @property
+    def best_trials(self) -> list[Trial]:
+        """The best feasible COMPLETED trials (Optuna's
+        ``study.best_trials``): the Pareto front of a study with several
+        objectives, the best trial of one with one; empty before any
+        completed. The same as :meth:`optimal_trials`."""
+        return self.optimal_trials()
+
+    @property
+    def directions(self) -> list[str]:
+        """MINIMIZE or MAXIMIZE for each objective of :attr:`objectives`,
+        in that order (Optuna's ``study.directions``, as strings)."""
+        return [pb.MetricSpec.Goal.Name(m.goal) for m in objective_metrics(self.spec)]
+
+    @property
+    def direction(self) -> str:
+        """MINIMIZE or MAXIMIZE: the objective's goal (Optuna's
+        ``study.direction``, as a string).
+
+        Raises:
+            FailedPreconditionError: the study has several objectives:
+                :attr:`directions` has each one's.
+        """
+        directions = self.directions
+        if len(directions) > 1:
+            raise FailedPreconditionError(
+                f"study {self.name!r} direction: the study has {len(directions)} objectives ("
+                + ", ".join(self.objectives)
+                + "); study.directions has each one's goal"
+            )
+        return directions[0] if directions else ""
+
     def watch(self, after: int = 0, timeout: Optional[float] = None) -> Iterator[TrialEvent]:
         """Yields the study's trial changes as they happen, those after
         sequence number ``after`` first (0 = from the start).
@@ -390,56 +568,134 @@ class Study:
                 transport.backoff(policy.jittered(failures))
 
     def trials_dataframe(
-        self, states: Union[str, Iterable[str], None] = None, *, intermediate: bool = False
+        self,
+        states: Union[str, Iterable[str], None] = None,
+        *,
+        intermediate: bool = False,
+        style: Optional[str] = None,
+        attrs: Optional[Iterable[str]] = None,
     ) -> pandas.DataFrame:
-        """The trials as a pandas DataFrame indexed by trial id, with the
-        columns of ``hypertune trials --format csv``: ``state``, one column
+        """The trials as a pandas DataFrame, one row per trial. Needs
+        pandas (Debian: python3-pandas).
+
+        ``style="hypertune"`` (the default): indexed by trial id, the
+        columns of ``hypertune trials --format csv`` (``state``, one column
         per parameter, one per final metric, ``step`` (the last), then
         ``elapsed_seconds``, ``start_time``, ``end_time``, ``client_id`` and
-        ``infeasible_reason``. Then, as Optuna names them, one
+        ``infeasible_reason``), then ``feasible``, then one
         ``user_attrs_KEY`` column per attribute (its Python value, as
-        :attr:`Trial.user_attrs`), by key; and with ``intermediate=True``
-        (off by default, as in Optuna: a long run makes many), one
-        ``intermediate_METRIC_STEP`` column per metric and step of the
-        intermediate measurements (``report``), by metric (the study's
-        order) then step: ``frame.filter(like="intermediate_loss_")`` is the
-        loss curve of each trial, one row per trial. A value a trial
-        lacks is None (NaN in a numeric column). Needs pandas (Debian:
-        python3-pandas)."""
+        :attr:`Trial.user_attrs`), by key.
+
+        ``style="optuna"``: Optuna's layout and names, a RangeIndex and the
+        columns ``number`` (id - 1), ``value`` (one objective) or
+        ``values_NAME`` (one per objective), ``datetime_start``,
+        ``datetime_complete``, ``duration``, ``params_NAME``,
+        ``user_attrs_KEY``, ``state`` with Optuna's names (COMPLETE,
+        PRUNED for STOPPED, FAIL, RUNNING for ACTIVE and STOPPING,
+        WAITING for REQUESTED; INFEASIBLE and PAUSED, which Optuna lacks,
+        as they are), then ``feasible`` and ``metrics_NAME`` for each
+        final metric that is not an objective (constraints, recorded
+        ones). ``attrs`` (which implies this style), as Optuna's, keeps
+        only the columns of the groups it names: ``number``, ``value``
+        (or ``values``), ``datetime_start``, ``datetime_complete``,
+        ``duration``, ``params``, ``user_attrs``, ``state``, ``feasible``,
+        ``metrics``; ``system_attrs``, of Optuna's default, adds none
+        (hypertune keeps none).
+
+        ``feasible``: whether the trial's result meets the study's
+        constraints: True or False for a COMPLETED or STOPPED trial with a
+        result (True for every one of a study without constraints), None
+        for a trial without a result (INFEASIBLE, FAILED, not finished).
+
+        With ``intermediate=True`` (off by default, as in Optuna: a long
+        run makes many), one ``intermediate_METRIC_STEP`` column per metric
+        and step of the intermediate measurements (``report``), by metric
+        (the study's order) then step: ``frame.filter(like=
+        "intermediate_loss_")`` is the loss curve of each trial, one row
+        per trial. A value a trial lacks is None (NaN in a numeric column).
+
+        A study imported from Optuna (``hypertune import-optuna``) keeps a
+        numeric user attribute both as the attribute and as the metric
+        ``user_attr.KEY``: the frame has it once, as ``user_attrs_KEY``,
+        with its number.
+        """
         try:
             import pandas
         except ImportError:
             raise ImportError(
                 "Study.trials_dataframe needs pandas (apt-get install python3-pandas)"
             ) from None
+        if style is None:
+            style = "hypertune" if attrs is None else "optuna"
+        if style not in ("hypertune", "optuna"):
+            raise InvalidArgumentError(
+                f'trials_dataframe: style: expected "hypertune" or "optuna", got {style!r}'
+            )
+        groups = _column_groups(attrs, style)
         trials = self.trials(states)
         params = [p.name for p in self.spec.parameters]
-        metrics = [m.name for m in self.spec.metrics]
+        declared = [m.name for m in self.spec.metrics]
+        metrics = list(declared)
         attributes: set[str] = set()
         curves: dict[str, set[int]] = {}  # metric -> its steps
+        notes: dict[int, dict[str, Any]] = {}  # trial id -> its user_attrs
         for trial in trials:
             params += [name for name in trial.params if name not in params]
             metrics += [name for name in trial.metrics if name not in metrics]
-            attributes.update(trial.user_attrs)
+            notes[trial.id] = _imported_user_attrs(trial)
+            attributes.update(notes[trial.id])
             for measurement in trial.proto.measurements:
                 for name in measurement.metrics:
                     curves.setdefault(name, set()).add(measurement.step)
+        # An import's copies of user attributes as metrics: shown once.
+        copies = {
+            name for name in metrics
+            if name not in declared and _attribute_of_copy(name) in attributes
+        }
+        metrics = [name for name in metrics if name not in copies]
         curve_metrics = [name for name in metrics if name in curves]
-        curve_metrics += sorted(name for name in curves if name not in metrics)
+        curve_metrics += sorted(
+            name for name in curves if name not in metrics and name not in copies
+        )
         intermediate_columns = [
             (name, step) for name in curve_metrics for step in sorted(curves[name])
         ] if intermediate else []
+        keys = sorted(attributes)
+        constrained = any(m.role == pb.MetricSpec.CONSTRAINT for m in self.spec.metrics)
+        objectives = self.objectives if style == "optuna" else []
+        others = [name for name in metrics if name not in objectives]
         rows = []
         for trial in trials:
-            values, final, notes = trial.params, trial.metrics, trial.user_attrs
-            steps = [m.step for m in trial.proto.measurements]
-            if trial.proto.HasField("final_measurement"):
-                steps.append(trial.proto.final_measurement.step)
+            values, final = trial.params, trial.metrics
             reported = {
                 (name, m.step): value
                 for m in trial.proto.measurements
                 for name, value in m.metrics.items()
             }
+            has_result = trial.proto.HasField("final_measurement") and trial.state in (
+                "COMPLETED", "STOPPED")
+            feasible = trial.feasible
+            if feasible is None and has_result and not constrained:
+                feasible = True
+            if not has_result:
+                feasible = None
+            curve = [reported.get(column) for column in intermediate_columns]
+            attrs = [notes[trial.id].get(key) for key in keys]
+            if style == "optuna":
+                rows.append(
+                    [trial.number]
+                    + [final.get(name) for name in objectives]
+                    + [trial.start_time, trial.end_time]
+                    + [values.get(name) for name in params]
+                    + attrs
+                    + [_OPTUNA_STATES.get(trial.state, trial.state), feasible]
+                    + [final.get(name) for name in others]
+                    + curve
+                )
+                continue
+            steps = [m.step for m in trial.proto.measurements]
+            if trial.proto.HasField("final_measurement"):
+                steps.append(trial.proto.final_measurement.step)
             rows.append(
                 [trial.state]
                 + [values.get(name) for name in params]
@@ -453,14 +709,35 @@ class Study:
                     trial.end_time,
                     trial.client_id,
                     trial.infeasible_reason,
+                    feasible,
                 ]
-                + [notes.get(key) for key in sorted(attributes)]
-                + [reported.get(column) for column in intermediate_columns]
+                + attrs
+                + curve
             )
+        curve_names = [f"intermediate_{name}_{step}" for name, step in intermediate_columns]
+        attribute_names = [f"user_attrs_{key}" for key in keys]
+        if style == "optuna":
+            if len(objectives) == 1:
+                value_names = ["value"]
+            else:
+                value_names = [f"values_{_optuna_value_name(name)}" for name in objectives]
+            columns = ["number", *value_names, "datetime_start", "datetime_complete",
+                       *[f"params_{name}" for name in params], *attribute_names, "state",
+                       "feasible", *[f"metrics_{name}" for name in others], *curve_names]
+            frame = pandas.DataFrame(rows, columns=columns)
+            for name in ("datetime_start", "datetime_complete"):
+                frame[name] = pandas.to_datetime(frame[name], utc=True)
+            frame.insert(
+                frame.columns.get_loc("datetime_complete") + 1,
+                "duration",
+                frame["datetime_complete"] - frame["datetime_start"],
+            )
+            if groups is not None:
+                frame = frame[[c for c in frame.columns if _column_group(c) in groups]]
+            return frame
         columns = ["state", *params, *metrics, "step", "elapsed_seconds", "start_time",
-                   "end_time", "client_id", "infeasible_reason"]
-        columns += [f"user_attrs_{key}" for key in sorted(attributes)]
-        columns += [f"intermediate_{name}_{step}" for name, step in intermediate_columns]
+                   "end_time", "client_id", "infeasible_reason", "feasible",
+                   *attribute_names, *curve_names]
         frame = pandas.DataFrame(
             rows, columns=columns, index=pandas.Index([t.id for t in trials], name="id")
         )
@@ -633,13 +910,20 @@ class Study:
         callbacks: Optional[Sequence[Callable[[Study, Trial], Any]]] = None,
         show_progress_bar: bool = False,
         infeasible: tuple[type[BaseException], ...] = (),
+        n_jobs: Optional[int] = None,
     ) -> None:
         """Runs ``fn`` on trials of the study, as Optuna's optimize does.
 
-        ``fn(trial)`` trains with ``trial.params`` and returns the
-        objective's value, or a dict of metrics; it may also report
+        ``fn(trial)`` trains with ``trial.params`` (or, as an Optuna
+        objective, ``trial.suggest_float(...)`` and its kin, which check the
+        call against the study's space) and returns the objective's value,
+        a dict of metrics, or (several objectives) a tuple of their values
+        in the order of :attr:`objectives`; it may also report
         intermediate values, watch ``trial.should_stop`` and finish the trial
-        itself. ``n_workers`` threads run trials at once, until
+        itself; raising :class:`hypertune.TrialPruned` (or Optuna's) once
+        ``trial.should_prune()`` keeps the trial STOPPED with its last
+        reported metrics, and the run goes on. ``n_workers`` (or Optuna's
+        ``n_jobs``, -1 for one per CPU) threads run trials at once, until
         ``n_trials`` trials have run in this call (as in Optuna: this many
         more; None: until the study's budget is spent), ``timeout`` seconds
         have passed (no trial starts after that; running ones finish), or
@@ -655,7 +939,8 @@ class Study:
           model (Optuna's FAIL); INFEASIBLE instead, a region the optimizer
           avoids, for :class:`hypertune.Infeasible`, out of memory
           (MemoryError, torch.cuda.OutOfMemoryError), FloatingPointError
-          and the classes in ``infeasible``. Exceptions in ``catch`` are
+          and the classes in ``infeasible``. Exceptions in ``catch`` (a
+          class or a tuple of them) are
           recorded and the run goes on; any other is recorded and raised
           here, once the other threads' running trials are done;
         - a BrokenPipeError (stdout closed) or a lost server: the trial is
@@ -686,7 +971,7 @@ class Study:
             ask=self._ask,
             stops=self._stops,
             n_trials=n_trials,
-            n_workers=n_workers,
+            n_workers=workers(n_workers, n_jobs),
             catch=catch,
             timeout=timeout,
             callbacks=callbacks,

@@ -24,12 +24,12 @@ import os
 import time
 import warnings
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
-from hypertune import _signals
+from hypertune import _signals, _space
 from hypertune._lease import LeaseKeeper, LeaseRenewer
 from hypertune._proto import objective_metrics, pb
 from hypertune._transport import Transport
@@ -102,6 +102,22 @@ class Infeasible(Exception):
     ``with`` block, or :meth:`Study.optimize`, marks the trial INFEASIBLE
     with the message, and the optimizer steers away from the region. Any
     other exception marks it FAILED, which the optimizer leaves out."""
+
+
+class TrialPruned(Exception):
+    """Raised by an Optuna-style objective once :meth:`Trial.should_prune`
+    says so, as Optuna's ``TrialPruned`` (which is taken the same way, by
+    its name, without importing Optuna): the trial the study's early
+    stopping stopped (or paused at a rung) is completed with its last
+    reported metrics, STOPPED (or left PAUSED), and optimize() goes on.
+    Raised while the study's early stopping did not ask, it marks the trial
+    FAILED, since it has no result; optimize() goes on then too."""
+
+
+def is_pruned(error: BaseException) -> bool:
+    """Whether ``error`` is :class:`TrialPruned` or Optuna's (matched by
+    name: optuna.TrialPruned, optuna.exceptions.TrialPruned)."""
+    return any(kind.__name__ == "TrialPruned" for kind in type(error).__mro__)
 
 
 # Exceptions that say the parameters cannot work, besides Infeasible:
@@ -304,6 +320,29 @@ def stored_text(stored: Mapping[str, str]) -> dict[str, str]:
     return {key: text for key, text in stored.items() if key != JSON_KEYS_ATTRIBUTE}
 
 
+def _is_integer(value: Any) -> bool:
+    """An int or an integer type's value (NumPy's), not a bool."""
+    if isinstance(value, bool):
+        return False
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _is_number(value: Any) -> bool:
+    """A real number of any type (int, float, NumPy's, a 0-d tensor), not
+    a bool or a string."""
+    if isinstance(value, (bool, str, bytes)):
+        return False
+    try:
+        float(value)
+    except (TypeError, ValueError, RuntimeError):
+        return False
+    return True
+
+
 def _check_step(step: Any, where: str) -> int:
     if not isinstance(step, bool):
         try:
@@ -411,6 +450,12 @@ class Trial:
     def id(self) -> int:
         """Dense per study, from 1."""
         return self._proto.id
+
+    @property
+    def number(self) -> int:
+        """:attr:`id` - 1: the trial's number as Optuna counts, from 0
+        (``study.trials()[trial.number]`` is this trial)."""
+        return self._proto.id - 1
 
     @property
     def study_name(self) -> str:
@@ -534,6 +579,10 @@ class Trial:
         text, is_json = encode_attribute(key, value, f"trial {self.id} set_attribute")
         # A copy as of now: a list changed after this call is not what was set.
         self._pending_attributes[key] = json.loads(text) if is_json else value
+
+    def set_user_attr(self, key: str, value: Any) -> None:
+        """:meth:`set_attribute` under Optuna's name."""
+        self.set_attribute(key, value)
 
     @property
     def objective(self) -> str:
@@ -663,6 +712,107 @@ class Trial:
             f"params={self.params!r}, metrics={self.metrics!r})"
         )
 
+    # ----- Optuna-style: the parameters asked for by name -----
+    #
+    # hypertune's space is the study's, declared when it is created; the
+    # server suggests every parameter at once. So suggest_float and its kin
+    # only hand back the trial's value, after checking that the call asks
+    # for the domain the study searches: a call that disagrees would get
+    # values from another range than it names.
+
+    def suggest_float(
+        self, name: str, low: float, high: float, *, step: Optional[float] = None,
+        log: bool = False,
+    ) -> float:
+        """The trial's value of DOUBLE parameter ``name`` (DISCRETE with a
+        ``step``), as Optuna's ``trial.suggest_float``. The study must
+        search that domain: ``double_spec`` ``{"min": low, "max": high}``
+        (``"scale": "LOG"`` with ``log``), or with ``step`` the
+        ``discrete_spec`` of the grid low, low+step, ..., high.
+
+        Raises:
+            InvalidArgumentError: the study has no such parameter, searches
+                another domain (both are named), or the parameter is not
+                active in this trial (a conditional one).
+        """
+        where = f"suggest_float({name!r}, {low!r}, {high!r}"
+        where += (f", step={step!r}" if step is not None else "") + (", log=True" if log else "")
+        asked, why = _space.float_spec(name, low, high, step, log)
+        return float(self._suggested(name, asked, why, where + ")"))
+
+    def suggest_int(
+        self, name: str, low: int, high: int, *, step: int = 1, log: bool = False
+    ) -> int:
+        """The trial's value of INTEGER parameter ``name`` (DISCRETE with a
+        ``step`` > 1), as Optuna's ``trial.suggest_int``: the study must
+        search ``integer_spec`` ``{"min": low, "max": high}`` (``"scale":
+        "LOG"`` with ``log``), or the ``discrete_spec`` of the grid.
+
+        Raises:
+            InvalidArgumentError: as :meth:`suggest_float`.
+        """
+        where = f"suggest_int({name!r}, {low!r}, {high!r}"
+        where += (f", step={step!r}" if step != 1 else "") + (", log=True" if log else "")
+        asked, why = _space.int_spec(name, low, high, step, log)
+        return int(self._suggested(name, asked, why, where + ")"))
+
+    def suggest_categorical(self, name: str, choices: Sequence[Any]) -> Any:
+        """The trial's choice of CATEGORICAL parameter ``name``, as Optuna's
+        ``trial.suggest_categorical``: the study's categories must be the
+        choices' labels (a str as itself, another value as its repr), in
+        any order. Returns the choice itself (``None``, ``3``, ``True``...),
+        not its label.
+
+        Raises:
+            InvalidArgumentError: as :meth:`suggest_float`.
+        """
+        choices = list(choices)
+        where = f"suggest_categorical({name!r}, {choices!r})"
+        asked, why = _space.categorical_spec(name, choices)
+        label = self._suggested(name, asked, why, where)
+        return next(c for c in choices if _space.category_label(c) == label)
+
+    def _suggested(self, name: str, asked: Optional[dict], why: str, where: str) -> ParamValue:
+        """The trial's value of ``name``, once the study's domain is the
+        ``asked`` one."""
+        where = f"trial {self.id} {where}"
+        if asked is None:
+            raise InvalidArgumentError(f"{where}: hypertune cannot search this domain: {why}")
+        specs = {p.name: p for p in self._spec.parameters} if self._spec else {}
+        if name not in specs:
+            raise InvalidArgumentError(
+                f"{where}: the study has no parameter {name!r} (its parameters: "
+                + (", ".join(f'"{n}"' for n in specs) or "none")
+                + "). A hypertune study's search space is declared when it is created, not "
+                "by the objective: add {\"name\": \"" + name + "\", "
+                + _space.describe_domain(asked)
+                + "} to its config's \"parameters\" (hypertune.optuna.Sampler runs an "
+                "objective that defines its space as it runs)"
+            )
+        held = _space.spec_dict(specs[name])
+        if not _space.same_domain(held, asked):
+            raise InvalidArgumentError(
+                f"{where}: the study searches {name!r} as {{"
+                + _space.describe_domain(held)
+                + "}, and this call asks for {"
+                + _space.describe_domain(asked)
+                + "}; ask for the study's domain (the search space is the study's)"
+            )
+        params = self.params
+        if name not in params:
+            raise InvalidArgumentError(
+                f"{where}: {name!r} is not active in this trial: it depends on "
+                f"{specs[name].parent!r}, whose value here does not enable it"
+            )
+        return params[name]
+
+    def should_prune(self) -> bool:
+        """:attr:`should_stop`, under Optuna's name: the study's early
+        stopping stopped the trial (or paused it at a rung). Then raise
+        :class:`TrialPruned` (or Optuna's), or finish as :attr:`should_stop`
+        says."""
+        return self.should_stop
+
     # ----- Reporting -----
 
     def _usable(self, what: str) -> Holder:
@@ -696,23 +846,94 @@ class Trial:
     def _elapsed(self) -> float:
         return self._elapsed_at_attach + time.monotonic() - self._attached_at
 
-    def report(self, step: int, metrics: Optional[Mapping[str, float]] = None, **more: float) -> None:
-        """Records an intermediate measurement at ``step`` (e.g. the
-        epoch), e.g. ``trial.report(3, val_accuracy=0.91)``, and renews the
-        lease. The answer may stop or pause the trial: see
+    def report(self, *args: Any, **kwargs: Any) -> None:
+        """Records an intermediate measurement at a step (e.g. the epoch)
+        and renews the lease. The answer may stop or pause the trial: see
         :attr:`should_stop`. Reporting a recorded step again with the same
-        metrics is harmless.
+        metrics is harmless. Two forms, told apart by the arguments' types:
+
+        - hypertune's, the step then the metrics by name:
+          ``trial.report(3, val_accuracy=0.91)``,
+          ``trial.report(3, {"val/acc": 0.91})``,
+          ``trial.report(step=3, metrics={...})``;
+        - Optuna's, the objective's value then the step:
+          ``trial.report(0.91, 3)`` (the value a float: any number but an
+          integer type, a NumPy float or a 0-d float tensor too),
+          ``trial.report(value, step=3)`` or
+          ``trial.report(value=0.91, step=3)`` (any number; where the
+          study has a metric named "value", that metric).
+
+        Two positional numbers of which the first is an integer, as
+        ``report(3, 0.85)``, fit both (Optuna's order would make 3 the
+        value and 0.85 the step): a TypeError names the forms.
 
         Raises:
+            TypeError: the arguments fit neither form, or both.
             InvalidArgumentError: no metrics, none for the study's objective
                 (a misspelt name: the error names the study's metrics), a
                 NaN, a value that is not a number, or a step below the
                 latest.
             LeaseLostError: the trial is no longer this handle's.
         """
+        step, metrics = self._report_arguments(args, kwargs)
+        self._report(step, metrics)
+
+    def _report_arguments(self, args: tuple, kwargs: dict[str, Any]) -> tuple[Any, dict]:
+        """The step and the metrics of report(*args, **kwargs) (see its
+        forms); the values not yet checked."""
+        where = f"trial {self.id} report"
+        if len(args) == 2 and not kwargs and not isinstance(args[1], Mapping):
+            first, second = args
+            if _is_integer(first) and _is_number(second):
+                objective = self.objective or "METRIC"
+                raise TypeError(
+                    f"{where}({first!r}, {second!r}): an integer then a number is ambiguous. "
+                    f"hypertune's form takes the step first and the metrics by name: "
+                    f"report(step, {objective}=value) or report(step, {{\"{objective}\": "
+                    "value}); Optuna's takes the value first: report(value, step) with a "
+                    "float value, or report(value, step=step)"
+                )
+            if _is_number(first) and not _is_integer(first):
+                return second, self._objective_value(first, where)
+        if len(args) == 1 and set(kwargs) == {"step"}:
+            return kwargs["step"], self._objective_value(args[0], where)
+        if not args and set(kwargs) == {"value", "step"}:
+            declared = [m.name for m in self._spec.metrics] if self._spec else []
+            if "value" in declared:
+                return kwargs["step"], {"value": kwargs["value"]}
+            return kwargs["step"], self._objective_value(kwargs["value"], where)
+        if len(args) > 2 or (args and "step" in kwargs) or (len(args) == 2 and "metrics" in kwargs):
+            raise TypeError(
+                f"{where}: expected report(step, metrics_dict, **metrics) or Optuna's "
+                f"report(value, step); got {len(args)} positional argument(s) and "
+                + (", ".join(f"{k}=" for k in kwargs) or "no keywords")
+            )
+        if not args and "step" not in kwargs:
+            raise TypeError(f"{where}: missing the step (report(step, metric=value))")
+        more = dict(kwargs)
+        step = args[0] if args else more.pop("step")
+        metrics = args[1] if len(args) > 1 else more.pop("metrics", None)
+        if metrics is not None and not isinstance(metrics, Mapping):
+            _check_step(step, where)  # the step's problem first, as for a dict
+            raise InvalidArgumentError(
+                f"{where}: metrics: expected a dict of metric name -> number, "
+                f"got {_describe(metrics)}"
+            )
+        return step, {**(metrics or {}), **more}
+
+    def _objective_value(self, value: Any, where: str) -> dict[str, Any]:
+        """A bare value as the metrics it stands for: the study's
+        objective's."""
+        if not self.objective:
+            raise InvalidArgumentError(
+                f"{where}: a bare value needs the study's objective; name the metric"
+            )
+        return {self.objective: value}
+
+    def _report(self, step: Any, given: Mapping[str, Any]) -> None:
         where = f"trial {self.id} report"
         step = _check_step(step, where)
-        values = check_metrics({**(metrics or {}), **more}, where)
+        values = check_metrics(given, where)
         client = self._usable("report")
         if not values:
             raise InvalidArgumentError(f"{where}: no metrics")
@@ -731,7 +952,25 @@ class Trial:
                 step=step, elapsed_seconds=self._elapsed(), metrics=values
             ),
         )
-        self._proto = self._rpc(client, "AddMeasurement", request)
+        answer = self._rpc(client, "AddMeasurement", request)
+        # The answer holds only this report's measurement (an intermediate
+        # report costs the same however long the curve): the curve so far
+        # is kept here.
+        reported = []
+        for m in answer.measurements:
+            copy = pb.Measurement()
+            copy.CopyFrom(m)
+            reported.append(copy)
+        first = min((m.step for m in reported), default=None)
+        del answer.measurements[:]
+        if first is None or all(m.step < first for m in self._proto.measurements[-1:]):
+            answer.measurements.extend(self._proto.measurements)  # the usual case
+            answer.measurements.extend(reported)
+        else:  # a retried earlier step: merged by step
+            by_step = {m.step: m for m in self._proto.measurements}
+            by_step.update((m.step, m) for m in reported)
+            answer.measurements.extend(by_step[s] for s in sorted(by_step))
+        self._proto = answer
         self._last_step = max(self._last_step, step)
 
     def _follow(self, client: Holder, step: Optional[int]) -> None:
@@ -803,7 +1042,9 @@ class Trial:
         """Completes the trial with its final metrics, at the last reported
         step: ``trial.complete(loss=0.27, accuracy=0.91)``, or
         ``trial.complete(0.91)`` for the study's objective alone, or
-        ``trial.complete({"val/acc": 0.91})``.
+        ``trial.complete({"val/acc": 0.91})``, or (Optuna's return of a
+        multi-objective study) ``trial.complete((0.91, 120.0))``, one value
+        per objective in the order of ``study.objectives``.
 
         A NaN or infinite metric marks the trial INFEASIBLE instead (the
         parameters diverged). A trial the server stopped early becomes
@@ -817,6 +1058,16 @@ class Trial:
             given: dict[str, Any] = {}
         elif isinstance(value, Mapping):
             given = dict(value)
+        elif isinstance(value, (tuple, list)):
+            # Optuna's multi-objective return: the objectives' values in order.
+            objectives = [m.name for m in objective_metrics(self._spec)]
+            if len(value) != len(objectives):
+                raise InvalidArgumentError(
+                    f"{where}: {len(value)} values for the study's {len(objectives)} "
+                    "objective(s) (" + ", ".join(f'"{n}"' for n in objectives)
+                    + "); give one value per objective, in that order, or a dict by name"
+                )
+            given = dict(zip(objectives, value))
         else:
             if not self.objective:
                 raise InvalidArgumentError(
@@ -1060,10 +1311,26 @@ class Trial:
             if isinstance(error, BrokenPipeError):
                 reason += " (standard output closed: the worker reading it is gone)"
             self._settle_quietly(self.give_back, reason)
+        elif is_pruned(error):
+            self._settle_quietly(self._settle_pruned, reason)
         elif declares_infeasible(error, self.infeasible_exceptions):
             self._settle_quietly(self.infeasible, reason)
         else:
             self._settle_quietly(self.fail, reason)
+
+    def _settle_pruned(self, reason: str) -> None:
+        """Settles a trial whose code raised TrialPruned: one the study's
+        early stopping stopped or paused completes with its last reported
+        metrics (STOPPED, or still PAUSED); any other has no result, and
+        is FAILED."""
+        last = self._proto.measurements[-1] if self._proto.measurements else None
+        if self.should_stop and last is not None:
+            self.complete(dict(last.metrics))
+            return
+        why = "the study's early stopping had not stopped it"
+        if last is None:
+            why = "it reported no intermediate value"
+        self.fail(f"{reason} (pruned by the objective, but {why}: no result to keep)")
 
     def _settle_quietly(self, settle: Any, reason: str) -> None:
         # The exception in flight is what the caller must see; a failure to

@@ -34,28 +34,34 @@
 // (a bad query parameter or body field, named), 401 (no or unknown bearer
 // token when the server has a token table), 403 (another owner's study, a
 // write refused: write_guard.h), 404 (no such study, trial or route), 405
-// (a route asked with the wrong method), 415 (a write without a JSON body),
-// 503 (too many event streams). Access follows the gRPC rule (access.h):
-// every call goes through StudyService with the caller's principal. Reads
-// never wait for writers.
+// (a route asked with the wrong method), 413 (a body over 64 KiB), 415 (a
+// write without a JSON body), 503 (too many event streams, or too many
+// requests without a valid token). Access follows the gRPC rule
+// (access.h): every call goes through StudyService with the caller's
+// principal. Reads never wait for writers.
 //
 // Writes (POST) are served only with auth or with `allow_writes` on a
 // loopback address, and only to same-origin requests with a JSON body
 // (write_guard.h).
 //
-// Connections (connection_gate.h): at most `max_connections_per_address`
-// from one address. A request's headers must be in within
-// `header_timeout_ms` of the connection's accept (or of the previous answer)
-// and its body within `body_timeout_ms` of its headers, in total, however
-// slowly the bytes trickle; on plain HTTP a connection gets a thread only
-// once its headers have arrived. Requests without a valid token (with auth
-// on) get no keep-alive, must be answered within header_timeout_ms of their
-// start, and hold at most half of the `max_connections` threads, so that
-// they can never crowd out authenticated ones. Each connection on a thread
-// has a thread of its own (ConnectionPool); a kept-alive connection that
-// sends nothing for `idle_timeout_s` is closed. Event streams are limited
-// per owner and in all. With `tls_cert_file` the server speaks HTTPS only.
-// TCP_NODELAY: keep-alive answers go out at once.
+// Connections are served by libmicrohttpd on a few event-loop threads
+// (epoll): an open connection costs a descriptor and a little memory, never
+// a thread. At most `max_connections` are open (by default a share of the
+// process's file limit, leaving the rest to the database, backups and gRPC)
+// and at most `max_connections_per_address` from one address; past the
+// total, the oldest connection still owing its request's headers is closed
+// to make room, so that idle sockets cannot lock out callers who send a
+// request. A request's headers must be in within `header_timeout_ms` of the
+// connection's accept (or of the previous answer) and its body within
+// `body_timeout_ms` of its headers, in total, however slowly the bytes
+// trickle. Requests without a valid token (with auth on) get no keep-alive,
+// must be answered within header_timeout_ms of their start, and at most half
+// of max_connections are served at once. A kept-alive connection that sends
+// nothing for `idle_timeout_s` is closed. Event streams (event_streams.h)
+// are limited per owner and in all, wait for changes without a thread, and
+// hold a bounded number of unsent bytes each and in all: a reader that falls
+// behind is told where to resume and closed. With `tls_cert_file` the server
+// speaks HTTPS only. TCP_NODELAY: keep-alive answers go out at once.
 //
 // Thread-safe: Shutdown may be called from any thread.
 #ifndef HYPERTUNE_SERVICE_HTTP_HTTP_SERVER_H_
@@ -75,33 +81,34 @@
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 #include "service/auth.h"
+#include "service/http/http_message.h"
 #include "service/http/write_guard.h"
 #include "service/metrics.h"
 #include "service/stream_limits.h"
 #include "service/study_service.h"
 
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
+struct MHD_Connection;
+struct MHD_Daemon;
 
 namespace hypertune::service {
 
-class ConnectionGate;
+class ConnectionTable;
+class EventStreams;
 
 struct HttpServerOptions {
   // HOST:PORT; port 0 picks a free one (see HttpServer::address).
   std::string listen = "127.0.0.1:8080";
-  // Connections served at once, each by its own thread (more wait for one
-  // to end). Default 512.
-  int max_connections = 512;
+  // Connections open at once; past it the oldest connection still owing
+  // its headers is closed. 0 (default): the file limit
+  // (RLIMIT_NOFILE) less a reserve for the database, backups and gRPC
+  // (HttpConnectionCap); a larger value is lowered to that.
+  int max_connections = 0;
   // Event streams open at once: in all (default 256) and per owner
   // (default 16), so that one owner's dashboards cannot crowd out others.
   int max_streams = 256;
   int max_streams_per_owner = 16;
-  // Seconds a kept-alive connection may stay silent between requests, and
-  // a read may wait for bytes. Default 5.
+  // Seconds a connection may stay silent (sending and taking no bytes)
+  // between requests or while its answer is sent. Default 5.
   int idle_timeout_s = 5;
   // Connections one client address may have open; more are closed at once.
   // Default 64.
@@ -134,7 +141,21 @@ struct HttpServerOptions {
   // The folder trial logs are served from (log_tail.h); empty (default):
   // no log serving.
   std::string log_root;
+  // Unsent bytes an event stream may hold (default 1 MiB; one event is
+  // always let through whole), and all of them together (default 32 MiB).
+  size_t stream_buffer_bytes = 1 << 20;
+  size_t streams_buffer_bytes = 32 << 20;
+  // An event stream that has not taken what it holds within this long has
+  // fallen behind: it is told where to resume and closed. Default 10 s.
+  int stream_behind_ms = 10'000;
+  // Event-loop threads; 0 (default): twice the cores, 4 to 16.
+  int threads = 0;
 };
+
+// The connections an HTTP server may hold under a file limit of
+// `file_limit` descriptors: what is left after a reserve of a quarter of
+// them (at least 64) for the database, its backups, gRPC and logs.
+int HttpConnectionCap(int64_t file_limit);
 
 class HttpServer {
  public:
@@ -158,9 +179,17 @@ class HttpServer {
   // Whether Shutdown has begun; event streams poll it.
   bool stopping() const { return stopping_.load(); }
 
+  // The most connections this server holds open (max_connections, lowered
+  // to the file limit's share).
+  int connection_cap() const { return connection_cap_; }
+
+  // Bytes the event streams hold unsent now (event_streams.h).
+  size_t event_stream_bytes() const;
+
  private:
-  using Request = httplib::Request;
-  using Response = httplib::Response;
+  using Request = HttpRequest;
+  using Response = HttpResponse;
+  struct Exchange;
   // A route's handler: one member function per endpoint (routes.cc).
   using Handler = void (HttpServer::*)(const Request&, Response&);
   // Who calls, and the study a route names, if they may read it.
@@ -169,18 +198,25 @@ class HttpServer {
     v1::Study study;
   };
 
-  HttpServer() = default;
+  HttpServer();
   // Registers every route.
   void Route();
   // Registers `handler` for GET (or POST) `pattern`, counted in /metrics
   // as `name`. A path registered for one method answers the other 405.
   void Get(const std::string& pattern, std::string name, Handler handler);
   void Post(const std::string& pattern, std::string name, Handler handler);
-  void Handle(bool post, const std::string& pattern, std::string name,
-              Handler handler);
+
+  // libmicrohttpd's callbacks (http_server.cc).
+  friend struct MhdCallbacks;
+  // The request's headers are in: whether to refuse it at once.
+  bool RefuseEarly(Exchange& exchange);
+  // Routes a request whose body is in and fills its answer.
+  void Dispatch(Exchange& exchange);
+  // Whether client certificates are asked for and this one's was refused.
+  bool ClientCertificateRefused(MHD_Connection* connection) const;
 
   // Whether the request carries a known bearer token (always, with auth
-  // off): what the connection gate trusts.
+  // off): the callers trusted with more time and keep-alive.
   bool Authenticated(const Request& req) const;
   // The principal of the request's bearer token (AuthOff() with auth off);
   // UNAUTHENTICATED without a known token.
@@ -233,16 +269,29 @@ class HttpServer {
   WritePolicy write_policy_;
   // options_.log_root with symlinks resolved; empty: no log serving.
   std::string log_root_;
-  // Each registered path pattern and whether it is a POST route, so that
-  // the other method gets 405 instead of 404.
-  std::vector<std::pair<std::regex, bool>> routes_;
-  std::unique_ptr<httplib::Server> http_;
-  // Accepts and hands connections to http_; declared after it, so that it
-  // ends (and its workers with it) first.
-  std::unique_ptr<ConnectionGate> gate_;
+  // The routes in order: pattern, POST or GET, /metrics name, handler.
+  struct Route_ {
+    std::regex pattern;
+    bool post;
+    std::string name;
+    Handler handler;
+  };
+  std::vector<Route_> routes_;
+  int connection_cap_ = 0;
+  // Requests without a valid token being served now, and the most at once.
+  std::atomic<int> untrusted_{0};
+  int max_untrusted_ = 0;
   std::atomic<bool> stopping_{false};
   // Event streams being served, by owner and in all.
   std::unique_ptr<StreamLimits> streams_;
+  // What they hold, and the thread that feeds them.
+  std::unique_ptr<EventStreams> events_;
+  // Open connections and their deadlines.
+  std::unique_ptr<ConnectionTable> connections_;
+  std::string tls_cert_, tls_key_, tls_trust_;
+  int listen_fd_ = -1;
+  MHD_Daemon* daemon_ = nullptr;
+  absl::Mutex shutdown_mu_;
   std::string address_;
 };
 

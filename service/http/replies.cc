@@ -5,7 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "httplib.h"
+#include "service/http/http_message.h"
 #include "service/http/json.h"
 
 namespace hypertune::service {
@@ -76,24 +76,24 @@ std::string ChangesPageJson(const std::vector<storage::TrialChange>& changes,
   return body;
 }
 
-void ReplyError(httplib::Response& res, const absl::Status& status) {
+void ReplyError(HttpResponse& res, const absl::Status& status) {
   ReplyError(res, status, HttpStatusOf(status.code()));
 }
 
-void ReplyError(httplib::Response& res, const absl::Status& status,
+void ReplyError(HttpResponse& res, const absl::Status& status,
                 int http_status) {
   res.status = http_status;
   if (res.status == 401) res.set_header("WWW-Authenticate", "Bearer");
   res.set_content(ErrorJson(status, http_status), "application/json");
 }
 
-void ReplyJson(httplib::Response& res, std::string body) {
+void ReplyJson(HttpResponse& res, std::string body) {
   res.status = 200;
   res.set_header("Cache-Control", "no-store");
   res.set_content(std::move(body), "application/json");
 }
 
-absl::StatusOr<int64_t> IntParam(const httplib::Request& req, const char* name,
+absl::StatusOr<int64_t> IntParam(const HttpRequest& req, const char* name,
                                  int64_t min, int64_t max, int64_t fallback) {
   if (!req.has_param(name)) return fallback;
   const std::string text = req.get_param_value(name);
@@ -107,7 +107,7 @@ absl::StatusOr<int64_t> IntParam(const httplib::Request& req, const char* name,
 }
 
 absl::StatusOr<std::vector<v1::Trial::State>> StateParams(
-    const httplib::Request& req) {
+    const HttpRequest& req) {
   std::vector<v1::Trial::State> states;
   const size_t n = req.get_param_value_count("state");
   for (size_t i = 0; i < n; ++i) {

@@ -12,12 +12,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "hypertune/v1/hypertune.pb.h"
+#include "service/http/http_message.h"
 #include "storage/study_store.h"
 
-namespace httplib {
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace hypertune::service {
 
@@ -30,25 +27,25 @@ std::string ErrorJson(const absl::Status& status);
 std::string ErrorJson(const absl::Status& status, int http_status);
 
 // Answers `status` as ErrorJson (with WWW-Authenticate on 401).
-void ReplyError(httplib::Response& res, const absl::Status& status);
+void ReplyError(HttpResponse& res, const absl::Status& status);
 // The same with HTTP status `http_status` (405, 415: no canonical code maps
 // to them) in the answer and its "code".
-void ReplyError(httplib::Response& res, const absl::Status& status,
+void ReplyError(HttpResponse& res, const absl::Status& status,
                 int http_status);
 
 // Answers 200 with the JSON `body`, not to be cached.
-void ReplyJson(httplib::Response& res, std::string body);
+void ReplyJson(HttpResponse& res, std::string body);
 
 // The value of query parameter `name` as an integer in [min, max], or
 // `fallback` when absent; INVALID_ARGUMENT naming it otherwise.
-absl::StatusOr<int64_t> IntParam(const httplib::Request& req, const char* name,
+absl::StatusOr<int64_t> IntParam(const HttpRequest& req, const char* name,
                                  int64_t min, int64_t max, int64_t fallback);
 
 // The trial states named by the `state` parameters (each a comma-separated
 // list of names, any case); empty: all. INVALID_ARGUMENT listing the known
 // states for an unknown one.
 absl::StatusOr<std::vector<v1::Trial::State>> StateParams(
-    const httplib::Request& req);
+    const HttpRequest& req);
 
 // One page of a study's change feed: {"events": [{"sequence", "trial"}...],
 // "last_sequence": the last one's (or `after` without events), "more":

@@ -1,6 +1,8 @@
 // The HTTP routes of http_server.h, one member function per endpoint.
 #include "service/http/http_server.h"
 
+#include <zlib.h>
+
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -9,7 +11,10 @@
 #include <variant>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "service/http/assets.h"
@@ -19,15 +24,11 @@
 #include "service/http/log_tail.h"
 #include "service/http/replies.h"
 #include "common/limits.h"
+#include "service/http/event_streams.h"
 #include "storage/open_store.h"
-// After Eigen (through the service's headers): httplib.h brings
-// <resolv.h>, whose `_res` macro breaks Eigen's parameter names.
-#include "httplib.h"
 
 namespace hypertune::service {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // A trial id from the path: a positive integer.
 absl::StatusOr<int64_t> TrialIdOf(const std::string& text) {
@@ -39,6 +40,41 @@ absl::StatusOr<int64_t> TrialIdOf(const std::string& text) {
         absl::StrCat("trial id: must be a positive integer, got ", quoted));
   }
   return id;
+}
+
+// Whether an asset of `content_type` is worth compressing (text, not
+// images).
+bool Compressible(std::string_view type) {
+  const absl::string_view content_type(type.data(), type.size());
+  return absl::StartsWith(content_type, "text/") ||
+         absl::StrContains(content_type, "javascript") ||
+         absl::StrContains(content_type, "json") ||
+         absl::StrContains(content_type, "svg");
+}
+
+// The gzip form of `asset`, made once and kept (the assets are fixed).
+std::string_view Gzipped(const Asset& asset) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* made = new absl::flat_hash_map<const Asset*, std::string>();
+  absl::MutexLock lock(&mu);
+  auto [it, added] = made->try_emplace(&asset);
+  if (!added) return it->second;
+  z_stream z{};
+  // 15 + 16: a gzip header and trailer around the deflate stream.
+  if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+                   Z_DEFAULT_STRATEGY) != Z_OK) {
+    return it->second;  // empty: served uncompressed
+  }
+  std::string& out = it->second;
+  out.resize(deflateBound(&z, asset.data.size()));
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(asset.data.data()));
+  z.avail_in = static_cast<uInt>(asset.data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const bool done = deflate(&z, Z_FINISH) == Z_STREAM_END;
+  out.resize(done ? z.total_out : 0);
+  deflateEnd(&z);
+  return out;
 }
 
 }  // namespace
@@ -97,35 +133,35 @@ void HttpServer::TrialsCsv(const Request& req, Response& res) {
   res.set_header("Cache-Control", "no-store");
   // Page by page: the header with the first, then a page per call.
   auto token = std::make_shared<std::optional<std::string>>();
-  res.set_chunked_content_provider(
-      "text/csv; charset=utf-8",
-      [this, study = admitted->study, who = admitted->caller, token](
-          size_t, httplib::DataSink& sink) {
-        std::string chunk;
-        if (!token->has_value()) AppendCsvHeader(study, &chunk);
-        v1::ListTrialsRequest request;
-        request.set_study_name(study.name());
-        request.set_page_size(kMaxPageSize);
-        request.set_page_token(token->value_or(""));
-        absl::StatusOr<v1::ListTrialsResponse> page =
-            service_->ListTrials(request, who);
-        // Mid-stream there is no status to send: end the connection so that
-        // the client sees a truncated, not a complete, file.
-        if (!page.ok()) return false;
-        for (const v1::Trial& trial : page->trials()) {
-          AppendCsvRow(study, trial, &chunk);
-        }
-        // Shutting down: cut the connection rather than end a file that
-        // would look complete.
-        if (stopping()) return false;
-        if (!sink.write(chunk.data(), chunk.size())) return false;
-        if (page->next_page_token().empty()) {
-          sink.done();
-        } else {
-          *token = page->next_page_token();
-        }
-        return true;
-      });
+  auto finished = std::make_shared<bool>(false);
+  res.status = 200;
+  res.content_type = "text/csv; charset=utf-8";
+  res.chunks = [this, study = admitted->study, who = admitted->caller, token,
+                finished](std::string* chunk) {
+    if (*finished) return true;  // an empty chunk: the end
+    if (!token->has_value()) AppendCsvHeader(study, chunk);
+    v1::ListTrialsRequest request;
+    request.set_study_name(study.name());
+    request.set_page_size(kMaxPageSize);
+    request.set_page_token(token->value_or(""));
+    absl::StatusOr<v1::ListTrialsResponse> page =
+        service_->ListTrials(request, who);
+    // Mid-stream there is no status to send: end the connection so that
+    // the client sees a truncated, not a complete, file.
+    if (!page.ok()) return false;
+    for (const v1::Trial& trial : page->trials()) {
+      AppendCsvRow(study, trial, chunk);
+    }
+    // Shutting down: cut the connection rather than end a file that would
+    // look complete.
+    if (stopping()) return false;
+    if (page->next_page_token().empty()) {
+      *finished = true;
+    } else {
+      *token = page->next_page_token();
+    }
+    return true;
+  };
 }
 
 void HttpServer::GetTrial(const Request& req, Response& res) {
@@ -258,66 +294,25 @@ void HttpServer::Events(const Request& req, Response& res) {
     }
     *after = last;
   }
-  const std::string owner = admitted->caller.owner;
-  if (absl::Status s = streams_->Acquire(owner, "events"); !s.ok()) {
+  v1::WatchTrialsRequest request;
+  request.set_study_name(admitted->study.name());
+  request.set_after_sequence(*after);
+  absl::StatusOr<StudyService::Watch> watch =
+      service_->OpenWatch(request, admitted->caller);
+  if (!watch.ok()) return ReplyError(res, watch.status());
+  auto hold = std::make_unique<StreamLimits::Hold>(
+      *streams_, admitted->caller.owner, "events");
+  if (!hold->status().ok()) {
     // 503 with a retry, as for a server too busy to serve it now.
-    return ReplyError(res, absl::UnavailableError(s.message()));
+    return ReplyError(res, absl::UnavailableError(hold->status().message()));
   }
+  res.status = 200;
   res.set_header("Cache-Control", "no-store");
   res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [this, name = admitted->study.name(), who = admitted->caller,
-       after = *after](size_t, httplib::DataSink& sink) {
-        Clock::time_point last_write = Clock::now();
-        bool broken = false;
-        // Events wait here until WatchTrials has emitted its batch (it asks
-        // `cancelled` after each): one write per batch, not per event.
-        std::string pending;
-        auto flush = [&] {
-          if (!broken && !pending.empty() &&
-              !sink.write(pending.data(), pending.size())) {
-            broken = true;
-          }
-          if (!pending.empty()) last_write = Clock::now();
-          pending.clear();
-          return !broken;
-        };
-        pending = "retry: 2000\n\n";
-        flush();
-        v1::WatchTrialsRequest request;
-        request.set_study_name(name);
-        request.set_after_sequence(after);
-        const auto keepalive = std::chrono::milliseconds(options_.keepalive_ms);
-        constexpr size_t kFlushBytes = 256 << 10;
-        absl::Status status = service_->WatchTrials(
-            request,
-            [&](const v1::TrialEvent& event) {
-              AppendEvent(event, &pending);
-              return pending.size() < kFlushBytes || flush();
-            },
-            [&] {
-              if (!flush() || stopping()) return true;
-              if (Clock::now() - last_write >= keepalive) {
-                pending = ": keep-alive\n\n";
-                return !flush();
-              }
-              return false;
-            },
-            who);
-        flush();
-        if (!status.ok()) {
-          pending =
-              absl::StrCat("event: error\ndata: ", ErrorJson(status), "\n\n");
-          flush();
-        }
-        if (broken) return false;
-        sink.done();
-        return true;
-      },
-      // The stream's slot is freed however the answer ends (httplib calls
-      // this when the response goes, even unsent).
-      [this, owner](bool) { streams_->Release(owner); });
+  res.content_type = "text/event-stream";
+  // Fed by events_ (event_streams.h) while the connection waits.
+  res.events = events_->Open(*std::move(watch), admitted->caller,
+                             std::move(hold));
 }
 
 void HttpServer::StopTrial(const Request& req, Response& res) {
@@ -470,8 +465,20 @@ void HttpServer::AssetFile(const Request& req, Response& res) {
     return;
   }
   res.status = 200;
-  res.set_content(asset->data.data(), asset->data.size(),
-                  std::string(asset->content_type));
+  res.content_type = std::string(asset->content_type);
+  res.static_body = asset->data;
+  // The page's files may be compressed (the API's answers never are: on
+  // the links dashboards use, compressing costs more than it saves).
+  if (Compressible(asset->content_type)) {
+    res.set_header("Vary", "Accept-Encoding");
+    if (absl::StrContains(req.get_header_value("Accept-Encoding"), "gzip")) {
+      std::string_view gzipped = Gzipped(*asset);
+      if (!gzipped.empty()) {
+        res.static_body = gzipped;
+        res.set_header("Content-Encoding", "gzip");
+      }
+    }
+  }
 }
 
 }  // namespace hypertune::service

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "httplib.h"
+#include "service/http/http_message.h"
 
 namespace hypertune::service {
 
@@ -42,7 +42,7 @@ std::string HostOfHostHeader(absl::string_view value) {
                                                       : value.substr(0, colon));
 }
 
-absl::Status CheckWriteOrigin(const httplib::Request& req,
+absl::Status CheckWriteOrigin(const HttpRequest& req,
                               const WritePolicy& policy) {
   if (!policy.writes_enabled()) {
     return absl::PermissionDeniedError(
@@ -79,7 +79,7 @@ absl::Status CheckWriteOrigin(const httplib::Request& req,
   return absl::OkStatus();
 }
 
-bool HasJsonContentType(const httplib::Request& req) {
+bool HasJsonContentType(const HttpRequest& req) {
   std::string type = req.get_header_value("Content-Type");
   type = type.substr(0, type.find(';'));
   return absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(type),
@@ -87,7 +87,7 @@ bool HasJsonContentType(const httplib::Request& req) {
 }
 
 absl::StatusOr<nlohmann::json> JsonObjectBody(
-    const httplib::Request& req, const std::vector<std::string>& known) {
+    const HttpRequest& req, const std::vector<std::string>& known) {
   // No body reads as {}: nothing to say but the action.
   if (absl::StripAsciiWhitespace(req.body).empty()) {
     return nlohmann::json::object();

@@ -23,10 +23,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
+#include "service/http/http_message.h"
 
-namespace httplib {
-struct Request;
-}  // namespace httplib
 
 namespace hypertune::service {
 
@@ -53,19 +51,19 @@ std::string HostOfHostHeader(absl::string_view value);
 // are looked at: PERMISSION_DENIED saying why when writes are off, the
 // Origin is another one, Sec-Fetch-Site is neither same-origin nor none, or
 // (writes without auth) the Host is not the loopback.
-absl::Status CheckWriteOrigin(const httplib::Request& req,
+absl::Status CheckWriteOrigin(const HttpRequest& req,
                               const WritePolicy& policy);
 
 // Whether the request's Content-Type is application/json (parameters such
 // as charset allowed).
-bool HasJsonContentType(const httplib::Request& req);
+bool HasJsonContentType(const HttpRequest& req);
 
 // The request's body as a JSON object with no keys but `known` (an empty
 // body is {});
 // INVALID_ARGUMENT naming what is wrong otherwise (not JSON, not an object,
 // an unknown key).
 absl::StatusOr<nlohmann::json> JsonObjectBody(
-    const httplib::Request& req, const std::vector<std::string>& known);
+    const HttpRequest& req, const std::vector<std::string>& known);
 
 }  // namespace hypertune::service
 

@@ -16,6 +16,14 @@ namespace {
 constexpr Oid kByteaOid = 17;
 constexpr Oid kInt8Oid = 20;
 constexpr Oid kInt8ArrayOid = 1016;
+constexpr Oid kByteaArrayOid = 1001;
+
+// Appends `value` as a big-endian int4.
+void AppendInt4(std::string& out, uint32_t value) {
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    out.push_back(static_cast<char>(value >> shift));
+  }
+}
 
 // Debian's Abseil has its own string_view, not std::string_view.
 absl::string_view ToAbsl(std::string_view view) {
@@ -74,6 +82,29 @@ Params& Params::Ints(const std::vector<int>& values) {
                      false,
                      absl::StrCat("{", absl::StrJoin(values, ","), "}"),
                      {}});
+  return *this;
+}
+
+Params& Params::ByteArrays(const std::vector<std::string>& values) {
+  // The binary array form: dimensions, a has-nulls flag, the element type,
+  // each dimension's size and lower bound, then each element's length and
+  // bytes. An empty array has no dimensions.
+  size_t size = 20;
+  for (const std::string& value : values) size += 4 + value.size();
+  std::string bytes;
+  bytes.reserve(size);
+  AppendInt4(bytes, values.empty() ? 0 : 1);
+  AppendInt4(bytes, 0);
+  AppendInt4(bytes, kByteaOid);
+  if (!values.empty()) {
+    AppendInt4(bytes, static_cast<uint32_t>(values.size()));
+    AppendInt4(bytes, 1);
+  }
+  for (const std::string& value : values) {
+    AppendInt4(bytes, static_cast<uint32_t>(value.size()));
+    bytes.append(value);
+  }
+  values_.push_back({kByteaArrayOid, 1, false, std::move(bytes), {}});
   return *this;
 }
 

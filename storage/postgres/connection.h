@@ -40,6 +40,8 @@ class Params {
   Params& Bytes(std::string_view value);
   // An int8[] (for "= ANY($n)").
   Params& Ints(const std::vector<int>& values);
+  // A bytea[] of `values`, which are copied.
+  Params& ByteArrays(const std::vector<std::string>& values);
   // An int8 NULL (as in "LIMIT NULL", no limit).
   Params& Null();
 

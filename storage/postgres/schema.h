@@ -20,12 +20,16 @@ namespace hypertune::storage::postgres {
 class Connection;
 
 // The schema version this build writes.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // Applies the migrations that the database lacks, in order, each once.
 // FAILED_PRECONDITION if its schema is newer than kSchemaVersion; other
 // failures name the step and the server's message.
 absl::Status Migrate(Connection& db);
+
+// Migrate, stopping at version `target` (<= kSchemaVersion): for tests
+// that need a database as an older build left it.
+absl::Status MigrateTo(Connection& db, int target);
 
 }  // namespace hypertune::storage::postgres
 

@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "storage/store_util.h"
 
 namespace hypertune::storage::postgres {
@@ -18,6 +20,14 @@ namespace {
 // schema.cc), the second test is the exact one.
 #define HT_STUDY_NAMED(s, n) \
   "sha256(" s "name) = sha256(" n ") AND " s "name = " n
+
+// A trial row's whole message: its own, followed by its measurement rows
+// in order (StoredTrial). NULL for a NULL row.
+#define HT_TRIAL_MESSAGE(t)                                               \
+  "CASE WHEN " t "measurements = 0 THEN " t "trial ELSE " t "trial || "   \
+  "COALESCE((SELECT string_agg(m.data, ''::BYTEA ORDER BY m.idx) "        \
+  "FROM measurements m WHERE m.study_id = " t "study_id "                 \
+  "AND m.trial_id = " t "trial_id), ''::BYTEA) END"
 
 constexpr char kInsertStudy[] =
     "INSERT INTO studies(name, state, create_time_ms, study) "
@@ -45,11 +55,22 @@ constexpr char kTakeTrialIds[] =
 // One row if the study exists; its trial's columns are NULL if the trial
 // does not.
 constexpr char kSelectTrial[] =
-    "SELECT s.id, t.trial FROM studies s LEFT JOIN trials t "
+    "SELECT s.id, " HT_TRIAL_MESSAGE("t.") " FROM studies s "
+    "LEFT JOIN trials t "
     "ON t.study_id = s.id AND t.trial_id = $2 "
     "WHERE " HT_STUDY_NAMED("s.", "$1");
+// The trial's message without its measurement rows, their count and size,
+// and the latest of them.
+constexpr char kSelectTrialHead[] =
+    "SELECT s.id, t.trial, t.measurements, t.measurement_bytes, m.data "
+    "FROM studies s LEFT JOIN trials t "
+    "ON t.study_id = s.id AND t.trial_id = $2 "
+    "LEFT JOIN measurements m ON m.study_id = s.id AND m.trial_id = $2 "
+    "AND m.idx = t.measurements - 1 "
+    "WHERE " HT_STUDY_NAMED("s.", "$1");
 constexpr char kSelectStudyWithTrial[] =
-    "SELECT s.study, t.trial FROM studies s LEFT JOIN trials t "
+    "SELECT s.study, " HT_TRIAL_MESSAGE("t.") " FROM studies s "
+    "LEFT JOIN trials t "
     "ON t.study_id = s.id AND t.trial_id = $2 "
     "WHERE " HT_STUDY_NAMED("s.", "$1");
 constexpr char kSelectTrialVersion[] =
@@ -59,22 +80,38 @@ constexpr char kSelectTrialVersion[] =
 // Replaces a trial under its study's next change sequence number (see
 // schema.cc): $1 the study's name, $2 the trial's id, $3..$6 its state,
 // client id, lease epoch and message, $7 and $8 the lease epoch and state
-// the caller read, or NULL for an unconditional write. True if written.
+// the caller read, or NULL for an unconditional write, $9 and $10 its
+// measurement rows and their size. True if written.
 constexpr char kUpdateTrial[] =
-    "SELECT hypertune_update_trial($1, $2, $3, $4, $5, $6, $7, $8)::INT4";
-// Lease renewals: no sequence number, so no lock on the study's row. $5 and
-// $6 are the trial's own lease epoch and state, which a renewal keeps.
+    "SELECT hypertune_write_trial($1, $2, $3, $4, $5, $6, $7, $8, true, $9, "
+    "$10)::INT4";
+// Lease renewals: no sequence number, so no lock on the study's row. The
+// trial's own lease epoch and state ($5, $3), which a renewal keeps, are
+// the version compared; $7 and $8 its measurement rows and their size.
 constexpr char kRenewTrialLease[] =
-    "UPDATE trials t SET client_id = $3, trial = $4 FROM studies s "
-    "WHERE s.id = t.study_id AND " HT_STUDY_NAMED(
-        "s.",
-        "$1") " AND t.trial_id = $2 AND t.lease_epoch = $5 AND t.state = $6";
+    "SELECT hypertune_write_trial($1, $2, $3, $4, $5, $6, $5, $3, false, $7, "
+    "$8)::INT4";
+// As kUpdateTrial, always conditional, for a head ($6) and one measurement
+// row ($9) appended.
+constexpr char kAppendMeasurement[] =
+    "SELECT hypertune_append_measurement($1, $2, $3, $4, $5, $6, $7, $8, "
+    "$9)::INT4";
+// A trial row's counts and measurement rows, for a trial that has none.
+constexpr char kSetTrialCounts[] =
+    "UPDATE trials SET trial = $3, measurements = $4, measurement_bytes = $5 "
+    "WHERE study_id = $1 AND trial_id = $2";
+constexpr char kInsertMeasurementRows[] =
+    "INSERT INTO measurements(study_id, trial_id, idx, data) "
+    "SELECT $1, $2, u.n - 1, u.data FROM unnest($3::BYTEA[]) "
+    "WITH ORDINALITY AS u(data, n)";
 // The reads below return one row with NULL trial columns for a study with
 // no matching trials, and no row for a missing study.
 constexpr char kListTrialChanges[] =
     "SELECT s.id, t.trial_id, t.sequence, t.trial FROM studies s "
-    "LEFT JOIN LATERAL (SELECT trial_id, sequence, trial FROM trials "
-    "WHERE study_id = s.id AND sequence > $2 ORDER BY sequence LIMIT $3) t "
+    "LEFT JOIN LATERAL (SELECT tt.trial_id, tt.sequence, "
+    HT_TRIAL_MESSAGE("tt.") " AS trial FROM trials tt "
+    "WHERE tt.study_id = s.id AND tt.sequence > $2 ORDER BY tt.sequence "
+    "LIMIT $3) t "
     "ON true WHERE " HT_STUDY_NAMED("s.", "$1");
 constexpr char kCountTrials[] =
     "SELECT s.id, c.state, c.n FROM studies s "
@@ -88,7 +125,8 @@ constexpr char kStudyOverview[] =
     "LEFT JOIN LATERAL (SELECT state, COUNT(*) AS n FROM trials "
     "WHERE study_id = s.id GROUP BY state) c "
     "ON true WHERE " HT_STUDY_NAMED("s.", "$1") " UNION ALL "
-    "SELECT NULL, NULL, NULL, t.trial_id, t.trial FROM studies s "
+    "SELECT NULL, NULL, NULL, t.trial_id, " HT_TRIAL_MESSAGE("t.") " "
+    "FROM studies s "
     "JOIN trials t ON t.study_id = s.id AND t.state = ANY($2) "
     "WHERE " HT_STUDY_NAMED("s.", "$1") " ORDER BY 4 NULLS FIRST";
 
@@ -99,14 +137,26 @@ constexpr char kStudyTotals[] =
     "COALESCE(MAX(t.sequence), 0), COUNT(DISTINCT t.sequence) "
     "FROM studies s LEFT JOIN trials t ON t.study_id = s.id "
     "GROUP BY s.id ORDER BY s.name";
-// Integrity: a study's trials, a page at a time.
+// Integrity: a study's trials, a page at a time, with their measurement
+// rows' count and size beside the counts their row keeps.
 constexpr char kTrialRows[] =
-    "SELECT trial_id, state, client_id, lease_epoch, trial FROM trials "
-    "WHERE study_id = $1 AND trial_id > $2 ORDER BY trial_id LIMIT $3";
+    "SELECT t.trial_id, t.state, t.client_id, t.lease_epoch, "
+    HT_TRIAL_MESSAGE("t.") ", t.measurements, t.measurement_bytes, "
+    "(SELECT COUNT(*) FROM measurements m WHERE m.study_id = t.study_id "
+    "AND m.trial_id = t.trial_id), "
+    "(SELECT COALESCE(SUM(length(m.data)), 0)::INT8 FROM measurements m "
+    "WHERE m.study_id = t.study_id AND m.trial_id = t.trial_id) "
+    "FROM trials t "
+    "WHERE t.study_id = $1 AND t.trial_id > $2 ORDER BY t.trial_id LIMIT $3";
 constexpr int kIntegrityPage = 500;
 constexpr size_t kMaxProblems = 10;
 
+// For the statements built at run time (LoadTrials, LoadTrialsInStates).
+constexpr char kTrialMessageOfTt[] = HT_TRIAL_MESSAGE("tt.");
+constexpr char kTrialMessageOfT[] = HT_TRIAL_MESSAGE("t.");
+
 #undef HT_STUDY_NAMED
+#undef HT_TRIAL_MESSAGE
 
 // ----- Helpers -----
 
@@ -151,36 +201,45 @@ std::string InsertTrialsAfterSql(size_t rows) {
   return sql;
 }
 
-// Gives `trials` the study's name and the ids after `last_id`, and
-// serializes them into `bytes`.
+// Gives `trials` the study's name and the ids after `last_id`, and puts
+// their stored forms into `stored`.
 absl::Status NumberTrials(std::string_view study_name, int64_t last_id,
                           std::span<v1::Trial> trials,
-                          std::vector<std::string>& bytes) {
-  bytes.resize(trials.size());
+                          std::vector<StoredTrial>& stored) {
+  stored.resize(trials.size());
   for (size_t i = 0; i < trials.size(); ++i) {
     v1::Trial& trial = trials[i];
     trial.set_study_name(std::string(study_name));
     trial.set_id(last_id + static_cast<int64_t>(i) + 1);
-    absl::StatusOr<std::string> serialized =
-        SerializeForStore(trial, TrialLabel(study_name, trial.id()));
-    if (!serialized.ok()) return serialized.status();
-    bytes[i] = *std::move(serialized);
+    absl::StatusOr<StoredTrial> split =
+        SplitTrial(trial, TrialLabel(study_name, trial.id()));
+    if (!split.ok()) return split.status();
+    stored[i] = *std::move(split);
   }
   return absl::OkStatus();
 }
 
+// Whether any of `stored` has measurement rows.
+bool AnyRows(const std::vector<StoredTrial>& stored) {
+  return std::any_of(stored.begin(), stored.end(), [](const StoredTrial& s) {
+    return !s.measurements.empty();
+  });
+}
+
 // InsertTrials in one statement, if the study's last trial id is still
-// `last_id`: whether it was.
+// `last_id` and none of the trials has measurement rows: whether it was.
 absl::StatusOr<bool> InsertTrialsAfter(Connection& db,
                                        std::string_view study_name,
                                        int64_t last_id,
                                        std::vector<v1::Trial>& trials,
                                        const std::string& what) {
-  std::vector<std::string> bytes;
+  std::vector<StoredTrial> bytes;
   if (absl::Status s = NumberTrials(study_name, last_id, trials, bytes);
       !s.ok()) {
     return s;
   }
+  // Unfinished trials created with a curve need a transaction.
+  if (AnyRows(bytes)) return false;
   Params params;
   params.Bytes(study_name)
       .Int(static_cast<int64_t>(trials.size()))
@@ -189,7 +248,7 @@ absl::StatusOr<bool> InsertTrialsAfter(Connection& db,
     params.Int(trials[i].state())
         .Bytes(trials[i].client_id())
         .Int(trials[i].lease_epoch())
-        .Bytes(bytes[i]);
+        .Bytes(bytes[i].head);
   }
   absl::StatusOr<Result> inserted =
       db.Run(InsertTrialsAfterSql(trials.size()), params, what);
@@ -311,7 +370,7 @@ absl::Status ModifyStudy(Connection& db, std::string_view name,
 
 absl::Status DeleteStudy(Connection& db, std::string_view name,
                          const std::string& what) {
-  // The trials go with it: ON DELETE CASCADE.
+  // The trials and their measurement rows go with it: ON DELETE CASCADE.
   absl::StatusOr<Result> deleted =
       db.Run(kDeleteStudy, Params().Bytes(name), what);
   if (!deleted.ok()) return deleted.status();
@@ -334,6 +393,26 @@ absl::Status LoadStudies(Connection& db, std::vector<v1::Study>& studies) {
 }
 
 // ----- Trials -----
+
+absl::Status StoreMeasurementRows(Connection& db, int64_t study_id,
+                                  int64_t trial_id, const StoredTrial& stored,
+                                  const std::string& what) {
+  absl::StatusOr<Result> head =
+      db.Run(kSetTrialCounts,
+             Params()
+                 .Int(study_id)
+                 .Int(trial_id)
+                 .Bytes(stored.head)
+                 .Int(static_cast<int64_t>(stored.measurements.size()))
+                 .Int(stored.measurement_bytes),
+             what);
+  if (!head.ok()) return head.status();
+  absl::StatusOr<Result> inserted = db.Run(
+      kInsertMeasurementRows,
+      Params().Int(study_id).Int(trial_id).ByteArrays(stored.measurements),
+      what);
+  return inserted.status();
+}
 
 absl::StatusOr<int64_t> InsertTrials(Connection& db,
                                      std::string_view study_name,
@@ -364,7 +443,7 @@ absl::StatusOr<int64_t> InsertTrials(Connection& db,
   const int64_t last_taken = taken->Int(0, 1);
   int64_t sequence = taken->Int(0, 2) - count;
   // Ids are known only here, so the trials are serialized here.
-  std::vector<std::string> bytes;
+  std::vector<StoredTrial> bytes;
   if (absl::Status s =
           NumberTrials(study_name, last_taken - count, trials, bytes);
       !s.ok()) {
@@ -381,11 +460,19 @@ absl::StatusOr<int64_t> InsertTrials(Connection& db,
           .Bytes(trial.client_id())
           .Int(trial.lease_epoch())
           .Int(++sequence)
-          .Bytes(bytes[i]);
+          .Bytes(bytes[i].head);
     }
     absl::StatusOr<Result> inserted =
         db.Run(InsertTrialsSql(rows), params, what);
     if (!inserted.ok()) return inserted.status();
+  }
+  for (size_t i = 0; i < trials.size(); ++i) {
+    if (bytes[i].measurements.empty()) continue;
+    if (absl::Status s = StoreMeasurementRows(db, study_id, trials[i].id(),
+                                              bytes[i], what);
+        !s.ok()) {
+      return s;
+    }
   }
   if (absl::Status s = transaction.Commit(what); !s.ok()) return s;
   return last_taken;
@@ -400,6 +487,50 @@ absl::Status LoadTrial(Connection& db, std::string_view study_name,
   if (row->rows() == 0) return StudyNotFound(study_name);
   if (row->IsNull(0, 1)) return TrialNotFound(study_name, trial_id);
   return ParseStored(row->Bytes(0, 1), trial, TrialLabel(study_name, trial_id));
+}
+
+absl::Status LoadTrialHead(Connection& db, std::string_view study_name,
+                           int64_t trial_id, const std::string& what,
+                           TrialHead& head) {
+  absl::StatusOr<Result> row =
+      db.Run(kSelectTrialHead, Params().Bytes(study_name).Int(trial_id), what);
+  if (!row.ok()) return row.status();
+  if (row->rows() == 0) return StudyNotFound(study_name);
+  if (row->IsNull(0, 1)) return TrialNotFound(study_name, trial_id);
+  const std::string label = TrialLabel(study_name, trial_id);
+  if (absl::Status s = ParseStored(row->Bytes(0, 1), head.trial, label);
+      !s.ok()) {
+    return s;
+  }
+  const int64_t rows = row->Int(0, 2);
+  head.measurements = rows;
+  head.measurement_bytes = row->Int(0, 3);
+  head.latest.reset();
+  if (head.trial.measurements_size() > 0) {
+    // A finished trial's curve, kept in its message (KeepsCurveInline).
+    const int64_t whole = static_cast<int64_t>(head.trial.ByteSizeLong());
+    head.latest = head.trial.measurements(head.trial.measurements_size() - 1);
+    head.measurements += head.trial.measurements_size();
+    head.trial.clear_measurements();
+    head.measurement_bytes +=
+        whole - static_cast<int64_t>(head.trial.ByteSizeLong());
+  }
+  if (rows == 0) return absl::OkStatus();
+  if (row->IsNull(0, 4)) {
+    return absl::DataLossError(absl::StrCat(
+        label, ": its latest measurement (row ", rows - 1, ") is missing"));
+  }
+  v1::Trial wrapper;
+  if (absl::Status s = ParseStored(row->Bytes(0, 4), wrapper, label); !s.ok()) {
+    return s;
+  }
+  if (wrapper.measurements_size() != 1) {
+    return absl::DataLossError(
+        absl::StrCat(label, ": a stored measurement row holds ",
+                     wrapper.measurements_size(), " measurements"));
+  }
+  head.latest = std::move(*wrapper.mutable_measurements(0));
+  return absl::OkStatus();
 }
 
 absl::Status LoadStudyWithTrial(Connection& db, std::string_view study_name,
@@ -460,7 +591,7 @@ absl::Status LoadStudyOverview(Connection& db, std::string_view study_name,
 }
 
 absl::Status UpdateTrial(Connection& db, const v1::Trial& trial,
-                         std::string_view bytes, const TrialVersion* read,
+                         const StoredTrial& stored, const TrialVersion* read,
                          const std::string& what) {
   Params params;
   params.Bytes(trial.study_name())
@@ -468,12 +599,13 @@ absl::Status UpdateTrial(Connection& db, const v1::Trial& trial,
       .Int(trial.state())
       .Bytes(trial.client_id())
       .Int(trial.lease_epoch())
-      .Bytes(bytes);
+      .Bytes(stored.head);
   if (read != nullptr) {
     params.Int(read->lease_epoch).Int(read->state);
   } else {
     params.Null().Null();
   }
+  params.ByteArrays(stored.measurements).Int(stored.measurement_bytes);
   absl::StatusOr<Result> updated = db.Run(kUpdateTrial, params, what);
   if (!updated.ok()) return updated.status();
   if (updated->Int(0, 0) != 0) return absl::OkStatus();
@@ -483,19 +615,53 @@ absl::Status UpdateTrial(Connection& db, const v1::Trial& trial,
 }
 
 absl::Status RenewTrialLease(Connection& db, const v1::Trial& trial,
-                             std::string_view bytes, const std::string& what) {
-  absl::StatusOr<Result> updated = db.Run(kRenewTrialLease,
-                                          Params()
-                                              .Bytes(trial.study_name())
-                                              .Int(trial.id())
-                                              .Bytes(trial.client_id())
-                                              .Bytes(bytes)
-                                              .Int(trial.lease_epoch())
-                                              .Int(trial.state()),
-                                          what);
+                             const StoredTrial& stored,
+                             const std::string& what) {
+  absl::StatusOr<Result> updated =
+      db.Run(kRenewTrialLease,
+             Params()
+                 .Bytes(trial.study_name())
+                 .Int(trial.id())
+                 .Int(trial.state())
+                 .Bytes(trial.client_id())
+                 .Int(trial.lease_epoch())
+                 .Bytes(stored.head)
+                 .ByteArrays(stored.measurements)
+                 .Int(stored.measurement_bytes),
+             what);
   if (!updated.ok()) return updated.status();
-  if (updated->affected() != 0) return absl::OkStatus();
+  if (updated->Int(0, 0) != 0) return absl::OkStatus();
   return WhyNotUpdated(db, trial, TrialVersion::Of(trial), what);
+}
+
+absl::Status AppendMeasurement(Connection& db, const v1::Trial& head,
+                               std::string_view head_bytes,
+                               std::string_view measurement,
+                               const TrialVersion& read,
+                               const std::string& what) {
+  if (KeepsCurveInline(read.state) || KeepsCurveInline(head.state())) {
+    // Its message holds its curve: a head written over it would lose it.
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, ": measurements are appended only to an unfinished trial, not a ",
+        v1::Trial::State_Name(KeepsCurveInline(read.state) ? read.state
+                                                           : head.state()),
+        " one"));
+  }
+  absl::StatusOr<Result> appended = db.Run(kAppendMeasurement,
+                                           Params()
+                                               .Bytes(head.study_name())
+                                               .Int(head.id())
+                                               .Int(head.state())
+                                               .Bytes(head.client_id())
+                                               .Int(head.lease_epoch())
+                                               .Bytes(head_bytes)
+                                               .Int(read.lease_epoch)
+                                               .Int(read.state)
+                                               .Bytes(measurement),
+                                           what);
+  if (!appended.ok()) return appended.status();
+  if (appended->Int(0, 0) != 0) return absl::OkStatus();
+  return WhyNotUpdated(db, head, read, what);
 }
 
 absl::Status LoadTrials(Connection& db, std::string_view study_name,
@@ -510,21 +676,23 @@ absl::Status LoadTrials(Connection& db, std::string_view study_name,
   Limit(params, query.limit);
   int next = 4;
   if (!query.client_id.empty()) {
-    absl::StrAppend(&filters, " AND sha256(client_id) = sha256($", next,
-                    ") AND client_id = $", next);
+    absl::StrAppend(&filters, " AND sha256(tt.client_id) = sha256($", next,
+                    ") AND tt.client_id = $", next);
     params.Bytes(query.client_id);
     ++next;
   }
   if (!states.empty()) {
-    absl::StrAppend(&filters, " AND state = ANY($", next, ")");
+    absl::StrAppend(&filters, " AND tt.state = ANY($", next, ")");
     params.Ints(states);
   }
   const std::string sql = absl::StrCat(
       "SELECT s.id, t.trial_id, t.trial FROM studies s "
-      "LEFT JOIN LATERAL (SELECT trial_id, trial FROM trials "
-      "WHERE study_id = s.id AND trial_id > $2",
+      "LEFT JOIN LATERAL (SELECT tt.trial_id, ",
+      kTrialMessageOfTt,
+      " AS trial FROM trials tt "
+      "WHERE tt.study_id = s.id AND tt.trial_id > $2",
       filters,
-      " ORDER BY trial_id LIMIT $3) t ON true "
+      " ORDER BY tt.trial_id LIMIT $3) t ON true "
       "WHERE sha256(s.name) = sha256($1) AND s.name = $1");
   absl::StatusOr<Result> rows = db.Run(sql, params, what);
   if (!rows.ok()) return rows.status();
@@ -583,8 +751,8 @@ absl::Status LoadTrialsInStates(Connection& db,
   const std::vector<int> distinct = DistinctStates(states);
   Params params;
   std::string sql =
-      "SELECT s.name, t.trial_id, t.trial FROM trials t "
-      "JOIN studies s ON s.id = t.study_id";
+      absl::StrCat("SELECT s.name, t.trial_id, ", kTrialMessageOfT,
+                   " FROM trials t JOIN studies s ON s.id = t.study_id");
   if (!distinct.empty()) {
     absl::StrAppend(&sql, " WHERE t.state = ANY($1)");
     params.Ints(distinct);
@@ -657,9 +825,24 @@ absl::StatusOr<std::vector<std::string>> IntegrityProblems(Connection& db) {
         after = rows->Int(r, 0);
         const std::string trial_label = TrialLabel(name, after);
         v1::Trial trial;
+        const int64_t counted = rows->Int(r, 5);
+        const int64_t counted_bytes = rows->Int(r, 6);
+        const int64_t measurement_rows = rows->Int(r, 7);
+        const int64_t measurement_row_bytes = rows->Int(r, 8);
+        if (counted != measurement_rows ||
+            counted_bytes != measurement_row_bytes) {
+          add(absl::StrCat(trial_label, ": its row counts ", counted,
+                           " measurements of ", counted_bytes, " bytes, but ",
+                           measurement_rows, " rows of ",
+                           measurement_row_bytes, " bytes are stored"));
+        }
         if (absl::Status s = ParseStored(rows->Bytes(r, 4), trial, trial_label);
             !s.ok()) {
           add(std::string(s.message()));
+        } else if (KeepsCurveInline(trial.state()) && measurement_rows > 0) {
+          add(absl::StrCat(trial_label, ": it is ",
+                           v1::Trial::State_Name(trial.state()),
+                           " but has measurement rows"));
         } else if (trial.study_name() != name || trial.id() != after ||
                    trial.state() != rows->Int(r, 1) ||
                    trial.client_id() != rows->Bytes(r, 2) ||

@@ -1,7 +1,9 @@
 // The rows of a PostgresStore database: studies and trials read and written
 // on one connection, each as its serialized message beside a few columns
 // that exist only for lookups and conditional updates (name, state, client
-// id, lease epoch), kept equal to the message's fields by every write.
+// id, lease epoch), kept equal to the message's fields by every write. An
+// unfinished trial's measurements are rows of their own (StoredTrial);
+// every read assembles the whole trial in the statement that reads it.
 //
 // Each function is one atomic step: a single statement, or a transaction of
 // its own. Writes to a study's trials first take the study's next change
@@ -32,6 +34,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "storage/postgres/connection.h"
+#include "storage/store_util.h"
 #include "storage/study_store.h"
 
 namespace hypertune::storage::postgres {
@@ -57,7 +60,8 @@ absl::Status ModifyStudy(Connection& db, std::string_view name,
                          absl::FunctionRef<void(v1::Study&)> modify,
                          const std::string& what);
 
-// Deletes the named study and, by cascade, its trials.
+// Deletes the named study and, by cascade, its trials and their
+// measurement rows.
 absl::Status DeleteStudy(Connection& db, std::string_view name,
                          const std::string& what);
 
@@ -65,6 +69,16 @@ absl::Status DeleteStudy(Connection& db, std::string_view name,
 absl::Status LoadStudies(Connection& db, std::vector<v1::Study>& studies);
 
 // ----- Trials -----
+
+// StoredTrial, KeepsCurveInline, SplitTrial and MeasurementBytes: see
+// storage/store_util.h.
+
+// Makes the row of trial `trial_id` of study row `study_id`, which has no
+// measurement rows, hold `stored`: its message, counts and measurement
+// rows. For a caller's transaction (InsertTrials, the schema's migration).
+absl::Status StoreMeasurementRows(Connection& db, int64_t study_id,
+                                  int64_t trial_id, const StoredTrial& stored,
+                                  const std::string& what);
 
 // Inserts `trials` into the named study with the next dense ids and change
 // sequence numbers, setting their study_name and id; returns the study's
@@ -82,6 +96,13 @@ absl::Status LoadTrial(Connection& db, std::string_view study_name,
                        int64_t trial_id, const std::string& what,
                        v1::Trial& trial);
 
+// The trial without its measurements, with their count, size and the
+// latest of them (TrialHead), in one statement that reads a few rows,
+// whatever the curve's length.
+absl::Status LoadTrialHead(Connection& db, std::string_view study_name,
+                           int64_t trial_id, const std::string& what,
+                           TrialHead& head);
+
 // The study and its trial, on one snapshot, into `read`.
 absl::Status LoadStudyWithTrial(Connection& db, std::string_view study_name,
                                 int64_t trial_id, const std::string& what,
@@ -94,19 +115,33 @@ absl::Status LoadStudyOverview(Connection& db, std::string_view study_name,
                                StudyOverview& overview);
 
 // Replaces the stored trial (matched by study_name and id) with `trial`,
-// whose stored form is `bytes`, giving it the next number of the study's
+// whose stored form is `stored`, giving it the next number of the study's
 // change sequence: if `read` is null, or only while the stored trial's
-// state and lease epoch are still `*read` (compared by the UPDATE itself,
-// under the study's lock).
+// state and lease epoch are still `*read` (compared under the study's lock
+// and the trial's). Measurement rows the trial already has are kept (a
+// trial's measurements only grow, or are all moved away).
 absl::Status UpdateTrial(Connection& db, const v1::Trial& trial,
-                         std::string_view bytes, const TrialVersion* read,
+                         const StoredTrial& stored, const TrialVersion* read,
                          const std::string& what);
 
 // Stores `trial` (its message and client id), whose stored form is
-// `bytes`, without recording a change, only while the stored trial's state
-// and lease epoch are still `trial`'s.
+// `stored`, without recording a change, only while the stored trial's
+// state and lease epoch are still `trial`'s. Takes no lock on the study.
 absl::Status RenewTrialLease(Connection& db, const v1::Trial& trial,
-                             std::string_view bytes, const std::string& what);
+                             const StoredTrial& stored,
+                             const std::string& what);
+
+// Stores `head` (a trial whose measurements are not written), whose message
+// is `head_bytes`, and appends a measurement whose bytes are `measurement`
+// (MeasurementBytes), in one statement, while the stored trial's state and
+// lease epoch are still `read` (ABORTED otherwise); records the change.
+// Costs the same however many measurements the trial has.
+// FAILED_PRECONDITION for a finished trial (KeepsCurveInline).
+absl::Status AppendMeasurement(Connection& db, const v1::Trial& head,
+                               std::string_view head_bytes,
+                               std::string_view measurement,
+                               const TrialVersion& read,
+                               const std::string& what);
 
 // Appends the trials of the named study that match `query` to `trials`,
 // by id.

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "hypertune/v1/hypertune.pb.h"
+#include "storage/sqlite/tables.h"
 
 namespace hypertune::storage::sqlite {
 
@@ -89,6 +90,28 @@ constexpr const char* kSchemaV5[] = {
     "ALTER TABLE trials ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0",
 };
 
+// Version 6: a report costs the same however long the trial's curve is.
+// Each measurement is a row of its own, stored as the bytes it takes in its
+// trial's message (the repeated field's tag, length and value), so that a
+// trial reads back as its row's message followed by its measurements' bytes,
+// parsed once; the trial row keeps the rest, with how many measurements
+// there are and their size. Existing unfinished trials are split
+// (SplitMeasurements); finished ones keep their curve in their message
+// (tables.h: KeepsCurveInline).
+constexpr const char* kSchemaV6[] = {
+    R"sql(CREATE TABLE measurements(
+      study_id INTEGER NOT NULL,
+      trial_id INTEGER NOT NULL,
+      idx INTEGER NOT NULL,
+      data BLOB NOT NULL,
+      PRIMARY KEY(study_id, trial_id, idx),
+      FOREIGN KEY(study_id, trial_id) REFERENCES trials(study_id, trial_id)
+        ON DELETE CASCADE) WITHOUT ROWID)sql",
+    "ALTER TABLE trials ADD COLUMN measurements INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE trials ADD COLUMN measurement_bytes INTEGER NOT NULL "
+    "DEFAULT 0",
+};
+
 constexpr char kSelectTrialMessages[] =
     "SELECT study_id, trial_id, trial FROM trials";
 constexpr char kSetLeaseEpoch[] =
@@ -133,6 +156,70 @@ absl::Status BackfillLeaseEpochs(Connection& db, const std::string& what) {
   return absl::OkStatus();
 }
 
+constexpr char kSetTrialHead[] =
+    "UPDATE trials SET trial = ?3, measurements = ?4, measurement_bytes = ?5 "
+    "WHERE study_id = ?1 AND trial_id = ?2";
+constexpr char kInsertMeasurementRow[] =
+    "INSERT INTO measurements(study_id, trial_id, idx, data) "
+    "VALUES (?1, ?2, ?3, ?4)";
+
+// Moves the measurements of each stored unfinished trial out of its message
+// into rows of their own (kSchemaV6).
+absl::Status SplitMeasurements(Connection& db, const std::string& what) {
+  struct Split {
+    int64_t study_id;
+    int64_t trial_id;
+    StoredTrial rows;
+  };
+  // Collected first: the rows are not updated under the scan that reads
+  // them. Only unfinished trials with measurements are kept.
+  std::vector<Split> splits;
+  {
+    absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kSelectTrialMessages);
+    if (!statement.ok()) return statement.status();
+    Query rows(db.db(), *statement, what);
+    absl::Status status = rows.ForEachRow([&] {
+      const std::string_view bytes = rows.Bytes(2);
+      v1::Trial trial;
+      // A message that does not parse stays as it is: reading that trial
+      // reports DATA_LOSS as before.
+      if (!trial.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) ||
+          trial.measurements_size() == 0 || KeepsCurveInline(trial.state())) {
+        return absl::OkStatus();
+      }
+      absl::StatusOr<StoredTrial> split = SplitTrial(trial, what);
+      if (!split.ok()) return split.status();
+      splits.push_back({rows.Int(0), rows.Int(1), *std::move(split)});
+      return absl::OkStatus();
+    });
+    if (!status.ok()) return status;
+  }
+  absl::StatusOr<sqlite3_stmt*> head = db.Prepared(kSetTrialHead);
+  if (!head.ok()) return head.status();
+  absl::StatusOr<sqlite3_stmt*> insert = db.Prepared(kInsertMeasurementRow);
+  if (!insert.ok()) return insert.status();
+  for (const Split& split : splits) {
+    {
+      Query update(db.db(), *head, what);
+      update.BindInt(1, split.study_id)
+          .BindInt(2, split.trial_id)
+          .BindBytes(3, split.rows.head)
+          .BindInt(4, static_cast<int64_t>(split.rows.measurements.size()))
+          .BindInt(5, split.rows.measurement_bytes);
+      if (absl::Status s = update.Run(); !s.ok()) return s;
+    }
+    for (size_t i = 0; i < split.rows.measurements.size(); ++i) {
+      Query row(db.db(), *insert, what);
+      row.BindInt(1, split.study_id)
+          .BindInt(2, split.trial_id)
+          .BindInt(3, static_cast<int64_t>(i))
+          .BindBytes(4, split.rows.measurements[i]);
+      if (absl::Status s = row.Run(); !s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 struct Migration {
   // The version the file has once the step has run.
   int version;
@@ -149,6 +236,7 @@ constexpr Migration kMigrations[] = {
     {3, kSchemaV3},
     {4, kSchemaV4},
     {5, kSchemaV5, BackfillLeaseEpochs},
+    {6, kSchemaV6, SplitMeasurements},
 };
 static_assert(std::size(kMigrations) == kSchemaVersion &&
                   kMigrations[std::size(kMigrations) - 1].version ==

@@ -16,7 +16,7 @@
 namespace hypertune::storage::sqlite {
 
 // The schema version this build writes.
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 // The table that marks a file as a backup (backup.h): a backup may replace
 // only a file that has it. Created in each copy; dropped when a file is

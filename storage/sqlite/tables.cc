@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "storage/store_util.h"
 
 namespace hypertune::storage::sqlite {
@@ -32,10 +34,25 @@ constexpr char kMaxTrialIdAndSequence[] =
     "(SELECT COALESCE(MAX(sequence), 0) FROM trials WHERE study_id = ?1)";
 constexpr char kInsertTrial[] =
     "INSERT INTO trials(study_id, trial_id, state, client_id, trial, sequence, "
-    "lease_epoch) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+    "lease_epoch, measurements, measurement_bytes) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
 constexpr char kSelectTrial[] =
-    "SELECT t.trial FROM trials t JOIN studies s ON s.id = t.study_id "
+    "SELECT t.study_id, t.trial, t.measurements, t.measurement_bytes "
+    "FROM trials t JOIN studies s ON s.id = t.study_id "
     "WHERE s.name = ?1 AND t.trial_id = ?2";
+// Measurement rows: ?1 the study's row id, ?2 the trial's id.
+constexpr char kSelectMeasurements[] =
+    "SELECT data FROM measurements WHERE study_id = ?1 AND trial_id = ?2 "
+    "ORDER BY idx";
+constexpr char kSelectMeasurement[] =
+    "SELECT data FROM measurements "
+    "WHERE study_id = ?1 AND trial_id = ?2 AND idx = ?3";
+constexpr char kInsertMeasurement[] =
+    "INSERT INTO measurements(study_id, trial_id, idx, data) "
+    "VALUES (?1, ?2, ?3, ?4)";
+constexpr char kDeleteMeasurementsFrom[] =
+    "DELETE FROM measurements "
+    "WHERE study_id = ?1 AND trial_id = ?2 AND idx >= ?3";
 constexpr char kSelectTrialVersion[] =
     "SELECT t.state, t.lease_epoch FROM trials t "
     "JOIN studies s ON s.id = t.study_id "
@@ -43,35 +60,68 @@ constexpr char kSelectTrialVersion[] =
 // The trial updates bind the same values: ?1 the study's name, ?2 the
 // trial's id, ?3..?6 its state, client id, message and lease epoch; ?7 and
 // ?8, the lease epoch and state the caller read, only for a conditional
-// update (unbound, they are NULL and check nothing). The stored version is
-// compared in the WHERE clause, so the message is never read back.
+// update (unbound, they are NULL and check nothing); ?9 and ?10 its number
+// of measurements and their bytes. The stored version is compared in the
+// WHERE clause, so the message is never read back. Each returns the study's
+// row id (for the measurement rows).
 //
 // Updates take the next number of the study's change sequence.
 constexpr char kUpdateTrial[] =
     "UPDATE trials SET state = ?3, client_id = ?4, trial = ?5, "
-    "lease_epoch = ?6, sequence = "
+    "lease_epoch = ?6, measurements = ?9, measurement_bytes = ?10, sequence = "
     "(SELECT MAX(sequence) + 1 FROM trials WHERE study_id = "
     "(SELECT id FROM studies WHERE name = ?1)) "
     "WHERE study_id = (SELECT id FROM studies WHERE name = ?1) "
-    "AND trial_id = ?2 AND (?7 IS NULL OR (lease_epoch = ?7 AND state = ?8))";
+    "AND trial_id = ?2 AND (?7 IS NULL OR (lease_epoch = ?7 AND state = ?8)) "
+    "RETURNING study_id";
 // kUpdateTrial when neither state nor client_id changes, else no change:
 // rewriting an indexed column rewrites its index entries, even to the same
 // value.
 constexpr char kUpdateTrialMessage[] =
-    "UPDATE trials SET trial = ?5, lease_epoch = ?6, sequence = "
+    "UPDATE trials SET trial = ?5, lease_epoch = ?6, measurements = ?9, "
+    "measurement_bytes = ?10, sequence = "
     "(SELECT MAX(sequence) + 1 FROM trials WHERE study_id = "
     "(SELECT id FROM studies WHERE name = ?1)) "
     "WHERE study_id = (SELECT id FROM studies WHERE name = ?1) "
     "AND trial_id = ?2 AND state = ?3 AND client_id = ?4 "
-    "AND (?7 IS NULL OR (lease_epoch = ?7 AND state = ?8))";
+    "AND (?7 IS NULL OR (lease_epoch = ?7 AND state = ?8)) "
+    "RETURNING study_id";
 // Lease renewals: kUpdateTrialMessage without recording a change.
 constexpr char kRenewTrialLease[] =
-    "UPDATE trials SET trial = ?5, lease_epoch = ?6 "
+    "UPDATE trials SET trial = ?5, lease_epoch = ?6, measurements = ?9, "
+    "measurement_bytes = ?10 "
     "WHERE study_id = (SELECT id FROM studies WHERE name = ?1) "
     "AND trial_id = ?2 AND state = ?3 AND client_id = ?4 "
-    "AND (?7 IS NULL OR (lease_epoch = ?7 AND state = ?8))";
+    "AND (?7 IS NULL OR (lease_epoch = ?7 AND state = ?8)) "
+    "RETURNING study_id";
+// The number of measurements a trial row has.
+constexpr char kSelectMeasurementCount[] =
+    "SELECT t.measurements FROM trials t JOIN studies s ON s.id = t.study_id "
+    "WHERE s.name = ?1 AND t.trial_id = ?2";
+// AppendMeasurement: kUpdateTrialMessage and kUpdateTrial (always
+// conditional) adding one measurement of ?9 bytes; return the study's row
+// id and the new number of measurements.
+constexpr char kAppendToTrialMessage[] =
+    "UPDATE trials SET trial = ?5, lease_epoch = ?6, "
+    "measurements = measurements + 1, "
+    "measurement_bytes = measurement_bytes + ?9, sequence = "
+    "(SELECT MAX(sequence) + 1 FROM trials WHERE study_id = "
+    "(SELECT id FROM studies WHERE name = ?1)) "
+    "WHERE study_id = (SELECT id FROM studies WHERE name = ?1) "
+    "AND trial_id = ?2 AND state = ?3 AND client_id = ?4 "
+    "AND lease_epoch = ?7 AND state = ?8 "
+    "RETURNING study_id, measurements";
+constexpr char kAppendToTrial[] =
+    "UPDATE trials SET state = ?3, client_id = ?4, trial = ?5, "
+    "lease_epoch = ?6, measurements = measurements + 1, "
+    "measurement_bytes = measurement_bytes + ?9, sequence = "
+    "(SELECT MAX(sequence) + 1 FROM trials WHERE study_id = "
+    "(SELECT id FROM studies WHERE name = ?1)) "
+    "WHERE study_id = (SELECT id FROM studies WHERE name = ?1) "
+    "AND trial_id = ?2 AND lease_epoch = ?7 AND state = ?8 "
+    "RETURNING study_id, measurements";
 constexpr char kListTrialChanges[] =
-    "SELECT trial_id, sequence, trial FROM trials "
+    "SELECT trial_id, sequence, trial, measurements FROM trials "
     "WHERE study_id = ?1 AND sequence > ?2 ORDER BY sequence LIMIT ?3";
 constexpr char kCountTrials[] =
     "SELECT state, n FROM trial_counts WHERE study_id = ?1 AND n > 0";
@@ -120,6 +170,77 @@ absl::Status WhyNotUpdated(Connection& db, const v1::Trial& trial,
   }
   return absl::InternalError(
       absl::StrCat(what, ": the trial's row matched but was not updated"));
+}
+
+// Parses the trial of study row `study_id` whose row holds the message
+// `head` and `measurements` measurement rows into `trial`.
+absl::Status ParseTrialRow(Connection& db, int64_t study_id, int64_t trial_id,
+                           std::string_view head, int64_t measurements,
+                           const std::string& label, v1::Trial& trial) {
+  if (measurements == 0) return ParseStored(head, trial, label);
+  // One parse of the head followed by each measurement's bytes.
+  std::string bytes(head);
+  absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kSelectMeasurements);
+  if (!statement.ok()) return statement.status();
+  Query rows(db.db(), *statement, absl::StrCat("reading ", label));
+  rows.BindInt(1, study_id).BindInt(2, trial_id);
+  absl::Status status = rows.ForEachRow([&] {
+    const std::string_view data = rows.Bytes(0);
+    bytes.append(data.data(), data.size());
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return ParseStored(bytes, trial, label);
+}
+
+// Inserts measurement rows `first`.. of `stored` for trial `trial_id` of
+// study row `study_id`.
+absl::Status InsertMeasurements(Connection& db, int64_t study_id,
+                                int64_t trial_id, const StoredTrial& stored,
+                                size_t first, const std::string& what) {
+  if (first >= stored.measurements.size()) return absl::OkStatus();
+  absl::StatusOr<sqlite3_stmt*> insert = db.Prepared(kInsertMeasurement);
+  if (!insert.ok()) return insert.status();
+  for (size_t i = first; i < stored.measurements.size(); ++i) {
+    Query row(db.db(), *insert, what);
+    row.BindInt(1, study_id)
+        .BindInt(2, trial_id)
+        .BindInt(3, static_cast<int64_t>(i))
+        .BindBytes(4, stored.measurements[i]);
+    if (absl::Status s = row.Run(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// Makes the measurement rows of a trial that had `before` of them those of
+// `stored`. Rows already there are kept when the last one kept is still
+// the same: measurements are only ever appended, or all moved away (to
+// earlier_attempts), so a report rewrites nothing it already stored.
+absl::Status SyncMeasurements(Connection& db, int64_t study_id,
+                              int64_t trial_id, int64_t before,
+                              const StoredTrial& stored,
+                              const std::string& what) {
+  int64_t keep =
+      std::min(before, static_cast<int64_t>(stored.measurements.size()));
+  if (keep > 0) {
+    absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kSelectMeasurement);
+    if (!statement.ok()) return statement.status();
+    Query last(db.db(), *statement, what);
+    last.BindInt(1, study_id).BindInt(2, trial_id).BindInt(3, keep - 1);
+    absl::StatusOr<bool> row = last.Step();
+    if (!row.ok()) return row.status();
+    if (!*row || last.Bytes(0) != stored.measurements[keep - 1]) keep = 0;
+  }
+  if (keep < before) {
+    absl::StatusOr<sqlite3_stmt*> statement =
+        db.Prepared(kDeleteMeasurementsFrom);
+    if (!statement.ok()) return statement.status();
+    Query erase(db.db(), *statement, what);
+    erase.BindInt(1, study_id).BindInt(2, trial_id).BindInt(3, keep);
+    if (absl::Status s = erase.Run(); !s.ok()) return s;
+  }
+  return InsertMeasurements(db, study_id, trial_id, stored,
+                            static_cast<size_t>(keep), what);
 }
 
 // Binds the studies row of kInsertStudy and kUpdateStudy: name, state,
@@ -238,7 +359,7 @@ absl::Status LoadStudies(Connection& db, std::vector<v1::Study>& studies) {
   Query rows(db.db(), *statement, "listing studies");
   return rows.ForEachRow([&] {
     return ParseStored(rows.Bytes(1), studies.emplace_back(),
-                 StudyLabel(rows.Bytes(0)));
+                       StudyLabel(rows.Bytes(0)));
   });
 }
 
@@ -273,17 +394,27 @@ absl::Status InsertTrials(Connection& db, std::string_view study_name,
     trial.set_id(++last_id);
     // Ids are known only here, so the trials are serialized here.
     const std::string label = TrialLabel(study_name, trial.id());
-    absl::StatusOr<std::string> bytes = SerializeForStore(trial, label);
-    if (!bytes.ok()) return bytes.status();
-    Query query(db.db(), *insert, absl::StrCat("creating ", label));
-    query.BindInt(1, *study_id)
-        .BindInt(2, trial.id())
-        .BindInt(3, trial.state())
-        .BindBytes(4, trial.client_id())
-        .BindBytes(5, *bytes)
-        .BindInt(6, ++last_sequence)
-        .BindInt(7, trial.lease_epoch());
-    if (absl::Status s = query.Run(); !s.ok()) return s;
+    absl::StatusOr<StoredTrial> stored = SplitTrial(trial, label);
+    if (!stored.ok()) return stored.status();
+    const std::string creating = absl::StrCat("creating ", label);
+    {
+      Query query(db.db(), *insert, creating);
+      query.BindInt(1, *study_id)
+          .BindInt(2, trial.id())
+          .BindInt(3, trial.state())
+          .BindBytes(4, trial.client_id())
+          .BindBytes(5, stored->head)
+          .BindInt(6, ++last_sequence)
+          .BindInt(7, trial.lease_epoch())
+          .BindInt(8, static_cast<int64_t>(stored->measurements.size()))
+          .BindInt(9, stored->measurement_bytes);
+      if (absl::Status s = query.Run(); !s.ok()) return s;
+    }
+    if (absl::Status s =
+            InsertMeasurements(db, *study_id, trial.id(), *stored, 0, creating);
+        !s.ok()) {
+      return s;
+    }
   }
   return absl::OkStatus();
 }
@@ -299,29 +430,108 @@ absl::Status LoadTrial(Connection& db, std::string_view study_name,
   if (!row.ok()) return row.status();
   // Say which of the two is missing.
   if (!*row) return TrialNotFound(db, study_name, trial_id);
-  return ParseStored(query.Bytes(0), trial, TrialLabel(study_name, trial_id));
+  return ParseTrialRow(db, query.Int(0), trial_id, query.Bytes(1), query.Int(2),
+                       TrialLabel(study_name, trial_id), trial);
+}
+
+absl::Status LoadTrialHead(Connection& db, std::string_view study_name,
+                           int64_t trial_id, const std::string& what,
+                           TrialHead& head) {
+  absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(kSelectTrial);
+  if (!statement.ok()) return statement.status();
+  Query query(db.db(), *statement, what);
+  query.BindBytes(1, study_name).BindInt(2, trial_id);
+  absl::StatusOr<bool> row = query.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return TrialNotFound(db, study_name, trial_id);
+  const std::string label = TrialLabel(study_name, trial_id);
+  if (absl::Status s = ParseStored(query.Bytes(1), head.trial, label);
+      !s.ok()) {
+    return s;
+  }
+  head.measurements = query.Int(2);
+  head.measurement_bytes = query.Int(3);
+  head.latest.reset();
+  if (head.trial.measurements_size() > 0) {
+    // A finished trial's curve, kept in its message (KeepsCurveInline).
+    const int64_t whole = static_cast<int64_t>(head.trial.ByteSizeLong());
+    head.latest = head.trial.measurements(head.trial.measurements_size() - 1);
+    head.measurements += head.trial.measurements_size();
+    head.trial.clear_measurements();
+    head.measurement_bytes +=
+        whole - static_cast<int64_t>(head.trial.ByteSizeLong());
+  }
+  const int64_t rows = query.Int(2);
+  if (rows == 0) return absl::OkStatus();
+  absl::StatusOr<sqlite3_stmt*> latest = db.Prepared(kSelectMeasurement);
+  if (!latest.ok()) return latest.status();
+  Query last(db.db(), *latest, what);
+  last.BindInt(1, query.Int(0)).BindInt(2, trial_id).BindInt(3, rows - 1);
+  row = last.Step();
+  if (!row.ok()) return row.status();
+  v1::Trial wrapper;
+  if (!*row) {
+    return absl::DataLossError(absl::StrCat(
+        label, ": its latest measurement (row ", rows - 1, ") is missing"));
+  }
+  if (absl::Status s = ParseStored(last.Bytes(0), wrapper, label); !s.ok()) {
+    return s;
+  }
+  if (wrapper.measurements_size() != 1) {
+    return absl::DataLossError(
+        absl::StrCat(label, ": a stored measurement row holds ",
+                     wrapper.measurements_size(), " measurements"));
+  }
+  head.latest = std::move(*wrapper.mutable_measurements(0));
+  return absl::OkStatus();
 }
 
 absl::Status UpdateTrial(Connection& db, const v1::Trial& trial,
-                         std::string_view bytes, const TrialVersion* read,
+                         const StoredTrial& stored, const TrialVersion* read,
                          bool record_change, const std::string& what) {
+  // The measurement rows there are now (none for a missing trial: the
+  // update then matches nothing).
+  int64_t before = 0;
+  {
+    absl::StatusOr<sqlite3_stmt*> statement =
+        db.Prepared(kSelectMeasurementCount);
+    if (!statement.ok()) return statement.status();
+    Query query(db.db(), *statement, what);
+    query.BindBytes(1, trial.study_name()).BindInt(2, trial.id());
+    absl::StatusOr<bool> row = query.Step();
+    if (!row.ok()) return row.status();
+    if (*row) before = query.Int(0);
+  }
   // Returns whether `sql` (kUpdateTrialMessage, kRenewTrialLease or
-  // kUpdateTrial) changed the row.
+  // kUpdateTrial) changed the row, and then stores the measurement rows.
   auto run = [&](const char* sql) -> absl::StatusOr<bool> {
     absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(sql);
     if (!statement.ok()) return statement.status();
-    Query query(db.db(), *statement, what);
-    query.BindBytes(1, trial.study_name())
-        .BindInt(2, trial.id())
-        .BindInt(3, trial.state())
-        .BindBytes(4, trial.client_id())
-        .BindBytes(5, bytes)
-        .BindInt(6, trial.lease_epoch());
-    if (read != nullptr) {
-      query.BindInt(7, read->lease_epoch).BindInt(8, read->state);
+    int64_t study_id = 0;
+    {
+      Query query(db.db(), *statement, what);
+      query.BindBytes(1, trial.study_name())
+          .BindInt(2, trial.id())
+          .BindInt(3, trial.state())
+          .BindBytes(4, trial.client_id())
+          .BindBytes(5, stored.head)
+          .BindInt(6, trial.lease_epoch())
+          .BindInt(9, static_cast<int64_t>(stored.measurements.size()))
+          .BindInt(10, stored.measurement_bytes);
+      if (read != nullptr) {
+        query.BindInt(7, read->lease_epoch).BindInt(8, read->state);
+      }
+      absl::StatusOr<bool> row = query.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return false;
+      study_id = query.Int(0);
     }
-    if (absl::Status s = query.Run(); !s.ok()) return s;
-    return db.Changes() != 0;
+    if (absl::Status s =
+            SyncMeasurements(db, study_id, trial.id(), before, stored, what);
+        !s.ok()) {
+      return s;
+    }
+    return true;
   };
   // Most updates (reports) keep the state and the client: then only the
   // message changes and no index needs rewriting. A conditional update
@@ -336,6 +546,66 @@ absl::Status UpdateTrial(Connection& db, const v1::Trial& trial,
   if (!changed.ok()) return changed.status();
   if (*changed) return absl::OkStatus();
   return WhyNotUpdated(db, trial, read, what);
+}
+
+absl::Status AppendMeasurement(Connection& db, const v1::Trial& head,
+                               std::string_view head_bytes,
+                               std::string_view measurement,
+                               const TrialVersion& read,
+                               const std::string& what) {
+  if (KeepsCurveInline(read.state) || KeepsCurveInline(head.state())) {
+    // Its message holds its curve: a head written over it would lose it.
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, ": measurements are appended only to an unfinished trial, not a ",
+        v1::Trial::State_Name(KeepsCurveInline(read.state) ? read.state
+                                                           : head.state()),
+        " one"));
+  }
+  // Returns whether `sql` (kAppendToTrialMessage or kAppendToTrial) changed
+  // the row, and then stores the measurement's row.
+  auto run = [&](const char* sql) -> absl::StatusOr<bool> {
+    absl::StatusOr<sqlite3_stmt*> statement = db.Prepared(sql);
+    if (!statement.ok()) return statement.status();
+    int64_t study_id = 0;
+    int64_t measurements = 0;
+    {
+      Query query(db.db(), *statement, what);
+      query.BindBytes(1, head.study_name())
+          .BindInt(2, head.id())
+          .BindInt(3, head.state())
+          .BindBytes(4, head.client_id())
+          .BindBytes(5, head_bytes)
+          .BindInt(6, head.lease_epoch())
+          .BindInt(7, read.lease_epoch)
+          .BindInt(8, read.state)
+          .BindInt(9, static_cast<int64_t>(measurement.size()));
+      absl::StatusOr<bool> row = query.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return false;
+      study_id = query.Int(0);
+      measurements = query.Int(1);
+    }
+    absl::StatusOr<sqlite3_stmt*> insert = db.Prepared(kInsertMeasurement);
+    if (!insert.ok()) return insert.status();
+    Query row(db.db(), *insert, what);
+    row.BindInt(1, study_id)
+        .BindInt(2, head.id())
+        .BindInt(3, measurements - 1)
+        .BindBytes(4, measurement);
+    if (absl::Status s = row.Run(); !s.ok()) return s;
+    return true;
+  };
+  // As in UpdateTrial: a report that keeps the state and the client
+  // rewrites no index.
+  if (read.state == head.state()) {
+    absl::StatusOr<bool> changed = run(kAppendToTrialMessage);
+    if (!changed.ok()) return changed.status();
+    if (*changed) return absl::OkStatus();
+  }
+  absl::StatusOr<bool> changed = run(kAppendToTrial);
+  if (!changed.ok()) return changed.status();
+  if (*changed) return absl::OkStatus();
+  return WhyNotUpdated(db, head, &read, what);
 }
 
 absl::Status LoadTrials(Connection& db, int64_t study_id,
@@ -356,8 +626,9 @@ absl::Status LoadTrials(Connection& db, int64_t study_id,
              std::all_of(states.begin(), states.end(), IsLiveState)) {
     index = " INDEXED BY trials_by_state";
   }
-  std::string sql = absl::StrCat("SELECT trial_id, trial FROM trials", index,
-                                 " WHERE study_id = ?1 AND trial_id > ?2");
+  std::string sql =
+      absl::StrCat("SELECT trial_id, trial, measurements FROM trials", index,
+                   " WHERE study_id = ?1 AND trial_id > ?2");
   int next_index = 4;  // ?3 is the limit.
   const int client_index = query.client_id.empty() ? 0 : next_index++;
   if (client_index != 0) {
@@ -381,8 +652,9 @@ absl::Status LoadTrials(Connection& db, int64_t study_id,
     rows.BindInt(first_state_index + static_cast<int>(i), states[i]);
   }
   return rows.ForEachRow([&] {
-    return ParseStored(rows.Bytes(1), trials.emplace_back(),
-                 TrialLabel(study_name, rows.Int(0)));
+    return ParseTrialRow(db, study_id, rows.Int(0), rows.Bytes(1), rows.Int(2),
+                         TrialLabel(study_name, rows.Int(0)),
+                         trials.emplace_back());
   });
 }
 
@@ -400,8 +672,8 @@ absl::Status LoadTrialChanges(Connection& db, int64_t study_id,
   return rows.ForEachRow([&] {
     TrialChange& change = changes.emplace_back();
     change.sequence = rows.Int(1);
-    return ParseStored(rows.Bytes(2), change.trial,
-                 TrialLabel(study_name, rows.Int(0)));
+    return ParseTrialRow(db, study_id, rows.Int(0), rows.Bytes(2), rows.Int(3),
+                         TrialLabel(study_name, rows.Int(0)), change.trial);
   });
 }
 
@@ -424,7 +696,8 @@ absl::Status LoadTrialsInStates(Connection& db,
   const std::vector<int> distinct = DistinctStates(states);
   // One text per number of states; the trials_in_state index finds the rows.
   std::string sql =
-      "SELECT s.name, t.trial_id, t.trial FROM trials t "
+      "SELECT s.name, t.trial_id, t.trial, t.study_id, t.measurements "
+      "FROM trials t "
       "JOIN studies s ON s.id = t.study_id";
   if (!distinct.empty()) {
     absl::StrAppend(&sql, " WHERE ");
@@ -439,8 +712,9 @@ absl::Status LoadTrialsInStates(Connection& db,
     rows.BindInt(static_cast<int>(i) + 1, distinct[i]);
   }
   return rows.ForEachRow([&] {
-    return ParseStored(rows.Bytes(2), trials.emplace_back(),
-                 TrialLabel(rows.Bytes(0), rows.Int(1)));
+    return ParseTrialRow(db, rows.Int(3), rows.Int(1), rows.Bytes(2),
+                         rows.Int(4), TrialLabel(rows.Bytes(0), rows.Int(1)),
+                         trials.emplace_back());
   });
 }
 

@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "storage/sqlite/connection.h"
+#include "storage/store_util.h"
 #include "storage/study_store.h"
 
 namespace hypertune::storage::sqlite {
@@ -58,6 +59,9 @@ absl::Status LoadStudies(Connection& db, std::vector<v1::Study>& studies);
 
 // ----- Trials -----
 
+// StoredTrial, KeepsCurveInline, SplitTrial and MeasurementBytes: see
+// storage/store_util.h.
+
 // Inserts `trials` into the named study with the next dense ids and change
 // sequence numbers, setting their study_name and id.
 absl::Status InsertTrials(Connection& db, std::string_view study_name,
@@ -69,14 +73,33 @@ absl::Status LoadTrial(Connection& db, std::string_view study_name,
                        int64_t trial_id, const std::string& what,
                        v1::Trial& trial);
 
+// The trial without its measurements, with their count, size and the
+// latest of them (TrialHead): a few rows, whatever the curve's length.
+absl::Status LoadTrialHead(Connection& db, std::string_view study_name,
+                           int64_t trial_id, const std::string& what,
+                           TrialHead& head);
+
 // Replaces the stored trial (matched by study_name and id) with `trial`,
-// whose stored form is `bytes`: if `read` is null, or while the stored
+// whose stored form is `stored`: if `read` is null, or while the stored
 // trial's state and lease epoch are still `*read` (ABORTED naming both
 // versions otherwise). `record_change` gives it the next number of the
-// study's change sequence.
+// study's change sequence. Measurement rows the stored trial already has
+// are kept (a trial's measurements only grow, or are all moved away).
 absl::Status UpdateTrial(Connection& db, const v1::Trial& trial,
-                         std::string_view bytes, const TrialVersion* read,
+                         const StoredTrial& stored, const TrialVersion* read,
                          bool record_change, const std::string& what);
+
+// Stores `head` (a trial whose measurements are not written), whose message
+// is `head_bytes`, and appends a measurement whose bytes are `measurement`
+// (MeasurementBytes), while the stored trial's state and lease epoch are
+// still `read` (ABORTED otherwise); records the change. Costs the same
+// however many measurements the trial has. FAILED_PRECONDITION for a
+// finished trial (KeepsCurveInline).
+absl::Status AppendMeasurement(Connection& db, const v1::Trial& head,
+                               std::string_view head_bytes,
+                               std::string_view measurement,
+                               const TrialVersion& read,
+                               const std::string& what);
 
 // Appends the trials of study `study_id` (named `study_name`) that match
 // `query` to `trials`, by id.

@@ -12,6 +12,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(FormatTable, AlignsColumns) {
   EXPECT_EQ(FormatTable({{"ID", "STATE", "loss"},
@@ -163,12 +164,90 @@ TEST(Json, SnakeCaseFieldNamesAndRoundTrip) {
   absl::StatusOr<std::string> json = ToJson(trial);
   ASSERT_TRUE(json.ok()) << json.status();
   EXPECT_THAT(*json, HasSubstr("\"study_name\": \"s\""));
-  EXPECT_THAT(*json, HasSubstr("\"lease_epoch\": \"2\""));
+  // int64 as a number, not protobuf's quoted string (issue 47 item 9).
+  EXPECT_THAT(*json, HasSubstr("\"lease_epoch\": 2"));
+  EXPECT_THAT(*json, HasSubstr("\"id\": 3"));
   EXPECT_THAT(*json, HasSubstr("\"state\": \"ACTIVE\""));
   EXPECT_EQ(json->back(), '\n');
   v1::Trial back;
   ASSERT_TRUE(ParseJsonConfig(*json, "trial.json", &back).ok());
   EXPECT_EQ(back.SerializeAsString(), trial.SerializeAsString());
+}
+
+// Issue 47 item 9: `study create` echoed "create_time_ms": "1733..." and
+// "trial_counts": {"COMPLETED": "3"}. Every int64 and uint64, however deep
+// (a message in a list, a map's values), is a number; strings that look
+// like numbers stay strings, and the text parses back to the same message.
+TEST(Json, IntegersAreNumbersAtAnyDepth) {
+  v1::Study study = TwoParamStudy();
+  study.set_create_time_ms(1733000000123);
+  study.mutable_spec()->set_seed(18446744073709551615u);
+  (*study.mutable_trial_counts())["COMPLETED"] = 3;
+  study.mutable_spec()->mutable_parameters(1)->mutable_categorical_spec()
+      ->add_values("42");
+  auto* n = study.mutable_spec()->add_parameters();
+  n->set_name("n");
+  n->mutable_integer_spec()->set_min(-5);
+  n->mutable_integer_spec()->set_max(7);
+  study.add_changes()->set_time_ms(12);
+  (*study.mutable_attributes())["commit"] = "123";
+  for (bool multiline : {true, false}) {
+    absl::StatusOr<std::string> json =
+        multiline ? ToJson(study) : ToJsonLine(study);
+    ASSERT_TRUE(json.ok()) << json.status();
+    const std::string colon = multiline ? ": " : ":";
+    for (const std::string& member :
+         {"\"create_time_ms\"" + colon + "1733000000123",
+          "\"seed\"" + colon + "18446744073709551615",
+          "\"COMPLETED\"" + colon + "3", "\"min\"" + colon + "-5",
+          "\"max\"" + colon + "7", "\"time_ms\"" + colon + "12",
+          "\"commit\"" + colon + "\"123\"", std::string("\"42\"")}) {
+      EXPECT_THAT(*json, HasSubstr(member)) << *json;
+    }
+    EXPECT_THAT(*json, Not(HasSubstr(colon + "\"3\"")));
+    v1::Study back;
+    ASSERT_TRUE(ParseJsonConfig(*json, "study.json", &back).ok()) << *json;
+    EXPECT_EQ(back.SerializeAsString(), study.SerializeAsString());
+  }
+  v1::TrialEvent event;
+  event.set_sequence(9);
+  event.mutable_trial()->set_id(4);
+  absl::StatusOr<std::string> line = ToJsonLine(event);
+  ASSERT_TRUE(line.ok());
+  EXPECT_EQ(*line, R"({"sequence":9,"trial":{"id":4}})");
+}
+
+// Issue 47 item 9: `hypertune watch` said "(killed by signal 9)" of a
+// COMPLETED trial: a reason is shown only where it explains the state.
+TEST(TrialEventLine, ShowsOnlyTheReasonOfTheTrialsState) {
+  v1::TrialEvent event;
+  event.set_sequence(7);
+  v1::Trial& trial = *event.mutable_trial();
+  trial.set_id(3);
+  trial.set_state(v1::Trial::COMPLETED);
+  trial.set_failure_reason("killed by signal 9");
+  trial.set_stop_reason("paused at rung 1");
+  trial.mutable_final_measurement()->set_step(4);
+  (*trial.mutable_final_measurement()->mutable_metrics())["loss"] = 0.25;
+  EXPECT_EQ(TrialEventLine(event, "loss"),
+            "#7 trial 3 COMPLETED step 4 loss=0.25");
+  trial.set_state(v1::Trial::REQUESTED);
+  trial.clear_final_measurement();
+  EXPECT_EQ(TrialEventLine(event, "loss"),
+            "#7 trial 3 REQUESTED (killed by signal 9)");
+  trial.set_state(v1::Trial::PAUSED);
+  EXPECT_EQ(TrialEventLine(event, "loss"),
+            "#7 trial 3 PAUSED (paused at rung 1)");
+  trial.set_state(v1::Trial::ACTIVE);
+  EXPECT_EQ(TrialEventLine(event, "loss"), "#7 trial 3 ACTIVE");
+  trial.set_state(v1::Trial::INFEASIBLE);
+  trial.set_infeasible_reason("out of memory");
+  EXPECT_EQ(TrialEventLine(event, "loss"),
+            "#7 trial 3 INFEASIBLE (out of memory)");
+  trial.set_state(v1::Trial::FAILED);
+  EXPECT_EQ(StateReason(trial), "killed by signal 9");
+  trial.set_state(v1::Trial::STOPPED);
+  EXPECT_EQ(StateReason(trial), "paused at rung 1");
 }
 
 // JSON readers take "-0" for the integer 0: the CLI's JSON writes -0.0, and

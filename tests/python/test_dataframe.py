@@ -132,7 +132,7 @@ def finish(study: hypertune.Study, losses: list[float], attributes: dict) -> hyp
 
 
 EXISTING = ["state", "x", "y", "loss", "step", "elapsed_seconds", "start_time", "end_time",
-            "client_id", "infeasible_reason"]
+            "client_id", "infeasible_reason", "feasible"]
 
 
 def test_dataframe_attribute_and_intermediate_columns(client: hypertune.Client) -> None:

@@ -120,7 +120,7 @@ def test_notebook_example_runs_as_shown(server) -> None:
     study = hypertune.Client(server.address).get_study("notebook")
     assert study.trial_counts == {"COMPLETED": 50}
     best = study.best()
-    assert f"best: {best.value}" in result.stdout
+    assert f"best: {best.value} {best.params}" in result.stdout
     assert "[50 rows x" in result.stdout
 
 
@@ -271,7 +271,8 @@ def test_wrong_return_value_names_it(client: hypertune.Client, result, message) 
         ({"n_trials": -1}, "n_trials: expected None or an integer >= 0, got -1"),
         ({"n_trials": 2.5}, "n_trials: expected None or an integer >= 0, got 2.5"),
         ({"n_workers": 0}, "n_workers: expected an integer >= 1, got 0"),
-        ({"catch": ValueError}, "catch: expected a tuple of exception classes"),
+        ({"catch": "ValueError"}, "catch: expected an exception class or a tuple of them"),
+        ({"catch": (ValueError, 3)}, "catch: expected an exception class or a tuple of them"),
     ],
 )
 def test_bad_arguments(client: hypertune.Client, arguments, message) -> None:

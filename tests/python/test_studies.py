@@ -291,9 +291,10 @@ def test_trials_dataframe(client: hypertune.Client) -> None:
     assert list(frame.index) == [1, 2, 3] and frame.index.name == "id"
     assert list(frame.columns) == [
         "state", "x", "y", "loss", "step", "elapsed_seconds", "start_time", "end_time",
-        "client_id", "infeasible_reason",
+        "client_id", "infeasible_reason", "feasible",
     ]
     assert list(frame["state"]) == ["COMPLETED", "COMPLETED", "ACTIVE"]
+    assert list(frame["feasible"]) == [True, True, None]
     assert list(frame["loss"][:2]) == [0.3, 0.1] and math.isnan(frame["loss"][3])
     assert list(frame["x"]) == [t.params["x"] for t in done + [open_trial]]
     assert list(frame["y"]) == [t.params["y"] for t in done + [open_trial]]

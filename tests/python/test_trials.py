@@ -56,6 +56,9 @@ def test_report_and_complete(client: hypertune.Client) -> None:
     trial.report(1, loss=0.9, accuracy=0.5)
     trial.report(2, {"loss": 0.7, "accuracy": 0.6})
     trial.report(2, loss=0.7, accuracy=0.6)  # the same again: a harmless retry
+    # The server answers a report with that measurement alone; the trial in
+    # hand keeps its whole curve.
+    assert [(m.step, m.metrics["loss"]) for m in trial.measurements] == [(1, 0.9), (2, 0.7)]
     trial.complete(loss=0.65, accuracy=0.62)
     assert not trial.held and trial.state == "COMPLETED"
 

@@ -2,6 +2,7 @@
 // ImportStudy cancelled mid-stream stores nothing, and WatchTrials streams
 // are capped per owner and hold no thread while idle.
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -25,15 +26,61 @@ using ::testing::HasSubstr;
 
 class StreamHardeningTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Restart(Options()); }
+
+  service::ServerOptions Options() const {
     service::ServerOptions options;
     options.db_path = dir_.File("streams.db");
     options.listen = "127.0.0.1:0";
+    return options;
+  }
+
+  void Restart(const service::ServerOptions& options) {
+    stub_.reset();
+    server_.reset();
     auto server = service::Server::Start(options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     stub_ = v1::HyperTune::NewStub(grpc::CreateChannel(
         server_->address(), grpc::InsecureChannelCredentials()));
+  }
+
+  // An ImportStudy stream that sent its study and a first message of
+  // trials, then stalls (no WritesDone), as `token`'s owner (empty: none).
+  struct Stalled {
+    grpc::ClientContext context;
+    v1::Study response;
+    std::unique_ptr<grpc::ClientWriter<v1::ImportStudyRequest>> writer;
+  };
+  std::unique_ptr<Stalled> Stall(const std::string& name,
+                                 const std::string& token = "") {
+    auto stalled = std::make_unique<Stalled>();
+    if (!token.empty()) {
+      stalled->context.AddMetadata("authorization", "Bearer " + token);
+    }
+    stalled->context.set_deadline(std::chrono::system_clock::now() +
+                                  std::chrono::seconds(60));
+    stalled->writer = stub_->ImportStudy(&stalled->context, &stalled->response);
+    for (const v1::ImportStudyRequest& m : ImportMessages(name, 50)) {
+      EXPECT_TRUE(stalled->writer->Write(m));
+    }
+    return stalled;
+  }
+
+  // A whole import of `n` trials as `token`'s owner (empty: none).
+  grpc::Status Import(const std::string& name, int n,
+                      const std::string& token = "") {
+    grpc::ClientContext context;
+    if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(30));
+    v1::Study response;
+    auto writer = stub_->ImportStudy(&context, &response);
+    for (const v1::ImportStudyRequest& m : ImportMessages(name, n)) {
+      if (!writer->Write(m)) break;
+    }
+    writer->WritesDone();
+    return writer->Finish();
   }
 
   static v1::Study Study(const std::string& name) {
@@ -138,13 +185,14 @@ TEST_F(StreamHardeningTest, ACancelledImportStoresNothing) {
   EXPECT_EQ(stored.trial_counts().at("COMPLETED"), 300);
 }
 
-// At most kMaxConcurrentImports ImportStudy streams are read at once (each
-// holds its trials until stored): with that many held open, the next is
-// refused with RESOURCE_EXHAUSTED, and admitted again once one ends. The
+// At most kMaxConcurrentImportsPerOwner ImportStudy streams of one owner
+// (auth off: one client host) are read at once (each holds its trials until
+// stored): with that many held open, the next is refused with
+// RESOURCE_EXHAUSTED, and admitted again once one ends. The
 // server takes a stream's place when its handler starts, which a client
 // cannot see: the next import is tried until refused (each under a name of
 // its own, so one admitted before the places were taken stores harmlessly).
-TEST_F(StreamHardeningTest, ImportsAreCappedAtOnce) {
+TEST_F(StreamHardeningTest, ImportsAreCappedPerOwner) {
   // A held stream writes its study, then its trials a message at a time
   // when asked whether the server still reads it (see below).
   struct Held {
@@ -165,7 +213,9 @@ TEST_F(StreamHardeningTest, ImportsAreCappedAtOnce) {
     return h;  // no WritesDone: the stream stays open
   };
   std::vector<std::unique_ptr<Held>> held;
-  for (int i = 0; i < kMaxConcurrentImports; ++i) held.push_back(hold());
+  for (int i = 0; i < kMaxConcurrentImportsPerOwner; ++i) {
+    held.push_back(hold());
+  }
   // A held stream whose handler started after an import below had taken
   // the last place was refused itself, so every import goes on being
   // admitted: a write to it fails once the server has answered, and it is
@@ -205,7 +255,8 @@ TEST_F(StreamHardeningTest, ImportsAreCappedAtOnce) {
       << refused.error_message();
   EXPECT_THAT(refused.error_message(), HasSubstr("ImportStudy"));
   EXPECT_THAT(refused.error_message(),
-              HasSubstr(absl::StrCat(kMaxConcurrentImports)));
+              HasSubstr(absl::StrCat(kMaxConcurrentImportsPerOwner,
+                                     " imports of this owner")));
 
   // One held stream ends (cancelled: it stores nothing); another import
   // gets its place.
@@ -224,6 +275,63 @@ TEST_F(StreamHardeningTest, ImportsAreCappedAtOnce) {
   }
   v1::Study study;
   EXPECT_EQ(GetStudy("held0", &study).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+// The review's case: two streams that sent their study and stalled held
+// both import places for as long as their connections lived, so every
+// import on the server failed with RESOURCE_EXHAUSTED. A stream silent for
+// the idle timeout is now cancelled by the server (before its client's own
+// deadline), storing nothing, and its place goes to the next import.
+TEST_F(StreamHardeningTest, AStalledImportIsCancelledAndGivesItsPlaceBack) {
+  service::ServerOptions options = Options();
+  options.import_idle_timeout = absl::Seconds(1);
+  Restart(options);
+  std::vector<std::unique_ptr<Stalled>> stalled;
+  for (int i = 0; i < kMaxConcurrentImportsPerOwner; ++i) {
+    stalled.push_back(Stall(absl::StrCat("stalled", i)));
+  }
+  for (auto& s : stalled) {
+    const grpc::Status status = s->writer->Finish();  // the server ends it
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED)
+        << status.error_message();
+    EXPECT_LT(std::chrono::system_clock::now(), s->context.deadline());
+  }
+  const grpc::Status next = Import("next", 120);
+  EXPECT_TRUE(next.ok()) << next.error_message();
+  v1::Study study;
+  EXPECT_EQ(GetStudy("stalled0", &study).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+}
+
+// One owner's stalled imports take only that owner's share: another owner
+// imports meanwhile.
+TEST_F(StreamHardeningTest, OneOwnersStalledImportsLeaveOthersTheirShare) {
+  service::ServerOptions options = Options();
+  options.auth_token_file = dir_.File("tokens");
+  {
+    std::ofstream tokens(options.auth_token_file);
+    tokens << "alice-token-0123456789 alice\nbob-token-0123456789 bob\n";
+  }
+  Restart(options);
+  std::vector<std::unique_ptr<Stalled>> alices;
+  for (int i = 0; i < kMaxConcurrentImportsPerOwner; ++i) {
+    alices.push_back(Stall(absl::StrCat("alice", i), "alice-token-0123456789"));
+  }
+  // Her share is taken (her handlers may start in any order, so hers is
+  // tried until refused)...
+  grpc::Status hers = grpc::Status::OK;
+  for (int i = 0; i < 100 && hers.ok(); ++i) {
+    hers = Import(absl::StrCat("alice-more", i), 3, "alice-token-0123456789");
+    if (hers.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(hers.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // ...and bob imports all the same.
+  const grpc::Status his = Import("bobs", 120, "bob-token-0123456789");
+  EXPECT_TRUE(his.ok()) << his.error_message();
+  for (auto& s : alices) {
+    s->context.TryCancel();
+    s->writer->Finish().ok();
+  }
 }
 
 // One client (auth off: its address is the owner) may hold

@@ -150,6 +150,49 @@ TEST_F(StudyImportTest, ImportKeepsStudyAndTrialsExactly) {
   EXPECT_EQ(again[0].lease_epoch(), trials[1].lease_epoch() + 1);
 }
 
+// What a server killed mid-import leaves: the study stored IMPORTING with
+// part of its trials. The next start removes it, and only it; the name is
+// free for the import's retry.
+TEST_F(StudyImportTest, AnImportCutShortIsRemovedAtStart) {
+  Create("kept", 0);
+  v1::GetStudyRequest get;
+  get.set_name("kept");
+  v1::Study cut = *service_.GetStudy(get);
+  cut.set_name("cut");
+  cut.set_state(v1::Study::IMPORTING);
+  cut.clear_trial_counts();
+  ASSERT_TRUE(store_.CreateStudy(cut).ok());
+  v1::Trial half;
+  half.set_state(v1::Trial::REQUESTED);
+  ASSERT_TRUE(store_.CreateTrials("cut", {half}).ok());
+
+  ASSERT_TRUE(service_.RecoverOnStart().ok());
+  EXPECT_TRUE(absl::IsNotFound(store_.GetStudy("cut").status()));
+  EXPECT_EQ(store_.GetStudy("kept")->state(), v1::Study::ACTIVE);
+  cut.set_state(v1::Study::ACTIVE);
+  EXPECT_TRUE(service_.ImportStudy(cut, {}).ok());
+}
+
+// A whole import is never seen IMPORTING once it answers: it has the state
+// it was exported in.
+TEST_F(StudyImportTest, AnImportTakesItsExportedStateWhenDone) {
+  Create("orig", 0);
+  v1::GetStudyRequest get;
+  get.set_name("orig");
+  v1::Study study = *service_.GetStudy(get);
+  study.set_name("copy");
+  study.set_state(v1::Study::PAUSED);
+  auto imported = service_.ImportStudy(study, {});
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(imported->state(), v1::Study::PAUSED);
+  EXPECT_EQ(store_.GetStudy("copy")->state(), v1::Study::PAUSED);
+  // IMPORTING is the server's own: an export naming it is refused.
+  study.set_name("copy2");
+  study.set_state(v1::Study::IMPORTING);
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      service_.ImportStudy(study, {}).status()));
+}
+
 TEST_F(StudyImportTest, ImportRefusesATakenName) {
   v1::Study study = Create("taken", 0);
   absl::Status s = service_.ImportStudy(study, {}).status();

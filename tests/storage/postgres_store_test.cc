@@ -1,7 +1,8 @@
 // PostgresStore's own tests (the shared typed suite runs on it too, in
 // study_store_test.cc): URLs and what errors show of them, the schema's
-// version, several stores on one database, conditional writes racing across
-// stores, a server that goes away and comes back, damaged rows.
+// version and the migration of a version-2 database, several stores on one
+// database, conditional writes and appends racing across stores, where a
+// curve is kept, a server that goes away and comes back, damaged rows.
 #include "storage/postgres_store.h"
 
 #include <libpq-fe.h>
@@ -12,8 +13,13 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "storage/postgres/connection.h"
+#include "storage/postgres/schema.h"
 #include "storage/postgres/url.h"
 #include "testing/postgres_server.h"
 #include "tests/storage/postgres_test_util.h"
@@ -89,6 +95,14 @@ absl::StatusOr<std::string> RawQuery(const std::string& url,
 
 class PostgresStoreTest : public ::testing::Test {
  protected:
+  // The last number of study "mnist"'s change sequence.
+  int64_t LastSequenceOf(PostgresStore& store) {
+    absl::StatusOr<std::vector<TrialChange>> changes =
+        store.ListTrialChanges("mnist", 0, 0);
+    EXPECT_TRUE(changes.ok()) << changes.status();
+    return changes.ok() && !changes->empty() ? changes->back().sequence : 0;
+  }
+
   void SetUp() override {
     absl::StatusOr<std::string> url = FreshPostgresDatabase();
     if (!url.ok()) return SkipOrFail(url.status());
@@ -255,6 +269,249 @@ TEST_F(PostgresStoreTest, StoresRacingOnALeaseEpochHaveOneWinner) {
       stores[2]->ListTrialChanges("mnist", 0, 0);
   ASSERT_TRUE(changes.ok()) << changes.status();
   EXPECT_EQ(changes->back().sequence, 2 * kTrials);
+}
+
+// ----- Measurements in rows of their own (schema version 3) -----
+
+v1::Measurement AccuracyAt(int64_t step, double value) {
+  v1::Measurement m;
+  m.set_step(step);
+  (*m.mutable_metrics())["accuracy"] = value;
+  (*m.mutable_metrics())["loss"] = 1 - value;
+  return m;
+}
+
+bool Same(const google::protobuf::Message& a,
+          const google::protobuf::Message& b) {
+  return google::protobuf::util::MessageDifferencer::Equals(a, b);
+}
+
+// A bytea literal of `bytes` for SQL text.
+std::string Bytea(const std::string& bytes) {
+  return absl::StrCat("'\\x", absl::BytesToHexString(bytes), "'::bytea");
+}
+
+TEST_F(PostgresStoreTest, AnUnfinishedTrialsCurveIsRowsOfItsOwn) {
+  std::unique_ptr<PostgresStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateStudy(MakeStudy("mnist")).ok());
+  v1::Trial active;
+  active.set_state(v1::Trial::ACTIVE);
+  active.set_client_id("w");
+  active.set_lease_epoch(1);
+  absl::StatusOr<std::vector<v1::Trial>> created =
+      store->CreateTrials("mnist", {active});
+  ASSERT_TRUE(created.ok()) << created.status();
+  v1::Trial expected = (*created)[0];
+  constexpr int kReports = 50;
+  for (int step = 1; step <= kReports; ++step) {
+    absl::StatusOr<TrialHead> head = store->GetTrialHead("mnist", 1);
+    ASSERT_TRUE(head.ok()) << head.status();
+    ASSERT_EQ(head->measurements, step - 1);
+    const v1::Measurement report = AccuracyAt(step, 0.01 * step);
+    ASSERT_TRUE(store
+                    ->AppendMeasurement(head->trial, report,
+                                        TrialVersion::Of(head->trial))
+                    .ok());
+    *expected.add_measurements() = report;
+  }
+  // One row per report; the trial's own message holds none of them.
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM measurements"),
+            std::to_string(kReports));
+  EXPECT_EQ(Query("SELECT measurements FROM trials"), std::to_string(kReports));
+  v1::Trial head_message;
+  ASSERT_TRUE(head_message.ParseFromString(absl::HexStringToBytes(
+      Query("SELECT encode(trial, 'hex') FROM trials"))));
+  EXPECT_EQ(head_message.measurements_size(), 0);
+  // Every read assembles the whole trial.
+  EXPECT_TRUE(Same(*store->GetTrial("mnist", 1), expected));
+  EXPECT_TRUE(Same((*store->ListTrials("mnist", {}))[0], expected));
+  EXPECT_TRUE(
+      Same((*store->ListTrialsInStates({v1::Trial::ACTIVE}))[0], expected));
+  EXPECT_TRUE(Same(store->ListTrialChanges("mnist", 0, 0)->back().trial,
+                   expected));
+  EXPECT_TRUE(Same(*store->GetStudyWithTrial("mnist", 1)->trial, expected));
+  EXPECT_TRUE(Same(
+      store->GetStudyOverview("mnist", {v1::Trial::ACTIVE})->trials[0],
+      expected));
+  EXPECT_EQ(LastSequenceOf(*store), kReports + 1);
+  EXPECT_TRUE(store->CheckIntegrity().ok()) << store->CheckIntegrity();
+
+  // A renewal (the whole trial, no change recorded) keeps the rows.
+  expected.set_lease_expire_time_ms(9000);
+  ASSERT_TRUE(store->RenewTrialLease(expected).ok());
+  EXPECT_TRUE(Same(*store->GetTrial("mnist", 1), expected));
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM measurements"),
+            std::to_string(kReports));
+  EXPECT_EQ(LastSequenceOf(*store), kReports + 1);
+
+  // Finished, the curve moves into the trial's message.
+  const TrialVersion read = TrialVersion::Of(expected);
+  expected.set_state(v1::Trial::COMPLETED);
+  ASSERT_TRUE(store->UpdateTrialIf(expected, read).ok());
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM measurements"), "0");
+  EXPECT_EQ(Query("SELECT measurements FROM trials"), "0");
+  EXPECT_TRUE(Same(*store->GetTrial("mnist", 1), expected));
+  absl::StatusOr<TrialHead> head = store->GetTrialHead("mnist", 1);
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(head->measurements, kReports);
+  EXPECT_TRUE(Same(*head->latest, AccuracyAt(kReports, 0.01 * kReports)));
+  EXPECT_TRUE(store->CheckIntegrity().ok()) << store->CheckIntegrity();
+  // Appending to it is refused, and the curve stays whole.
+  EXPECT_EQ(store
+                ->AppendMeasurement(head->trial, AccuracyAt(99, 0.9),
+                                    TrialVersion::Of(head->trial))
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Same(*store->GetTrial("mnist", 1), expected));
+
+  // Back to running (a resumed trial), the rows come back; a study deleted
+  // takes them with it.
+  const TrialVersion finished = TrialVersion::Of(expected);
+  expected.set_state(v1::Trial::ACTIVE);
+  ASSERT_TRUE(store->UpdateTrialIf(expected, finished).ok());
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM measurements"),
+            std::to_string(kReports));
+  EXPECT_TRUE(Same(*store->GetTrial("mnist", 1), expected));
+  ASSERT_TRUE(store->DeleteStudy("mnist").ok());
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM measurements"), "0");
+}
+
+TEST_F(PostgresStoreTest, DamagedMeasurementRowsAreDataLoss) {
+  std::unique_ptr<PostgresStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->CreateStudy(MakeStudy("mnist")).ok());
+  v1::Trial active;
+  active.set_state(v1::Trial::ACTIVE);
+  active.add_measurements()->set_step(1);
+  active.add_measurements()->set_step(2);
+  ASSERT_TRUE(store->CreateTrials("mnist", {active}).ok());
+  // Created with a curve, it is split at once.
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM measurements"), "2");
+  EXPECT_TRUE(store->CheckIntegrity().ok()) << store->CheckIntegrity();
+  Query("DELETE FROM measurements WHERE idx = 1");
+  absl::Status status = store->CheckIntegrity();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(status.message(), HasSubstr("counts 2 measurements"));
+  EXPECT_EQ(store->GetTrialHead("mnist", 1).status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
+// Two servers on one database writing one trial from the same read: one
+// regrants it (a new lease epoch), the other appends a report that stops
+// it. Each changes the trial's version, so exactly one lands and the other
+// is ABORTED, whichever comes first.
+TEST_F(PostgresStoreTest, StoresRacingToAppendHaveOneWinner) {
+  std::unique_ptr<PostgresStore> first = Open();
+  std::unique_ptr<PostgresStore> second = Open();
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  ASSERT_TRUE(first->CreateStudy(MakeStudy("mnist")).ok());
+  v1::Trial active;
+  active.set_state(v1::Trial::ACTIVE);
+  active.set_lease_epoch(1);
+  constexpr int kRounds = 20;
+  for (int round = 0; round < kRounds; ++round) {
+    absl::StatusOr<std::vector<v1::Trial>> created =
+        first->CreateTrials("mnist", {active});
+    ASSERT_TRUE(created.ok()) << created.status();
+    const v1::Trial read = (*created)[0];
+    v1::Trial regranted = read;
+    regranted.set_lease_epoch(2);
+    v1::Trial stopping = read;
+    stopping.set_state(v1::Trial::STOPPING);
+    absl::Status appended;
+    absl::Status granted;
+    std::latch start(2);
+    std::thread appender([&] {
+      start.arrive_and_wait();
+      appended = first->AppendMeasurement(stopping, AccuracyAt(1, 0.5),
+                                          TrialVersion::Of(read));
+    });
+    std::thread granter([&] {
+      start.arrive_and_wait();
+      granted = second->UpdateTrialIf(regranted, TrialVersion::Of(read));
+    });
+    appender.join();
+    granter.join();
+    // Whichever came second was fenced by the first.
+    EXPECT_NE(appended.ok(), granted.ok()) << appended << " / " << granted;
+    EXPECT_EQ((appended.ok() ? granted : appended).code(),
+              absl::StatusCode::kAborted);
+    absl::StatusOr<v1::Trial> stored = second->GetTrial("mnist", read.id());
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    EXPECT_EQ(stored->measurements_size(), appended.ok() ? 1 : 0);
+    EXPECT_EQ(stored->state(),
+              appended.ok() ? v1::Trial::STOPPING : v1::Trial::ACTIVE);
+    EXPECT_EQ(stored->lease_epoch(), granted.ok() ? 2 : 1);
+  }
+  EXPECT_TRUE(first->CheckIntegrity().ok()) << first->CheckIntegrity();
+}
+
+// A database as the build before measurement rows left it (schema version
+// 2): Open migrates it, splitting the curves of unfinished trials only.
+TEST_F(PostgresStoreTest, MigratesAVersion2Database) {
+  {
+    absl::StatusOr<std::unique_ptr<postgres::Connection>> db =
+        postgres::Connection::Open(url_, url_, 10);
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE(postgres::MigrateTo(**db, 2).ok());
+  }
+  EXPECT_EQ(Query("SELECT MAX(version) FROM schema_version"), "2");
+  const v1::Study study = MakeStudy("mnist");
+  std::vector<v1::Trial> trials(3);
+  for (int i = 0; i < 3; ++i) {
+    v1::Trial& trial = trials[i];
+    trial.set_study_name("mnist");
+    trial.set_id(i + 1);
+    trial.set_state(i == 1 ? v1::Trial::COMPLETED : v1::Trial::ACTIVE);
+    trial.set_client_id("w");
+    trial.set_lease_epoch(1);
+    // The third has no curve yet.
+    for (int step = 1; i < 2 && step <= 4; ++step) {
+      *trial.add_measurements() = AccuracyAt(step, 0.1 * step);
+    }
+  }
+  Query(absl::StrCat(
+      "INSERT INTO studies(name, state, create_time_ms, last_trial_id, "
+      "last_sequence, study) VALUES (",
+      Bytea("mnist"), ", ", study.state(), ", 0, 3, 3, ",
+      Bytea(study.SerializeAsString()), ")"));
+  for (const v1::Trial& trial : trials) {
+    Query(absl::StrCat(
+        "INSERT INTO trials(study_id, trial_id, state, client_id, "
+        "lease_epoch, sequence, trial) SELECT id, ",
+        trial.id(), ", ", trial.state(), ", ", Bytea(trial.client_id()),
+        ", 1, ", trial.id(), ", ", Bytea(trial.SerializeAsString()),
+        " FROM studies"));
+  }
+
+  std::unique_ptr<PostgresStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Query("SELECT MAX(version) FROM schema_version"),
+            std::to_string(PostgresStore::kSchemaVersion));
+  // The active trial's curve is rows; the completed one keeps its curve.
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM measurements WHERE trial_id = 1"), "4");
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM measurements"), "4");
+  for (const v1::Trial& trial : trials) {
+    absl::StatusOr<v1::Trial> read = store->GetTrial("mnist", trial.id());
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_TRUE(Same(*read, trial)) << trial.id();
+  }
+  EXPECT_TRUE(store->CheckIntegrity().ok()) << store->CheckIntegrity();
+  // And the migrated trial takes reports.
+  absl::StatusOr<TrialHead> head = store->GetTrialHead("mnist", 1);
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(head->measurements, 4);
+  EXPECT_TRUE(Same(*head->latest, AccuracyAt(4, 0.4)));
+  ASSERT_TRUE(store
+                  ->AppendMeasurement(head->trial, AccuracyAt(5, 0.5),
+                                      TrialVersion::Of(head->trial))
+                  .ok());
+  v1::Trial expected = trials[0];
+  *expected.add_measurements() = AccuracyAt(5, 0.5);
+  EXPECT_TRUE(Same(*store->GetTrial("mnist", 1), expected));
+  EXPECT_TRUE(store->CheckIntegrity().ok()) << store->CheckIntegrity();
 }
 
 TEST_F(PostgresStoreTest, BadUrlsAreInvalidArgumentWithoutThePassword) {

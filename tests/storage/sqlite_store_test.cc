@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -854,6 +855,9 @@ TEST_F(SqliteStoreTest, MigratesAVersionOneFile) {
     raw.Query("DROP INDEX trials_by_sequence");
     raw.Query("ALTER TABLE trials DROP COLUMN sequence");
     raw.Query("ALTER TABLE trials DROP COLUMN lease_epoch");
+    raw.Query("DROP TABLE measurements");
+    raw.Query("ALTER TABLE trials DROP COLUMN measurements");
+    raw.Query("ALTER TABLE trials DROP COLUMN measurement_bytes");
     raw.Query("DELETE FROM schema_version WHERE version >= 2");
   }
   std::unique_ptr<SqliteStore> store = OpenOrDie();
@@ -979,6 +983,9 @@ TEST_F(SqliteStoreTest, MigratesAVersionFourFileFillingLeaseEpochs) {
     // not parse (0xff... is never a valid field tag sequence).
     RawDb raw(path_);
     raw.Query("ALTER TABLE trials DROP COLUMN lease_epoch");
+    raw.Query("DROP TABLE measurements");
+    raw.Query("ALTER TABLE trials DROP COLUMN measurements");
+    raw.Query("ALTER TABLE trials DROP COLUMN measurement_bytes");
     raw.Query("DELETE FROM schema_version WHERE version >= 5");
     raw.Query(
         "INSERT INTO trials(study_id, trial_id, state, client_id, trial, "
@@ -989,7 +996,8 @@ TEST_F(SqliteStoreTest, MigratesAVersionFourFileFillingLeaseEpochs) {
   std::unique_ptr<SqliteStore> store = OpenOrDie();
   ASSERT_NE(store, nullptr);
   RawDb raw(path_);
-  EXPECT_EQ(raw.Query("SELECT MAX(version) FROM schema_version"), "5");
+  EXPECT_EQ(raw.Query("SELECT MAX(version) FROM schema_version"),
+            std::to_string(SqliteStore::kSchemaVersion));
   const char* kEpoch = "SELECT lease_epoch FROM trials WHERE trial_id = ?1";
   EXPECT_EQ(raw.Query(kEpoch, {1}), "0");
   EXPECT_EQ(raw.Query(kEpoch, {2}), "3");
@@ -1009,6 +1017,137 @@ TEST_F(SqliteStoreTest, MigratesAVersionFourFileFillingLeaseEpochs) {
   EXPECT_THAT(stale.message(), HasSubstr("ACTIVE under lease epoch 3 now"));
   EXPECT_TRUE(store->UpdateTrialIf(completed, TrialVersion::Of(*active)).ok());
   EXPECT_EQ(store->GetTrial("mnist", 2)->state(), v1::Trial::COMPLETED);
+  EXPECT_EQ(*store->IntegrityCheck(), "ok");
+}
+
+TEST_F(SqliteStoreTest, MigratesAVersionFiveFileSplittingMeasurements) {
+  // Trial 2 as version 5 stored it: its measurements inside its message.
+  v1::Trial old = MakeTrial(v1::Trial::ACTIVE, "worker-a");
+  old.set_study_name("mnist");
+  old.set_id(2);
+  old.set_lease_epoch(4);
+  for (int step = 1; step <= 3; ++step) {
+    v1::Measurement* m = old.add_measurements();
+    m->set_step(step);
+    (*m->mutable_metrics())["accuracy"] = 0.1 * step;
+  }
+  {
+    std::unique_ptr<SqliteStore> store = OpenOrDie();
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->CreateStudy(MakeStudy("mnist")).ok());
+    ASSERT_TRUE(
+        store->CreateTrials("mnist", MakeTrials(1, v1::Trial::COMPLETED))
+            .ok());
+  }
+  {
+    RawDb raw(path_);
+    raw.Query("DROP TABLE measurements");
+    raw.Query("ALTER TABLE trials DROP COLUMN measurements");
+    raw.Query("ALTER TABLE trials DROP COLUMN measurement_bytes");
+    raw.Query("DELETE FROM schema_version WHERE version >= 6");
+    v1::Trial done = old;
+    done.set_id(3);
+    done.set_state(v1::Trial::COMPLETED);
+    const std::string finished = absl::StrCat(
+        "INSERT INTO trials(study_id, trial_id, state, client_id, trial, "
+        "sequence, lease_epoch) VALUES (1, 3, ?1, x'', x'",
+        absl::BytesToHexString(done.SerializeAsString()), "', 3, 4)");
+    raw.Query(finished.c_str(), {v1::Trial::COMPLETED});
+    const std::string insert = absl::StrCat(
+        "INSERT INTO trials(study_id, trial_id, state, client_id, trial, "
+        "sequence, lease_epoch) VALUES (1, 2, ?1, x'",
+        absl::BytesToHexString("worker-a"), "', x'",
+        absl::BytesToHexString(old.SerializeAsString()), "', 2, 4)");
+    raw.Query(insert.c_str(), {v1::Trial::ACTIVE});
+    ASSERT_EQ(raw.Query("SELECT MAX(version) FROM schema_version"), "5");
+  }
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  RawDb raw(path_);
+  EXPECT_EQ(raw.Query("SELECT MAX(version) FROM schema_version"), "6");
+  // The measurements moved to rows of their own, and read back in place.
+  EXPECT_EQ(raw.Query("SELECT COUNT(*) FROM measurements WHERE trial_id = 2"),
+            "3");
+  EXPECT_EQ(raw.Query("SELECT measurements FROM trials WHERE trial_id = 2"),
+            "3");
+  EXPECT_THAT(*store->GetTrial("mnist", 2), EqualsProto(old));
+  absl::StatusOr<TrialHead> head = store->GetTrialHead("mnist", 2);
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(head->measurements, 3);
+  EXPECT_EQ(head->latest->step(), 3);
+  EXPECT_EQ(head->trial.ByteSizeLong() + head->measurement_bytes,
+            old.ByteSizeLong());
+  // And grow from there.
+  v1::Measurement next;
+  next.set_step(4);
+  (*next.mutable_metrics())["accuracy"] = 0.4;
+  ASSERT_TRUE(
+      store->AppendMeasurement(head->trial, next, TrialVersion::Of(old)).ok());
+  *old.add_measurements() = next;
+  EXPECT_THAT(*store->GetTrial("mnist", 2), EqualsProto(old));
+  EXPECT_EQ(store->GetTrial("mnist", 1)->measurements_size(), 0);
+  // A finished trial keeps its curve in its message.
+  EXPECT_EQ(raw.Query("SELECT COUNT(*) FROM measurements WHERE trial_id = 3"),
+            "0");
+  EXPECT_EQ(store->GetTrial("mnist", 3)->measurements_size(), 3);
+  EXPECT_EQ(*store->IntegrityCheck(), "ok");
+}
+
+TEST_F(SqliteStoreTest, AReportWritesOneMeasurementRowWhateverTheCurve) {
+  std::unique_ptr<SqliteStore> store = OpenOrDie();
+  ASSERT_NE(store, nullptr);
+  v1::Trial trial = CreateLeasedTrial(*store, v1::Trial::ACTIVE, 1);
+  for (int step = 1; step <= 50; ++step) {
+    v1::Measurement m;
+    m.set_step(step);
+    (*m.mutable_metrics())["accuracy"] = step / 100.0;
+    ASSERT_TRUE(
+        store->AppendMeasurement(trial, m, TrialVersion::Of(trial)).ok());
+    *trial.add_measurements() = m;
+  }
+  RawDb raw(path_);
+  // Rows keyed by position; the trial's own message holds none of them.
+  EXPECT_EQ(raw.Query("SELECT COUNT(*) FROM measurements"), "50");
+  EXPECT_EQ(raw.Query("SELECT MAX(idx) FROM measurements"), "49");
+  v1::Trial head = trial;
+  head.clear_measurements();
+  EXPECT_EQ(raw.Query("SELECT length(trial) FROM trials"),
+            std::to_string(head.ByteSizeLong()));
+  EXPECT_THAT(*store->GetTrial("mnist", 1), EqualsProto(trial));
+  // A whole-trial write that keeps the curve (a checkpoint) keeps the rows.
+  trial.set_checkpoint_uri("file:///ckpt/50");
+  ASSERT_TRUE(store->UpdateTrialIf(trial, TrialVersion::Of(trial)).ok());
+  EXPECT_THAT(*store->GetTrial("mnist", 1), EqualsProto(trial));
+  EXPECT_EQ(raw.Query("SELECT COUNT(*) FROM measurements"), "50");
+  // A finished trial keeps its curve in its own message: one row to read.
+  v1::Trial completed = trial;
+  completed.set_state(v1::Trial::COMPLETED);
+  ASSERT_TRUE(store->UpdateTrialIf(completed, TrialVersion::Of(trial)).ok());
+  EXPECT_EQ(raw.Query("SELECT COUNT(*) FROM measurements"), "0");
+  EXPECT_EQ(raw.Query("SELECT length(trial) FROM trials"),
+            std::to_string(completed.ByteSizeLong()));
+  EXPECT_THAT(*store->GetTrial("mnist", 1), EqualsProto(completed));
+  absl::StatusOr<TrialHead> finished = store->GetTrialHead("mnist", 1);
+  ASSERT_TRUE(finished.ok()) << finished.status();
+  EXPECT_EQ(finished->measurements, 50);
+  EXPECT_EQ(finished->latest->step(), 50);
+  EXPECT_EQ(finished->trial.measurements_size(), 0);
+  EXPECT_EQ(finished->trial.ByteSizeLong() + finished->measurement_bytes,
+            completed.ByteSizeLong());
+  v1::Measurement late;
+  late.set_step(51);
+  EXPECT_EQ(store->AppendMeasurement(completed, late,
+                                     TrialVersion::Of(completed))
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(*store->GetTrial("mnist", 1), EqualsProto(completed));
+  // Rows of an unfinished trial go with its study.
+  v1::Trial running = MakeTrial(v1::Trial::ACTIVE, "worker-b");
+  *running.add_measurements() = late;
+  ASSERT_TRUE(store->CreateTrials("mnist", {running}).ok());
+  EXPECT_EQ(raw.Query("SELECT COUNT(*) FROM measurements"), "1");
+  ASSERT_TRUE(store->DeleteStudy("mnist").ok());
+  EXPECT_EQ(raw.Query("SELECT COUNT(*) FROM measurements"), "0");
   EXPECT_EQ(*store->IntegrityCheck(), "ok");
 }
 

@@ -1336,5 +1336,145 @@ TEST(OpenStoreTest, OptionsAndErrorsAreSqlites) {
   EXPECT_THAT(store.status().message(), HasSubstr(missing));
 }
 
+
+// A measurement at `step` with accuracy `value`.
+v1::Measurement AccuracyAt(int64_t step, double value) {
+  v1::Measurement m;
+  m.set_step(step);
+  (*m.mutable_metrics())["accuracy"] = value;
+  (*m.mutable_metrics())["loss"] = 1 - value;
+  return m;
+}
+
+TYPED_TEST(StudyStoreTest, AppendMeasurementGrowsTheCurveEveryReadSees) {
+  StudyStore& store = *this->store_;
+  const v1::Trial created = CreateLeasedTrial(store, v1::Trial::ACTIVE, 3);
+  v1::Trial expected = created;
+  *expected.add_measurements() = AccuracyAt(1, 0.5);
+  *expected.add_measurements() = AccuracyAt(2, 0.6);
+  ASSERT_TRUE(store.UpdateTrialIf(expected, TrialVersion::Of(created)).ok());
+
+  absl::StatusOr<TrialHead> head = store.GetTrialHead("mnist", 1);
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(head->measurements, 2);
+  ASSERT_TRUE(head->latest.has_value());
+  EXPECT_THAT(*head->latest, EqualsProto(AccuracyAt(2, 0.6)));
+  EXPECT_EQ(head->trial.measurements_size(), 0);
+  EXPECT_EQ(head->trial.ByteSizeLong() + head->measurement_bytes,
+            expected.ByteSizeLong());
+
+  // The head as changed by a report, with the report's measurement.
+  v1::Trial next = head->trial;
+  next.set_lease_expire_time_ms(5000);
+  ASSERT_TRUE(store
+                  .AppendMeasurement(next, AccuracyAt(3, 0.7),
+                                     TrialVersion::Of(head->trial))
+                  .ok());
+  expected.set_lease_expire_time_ms(5000);
+  *expected.add_measurements() = AccuracyAt(3, 0.7);
+  EXPECT_THAT(*store.GetTrial("mnist", 1), EqualsProto(expected));
+  absl::StatusOr<std::vector<v1::Trial>> listed = store.ListTrials("mnist", {});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_THAT((*listed)[0], EqualsProto(expected));
+  absl::StatusOr<std::vector<v1::Trial>> running =
+      store.ListTrialsInStates({v1::Trial::ACTIVE});
+  ASSERT_TRUE(running.ok()) << running.status();
+  ASSERT_EQ(running->size(), 1u);
+  EXPECT_THAT((*running)[0], EqualsProto(expected));
+  // A change watchers see, after the creation and the first report.
+  absl::StatusOr<std::vector<TrialChange>> changes =
+      store.ListTrialChanges("mnist", 2, 0);
+  ASSERT_TRUE(changes.ok()) << changes.status();
+  ASSERT_EQ(changes->size(), 1u);
+  EXPECT_EQ((*changes)[0].sequence, 3);
+  EXPECT_THAT((*changes)[0].trial, EqualsProto(expected));
+  head = store.GetTrialHead("mnist", 1);
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(head->measurements, 3);
+  EXPECT_THAT(*head->latest, EqualsProto(AccuracyAt(3, 0.7)));
+  EXPECT_EQ(head->trial.ByteSizeLong() + head->measurement_bytes,
+            expected.ByteSizeLong());
+
+  // A whole-trial write that moves the curve away (a new attempt) leaves
+  // none, and the next append starts a new curve.
+  v1::Trial retried = expected;
+  *retried.add_earlier_attempts()->mutable_measurements() =
+      retried.measurements();
+  retried.clear_measurements();
+  ASSERT_TRUE(store.UpdateTrialIf(retried, TrialVersion::Of(expected)).ok());
+  EXPECT_THAT(*store.GetTrial("mnist", 1), EqualsProto(retried));
+  head = store.GetTrialHead("mnist", 1);
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(head->measurements, 0);
+  EXPECT_EQ(head->measurement_bytes, 0);
+  EXPECT_FALSE(head->latest.has_value());
+  ASSERT_TRUE(store
+                  .AppendMeasurement(retried, AccuracyAt(1, 0.4),
+                                     TrialVersion::Of(retried))
+                  .ok());
+  *retried.add_measurements() = AccuracyAt(1, 0.4);
+  EXPECT_THAT(*store.GetTrial("mnist", 1), EqualsProto(retried));
+}
+
+TYPED_TEST(StudyStoreTest, AppendMeasurementIsFencedByStateAndEpoch) {
+  StudyStore& store = *this->store_;
+  const v1::Trial created = CreateLeasedTrial(store, v1::Trial::ACTIVE, 3);
+
+  absl::Status stale = store.AppendMeasurement(created, AccuracyAt(1, 0.5),
+                                               {v1::Trial::ACTIVE, 2});
+  EXPECT_EQ(stale.code(), absl::StatusCode::kAborted) << stale;
+  EXPECT_THAT(stale.message(), HasSubstr("ACTIVE under lease epoch 3 now"));
+  stale = store.AppendMeasurement(created, AccuracyAt(1, 0.5),
+                                  {v1::Trial::REQUESTED, 3});
+  EXPECT_EQ(stale.code(), absl::StatusCode::kAborted) << stale;
+  EXPECT_THAT(*store.GetTrial("mnist", 1), EqualsProto(created));
+  EXPECT_EQ(LastSequence(store, "mnist"), kCreated);
+
+  v1::Trial missing = created;
+  missing.set_id(9);
+  EXPECT_EQ(store
+                .AppendMeasurement(missing, AccuracyAt(1, 0.5),
+                                   TrialVersion::Of(created))
+                .code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store.GetTrialHead("mnist", 9).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store.GetTrialHead("nope", 1).status().code(),
+            absl::StatusCode::kNotFound);
+
+  // A report that stops the trial changes its state with the append.
+  v1::Trial stopping = created;
+  stopping.set_state(v1::Trial::STOPPING);
+  stopping.set_stop_reason("below the median");
+  ASSERT_TRUE(store
+                  .AppendMeasurement(stopping, AccuracyAt(1, 0.5),
+                                     TrialVersion::Of(created))
+                  .ok());
+  *stopping.add_measurements() = AccuracyAt(1, 0.5);
+  EXPECT_THAT(*store.GetTrial("mnist", 1), EqualsProto(stopping));
+  EXPECT_THAT(*store.CountTrials("mnist"),
+              UnorderedElementsAre(Pair(v1::Trial::STOPPING, 1)));
+  // The version it was read at is gone.
+  EXPECT_EQ(store
+                .AppendMeasurement(created, AccuracyAt(2, 0.6),
+                                   TrialVersion::Of(created))
+                .code(),
+            absl::StatusCode::kAborted);
+  EXPECT_EQ(store.GetTrial("mnist", 1)->measurements_size(), 1);
+}
+
+TYPED_TEST(StudyStoreTest, AppendMeasurementRefusesAMessageThatWouldNotReadBack) {
+  StudyStore& store = *this->store_;
+  const v1::Trial created = CreateLeasedTrial(store, v1::Trial::ACTIVE, 3);
+  v1::Measurement bad;
+  bad.set_step(1);
+  (*bad.mutable_metrics())["\xff"] = 1;
+  EXPECT_EQ(store.AppendMeasurement(created, bad, TrialVersion::Of(created))
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(*store.GetTrial("mnist", 1), EqualsProto(created));
+}
+
 }  // namespace
 }  // namespace hypertune::storage

@@ -215,7 +215,10 @@ class FakeService final : public v1::HyperTune::Service {
       measurements_.push_back(*request);
       v1::Trial& trial = trials_[request->trial_id()];
       *trial.add_measurements() = request->measurement();
+      // As the server answers: the trial with only the measurement added.
       *response = trial;
+      response->clear_measurements();
+      *response->add_measurements() = request->measurement();
       return grpc::Status::OK;
     });
   }
@@ -471,6 +474,12 @@ TEST_F(ClientTest, ReportAndCompleteCarryEpochStepAndMetrics) {
   Trial& t = **trial;
   ASSERT_TRUE(t.Report(1, {{"loss", 0.9}}).ok());
   ASSERT_TRUE(t.Report(2, {{"loss", 0.5}, {"acc", 0.7}}).ok());
+  // Each answer holds its report alone; the handle keeps the whole curve.
+  ASSERT_EQ(t.proto().measurements_size(), 2);
+  EXPECT_EQ(t.proto().measurements(0).step(), 1);
+  EXPECT_EQ(t.proto().measurements(0).metrics().at("loss"), 0.9);
+  EXPECT_EQ(t.proto().measurements(1).step(), 2);
+  EXPECT_EQ(t.proto().measurements(1).metrics().at("acc"), 0.7);
   ASSERT_TRUE(t.Complete({{"loss", 0.4}}).ok());
   std::vector<v1::AddMeasurementRequest> reports = service_.measurements();
   ASSERT_EQ(reports.size(), 2u);

@@ -1,10 +1,56 @@
 // The contour: the objective over two parameters, as filled isobands of
 // the COMPLETED trials' mean per grid cell (gaps filled by Laplace
-// interpolation), the trials on top and a colour bar.
+// interpolation) over the search domain, the trials on top and a colour
+// bar. A categorical parameter, or too few trials, gets the trials alone,
+// coloured by the objective, and a line saying why (as the Python client's
+// plot_contour does with kind="auto").
 
 import {formatNumber} from '../format.js';
-import {Frame, allPositive, completedRows, d3, jitter, makeAxis, nearest,
-        note, paramScale, position, trialTip} from './common.js';
+import {Frame, allPositive, completedRows, d3, extent, jitter, makeAxis,
+        makeScale, nearest, note, position, trialTip} from './common.js';
+
+// Fewer trials than this get no contour: a 40 by 40 grid filled from a
+// few points is nearly all interpolation, and its bands looked like
+// knowledge the study does not have.
+export const MIN_CONTOUR_TRIALS = 10;
+
+// What the plot of parameters px and py over n trials (that have both)
+// draws: {mode: 'contour'}, or {mode: 'scatter', why} (a sentence for
+// people). n = 0 draws nothing (drawContour says so).
+export function contourMode(px, py, n) {
+  const categorical = [px, py].filter((p) => p.kind === 'categorical');
+  if (categorical.length) {
+    return {mode: 'scatter', why: `${categorical.map((p) => p.name)
+        .join(' and ')} ${categorical.length > 1 ? 'are' : 'is'} ` +
+        'categorical: the trials alone, no interpolation between ' +
+        'categories.'};
+  }
+  if (n < MIN_CONTOUR_TRIALS) {
+    return {mode: 'scatter', why: `A contour needs at least ` +
+        `${MIN_CONTOUR_TRIALS} completed trials; ${n} so far ` +
+        `${n === 1 ? 'has' : 'have'} both parameters: the trials alone.`};
+  }
+  return {mode: 'contour', why: ''};
+}
+
+// A numeric parameter's domain on the contour: its search domain (the
+// spec's [min, max]) exactly, widened only to values outside it (a spec
+// changed after they were tried); the values' extent when the spec has no
+// range. A log axis keeps positive ends. (The padded, rounded scale of
+// the other plots drew the contour from -6 to 12 for [-5, 10].)
+export function contourDomain(p, values, log = false) {
+  const seen = extent(values, log);
+  let lo = p.min;
+  let hi = p.max;
+  if (lo === null || hi === null || !(hi > lo) || (log && lo <= 0)) {
+    return seen || [0, 1];
+  }
+  if (seen) {
+    lo = Math.min(lo, seen[0]);
+    hi = Math.max(hi, seen[1]);
+  }
+  return [lo, hi];
+}
 
 // The contour's thresholds over grid values in [lo, hi]: about `count`
 // nice values (1, 2 or 5 times a power of ten apart), the first at or
@@ -73,10 +119,14 @@ export function fillGrid(sum, count, nx, ny) {
 }
 
 // The objective over two parameters: the COMPLETED trials' mean per cell
-// of a grid (in each parameter's scale: log space for a log axis), cells
-// without trials filled by Laplace interpolation (each the mean of its
-// neighbours, iterated, as Plotly's contour fills gaps), then d3-contour's
-// filled isobands, with the trials on top.
+// of a grid over the search domain (in each parameter's scale: log space
+// for a log axis), cells without trials filled by Laplace interpolation
+// (each the mean of its neighbours, iterated, as Plotly's contour fills
+// gaps), then d3-contour's filled isobands, with the trials on top. A
+// categorical parameter or too few trials (contourMode): the trials alone,
+// coloured by the objective, and why (#contour-why). The box's data-mode
+// says which ('contour', 'scatter' or 'none'), data-x-domain and
+// data-y-domain the numeric axes' ends.
 export function drawContour(box, data, opts, xName, yName) {
   const rows = completedRows(data);
   const px = data.params.find((p) => p.name === xName);
@@ -93,36 +143,124 @@ export function drawContour(box, data, opts, xName, yName) {
   const used = rows.filter((r) => r.params[px.index] !== null &&
                                   r.params[py.index] !== null);
   box.setAttribute('data-points', used.length);
-  if (used.length < 3) {
+  if (used.length === 0) {
     box.setAttribute('data-levels', 0);
+    box.setAttribute('data-mode', 'none');
     note(box, 'contour-empty',
-         'A contour needs at least 3 completed trials with both parameters.');
+         'No completed trial has both parameters yet.');
     return;
   }
+  const {mode, why} = contourMode(px, py, used.length);
+  box.setAttribute('data-mode', mode);
   const values = used.map((r) => r.objective);
   const logZ = opts.logObjective && allPositive(values);
+  const z = logZ ? (v) => Math.log10(v) : (v) => v;
   const frame = new Frame(box, {width: Math.min(opts.width, 760),
                                 height: 460,
-                                margin: {top: 12, right: 90, bottom: 44,
-                                         left: 70}});
-  const xs = paramScale(px, used, opts, frame.xRange());
-  const ys = paramScale(py, used, opts, frame.yRange());
+                                margin: {top: why ? 30 : 12, right: 90,
+                                         bottom: 44, left: 70}});
+  // Categories, else exactly the search domain (log space for a log axis).
+  const axisScale = (p, range) => {
+    if (p.kind === 'categorical') {
+      return {scale: makeScale({categories: p.categories, range}),
+              log: false};
+    }
+    const v = used.map((r) => r.params[p.index]);
+    const log = p.log && opts.logParams && allPositive(v);
+    const domain = contourDomain(p, v, log);
+    return {scale: (log ? d3.scaleLog() : d3.scaleLinear())
+        .domain(domain).range(range), log};
+  };
+  const xs = axisScale(px, frame.xRange());
+  const ys = axisScale(py, frame.yRange());
+  for (const [axis, s] of [['x', xs], ['y', ys]]) {
+    box.setAttribute(`data-${axis}-domain`, s.scale.bandwidth ? ''
+        : s.scale.domain().join(','));
+  }
   frame.axisBottom(makeAxis('bottom', xs.scale,
                             {integer: px.kind === 'integer'}),
                    px.name + (xs.log ? ' (log)' : ''));
   frame.axisLeft(makeAxis('left', ys.scale, {integer: py.kind === 'integer'}),
                  py.name + (ys.log ? ' (log)' : ''));
+  if (why) {
+    frame.svg.append('text').attr('id', 'contour-why')
+        .attr('class', 'chart-note').attr('x', frame.margin.left)
+        .attr('y', 16).text(why);
+  }
 
-  // Grid coordinates along one axis: category index cells, or 40 cells over
-  // the axis' domain in its scale.
-  const gridAxis = (p, s) => {
-    if (p.kind === 'categorical') {
-      const index = new Map(p.categories.map((c, i) => [c, i]));
-      const step = s.scale.step();
-      const first = s.scale(p.categories[0]);
-      return {n: p.categories.length, cell: (v) => index.get(v),
-              pixel: (g) => first + (g - 0.5) * step};
+  let lo;
+  let hi;
+  if (mode === 'contour') {
+    [lo, hi] = drawBands(frame, used, px, py, xs, ys, z, data, box);
+  } else {
+    box.setAttribute('data-levels', 0);
+    [lo, hi] = d3.extent(used, (r) => z(r.objective));
+  }
+  const color = d3.scaleSequential(d3.interpolateViridis)
+      .domain(data.objective.minimize ? [hi, lo] : [lo, hi]);
+  // The trials: small and dark on the bands; without them, each in its
+  // objective's colour.
+  const tx = new Float32Array(used.length);
+  const ty = new Float32Array(used.length);
+  used.forEach((row, i) => {
+    const cx = position(xs.scale, row.params[px.index]);
+    const cy = position(ys.scale, row.params[py.index]);
+    const bx = xs.scale.bandwidth ? xs.scale.step() * 0.5 : 0;
+    const by = ys.scale.bandwidth ? ys.scale.step() * 0.5 : 0;
+    tx[i] = cx + (bx ? jitter(row.id) * bx : 0);
+    ty[i] = cy + (by ? jitter(row.id + 7) * by : 0);
+  });
+  const ctx = frame.ctx;
+  if (mode === 'contour') {
+    ctx.fillStyle = 'rgba(20,20,20,0.75)';
+    ctx.beginPath();
+    const r = used.length > 3000 ? 1.2 : 2;
+    for (let i = 0; i < used.length; ++i) {
+      ctx.moveTo(tx[i] + r, ty[i]);
+      ctx.arc(tx[i], ty[i], r, 0, 2 * Math.PI);
     }
+    ctx.fill();
+  } else {
+    const r = used.length > 3000 ? 2 : 4.5;
+    ctx.strokeStyle = 'rgba(20,20,20,0.6)';
+    ctx.lineWidth = 0.6;
+    used.forEach((row, i) => {
+      ctx.beginPath();
+      ctx.arc(tx[i], ty[i], r, 0, 2 * Math.PI);
+      ctx.fillStyle = color(z(row.objective));
+      ctx.fill();
+      ctx.stroke();
+    });
+  }
+  // The colour bar.
+  const bar = frame.svg.append('g').attr('transform',
+      `translate(${frame.width - frame.margin.right + 16},0)`);
+  const barScale = d3.scaleLinear().domain([lo, hi])
+      .range([frame.margin.top + frame.inner.height, frame.margin.top]);
+  for (let k = 0; k < 40; ++k) {
+    const v0 = lo + (hi - lo) * k / 40;
+    const v1 = lo + (hi - lo) * (k + 1) / 40;
+    bar.append('rect').attr('x', 0).attr('width', 12)
+        .attr('y', barScale(v1)).attr('height', barScale(v0) - barScale(v1) + 0.5)
+        .attr('fill', color((v0 + v1) / 2));
+  }
+  bar.append('g').attr('class', 'axis').attr('transform', 'translate(12,0)')
+      .call(d3.axisRight(barScale).ticks(5).tickFormat(
+          logZ ? (v) => formatNumber(10 ** v) : formatNumber));
+  frame.interact((mx, my) => {
+    const i = nearest(tx, ty, used.length, mx, my, 8);
+    if (i < 0) return null;
+    return {id: used[i].id, x: tx[i], y: ty[i], html: trialTip(data, used[i])};
+  }, (id) => opts.open(id));
+}
+
+// The filled isobands of the trials' objective (z of it) over two numeric
+// parameters, on the frame's canvas, clipped to the plotting area;
+// [lo, hi] of the grid.
+function drawBands(frame, used, px, py, xs, ys, z, data, box) {
+  // Grid coordinates along one axis: 40 cells over the axis' domain (the
+  // search domain) in its scale.
+  const gridAxis = (s) => {
     const n = 40;
     const t = s.log ? Math.log10 : (v) => v;
     const [d0, d1] = s.scale.domain().map(t);
@@ -134,15 +272,13 @@ export function drawContour(box, data, opts, xName, yName) {
       pixel: (g) => s.scale(inverse(d0 + (g / n) * (d1 - d0))),
     };
   };
-  const gx = gridAxis(px, xs);
-  const gy = gridAxis(py, ys);
-  const z = logZ ? (v) => Math.log10(v) : (v) => v;
+  const gx = gridAxis(xs);
+  const gy = gridAxis(ys);
   const sum = new Float64Array(gx.n * gy.n);
   const count = new Uint32Array(gx.n * gy.n);
   for (const row of used) {
     const i = gx.cell(row.params[px.index]);
     const j = gy.cell(row.params[py.index]);
-    if (i === undefined || j === undefined) continue;
     sum[j * gx.n + i] += z(row.objective);
     count[j * gx.n + i] += 1;
   }
@@ -174,43 +310,5 @@ export function drawContour(box, data, opts, xName, yName) {
     ctx.stroke();
   }
   ctx.restore();
-  // The trials.
-  const tx = new Float32Array(used.length);
-  const ty = new Float32Array(used.length);
-  used.forEach((row, i) => {
-    const cx = position(xs.scale, row.params[px.index]);
-    const cy = position(ys.scale, row.params[py.index]);
-    const bx = xs.scale.bandwidth ? xs.scale.step() * 0.5 : 0;
-    const by = ys.scale.bandwidth ? ys.scale.step() * 0.5 : 0;
-    tx[i] = cx + (bx ? jitter(row.id) * bx : 0);
-    ty[i] = cy + (by ? jitter(row.id + 7) * by : 0);
-  });
-  ctx.fillStyle = 'rgba(20,20,20,0.75)';
-  ctx.beginPath();
-  const r = used.length > 3000 ? 1.2 : 2;
-  for (let i = 0; i < used.length; ++i) {
-    ctx.moveTo(tx[i] + r, ty[i]);
-    ctx.arc(tx[i], ty[i], r, 0, 2 * Math.PI);
-  }
-  ctx.fill();
-  // The colour bar.
-  const bar = frame.svg.append('g').attr('transform',
-      `translate(${frame.width - frame.margin.right + 16},0)`);
-  const barScale = d3.scaleLinear().domain([lo, hi])
-      .range([frame.margin.top + frame.inner.height, frame.margin.top]);
-  for (let k = 0; k < 40; ++k) {
-    const v0 = lo + (hi - lo) * k / 40;
-    const v1 = lo + (hi - lo) * (k + 1) / 40;
-    bar.append('rect').attr('x', 0).attr('width', 12)
-        .attr('y', barScale(v1)).attr('height', barScale(v0) - barScale(v1) + 0.5)
-        .attr('fill', color((v0 + v1) / 2));
-  }
-  bar.append('g').attr('class', 'axis').attr('transform', 'translate(12,0)')
-      .call(d3.axisRight(barScale).ticks(5).tickFormat(
-          logZ ? (v) => formatNumber(10 ** v) : formatNumber));
-  frame.interact((mx, my) => {
-    const i = nearest(tx, ty, used.length, mx, my, 8);
-    if (i < 0) return null;
-    return {id: used[i].id, x: tx[i], y: ty[i], html: trialTip(data, used[i])};
-  }, (id) => opts.open(id));
+  return [lo, hi];
 }

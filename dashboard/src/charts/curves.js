@@ -1,17 +1,55 @@
 // The intermediate values (learning curves): every trial's objective by
-// step, coloured by how the trial ended, a cross where a stopped trial
-// stopped, and the rungs of ASHA or HYPERBAND as dashed lines.
+// step, coloured by how the trial ended (paused trials apart), a cross
+// where a stopped trial stopped, a dot on each value with no drawn
+// neighbour (a single measurement draws no line), and the rungs of ASHA or
+// HYPERBAND as dashed lines.
 
 import {STATE_COLORS} from '../model.js';
 import {Frame, allPositive, d3, extent, legend, makeAxis, makeScale, note,
         paramPairs, position, tipHtml} from './common.js';
 
 // The colour group of a trial in state `state`: 'STOPPED' (stopping too),
-// 'COMPLETED', 'ACTIVE' (paused too) or 'OTHER'.
+// 'COMPLETED', 'ACTIVE', 'PAUSED' or 'OTHER'. Paused trials are a group of
+// their own: ASHA pauses most trials at a rung, and drawn as running they
+// looked like work in progress.
 export function curveGroup(state) {
   return state === 'STOPPED' || state === 'STOPPING' ? 'STOPPED'
       : state === 'COMPLETED' ? 'COMPLETED'
-      : state === 'ACTIVE' || state === 'PAUSED' ? 'ACTIVE' : 'OTHER';
+      : state === 'ACTIVE' ? 'ACTIVE'
+      : state === 'PAUSED' ? 'PAUSED' : 'OTHER';
+}
+
+// The groups in drawing order (later on top) with their colours and
+// legend labels.
+export const CURVE_GROUPS = [
+  {group: 'OTHER', color: '#999', label: null},
+  {group: 'COMPLETED', color: STATE_COLORS.COMPLETED, label: 'completed'},
+  {group: 'ACTIVE', color: STATE_COLORS.ACTIVE, label: 'running'},
+  {group: 'PAUSED', color: STATE_COLORS.PAUSED, label: 'paused'},
+  {group: 'STOPPED', color: '#c23030',
+   label: 'stopped (\u00d7 where it stopped)'},
+];
+
+// The indices of the values of one curve (`ys`, NaN where a value is not
+// drawn) that no line passes through: drawn values whose neighbours on
+// both sides are absent or not drawn. A trial with one measurement (what
+// ASHA's first rung leaves a paused trial) is all such a value; without a
+// mark of its own it was invisible.
+export function isolatedPoints(ys) {
+  const out = [];
+  for (let k = 0; k < ys.length; ++k) {
+    if (Number.isNaN(ys[k])) continue;
+    const before = k > 0 && !Number.isNaN(ys[k - 1]);
+    const after = k + 1 < ys.length && !Number.isNaN(ys[k + 1]);
+    if (!before && !after) out.push(k);
+  }
+  return out;
+}
+
+// The legend's items: each group that has a curve, in drawing order.
+export function curveLegend(groups) {
+  return CURVE_GROUPS.filter((g) => g.label && groups.has(g.group))
+      .map((g) => ({label: g.label, color: g.color, shape: 'line'}));
 }
 
 // The curve passing nearest to the pointer (mx, my), each curve c its
@@ -50,15 +88,18 @@ export function nearestCurve(px, py, mx, my) {
 export function drawCurves(box, data, opts, rungs) {
   const curves = [];
   let stopped = 0;
+  let paused = 0;
   let points = 0;
   for (const row of data.sorted()) {
     if (row.steps.length === 0) continue;
     curves.push(row);
     points += row.steps.length;
     if (row.state === 'STOPPED' || row.state === 'STOPPING') ++stopped;
+    if (row.state === 'PAUSED') ++paused;
   }
   box.setAttribute('data-curves', curves.length);
   box.setAttribute('data-stopped', stopped);
+  box.setAttribute('data-paused', paused);
   box.setAttribute('data-measurements', points);
   if (curves.length === 0) {
     box.setAttribute('data-rungs', 0);
@@ -92,8 +133,6 @@ export function drawCurves(box, data, opts, rungs) {
         return p === null ? NaN : p;
       }));
   const groupOf = (row) => curveGroup(row.state);
-  const colors = {COMPLETED: STATE_COLORS.COMPLETED, STOPPED: '#c23030',
-                  ACTIVE: STATE_COLORS.ACTIVE, OTHER: '#999'};
   const ctx = frame.ctx;
   // Rungs behind the curves.
   const shown = rungs.filter((r) => r >= sMin && r <= sMax);
@@ -106,14 +145,19 @@ export function drawCurves(box, data, opts, rungs) {
         .attr('x', x(r) + 3).attr('y', frame.margin.top + 10)
         .text(`rung ${k}`);
   });
-  ctx.lineWidth = 1;
-  ctx.globalAlpha = curves.length > 2000 ? 0.25 : curves.length > 300 ? 0.45
-                                                                      : 0.8;
-  for (const group of ['OTHER', 'COMPLETED', 'ACTIVE', 'STOPPED']) {
-    ctx.strokeStyle = colors[group];
+  const alpha = curves.length > 2000 ? 0.25 : curves.length > 300 ? 0.45
+                                                                  : 0.8;
+  const present = new Set();
+  let markers = 0;
+  for (const {group, color} of CURVE_GROUPS) {
+    ctx.globalAlpha = alpha;
+    ctx.strokeStyle = color;
+    ctx.lineWidth = 1;
     ctx.beginPath();
+    const dots = [];
     curves.forEach((row, c) => {
       if (groupOf(row) !== group) return;
+      present.add(group);
       let pen = false;
       for (let k = 0; k < px[c].length; ++k) {
         if (Number.isNaN(py[c][k])) {
@@ -124,13 +168,21 @@ export function drawCurves(box, data, opts, rungs) {
         else ctx.moveTo(px[c][k], py[c][k]);
         pen = true;
       }
-      if (px[c].length === 1 && !Number.isNaN(py[c][0])) {
-        ctx.moveTo(px[c][0] - 1, py[c][0]);
-        ctx.lineTo(px[c][0] + 1, py[c][0]);
-      }
+      for (const k of isolatedPoints(py[c])) dots.push([px[c][k], py[c][k]]);
     });
     ctx.stroke();
+    // A value no line passes through gets a dot, opaque so that it shows.
+    ctx.globalAlpha = 1;
+    ctx.fillStyle = color;
+    ctx.beginPath();
+    for (const [dx, dy] of dots) {
+      ctx.moveTo(dx + 3, dy);
+      ctx.arc(dx, dy, 3, 0, 2 * Math.PI);
+    }
+    ctx.fill();
+    markers += dots.length;
   }
+  box.setAttribute('data-markers', markers);
   ctx.globalAlpha = 1;
   ctx.strokeStyle = '#c23030';
   ctx.lineWidth = 1.5;
@@ -145,10 +197,8 @@ export function drawCurves(box, data, opts, rungs) {
     ctx.lineTo(px[c][k] - 3, py[c][k] + 3);
   });
   ctx.stroke();
-  const items = [{label: 'completed', color: colors.COMPLETED, shape: 'line'},
-                 {label: 'running', color: colors.ACTIVE, shape: 'line'},
-                 {label: 'stopped (× where it stopped)', color: colors.STOPPED,
-                  shape: 'line'}];
+  const items = curveLegend(present);
+  box.setAttribute('data-legend', items.map((i) => i.label).join('|'));
   legend(frame.svg, frame.margin.left + 8, 10, items);
 
   // Hover: the curve passing nearest to the pointer, interpolated at its x.

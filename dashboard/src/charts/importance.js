@@ -1,15 +1,47 @@
 // Parameter importance: the server's fANOVA importances as horizontal
-// bars, each with its spread over the forest's trees as a whisker.
+// bars, each with its spread over the forest's trees as a whisker; from
+// too few trials, greyed and said to be unreliable.
 
 import {el} from '../dom.js';
 import {d3, note} from './common.js';
 
+// Importances from fewer completed trials than this are shown as
+// unreliable: a forest over a handful of points splits on whatever
+// parameter it meets first ("lr 100%" from 2 trials).
+export const RELIABLE_IMPORTANCE_TRIALS = 10;
+
 // The parameters of an importance answer (GET .../importance) as numbers,
-// most important first: [{name, importance, stddev}].
+// most important first: [{name, importance, stddev, trials}] (`trials`:
+// those the parameter's share was measured over, the answer's when the
+// parameter does not say).
 export function importanceRows(answer) {
   return (answer.parameters || []).map((p) => ({
     name: p.name, importance: Number(p.importance), stddev: Number(p.stddev),
+    trials: Number(p.trials ?? answer.trials ?? 0),
   })).sort((a, b) => b.importance - a.importance);
+}
+
+// Whether an importance over `trials` trials means anything.
+export function reliable(trials) {
+  return trials >= RELIABLE_IMPORTANCE_TRIALS;
+}
+
+// The warning an answer needs, or '' when every share is measured over
+// enough trials.
+export function reliabilityWarning(answer, rows) {
+  const trials = Number(answer.trials || 0);
+  if (!reliable(trials)) {
+    return `Unreliable: only ${trials} completed ` +
+        `${trials === 1 ? 'trial' : 'trials'}; importance needs at least ` +
+        `${RELIABLE_IMPORTANCE_TRIALS} to mean much. The bars below are ` +
+        'greyed: read them as noise.';
+  }
+  const few = rows.filter((p) => !reliable(p.trials));
+  if (few.length === 0) return '';
+  return `Unreliable for ${few.map((p) => `${p.name} (${p.trials} ` +
+      `${p.trials === 1 ? 'trial' : 'trials'})`).join(', ')}: measured ` +
+      `over fewer than ${RELIABLE_IMPORTANCE_TRIALS} trials where ` +
+      `${few.length > 1 ? 'they are' : 'it is'} active; greyed.`;
 }
 
 // The share of the variance no parameter explains alone (the
@@ -31,6 +63,8 @@ export function drawImportance(box, answer, onPick) {
          'No importance yet.');
     return;
   }
+  const warning = reliabilityWarning(answer, params);
+  box.setAttribute('data-reliable', warning ? '0' : '1');
   const rowHeight = 24;
   const width = 620;
   const left = 150;
@@ -38,7 +72,9 @@ export function drawImportance(box, answer, onPick) {
   const svg = d3.create('svg').attr('width', width).attr('height', height);
   const x = d3.scaleLinear().domain([0, 1]).range([left, width - 60]);
   params.forEach((p, i) => {
-    const g = svg.append('g').attr('class', 'bar-row')
+    const g = svg.append('g')
+        .attr('class', reliable(p.trials) && reliable(Number(answer.trials))
+            ? 'bar-row' : 'bar-row unreliable')
         .attr('data-param', p.name)
         .attr('data-importance', p.importance.toFixed(4))
         .attr('transform', `translate(0,${i * rowHeight + 6})`)
@@ -62,7 +98,10 @@ export function drawImportance(box, answer, onPick) {
   svg.append('g').attr('class', 'axis')
       .attr('transform', `translate(0,${params.length * rowHeight + 8})`)
       .call(d3.axisBottom(x).ticks(5).tickFormat(d3.format('.0%')));
-  box.replaceChildren(svg.node(), el('p', {class: 'note'},
+  box.replaceChildren(
+      ...(warning ? [el('p', {class: 'warning', id: 'importance-unreliable'},
+                        warning)] : []),
+      svg.node(), el('p', {class: 'note'},
       `fANOVA on a random forest (${answer.trees} trees) over ` +
       `${answer.trials} completed trials: the share of ` +
       `${answer.objective || 'the objective'}'s ` +

@@ -1,12 +1,14 @@
 // Unit tests of the contour's pure parts (dashboard/src/charts/contour.js)
-// in node, without DOM or d3: its thresholds and the Laplace filling of
-// the grid's empty cells. Run by ctest (dashboard_model_test) with
+// in node, without DOM or d3: its thresholds, the Laplace filling of the
+// grid's empty cells, when it falls back to the trials alone, and its axes'
+// domain (the search domain). Run by ctest (dashboard_model_test) with
 // `node --test dashboard/test/`.
 
 import assert from 'node:assert/strict';
 import {test} from 'node:test';
 
-import {contourThresholds, fillGrid} from '../../src/charts/contour.js';
+import {MIN_CONTOUR_TRIALS, contourDomain, contourMode, contourThresholds,
+        fillGrid} from '../../src/charts/contour.js';
 
 // Each threshold's band is the region at or above it: the whole plot is
 // filled when the first threshold is at or below the minimum.
@@ -76,4 +78,50 @@ test('empty cells are filled by Laplace interpolation', () => {
   singleCount[4] = 2;
   const flat = fillGrid(single, singleCount, 3, 3);
   assert.ok(flat.every((v) => Math.abs(v - 3.5) < 1e-9), `${flat}`);
+});
+
+const x = {name: 'x', kind: 'double', min: -5, max: 10, log: false};
+const y = {name: 'y', kind: 'double', min: 0, max: 15, log: false};
+const lr = {name: 'lr', kind: 'double', min: 1e-5, max: 1e-1, log: true};
+const act = {name: 'act', kind: 'categorical', categories: ['relu', 'tanh'],
+             min: null, max: null};
+
+test('a contour over two numeric parameters with enough trials', () => {
+  assert.ok(MIN_CONTOUR_TRIALS > 3);
+  assert.deepEqual(contourMode(x, y, MIN_CONTOUR_TRIALS), {mode: 'contour',
+                                                          why: ''});
+  assert.equal(contourMode(lr, y, 500).mode, 'contour');
+});
+
+test('three trials get no contour, and a sentence saying why', () => {
+  const {mode, why} = contourMode(x, y, 3);
+  assert.equal(mode, 'scatter');
+  assert.match(why, new RegExp(
+      `needs at least ${MIN_CONTOUR_TRIALS} completed trials`));
+  assert.match(why, /; 3 so far have both parameters: the trials alone\.$/);
+  assert.match(contourMode(x, y, 1).why, /; 1 so far has both/);
+  assert.equal(contourMode(x, y, MIN_CONTOUR_TRIALS - 1).mode, 'scatter');
+});
+
+test('a categorical axis: the trials alone, never interpolated', () => {
+  // However many trials: a fill between categories means nothing.
+  for (const [a, b] of [[act, y], [x, act]]) {
+    const {mode, why} = contourMode(a, b, 1000);
+    assert.equal(mode, 'scatter');
+    assert.match(why, /^act is categorical/);
+  }
+  assert.match(contourMode(act, {...act, name: 'opt'}, 50).why,
+               /^act and opt are categorical/);
+});
+
+test('the contour spans the search domain exactly', () => {
+  // The issue's case: [-5, 10] drew from -6 to 12 (padded, then rounded).
+  assert.deepEqual(contourDomain(x, [-4.2, 0.5, 9.9]), [-5, 10]);
+  assert.deepEqual(contourDomain(lr, [1e-4, 1e-2], true), [1e-5, 1e-1]);
+  // A value outside the spec (the spec changed since): widened to it.
+  assert.deepEqual(contourDomain(x, [-4, 12]), [-5, 12]);
+  // No range in the spec (a discrete one without values): the values'.
+  assert.deepEqual(contourDomain({...x, min: null, max: null}, [1, 3]),
+                   [1, 3]);
+  assert.deepEqual(contourDomain({...x, min: null, max: null}, []), [0, 1]);
 });

@@ -1,12 +1,15 @@
 // Unit tests of the intermediate values' pure parts
 // (dashboard/src/charts/curves.js) in node: the colour group of each state
-// and the curve nearest the pointer. Run by ctest (dashboard_model_test)
+// (paused trials apart), the values that need a dot of their own, the
+// legend, and the curve nearest the pointer. Run by ctest (dashboard_model_test)
 // with `node --test dashboard/test/`.
 
 import assert from 'node:assert/strict';
 import {test} from 'node:test';
 
-import {curveGroup, nearestCurve} from '../../src/charts/curves.js';
+import {CURVE_GROUPS, curveGroup, curveLegend, isolatedPoints, nearestCurve}
+  from '../../src/charts/curves.js';
+import {STATE_COLORS} from '../../src/model.js';
 
 test('each state\'s colour group', () => {
   const groups = Object.fromEntries(
@@ -14,8 +17,32 @@ test('each state\'s colour group', () => {
        'INFEASIBLE', 'FAILED'].map((s) => [s, curveGroup(s)]));
   assert.deepEqual(groups, {
     REQUESTED: 'OTHER', ACTIVE: 'ACTIVE', STOPPING: 'STOPPED',
-    PAUSED: 'ACTIVE', COMPLETED: 'COMPLETED', STOPPED: 'STOPPED',
+    PAUSED: 'PAUSED', COMPLETED: 'COMPLETED', STOPPED: 'STOPPED',
     INFEASIBLE: 'OTHER', FAILED: 'OTHER'});
+});
+
+test('paused trials have a colour of their own and a legend entry', () => {
+  const colors = new Map(CURVE_GROUPS.map((g) => [g.group, g.color]));
+  assert.equal(colors.get('PAUSED'), STATE_COLORS.PAUSED);
+  assert.equal(new Set(colors.values()).size, colors.size);
+  // ASHA's case: paused and stopped trials, none running.
+  assert.deepEqual(curveLegend(new Set(['PAUSED', 'STOPPED'])).map(
+      (i) => [i.label, i.color]),
+  [['paused', STATE_COLORS.PAUSED],
+   ['stopped (\u00d7 where it stopped)', '#c23030']]);
+  assert.deepEqual(curveLegend(new Set(['OTHER'])), []);
+});
+
+test('a value no line passes through gets a dot', () => {
+  // One measurement (a trial paused at ASHA's first rung): its one value.
+  assert.deepEqual(isolatedPoints(Float32Array.from([5])), [0]);
+  // A line: none.
+  assert.deepEqual(isolatedPoints(Float32Array.from([5, 4, 3])), []);
+  // Values cut off by undrawn ones (NaN: non-finite, or <= 0 on a log axis).
+  assert.deepEqual(isolatedPoints(Float32Array.from([1, NaN, 2, 3, NaN, 4])),
+                   [0, 5]);
+  assert.deepEqual(isolatedPoints(Float32Array.from([NaN, NaN])), []);
+  assert.deepEqual(isolatedPoints(new Float32Array(0)), []);
 });
 
 // Curves in pixels: each a list of x (increasing) and y.

@@ -7,7 +7,11 @@
 // searches and compares, conditional parameters are skipped rather than
 // drawn at 0, and studies with constraints run live through the service
 // show their Pareto front (two objectives) or history (one), with the
-// constraints' bounds drawn. Screenshots are saved
+// constraints' bounds drawn; paused ASHA trials with one measurement are
+// marked in their own colour, the contour spans the search domain and
+// falls back to the trials for a category or 3 trials, importance from 3
+// trials says it is unreliable, and the state badge and budget follow the
+// server while live (issue 47 item 8). Screenshots are saved
 // (dashboard_screenshot.png, dashboard_pareto_screenshot.png and
 // dashboard_constraints_screenshot.png in the test's working
 // directory). Skipped, saying why, without chromium or without the chart
@@ -936,6 +940,250 @@ TEST_F(LiveParetoTest, OneObjectiveHistoryLeavesOutTrialsThatMissAConstraint) {
           .string();
   EXPECT_TRUE(b->Screenshot(png).ok());
   std::printf("Constraints screenshot: %s\n", png.c_str());
+}
+
+
+// ----- Issue 47 item 8: the first study, as a newcomer saw it -----
+
+// Two studies written beside the others: "asha-paused" (ASHA pausing at
+// its rungs; trials 1-5 PAUSED at the first rung with a single
+// measurement, trial 6 COMPLETED with 3) and "three" (3 COMPLETED trials).
+class FirstStudyTest : public DashboardBrowserTest {
+ protected:
+  void SetUp() override {
+    DashboardBrowserTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    server_.reset();  // written while no server holds the database
+    v1::Study asha = MakeStudy("asha-paused", "alice");
+    v1::EarlyStoppingSpec* rule = asha.mutable_spec()->mutable_early_stopping();
+    rule->set_rule(v1::EarlyStoppingSpec::ASHA);
+    rule->set_min_resource(1);
+    rule->set_max_resource(9);
+    rule->set_reduction_factor(3);
+    rule->set_pause_at_rungs(true);
+    std::vector<v1::Trial> trials = MakeTrials(asha, 6, 3, 21);
+    for (int i = 0; i < 5; ++i) {
+      v1::Trial& t = trials[i];
+      ASSERT_EQ(t.state(), v1::Trial::COMPLETED) << i;
+      t.set_state(v1::Trial::PAUSED);
+      t.clear_final_measurement();
+      t.set_end_time_ms(0);
+      t.mutable_measurements()->DeleteSubrange(1, t.measurements_size() - 1);
+    }
+    ASSERT_EQ(trials[5].state(), v1::Trial::COMPLETED);
+    ASSERT_TRUE(WriteStudy(dir_.File("db"), asha, trials).ok());
+    v1::Study three = MakeStudy("three", "alice");
+    std::vector<v1::Trial> few = MakeTrials(three, 3, 2, 22);
+    for (const v1::Trial& t : few) {
+      ASSERT_EQ(t.state(), v1::Trial::COMPLETED);
+    }
+    ASSERT_TRUE(WriteStudy(dir_.File("db"), three, few).ok());
+    auto server = StartHttpServer(dir_.File("db"), dir_.File("tokens"));
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+  }
+
+  // Chooses the contour's parameters through its selects.
+  static void PickContour(Browser& b, const std::string& x,
+                          const std::string& y) {
+    for (const auto& [id, name] : {std::pair{"contour-x", x},
+                                   std::pair{"contour-y", y}}) {
+      Eval(b, absl::StrCat("(() => { const s = document.getElementById(",
+                           Js(id), "); s.value = ", Js(name),
+                           "; s.dispatchEvent(new Event('change')); })()"));
+    }
+    Wait(b, absl::StrCat(AttrJs("#contour", "data-x"), " === ", Js(x),
+                         " && ", AttrJs("#contour", "data-y"), " === ",
+                         Js(y)));
+  }
+};
+
+// 5 of 7 paused ASHA trials were invisible: one measurement drew a line of
+// no length, in the running trials' colour.
+TEST_F(FirstStudyTest, PausedTrialsAreMarkedInTheirOwnColour) {
+  std::unique_ptr<Browser> b = OpenStudy("asha-paused");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(IntAttr(*b, "#curves", "data-curves"), 6) << Html(*b);
+  EXPECT_EQ(IntAttr(*b, "#curves", "data-paused"), 5);
+  // A dot on each single measurement; trial 6's line needs none.
+  EXPECT_EQ(IntAttr(*b, "#curves", "data-markers"), 5);
+  EXPECT_EQ(Attr(*b, "#curves", "data-legend"), "completed|paused");
+  json labels = Eval(*b, "[...document.querySelectorAll("
+                         "'#curves .legend text')].map((t) => t.textContent)");
+  EXPECT_EQ(labels, json({"completed", "paused"}));
+  // The paused dots are drawn in the paused colour (#8e44ad): read back
+  // from the canvas at trial 1's one value.
+  json colour = Eval(*b, R"((() => {
+    const box = document.getElementById('curves');
+    const canvas = box.querySelector('canvas');
+    const ctx = canvas.getContext('2d');
+    const ratio = canvas.width / canvas.clientWidth;
+    let hits = 0;
+    for (let y = 0; y < canvas.height; ++y) {
+      const row = ctx.getImageData(0, y, canvas.width, 1).data;
+      for (let i = 0; i < row.length; i += 4) {
+        if (row[i] === 0x8e && row[i + 1] === 0x44 && row[i + 2] === 0xad &&
+            row[i + 3] === 255) ++hits;
+      }
+    }
+    return hits / (ratio * ratio);
+  })())");
+  // Five opaque dots of radius 3 (some may overlap): well over one's area.
+  EXPECT_GT(colour.get<double>(), 28.0) << colour;
+  const std::string png =
+      (std::filesystem::current_path() / "dashboard_paused_screenshot.png")
+          .string();
+  EXPECT_TRUE(b->Screenshot(png).ok());
+}
+
+// 3 trials: no contour, and why; importance said "100%" from 2 trials.
+TEST_F(FirstStudyTest, ThreeTrialsGetNoContourAndAnUnreliableImportance) {
+  std::unique_ptr<Browser> b = OpenStudy("three");
+  ASSERT_NE(b, nullptr);
+  PickContour(*b, "x", "lr");
+  EXPECT_EQ(Attr(*b, "#contour", "data-mode"), "scatter") << Html(*b);
+  EXPECT_EQ(IntAttr(*b, "#contour", "data-levels"), 0);
+  EXPECT_EQ(IntAttr(*b, "#contour", "data-points"), 3);
+  json why = Eval(*b, "document.getElementById('contour-why').textContent");
+  ASSERT_TRUE(why.is_string()) << Html(*b);
+  EXPECT_NE(why.get<std::string>().find(
+                "A contour needs at least 10 completed trials; 3 so far"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(Attr(*b, "#importance", "data-reliable"), "0");
+  json warning =
+      Eval(*b, "document.getElementById('importance-unreliable').textContent");
+  ASSERT_TRUE(warning.is_string()) << Html(*b);
+  EXPECT_EQ(warning.get<std::string>().rfind(
+                "Unreliable: only 3 completed trials", 0),
+            0u)
+      << warning;
+  EXPECT_EQ(Eval(*b, "document.querySelectorAll("
+                     "'#importance .bar-row.unreliable').length"),
+            4);
+}
+
+// The contour spans the search domain (x in [-2, 2] ran to the scale's
+// rounded, padded ends); a categorical axis gets the trials alone.
+TEST_F(FirstStudyTest, ContourSpansTheDomainAndACategoryGetsTheTrials) {
+  int completed_finite = 0;
+  for (const v1::Trial& t : trials_) {
+    std::optional<double> loss = Loss(t);
+    completed_finite += t.state() == v1::Trial::COMPLETED && loss &&
+                        std::isfinite(*loss);
+  }
+  std::unique_ptr<Browser> b = OpenStudy(kStudy);
+  ASSERT_NE(b, nullptr);
+  PickContour(*b, "x", "lr");
+  EXPECT_EQ(Attr(*b, "#contour", "data-mode"), "contour");
+  EXPECT_GT(IntAttr(*b, "#contour", "data-levels"), 0);
+  EXPECT_EQ(Attr(*b, "#contour", "data-x-domain"), "-2,2");
+  EXPECT_EQ(Attr(*b, "#contour", "data-y-domain"), "0.0001,1");
+  EXPECT_EQ(Eval(*b, "!!document.getElementById('contour-why')"), false);
+  // The axis ends where the domain does: its first and last ticks' labels.
+  json ends = Eval(*b, R"((() => {
+    const ticks = [...document.querySelectorAll('#contour .axis')][0]
+        .querySelectorAll('.tick text');
+    return [ticks[0].textContent, ticks[ticks.length - 1].textContent];
+  })())");
+  EXPECT_EQ(ends, json({"-2", "2"})) << ends;
+  PickContour(*b, "x", "act");
+  EXPECT_EQ(Attr(*b, "#contour", "data-mode"), "scatter");
+  EXPECT_EQ(IntAttr(*b, "#contour", "data-levels"), 0);
+  EXPECT_EQ(IntAttr(*b, "#contour", "data-points"), completed_finite);
+  json why = Eval(*b, "document.getElementById('contour-why').textContent");
+  ASSERT_TRUE(why.is_string());
+  EXPECT_EQ(why.get<std::string>().rfind("act is categorical", 0), 0u) << why;
+}
+
+// The badge and the budget follow the server while live: the study
+// completed (by the suggestion after its budget) and its budget raised
+// elsewhere, as `hypertune study update --max-trials` does.
+TEST_F(DashboardBrowserTest, BadgeAndBudgetFollowTheStudyWhileLive) {
+  auto stub = MakeStub(server_->address());
+  auto call = [](auto rpc, const auto& request, auto* response) {
+    grpc::ClientContext context;
+    Authorize(&context, kAliceToken);
+    grpc::Status status = rpc(&context, request, response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+  };
+  v1::CreateStudyRequest create;
+  v1::Study* study = create.mutable_study();
+  study->set_name("short");
+  study->mutable_spec()->set_algorithm(v1::RANDOM);
+  study->mutable_spec()->set_max_trials(2);
+  v1::ParameterSpec* x = study->mutable_spec()->add_parameters();
+  x->set_name("x");
+  x->mutable_double_spec()->set_min(0);
+  x->mutable_double_spec()->set_max(1);
+  v1::MetricSpec* loss = study->mutable_spec()->add_metrics();
+  loss->set_name("loss");
+  loss->set_goal(v1::MetricSpec::MINIMIZE);
+  v1::Study created;
+  call([&](auto* c, auto& r, auto* o) { return stub->CreateStudy(c, r, o); },
+       create, &created);
+  std::unique_ptr<Browser> b = Open(
+      absl::StrCat("#study=short&token=", kAliceToken));
+  ASSERT_NE(b, nullptr);
+  Wait(*b, "document.getElementById('live').textContent === '\u25cf live' "
+           "&& document.getElementById('study-state')");
+  EXPECT_EQ(Attr(*b, "#study-state", "data-state"), "ACTIVE");
+  // The box shows the budget itself (it showed 50 beside "budget 40").
+  EXPECT_EQ(Eval(*b, "document.getElementById('budget-input').value"), "2");
+  auto suggest = [&] {
+    v1::SuggestTrialsRequest request;
+    request.set_study_name("short");
+    request.set_count(1);
+    request.set_client_id("worker-1");
+    v1::SuggestTrialsResponse response;
+    call([&](auto* c, auto& r, auto* o) {
+      return stub->SuggestTrials(c, r, o);
+    }, request, &response);
+    return response;
+  };
+  for (int i = 0; i < 2; ++i) {
+    v1::SuggestTrialsResponse suggested = suggest();
+    ASSERT_EQ(suggested.trials_size(), 1);
+    v1::CompleteTrialRequest complete;
+    complete.set_study_name("short");
+    complete.set_trial_id(suggested.trials(0).id());
+    complete.set_lease_epoch(suggested.trials(0).lease_epoch());
+    (*complete.mutable_final_measurement()->mutable_metrics())["loss"] = i;
+    v1::Trial done;
+    call([&](auto* c, auto& r, auto* o) {
+      return stub->CompleteTrial(c, r, o);
+    }, complete, &done);
+  }
+  // The budget is spent: the next suggestion completes the study, with no
+  // trial event on the stream.
+  EXPECT_EQ(suggest().study_state(), v1::Study::COMPLETED);
+  EXPECT_EQ(StudyJsonField("short", "state"), "COMPLETED");
+  Wait(*b, "document.querySelector('#study-state[data-state=\"COMPLETED\"]')");
+  // Raised elsewhere: the study is ACTIVE again, with the new budget in
+  // the summary and in the box.
+  v1::UpdateStudyRequest update;
+  update.set_name("short");
+  update.mutable_spec()->set_max_trials(5);
+  update.mutable_update_mask()->add_paths("max_trials");
+  v1::Study updated;
+  call([&](auto* c, auto& r, auto* o) { return stub->UpdateStudy(c, r, o); },
+       update, &updated);
+  EXPECT_EQ(updated.state(), v1::Study::ACTIVE);
+  Wait(*b, "document.querySelector('#study-state[data-state=\"ACTIVE\"]') && "
+           "document.getElementById('summary').textContent.includes("
+           "'budget 5 trials') && "
+           "document.getElementById('budget-input').value === '5'");
+  // What the user types stays through the live redraws until it is set.
+  Eval(*b, "(() => { const i = document.getElementById('budget-input');"
+           "i.focus(); i.value = '9'; i.dispatchEvent(new Event('input')); "
+           "})()");
+  update.mutable_spec()->set_max_trials(6);
+  call([&](auto* c, auto& r, auto* o) { return stub->UpdateStudy(c, r, o); },
+       update, &updated);
+  Wait(*b, "document.getElementById('summary').textContent.includes("
+           "'budget 6 trials')");
+  EXPECT_EQ(Eval(*b, "document.getElementById('budget-input').value"), "9");
+  EXPECT_EQ(Eval(*b, "document.activeElement.id"), "budget-input");
 }
 
 }  // namespace

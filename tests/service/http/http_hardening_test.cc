@@ -304,5 +304,30 @@ TEST_F(HttpTlsTest, PlainHttpNextToTlsNeedsToBeAskedFor) {
             200);
 }
 
+// With a client CA the HTTP API serves only clients whose certificate that
+// CA signed: none, or one signed by another CA, is refused.
+TEST_F(HttpTlsTest, ClientCertificatesAreCheckedOverHttps) {
+  service::ServerOptions options = Tls();
+  options.tls_client_ca_file = pki_.Pem("client-ca");
+  auto server = Start(options);
+  ASSERT_NE(server, nullptr);
+  const int port = PortOf(server->http_address());
+  const httplib::Headers auth = {
+      {"Authorization", absl::StrCat("Bearer ", kAliceToken)}};
+  auto status_with = [&](const std::string& name) {
+    auto https = name.empty()
+                     ? std::make_unique<httplib::SSLClient>("127.0.0.1", port)
+                     : std::make_unique<httplib::SSLClient>(
+                           "127.0.0.1", port, pki_.Pem(name), pki_.Key(name));
+    https->set_ca_cert_path(pki_.Pem("ca").c_str());
+    https->enable_server_certificate_verification(true);
+    auto result = https->Get("/api/studies", auth);
+    return result ? result->status : 0;
+  };
+  EXPECT_EQ(status_with("client"), 200);
+  EXPECT_NE(status_with(""), 200);
+  EXPECT_NE(status_with("stranger"), 200);
+}
+
 }  // namespace
 }  // namespace hypertune::test
