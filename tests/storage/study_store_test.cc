@@ -1346,7 +1346,7 @@ v1::Measurement AccuracyAt(int64_t step, double value) {
   return m;
 }
 
-TYPED_TEST(StudyStoreTest, AppendMeasurementGrowsTheCurveEveryReadSees) {
+TEST_P(StudyStoreTest, AppendMeasurementGrowsTheCurveEveryReadSees) {
   StudyStore& store = *this->store_;
   const v1::Trial created = CreateLeasedTrial(store, v1::Trial::ACTIVE, 3);
   v1::Trial expected = created;
@@ -1417,7 +1417,7 @@ TYPED_TEST(StudyStoreTest, AppendMeasurementGrowsTheCurveEveryReadSees) {
   EXPECT_THAT(*store.GetTrial("mnist", 1), EqualsProto(retried));
 }
 
-TYPED_TEST(StudyStoreTest, AppendMeasurementIsFencedByStateAndEpoch) {
+TEST_P(StudyStoreTest, AppendMeasurementIsFencedByStateAndEpoch) {
   StudyStore& store = *this->store_;
   const v1::Trial created = CreateLeasedTrial(store, v1::Trial::ACTIVE, 3);
 
@@ -1464,7 +1464,7 @@ TYPED_TEST(StudyStoreTest, AppendMeasurementIsFencedByStateAndEpoch) {
   EXPECT_EQ(store.GetTrial("mnist", 1)->measurements_size(), 1);
 }
 
-TYPED_TEST(StudyStoreTest, AppendMeasurementRefusesAMessageThatWouldNotReadBack) {
+TEST_P(StudyStoreTest, AppendMeasurementRefusesAMessageThatWouldNotReadBack) {
   StudyStore& store = *this->store_;
   const v1::Trial created = CreateLeasedTrial(store, v1::Trial::ACTIVE, 3);
   v1::Measurement bad;
