@@ -33,7 +33,7 @@ EXPECTED_FILES = {
                          "./usr/lib/python3/dist-packages/hypertune/v1/hypertune_pb2_grpc.py"],
 }
 # A dependency each package's Depends must name.
-EXPECTED_DEPENDS = {"hypertuned": ["libgrpc++", "libsqlite3"],
+EXPECTED_DEPENDS = {"hypertuned": ["libgrpc++", "libsqlite3", "libmicrohttpd"],
                     "hypertune-client": ["python3-grpcio", "python3-protobuf"]}
 STUDY_CHECK = r"""
 import sys
