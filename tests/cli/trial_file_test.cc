@@ -90,7 +90,9 @@ TEST(ParseExportFile, RefusesJsonNestedTooDeepWithItsLine) {
   EXPECT_THAT(std::string(file.status().message()),
               HasSubstr("deep.jsonl:2: JSON nested deeper than 100 levels "
                         "(line 1, column 101)"));
-  file = ParseExportFile(std::string(100000, '[') + "\n", "deep.jsonl");
+  std::string deep(100000, '[');
+  deep += '\n';
+  file = ParseExportFile(deep, "deep.jsonl");
   EXPECT_THAT(std::string(file.status().message()), HasSubstr("deep.jsonl:1:"));
   absl::StatusOr<TrialFile> trials =
       ParseTrialFile(std::string(100000, '{') + std::string(100000, '}'),
