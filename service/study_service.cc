@@ -533,19 +533,17 @@ absl::StatusOr<v1::Trial> StudyService::CreateTrial(
   const std::string& name = request.study_name();
   absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(name);
   if (!runtime.ok()) return runtime.status();
-  ParameterValues parameters = given.parameters();
   if (request.partial()) {
-    absl::StatusOr<ParameterValues> completed =
-        suggestions_.CompletePartialTrial(**runtime, name, parameters, caller);
-    if (!completed.ok()) return completed.status();
-    parameters = *std::move(completed);
+    // Completed and stored in the study's suggestion queue.
+    *trial.mutable_parameters() = given.parameters();
+    return suggestions_.CreatePartialTrial(**runtime, name, trial, caller);
   }
+  const ParameterValues& parameters = given.parameters();
   absl::MutexLock lock(&(*runtime)->mu);
   absl::StatusOr<v1::Study> study = context_.LoadStudyFor(caller, name, Access::kWrite);
   if (!study.ok()) return study.status();
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study->spec());
   if (!space.ok()) return space.status();
-  // A completed partial trial too: the spec may have changed meanwhile.
   absl::StatusOr<optimizer::Assignment> x =
       ToAssignment("trial.parameters", *space, parameters);
   if (!x.ok()) return x.status();

@@ -14,8 +14,7 @@ absl::StatusOr<v1::SuggestTrialsResponse> SuggestQueue::Submit(
 }
 
 absl::StatusOr<v1::SuggestTrialsResponse> SuggestQueue::SubmitPartial(
-    const google::protobuf::RepeatedPtrField<v1::ParameterValue>& given,
-    const Principal& caller, ServeFn serve) {
+    const v1::Trial& given, const Principal& caller, ServeFn serve) {
   Ticket ticket;
   ticket.partial = &given;
   ticket.caller = &caller;

@@ -26,11 +26,11 @@ class SuggestQueue {
   struct Ticket {
     // A SuggestTrials call, or null for a partial trial to complete.
     const v1::SuggestTrialsRequest* request = nullptr;
-    // The partial trial's given parameters (request null).
-    const google::protobuf::RepeatedPtrField<v1::ParameterValue>* partial =
-        nullptr;
+    // The partial trial to queue (request null): its given parameters and
+    // attributes.
+    const v1::Trial* partial = nullptr;
     const Principal* caller = nullptr;
-    // A partial trial's: one trial holding every parameter.
+    // A partial trial's: the trial as stored, holding every parameter.
     absl::StatusOr<v1::SuggestTrialsResponse> result =
         absl::UnknownError("not served");
     bool done = false;  // Guarded by the queue's mutex.
@@ -45,8 +45,7 @@ class SuggestQueue {
       ServeFn serve);
   // Queues partial trial `given` of `caller` in the same way.
   absl::StatusOr<v1::SuggestTrialsResponse> SubmitPartial(
-      const google::protobuf::RepeatedPtrField<v1::ParameterValue>& given,
-      const Principal& caller, ServeFn serve);
+      const v1::Trial& given, const Principal& caller, ServeFn serve);
 
  private:
   absl::StatusOr<v1::SuggestTrialsResponse> Run(Ticket& ticket, ServeFn serve);

@@ -312,20 +312,21 @@ absl::StatusOr<std::vector<optimizer::PriorStudy>> Suggestions::LoadPriors(
   return priors;
 }
 
-absl::StatusOr<ParameterValues> Suggestions::CompletePartialTrial(
-    StudyRuntime& runtime, const std::string& name,
-    const ParameterValues& given, const Principal& caller) {
-  absl::StatusOr<v1::SuggestTrialsResponse> completed =
+absl::StatusOr<v1::Trial> Suggestions::CreatePartialTrial(
+    StudyRuntime& runtime, const std::string& name, const v1::Trial& given,
+    const Principal& caller) {
+  absl::StatusOr<v1::SuggestTrialsResponse> created =
       runtime.suggestions.SubmitPartial(
           given, caller, [&](const std::vector<SuggestQueue::Ticket*>& batch) {
             ServeSuggestions(runtime, name, batch);
           });
-  if (!completed.ok()) return completed.status();
-  return completed->trials(0).parameters();
+  if (!created.ok()) return created.status();
+  return created->trials(0);
 }
 
 // One proposal per partial trial, from one fit of the study's own model
-// (this is its queue's leader), each completing the values given.
+// (this is its queue's leader), each completing the values given; stored
+// before the next batch is served, so that it sees them.
 void Suggestions::ServePartials(
     StudyRuntime& runtime, const std::string& name,
     const std::vector<SuggestQueue::Ticket*>& batch) {
@@ -358,8 +359,8 @@ void Suggestions::ServePartials(
       t->result = s;
       continue;
     }
-    absl::StatusOr<optimizer::Assignment> given =
-        ToPartialAssignment("trial.parameters", *space, *t->partial);
+    absl::StatusOr<optimizer::Assignment> given = ToPartialAssignment(
+        "trial.parameters", *space, t->partial->parameters());
     if (!given.ok()) {
       t->result = given.status();
       continue;
@@ -372,28 +373,68 @@ void Suggestions::ServePartials(
       ProposeTrials(*runtime.suggester, runtime.priors, study, snapshot,
                     static_cast<int>(valid.size()),
                     static_cast<int64_t>(snapshot.size()));
+  if (!proposed.ok()) {
+    for (SuggestQueue::Ticket* t : valid) t->result = proposed.status();
+    return;
+  }
+  std::vector<SuggestQueue::Ticket*> completed_tickets;
+  std::vector<v1::Trial> completed;
   for (size_t i = 0; i < valid.size(); ++i) {
-    if (!proposed.ok()) {
-      valid[i]->result = proposed.status();
-      continue;
-    }
     absl::StatusOr<optimizer::Assignment> proposal =
         ToAssignment("proposal", *space, (*proposed)[i].parameters());
     if (!proposal.ok()) {
       valid[i]->result = proposal.status();
       continue;
     }
-    absl::StatusOr<optimizer::Assignment> completed =
+    absl::StatusOr<optimizer::Assignment> whole =
         space->Complete(fixed[i], *proposal);
-    if (!completed.ok()) {
+    if (!whole.ok()) {
       valid[i]->result = absl::InvalidArgumentError(
-          absl::StrCat("trial.parameters: ", completed.status().message()));
+          absl::StrCat("trial.parameters: ", whole.status().message()));
       continue;
     }
+    v1::Trial trial = *valid[i]->partial;
+    *trial.mutable_parameters() = ToParameterValues(*space, *whole);
+    completed_tickets.push_back(valid[i]);
+    completed.push_back(std::move(trial));
+  }
+  if (completed.empty()) return;
+  // The fit ran without the lock: stored only into the study it was made
+  // for, still this caller's to write.
+  absl::MutexLock lock(&runtime.mu);
+  auto fail_completed = [&](const absl::Status& status) {
+    for (SuggestQueue::Ticket* t : completed_tickets) t->result = status;
+  };
+  absl::StatusOr<v1::Study> current = context_.store().GetStudy(name);
+  if (!current.ok()) return fail_completed(current.status());
+  if (current->create_time_ms() != study.create_time_ms()) {
+    return fail_completed(absl::NotFoundError(absl::StrCat(
+        "study \"", name, "\" was deleted while its trial was completed")));
+  }
+  // The spec may have changed meanwhile (UpdateStudy).
+  absl::StatusOr<optimizer::SearchSpace> now_space =
+      ToSearchSpace(current->spec());
+  if (!now_space.ok()) return fail_completed(now_space.status());
+  const int64_t now = context_.Now();
+  for (size_t i = 0; i < completed.size(); ++i) {
+    completed[i].set_create_time_ms(now);
+    if (absl::Status s = CheckAccess(*completed_tickets[i]->caller, *current,
+                                     Access::kWrite);
+        !s.ok()) {
+      return fail_completed(s);
+    }
+    absl::StatusOr<optimizer::Assignment> x = ToAssignment(
+        "trial.parameters", *now_space, completed[i].parameters());
+    if (!x.ok()) return fail_completed(x.status());
+    *completed[i].mutable_parameters() = ToParameterValues(*now_space, *x);
+  }
+  absl::StatusOr<std::vector<v1::Trial>> stored =
+      context_.SaveNewTrials(name, std::move(completed));
+  if (!stored.ok()) return fail_completed(stored.status());
+  for (size_t i = 0; i < completed_tickets.size(); ++i) {
     v1::SuggestTrialsResponse response;
-    *response.add_trials()->mutable_parameters() =
-        ToParameterValues(*space, *completed);
-    valid[i]->result = std::move(response);
+    *response.add_trials() = std::move((*stored)[i]);
+    completed_tickets[i]->result = std::move(response);
   }
 }
 

@@ -35,13 +35,16 @@ class Suggestions {
   // The SuggestTrials RPC: the study's run-out leases are expired first.
   absl::StatusOr<v1::SuggestTrialsResponse> SuggestTrials(
       const v1::SuggestTrialsRequest& request, const Principal& caller);
-  // A partial configuration (CreateTrialRequest.partial) of study `name`
-  // completed by the study's algorithm from the history so far: queued
-  // with the study's suggestions, so that a study fits one model at a time
-  // (without its lock) however many callers ask.
-  absl::StatusOr<ParameterValues> CompletePartialTrial(
-      StudyRuntime& runtime, const std::string& name,
-      const ParameterValues& given, const Principal& caller)
+  // Queues a partial configuration (CreateTrialRequest.partial) of study
+  // `name`: `given` (REQUESTED, with its attributes) completed by the
+  // study's algorithm from the history so far and stored, in the study's
+  // suggestion queue, so that a study fits one model at a time (without its
+  // lock) however many callers ask, and the next batch sees these trials.
+  // Returns the trial as stored.
+  absl::StatusOr<v1::Trial> CreatePartialTrial(StudyRuntime& runtime,
+                                               const std::string& name,
+                                               const v1::Trial& given,
+                                               const Principal& caller)
       ABSL_LOCKS_EXCLUDED(runtime.mu);
 
  private:
