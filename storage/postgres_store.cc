@@ -163,17 +163,11 @@ absl::StatusOr<TrialHead> PostgresStore::GetTrialHead(
 absl::Status PostgresStore::AppendMeasurement(
     const v1::Trial& head, const v1::Measurement& measurement,
     const TrialVersion& read) {
-  const std::string label = TrialLabel(head.study_name(), head.id());
-  absl::StatusOr<std::string> row =
-      MeasurementBytes(measurement, label);
-  if (!row.ok()) return row.status();
-  v1::Trial bare = head;
-  bare.clear_measurements();
-  absl::StatusOr<std::string> bytes = SerializeForStore(bare, label);
-  if (!bytes.ok()) return bytes.status();
-  const std::string what = absl::StrCat("adding a measurement to ", label);
+  absl::StatusOr<StoredAppend> stored = PrepareAppend(head, measurement);
+  if (!stored.ok()) return stored.status();
   return Use([&](Connection& db) {
-    return postgres::AppendMeasurement(db, bare, *bytes, *row, read, what);
+    return postgres::AppendMeasurement(db, stored->head, stored->head_bytes,
+                                       stored->measurement, read, stored->what);
   });
 }
 

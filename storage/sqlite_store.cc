@@ -224,18 +224,12 @@ absl::StatusOr<TrialHead> SqliteStore::GetTrialHead(std::string_view study_name,
 absl::Status SqliteStore::AppendMeasurement(const v1::Trial& head,
                                             const v1::Measurement& measurement,
                                             const TrialVersion& read) {
-  const std::string label = TrialLabel(head.study_name(), head.id());
   // Serialized before queueing, as in ReplaceTrial.
-  absl::StatusOr<std::string> row =
-      MeasurementBytes(measurement, label);
-  if (!row.ok()) return row.status();
-  v1::Trial bare = head;
-  bare.clear_measurements();
-  absl::StatusOr<std::string> bytes = SerializeForStore(bare, label);
-  if (!bytes.ok()) return bytes.status();
-  const std::string what = absl::StrCat("adding a measurement to ", label);
-  return writer_.Write(what, [&](Connection& db) {
-    return sqlite::AppendMeasurement(db, bare, *bytes, *row, read, what);
+  absl::StatusOr<StoredAppend> stored = PrepareAppend(head, measurement);
+  if (!stored.ok()) return stored.status();
+  return writer_.Write(stored->what, [&](Connection& db) {
+    return sqlite::AppendMeasurement(db, stored->head, stored->head_bytes,
+                                     stored->measurement, read, stored->what);
   });
 }
 

@@ -149,4 +149,20 @@ absl::StatusOr<StoredTrial> SplitTrial(const v1::Trial& trial,
   return stored;
 }
 
+absl::StatusOr<StoredAppend> PrepareAppend(const v1::Trial& head,
+                                           const v1::Measurement& measurement) {
+  const std::string label = TrialLabel(head.study_name(), head.id());
+  StoredAppend stored;
+  absl::StatusOr<std::string> row = MeasurementBytes(measurement, label);
+  if (!row.ok()) return row.status();
+  stored.measurement = *std::move(row);
+  stored.head = head;
+  stored.head.clear_measurements();
+  absl::StatusOr<std::string> bytes = SerializeForStore(stored.head, label);
+  if (!bytes.ok()) return bytes.status();
+  stored.head_bytes = *std::move(bytes);
+  stored.what = absl::StrCat("adding a measurement to ", label);
+  return stored;
+}
+
 }  // namespace hypertune::storage

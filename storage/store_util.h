@@ -89,6 +89,19 @@ absl::StatusOr<StoredTrial> SplitTrial(const v1::Trial& trial,
 absl::StatusOr<std::string> MeasurementBytes(const v1::Measurement& measurement,
                                              const std::string& label);
 
+// What a store's AppendMeasurement writes: `head` without its
+// measurements and its bytes, the measurement's bytes (MeasurementBytes),
+// and the write's name for errors. INVALID_ARGUMENT if a part would not
+// read back.
+struct StoredAppend {
+  v1::Trial head;
+  std::string head_bytes;
+  std::string measurement;
+  std::string what;
+};
+absl::StatusOr<StoredAppend> PrepareAppend(const v1::Trial& head,
+                                           const v1::Measurement& measurement);
+
 }  // namespace hypertune::storage
 
 #endif  // HYPERTUNE_STORAGE_STORE_UTIL_H_
