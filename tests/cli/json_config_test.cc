@@ -2,6 +2,7 @@
 // field's path) and what (the valid enum names, the nearest field name).
 #include "cli/json_config.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -208,7 +209,7 @@ TEST(ParseStudyConfig, TheExamplesAreWholeStudies) {
        {"examples/study.json", "examples/shell/study.json",
         "examples/accuracy_vs_size.json", "examples/fashion_mnist/study.json",
         "examples/pytorch_fashion_mnist/study.json"}) {
-    std::ifstream file(std::string(HYPERTUNE_SOURCE_DIR) + "/" + path);
+    std::ifstream file(std::filesystem::path(HYPERTUNE_SOURCE_DIR) / path);
     std::stringstream text;
     text << file.rdbuf();
     ASSERT_FALSE(text.str().empty()) << path;
