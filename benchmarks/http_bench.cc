@@ -3,7 +3,8 @@
 // whole CSV and the whole change feed, full and compact (what the dashboard
 // loads). Timings are from the client on loopback, so they bound the
 // server's from above. The dashboard in a browser is measured by
-// benchmarks/dashboard_bench.py, on studies this program writes.
+// hypertune_dashboard_bench (benchmarks/dashboard_bench.cc), on the studies
+// that `write` below writes.
 //
 //   hypertune_http_bench [TRIALS] [MEASUREMENTS]
 //   hypertune_http_bench load [WORKERS] [TRIALS] [WATCHERS]

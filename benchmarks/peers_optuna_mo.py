@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Side-by-side peers for the multi-objective and constrained protocols: Optuna
-(Debian's python3-optuna) on the problems of benchmarks/mo_functions.h.
+(Debian's python3-optuna) on the problems of testing/mo_functions.h.
 
   peers_optuna_mo.py multi-objective --sampler nsga2|motpe|tpe|random \
       --problems zdt1,zdt2,zdt3,dtlz2 --trials 100 --seeds 10 > peers_mo.jsonl
@@ -33,7 +33,7 @@ warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning
 warnings.filterwarnings("ignore", category=FutureWarning)
 
 
-# Problems: the definitions of benchmarks/mo_functions.cc, all minimized.
+# Problems: the definitions of testing/mo_functions.cc, all minimized.
 def zdt_g(x):
     return 1 + 9 * sum(x[1:]) / (len(x) - 1)
 

@@ -67,7 +67,7 @@ std::string FormatTimeMs(int64_t unix_ms);
 // in order, then any others the trials carry), each final metric (the
 // study's, then the trials' others by name), the latest STEP, then FEASIBLE
 // where the study has constraints, and REASON. Short numbers; `study` may be
-// null. (CSV has its own schema: service/trial_csv.h.)
+// null. (CSV has its own schema: common/trial_csv.h.)
 Grid TrialGrid(const v1::Study* study, const std::vector<v1::Trial>& trials);
 
 // Why `trial` is in its state, where its state has a why: the stop reason

@@ -52,13 +52,14 @@ namespace {
 
 using Json = nlohmann::json;
 
-// Keeps Optuna attribute `key` (its value_json parsed) in `attributes` as
-// text: a string as itself, any other value as its JSON. False, leaving
-// `attributes` as it was, when it would pass the server's limits.
 std::string Identifier(const std::string& text);
 
-// Keeps Optuna's attribute `key` under its name made an identifier (the
-// server takes names as attribute keys: "my key" becomes "my_key").
+// Keeps Optuna's attribute `optuna_key` (its value_json parsed) in
+// `attributes` as text, under its name made an identifier (the server takes
+// names as attribute keys: "my key" becomes "my_key"): a string as itself,
+// any other value as its JSON. False, leaving `attributes` as it was, when
+// the value is not JSON, the key is empty or it would pass the server's
+// limits.
 bool KeepAttribute(const std::string& optuna_key, const Json& value,
                    google::protobuf::Map<std::string, std::string>& attributes) {
   if (value.is_discarded()) return false;

@@ -134,7 +134,7 @@ int64_t LatestStep(const v1::Trial& trial) {
   return step;
 }
 
-// JSON (the ListTrialsResponse mapping) or CSV (service/trial_csv.h, the
+// JSON (the ListTrialsResponse mapping) or CSV (common/trial_csv.h, the
 // HTTP API's schema), printed page by page as they arrive, so a study of any
 // size streams in constant memory.
 absl::Status StreamTrials(const CommandContext& context,

@@ -145,7 +145,7 @@ absl::StatusOr<std::vector<CsvRecord>> ParseCsv(std::string_view text,
   bool field_quoted = false;
   int line = 1;
   record.line = 1;
-  // The formula guard of a text field (service/trial_csv.h) is not part of
+  // The formula guard of a text field (common/trial_csv.h) is not part of
   // the text: "'=1+2" reads back as =1+2.
   auto end_field = [&] {
     if (field_quoted && field.size() > 1 && field[0] == '\'' &&

@@ -1,8 +1,9 @@
 // The gRPC face of hypertuned: each RPC authenticates its caller, calls
 // StudyService on its behalf (which checks, under the study's lock, that the
 // caller may touch the study: access.h) and converts its absl::Status to a
-// grpc::Status (the codes are identical) — the one place where errors
-// become gRPC codes.
+// grpc::Status (the codes are identical) — the one place where a handler's
+// errors become gRPC codes. Requests that gRPC cannot parse never reach a
+// handler: parse_error_interceptor.h gives those theirs.
 //
 // Thread-safe, as StudyService is.
 #ifndef HYPERTUNE_SERVICE_GRPC_SERVICE_H_

@@ -1,11 +1,13 @@
 // hypertuned: the hypertune server.
 //
-//   hypertuned --db PATH [--listen HOST:PORT] [--durability normal|full]
+//   hypertuned --db PATH [--listen HOST:PORT] [--advertise HOST:PORT]
+//              [--durability normal|full]
 //              [--auth-token-file F] [--tls-cert F --tls-key F
 //              [--tls-client-ca F]] [--http HOST:PORT [--http-plaintext]
 //              [--http-allow-writes] [--log-root DIR]
 //              [--http-max-connections-per-address N]
 //              [--http-header-timeout-ms MS] [--http-body-timeout-ms MS]]
+//              [--fit-threads N] [--backup-dir DIR]
 //
 // Prints "hypertuned listening on HOST:PORT" once serving (and, with --http,
 // "hypertuned: dashboard on http(s)://HOST:PORT/" before it); SIGTERM or

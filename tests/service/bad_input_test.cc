@@ -657,7 +657,7 @@ std::vector<BadInputCase> Cases() {
          }});
   }
 
-  // ----- Limits (service/limits.h): refused naming the field and limit ----
+  // ----- Limits (common/limits.h): refused naming the field and limit -----
   add({"CategoryOverItsLimit",
        [](BadInputCaseTest& t) {
          v1::Study study = TargetStudy("cats");
