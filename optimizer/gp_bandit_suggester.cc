@@ -1,7 +1,6 @@
 #include "optimizer/gp_bandit_suggester.h"
 
 #include <algorithm>
-#include <cmath>
 #include <iostream>
 #include <optional>
 #include <utility>
@@ -11,6 +10,7 @@
 #include "optimizer/gp_bandit/acquisition_stack.h"
 #include "optimizer/gp_bandit/coordinates.h"
 #include "optimizer/gp_bandit/models.h"
+#include "optimizer/gp_bandit/pending_region.h"
 #include "optimizer/gp_bandit/pick.h"
 #include "optimizer/initial_design.h"
 #include "optimizer/learning_curve_model.h"
@@ -24,16 +24,16 @@ using gp_bandit::AcquisitionStack;
 using gp_bandit::Coordinates;
 using gp_bandit::CostTerm;
 using gp_bandit::EncodedHistory;
+using gp_bandit::IncumbentRegion;
 using gp_bandit::kMinModelPoints;
 using gp_bandit::MetricModel;
 using gp_bandit::Models;
-using gp_bandit::PriorFit;
 
-GpBanditSuggester::GpBanditSuggester(GpBanditOptions options)
-    : options_(std::move(options)), cost_fits_(options_), priors_(options_) {}
+namespace {
 
-double GpBanditSuggester::CostExponent(const SuggestRequest& request,
-                                       int initial) {
+// The cost exponent of cost-cooled EI for `request` (cost_model.h): from
+// the budget left after the initial design, else from the trials left.
+double CostExponent(const SuggestRequest& request, int initial) {
   const CostAwareness& cost = request.cost;
   if (cost.budget > 0) {
     double initial_spent = 0;
@@ -54,189 +54,245 @@ double GpBanditSuggester::CostExponent(const SuggestRequest& request,
   return 1.0;
 }
 
-absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
-    const SuggestRequest& request) {
-  if (absl::Status s = ValidateSobolRequest(request, "GP_BANDIT"); !s.ok()) {
-    return s;
-  }
-  if (request.fidelity != nullptr) {
-    // Learning-curve studies: the model of all the curves proposes once it
-    // has data (learning_curve_model.h); otherwise one fidelity's model.
-    if (request.fidelity->rule.promote_by_model) {
-      if (std::optional<std::vector<Assignment>> points =
-              ProposeFromCurves(request)) {
-        return *std::move(points);
-      }
-    }
-    return Suggest(AtOneFidelity(request));
-  }
-  const SearchSpace& space = *request.space;
-  const Coordinates coords(space);
-  const int d = coords.dim();
-  fallback_reason_.clear();
+}  // namespace
 
-  // Encode.
-  EncodedHistory history = gp_bandit::EncodeHistory(request, coords);
-  const int n = history.completed();
-  if (options_.tpe_fallback_above > 0 && n > options_.tpe_fallback_above) {
-    return tpe_.Suggest(request);
+// One Suggest call past validation: the history encoded once, the models
+// built at the first point that needs them, and each stage of the loop as
+// one method. Lives for one call.
+class GpBanditSuggester::Batch {
+ public:
+  Batch(GpBanditSuggester& owner, const SuggestRequest& request);
+
+  // Whether TPE takes over (options.h, tpe_fallback_above).
+  bool DelegatesToTpe() const {
+    return owner_.options_.tpe_fallback_above > 0 &&
+           history_.completed() > owner_.options_.tpe_fallback_above;
   }
-  const std::vector<MetricConfig> metrics = MetricsOf(request);
-  while (fits_.size() < metrics.size()) fits_.emplace_back(options_);
-  const int initial =
-      options_.initial_trials > 0
-          ? options_.initial_trials
-          : InitialDesignSize(d, static_cast<int>(metrics.size()));
-  const int64_t history_size = static_cast<int64_t>(request.history.size());
-  gp_bandit::ModelInputs inputs{&space,           &coords,      &history,
-                                &metrics, request.seed, {}};
+  // Whether the batch's point i comes from the initial design (or, with a
+  // transfer prior, from the prior's best guess, which needs the models).
+  bool InDesign(int i) const;
+  // The initial design's point for the batch's point i.
+  Assignment DesignPoint(int i) const;
+  // Models -> acquisition stack -> maximize -> pick, for the batch's point
+  // i; a quasi-random point if the models fail or no new point is found.
+  Assignment ModelPoint(int i);
+  // Fantasy: `a` becomes a pending trial for the batch's later points.
+  void AddPending(const Assignment& a);
+
+ private:
+  int64_t Index(int i) const { return request_.trials_created + i; }
+  uint64_t PickSeed(int i) const {
+    return MixSeeds(request_.seed, static_cast<uint64_t>(Index(i)));
+  }
+  // Builds the models with the pending trials and this batch's earlier
+  // picks as fantasies, and the region the picks made with trials pending
+  // search. False if they cannot be built (models_error_ says why).
+  bool BuildModels(int i);
+  std::optional<CostTerm> Cost() const;
+  // The acquisition optimizer's points in [lower, upper], best first.
+  std::vector<ScoredPoint> Maximize(const Acquisition& acquisition,
+                                    const Eigen::VectorXd& lower,
+                                    const Eigen::VectorXd& upper,
+                                    uint64_t seed) const;
+  // A quasi-random point for the batch's point i, recording `reason` if it
+  // is the call's first fallback.
+  Assignment Fallback(int i, const std::string& reason);
+
+  GpBanditSuggester& owner_;
+  const GpBanditOptions& options_;
+  const SuggestRequest& request_;
+  const SearchSpace& space_;
+  const Coordinates coords_;
+  EncodedHistory history_;
+  const std::vector<MetricConfig> metrics_;
+  const int initial_;
+  gp_bandit::ModelInputs inputs_;
+  // With one objective and no constraints, a transfer prior's best guess
+  // replaces the initial design's first Sobol point (after the centre);
+  // the rest of the design stays, so that an unrelated prior is found out
+  // (transfer.h).
+  bool prior_pick_allowed_ = false;
+  // Cost-aware: the log-cost model, once two trials have a cost; without
+  // it the search is merely cost-blind.
+  std::optional<MetricModel> cost_model_;
+  double cost_exponent_ = 0;
+  std::optional<Models> models_;
+  bool models_failed_ = false;
+  std::string models_error_;
+  std::optional<IncumbentRegion> pending_region_;
+  // This batch's points so far, in model coordinates.
+  std::vector<Eigen::VectorXd> picks_;
+};
+
+GpBanditSuggester::Batch::Batch(GpBanditSuggester& owner,
+                                const SuggestRequest& request)
+    : owner_(owner),
+      options_(owner.options_),
+      request_(request),
+      space_(*request.space),
+      coords_(space_),
+      history_(gp_bandit::EncodeHistory(request, coords_)),
+      metrics_(MetricsOf(request)),
+      initial_(options_.initial_trials > 0
+                   ? options_.initial_trials
+                   : InitialDesignSize(coords_.dim(),
+                                       static_cast<int>(metrics_.size()))),
+      inputs_{&space_, &coords_, &history_, &metrics_, request.seed, {}} {
+  if (DelegatesToTpe()) return;
+  while (owner_.fits_.size() < metrics_.size()) {
+    owner_.fits_.emplace_back(options_);
+  }
   if (request.priors != nullptr && !request.priors->empty() &&
-      coords.tree.empty()) {
-    for (int c = 0; c < history.num_objectives(); ++c) {
-      inputs.priors.push_back(priors_.ForObjective(
-          space,
+      coords_.tree.empty()) {
+    for (int c = 0; c < history_.num_objectives(); ++c) {
+      inputs_.priors.push_back(owner_.priors_.ForObjective(
+          space_,
           c == 0 ? request.seed
                  : MixSeeds(request.seed, static_cast<uint64_t>(c)),
           *request.priors, c));
     }
   }
-  // With one objective and no constraints, a transfer prior's best guess
-  // replaces the initial design's first Sobol point (after the centre);
-  // the rest of the design stays, so that an unrelated prior is found out
-  // (transfer.h).
-  const bool prior_pick_allowed =
-      history.plain() && !inputs.priors.empty() && inputs.priors[0] != nullptr;
-  // Cost-aware: the log-cost model, once two trials have a cost; without
-  // it the search is merely cost-blind.
-  std::optional<MetricModel> cost_model;
-  const double cost_exponent = CostExponent(request, initial);
-  if (history.costed_x.rows() >= kMinModelPoints && cost_exponent > 0) {
-    absl::StatusOr<MetricModel> cost = cost_fits_.Build(
-        space, request.seed, history.costed_x, history.log_costs,
+  prior_pick_allowed_ = history_.plain() && !inputs_.priors.empty() &&
+                        inputs_.priors[0] != nullptr;
+  cost_exponent_ = CostExponent(request, initial_);
+  if (history_.costed_x.rows() >= kMinModelPoints && cost_exponent_ > 0) {
+    absl::StatusOr<MetricModel> cost = owner_.cost_fits_.Build(
+        space_, request.seed, history_.costed_x, history_.log_costs,
         gp_bandit::Targets::kStandardized, nullptr, /*allow_local=*/false);
-    if (cost.ok()) cost_model = *std::move(cost);
+    if (cost.ok()) cost_model_ = *std::move(cost);
   }
-  auto fallback = [&](int i, const std::string& reason) {
-    if (fallback_reason_.empty()) {
-      fallback_reason_ = reason;
-      std::cerr << "hypertune: GP_BANDIT fell back to quasi-random points: "
-                << reason << "\n";
-    }
-    return space.Decode(
-        SobolSequence(d, request.seed).Point(request.trials_created + i));
-  };
+}
 
-  auto cost_term = [&]() -> std::optional<CostTerm> {
-    if (!cost_model) return std::nullopt;
-    return CostTerm{&cost_model->gp, cost_exponent, cost_model->target_scale};
-  };
-  // The acquisition optimizer's points in [lower, upper], best first.
-  auto maximize = [&](const Acquisition& acquisition, const Models& m,
-                      const Eigen::VectorXd& lower,
-                      const Eigen::VectorXd& upper, uint64_t pick_seed) {
-    const AcquisitionDomain domain{
-        coords.categories, lower, upper,
-        [&](Eigen::VectorXd& x) { coords.Snap(space, x); }};
-    AcquisitionOptimizerOptions search = options_.acquisition_optimizer;
-    search.distinct_results = true;
-    return MaximizeAcquisition(acquisition, domain, m.anchors,
-                               m.perturbation_scale, pick_seed, search);
-  };
-  // Whether the picks made with trials pending may search only the
-  // incumbent's region (options.h, pending_region_half_width).
-  auto may_follow = [&](const Models& m) {
-    return options_.pending_region_half_width > 0 && m.plain &&
-           coords.tree.empty() && m.incumbent.size() == d;
-  };
-  // That region, if the pick made without the pending trials (the best of
-  // `sequential`) lies in it: the picks made with them then search only
-  // there.
-  auto region_to_follow = [&](const Models& m,
-                              const std::vector<ScoredPoint>& sequential)
-      -> std::optional<gp_bandit::IncumbentRegion> {
-    if (!may_follow(m) || sequential.empty()) return std::nullopt;
-    gp_bandit::IncumbentRegion region(
-        coords, m.incumbent, m.objectives[0].lengthscales, m.box_lower,
-        m.box_upper, options_.pending_region_half_width);
-    if (!region.Contains(coords, sequential.front().x)) return std::nullopt;
-    return region;
-  };
+bool GpBanditSuggester::Batch::InDesign(int i) const {
+  const int64_t trials = static_cast<int64_t>(request_.history.size()) + i;
+  const bool prior_pick =
+      prior_pick_allowed_ && trials == std::min(1, initial_ - 1);
+  return !prior_pick &&
+         (trials < initial_ || history_.completed() < kMinModelPoints);
+}
 
+Assignment GpBanditSuggester::Batch::DesignPoint(int i) const {
+  return gp_bandit::DesignPoint(space_, coords_, request_.seed, Index(i),
+                                cost_model_ ? &cost_model_->gp : nullptr,
+                                history_.taken);
+}
+
+Assignment GpBanditSuggester::Batch::ModelPoint(int i) {
+  if (!models_ && (models_failed_ || !BuildModels(i))) {
+    return Fallback(i, models_error_);
+  }
+  const uint64_t seed = PickSeed(i);
+  const AcquisitionStack stack(*models_, Cost(), options_, seed);
+  // A batch's first pick with nothing pending is the sequential one; the
+  // picks made with trials pending search the pending region, if any.
+  const bool pending = !history_.pending.empty() || i > 0;
+  const bool local = pending && pending_region_.has_value();
+  const std::vector<ScoredPoint> ranked =
+      Maximize(stack.top(), local ? pending_region_->lower : models_->box_lower,
+               local ? pending_region_->upper : models_->box_upper, seed);
+  if (!pending) {
+    pending_region_ =
+        gp_bandit::PendingRegion(options_, coords_, *models_, ranked);
+  }
+  std::optional<Assignment> picked = gp_bandit::PickNew(
+      ranked, stack.top(), coords_, space_, models_->incumbent,
+      options_.incumbent_pull_tolerance, history_.taken);
+  if (picked) return *std::move(picked);
+  return Fallback(i, "no finite, new point maximizes the acquisition");
+}
+
+bool GpBanditSuggester::Batch::BuildModels(int i) {
+  absl::StatusOr<Models> built =
+      gp_bandit::BuildModels(inputs_, options_, owner_.fits_);
+  if (!built.ok()) {
+    models_failed_ = true;
+    models_error_ = std::string(built.status().message());
+    return false;
+  }
+  models_ = *std::move(built);
+  if (!history_.pending.empty() &&
+      gp_bandit::MayConfinePendingPicks(options_, coords_, *models_)) {
+    // The pick the sequential run would make, before the fantasies.
+    const uint64_t seed = PickSeed(i);
+    const AcquisitionStack sequential(*models_, Cost(), options_, seed);
+    pending_region_ = gp_bandit::PendingRegion(
+        options_, coords_, *models_,
+        Maximize(sequential.top(), models_->box_lower, models_->box_upper,
+                 seed));
+  }
+  for (const Eigen::VectorXd& p : history_.pending) models_->AddFantasy(p);
+  for (const Eigen::VectorXd& p : picks_) models_->AddFantasy(p);
+  return true;
+}
+
+std::optional<CostTerm> GpBanditSuggester::Batch::Cost() const {
+  if (!cost_model_) return std::nullopt;
+  return CostTerm{&cost_model_->gp, cost_exponent_, cost_model_->target_scale};
+}
+
+std::vector<ScoredPoint> GpBanditSuggester::Batch::Maximize(
+    const Acquisition& acquisition, const Eigen::VectorXd& lower,
+    const Eigen::VectorXd& upper, uint64_t seed) const {
+  const AcquisitionDomain domain{
+      coords_.categories, lower, upper,
+      [&](Eigen::VectorXd& x) { coords_.Snap(space_, x); }};
+  AcquisitionOptimizerOptions search = options_.acquisition_optimizer;
+  search.distinct_results = true;
+  return MaximizeAcquisition(acquisition, domain, models_->anchors,
+                             models_->perturbation_scale, seed, search);
+}
+
+Assignment GpBanditSuggester::Batch::Fallback(int i,
+                                              const std::string& reason) {
+  if (owner_.fallback_reason_.empty()) {
+    owner_.fallback_reason_ = reason;
+    std::cerr << "hypertune: GP_BANDIT fell back to quasi-random points: "
+              << reason << "\n";
+  }
+  return space_.Decode(
+      SobolSequence(coords_.dim(), request_.seed).Point(Index(i)));
+}
+
+void GpBanditSuggester::Batch::AddPending(const Assignment& a) {
+  history_.taken.insert(a);
+  const Eigen::VectorXd x = coords_.FromAssignment(space_, a);
+  picks_.push_back(x);
+  if (models_) models_->AddFantasy(x);
+}
+
+GpBanditSuggester::GpBanditSuggester(GpBanditOptions options)
+    : options_(std::move(options)), cost_fits_(options_), priors_(options_) {}
+
+absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
+    const SuggestRequest& request) {
+  if (absl::Status s = ValidateSobolRequest(request, "GP_BANDIT"); !s.ok()) {
+    return s;
+  }
+  if (request.fidelity != nullptr) return SuggestAtFidelity(request);
+  fallback_reason_.clear();
+  Batch batch(*this, request);
+  if (batch.DelegatesToTpe()) return tpe_.Suggest(request);
   std::vector<Assignment> out;
-  std::vector<Eigen::VectorXd> picks;  // This batch's points, model coords.
-  std::optional<Models> models;
-  std::optional<gp_bandit::IncumbentRegion> pending_region;
-  bool models_failed = false;
   for (int i = 0; i < request.count; ++i) {
-    const int64_t index = request.trials_created + i;
-    const bool prior_pick =
-        prior_pick_allowed && history_size + i == std::min(1, initial - 1);
-    Assignment a;
-    if (!prior_pick && (history_size + i < initial || n < kMinModelPoints)) {
-      // Initial design.
-      a = gp_bandit::DesignPoint(space, coords, request.seed, index,
-                                 cost_model ? &cost_model->gp : nullptr,
-                                 history.taken);
-    } else if (models_failed) {
-      a = fallback(i, fallback_reason_);
-    } else {
-      // Models, conditioned on the pending trials and this batch so far.
-      if (!models) {
-        absl::StatusOr<Models> built =
-            gp_bandit::BuildModels(inputs, options_, fits_);
-        if (built.ok()) {
-          models = *std::move(built);
-          if (!history.pending.empty() && may_follow(*models)) {
-            const uint64_t seed = MixSeeds(request.seed,
-                                           static_cast<uint64_t>(index));
-            const AcquisitionStack sequential(*models, cost_term(), options_,
-                                              seed);
-            pending_region = region_to_follow(
-                *models, maximize(sequential.top(), *models,
-                                  models->box_lower, models->box_upper, seed));
-          }
-          for (const Eigen::VectorXd& p : history.pending) {
-            models->AddFantasy(p);
-          }
-          for (const Eigen::VectorXd& p : picks) models->AddFantasy(p);
-        } else {
-          models_failed = true;
-          a = fallback(i, std::string(built.status().message()));
-        }
-      }
-      if (models) {
-        // Acquisition stack -> maximize -> pick.
-        const uint64_t pick_seed =
-            MixSeeds(request.seed, static_cast<uint64_t>(index));
-        const AcquisitionStack stack(*models, cost_term(), options_,
-                                     pick_seed);
-        const bool pending = !history.pending.empty() || i > 0;
-        const bool local = pending && pending_region.has_value();
-        const std::vector<ScoredPoint> ranked = maximize(
-            stack.top(), *models,
-            local ? pending_region->lower : models->box_lower,
-            local ? pending_region->upper : models->box_upper, pick_seed);
-        // A batch's first pick is the sequential one.
-        if (!pending) pending_region = region_to_follow(*models, ranked);
-        std::optional<Assignment> picked = gp_bandit::PickNew(
-            ranked, stack.top(), coords, space, models->incumbent,
-            options_.incumbent_pull_tolerance, history.taken);
-        a = picked ? *std::move(picked)
-                   : fallback(i,
-                              "no finite, new point maximizes the "
-                              "acquisition");
-      }
-    }
-    history.taken.insert(a);
-    const Eigen::VectorXd x = coords.FromAssignment(space, a);
-    picks.push_back(x);
-    if (models) {
-      // The batch's later picks are made with this one pending.
-      models->AddFantasy(x);
-    }
+    // Design point, or models -> acquisition stack -> maximize -> pick;
+    // then the point joins the models as a fantasy.
+    Assignment a = batch.InDesign(i) ? batch.DesignPoint(i)
+                                     : batch.ModelPoint(i);
+    batch.AddPending(a);
     out.push_back(std::move(a));
   }
   return out;
+}
+
+absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::SuggestAtFidelity(
+    const SuggestRequest& request) {
+  if (request.fidelity->rule.promote_by_model) {
+    if (std::optional<std::vector<Assignment>> points =
+            ProposeFromCurves(request)) {
+      return *std::move(points);
+    }
+  }
+  return Suggest(AtOneFidelity(request));
 }
 
 }  // namespace hypertune::optimizer

@@ -138,8 +138,14 @@ class GpBanditSuggester final : public Suggester {
   }
 
  private:
-  // The cost exponent of cost-cooled EI for `request` (cost_model.h).
-  static double CostExponent(const SuggestRequest& request, int initial);
+  // One Suggest call: the stages of the loop over the state they share
+  // (gp_bandit_suggester.cc).
+  class Batch;
+
+  // Learning-curve studies: the model of all the curves, else one
+  // fidelity's model (fidelity.h).
+  absl::StatusOr<std::vector<Assignment>> SuggestAtFidelity(
+      const SuggestRequest& request);
 
   // Read by the caches below: declared first.
   const GpBanditOptions options_;

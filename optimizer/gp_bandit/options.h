@@ -1,5 +1,8 @@
-// GP_BANDIT's options: one plain struct, one comment and default per field
-// (gp_bandit_suggester.h describes the method they tune).
+// GP_BANDIT's options: one plain struct, one comment and default per field,
+// saying what the field does and why it is set as it is
+// (gp_bandit_suggester.h describes the method they tune). The measurements
+// behind each default are in benchmarks/README.md ("GP_BANDIT: what was
+// measured while tuning it"), not here.
 #ifndef HYPERTUNE_OPTIMIZER_GP_BANDIT_OPTIONS_H_
 #define HYPERTUNE_OPTIMIZER_GP_BANDIT_OPTIONS_H_
 
@@ -19,17 +22,13 @@ struct GpBanditOptions {
   int initial_trials = 0;
   // Up to integrate_below completed trials (default 50), the acquisition
   // is averaged over this many posterior draws of the hyperparameters
-  // instead of taken under the MAP fit alone; 0 disables (default 16). One
-  // objective without a transfer prior. hartmann6 at 25 trials, 20 seeds:
-  // median regret 0.90 under the MAP, 0.80 / 0.62 / 0.51 with 8 / 16 / 32
-  // draws; past 50 trials the draws changed nothing measurable and cost
-  // ~16x the prediction time (benchmarks/README.md). Only for picks made
-  // with no trial pending: with the pending points' fantasies, the draws
-  // sent the batch over the whole cube while the sequential run refined.
-  // 4 workers over sequential, median regret at 50 / 100 trials, 100
-  // seeds: camel2 6.2x / 0.92x -> 0.71x / 0.39x, rosenbrock5 2.5x / 1.18x
-  // -> 1.51x / 1.06x; levy10, 40 seeds, 1.25x / 1.95x -> 1.07x / 1.03x;
-  // but shekel5 1.12x -> 1.61x at 100.
+  // instead of taken under the MAP fit alone; 0 disables (default 16). With
+  // few trials the MAP fit is often confidently wrong about which
+  // dimensions matter, and the average hedges; past integrate_below the
+  // posterior is narrow and the draws only cost prediction time. One
+  // objective without a transfer prior, and only for picks made with no
+  // trial pending: under the pending points' fantasies the draws sent a
+  // batch over the whole cube while the sequential run refined.
   int hyperparameter_draws = 16;
   int integrate_below = 50;
   // Floor on the noise variance of the standardized outputs (default 1e-6).
@@ -53,22 +52,24 @@ struct GpBanditOptions {
   // lands.
   FitRunner background_fits;
   // Full fits use at most this many points, the nearest to the incumbent
-  // (default 256).
+  // (default 256): the fit's cost is cubic in them.
   int max_fit_points = 256;
   // Past this many completed trials the GP is local: the nearest
   // max_local_points to the incumbent, searched within their bounding box
-  // (TuRBO-like trust region; default 400).
+  // (TuRBO-like trust region; default 400). Keeps a suggestion's cost flat
+  // in the history's size.
   int max_local_points = 400;
   // At each full fit, also fit a first-order additive kernel (kernel.h) and
   // keep whichever has the higher log posterior (default true). Separable
   // objectives need far fewer trials under the additive model. Not past
   // max_local_points trials (its kernel costs d times more).
   bool select_additive = true;
-  // After maximizing the acquisition, each coordinate of the pick moves to
-  // the incumbent's value if the acquisition (log EI units) loses at most
-  // this much in all; 0 disables (default 0.1). Along dimensions the model
-  // deems irrelevant the acquisition is flat and its maximizer arbitrary:
-  // styblinski10 at 50 trials, seeds 0..7, median regret 197 -> 113.
+  // After maximizing the acquisition, each coordinate of the pick moves
+  // toward the incumbent's value if the acquisition (log EI units) loses
+  // at most this much in all; 0 disables (default 0.1). Along dimensions
+  // the model deems irrelevant the acquisition is flat and its maximizer
+  // arbitrary, drawn from the Sobol candidates; the incumbent's value is
+  // the best the data supports.
   double incumbent_pull_tolerance = 0.1;
   // Upper bound on the numeric lengthscales (unit-cube units) of the
   // models the single-objective acquisition is taken under, the MAP fit's
@@ -80,23 +81,19 @@ struct GpBanditOptions {
   // model stays uncertain a short way from the data in every dimension
   // (cf. Berkenkamp et al., "No-regret Bayesian optimization with unknown
   // hyperparameters", JMLR 2019, who shrink lengthscales for the same
-  // reason). hartmann6, 20 seeds, 50 trials: median regret 0.016 -> 5.8e-4,
-  // seeds below 0.01 10 -> 14 (benchmarks/README.md, issue 33). One
-  // objective, no constraints, flat spaces, the product kernel and no
-  // transfer prior; costs one more Cholesky factorization per suggestion.
+  // reason). One objective, no constraints, flat spaces, the product kernel
+  // and no transfer prior; costs one more Cholesky factorization per
+  // suggestion.
   double max_acquisition_lengthscale = 0.3;
   // With trials pending (asynchronous workers, or a batch), a pick searches
   // only the incumbent +- its fitted lengthscale, at most this much
   // (unit-cube units), along each numeric dimension, whenever the pick made
-  // without the pending trials falls in that box; 0 disables (default
-  // 0.3). The batch then refines where the sequential run would refine,
-  // instead of spreading over a lengthscale under the pending points'
-  // fantasies, and explores the whole cube where it would explore. 4
-  // workers, 40 seeds, median regret at 100 trials over sequential:
-  // camel2 2.8x -> 1.1x, shekel7 1.5x -> 0.85x (benchmarks/README.md). One
-  // objective, no constraints, flat spaces; costs one more acquisition
-  // maximization per suggestion made with trials pending (hartmann6 and
-  // camel2 to 100 trials, 4 workers: 11 -> 15 ms a suggestion).
+  // without the pending trials falls in that box; 0 disables (default 0.3;
+  // gp_bandit/pending_region.h). The batch then refines where the
+  // sequential run would refine, instead of spreading over a lengthscale
+  // under the pending points' fantasies, and explores the whole cube where
+  // it would explore. One objective, no constraints, flat spaces; costs one
+  // more acquisition maximization per suggestion made with trials pending.
   double pending_region_half_width = 0.3;
   // Past this many completed trials, delegate to TPE; 0 never (default 0).
   int tpe_fallback_above = 0;
@@ -109,7 +106,6 @@ struct GpBanditOptions {
   // extent (BoTorch's nadir less a tenth of the front's range never grew
   // ZDT2's front past its first points); at the data's nadir, extreme
   // points with one objective at its best weigh too much (DTLZ2's faces).
-  // benchmarks/README.md has the measurements.
   double reference_slack = 0.5;
   // ... and at least this far below the front's nadir, in standardized
   // units (default 0.1).

@@ -92,28 +92,4 @@ std::optional<Assignment> PickNew(const std::vector<ScoredPoint>& ranked,
   return std::nullopt;
 }
 
-IncumbentRegion::IncumbentRegion(const Coordinates& coords,
-                                 const Eigen::VectorXd& incumbent,
-                                 const Eigen::VectorXd& lengthscales,
-                                 const Eigen::VectorXd& box_lower,
-                                 const Eigen::VectorXd& box_upper,
-                                 double max_half_width)
-    : lower(box_lower), upper(box_upper) {
-  for (int j = 0; j < coords.dim(); ++j) {
-    if (coords.categorical[j]) continue;
-    const double half = std::min(lengthscales[j], max_half_width);
-    lower[j] = std::max(lower[j], incumbent[j] - half);
-    upper[j] = std::min(upper[j], incumbent[j] + half);
-  }
-}
-
-bool IncumbentRegion::Contains(const Coordinates& coords,
-                               const Eigen::VectorXd& x) const {
-  for (int j = 0; j < coords.dim(); ++j) {
-    if (coords.categorical[j]) continue;
-    if (x[j] < lower[j] || x[j] > upper[j]) return false;
-  }
-  return true;
-}
-
 }  // namespace hypertune::optimizer::gp_bandit

@@ -1,7 +1,6 @@
 // GP_BANDIT's first and last stages for one point: the initial design's
-// point (before there are models), the pick among the acquisition
-// optimizer's ranked points, and the region a pick made with trials pending
-// may be confined to. Pure functions; thread-safe.
+// point (before there are models), and the pick among the acquisition
+// optimizer's ranked points. Pure functions; thread-safe.
 #ifndef HYPERTUNE_OPTIMIZER_GP_BANDIT_PICK_H_
 #define HYPERTUNE_OPTIMIZER_GP_BANDIT_PICK_H_
 
@@ -52,20 +51,6 @@ std::optional<Assignment> PickNew(const std::vector<ScoredPoint>& ranked,
                                   const SearchSpace& space,
                                   const Eigen::VectorXd& incumbent,
                                   double tolerance, const AssignmentSet& taken);
-
-// A box around the incumbent for the picks made while trials are pending:
-// incumbent +- min(lengthscale, max_half_width) along each numeric
-// dimension, within [box_lower, box_upper]; categorical dimensions keep
-// the box's.
-struct IncumbentRegion {
-  Eigen::VectorXd lower, upper;
-  IncumbentRegion(const Coordinates& coords, const Eigen::VectorXd& incumbent,
-                  const Eigen::VectorXd& lengthscales,
-                  const Eigen::VectorXd& box_lower,
-                  const Eigen::VectorXd& box_upper, double max_half_width);
-  // Whether x's numeric coordinates lie in the box.
-  bool Contains(const Coordinates& coords, const Eigen::VectorXd& x) const;
-};
 
 }  // namespace hypertune::optimizer::gp_bandit
 

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "optimizer/gp_bandit/coordinates.h"
 #include "optimizer/gp_bandit/models.h"
+#include "optimizer/gp_bandit/pending_region.h"
 #include "optimizer/gp_bandit/pick.h"
 #include "optimizer/initial_design.h"
 #include "optimizer/metrics.h"
