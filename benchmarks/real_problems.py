@@ -8,8 +8,9 @@ GPSampler, BoTorch qLogNEI) on the same problems and seeds.
       [--optimizers hypertune-gp_bandit,hypertune-tpe,hypertune-random,optuna31-tpe,
                     optuna49-gp,botorch-qlognei] [--problems all|P1,P2] [--seeds 0-9]
       [--modes batch,seq] [--q 8] [--rounds 16] [--seq-trials 128] [--jobs 2]
-      [--tag NAME] [--out FILE.jsonl]
+      [--tag NAME] [--out FILE.jsonl [--resume]]
   real_problems.py score FILES... [--random hypertune-random] [--zero final|round]
+      [--optimizers A,B] [--modes batch8,seq] [--problems P1,P2] [--seeds 0-2] [--rounds 4,8,16]
   real_problems.py list
 
 run: one process per (optimizer, problem, seed, mode) cell, --jobs at a time,
@@ -138,8 +139,7 @@ def run_cell(optimizer: str, problem_name: str, seed: int, mode: str, q: int, ro
     incumbent = configs[values.index(min(values))]
     clean = statistics.fmean(problem.evaluate(incumbent, P.eval_seed(seed, 10**6 + i))
                              for i in range(CLEAN_SPLITS))
-    label = optimizer + (f"+{tag}" if tag and optimizer in O.HYPERTUNE else "")
-    return {"optimizer": label, "problem": problem_name, "seed": seed,
+    return {"optimizer": o_label(optimizer, tag), "problem": problem_name, "seed": seed,
             "mode": "seq" if mode == "seq" else f"batch{q}", "q": batch, "evals": len(values),
             "best": best, "values": values, "suggest_seconds": suggest_seconds,
             "spread": spread, "repeats": repeats,
@@ -161,6 +161,11 @@ def commit() -> str:
         return ""
 
 
+def o_label(optimizer: str, tag: str) -> str:
+    """The row label of an optimizer: hypertune's carry the run's --tag."""
+    return optimizer + (f"+{tag}" if tag and optimizer in O.HYPERTUNE else "")
+
+
 def cmd_run(args) -> None:
     optimizers = args.optimizers.split(",")
     for o in optimizers:
@@ -173,6 +178,12 @@ def cmd_run(args) -> None:
     seeds = parse_seeds(args.seeds)
     modes = args.modes.split(",")
     cells = [(o, p, s, m) for m in modes for s in seeds for o in optimizers for p in names]
+    if args.resume and args.out and os.path.exists(args.out):
+        done = {(r["optimizer"].split("+")[0], r["problem"], r["seed"],
+                 "seq" if r["mode"] == "seq" else "batch")
+                for r in scoring.load([args.out])
+                if r["optimizer"] == o_label(r["optimizer"].split("+")[0], args.tag)}
+        cells = [c for c in cells if c not in done]
     # Seed by seed, so that a partial run already compares every optimizer;
     # within a seed the slowest first, so the pool ends together.
     cost = {"botorch-qlognei": 0, "optuna49-gp": 1}
@@ -238,6 +249,12 @@ def cmd_score(args) -> None:
     if args.modes:
         keep = set(args.modes.split(","))
         rows = [r for r in rows if r["mode"] in keep]
+    if args.problems:
+        keep = set(args.problems.split(","))
+        rows = [r for r in rows if r["problem"] in keep]
+    if args.seeds:
+        keep = set(parse_seeds(args.seeds))
+        rows = [r for r in rows if r["seed"] in keep]
     rounds = tuple(int(r) for r in args.rounds.split(","))
     print(scoring.table(rows, random=args.random, zero=args.zero, tie=args.tie, rounds=rounds))
 
@@ -267,6 +284,8 @@ def main() -> None:
     run.add_argument("--jobs", type=int, default=2)
     run.add_argument("--tag", default="")
     run.add_argument("--out")
+    run.add_argument("--resume", action="store_true",
+                     help="skip the cells whose rows --out already holds")
     cell = sub.add_parser("cell")
     cell.add_argument("--optimizer", required=True)
     cell.add_argument("--problem", required=True)
@@ -286,6 +305,8 @@ def main() -> None:
     score.add_argument("--rounds", default="4,8,16", help="columns: after these rounds of 8")
     score.add_argument("--optimizers", help="only these optimizer labels")
     score.add_argument("--modes", help="only these modes (batch8, seq)")
+    score.add_argument("--problems", help="only these problems")
+    score.add_argument("--seeds", help="only these seeds (0-4, or 0,2)")
     sub.add_parser("list")
     args = parser.parse_args()
     {"run": cmd_run, "cell": cmd_cell, "score": cmd_score, "list": cmd_list}[args.command](args)

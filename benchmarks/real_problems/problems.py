@@ -192,7 +192,7 @@ def _mlp(c: Config, seed: int):
     return make_pipeline(StandardScaler(), MLPClassifier(
         hidden_layer_sizes=(c["hidden_units"],) * c["layers"], activation=c["activation"],
         alpha=c["alpha"], learning_rate_init=c["learning_rate_init"],
-        batch_size=c["batch_size"], early_stopping=c["early_stopping"], max_iter=60,
+        batch_size=c["batch_size"], early_stopping=c["early_stopping"], max_iter=30,
         random_state=seed))
 
 
@@ -273,7 +273,7 @@ PROBLEMS: dict[str, Problem] = {p.name: p for p in [
         Cat("criterion", ("gini", "entropy")), Float("ccp_alpha", 1e-6, 0.1, log=True)],
         _tree),
     Problem("mlp_wine", "MLPClassifier", "wine", "nll", [
-        Int("hidden_units", 4, 128, log=True), Int("layers", 1, 2),
+        Int("hidden_units", 4, 64, log=True), Int("layers", 1, 2),
         Cat("activation", ("relu", "tanh", "logistic")), Float("alpha", 1e-6, 1.0, log=True),
         Float("learning_rate_init", 1e-4, 0.3, log=True), Int("batch_size", 8, 128, log=True),
         Bool("early_stopping")], _mlp, worst=10.0),
@@ -298,7 +298,7 @@ PROBLEMS: dict[str, Problem] = {p.name: p for p in [
         Float("l1_ratio", 0.0, 1.0), Cat("learning_rate", ("optimal", "adaptive")),
         Float("eta0", 1e-4, 1.0, log=True)], _sgd),
     Problem("xgboost_breast_cancer", "XGBClassifier", "breast_cancer", "nll", [
-        Int("n_estimators", 10, 200, log=True), Int("max_depth", 1, 8),
+        Int("n_estimators", 10, 100, log=True), Int("max_depth", 1, 8),
         Float("learning_rate", 1e-3, 1.0, log=True), Float("subsample", 0.5, 1.0),
         Float("colsample_bytree", 0.3, 1.0), Float("min_child_weight", 0.1, 20.0, log=True),
         Float("reg_lambda", 1e-3, 10.0, log=True)], _xgboost, worst=10.0),
