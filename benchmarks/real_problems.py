@@ -48,10 +48,12 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import signal  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 
@@ -211,12 +213,18 @@ def cmd_run(args) -> None:
             if server is not None:
                 cmd += ["--server", server.address]
             t0 = time.perf_counter()
-            r = subprocess.run(cmd, env=env, capture_output=True, text=True)
-            line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+            if stopping.is_set():
+                return
+            child = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+            children.add(child)
+            stdout, stderr = child.communicate()
+            children.discard(child)
+            line = stdout.strip().splitlines()[-1] if stdout.strip() else ""
             done[0] += 1
-            if r.returncode != 0 or not line.startswith("{"):
+            if child.returncode != 0 or not line.startswith("{"):
                 print(f"[{done[0]}/{len(cells)}] FAILED {o} {p} seed {s} {m}: "
-                      f"{r.stderr.strip()[-1500:]}", file=sys.stderr)
+                      f"{stderr.strip()[-1500:]}", file=sys.stderr)
                 return
             out.write(line + "\n")
             out.flush()
@@ -225,10 +233,18 @@ def cmd_run(args) -> None:
                   f"in {time.perf_counter() - t0:.1f} s "
                   f"(total {time.perf_counter() - began:.0f} s)", file=sys.stderr)
 
+        # SIGTERM (or ^C) stops the cells in flight and the server too.
+        children: set = set()
+        stopping = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        pool = ThreadPoolExecutor(args.jobs)
         try:
-            with ThreadPoolExecutor(args.jobs) as pool:
-                list(pool.map(one, cells))
+            list(pool.map(one, cells))
         finally:
+            stopping.set()
+            for child in list(children):
+                child.kill()
+            pool.shutdown(wait=True, cancel_futures=True)
             if server is not None:
                 server.kill()
     if args.out:
