@@ -1,8 +1,8 @@
 // What hypertuned keeps in memory per study: the locks that make its
-// read-decide-write sequences atomic, the queue that coalesces its
-// suggestions, and its algorithm's model, which only the queue's leader
-// touches. The database stays the source of truth: losing all of this (a
-// restart) costs only a model refit.
+// read-decide-write sequences atomic, and the queue that coalesces its
+// suggestions and owns its algorithm's model (suggest_queue.h). The
+// database stays the source of truth: losing all of this (a restart) costs
+// only a model refit.
 //
 // Thread-safe. Runtimes live as long as the registry: study names are few.
 #ifndef HYPERTUNE_SERVICE_STUDY_RUNTIME_H_
@@ -33,17 +33,6 @@ struct StudyRuntime {
   static constexpr int kTrialStripes = 64;
   absl::Mutex trial_mu[kTrialStripes];
   SuggestQueue suggestions;
-  // The model and the study incarnation it was built for (a study deleted
-  // and created again under the same name gets a new one). Touched only
-  // by the suggestion leader.
-  std::unique_ptr<optimizer::Suggester> suggester;
-  int64_t suggester_study_created_ms = 0;
-  // The completed trials of the study's prior_studies (transfer), as read
-  // when the suggester was made; studies deleted since then are kept.
-  std::vector<optimizer::PriorStudy> priors;
-  // Raised when the study is deleted or the suggester replaced: its
-  // background fits stop (background_pool.h).
-  StopFlag suggester_stop;
   // No lease of the study (incarnation) can run out before
   // earliest_expiry_ms: lease checks before then skip the store.
   struct LeaseCheck {

@@ -165,6 +165,144 @@ absl::StatusOr<int64_t> ParsePageToken(const std::string& token) {
   return after_id;
 }
 
+
+// A report the study can read: its early-stopping rule reads the primary
+// objective, so a measurement without it (a misspelt name, say) would leave
+// the rule blind for the whole trial.
+absl::Status CheckReportable(const v1::Study& study,
+                             const v1::Measurement& m) {
+  const std::string objective = StudyMetrics(study.spec()).primary().name;
+  if (m.metrics().contains(objective)) return absl::OkStatus();
+  std::vector<std::string> names;
+  for (const v1::MetricSpec& metric : study.spec().metrics()) {
+    names.push_back(absl::StrCat("\"", metric.name(), "\""));
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "measurement.metrics: no value for the objective \"%s\" (the study's "
+      "metrics: %s; others may be recorded beside it)",
+      objective, absl::StrJoin(names, ", ")));
+}
+
+// ValidateTrialSize of the trial with `m` appended, from the stored sizes.
+absl::Status CheckAppendFits(const storage::TrialHead& head,
+                             const v1::Measurement& m) {
+  if (head.measurements + 1 > kMaxMeasurementsPerTrial) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "measurement: trial %d would hold %d measurements, over the limit of "
+        "%d per trial",
+        head.trial.id(), head.measurements + 1, kMaxMeasurementsPerTrial));
+  }
+  const size_t bytes =
+      head.trial.ByteSizeLong() + static_cast<size_t>(head.measurement_bytes) +
+      1 /* the field's tag */ +
+      google::protobuf::io::CodedOutputStream::VarintSize64(m.ByteSizeLong()) +
+      m.ByteSizeLong();
+  if (bytes > kMaxTrialBytes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "measurement: trial %d would take %d bytes, over the limit of %d per "
+        "trial",
+        head.trial.id(), bytes, kMaxTrialBytes));
+  }
+  return absl::OkStatus();
+}
+
+// What a CompleteTrial request (not giving the trial back) settles its
+// trial as.
+struct Outcome {
+  // FAILED, INFEASIBLE, COMPLETED or STOPPED.
+  v1::Trial::State state = v1::Trial::STATE_UNSPECIFIED;
+  std::string reason;  // the failure's or the infeasibility's
+  v1::Measurement final_measurement;
+};
+
+// The outcome `request` asks of `trial`: FAILED (STOPPED if its stop was
+// already decided) with a reason, INFEASIBLE with a reason, or a final
+// measurement (the latest one if it brings none). A trial stopped early is
+// judged on the primary objective alone (what early stopping reads); a
+// completed one needs every objective and constraint.
+absl::StatusOr<Outcome> OutcomeOf(const v1::CompleteTrialRequest& request,
+                                  const v1::Study& study,
+                                  const v1::Trial& trial) {
+  const bool stopping = trial.state() == v1::Trial::STOPPING;
+  if (request.failed()) {
+    return Outcome{v1::Trial::FAILED,
+                   request.failure_reason().empty()
+                       ? "the trial's code failed"
+                       : request.failure_reason(),
+                   {}};
+  }
+  if (request.infeasible()) {
+    return Outcome{v1::Trial::INFEASIBLE,
+                   request.infeasible_reason().empty()
+                       ? "marked infeasible"
+                       : request.infeasible_reason(),
+                   {}};
+  }
+  Outcome outcome{stopping ? v1::Trial::STOPPED : v1::Trial::COMPLETED, "",
+                  request.final_measurement()};
+  v1::Measurement& final_m = outcome.final_measurement;
+  if (final_m.metrics().empty() && trial.measurements_size() > 0) {
+    final_m = trial.measurements(trial.measurements_size() - 1);
+  }
+  const StudyMetrics metrics(study.spec());
+  const std::optional<std::string> missing =
+      stopping ? (metrics.MaximizedPrimary(final_m)
+                      ? std::nullopt
+                      : std::optional<std::string>(metrics.primary().name))
+               : metrics.Missing(final_m);
+  if (missing) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "final_measurement.metrics: missing \"%s\" (a result needs every "
+        "objective and constraint; or mark the trial infeasible)",
+        *missing));
+  }
+  return outcome;
+}
+
+// OK if settled `trial` already has `outcome`: the call is a retry.
+absl::Status CheckSameOutcome(const v1::Trial& trial, const Outcome& outcome) {
+  if (outcome.state == v1::Trial::FAILED) {
+    if (trial.state() == v1::Trial::FAILED &&
+        trial.failure_reason() == outcome.reason) {
+      return absl::OkStatus();
+    }
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s is already %s", TrialRef(trial),
+                        v1::Trial::State_Name(trial.state())));
+  }
+  const bool same_kind =
+      outcome.state == v1::Trial::INFEASIBLE
+          ? trial.state() == v1::Trial::INFEASIBLE
+          : trial.state() == v1::Trial::COMPLETED ||
+                trial.state() == v1::Trial::STOPPED;
+  if (same_kind && trial.infeasible_reason() == outcome.reason &&
+      SameMetrics(trial.final_measurement(), outcome.final_measurement)) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(
+      absl::StrFormat("%s is already %s with a different result",
+                      TrialRef(trial), v1::Trial::State_Name(trial.state())));
+}
+
+// Settles running `trial` as `outcome`, in memory.
+absl::Status Settle(const StudyMetrics& metrics, int64_t now,
+                    const Outcome& outcome, v1::Trial& trial) {
+  if (outcome.state == v1::Trial::FAILED) {
+    // The stop was decided before the failure: the stop stands.
+    if (trial.state() == v1::Trial::STOPPING) {
+      return StopNow(trial, trial.stop_reason(), now);
+    }
+    HT_RETURN_IF_ERROR(Transition(trial, v1::Trial::FAILED));
+    trial.set_failure_reason(outcome.reason);
+    return absl::OkStatus();
+  }
+  HT_RETURN_IF_ERROR(Transition(trial, outcome.state));
+  trial.set_infeasible_reason(outcome.reason);
+  *trial.mutable_final_measurement() = outcome.final_measurement;
+  if (outcome.state != v1::Trial::INFEASIBLE) SetFeasible(metrics, trial);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 StudyService::StudyService(storage::StudyStore* store, ServiceOptions options)
@@ -219,16 +357,6 @@ absl::StatusOr<v1::Study> StudyService::CreateStudy(
 
 
 
-
-absl::StatusOr<StudyService::StudyAndTrial> StudyService::LoadStudyAndTrial(
-    const Principal& caller, const std::string& study_name, int64_t trial_id) {
-  absl::StatusOr<storage::StudyWithTrial> read =
-      context_.store().GetStudyWithTrial(study_name, trial_id);
-  if (!read.ok()) return read.status();
-  HT_RETURN_IF_ERROR(CheckAccess(caller, read->study, Access::kWrite));
-  if (!read->trial.ok()) return read->trial.status();
-  return StudyAndTrial{std::move(read->study), *std::move(read->trial)};
-}
 
 double StudyService::CountDeviceSeconds(double grant_total,
                                         const v1::Study& study,
@@ -322,7 +450,7 @@ absl::StatusOr<v1::DeleteStudyResponse> StudyService::DeleteStudy(
       context_.LoadStudyFor(caller, request.name(), Access::kWrite).status());
   HT_RETURN_IF_ERROR(context_.store().DeleteStudy(request.name()));
   (*runtime)->lease_check = {};  // a study of the same name starts afresh
-  if ((*runtime)->suggester_stop) *(*runtime)->suggester_stop = true;
+  (*runtime)->suggestions.DiscardModel();
   absl::MutexLock count_lock(&(*runtime)->warm_start_mu);
   (*runtime)->warm_start = {};
   return v1::DeleteStudyResponse();
@@ -431,7 +559,7 @@ absl::StatusOr<v1::Study> StudyService::UpdateStudy(
         if (reopen) stored.set_state(v1::Study::ACTIVE);
       }));
   // A new search space needs a new model (its encodings changed).
-  (*runtime)->suggester.reset();
+  (*runtime)->suggestions.DiscardModel();
   return LoadStudyWithCounts(caller, request.name());
 }
 
@@ -638,224 +766,212 @@ absl::StatusOr<v1::ListTrialsResponse> StudyService::ListTrials(
   return response;
 }
 
+absl::Status StudyService::MutateTrial(const Principal& caller,
+                                       const std::string& study_name,
+                                       int64_t trial_id, TrialRead read,
+                                       const Writer& writer, Answer answer,
+                                       Mutation mutate) {
+  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", study_name));
+  HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", trial_id));
+  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(study_name);
+  if (!runtime.ok()) return runtime.status();
+  TrialLock lock(**runtime, trial_id);
+  TrialWrite write;
+  if (read == TrialRead::kHead) {
+    absl::StatusOr<v1::Study> study =
+        context_.LoadStudyFor(caller, study_name, Access::kWrite);
+    if (!study.ok()) return study.status();
+    absl::StatusOr<storage::TrialHead> head =
+        context_.store().GetTrialHead(study_name, trial_id);
+    if (!head.ok()) return head.status();
+    write = {*std::move(study), *std::move(head)};
+  } else {
+    absl::StatusOr<storage::StudyWithTrial> loaded =
+        context_.store().GetStudyWithTrial(study_name, trial_id);
+    if (!loaded.ok()) return loaded.status();
+    HT_RETURN_IF_ERROR(CheckAccess(caller, loaded->study, Access::kWrite));
+    if (!loaded->trial.ok()) return loaded->trial.status();
+    write.study = std::move(loaded->study);
+    write.head.trial = *std::move(loaded->trial);
+  }
+  absl::StatusOr<bool> answered = answer(write);
+  if (!answered.ok()) return answered.status();
+  if (*answered) return absl::OkStatus();
+  if (writer.fenced) {
+    HT_RETURN_IF_ERROR(CheckRunning(write.trial(), std::string(writer.action)));
+    HT_RETURN_IF_ERROR(CheckEpoch(write.trial(), writer.lease_epoch));
+  }
+  return mutate(write, storage::TrialVersion::Of(write.trial()));
+}
+
 absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
     const v1::AddMeasurementRequest& request, const Principal& caller) {
-  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
-  HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
   const v1::Measurement& m = request.measurement();
   HT_RETURN_IF_ERROR(ValidateMeasurement("measurement", m, true));
-  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
-  if (!runtime.ok()) return runtime.status();
-  TrialLock lock(**runtime, request.trial_id());
-  // The trial's head and latest measurement only: a report costs the same
-  // however long the curve is.
-  absl::StatusOr<v1::Study> loaded =
-      context_.LoadStudyFor(caller, request.study_name(), Access::kWrite);
-  if (!loaded.ok()) return loaded.status();
-  const v1::Study& study = *loaded;
-  absl::StatusOr<storage::TrialHead> head = context_.store().GetTrialHead(
-      request.study_name(), request.trial_id());
-  if (!head.ok()) return head.status();
-  v1::Trial& trial = head->trial;
+  v1::Trial answer;
   // The answer: the trial as stored, with only the measurement reported.
-  auto answer = [&trial](const v1::Measurement& reported) {
-    v1::Trial out = trial;
-    *out.add_measurements() = reported;
-    return out;
+  auto answer_with = [&answer](const v1::Trial& trial,
+                               const v1::Measurement& reported) {
+    answer = trial;
+    *answer.add_measurements() = reported;
   };
-  HT_RETURN_IF_ERROR(CheckRunning(trial, "measurements are accepted"));
-  HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
-  // Early stopping reads the primary objective: a measurement without it (a
-  // misspelt name, say) would leave the rule blind for the whole trial.
-  const std::string objective = StudyMetrics(study.spec()).primary().name;
-  if (!m.metrics().contains(objective)) {
-    std::vector<std::string> names;
-    for (const v1::MetricSpec& metric : study.spec().metrics()) {
-      names.push_back(absl::StrCat("\"", metric.name(), "\""));
-    }
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "measurement.metrics: no value for the objective \"%s\" (the "
-        "study's metrics: %s; others may be recorded beside it)",
-        objective, absl::StrJoin(names, ", ")));
-  }
-  // A step already recorded: the same payload is a retry, anything else an
-  // error; steps never go backwards.
-  if (head->latest.has_value() && m.step() <= head->latest->step()) {
-    const v1::Measurement* old = nullptr;
-    absl::StatusOr<v1::Trial> whole;
-    if (m.step() == head->latest->step()) {
-      old = &*head->latest;
-    } else {
-      // An earlier step (rare): a retry of an earlier report, or an error.
-      whole = context_.store().GetTrial(request.study_name(),
-                                        request.trial_id());
-      if (!whole.ok()) return whole.status();
-      for (const v1::Measurement& stored : whole->measurements()) {
-        if (stored.step() == m.step()) {
-          old = &stored;
-          break;
+  HT_RETURN_IF_ERROR(MutateTrial(
+      caller, request.study_name(), request.trial_id(), TrialRead::kHead,
+      Writer::LeaseHolder(request.lease_epoch(), "measurements are accepted"),
+      NoAnswer,
+      [&](TrialWrite& write, const storage::TrialVersion& read) {
+        v1::Trial& trial = write.trial();
+        const storage::TrialHead& head = write.head;
+        HT_RETURN_IF_ERROR(CheckReportable(write.study, m));
+        // A step already recorded: the same payload is a retry, anything
+        // else an error; steps never go backwards.
+        if (head.latest.has_value() && m.step() <= head.latest->step()) {
+          absl::StatusOr<v1::Measurement> old = RecordedStep(write, m);
+          if (!old.ok()) return old.status();
+          answer_with(trial, *old);
+          return absl::OkStatus();
         }
+        HT_RETURN_IF_ERROR(CheckAppendFits(head, m));
+        trial.set_lease_expire_time_ms(context_.Now() +
+                                       leases_.LeaseMs(write.study));
+        if (trial.state() == v1::Trial::ACTIVE) {
+          HT_RETURN_IF_ERROR(ApplyEarlyStopping(write.study, trial, &m));
+        }
+        HT_RETURN_IF_ERROR(curve_store_.AppendMeasurementAt(
+            trial, m, read, head.measurements));
+        context_.changes().Notify();
+        answer_with(trial, m);
+        return absl::OkStatus();
+      }));
+  return answer;
+}
+
+absl::StatusOr<v1::Measurement> StudyService::RecordedStep(
+    const TrialWrite& write, const v1::Measurement& m) {
+  const v1::Trial& trial = write.head.trial;
+  const v1::Measurement& latest = *write.head.latest;
+  std::optional<v1::Measurement> old;
+  if (m.step() == latest.step()) {
+    old = latest;
+  } else {
+    // An earlier step (rare): a retry of an earlier report, or an error.
+    absl::StatusOr<v1::Trial> whole =
+        context_.store().GetTrial(trial.study_name(), trial.id());
+    if (!whole.ok()) return whole.status();
+    for (const v1::Measurement& stored : whole->measurements()) {
+      if (stored.step() == m.step()) {
+        old = stored;
+        break;
       }
     }
-    if (old != nullptr) {
-      if (SameMetrics(*old, m)) return answer(*old);
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "measurement.step: step %d of %s was already recorded with other "
-          "metrics",
-          m.step(), TrialRef(trial)));
-    }
+  }
+  if (!old) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "measurement.step: %d is below the latest recorded step %d of %s",
-        m.step(), head->latest->step(), TrialRef(trial)));
+        m.step(), latest.step(), TrialRef(trial)));
   }
-  // ValidateTrialSize of the trial with `m`, from the stored sizes.
-  if (head->measurements + 1 > kMaxMeasurementsPerTrial) {
+  if (!SameMetrics(*old, m)) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "measurement: trial %d would hold %d measurements, over the limit of "
-        "%d per trial",
-        trial.id(), head->measurements + 1, kMaxMeasurementsPerTrial));
+        "measurement.step: step %d of %s was already recorded with other "
+        "metrics",
+        m.step(), TrialRef(trial)));
   }
-  const size_t bytes =
-      trial.ByteSizeLong() + static_cast<size_t>(head->measurement_bytes) +
-      1 /* the field's tag */ +
-      google::protobuf::io::CodedOutputStream::VarintSize64(m.ByteSizeLong()) +
-      m.ByteSizeLong();
-  if (bytes > kMaxTrialBytes) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "measurement: trial %d would take %d bytes, over the limit of %d per "
-        "trial",
-        trial.id(), bytes, kMaxTrialBytes));
-  }
-  const storage::TrialVersion read = storage::TrialVersion::Of(trial);
-  trial.set_lease_expire_time_ms(context_.Now() + leases_.LeaseMs(study));
-  if (trial.state() == v1::Trial::ACTIVE) {
-    HT_RETURN_IF_ERROR(ApplyEarlyStopping(study, trial, &m));
-  }
-  HT_RETURN_IF_ERROR(
-      curve_store_.AppendMeasurementAt(trial, m, read, head->measurements));
-  context_.changes().Notify();
-  return answer(m);
+  return *std::move(old);
 }
 
 absl::StatusOr<v1::Trial> StudyService::CompleteTrial(
     const v1::CompleteTrialRequest& request, const Principal& caller) {
-  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
-  HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
-  HT_RETURN_IF_ERROR(ValidateMeasurement("final_measurement",
-                                         request.final_measurement(), false));
-  HT_RETURN_IF_ERROR(
-      ValidateDeviceSeconds("device_seconds", request.device_seconds()));
-  HT_RETURN_IF_ERROR(ValidateText("infeasible_reason",
-                                  request.infeasible_reason(),
-                                  kMaxReasonBytes));
-  HT_RETURN_IF_ERROR(ValidateText("failure_reason", request.failure_reason(),
-                                  kMaxReasonBytes));
-  HT_RETURN_IF_ERROR(ValidateAttributes("attributes", request.attributes()));
-  if (request.infeasible() + request.worker_failed() + request.failed() > 1) {
-    return absl::InvalidArgumentError(
-        "infeasible, worker_failed, failed: at most one (the parameters are "
-        "bad, the worker is gone and the trial runs again, or something else "
-        "failed for good)");
-  }
-  if (request.preempted() && !request.worker_failed()) {
-    return absl::InvalidArgumentError(
-        "preempted: only with worker_failed (the trial is given back because "
-        "its machine was taken away)");
-  }
-  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
-  if (!runtime.ok()) return runtime.status();
-  TrialLock lock(**runtime, request.trial_id());
-  absl::StatusOr<StudyAndTrial> loaded =
-      LoadStudyAndTrial(caller, request.study_name(), request.trial_id());
-  if (!loaded.ok()) return loaded.status();
-  v1::Study& study = loaded->study;
-  v1::Trial& trial = loaded->trial;
-
-  if (trial.state() == v1::Trial::PAUSED &&
-      request.lease_epoch() == trial.lease_epoch()) {
-    // Its worker finishing after the pause: the pause stands, and the trial
-    // resumes from its checkpoint when promoted. The time it ran counts.
-    return SaveLateDeviceSeconds(request.study_name(),
-                                 request.device_seconds(), study, trial);
-  }
-  if (request.worker_failed()) {
-    HT_RETURN_IF_ERROR(CheckRunning(trial, "its worker can give it up"));
-    HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
-    const storage::TrialVersion read = storage::TrialVersion::Of(trial);
-    const double seconds =
-        CountDeviceSeconds(request.device_seconds(), study, trial);
-    HT_RETURN_IF_ERROR(leases_.Release(
-        study, trial,
-        request.failure_reason().empty()
-            ? (request.preempted() ? "worker preempted" : "worker failed")
-            : request.failure_reason(),
-        request.preempted() ? Leases::Loss::kPreempted : Leases::Loss::kWorkerLost));
-    HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
-    HT_RETURN_IF_ERROR(SaveStudyCost(request.study_name(), seconds));
-    return trial;
-  }
-  if (request.failed()) {
-    return FailTrial(request, study, trial);
-  }
-
-  // The outcome this request asks for: infeasible with a reason, or a final
-  // measurement (the latest one if it brings none).
-  std::string infeasible_reason;
-  v1::Measurement final_m;
-  if (request.infeasible()) {
-    infeasible_reason = request.infeasible_reason().empty()
-                            ? "marked infeasible"
-                            : request.infeasible_reason();
-  } else {
-    final_m = request.final_measurement();
-    if (final_m.metrics().empty() && trial.measurements_size() > 0) {
-      final_m = trial.measurements(trial.measurements_size() - 1);
-    }
-    // A trial stopped early is judged on the primary objective alone (what
-    // early stopping reads); a completed one needs every objective and
-    // constraint.
-    const StudyMetrics metrics(study.spec());
-    const std::optional<std::string> missing =
-        trial.state() == v1::Trial::STOPPING
-            ? (metrics.MaximizedPrimary(final_m)
-                   ? std::nullopt
-                   : std::optional<std::string>(metrics.primary().name))
-            : metrics.Missing(final_m);
-    if (missing) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "final_measurement.metrics: missing \"%s\" (a result needs every "
-          "objective and constraint; or mark the trial infeasible)",
-          *missing));
-    }
-  }
-
-  if (IsFinal(trial.state())) {
-    // A retry of the call that finished it returns the trial unchanged.
-    const bool same =
-        (request.infeasible() ? trial.state() == v1::Trial::INFEASIBLE
-                              : trial.state() == v1::Trial::COMPLETED ||
-                                    trial.state() == v1::Trial::STOPPED) &&
-        trial.infeasible_reason() == infeasible_reason &&
-        SameMetrics(trial.final_measurement(), final_m);
-    if (same) return trial;
-    return absl::FailedPreconditionError(
-        absl::StrFormat("%s is already %s with a different result",
-                        TrialRef(trial), v1::Trial::State_Name(trial.state())));
-  }
-  HT_RETURN_IF_ERROR(CheckRunning(trial, "it can be completed"));
-  HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
-  const storage::TrialVersion read = storage::TrialVersion::Of(trial);
-  HT_RETURN_IF_ERROR(Transition(
-      trial, request.infeasible()                   ? v1::Trial::INFEASIBLE
-             : trial.state() == v1::Trial::STOPPING ? v1::Trial::STOPPED
-                                                    : v1::Trial::COMPLETED));
-  trial.set_infeasible_reason(infeasible_reason);
-  *trial.mutable_final_measurement() = std::move(final_m);
-  if (!request.infeasible()) SetFeasible(StudyMetrics(study.spec()), trial);
-  return SaveSettled(request, study, read, trial);
+  HT_RETURN_IF_ERROR(ValidateCompleteTrial(request));
+  return request.worker_failed() ? GiveBackTrial(request, caller)
+                                 : FinishTrial(request, caller);
 }
 
-absl::StatusOr<v1::Trial> StudyService::SaveSettled(
+absl::StatusOr<bool> StudyService::AnswerPausedWorker(
+    const std::string& study_name, int64_t lease_epoch, double device_seconds,
+    TrialWrite& write, bool settled_too) {
+  v1::Trial& trial = write.trial();
+  const bool paused_or_settled =
+      trial.state() == v1::Trial::PAUSED ||
+      (settled_too && IsFinal(trial.state()));
+  if (!paused_or_settled || lease_epoch != trial.lease_epoch()) return false;
+  // Its worker's word after the pause (or the end): the pause stands, and
+  // the trial resumes from its checkpoint when promoted. The time it ran
+  // counts.
+  HT_RETURN_IF_ERROR(
+      SaveLateDeviceSeconds(study_name, device_seconds, write.study, trial)
+          .status());
+  return true;
+}
+
+absl::StatusOr<v1::Trial> StudyService::GiveBackTrial(
+    const v1::CompleteTrialRequest& request, const Principal& caller) {
+  v1::Trial answer;
+  HT_RETURN_IF_ERROR(MutateTrial(
+      caller, request.study_name(), request.trial_id(), TrialRead::kWhole,
+      Writer::LeaseHolder(request.lease_epoch(), "its worker can give it up"),
+      [&](TrialWrite& write) -> absl::StatusOr<bool> {
+        absl::StatusOr<bool> late = AnswerPausedWorker(
+            request.study_name(), request.lease_epoch(),
+            request.device_seconds(), write, /*settled_too=*/false);
+        answer = write.trial();
+        return late;
+      },
+      [&](TrialWrite& write, const storage::TrialVersion& read) {
+        v1::Trial& trial = write.trial();
+        const double seconds =
+            CountDeviceSeconds(request.device_seconds(), write.study, trial);
+        const bool preempted = request.preempted();
+        HT_RETURN_IF_ERROR(leases_.Release(
+            write.study, trial,
+            request.failure_reason().empty()
+                ? (preempted ? "worker preempted" : "worker failed")
+                : request.failure_reason(),
+            preempted ? Leases::Loss::kPreempted : Leases::Loss::kWorkerLost));
+        HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
+        HT_RETURN_IF_ERROR(SaveStudyCost(request.study_name(), seconds));
+        answer = trial;
+        return absl::OkStatus();
+      }));
+  return answer;
+}
+
+absl::StatusOr<v1::Trial> StudyService::FinishTrial(
+    const v1::CompleteTrialRequest& request, const Principal& caller) {
+  // What the request settles the trial as, worked out from the trial as
+  // loaded; the same outcome again on a settled trial is a retry.
+  Outcome outcome;
+  v1::Trial answer;
+  HT_RETURN_IF_ERROR(MutateTrial(
+      caller, request.study_name(), request.trial_id(), TrialRead::kWhole,
+      Writer::LeaseHolder(request.lease_epoch(),
+                          request.failed() ? "it can be failed"
+                                           : "it can be completed"),
+      [&](TrialWrite& write) -> absl::StatusOr<bool> {
+        absl::StatusOr<bool> late = AnswerPausedWorker(
+            request.study_name(), request.lease_epoch(),
+            request.device_seconds(), write, /*settled_too=*/false);
+        answer = write.trial();
+        if (!late.ok() || *late) return late;
+        absl::StatusOr<Outcome> wanted =
+            OutcomeOf(request, write.study, write.trial());
+        if (!wanted.ok()) return wanted.status();
+        outcome = *std::move(wanted);
+        if (!IsFinal(write.trial().state())) return false;
+        HT_RETURN_IF_ERROR(CheckSameOutcome(write.trial(), outcome));
+        return true;  // a retry of the call that settled it
+      },
+      [&](TrialWrite& write, const storage::TrialVersion& read) {
+        v1::Trial& trial = write.trial();
+        HT_RETURN_IF_ERROR(Settle(StudyMetrics(write.study.spec()),
+                                  context_.Now(), outcome, trial));
+        HT_RETURN_IF_ERROR(SaveSettled(request, write.study, read, trial));
+        answer = trial;
+        return absl::OkStatus();
+      }));
+  return answer;
+}
+
+absl::Status StudyService::SaveSettled(
     const v1::CompleteTrialRequest& request, const v1::Study& study,
     const storage::TrialVersion& read, v1::Trial& trial) {
   for (const auto& [key, value] : request.attributes()) {
@@ -867,37 +983,7 @@ absl::StatusOr<v1::Trial> StudyService::SaveSettled(
   trial.set_end_time_ms(context_.Now());
   trial.set_lease_expire_time_ms(0);
   HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
-  HT_RETURN_IF_ERROR(SaveStudyCost(request.study_name(), seconds));
-  return trial;
-}
-
-absl::StatusOr<v1::Trial> StudyService::FailTrial(
-    const v1::CompleteTrialRequest& request, const v1::Study& study,
-    v1::Trial& trial) {
-  const std::string reason = request.failure_reason().empty()
-                                 ? "the trial's code failed"
-                                 : request.failure_reason();
-  if (IsFinal(trial.state())) {
-    // A retry of the call that failed it returns the trial unchanged.
-    if (trial.state() == v1::Trial::FAILED &&
-        trial.failure_reason() == reason) {
-      return trial;
-    }
-    return absl::FailedPreconditionError(
-        absl::StrFormat("%s is already %s", TrialRef(trial),
-                        v1::Trial::State_Name(trial.state())));
-  }
-  HT_RETURN_IF_ERROR(CheckRunning(trial, "it can be failed"));
-  HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
-  const storage::TrialVersion read = storage::TrialVersion::Of(trial);
-  if (trial.state() == v1::Trial::STOPPING) {
-    // The stop was decided before the failure: the stop stands.
-    HT_RETURN_IF_ERROR(StopNow(trial, trial.stop_reason(), context_.Now()));
-  } else {
-    HT_RETURN_IF_ERROR(Transition(trial, v1::Trial::FAILED));
-    trial.set_failure_reason(reason);
-  }
-  return SaveSettled(request, study, read, trial);
+  return SaveStudyCost(request.study_name(), seconds);
 }
 
 absl::StatusOr<v1::Trial> StudyService::SaveLateDeviceSeconds(
@@ -913,62 +999,50 @@ absl::StatusOr<v1::Trial> StudyService::SaveLateDeviceSeconds(
 
 absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
     const v1::HeartbeatRequest& request, const Principal& caller) {
-  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
-  HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
-  HT_RETURN_IF_ERROR(ValidateClientId("client_id", request.client_id()));
-  HT_RETURN_IF_ERROR(
-      ValidateText("checkpoint_uri", request.checkpoint_uri(), kMaxUriBytes));
-  HT_RETURN_IF_ERROR(
-      ValidateText("log_path", request.log_path(), kMaxUriBytes));
-  HT_RETURN_IF_ERROR(ValidateCheckpointStep(request));
-  HT_RETURN_IF_ERROR(
-      ValidateDeviceSeconds("device_seconds", request.device_seconds()));
-  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
-  if (!runtime.ok()) return runtime.status();
-  TrialLock lock(**runtime, request.trial_id());
-  absl::StatusOr<StudyAndTrial> loaded =
-      LoadStudyAndTrial(caller, request.study_name(), request.trial_id());
-  if (!loaded.ok()) return loaded.status();
-  v1::Study& study = loaded->study;
-  v1::Trial& trial = loaded->trial;
+  HT_RETURN_IF_ERROR(ValidateHeartbeat(request));
   v1::HeartbeatResponse response;
-  if ((trial.state() == v1::Trial::PAUSED || IsFinal(trial.state())) &&
-      request.lease_epoch() == trial.lease_epoch()) {
-    // Paused at a rung, or settled (by the program its worker ran, say):
-    // its worker should wrap up; nothing to renew, but the time it ran
-    // counts.
-    HT_RETURN_IF_ERROR(SaveLateDeviceSeconds(request.study_name(),
-                                             request.device_seconds(), study,
-                                             trial)
-                           .status());
-    response.set_should_stop(true);
-    response.set_state(trial.state());
-    return response;
-  }
-  HT_RETURN_IF_ERROR(CheckRunning(trial, "its lease can be renewed"));
-  HT_RETURN_IF_ERROR(CheckEpoch(trial, request.lease_epoch()));
-  const storage::TrialVersion read = storage::TrialVersion::Of(trial);
-  trial.set_lease_expire_time_ms(context_.Now() + leases_.LeaseMs(study));
-  // A bare renewal is not a change watchers need to see.
-  bool changed = false;
-  if (!request.checkpoint_uri().empty()) {
-    changed = SetCheckpoint(trial, request.checkpoint_uri(),
-                            request.checkpoint_step());
-  }
-  if (!request.log_path().empty() && request.log_path() != trial.log_path()) {
-    trial.set_log_path(request.log_path());
-    changed = true;
-  }
-  // Device time growing is no change watchers need either: stored with the
-  // renewal, which rewrites the trial anyway.
-  const double seconds =
-      CountDeviceSeconds(request.device_seconds(), study, trial);
-  HT_RETURN_IF_ERROR(changed ? context_.SaveTrial(read, trial)
-                             : context_.store().RenewTrialLease(trial));
-  HT_RETURN_IF_ERROR(SaveStudyCost(request.study_name(), seconds));
-  response.set_should_stop(trial.state() == v1::Trial::STOPPING);
-  response.set_lease_expire_time_ms(trial.lease_expire_time_ms());
-  response.set_state(trial.state());
+  HT_RETURN_IF_ERROR(MutateTrial(
+      caller, request.study_name(), request.trial_id(), TrialRead::kWhole,
+      Writer::LeaseHolder(request.lease_epoch(), "its lease can be renewed"),
+      [&](TrialWrite& write) -> absl::StatusOr<bool> {
+        // Paused at a rung, or settled (by the program its worker ran,
+        // say): its worker should wrap up; nothing to renew.
+        absl::StatusOr<bool> late = AnswerPausedWorker(
+            request.study_name(), request.lease_epoch(),
+            request.device_seconds(), write, /*settled_too=*/true);
+        if (late.ok() && *late) {
+          response.set_should_stop(true);
+          response.set_state(write.trial().state());
+        }
+        return late;
+      },
+      [&](TrialWrite& write, const storage::TrialVersion& read) {
+        v1::Trial& trial = write.trial();
+        trial.set_lease_expire_time_ms(context_.Now() +
+                                       leases_.LeaseMs(write.study));
+        // A bare renewal is not a change watchers need to see.
+        bool changed = false;
+        if (!request.checkpoint_uri().empty()) {
+          changed = SetCheckpoint(trial, request.checkpoint_uri(),
+                                  request.checkpoint_step());
+        }
+        if (!request.log_path().empty() &&
+            request.log_path() != trial.log_path()) {
+          trial.set_log_path(request.log_path());
+          changed = true;
+        }
+        // Device time growing is no change watchers need either: stored
+        // with the renewal, which rewrites the trial anyway.
+        const double seconds =
+            CountDeviceSeconds(request.device_seconds(), write.study, trial);
+        HT_RETURN_IF_ERROR(changed ? context_.SaveTrial(read, trial)
+                                   : context_.store().RenewTrialLease(trial));
+        HT_RETURN_IF_ERROR(SaveStudyCost(request.study_name(), seconds));
+        response.set_should_stop(trial.state() == v1::Trial::STOPPING);
+        response.set_lease_expire_time_ms(trial.lease_expire_time_ms());
+        response.set_state(trial.state());
+        return absl::OkStatus();
+      }));
   return response;
 }
 
@@ -1029,77 +1103,72 @@ absl::Status StudyService::ApplyEarlyStopping(
 
 absl::StatusOr<v1::CheckEarlyStoppingResponse> StudyService::CheckEarlyStopping(
     const v1::CheckEarlyStoppingRequest& request, const Principal& caller) {
-  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
-  HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
-  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
-  if (!runtime.ok()) return runtime.status();
-  TrialLock lock(**runtime, request.trial_id());
-  absl::StatusOr<v1::Study> study =
-      context_.LoadStudyFor(caller, request.study_name(), Access::kWrite);
-  if (!study.ok()) return study.status();
-  // The head alone: the curve is the cache's.
-  absl::StatusOr<storage::TrialHead> head = context_.store().GetTrialHead(
-      request.study_name(), request.trial_id());
-  if (!head.ok()) return head.status();
-  v1::Trial& trial = head->trial;
-  if (trial.state() == v1::Trial::ACTIVE) {
-    // Judged again: trials finished since its last report may decide it.
-    const storage::TrialVersion read = storage::TrialVersion::Of(trial);
-    HT_RETURN_IF_ERROR(ApplyEarlyStopping(*study, trial, nullptr));
-    if (trial.state() != read.state) {
-      // Saved whole, with the curve read back under the same lock.
-      absl::StatusOr<v1::Trial> whole = context_.store().GetTrial(
-          request.study_name(), request.trial_id());
-      if (!whole.ok()) return whole.status();
-      *trial.mutable_measurements() =
-          std::move(*whole->mutable_measurements());
-      HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
-    }
-  }
   v1::CheckEarlyStoppingResponse response;
-  response.set_should_stop(trial.state() == v1::Trial::STOPPING ||
-                           trial.state() == v1::Trial::PAUSED);
-  response.set_reason(trial.stop_reason());
-  response.set_state(trial.state());
+  // The head alone: the curve is the cache's.
+  HT_RETURN_IF_ERROR(MutateTrial(
+      caller, request.study_name(), request.trial_id(), TrialRead::kHead,
+      Writer::StudySide(), NoAnswer,
+      [&](TrialWrite& write, const storage::TrialVersion& read) {
+        v1::Trial& trial = write.trial();
+        if (trial.state() == v1::Trial::ACTIVE) {
+          // Judged again: trials finished since its last report may
+          // decide it.
+          HT_RETURN_IF_ERROR(ApplyEarlyStopping(write.study, trial, nullptr));
+          if (trial.state() != read.state) {
+            // Saved whole, with the curve read back under the same lock.
+            absl::StatusOr<v1::Trial> whole = context_.store().GetTrial(
+                request.study_name(), request.trial_id());
+            if (!whole.ok()) return whole.status();
+            *trial.mutable_measurements() =
+                std::move(*whole->mutable_measurements());
+            HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
+          }
+        }
+        response.set_should_stop(trial.state() == v1::Trial::STOPPING ||
+                                 trial.state() == v1::Trial::PAUSED);
+        response.set_reason(trial.stop_reason());
+        response.set_state(trial.state());
+        return absl::OkStatus();
+      }));
   return response;
 }
 
 absl::StatusOr<v1::Trial> StudyService::StopTrial(
     const v1::StopTrialRequest& request, const Principal& caller) {
-  HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
-  HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
   HT_RETURN_IF_ERROR(ValidateText("reason", request.reason(), kMaxReasonBytes));
-  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
-  if (!runtime.ok()) return runtime.status();
-  absl::MutexLock lock(&(*runtime)->mu);
-  HT_RETURN_IF_ERROR(
-      context_.LoadStudyFor(caller, request.study_name(), Access::kWrite).status());
-  absl::StatusOr<v1::Trial> trial =
-      context_.store().GetTrial(request.study_name(), request.trial_id());
-  if (!trial.ok()) return trial.status();
   const std::string reason =
       request.reason().empty() ? "stopped by request" : request.reason();
-  const storage::TrialVersion read = storage::TrialVersion::Of(*trial);
-  switch (trial->state()) {
-    case v1::Trial::ACTIVE:
-      // Its worker finishes it (STOPPED) when it hears should_stop.
-      HT_RETURN_IF_ERROR(Transition(*trial, v1::Trial::STOPPING));
-      trial->set_stop_reason(reason);
-      break;
-    case v1::Trial::REQUESTED:
-    case v1::Trial::PAUSED:
-      HT_RETURN_IF_ERROR(StopNow(*trial, reason, context_.Now()));
-      break;
-    case v1::Trial::STOPPING:
-    case v1::Trial::STOPPED:
-      return trial;  // already stopped: a retry
-    default:
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "%s is %s; only REQUESTED, ACTIVE or PAUSED trials can be stopped",
-          TrialRef(*trial), v1::Trial::State_Name(trial->state())));
-  }
-  HT_RETURN_IF_ERROR(context_.SaveTrial(read, *trial));
-  return trial;
+  v1::Trial answer;
+  HT_RETURN_IF_ERROR(MutateTrial(
+      caller, request.study_name(), request.trial_id(), TrialRead::kWhole,
+      Writer::StudySide(), NoAnswer,
+      [&](TrialWrite& write, const storage::TrialVersion& read) {
+        v1::Trial& trial = write.trial();
+        answer = trial;
+        switch (trial.state()) {
+          case v1::Trial::ACTIVE:
+            // Its worker finishes it (STOPPED) when it hears should_stop.
+            HT_RETURN_IF_ERROR(Transition(trial, v1::Trial::STOPPING));
+            trial.set_stop_reason(reason);
+            break;
+          case v1::Trial::REQUESTED:
+          case v1::Trial::PAUSED:
+            HT_RETURN_IF_ERROR(StopNow(trial, reason, context_.Now()));
+            break;
+          case v1::Trial::STOPPING:
+          case v1::Trial::STOPPED:
+            return absl::OkStatus();  // already stopped: a retry
+          default:
+            return absl::FailedPreconditionError(absl::StrFormat(
+                "%s is %s; only REQUESTED, ACTIVE or PAUSED trials can be "
+                "stopped",
+                TrialRef(trial), v1::Trial::State_Name(trial.state())));
+        }
+        HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
+        answer = trial;
+        return absl::OkStatus();
+      }));
+  return answer;
 }
 
 absl::StatusOr<std::vector<storage::TrialChange>>

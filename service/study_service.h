@@ -16,9 +16,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "hypertune/v1/hypertune.pb.h"
 #include "service/access.h"
@@ -221,28 +223,73 @@ class StudyService {
   // The end of CompleteTrial for `trial`, settled in memory from the row
   // read as `read`: the request's attributes and device time added, ended
   // now, saved with the study's cost. REQUIRES: the trial locked.
-  absl::StatusOr<v1::Trial> SaveSettled(
-      const v1::CompleteTrialRequest& request, const v1::Study& study,
-      const storage::TrialVersion& read, v1::Trial& trial);
-  // CompleteTrial with `failed`: FAILED for good (STOPPED if its stop was
-  // already decided). REQUIRES: the trial locked (TrialLock).
-  absl::StatusOr<v1::Trial> FailTrial(const v1::CompleteTrialRequest& request,
-                                      const v1::Study& study, v1::Trial& trial);
+  absl::Status SaveSettled(const v1::CompleteTrialRequest& request,
+                           const v1::Study& study,
+                           const storage::TrialVersion& read,
+                           v1::Trial& trial);
+  // CompleteTrial's two halves: its worker gives the trial back
+  // (worker_failed: it runs again while it has retries), or settles it
+  // (failed, infeasible, or a result).
+  absl::StatusOr<v1::Trial> GiveBackTrial(
+      const v1::CompleteTrialRequest& request, const Principal& caller);
+  absl::StatusOr<v1::Trial> FinishTrial(const v1::CompleteTrialRequest& request,
+                                        const Principal& caller);
   // The worker of `trial`, PAUSED or settled under its grant, reports
   // `grant_total` device-seconds: the growth is saved. REQUIRES: the trial
   // locked (TrialLock).
   absl::StatusOr<v1::Trial> SaveLateDeviceSeconds(
       const std::string& study_name, double grant_total,
       const v1::Study& study, v1::Trial& trial);
-  // The study and trial a request names. REQUIRES: the trial (TrialLock) or
-  // the study locked.
-  struct StudyAndTrial {
+  // One trial write: the trial as loaded under its lock (TrialLock), with
+  // its study.
+  struct TrialWrite {
     v1::Study study;
-    v1::Trial trial;
+    // The trial, whole (TrialRead::kWhole), or its head (kHead: without its
+    // measurements, whose count, size and latest one the head gives, so
+    // that a report costs the same however long the curve is).
+    storage::TrialHead head;
+    v1::Trial& trial() { return head.trial; }
   };
-  absl::StatusOr<StudyAndTrial> LoadStudyAndTrial(const Principal& caller,
-                                                  const std::string& study_name,
-                                                  int64_t trial_id);
+  enum class TrialRead { kWhole, kHead };
+  // Who writes: the worker holding the trial's lease under `lease_epoch`,
+  // fenced (it writes only while the trial runs under that epoch, so a
+  // worker that lost its lease never overwrites its successor's work; the
+  // answer names `action`), or the study's side (a user's stop, the
+  // early-stopping rule), which holds no lease.
+  struct Writer {
+    static Writer LeaseHolder(int64_t lease_epoch, std::string_view action) {
+      return {true, lease_epoch, action};
+    }
+    static Writer StudySide() { return {false, 0, {}}; }
+    bool fenced;
+    int64_t lease_epoch;
+    std::string_view action;
+  };
+  // The one path of a write to one trial: checks the address, locks the
+  // trial, loads it with its study (write access checked), lets `answer`
+  // reply without writing (a retry of what already happened, or a late word
+  // of a worker on a trial it no longer runs: true when it replied), then
+  // fences per `writer` and runs `mutate`, which changes the trial and saves
+  // it from the version read.
+  using Answer = absl::FunctionRef<absl::StatusOr<bool>(TrialWrite&)>;
+  using Mutation = absl::FunctionRef<absl::Status(
+      TrialWrite&, const storage::TrialVersion& read)>;
+  absl::Status MutateTrial(const Principal& caller,
+                           const std::string& study_name, int64_t trial_id,
+                           TrialRead read, const Writer& writer,
+                           Answer answer, Mutation mutate);
+  static absl::StatusOr<bool> NoAnswer(TrialWrite&) { return false; }
+  // A worker's word on its trial after the trial was PAUSED (or, with
+  // `settled_too`, settled) under the worker's own `lease_epoch`: the time it
+  // reports is saved, and true says the call is answered.
+  absl::StatusOr<bool> AnswerPausedWorker(const std::string& study_name,
+                                          int64_t lease_epoch,
+                                          double device_seconds,
+                                          TrialWrite& write, bool settled_too);
+  // The stored measurement of a report `m` whose step the trial already
+  // holds, if it has the same metrics (a retry); else INVALID_ARGUMENT.
+  absl::StatusOr<v1::Measurement> RecordedStep(const TrialWrite& write,
+                                               const v1::Measurement& m);
   // The study with its trial counts filled in, if `caller` may read it.
   absl::StatusOr<v1::Study> LoadStudyWithCounts(const Principal& caller,
                                                 const std::string& name);

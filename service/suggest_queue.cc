@@ -21,6 +21,12 @@ absl::StatusOr<v1::SuggestTrialsResponse> SuggestQueue::SubmitPartial(
   return Run(ticket, serve);
 }
 
+void SuggestQueue::DiscardModel() {
+  absl::MutexLock lock(&mu_);
+  discard_model_ = true;
+  if (model_stop_ != nullptr) *model_stop_ = true;
+}
+
 absl::StatusOr<v1::SuggestTrialsResponse> SuggestQueue::Run(Ticket& ticket,
                                                             ServeFn serve) {
   absl::MutexLock lock(&mu_);
@@ -35,9 +41,16 @@ absl::StatusOr<v1::SuggestTrialsResponse> SuggestQueue::Run(Ticket& ticket,
     serving_ = true;
     std::vector<Ticket*> batch;
     batch.swap(queued_);
+    if (std::exchange(discard_model_, false)) {
+      *model_.stop = true;
+      model_ = StudyModel();
+    }
     mu_.Unlock();
-    serve(batch);
+    serve(batch, model_);
     mu_.Lock();
+    // The leader may have made a new model (and stop flag).
+    model_stop_ = model_.stop;
+    if (discard_model_) *model_stop_ = true;
     for (Ticket* t : batch) t->done = true;
     serving_ = false;
     served_.SignalAll();

@@ -2,9 +2,10 @@
 // the partial trials (CreateTrialRequest.partial) whose other parameters the
 // study's algorithm chooses. The first caller to find no batch in progress
 // becomes the leader and serves everything queued in one go (one model fit
-// for the whole batch); the others wait for their own result. Only the
-// leader runs `serve`, so per-study model state touched there needs no other
-// lock, and a study fits one model at a time however many callers ask.
+// for the whole batch); the others wait for their own result. The queue owns
+// the study's model and hands it to the leader's `serve` alone, so a study
+// fits one model at a time however many callers ask, and only the code
+// given the StudyModel& can touch it.
 //
 // Thread-safe.
 #ifndef HYPERTUNE_SERVICE_SUGGEST_QUEUE_H_
@@ -18,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "hypertune/v1/hypertune.pb.h"
 #include "service/access.h"
+#include "service/study_model.h"
 
 namespace hypertune::service {
 
@@ -35,7 +37,8 @@ class SuggestQueue {
         absl::UnknownError("not served");
     bool done = false;  // Guarded by the queue's mutex.
   };
-  using ServeFn = absl::FunctionRef<void(const std::vector<Ticket*>& batch)>;
+  using ServeFn = absl::FunctionRef<void(const std::vector<Ticket*>& batch,
+                                         StudyModel& model)>;
 
   // Queues `request` of `caller` and returns its result once a leader
   // (perhaps this caller) has served it. `serve` must set every ticket's
@@ -46,6 +49,9 @@ class SuggestQueue {
   // Queues partial trial `given` of `caller` in the same way.
   absl::StatusOr<v1::SuggestTrialsResponse> SubmitPartial(
       const v1::Trial& given, const Principal& caller, ServeFn serve);
+  // The study was deleted or its search space changed: the current model's
+  // background fits stop, and the next leader starts from an empty model.
+  void DiscardModel();
 
  private:
   absl::StatusOr<v1::SuggestTrialsResponse> Run(Ticket& ticket, ServeFn serve);
@@ -54,6 +60,12 @@ class SuggestQueue {
   absl::CondVar served_;
   std::vector<Ticket*> queued_ ABSL_GUARDED_BY(mu_);
   bool serving_ ABSL_GUARDED_BY(mu_) = false;
+  // Touched by the leader alone (while serving_), and by Run between two
+  // leaders.
+  StudyModel model_;
+  bool discard_model_ ABSL_GUARDED_BY(mu_) = false;
+  // model_.stop as of the last serve, for DiscardModel to raise.
+  StopFlag model_stop_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace hypertune::service

@@ -46,8 +46,9 @@ absl::StatusOr<v1::SuggestTrialsResponse> Suggestions::SuggestTrials(
   absl::StatusOr<v1::SuggestTrialsResponse> response =
       runtime.suggestions.Submit(
           request, caller,
-          [&](const std::vector<SuggestQueue::Ticket*>& batch) {
-            ServeSuggestions(runtime, request.study_name(), batch);
+          [&](const std::vector<SuggestQueue::Ticket*>& batch,
+              StudyModel& model) {
+            ServeSuggestions(runtime, request.study_name(), batch, model);
           });
   if (context_.options().metrics != nullptr) {
     context_.options().metrics->ObserveSuggestSeconds(
@@ -67,19 +68,19 @@ absl::StatusOr<v1::SuggestTrialsResponse> Suggestions::SuggestTrials(
 // Leases that ran out are expired first, under the lock held exclusively.
 void Suggestions::ServeSuggestions(
     StudyRuntime& runtime, const std::string& name,
-    const std::vector<SuggestQueue::Ticket*>& batch) {
+    const std::vector<SuggestQueue::Ticket*>& batch, StudyModel& model) {
   std::vector<SuggestQueue::Ticket*> requests;
   std::vector<SuggestQueue::Ticket*> partials;
   for (SuggestQueue::Ticket* t : batch) {
     (t->request != nullptr ? requests : partials).push_back(t);
   }
-  if (!requests.empty()) ServeRequests(runtime, name, requests);
-  if (!partials.empty()) ServePartials(runtime, name, partials);
+  if (!requests.empty()) ServeRequests(runtime, name, requests, model);
+  if (!partials.empty()) ServePartials(runtime, name, partials, model);
 }
 
 void Suggestions::ServeRequests(
     StudyRuntime& runtime, const std::string& name,
-    const std::vector<SuggestQueue::Ticket*>& batch) {
+    const std::vector<SuggestQueue::Ticket*>& batch, StudyModel& model) {
   auto fail_all = [&](const absl::Status& status) {
     for (SuggestQueue::Ticket* t : batch) t->result = status;
   };
@@ -144,10 +145,10 @@ void Suggestions::ServeRequests(
       }
     }
     if (plan.total_fresh > 0) {
-      if (absl::Status s = PrepareSuggester(runtime, state.study); !s.ok()) {
+      if (absl::Status s = PrepareSuggester(model, state.study); !s.ok()) {
         return fail_all(s);
       }
-      if (runtime.suggester->UsesHistory()) {
+      if (model.suggester->UsesHistory()) {
         absl::StatusOr<std::vector<v1::Trial>> trials =
             context_.store().ListTrials(name, {});
         if (!trials.ok()) return fail_all(trials.status());
@@ -158,8 +159,8 @@ void Suggestions::ServeRequests(
 
   absl::Status proposal_error;
   if (plan.total_fresh > 0) {
-    proposal_error = ProposeAndStore(runtime, state, snapshot, batch, plan,
-                                     responses);
+    proposal_error = ProposeAndStore(runtime, model, state, snapshot, batch,
+                                     plan, responses);
   }
   for (size_t i = 0; i < batch.size(); ++i) {
     if (!access[i].ok()) {
@@ -217,7 +218,7 @@ absl::Status Suggestions::CompleteStudy(
 }
 
 absl::Status Suggestions::ProposeAndStore(
-    StudyRuntime& runtime, const SuggestionState& state,
+    StudyRuntime& runtime, StudyModel& model, const SuggestionState& state,
     const std::vector<v1::Trial>& snapshot,
     const std::vector<SuggestQueue::Ticket*>& batch,
     const SuggestionPlan& plan,
@@ -226,7 +227,7 @@ absl::Status Suggestions::ProposeAndStore(
   int64_t created = 0;
   for (const auto& [s, n] : state.counts) created += n;
   absl::StatusOr<std::vector<v1::Trial>> proposed =
-      ProposeTrials(*runtime.suggester, runtime.priors, study, snapshot,
+      ProposeTrials(*model.suggester, model.priors, study, snapshot,
                     plan.total_fresh, created,
                     plan.curve_model ? &*plan.curve_model : nullptr);
   if (!proposed.ok()) return proposed.status();
@@ -269,24 +270,24 @@ absl::Status Suggestions::ProposeAndStore(
   return absl::OkStatus();
 }
 
-absl::Status Suggestions::PrepareSuggester(StudyRuntime& runtime,
+absl::Status Suggestions::PrepareSuggester(StudyModel& model,
                                             const v1::Study& study) {
-  if (runtime.suggester != nullptr &&
-      runtime.suggester_study_created_ms == study.create_time_ms()) {
+  if (model.suggester != nullptr &&
+      model.study_created_ms == study.create_time_ms()) {
     return absl::OkStatus();
   }
   absl::StatusOr<optimizer::Algorithm> algorithm =
       ToOptimizerAlgorithm(study.spec().algorithm());
   if (!algorithm.ok()) return algorithm.status();
-  if (runtime.suggester_stop) *runtime.suggester_stop = true;
-  runtime.suggester_stop = std::make_shared<std::atomic<bool>>(false);
   absl::StatusOr<std::vector<optimizer::PriorStudy>> priors = LoadPriors(study);
   if (!priors.ok()) return priors.status();
-  runtime.priors = *std::move(priors);
-  runtime.suggester = optimizer::MakeSuggester(
-      *algorithm,
-      context_.fits() ? context_.fits()->RunnerFor(runtime.suggester_stop) : optimizer::FitRunner());
-  runtime.suggester_study_created_ms = study.create_time_ms();
+  *model.stop = true;  // the last incarnation's fits
+  model = StudyModel();
+  model.priors = *std::move(priors);
+  model.suggester = optimizer::MakeSuggester(
+      *algorithm, context_.fits() ? context_.fits()->RunnerFor(model.stop)
+                                  : optimizer::FitRunner());
+  model.study_created_ms = study.create_time_ms();
   return absl::OkStatus();
 }
 
@@ -317,8 +318,10 @@ absl::StatusOr<v1::Trial> Suggestions::CreatePartialTrial(
     const Principal& caller) {
   absl::StatusOr<v1::SuggestTrialsResponse> created =
       runtime.suggestions.SubmitPartial(
-          given, caller, [&](const std::vector<SuggestQueue::Ticket*>& batch) {
-            ServeSuggestions(runtime, name, batch);
+          given, caller,
+          [&](const std::vector<SuggestQueue::Ticket*>& batch,
+              StudyModel& model) {
+            ServeSuggestions(runtime, name, batch, model);
           });
   if (!created.ok()) return created.status();
   return created->trials(0);
@@ -329,7 +332,7 @@ absl::StatusOr<v1::Trial> Suggestions::CreatePartialTrial(
 // before the next batch is served, so that it sees them.
 void Suggestions::ServePartials(
     StudyRuntime& runtime, const std::string& name,
-    const std::vector<SuggestQueue::Ticket*>& batch) {
+    const std::vector<SuggestQueue::Ticket*>& batch, StudyModel& model) {
   auto fail_all = [&](const absl::Status& status) {
     for (SuggestQueue::Ticket* t : batch) t->result = status;
   };
@@ -344,7 +347,7 @@ void Suggestions::ServePartials(
         context_.store().ListTrials(name, {});
     if (!trials.ok()) return fail_all(trials.status());
     snapshot = *std::move(trials);
-    if (absl::Status s = PrepareSuggester(runtime, study); !s.ok()) {
+    if (absl::Status s = PrepareSuggester(model, study); !s.ok()) {
       return fail_all(s);
     }
   }
@@ -370,7 +373,7 @@ void Suggestions::ServePartials(
   }
   if (valid.empty()) return;
   absl::StatusOr<std::vector<v1::Trial>> proposed =
-      ProposeTrials(*runtime.suggester, runtime.priors, study, snapshot,
+      ProposeTrials(*model.suggester, model.priors, study, snapshot,
                     static_cast<int>(valid.size()),
                     static_cast<int64_t>(snapshot.size()));
   if (!proposed.ok()) {

@@ -49,18 +49,19 @@ class Suggestions {
 
  private:
   // Serves a batch of coalesced tickets on study `name` (SuggestTrials
-  // requests, then partial trials), setting each ticket's result.
-  // REQUIRES: the caller leads `runtime`'s suggestion queue.
+  // requests, then partial trials), setting each ticket's result, with the
+  // study's `model`, which the queue hands its leader alone: the model's
+  // fits run without the study's lock.
   void ServeSuggestions(StudyRuntime& runtime, const std::string& name,
-                        const std::vector<SuggestQueue::Ticket*>& batch)
-      ABSL_LOCKS_EXCLUDED(runtime.mu);
-  // ServeSuggestions' two kinds of ticket. REQUIRES: as ServeSuggestions.
+                        const std::vector<SuggestQueue::Ticket*>& batch,
+                        StudyModel& model) ABSL_LOCKS_EXCLUDED(runtime.mu);
+  // ServeSuggestions' two kinds of ticket.
   void ServeRequests(StudyRuntime& runtime, const std::string& name,
-                     const std::vector<SuggestQueue::Ticket*>& batch)
-      ABSL_LOCKS_EXCLUDED(runtime.mu);
+                     const std::vector<SuggestQueue::Ticket*>& batch,
+                     StudyModel& model) ABSL_LOCKS_EXCLUDED(runtime.mu);
   void ServePartials(StudyRuntime& runtime, const std::string& name,
-                     const std::vector<SuggestQueue::Ticket*>& batch)
-      ABSL_LOCKS_EXCLUDED(runtime.mu);
+                     const std::vector<SuggestQueue::Ticket*>& batch,
+                     StudyModel& model) ABSL_LOCKS_EXCLUDED(runtime.mu);
   // What PlanSuggestions needs of study `name`. REQUIRES: runtime.mu held.
   absl::Status LoadSuggestionState(const std::string& name,
                                    SuggestionState& state);
@@ -69,25 +70,24 @@ class Suggestions {
   absl::Status CompleteStudy(const v1::Study& study,
                              const std::vector<v1::Trial>& unpromotable,
                              int64_t now);
-  // Proposes plan.total_fresh new trials without the lock, then, under it
-  // (shared), stores them granted to their requesters and adds them to
-  // `responses`. REQUIRES: as ServeSuggestions.
+  // Proposes plan.total_fresh new trials from `model` without the lock,
+  // then, under it (shared), stores them granted to their requesters and
+  // adds them to `responses`.
   absl::Status ProposeAndStore(
-      StudyRuntime& runtime, const SuggestionState& state,
+      StudyRuntime& runtime, StudyModel& model, const SuggestionState& state,
       const std::vector<v1::Trial>& snapshot,
       const std::vector<SuggestQueue::Ticket*>& batch,
       const SuggestionPlan& plan,
       std::vector<v1::SuggestTrialsResponse>& responses)
       ABSL_LOCKS_EXCLUDED(runtime.mu);
-  // Makes runtime.suggester the model of `study`'s current incarnation,
-  // and loads its prior studies' trials into runtime.priors.
-  // REQUIRES: as ServeSuggestions.
-  absl::Status PrepareSuggester(StudyRuntime& runtime, const v1::Study& study);
+  // Makes `model` the model of `study`'s current incarnation, with its
+  // prior studies' trials.
+  absl::Status PrepareSuggester(StudyModel& model, const v1::Study& study);
   // `count` new trials (parameters only) from `suggester`, given the
   // history in `snapshot` (and, promote_by_model, the learning-curve model
   // already fitted on it, or null). REQUIRES: no other call uses `suggester`
-  // meanwhile; for the study's own (runtime.suggester), as ServeSuggestions,
-  // without the study's lock (a fit may take a while).
+  // meanwhile (the study's own: its queue's leader, without the study's
+  // lock, since a fit may take a while).
   absl::StatusOr<std::vector<v1::Trial>> ProposeTrials(
       optimizer::Suggester& suggester,
       const std::vector<optimizer::PriorStudy>& priors, const v1::Study& study,

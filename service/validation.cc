@@ -569,4 +569,37 @@ absl::Status ValidateCheckpointStep(const v1::HeartbeatRequest& request) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateHeartbeat(const v1::HeartbeatRequest& request) {
+  HT_RETURN_IF_ERROR(ValidateClientId("client_id", request.client_id()));
+  HT_RETURN_IF_ERROR(
+      ValidateText("checkpoint_uri", request.checkpoint_uri(), kMaxUriBytes));
+  HT_RETURN_IF_ERROR(ValidateText("log_path", request.log_path(), kMaxUriBytes));
+  HT_RETURN_IF_ERROR(ValidateCheckpointStep(request));
+  return ValidateDeviceSeconds("device_seconds", request.device_seconds());
+}
+
+absl::Status ValidateCompleteTrial(const v1::CompleteTrialRequest& request) {
+  HT_RETURN_IF_ERROR(ValidateMeasurement("final_measurement",
+                                         request.final_measurement(), false));
+  HT_RETURN_IF_ERROR(
+      ValidateDeviceSeconds("device_seconds", request.device_seconds()));
+  HT_RETURN_IF_ERROR(ValidateText("infeasible_reason",
+                                  request.infeasible_reason(), kMaxReasonBytes));
+  HT_RETURN_IF_ERROR(ValidateText("failure_reason", request.failure_reason(),
+                                  kMaxReasonBytes));
+  HT_RETURN_IF_ERROR(ValidateAttributes("attributes", request.attributes()));
+  if (request.infeasible() + request.worker_failed() + request.failed() > 1) {
+    return absl::InvalidArgumentError(
+        "infeasible, worker_failed, failed: at most one (the parameters are "
+        "bad, the worker is gone and the trial runs again, or something else "
+        "failed for good)");
+  }
+  if (request.preempted() && !request.worker_failed()) {
+    return absl::InvalidArgumentError(
+        "preempted: only with worker_failed (the trial is given back because "
+        "its machine was taken away)");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace hypertune::service

@@ -65,6 +65,16 @@ absl::Status ValidateDeviceSeconds(const std::string& field, double seconds);
 // A heartbeat's checkpoint_step: >= 0, and only with a checkpoint_uri.
 absl::Status ValidateCheckpointStep(const v1::HeartbeatRequest& request);
 
+// The fields of a worker's heartbeat but its address (study, trial, epoch):
+// client id, checkpoint, log path, device-seconds.
+absl::Status ValidateHeartbeat(const v1::HeartbeatRequest& request);
+
+// The fields of a CompleteTrial request but its address: the final
+// measurement, device-seconds, reasons, attributes, and the outcome flags
+// (at most one of infeasible, worker_failed and failed; preempted only with
+// worker_failed).
+absl::Status ValidateCompleteTrial(const v1::CompleteTrialRequest& request);
+
 }  // namespace hypertune::service
 
 #endif  // HYPERTUNE_SERVICE_VALIDATION_H_
