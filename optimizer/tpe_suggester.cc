@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -10,32 +11,20 @@
 
 #include <Eigen/Core>
 
-#include "absl/strings/str_cat.h"
 #include "optimizer/conditional.h"
 #include "optimizer/fidelity.h"
 #include "optimizer/metrics.h"
 #include "optimizer/sobol.h"
 #include "optimizer/splitmix.h"
+#include "optimizer/tpe/groups.h"
+#include "optimizer/tpe/parzen_estimator.h"
 
 namespace hypertune::optimizer {
 namespace {
 
-constexpr double kSqrt2 = 1.41421356237309505;
-constexpr double kLogSqrt2Pi = 0.918938533204672742;
-
-double NormalCdf(double z) { return 0.5 * std::erfc(-z / kSqrt2); }
-
 // gamma(n) = min(ceil(0.1 n), 25): the size of the "good" group.
 int GoodGroupSize(int n) {
   return std::min(static_cast<int>(std::ceil(0.1 * n)), 25);
-}
-
-double LogSumExp(const std::vector<double>& v) {
-  const double m = *std::max_element(v.begin(), v.end());
-  if (!std::isfinite(m)) return m;
-  double s = 0;
-  for (double x : v) s += std::exp(x - m);
-  return m + std::log(s);
 }
 
 // Optuna's default_weights: flat for the newest 25, a ramp from 1/n up
@@ -52,93 +41,63 @@ std::vector<double> RecencyWeights(int n) {
   return w;
 }
 
-// A mixture of Gaussians truncated to [0,1].
-class NumericParzen {
- public:
-  NumericParzen(const std::vector<double>& obs, const std::vector<double>& w,
-                double prior_weight) {
-    mu_ = obs;
-    mu_.push_back(0.5);
-    weight_ = w;
-    weight_.push_back(prior_weight);
-    const size_t m = mu_.size();
-    std::vector<size_t> order(m);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return mu_[a] < mu_[b]; });
-    std::vector<double> with_ends = {0.0};
-    for (size_t i : order) with_ends.push_back(mu_[i]);
-    with_ends.push_back(1.0);
-    sigma_.assign(m, 1.0);
-    const double min_sigma = 1.0 / std::min(100.0, 1.0 + m);
-    for (size_t k = 0; k < m; ++k) {
-      double s = std::max(with_ends[k + 1] - with_ends[k],
-                          with_ends[k + 2] - with_ends[k + 1]);
-      // Not considering the endpoints (Optuna's default): the outermost
-      // components take their inner neighbour's distance.
-      if (m >= 2 && k == 0) s = with_ends[2] - with_ends[1];
-      if (m >= 2 && k == m - 1) s = with_ends[m] - with_ends[m - 1];
-      sigma_[order[k]] = std::clamp(s, min_sigma, 1.0);
-    }
-    sigma_[m - 1] = 1.0;  // The prior.
-    const double total = std::accumulate(weight_.begin(), weight_.end(), 0.0);
-    for (double& x : weight_) x /= total;
-    log_norm_.resize(m);
-    for (size_t k = 0; k < m; ++k) {
-      const double z = NormalCdf((1 - mu_[k]) / sigma_[k]) -
-                       NormalCdf(-mu_[k] / sigma_[k]);
-      log_norm_[k] = std::log(std::max(z, 1e-300));
-    }
-  }
-
-  double LogPdf(double x) const {
-    std::vector<double> terms(mu_.size());
-    for (size_t k = 0; k < mu_.size(); ++k) {
-      const double z = (x - mu_[k]) / sigma_[k];
-      terms[k] = std::log(weight_[k]) - 0.5 * z * z - kLogSqrt2Pi -
-                 std::log(sigma_[k]) - log_norm_[k];
-    }
-    return LogSumExp(terms);
-  }
-
-  double Sample(SplitMix64& rng) const {
-    double u = rng.NextUnit();
-    size_t k = 0;
-    while (k + 1 < weight_.size() && u >= weight_[k]) u -= weight_[k++];
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      const double x = mu_[k] + sigma_[k] * rng.NextNormal();
-      if (x >= 0 && x <= 1) return x;
-    }
-    return std::clamp(mu_[k], 0.0, 1.0);
-  }
-
- private:
-  std::vector<double> mu_, sigma_, weight_, log_norm_;
+// A trial as the estimators read it: its assignment's model coordinates
+// (unit cube; category index) and which parameters are active.
+struct Row {
+  Eigen::VectorXd x;
+  std::vector<bool> active;
 };
 
-// Weighted category frequencies plus prior_weight spread evenly.
-class CategoricalParzen {
- public:
-  CategoricalParzen(const std::vector<double>& obs, const std::vector<double>& w,
-                    double prior_weight, int categories)
-      : p_(categories, prior_weight / categories) {
-    for (size_t i = 0; i < obs.size(); ++i) p_[static_cast<int>(obs[i])] += w[i];
-    const double total = std::accumulate(p_.begin(), p_.end(), 0.0);
-    for (double& x : p_) x /= total;
-  }
-  double LogPdf(double c) const { return std::log(p_[static_cast<int>(c)]); }
-  double Sample(SplitMix64& rng) const {
-    double u = rng.NextUnit();
-    for (size_t c = 0; c + 1 < p_.size(); ++c) {
-      if (u < p_[c]) return static_cast<double>(c);
-      u -= p_[c];
+Row MakeRow(const SearchSpace& space, const Assignment& a) {
+  Row row{space.Encode(a), std::vector<bool>(a.size())};
+  for (size_t j = 0; j < a.size(); ++j) {
+    row.active[j] = !std::isnan(a[j]);
+    if (space.parameters()[j].type == ParameterType::kCategorical) {
+      row.x[static_cast<Eigen::Index>(j)] = a[j];
     }
-    return static_cast<double>(p_.size() - 1);
   }
+  return row;
+}
 
- private:
-  std::vector<double> p_;
-};
+// One estimator's data: the rows (in history order) where the group is
+// active, with their recency weights.
+tpe::ParzenEstimator Estimate(const SearchSpace& space,
+                              const std::vector<tpe::Dimension>& dims,
+                              const std::vector<const Row*>& rows,
+                              const tpe::ParzenOptions& options) {
+  std::vector<tpe::GroupPoint> points;
+  for (const Row* r : rows) {
+    if (!r->active[dims.front().parameter]) continue;
+    tpe::GroupPoint p(dims.size());
+    for (size_t j = 0; j < dims.size(); ++j) p[j] = r->x[dims[j].parameter];
+    points.push_back(std::move(p));
+  }
+  return tpe::ParzenEstimator(
+      space, dims, points,
+      RecencyWeights(static_cast<int>(points.size())), options);
+}
+
+// The estimators' groups: tpe::ParameterGroups (joint), or one parameter
+// each in parents-first order.
+std::vector<std::vector<tpe::Dimension>> DimensionGroups(
+    const SearchSpace& space, bool joint) {
+  auto dimension = [&](int j) {
+    const ParameterConfig& p = space.parameters()[j];
+    return tpe::Dimension{j, p.type == ParameterType::kCategorical
+                                 ? static_cast<int>(p.categories.size())
+                                 : 0};
+  };
+  std::vector<std::vector<tpe::Dimension>> groups;
+  if (joint) {
+    for (const std::vector<int>& g : tpe::ParameterGroups(space)) {
+      groups.emplace_back();
+      for (int j : g) groups.back().push_back(dimension(j));
+    }
+  } else {
+    for (int j : space.parents_first()) groups.push_back({dimension(j)});
+  }
+  return groups;
+}
 
 }  // namespace
 
@@ -171,29 +130,29 @@ absl::StatusOr<std::vector<Assignment>> TpeSuggester::Suggest(
       completed_scores[table.rows[order[k]]] = -static_cast<double>(k);
     }
   }
-  // Per trial: model coordinates (unit cube; category index) and a score
-  // for the split (higher is better; infeasible at -infinity).
-  std::vector<Eigen::VectorXd> points;
-  std::vector<bool> active;  // Row-major n x d: parameter j active in trial k.
-  std::vector<double> scores;
+  // The split's order: completed trials by score, then infeasible ones;
+  // pending trials are not evaluated and never good.
+  std::vector<Row> rows;
+  std::vector<int> evaluated, pending;
+  std::vector<double> order_score;
   std::set<Assignment, AssignmentLess> taken;
   for (size_t i = 0; i < request.history.size(); ++i) {
     const Observation& o = request.history[i];
     taken.insert(o.x);
-    if (o.outcome == Outcome::kPending) continue;
-    Eigen::VectorXd x = space.Encode(o.x);
-    for (int j = 0; j < d; ++j) {
-      active.push_back(!std::isnan(o.x[j]));
-      if (space.parameters()[j].type == ParameterType::kCategorical) x[j] = o.x[j];
+    if (o.outcome == Outcome::kPending && !options_.constant_liar) continue;
+    const int r = static_cast<int>(rows.size());
+    rows.push_back(MakeRow(space, o.x));
+    if (o.outcome == Outcome::kPending) {
+      pending.push_back(r);
+      order_score.push_back(-std::numeric_limits<double>::infinity());
+      continue;
     }
-    points.push_back(std::move(x));
-    if (o.outcome != Outcome::kCompleted) {
-      scores.push_back(-std::numeric_limits<double>::infinity());
-    } else {
-      scores.push_back(completed_scores[i]);
-    }
+    evaluated.push_back(r);
+    order_score.push_back(o.outcome == Outcome::kCompleted
+                              ? completed_scores[i]
+                              : -std::numeric_limits<double>::infinity());
   }
-  const int n = static_cast<int>(points.size());
+  const int n = static_cast<int>(evaluated.size());
   const SobolSequence sobol(d, request.seed);
   std::vector<Assignment> out;
   if (n < options_.startup_trials) {
@@ -203,75 +162,89 @@ absl::StatusOr<std::vector<Assignment>> TpeSuggester::Suggest(
     return out;
   }
 
-  // The split: the best gamma(n) trials are "good"; each group keeps
-  // history order for the recency weights.
+  // The split: the best gamma(n) evaluated trials are "good", the others
+  // and (constant liar) the pending ones "bad"; each group keeps history
+  // order for the recency weights.
+  std::vector<int> ranked = evaluated;
+  std::stable_sort(ranked.begin(), ranked.end(), [&](int a, int b) {
+    return order_score[a] > order_score[b];
+  });
   const int n_good = GoodGroupSize(n);
-  std::vector<int> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return scores[a] > scores[b]; });
-  std::vector<int> good(order.begin(), order.begin() + n_good);
-  std::vector<int> bad(order.begin() + n_good, order.end());
+  std::vector<int> good(ranked.begin(), ranked.begin() + n_good);
+  std::vector<int> bad(ranked.begin() + n_good, ranked.end());
+  bad.insert(bad.end(), pending.begin(), pending.end());
   std::sort(good.begin(), good.end());
   std::sort(bad.begin(), bad.end());
-  const std::vector<double> all_good_w =
-      RecencyWeights(static_cast<int>(good.size()));
-  const std::vector<double> all_bad_w =
-      RecencyWeights(static_cast<int>(bad.size()));
+  std::vector<const Row*> good_rows, bad_rows;
+  for (int r : good) good_rows.push_back(&rows[r]);
+  for (int r : bad) bad_rows.push_back(&rows[r]);
 
+  // The groups, each with its good estimator (the same for the whole
+  // batch): joint per group, or one per parameter.
+  const tpe::ParzenOptions joint{options_.prior_weight, true,
+                                 options_.bandwidth_weights};
+  const tpe::ParzenOptions single{options_.prior_weight, false,
+                                  options_.bandwidth_weights};
+  auto joint_at = [&](int64_t t) {
+    return options_.joint_every > 0 && t % options_.joint_every == 0;
+  };
+  bool any_joint = false, any_single = false;
   for (int i = 0; i < request.count; ++i) {
+    (joint_at(request.trials_created + i) ? any_joint : any_single) = true;
+  }
+  std::vector<std::vector<tpe::Dimension>> joint_groups, single_groups;
+  if (any_joint) joint_groups = DimensionGroups(space, true);
+  if (any_single) single_groups = DimensionGroups(space, false);
+  std::vector<tpe::ParzenEstimator> joint_good, single_good;
+  for (const auto& dims : joint_groups) {
+    joint_good.push_back(Estimate(space, dims, good_rows, joint));
+  }
+  for (const auto& dims : single_groups) {
+    single_good.push_back(Estimate(space, dims, good_rows, single));
+  }
+
+  std::vector<Row> batch;  // This batch's points so far (the liar's).
+  batch.reserve(static_cast<size_t>(request.count));
+  for (int i = 0; i < request.count; ++i) {
+    const int64_t t = request.trials_created + i;
+    const bool use_joint = joint_at(t);
+    const auto& groups = use_joint ? joint_groups : single_groups;
+    const auto& good_model = use_joint ? joint_good : single_good;
+    std::vector<const Row*> bad_now = bad_rows;
+    if (options_.constant_liar) {
+      for (const Row& r : batch) bad_now.push_back(&r);
+    }
+    std::vector<tpe::ParzenEstimator> bad_model;
+    for (const auto& dims : groups) {
+      bad_model.push_back(
+          Estimate(space, dims, bad_now, use_joint ? joint : single));
+    }
     Assignment best;
     bool found = false;
     for (int attempt = 0; attempt < 10 && !found; ++attempt) {
-      SplitMix64 rng(MixSeeds(
-          MixSeeds(request.seed,
-                   static_cast<uint64_t>(request.trials_created + i)),
-          static_cast<uint64_t>(attempt)));
-      Eigen::VectorXd unit(d);
-      for (int j = 0; j < d; ++j) {
-        // Each parameter's densities over the trials where it is active
-        // (Bergstra et al., "Algorithms for hyper-parameter optimization",
-        // NeurIPS 2011, section 4: the tree-structured Parzen estimator);
-        // in a flat space, every trial. Values drawn for a parameter that
+      SplitMix64 rng(MixSeeds(MixSeeds(request.seed, static_cast<uint64_t>(t)),
+                              static_cast<uint64_t>(attempt)));
+      Eigen::VectorXd unit = Eigen::VectorXd::Constant(d, 0.5);
+      for (size_t g = 0; g < groups.size(); ++g) {
+        // The candidate maximizing log l - log g among draws from l
+        // (Bergstra et al., section 4); values drawn for parameters that
         // the drawn parents leave inactive are dropped by Decode.
-        std::vector<double> gx, bx, good_w, bad_w;
-        for (size_t m = 0; m < good.size(); ++m) {
-          if (!active[good[m] * d + j]) continue;
-          gx.push_back(points[good[m]][j]);
-          good_w.push_back(all_good_w[m]);
-        }
-        for (size_t m = 0; m < bad.size(); ++m) {
-          if (!active[bad[m] * d + j]) continue;
-          bx.push_back(points[bad[m]][j]);
-          bad_w.push_back(all_bad_w[m]);
-        }
-        const ParameterConfig& p = space.parameters()[j];
-        double chosen = 0, chosen_score = -std::numeric_limits<double>::infinity();
-        if (p.type == ParameterType::kCategorical) {
-          const int k = static_cast<int>(p.categories.size());
-          const CategoricalParzen l(gx, good_w, options_.prior_weight, k);
-          const CategoricalParzen g(bx, bad_w, options_.prior_weight, k);
-          for (int c = 0; c < options_.ei_candidates; ++c) {
-            const double x = l.Sample(rng);
-            const double s = l.LogPdf(x) - g.LogPdf(x);
-            if (s > chosen_score) {
-              chosen_score = s;
-              chosen = x;
-            }
+        tpe::GroupPoint chosen;
+        double chosen_score = -std::numeric_limits<double>::infinity();
+        for (int c = 0; c < options_.ei_candidates; ++c) {
+          tpe::GroupPoint x = good_model[g].Sample(rng);
+          const double score =
+              good_model[g].LogPdf(x) - bad_model[g].LogPdf(x);
+          if (chosen.empty() || score > chosen_score) {
+            chosen_score = score;
+            chosen = std::move(x);
           }
-          unit[j] = (chosen + 0.5) / k;
-        } else {
-          const NumericParzen l(gx, good_w, options_.prior_weight);
-          const NumericParzen g(bx, bad_w, options_.prior_weight);
-          for (int c = 0; c < options_.ei_candidates; ++c) {
-            const double x = l.Sample(rng);
-            const double s = l.LogPdf(x) - g.LogPdf(x);
-            if (s > chosen_score) {
-              chosen_score = s;
-              chosen = x;
-            }
-          }
-          unit[j] = chosen;
+        }
+        for (size_t j = 0; j < groups[g].size(); ++j) {
+          const tpe::Dimension& dim = groups[g][j];
+          unit[dim.parameter] =
+              dim.categories > 0 ? (chosen[j] + 0.5) / dim.categories
+                                 : chosen[j];
         }
       }
       best = space.Decode(unit);
@@ -279,6 +252,7 @@ absl::StatusOr<std::vector<Assignment>> TpeSuggester::Suggest(
     }
     if (!found) best = space.Decode(sobol.Point(request.trials_created + i));
     taken.insert(best);
+    batch.push_back(MakeRow(space, best));
     out.push_back(std::move(best));
   }
   return out;

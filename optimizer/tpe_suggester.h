@@ -1,19 +1,28 @@
 // TPE: the Tree-structured Parzen Estimator (Bergstra et al., "Algorithms
-// for hyper-parameter optimization", NeurIPS 2011), univariate as Optuna's
-// default TPESampler (Watanabe, "Tree-structured Parzen estimator:
-// understanding its algorithm components", arXiv 2304.11127):
-//  - the first n_startup trials are scrambled Sobol points;
-//  - completed trials split into the best gamma(n) = min(ceil(0.1 n), 25)
+// for hyper-parameter optimization", NeurIPS 2011), with the components
+// that Watanabe ("Tree-structured Parzen estimator: understanding its
+// algorithm components", arXiv 2304.11127) finds to matter, as Optuna's
+// TPESampler has them:
+//  - the first startup_trials evaluated trials are scrambled Sobol points;
+//  - evaluated trials split into the best gamma(n) = min(ceil(0.1 n), 25)
 //    ("good") and the rest ("bad"; infeasible trials join them);
-//  - per dimension, each group is a Parzen estimator: a truncated-Gaussian
-//    mixture on [0,1] with one component per trial plus a prior component
-//    (centre 0.5, width 1), bandwidths from the distance to the neighbours
-//    clipped to [1 / min(100, n + 1), 1] (Optuna's magic clip), weights
-//    ramping down for old trials past 25 (Optuna's default_weights);
-//    categorical dimensions use weighted category frequencies plus the
-//    prior;
-//  - per dimension, draw n_ei_candidates from the good estimator and keep
-//    the one maximizing log l(x) - log g(x).
+//  - each group of parameters (tpe/groups.h: in a flat space all of them;
+//    in a conditional space those active in the same trials) has a Parzen
+//    estimator l over its good trials and g over its bad ones
+//    (tpe/parzen_estimator.h), each over the trials where the group is
+//    active; old trials weigh less past the newest 25 (Optuna's
+//    default_weights);
+//  - joint (multivariate; Falkner et al., "BOHB", ICML 2018): each group's
+//    candidates are drawn jointly from l, so that correlated good values stay
+//    together; single (univariate): every parameter is a group of its own;
+//    by default suggestions alternate between the two (joint_every);
+//  - draw ei_candidates from l and keep the one maximizing
+//    log l(x) - log g(x) (expected improvement, Bergstra et al. eq. 4);
+//  - constant liar (Ginsbourger et al., "Kriging is well-suited to
+//    parallelize optimization", 2010; Optuna's constant_liar): pending trials
+//    and the earlier points of the same batch join the bad group as if they
+//    had scored worst, so g rises where work is already under way and the
+//    points of a batch spread instead of repeating l's mode.
 // Several metrics (suggester.h): the split takes the first gamma(n)
 // completed trials of PreferenceOrder (metrics.h): feasible before
 // constraint-missing ones, then by non-domination rank with greedy
@@ -22,8 +31,9 @@
 // JAIR 73, 2022), the rest by total violation (feasibility first, as
 // Optuna's constrained TPE). MOTPE's hypervolume-contribution weights of the
 // good group are not used: every good trial weighs as in the single-objective
-// estimator. Infeasible trials join the bad group as above.
-// Pending trials are ignored except that a suggestion never repeats a trial.
+// estimator.
+// A suggestion never repeats a trial of the history or of its batch while
+// the draws find a new point.
 // Stateless; safe to share between threads.
 #ifndef HYPERTUNE_OPTIMIZER_TPE_SUGGESTER_H_
 #define HYPERTUNE_OPTIMIZER_TPE_SUGGESTER_H_
@@ -42,6 +52,21 @@ struct TpeOptions {
   int ei_candidates = 24;
   // Weight of the prior component (default 1, Optuna's).
   double prior_weight = 1.0;
+  // Which suggestions use joint estimators per group of parameters: those
+  // whose trial index is a multiple of joint_every; the others use one
+  // estimator per parameter. 0: never (univariate, Optuna's default); 1:
+  // always (multivariate). Default 2, alternating: joint suggestions keep
+  // correlated good values together (hartmann6, rosenbrock5), single ones
+  // recombine good values across trials (levy10, styblinski10);
+  // benchmarks/README.md has the measurements.
+  int joint_every = 2;
+  // Pending trials and the batch's earlier points in the bad group
+  // (default true).
+  bool constant_liar = true;
+  // Scores candidates with each component weighted by its bandwidth
+  // (tpe::ParzenOptions::bandwidth_weights), as Optuna 3.1 does (default
+  // true).
+  bool bandwidth_weights = true;
 };
 
 class TpeSuggester final : public Suggester {
