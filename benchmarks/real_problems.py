@@ -21,6 +21,7 @@ each appending one JSON line to --out (default: stdout):
    "spread": [per round, median pairwise distance within the batch in the unit
               cube / sqrt(d); null for a round of 1],
    "repeats": suggestions equal to an earlier evaluated or pending one,
+   "configs": [each configuration evaluated],
    "incumbent": the configuration of the lowest observed loss,
    "incumbent_clean": its loss re-evaluated on 5 fresh splits (mean),
    "seconds", "versions"}
@@ -126,7 +127,7 @@ def run_cell(optimizer: str, problem_name: str, seed: int, mode: str, q: int, ro
                 k = P.key(space, c)
                 repeats += k in seen
                 seen.add(k)
-            got = [problem.evaluate(c, P.eval_seed(seed, len(values) + i))
+            got = [problem.evaluate(c, P.eval_seed(seed, len(values) + i), seed)
                    for i, c in enumerate(asked)]
             opt.tell(got)
             values.extend(got)
@@ -139,13 +140,13 @@ def run_cell(optimizer: str, problem_name: str, seed: int, mode: str, q: int, ro
         b = min(b, v)
         best.append(b)
     incumbent = configs[values.index(min(values))]
-    clean = statistics.fmean(problem.evaluate(incumbent, P.eval_seed(seed, 10**6 + i))
-                             for i in range(CLEAN_SPLITS))
+    fresh = [P.eval_seed(seed, 10**6 + i) for i in range(CLEAN_SPLITS)]
+    clean = statistics.fmean(problem.evaluate(incumbent, s, s) for s in fresh)
     return {"optimizer": o_label(optimizer, tag), "problem": problem_name, "seed": seed,
             "mode": "seq" if mode == "seq" else f"batch{q}", "q": batch, "evals": len(values),
             "best": best, "values": values, "suggest_seconds": suggest_seconds,
             "spread": spread, "repeats": repeats,
-            "incumbent": {k: v for k, v in incumbent.items()},
+            "incumbent": incumbent, "configs": configs,
             "incumbent_clean": clean, "seconds": round(seconds, 2),
             "versions": O.versions(optimizer)}
 
