@@ -126,3 +126,14 @@ def test_one_cell_end_to_end():
     # 12 draws from the 100 points of knn_wine's space: repeats are counted
     # against the keys seen, never more than the draws after the first.
     assert 0 <= r["repeats"] <= 11
+
+
+def test_folds_are_fixed_by_the_split_seed():
+    pytest.importorskip("sklearn", reason="needs python3-sklearn")
+    knn = P.PROBLEMS["knn_wine"]
+    c = {"n_neighbors": 7, "p": 2}
+    # kNN has no randomness of its own: the split alone decides the loss.
+    assert knn.evaluate(c, 1, 5) == knn.evaluate(c, 2, 5)
+    losses = {knn.evaluate(c, 1, split) for split in range(6)}
+    assert len(losses) > 1
+    assert all(0 < v < 1 for v in losses)
