@@ -24,10 +24,9 @@ to (PLANNED, each naming its issue), is reported as planned, never passed in
 silence: `--planned` exits 77 (ctest: skipped) while any such use remains,
 listing them.
 
-The manifests are read with a parser for the block subset of YAML that they
-are written in (the test needs nothing beyond Python's standard library); it
-refuses what it does not know, and where PyYAML is importable the two are
-compared.
+The manifests are read with PyYAML (Debian's python3-yaml), as YAML 1.1 the
+way Kubernetes reads them, refusing a key given twice and a plain scalar that
+YAML 1.2 reads otherwise (yes, on, 0755: quote it).
 
 Usage:
   check_deploy.py --hypertuned BIN --hypertune BIN --hypertune-train BIN
@@ -45,6 +44,8 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from typing import Callable, Optional
+
+import yaml
 
 PROGRAMS = ("hypertuned", "hypertune", "hypertune-train")
 DEFAULT_GRPC_PORT = 50051  # hypertune's default port (trainer_sdk/hypertune.h)
@@ -343,180 +344,88 @@ def split_address(address: str):
     return host, int(port) if port else DEFAULT_GRPC_PORT
 
 
-# --- A subset of YAML ----------------------------------------------------------
+# --- YAML ----------------------------------------------------------------------
 
 class YamlError(Exception):
     pass
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader (YAML 1.1, as Kubernetes reads manifests) that
+    also refuses a key given twice (PyYAML keeps the last) and a plain
+    scalar that YAML 1.2 reads otherwise (yes, on, 0755, 1:30), which wants
+    quotes."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise YamlError(f"{_where(key_node)}: key {key!r} given twice")
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+    def _refuse_ambiguous(self, node):
+        text = node.value
+        if node.style is not None:
+            return  # quoted
+        tag = node.tag.rsplit(":", 1)[-1]
+        if tag == "str":
+            ambiguous = _AMBIGUOUS.fullmatch(text) is not None  # 1.1: y, n; 1.2: 1e5
+        else:
+            ambiguous = not ((tag == "bool" and text.lower() in ("true", "false"))
+                             or (tag == "int" and re.fullmatch(r"[-+]?(0|[1-9]\d*)", text))
+                             or (tag == "float" and re.fullmatch(r"[-+]?\d+\.\d+", text)))
+        if ambiguous:
+            raise YamlError(f"{_where(node)}: {text!r} reads differently in YAML 1.1 "
+                            "and 1.2: quote it")
+
+    def construct_yaml_str(self, node):
+        self._refuse_ambiguous(node)
+        return super().construct_yaml_str(node)
+
+    def construct_yaml_bool(self, node):
+        self._refuse_ambiguous(node)
+        return super().construct_yaml_bool(node)
+
+    def construct_yaml_int(self, node):
+        self._refuse_ambiguous(node)
+        return super().construct_yaml_int(node)
+
+    def construct_yaml_float(self, node):
+        self._refuse_ambiguous(node)
+        return super().construct_yaml_float(node)
+
+
 _AMBIGUOUS = re.compile(r"(?i)(y|n|yes|no|on|off)$|[-+]?0\d+$|[-+]?[\d.]+e[-+]?\d+$"
                         r"|[-+]?\.\d+$|[-+]?\d+\.$|\.(inf|nan)$")
+_StrictLoader.add_constructor("tag:yaml.org,2002:str", _StrictLoader.construct_yaml_str)
+_StrictLoader.add_constructor("tag:yaml.org,2002:bool", _StrictLoader.construct_yaml_bool)
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_yaml_int)
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _StrictLoader.construct_yaml_float)
 
 
-def yaml_scalar(text: str, where: str):
-    if text.startswith('"'):
-        try:
-            value, end = json.JSONDecoder().raw_decode(text)
-        except json.JSONDecodeError as e:
-            raise YamlError(f"{where}: bad double-quoted string: {e}")
-        if end != len(text):
-            raise YamlError(f"{where}: text after a quoted string")
-        return value
-    if text.startswith("'"):
-        m = re.fullmatch(r"'((?:[^']|'')*)'", text)
-        if not m:
-            raise YamlError(f"{where}: bad single-quoted string")
-        return m.group(1).replace("''", "'")
-    if text == "[]":
-        return []
-    if text == "{}":
-        return {}
-    if text[0] in "[{|>&*!%@`":
-        raise YamlError(f"{where}: {text[0]!r}: flow collections, block "
-                        "scalars, anchors and tags are not in the subset "
-                        "this check reads; write block style")
-    if re.search(r": |:$| #", text):
-        raise YamlError(f"{where}: quote {text!r}")
-    if text in ("true", "false"):
-        return text == "true"
-    if text in ("null", "~"):
-        return None
-    if re.fullmatch(r"[-+]?(0|[1-9]\d*)", text):
-        return int(text)
-    if re.fullmatch(r"[-+]?\d+\.\d+", text):
-        return float(text)
-    if _AMBIGUOUS.fullmatch(text) or text.lower() in ("true", "false", "null"):
-        raise YamlError(f"{where}: {text!r} reads differently in YAML 1.1 "
-                        "and 1.2: quote it")
-    return text
+def _where(node) -> str:
+    return f"{node.start_mark.name}:{node.start_mark.line + 1}"
 
 
-def strip_comment(line: str) -> str:
-    quote = None
-    for i, c in enumerate(line):
-        if quote:
-            if c == quote:
-                quote = None
-        elif c in "\"'" and (i == 0 or line[i - 1] in " -:["):
-            quote = c
-        elif c == "#" and (i == 0 or line[i - 1] in " \t"):
-            return line[:i].rstrip()
-    return line.rstrip()
-
-
-def parse_yaml(text: str, path: str) -> list:
-    """The documents of `text`, a block-style YAML subset (mappings,
-    sequences, plain and quoted scalars, comments, `---`)."""
-    documents, lines = [], []
-
-    def flush():
-        if lines:
-            documents.append(_parse_lines(lines, path))
-        lines.clear()
-
-    for number, raw in enumerate(text.splitlines(), 1):
-        if raw.rstrip() in ("---", "..."):
-            flush()
-            continue
-        line = strip_comment(raw)
-        if not line.strip():
-            continue
-        indent = len(line) - len(line.lstrip(" "))
-        if line[indent] == "\t":
-            raise YamlError(f"{path}:{number}: a tab in the indentation")
-        lines.append([number, indent, line[indent:]])
-    flush()
-    return documents
-
-
-_KEY = re.compile(r"""("(?:[^"\\]|\\.)*"|'[^']*'|[^\s"'#\-\[\]{}][^:#]*?|-[^\s:][^:#]*?)"""
-                  r":(?:\s+(.*))?$")
-
-
-def _parse_lines(lines, path):
-    pos = [0]
-
-    def where(i):
-        return f"{path}:{lines[i][0]}"
-
-    def block(indent):
-        if lines[pos[0]][2].startswith("- ") or lines[pos[0]][2] == "-":
-            return sequence(indent)
-        return mapping(indent)
-
-    def value_after(i, indent, rest, in_sequence_of=None):
-        if rest not in (None, ""):
-            pos[0] += 1
-            return yaml_scalar(rest, where(i))
-        pos[0] += 1
-        if pos[0] < len(lines):
-            nxt = lines[pos[0]]
-            if nxt[1] > indent or (nxt[1] == indent and in_sequence_of is None
-                                   and (nxt[2].startswith("- ") or nxt[2] == "-")):
-                return block(nxt[1])
-        return None
-
-    def mapping(indent):
-        result = {}
-        while pos[0] < len(lines) and lines[pos[0]][1] == indent:
-            i = pos[0]
-            content = lines[i][2]
-            if content.startswith("- ") or content == "-":
-                break
-            m = _KEY.match(content)
-            if not m:
-                raise YamlError(f"{where(i)}: expected `key: value`, got {content!r}")
-            key = yaml_scalar(m.group(1), where(i))
-            if key in result:
-                raise YamlError(f"{where(i)}: key {key!r} given twice")
-            result[key] = value_after(i, indent, m.group(2))
-        if pos[0] < len(lines) and lines[pos[0]][1] > indent:
-            raise YamlError(f"{where(pos[0])}: unexpected indentation")
-        return result
-
-    def sequence(indent):
-        items = []
-        while pos[0] < len(lines) and lines[pos[0]][1] == indent:
-            i = pos[0]
-            content = lines[i][2]
-            if not (content.startswith("- ") or content == "-"):
-                break
-            rest = content[1:].lstrip(" ")
-            if not rest:
-                items.append(value_after(i, indent, None, in_sequence_of=indent))
-                continue
-            if rest.startswith("- ") or rest == "-":
-                # "- - item" opens a sequence at the column of its dash.
-                lines[i] = [lines[i][0], indent + len(content) - len(rest), rest]
-                items.append(sequence(lines[i][1]))
-                continue
-            if _KEY.match(rest) and rest[0] not in "\"'":
-                # "- key: value" opens a mapping at the column of its key.
-                lines[i] = [lines[i][0], indent + len(content) - len(rest), rest]
-                items.append(mapping(lines[i][1]))
-                continue
-            items.append(yaml_scalar(rest, where(i)))
-            pos[0] += 1
-        return items
-
-    value = block(lines[0][1])
-    if pos[0] < len(lines):
-        raise YamlError(f"{where(pos[0])}: unexpected line {lines[pos[0]][2]!r}")
-    return value
-
-
-def load_yaml(path: str, report: Report) -> list:
+def load_yaml(path: str) -> list:
+    """The documents of the YAML file `path` (empty ones left out); YamlError
+    says what and where when it is not YAML or _StrictLoader refuses it."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    documents = parse_yaml(text, path)
     try:
-        import yaml  # PyYAML, where installed: the same reading, or a failure
-    except ImportError:
-        return documents
-    theirs = [d for d in yaml.safe_load_all(text) if d is not None]
-    if theirs != documents:
-        report.error(path, "this check's YAML reading differs from PyYAML's")
-    return documents
+        loader = _StrictLoader(text)
+        loader.name = path
+        try:
+            documents = []
+            while loader.check_data():
+                documents.append(loader.get_data())
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as e:
+        raise YamlError(f"{path}: {e}") from e
+    return [d for d in documents if d is not None]
 
 
 # --- Kubernetes -------------------------------------------------------------------
@@ -585,7 +494,7 @@ def k8s_variants(deploy_dir, report):
             if name.endswith((".yaml", ".yml")):
                 path = os.path.join(root, name)
                 try:
-                    docs = load_yaml(path, report)
+                    docs = load_yaml(path)
                 except YamlError as e:
                     report.error(shown(path, deploy_dir), str(e))
                     continue

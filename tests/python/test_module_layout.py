@@ -1,43 +1,53 @@
-"""The layout of the hypertune package's sources: its modules import each
-other without a cycle, and none reaches into another module's privates.
+"""The layout and lint of the hypertune package's sources, read from the
+source tree (python/hypertune), not run.
 
-Read from the source tree (python/hypertune), not run: every ``import`` and
-``from ... import`` of a hypertune module counts, wherever it stands (at
-module level, under ``if TYPE_CHECKING:``, or inside a function), since an
-import moved into a function to dodge a cycle is the cycle still. A private
-reach is an attribute access ``x._name`` where ``x`` is not ``self`` or
-``cls`` (a module uses its own privates only through its own instances and
-classes), or ``getattr(x, "_name")``.
+pylint (Debian's, with tools/pylintrc) finds no error and no warning in any
+module. Among its checks are the package's two layout rules:
 
-Run as a program, it prints the import graph and the private reaches.
+- cyclic-import: the modules import each other without a cycle, counting
+  imports inside functions (an import moved into a function to dodge a
+  cycle is the cycle still); pylint leaves out those under
+  ``if TYPE_CHECKING:``, which never run;
+- protected-access: no module reaches into another object's privates
+  (``x._name`` where ``x`` is not ``self`` or ``cls``), but for the few
+  other libraries' privates in ALLOWED_REACHES.
+
+What pylint does not see is checked here: ``getattr(x, "_name")`` and its
+kin reach no private either.
+
+Run as a program, it prints pylint's findings and the getattr reaches.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
+import subprocess
 import sys
-from typing import Iterator, Optional
+from typing import Iterator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PACKAGE_DIR = os.path.join(ROOT, "python", "hypertune")
+SOURCE_DIR = os.path.join(ROOT, "python")
+PACKAGE_DIR = os.path.join(SOURCE_DIR, "hypertune")
 PACKAGE = "hypertune"
+PYLINTRC = os.path.join(ROOT, "tools", "pylintrc")
 # The generated gRPC stubs: not ours to lay out (and git-ignored).
 GENERATED = f"{PACKAGE}.v1"
 
 # Private names of other libraries' objects that have no public
-# equivalent; each is named with the reason, so that the list stays short.
+# equivalent, as (module, name); each is named with the reason, so that the
+# list stays short.
 ALLOWED_REACHES = {
     # Optuna 3.1 has no public trial id on FrozenTrial (trial.number is
     # unique only within one study, and a sampler may serve several).
-    (f"{PACKAGE}.optuna", "trial._trial_id"),
+    (f"{PACKAGE}.optuna", "_trial_id"),
     # Nor a public membership test on a distribution.
-    (f"{PACKAGE}.optuna", "distribution._contains"),
+    (f"{PACKAGE}.optuna", "_contains"),
 }
 
-# What the brief names outright: a client's or a transport's private.
-_CLIENT_OR_TRANSPORT_PRIVATE = re.compile(r"\b_?(?:client|transport)\._[A-Za-z]")
+_PROTECTED_MEMBER = re.compile(r"protected member (\w+)")
 
 
 def _modules() -> dict[str, str]:
@@ -55,89 +65,45 @@ def _modules() -> dict[str, str]:
     return found
 
 
-def _parse(path: str) -> ast.Module:
-    with open(path, encoding="utf-8") as source:
-        return ast.parse(source.read(), filename=path)
+def pylint(paths: list[str], cwd: str) -> list[dict]:
+    """pylint's findings (its JSON records) over `paths`, with the project's
+    settings, run from `cwd` (the folder above the package). Fails the test
+    when pylint is missing or could not run."""
+    run = subprocess.run(
+        [sys.executable, "-m", "pylint", f"--rcfile={PYLINTRC}", "--output-format=json",
+         *paths],
+        cwd=cwd, capture_output=True, text=True, check=False)
+    if "No module named pylint" in run.stderr:
+        raise AssertionError(
+            f"pylint is missing for {sys.executable}: apt-get install pylint (make deps)")
+    # pylint's status is a bit mask of what it found; 1 (fatal) and 32
+    # (usage error) mean it could not lint.
+    assert not run.returncode & (1 | 32), f"pylint could not run:\n{run.stdout}{run.stderr}"
+    return json.loads(run.stdout or "[]")
 
 
-def _resolve(importer: str, node: ast.ImportFrom) -> str:
-    """The absolute module a ``from`` import names (relative ones too)."""
-    if not node.level:
-        return node.module or ""
-    package = importer.split(".")
-    is_package = _modules_cache[importer].endswith("__init__.py")
-    base = package if is_package else package[:-1]
-    base = base[: len(base) - (node.level - 1)]
-    return ".".join(base + ([node.module] if node.module else []))
+def _allowed(finding: dict) -> bool:
+    member = _PROTECTED_MEMBER.search(finding["message"])
+    return (finding["symbol"] == "protected-access" and member is not None
+            and (finding["module"], member.group(1)) in ALLOWED_REACHES)
 
 
-def imports_of(name: str, tree: ast.Module, modules: set[str]) -> set[str]:
-    """The package's modules that module ``name`` imports."""
-    targets: set[str] = set()
+def package_findings() -> list[str]:
+    """pylint's findings over the package but the allowed reaches, one line
+    each."""
+    paths = [os.path.relpath(p, SOURCE_DIR) for p in _modules_cache.values()]
+    return [
+        f"python/{f['path']}:{f['line']}: {f['message-id']} {f['message']} ({f['symbol']})"
+        for f in pylint(paths, SOURCE_DIR) if not _allowed(f)
+    ]
+
+
+def getattr_reaches(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """(line, expression) of each getattr, setattr, hasattr or delattr of a
+    private name given as a string, which pylint's protected-access does not
+    see."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            targets.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            module = _resolve(name, node)
-            for alias in node.names:
-                # `from hypertune import _config` imports the submodule;
-                # `from hypertune import Client`, the package itself.
-                submodule = f"{module}.{alias.name}"
-                targets.add(submodule if submodule in modules else module)
-    return {t for t in targets if t in modules and t != name}
-
-
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the package's modules it imports (the generated stubs left
-    out)."""
-    modules = set(_modules_cache)
-    return {
-        name: imports_of(name, _parse(path), modules) for name, path in _modules_cache.items()
-    }
-
-
-def find_cycle(graph: dict[str, set[str]]) -> Optional[list[str]]:
-    """A cycle of ``graph`` as the modules along it (the first repeated at
-    the end), or None."""
-    WHITE, GREY, BLACK = 0, 1, 2
-    colour = dict.fromkeys(graph, WHITE)
-    path: list[str] = []
-
-    def visit(node: str) -> Optional[list[str]]:
-        colour[node] = GREY
-        path.append(node)
-        for target in sorted(graph[node]):
-            if colour[target] == GREY:
-                return path[path.index(target):] + [target]
-            if colour[target] == WHITE:
-                found = visit(target)
-                if found:
-                    return found
-        path.pop()
-        colour[node] = BLACK
-        return None
-
-    for start in sorted(graph):
-        if colour[start] == WHITE:
-            found = visit(start)
-            if found:
-                return found
-    return None
-
-
-def private_reaches(name: str, tree: ast.Module) -> Iterator[tuple[int, str]]:
-    """(line, expression) of each access to a private attribute of an
-    object other than ``self`` or ``cls`` in module ``name``."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
-            attr = node.attr
-            if not attr.startswith("_") or (attr.startswith("__") and attr.endswith("__")):
-                continue
-            owner = node.value
-            if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
-                continue
-            expression = ast.unparse(node)
-        elif (
+        if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
             and node.func.id in ("getattr", "setattr", "hasattr", "delattr")
@@ -147,11 +113,17 @@ def private_reaches(name: str, tree: ast.Module) -> Iterator[tuple[int, str]]:
             and node.args[1].value.startswith("_")
             and not node.args[1].value.startswith("__")
         ):
-            expression = ast.unparse(node)
-        else:
-            continue
-        if (name, expression) not in ALLOWED_REACHES:
-            yield node.lineno, expression
+            yield node.lineno, ast.unparse(node)
+
+
+def package_getattr_reaches() -> list[str]:
+    found = []
+    for path in _modules_cache.values():
+        with open(path, encoding="utf-8") as source:
+            tree = ast.parse(source.read(), filename=path)
+        found += [f"{os.path.relpath(path, ROOT)}:{line}: {expression}"
+                  for line, expression in getattr_reaches(tree)]
+    return found
 
 
 _modules_cache = _modules()
@@ -164,76 +136,65 @@ def test_the_package_is_found() -> None:
     assert GENERATED not in _modules_cache
 
 
-def test_the_import_graph_finds_imports() -> None:
-    graph = import_graph()
-    # Spot checks of what the graph must see: a plain `from X import Y`,
-    # `from hypertune import _submodule`, and one under TYPE_CHECKING.
-    assert f"{PACKAGE}.study" in graph[f"{PACKAGE}.client"]
-    assert f"{PACKAGE}._proto" in graph[f"{PACKAGE}.client"]
-    assert f"{PACKAGE}.trial" in graph[f"{PACKAGE}.integration.lightning"]
+def test_pylint_finds_nothing() -> None:
+    findings = package_findings()
+    assert not findings, "pylint (tools/pylintrc):\n" + "\n".join(findings)
 
 
-def test_find_cycle_sees_a_cycle() -> None:
-    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
-    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+def test_pylint_sees_a_cycle_and_a_private_reach(tmp_path) -> None:
+    # The settings catch what the rules are about: a cycle closed by an
+    # import inside a function, and a reach into another object's private.
+    package = tmp_path / "pkg"
+    package.mkdir()
+    files = {
+        "__init__.py": "",
+        "a.py": "from pkg import b\n\n\ndef f():\n    return b.g\n",
+        "b.py": "def g():\n    from pkg import a\n    return a.f\n",
+        "c.py": "def h(client):\n    return client._call\n",
+    }
+    for name, text in files.items():
+        (package / name).write_text(text, encoding="utf-8")
+    findings = pylint([f"pkg/{name}" for name in files], str(tmp_path))
+    symbols = {(f["module"], f["symbol"]) for f in findings}
+    assert any(symbol == "cyclic-import" for _, symbol in symbols), findings
+    assert ("pkg.c", "protected-access") in symbols, findings
 
 
-def test_no_import_cycle() -> None:
-    cycle = find_cycle(import_graph())
-    assert cycle is None, "the package's modules import in a circle: " + " -> ".join(cycle or [])
+def test_the_allowed_reaches_are_only_allowed_where_named() -> None:
+    named = {"symbol": "protected-access", "module": f"{PACKAGE}.optuna",
+             "message": "Access to a protected member _trial_id of a client class"}
+    assert _allowed(named)
+    assert not _allowed(dict(named, module=f"{PACKAGE}.study"))
+    assert not _allowed(dict(named, message="Access to a protected member _call of a"
+                                            " client class"))
 
 
-def test_no_module_reaches_into_anothers_privates() -> None:
-    reaches = [
-        f"{os.path.relpath(path, ROOT)}:{line}: {expression}"
-        for name, path in _modules_cache.items()
-        for line, expression in private_reaches(name, _parse(path))
-    ]
-    assert not reaches, "private attributes reached from outside:\n" + "\n".join(reaches)
+def test_no_module_reaches_a_private_through_getattr() -> None:
+    reaches = package_getattr_reaches()
+    assert not reaches, "private attributes reached by name:\n" + "\n".join(reaches)
 
 
-def test_private_reach_detection() -> None:
+def test_getattr_reach_detection() -> None:
     tree = ast.parse(
-        "self._ok\ncls._ok\nself.__dict__\nclient._call(1)\nself._client._call\n"
-        "getattr(study, '_stops')\nx.public\n"
+        "getattr(study, '_stops')\nsetattr(x, '_y', 1)\ngetattr(x, '__dict__')\n"
+        "getattr(x, 'public')\nhasattr(x, name)\n"
     )
-    assert sorted(expression for _, expression in private_reaches("m", tree)) == [
-        "client._call", "getattr(study, '_stops')", "self._client._call"
+    assert sorted(expression for _, expression in getattr_reaches(tree)) == [
+        "getattr(study, '_stops')", "setattr(x, '_y', 1)"
     ]
-
-
-def test_no_client_or_transport_private_in_the_text() -> None:
-    # The plain-text version of the check above, as the issue words it:
-    # no `client._`, `self._client._` or `transport._` anywhere.
-    found = []
-    for path in _modules_cache.values():
-        with open(path, encoding="utf-8") as source:
-            for number, line in enumerate(source, 1):
-                if _CLIENT_OR_TRANSPORT_PRIVATE.search(line.split("#", 1)[0]):
-                    found.append(f"{os.path.relpath(path, ROOT)}:{number}: {line.strip()}")
-    assert not found, "reaches into a client's or a transport's privates:\n" + "\n".join(found)
 
 
 if __name__ == "__main__":
-    for module, imported in sorted(import_graph().items()):
-        print(f"{module} -> {', '.join(sorted(imported)) or '(none)'}")
-    print("cycle:", " -> ".join(find_cycle(import_graph()) or ["none"]))
-    every = [
-        (os.path.relpath(path, ROOT), line, expression)
-        for name, path in _modules_cache.items()
-        for line, expression in private_reaches(name, _parse(path))
-    ]
-    for path, line, expression in every:
-        print(f"{path}:{line}: {expression}")
-    print(f"{len(every)} private reaches (besides {len(ALLOWED_REACHES)} allowed)")
+    every = package_findings() + package_getattr_reaches()
+    for line in every:
+        print(line)
+    print(f"{len(every)} findings (besides {len(ALLOWED_REACHES)} allowed reaches)")
     sys.exit(0)
 
 
 def test_a_python_without_grpc_is_told_what_it_lacks() -> None:
     # Issue 47: a pyenv python3 without grpcio used to fail deep inside the
     # client with a bare "No module named 'grpc'".
-    import subprocess
-
     blocked = subprocess.run(
         [sys.executable, "-c",
          "import sys; sys.modules['grpc'] = None; import hypertune"],
