@@ -14,16 +14,20 @@ PACKAGES := g++ cmake ninja-build pkg-config \
   libturbojpeg0-dev dataset-fashion-mnist libcpp-httplib-dev chromium \
   python3-grpcio python3-protobuf python3-pytest python3-pandas \
   python3-matplotlib python3-optuna \
-  libpq-dev postgresql slurm-wlm munge libmicrohttpd-dev
+  libpq-dev postgresql slurm-wlm munge libmicrohttpd-dev \
+  pylint python3-yaml
 # python3-matplotlib draws hypertune.visualization's figures; python3-optuna
 # is the Optuna bridge's and the Optuna import's counterpart in the tests.
+# pylint checks the Python client (tests/python/test_module_layout.py);
+# python3-yaml reads deploy/'s manifests (tests/deploy/check_deploy.py).
 # Not here, being large: python3-torch (the PyTorch example; its tests are
 # skipped without it). npm (the
 # dashboard's charts from the npm registry) is installed only where no npm
 # is on the PATH: Node.js from elsewhere brings its own, which Debian's
 # package would conflict with.
 
-.PHONY: all deps configure build test demo install clean fuzz deb
+.PHONY: all deps configure build test demo install clean fuzz deb \
+  check-deps thread-safety sanitize format-check
 
 all: build
 
@@ -102,6 +106,75 @@ fuzz: deps
 	  -DHYPERTUNE_FUZZ=ON >/dev/null && \
 	cmake --build $(FUZZ_BUILD) --target service_fuzzer -j $(JOBS) && \
 	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# The checks CI runs after the suite (.ci/run), each on its own:
+#   make format-check   clang-format --dry-run -Werror over the C++ sources
+#                       (tools/cxx_sources.sh) against .clang-format;
+#                       tools/format_tree.sh formats them.
+#   make thread-safety  clang's -Wthread-safety analysis, as errors, over the
+#                       sources that name a lock (tools/clang_check.py), with
+#                       $(BUILD)'s compile commands (configured if need be);
+#   make sanitize       the optimizer's, the stores' and common/'s suites
+#                       built in $(SAN_BUILD) as Debug (asserts live) at -O1
+#                       with AddressSanitizer and UndefinedBehaviorSanitizer
+#                       (undefined behavior aborts), then run.
+# They need clang and clang-format (CHECK_PACKAGES), which check-deps
+# installs when run as root.
+CHECK_PACKAGES := clang clang-format
+check-deps:
+	@missing=$$(for p in $(CHECK_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" -ne 0 ]; then \
+	    echo "missing Debian packages (run make as root to install them):" $$missing >&2; exit 1; \
+	  fi; \
+	  echo "== apt: installing" $$missing; \
+	  apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+format-check: check-deps
+	@mkdir -p $(dir $(FORMAT_LOG)); \
+	printf '== format-check: %s C++ files against .clang-format ... ' \
+	  "$$(tools/cxx_sources.sh | wc -l)"; \
+	if tools/cxx_sources.sh | xargs -d '\n' -P $(JOBS) -n 20 \
+	    clang-format --dry-run -Werror --style=file >$(FORMAT_LOG) 2>&1; then \
+	  echo ok; \
+	else \
+	  echo "failed: $$(grep -c ': error:' $(FORMAT_LOG)) places in" \
+	    "$$(grep ': error:' $(FORMAT_LOG) | cut -d: -f1 | sort -u | wc -l) files" \
+	    "(tools/format_tree.sh formats them; the first 40 lines of $(FORMAT_LOG):)"; \
+	  head -n 40 $(FORMAT_LOG); exit 1; \
+	fi
+FORMAT_LOG ?= $(BUILD)/format-check.log
+
+# The generated headers (proto/) are what the compile commands need built.
+thread-safety: check-deps configure
+	@cmake --build $(BUILD) -j $(JOBS) --target hypertune_grpc >/dev/null
+	tools/clang_check.py --build $(BUILD) --jobs $(JOBS)
+
+SAN_BUILD ?= build-asan
+SAN_SUITES := tests/optimizer tests/storage tests/common
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+  -fno-omit-frame-pointer -D_GLIBCXX_ASSERTIONS
+$(SAN_BUILD)/build.ninja: CMakeLists.txt | deps
+	@mkdir -p $(SAN_BUILD); printf '== configure: %s, Debug -O1, ASan+UBSan (log: %s) ... ' \
+	  '$(SAN_BUILD)/' '$(SAN_BUILD)/configure.log'; start=$$(date +%s); \
+	cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+	  '-DCMAKE_C_FLAGS_DEBUG=-O1 -g1' '-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1' \
+	  '-DCMAKE_C_FLAGS=$(SAN_FLAGS)' '-DCMAKE_CXX_FLAGS=$(SAN_FLAGS)' \
+	  '-DCMAKE_EXE_LINKER_FLAGS=$(SAN_FLAGS)' \
+	  >$(SAN_BUILD)/configure.log 2>&1 || { echo failed; cat $(SAN_BUILD)/configure.log; exit 1; }; \
+	echo "$$(( $$(date +%s) - start )) s"
+
+sanitize: deps $(SAN_BUILD)/build.ninja
+	cmake --build $(SAN_BUILD) -j $(JOBS) --target $(addsuffix /all,$(SAN_SUITES))
+	@status=0; for suite in $(SAN_SUITES); do \
+	  ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(SAN_BUILD)/$$suite --output-on-failure -j $(JOBS) || status=1; \
+	done; exit $$status
 
 install: build
 	cmake --install $(BUILD)
