@@ -1,11 +1,14 @@
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <numeric>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -216,17 +219,42 @@ TEST(PrefetcherBoundTest, NeverFillsMoreThanAheadBeyondTheConsumer) {
   EXPECT_EQ(violations.load(), 0);
 }
 
+// Destroys `prefetcher` on a thread of its own and returns whether that
+// finished within `limit`, so that a destructor that never joins its workers
+// fails the test in seconds instead of hanging it until ctest's timeout. The
+// thread owns what it destroys (`data` too), so that a hung one, left behind,
+// touches nothing of the returning test.
+bool DestroyedWithin(std::shared_ptr<const FakeDataset> data,
+                     std::unique_ptr<Prefetcher> prefetcher,
+                     std::chrono::seconds limit) {
+  auto destroyed = std::make_shared<std::promise<void>>();
+  std::future<void> done = destroyed->get_future();
+  std::thread([data = std::move(data), prefetcher = std::move(prefetcher),
+               destroyed]() mutable {
+    prefetcher.reset();
+    destroyed->set_value();
+  }).detach();
+  return done.wait_for(limit) == std::future_status::ready;
+}
+
 TEST(PrefetcherLifetimeTest, DestroyingMidEpochStopsTheWorkers) {
-  FakeDataset data(1000);
-  {
-    Prefetcher prefetcher(data, EpochBatches(1000, 4, true, 1, 0, false), true,
-                          0, {4, 4});
-    ASSERT_TRUE(prefetcher.Next().ok());
-    ASSERT_TRUE(prefetcher.Next().ok());
-  }  // joins here; a hang would time the test out
-  Prefetcher never_read(data, EpochBatches(1000, 4, false, 0, 0, false), false,
-                        0);
-  SUCCEED();
+  constexpr std::chrono::seconds kLimit{30};
+  auto data = std::make_shared<const FakeDataset>(1000);
+  auto prefetcher = std::make_unique<Prefetcher>(
+      *data, EpochBatches(1000, 4, true, 1, 0, false), true, 0,
+      PrefetchOptions{4, 4});
+  ASSERT_TRUE(prefetcher->Next().ok());
+  ASSERT_TRUE(prefetcher->Next().ok());
+  // The workers wait for room four batches ahead: only the destructor's stop
+  // ends them.
+  EXPECT_TRUE(DestroyedWithin(data, std::move(prefetcher), kLimit))
+      << "destroying a prefetcher mid-epoch did not join its workers within "
+      << kLimit.count() << " s";
+  auto never_read = std::make_unique<Prefetcher>(
+      *data, EpochBatches(1000, 4, false, 0, 0, false), false, 0);
+  EXPECT_TRUE(DestroyedWithin(data, std::move(never_read), kLimit))
+      << "destroying a prefetcher never read did not join its workers within "
+      << kLimit.count() << " s";
 }
 
 TEST(PrefetcherLifetimeTest, NoBatchesIsAnEmptyEpoch) {
