@@ -47,7 +47,8 @@ ALL = tuple(HYPERTUNE) + PEERS
 def versions(name: str) -> dict:
     """What ran: library versions, and hypertune's commit."""
     if name in HYPERTUNE:
-        return {"hypertune": os.environ.get("REAL_PROBLEMS_COMMIT", "")}
+        return {"hypertune": os.environ.get("REAL_PROBLEMS_COMMIT", ""),
+                "bin_dir": os.environ.get("HYPERTUNE_BIN_DIR", "build/bin")}
     if name.startswith("optuna"):
         import optuna
         return {"optuna": optuna.__version__}
