@@ -1,7 +1,6 @@
 #include "optimizer/gp_bandit_suggester.h"
 
 #include <algorithm>
-#include <iostream>
 #include <optional>
 #include <utility>
 
@@ -56,6 +55,20 @@ double CostExponent(const SuggestRequest& request, int initial) {
 
 }  // namespace
 
+std::string_view GpBanditFallbackLabel(GpBanditFallback reason) {
+  switch (reason) {
+    case GpBanditFallback::kNone:
+      return "";
+    case GpBanditFallback::kModelFailed:
+      return "model_failed";
+    case GpBanditFallback::kNoNewPoint:
+      return "no_new_point";
+    case GpBanditFallback::kSpaceExhausted:
+      return "space_exhausted";
+  }
+  return "";
+}
+
 // One Suggest call past validation: the history encoded once, the models
 // built at the first point that needs them, and each stage of the loop as
 // one method. Lives for one call.
@@ -74,7 +87,8 @@ class GpBanditSuggester::Batch {
   // The initial design's point for the batch's point i.
   Assignment DesignPoint(int i) const;
   // Models -> acquisition stack -> maximize -> pick, for the batch's point
-  // i; a quasi-random point if the models fail or no new point is found.
+  // i; an untried quasi-random point if the models fail or no new point is
+  // found.
   Assignment ModelPoint(int i);
   // Fantasy: `a` becomes a pending trial for the batch's later points.
   void AddPending(const Assignment& a);
@@ -86,7 +100,7 @@ class GpBanditSuggester::Batch {
   }
   // Builds the models with the pending trials and this batch's earlier
   // picks as fantasies, and the region the picks made with trials pending
-  // search. False if they cannot be built (models_error_ says why).
+  // search. False if they cannot be built (fallback_detail_ says why).
   bool BuildModels(int i);
   std::optional<CostTerm> Cost() const;
   // The acquisition optimizer's points in [lower, upper], best first.
@@ -94,9 +108,10 @@ class GpBanditSuggester::Batch {
                                     const Eigen::VectorXd& lower,
                                     const Eigen::VectorXd& upper,
                                     uint64_t seed) const;
-  // A quasi-random point for the batch's point i, recording `reason` if it
-  // is the call's first fallback.
-  Assignment Fallback(int i, const std::string& reason);
+  // An untried quasi-random point for the batch's point i (the Sobol point
+  // itself if none is left), recording `reason` if it is the call's first
+  // fallback.
+  Assignment Fallback(int i, GpBanditFallback reason);
 
   GpBanditSuggester& owner_;
   const GpBanditOptions& options_;
@@ -118,7 +133,6 @@ class GpBanditSuggester::Batch {
   double cost_exponent_ = 0;
   std::optional<Models> models_;
   bool models_failed_ = false;
-  std::string models_error_;
   std::optional<IncumbentRegion> pending_region_;
   // This batch's points so far, in model coordinates.
   std::vector<Eigen::VectorXd> picks_;
@@ -179,7 +193,7 @@ Assignment GpBanditSuggester::Batch::DesignPoint(int i) const {
 
 Assignment GpBanditSuggester::Batch::ModelPoint(int i) {
   if (!models_ && (models_failed_ || !BuildModels(i))) {
-    return Fallback(i, models_error_);
+    return Fallback(i, GpBanditFallback::kModelFailed);
   }
   const uint64_t seed = PickSeed(i);
   const AcquisitionStack stack(*models_, Cost(), options_, seed);
@@ -198,7 +212,7 @@ Assignment GpBanditSuggester::Batch::ModelPoint(int i) {
       ranked, stack.top(), coords_, space_, models_->incumbent,
       options_.incumbent_pull_tolerance, history_.taken);
   if (picked) return *std::move(picked);
-  return Fallback(i, "no finite, new point maximizes the acquisition");
+  return Fallback(i, GpBanditFallback::kNoNewPoint);
 }
 
 bool GpBanditSuggester::Batch::BuildModels(int i) {
@@ -206,7 +220,9 @@ bool GpBanditSuggester::Batch::BuildModels(int i) {
       gp_bandit::BuildModels(inputs_, options_, owner_.fits_);
   if (!built.ok()) {
     models_failed_ = true;
-    models_error_ = std::string(built.status().message());
+    if (owner_.fallback_detail_.empty()) {
+      owner_.fallback_detail_ = std::string(built.status().message());
+    }
     return false;
   }
   models_ = *std::move(built);
@@ -242,13 +258,12 @@ std::vector<ScoredPoint> GpBanditSuggester::Batch::Maximize(
                              models_->perturbation_scale, seed, search);
 }
 
-Assignment GpBanditSuggester::Batch::Fallback(int i,
-                                              const std::string& reason) {
-  if (owner_.fallback_reason_.empty()) {
-    owner_.fallback_reason_ = reason;
-    std::cerr << "hypertune: GP_BANDIT fell back to quasi-random points: "
-              << reason << "\n";
-  }
+Assignment GpBanditSuggester::Batch::Fallback(int i, GpBanditFallback reason) {
+  std::optional<Assignment> untried =
+      gp_bandit::UntriedPoint(space_, request_.seed, Index(i), history_.taken);
+  if (!untried) reason = GpBanditFallback::kSpaceExhausted;
+  if (owner_.fallback_ == GpBanditFallback::kNone) owner_.fallback_ = reason;
+  if (untried) return *std::move(untried);
   return space_.Decode(
       SobolSequence(coords_.dim(), request_.seed).Point(Index(i)));
 }
@@ -269,7 +284,8 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
     return s;
   }
   if (request.fidelity != nullptr) return SuggestAtFidelity(request);
-  fallback_reason_.clear();
+  fallback_ = GpBanditFallback::kNone;
+  fallback_detail_.clear();
   Batch batch(*this, request);
   if (batch.DelegatesToTpe()) return tpe_.Suggest(request);
   std::vector<Assignment> out;

@@ -14,7 +14,8 @@
 // then the pick joins the models as a fantasy and the next point of the
 // batch goes round again. In detail, for one objective:
 //
-//   if the history is shorter than the initial design: centre, then Sobol;
+//   if the history is shorter than the initial design: centre, then Sobol
+//                      (points already taken skipped);
 //   y  <- winsorize, Yeo-Johnson, standardize (output_transform.h)
 //   hyperparameters <- MAP fit at scheduled history sizes of both the
 //                      Matérn ARD and an additive kernel, the additive one
@@ -28,9 +29,19 @@
 //                     predicted improvement raising the bar (kriging
 //                     believer)
 //   infeasible trials -> a feasibility GP weighting the acquisition
-//   repeat count times: x <- argmax acquisition, each coordinate moved to
-//   the incumbent's where the acquisition barely changes; add x as a
-//   fantasy.
+//   repeat count times: x <- argmax acquisition, each coordinate moved
+//   toward the incumbent's where the acquisition barely changes (a double
+//   nine tenths of the way, never onto it); add x as a fantasy.
+//
+// No point already evaluated or pending is proposed again, compared after
+// decoding (integers rounded, categories and inactive parameters as the
+// space keeps them), unless every point of the space is taken: the
+// design skips Sobol points that decode to a taken cell; when every point
+// the acquisition optimizer returns is taken, a finite space of at most
+// kMaxEnumeratedPoints is enumerated and its best untried point picked;
+// a fallback (gp_bandit/pick.h, UntriedPoint) takes the next untried Sobol
+// point, then the untried point farthest from the taken ones.
+// last_fallback_reason() names any fallback for the service's counters.
 //
 // Several metrics (SuggestRequest::metrics; one objective alone is the
 // single-objective problem above): every objective and every constraint
@@ -108,6 +119,7 @@
 #define HYPERTUNE_OPTIMIZER_GP_BANDIT_SUGGESTER_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -119,6 +131,27 @@
 
 namespace hypertune::optimizer {
 
+// Why a Suggest departed from the acquisition's pick for some point of its
+// batch (the first such point's reason). Every fallback still proposes a
+// point not taken, unless none is left.
+enum class GpBanditFallback {
+  kNone,
+  // "model_failed": the models could not be built (a fit or a
+  // factorization failed); untried quasi-random points instead.
+  kModelFailed,
+  // "no_new_point": every point the acquisition optimizer found is taken
+  // and the space is too large to enumerate; an untried quasi-random point
+  // instead.
+  kNoNewPoint,
+  // "space_exhausted": no untried point is left (every point of a finite
+  // space is taken); the quasi-random point, a repeat.
+  kSpaceExhausted,
+};
+
+// The label of `reason` ("" for kNone), stable across releases: the
+// service counts fallbacks by it.
+std::string_view GpBanditFallbackLabel(GpBanditFallback reason);
+
 class GpBanditSuggester final : public Suggester {
  public:
   explicit GpBanditSuggester(GpBanditOptions options = {});
@@ -128,9 +161,14 @@ class GpBanditSuggester final : public Suggester {
   absl::StatusOr<std::vector<Assignment>> Suggest(
       const SuggestRequest& request) override;
 
-  // Why the last Suggest fell back to quasi-random points; empty if it did
-  // not.
-  const std::string& last_fallback_reason() const { return fallback_reason_; }
+  // Why the last Suggest fell back (kNone if it did not), its label
+  // (Suggester::last_fallback_reason), and, for kModelFailed, the models'
+  // error message, for logs.
+  GpBanditFallback last_fallback() const { return fallback_; }
+  std::string_view last_fallback_reason() const override {
+    return GpBanditFallbackLabel(fallback_);
+  }
+  const std::string& last_fallback_detail() const { return fallback_detail_; }
 
   // gp_bandit::LastRefitCheckpoint (metric_model.h). REQUIRES: n >= 2
   static int LastRefitCheckpoint(int n) {
@@ -150,7 +188,8 @@ class GpBanditSuggester final : public Suggester {
   // Read by the caches below: declared first.
   const GpBanditOptions options_;
   TpeSuggester tpe_;
-  std::string fallback_reason_;
+  GpBanditFallback fallback_ = GpBanditFallback::kNone;
+  std::string fallback_detail_;
   // Per metric of the request (one for a request without metrics).
   std::vector<gp_bandit::MetricFits> fits_;
   // The log cost's (cost-aware requests).

@@ -157,6 +157,13 @@ class Suggester {
   // Whether Suggest reads `request.history`; callers may leave it empty when
   // not (the history of a large study is costly to load).
   virtual bool UsesHistory() const { return true; }
+  // Why the last Suggest fell back from the algorithm's own method for some
+  // point of its batch: a short label, stable across releases, for
+  // counters and logs (which add the study's name), e.g. GP_BANDIT's
+  // "model_failed" (gp_bandit_suggester.h lists them); empty if it did not
+  // fall back, and always for algorithms without a fallback. Read it after
+  // Suggest, under the same lock.
+  virtual std::string_view last_fallback_reason() const { return {}; }
 };
 
 // Runs `job(stop)` later, on another thread (the service's background

@@ -65,9 +65,10 @@ struct GpBanditOptions {
   // max_local_points trials (its kernel costs d times more).
   bool select_additive = true;
   // After maximizing the acquisition, each coordinate of the pick moves
-  // toward the incumbent's value if the acquisition (log EI units) loses
-  // at most this much in all; 0 disables (default 0.1). Along dimensions
-  // the model deems irrelevant the acquisition is flat and its maximizer
+  // toward the incumbent's value (a double nine tenths of the way, never
+  // onto it: gp_bandit/pick.h) if the acquisition (log EI units) loses at
+  // most this much in all; 0 disables (default 0.1). Along dimensions the
+  // model deems irrelevant the acquisition is flat and its maximizer
   // arbitrary, drawn from the Sobol candidates; the incumbent's value is
   // the best the data supports.
   double incumbent_pull_tolerance = 0.1;

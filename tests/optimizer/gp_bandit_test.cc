@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "optimizer/gp_bandit/pick.h"
 #include "optimizer/initial_design.h"
 #include "optimizer/metrics.h"
+#include "optimizer/splitmix.h"
 #include "optimizer/tpe_suggester.h"
 #include "tests/optimizer/spaces.h"
 
@@ -171,9 +173,15 @@ TEST(GpBanditTest, PicksMadeWithTrialsPendingUseTheMapFitAlone) {
 // AddFantasy), one predicted worse leaves it.
 TEST(GpBanditModelsTest, APendingPointPredictedToImproveRaisesTheBar) {
   const SearchSpace space = Box(2, -2, 2);
-  GpBanditSuggester driver;
-  const SuggestRequest r =
-      NextRequest(space, RunStudy(driver, space, Quadratic, 6, 1), 1);
+  // Six trials around the optimum (0.3, -0.7), none on it, so that the
+  // posterior mean peaks above the best of them.
+  std::vector<Observation> six;
+  for (const Assignment& a : std::vector<Assignment>{
+           {-1.5, -1.5}, {1.5, 1.5}, {-1.5, 1.5}, {1.5, -1.5}, {0, 0},
+           {1, -1.5}}) {
+    six.push_back({a, Outcome::kCompleted, {Quadratic(a)}});
+  }
+  const SuggestRequest r = NextRequest(space, six, 1);
   const gp_bandit::Coordinates coords(space);
   const gp_bandit::EncodedHistory history =
       gp_bandit::EncodeHistory(r, coords);
@@ -414,7 +422,8 @@ TEST(IncumbentRegionTest, ALengthscaleEachWayCappedAndClippedToTheBox) {
 // Maximized: depends on x0 only.
 double FirstCoordinateOnly(const Assignment& a) { return -std::pow(a[0] - 0.3, 2); }
 
-// Of x1..x7 of the next suggestion, how many equal the incumbent's.
+// Of x1..x7 of the next suggestion, how many lie within 0.1 of the
+// incumbent's (the pull leaves a tenth of the distance: pick.h).
 int KeptIncumbentValues(const GpBanditOptions& options, uint64_t seed) {
   const SearchSpace space = Box(8);
   GpBanditSuggester gp(options);
@@ -424,7 +433,7 @@ int KeptIncumbentValues(const GpBanditOptions& options, uint64_t seed) {
   const Assignment a =
       gp.Suggest(NextRequest(space, history, seed)).value().front();
   int kept = 0;
-  for (int j = 1; j < 8; ++j) kept += std::abs(a[j] - incumbent[j]) < 1e-9;
+  for (int j = 1; j < 8; ++j) kept += std::abs(a[j] - incumbent[j]) < 0.1;
   return kept;
 }
 
@@ -438,9 +447,9 @@ TEST(GpBanditTest, KeepsTheIncumbentsValuesAlongIrrelevantDimensions) {
     off.incumbent_pull_tolerance = 0;
     const int kept_off = KeptIncumbentValues(off, seed);
     const int kept_on = KeptIncumbentValues(on, seed);
-    // The acquisition is ~flat along x1..x7: mostly the incumbent's values
-    // there (perturbed incumbents often win without the pull too).
-    EXPECT_GE(kept_on, 4) << "seed " << seed;
+    // The acquisition is ~flat along x1..x7: often near the incumbent's
+    // values there (perturbed incumbents often win without the pull too).
+    EXPECT_GE(kept_on, 3) << "seed " << seed;
     EXPECT_GE(kept_on, kept_off) << "seed " << seed;
   }
 }
@@ -523,6 +532,194 @@ TEST(TpeTest, BeatsRandomOnASimpleFunctionAcrossSeeds) {
   int wins = 0;
   for (size_t i = 0; i < tpe_best.size(); ++i) wins += tpe_best[i] > random_best[i];
   EXPECT_GE(wins, 6);
+}
+
+// k in [1, 25] and p in [1, 4]: a kNN classifier's 100 configurations.
+SearchSpace KnnSpace() {
+  std::vector<ParameterConfig> p(2);
+  p[0].name = "k";
+  p[0].type = ParameterType::kInteger;
+  p[0].min = 1;
+  p[0].max = 25;
+  p[1].name = "p";
+  p[1].type = ParameterType::kInteger;
+  p[1].min = 1;
+  p[1].max = 4;
+  return SearchSpace::Create(p).value();
+}
+
+// A cross-validated accuracy: smooth in k and p, with fold noise.
+double KnnAccuracy(const Assignment& a, SplitMix64& noise) {
+  return 0.95 - 0.001 * std::pow(a[0] - 9, 2) - 0.01 * std::abs(a[1] - 2) +
+         0.01 * noise.NextNormal();
+}
+
+// The centre's cell recurs in the Sobol sequence (point 6 decodes to the
+// centre's (13, 3) under seed 1): the design skips points already taken.
+TEST(GpBanditTest, TheFirstBatchHoldsNoConfigurationTwice) {
+  const SearchSpace space = KnnSpace();
+  for (uint64_t seed : {1, 2, 3}) {
+    GpBanditSuggester gp;
+    SuggestRequest r;
+    r.space = &space;
+    r.count = 8;
+    r.seed = seed;
+    const std::vector<Assignment> batch = gp.Suggest(r).value();
+    ASSERT_EQ(batch.size(), 8u);
+    const AssignmentSet distinct(batch.begin(), batch.end());
+    EXPECT_EQ(distinct.size(), 8u) << "seed " << seed;
+    EXPECT_EQ(batch.front(), (Assignment{13, 3})) << "the centre first";
+  }
+}
+
+// Batches of 8 for 16 rounds on the 100 configurations: every one is
+// tried before any repeats (the acquisition's points are all evaluated ones
+// from round 6 on; the best untried one is then picked among the
+// enumerated configurations), and only an exhausted space is said to be.
+TEST(GpBanditTest, ASmallDiscreteSpaceIsExhaustedBeforeAnyRepeat) {
+  const SearchSpace space = KnnSpace();
+  GpBanditSuggester gp;
+  SplitMix64 noise(100);
+  std::vector<Observation> history;
+  AssignmentSet tried;
+  for (int round = 0; round < 16; ++round) {
+    const std::vector<Assignment> batch =
+        gp.Suggest(NextRequest(space, history, 0, 8)).value();
+    const bool exhausted = tried.size() + batch.size() > 100;
+    for (const Assignment& a : batch) {
+      if (tried.size() < 100) {
+        EXPECT_FALSE(tried.contains(a))
+            << "round " << round << ": (" << a[0] << ", " << a[1]
+            << ") again with " << tried.size() << " of 100 tried";
+      }
+      tried.insert(a);
+      history.push_back({a, Outcome::kCompleted, {KnnAccuracy(a, noise)}});
+    }
+    EXPECT_EQ(gp.last_fallback_reason(), exhausted ? "space_exhausted" : "")
+        << "round " << round;
+  }
+  EXPECT_EQ(tried.size(), 100u);
+}
+
+TEST(GpBanditPickTest, FiniteSpacesAreEnumeratedInCanonicalForm) {
+  EXPECT_EQ(gp_bandit::FiniteSpacePoints(KnnSpace(), 4096)->size(), 100u);
+  EXPECT_FALSE(gp_bandit::FiniteSpacePoints(KnnSpace(), 99).has_value());
+  EXPECT_FALSE(gp_bandit::FiniteSpacePoints(Box(1), 4096).has_value());
+  // A category with an integer child under its first value only: the
+  // child's three values there, one point under the second.
+  std::vector<ParameterConfig> p(2);
+  p[0].name = "kind";
+  p[0].type = ParameterType::kCategorical;
+  p[0].categories = {"a", "b"};
+  p[1].name = "n";
+  p[1].type = ParameterType::kInteger;
+  p[1].min = 1;
+  p[1].max = 3;
+  p[1].parent = 0;
+  p[1].parent_values = {0};
+  const SearchSpace tree = SearchSpace::Create(p).value();
+  const std::vector<Assignment> points =
+      gp_bandit::FiniteSpacePoints(tree, 4096).value();
+  ASSERT_EQ(points.size(), 4u);
+  for (const Assignment& a : points) EXPECT_TRUE(tree.Validate(a).ok());
+}
+
+TEST(GpBanditPickTest, TheDesignAndTheFallbackSkipTakenPoints) {
+  const SearchSpace space = KnnSpace();
+  const gp_bandit::Coordinates coords(space);
+  AssignmentSet taken = {{13, 3}};
+  const Assignment centre =
+      gp_bandit::DesignPoint(space, coords, 1, 0, nullptr, {});
+  EXPECT_EQ(centre, (Assignment{13, 3}));
+  EXPECT_FALSE(taken.contains(
+      gp_bandit::DesignPoint(space, coords, 1, 0, nullptr, taken)));
+  // All but one configuration taken: the Sobol points miss it, the
+  // enumeration finds it.
+  taken.clear();
+  const std::vector<Assignment> all =
+      gp_bandit::FiniteSpacePoints(space, 4096).value();
+  for (const Assignment& a : all) {
+    if (a != Assignment{7, 4}) taken.insert(a);
+  }
+  EXPECT_EQ(gp_bandit::UntriedPoint(space, 1, 50, taken),
+            (Assignment{7, 4}));
+  taken.insert({7, 4});
+  EXPECT_FALSE(gp_bandit::UntriedPoint(space, 1, 50, taken).has_value());
+}
+
+// The documented PyTorch example's space.
+SearchSpace TorchSpace() {
+  std::vector<ParameterConfig> p(5);
+  p[0].name = "lr";
+  p[0].min = 0.003;
+  p[0].max = 0.3;
+  p[0].scale = Scale::kLog;
+  p[1].name = "momentum";
+  p[1].min = 0.5;
+  p[1].max = 0.98;
+  p[2].name = "weight_decay";
+  p[2].min = 1e-6;
+  p[2].max = 1e-2;
+  p[2].scale = Scale::kLog;
+  p[3].name = "batch_size";
+  p[3].type = ParameterType::kDiscrete;
+  p[3].values = {32, 64, 128, 256};
+  p[4].name = "dropout";
+  p[4].min = 0;
+  p[4].max = 0.5;
+  return SearchSpace::Create(p).value();
+}
+
+// A validation accuracy over that space, with noise.
+double TorchAccuracy(const Assignment& a, SplitMix64& noise) {
+  return 0.9 - 0.05 * std::pow(std::log10(a[0]) + 1.3, 2) -
+         0.05 * std::pow(a[1] - 0.85, 2) -
+         0.002 * std::pow(std::log10(a[2]) + 4, 2) -
+         0.01 * std::abs(std::log2(a[3]) - 7) - 0.02 * a[4] +
+         0.003 * noise.NextNormal();
+}
+
+// The pull toward the incumbent moved a double onto the incumbent's value,
+// and the next incumbent passed it on: one learning rate in 7 of 16 trials
+// (10 of 16 for seed 0 here), 2-3 copied values a trial. Doubles now stop
+// short of the incumbent's value. Bounds may repeat (an optimum on the
+// boundary).
+TEST(GpBanditTest, DoublesAreNotCopiedFromTrialToTrial) {
+  const SearchSpace space = TorchSpace();
+  int copies = 0;
+  for (uint64_t seed : {0, 1, 2, 3}) {
+    GpBanditSuggester gp;
+    SplitMix64 noise(seed + 7);
+    const std::vector<Observation> history = RunSequentialStudy(
+        gp, space, 16, seed, nullptr, [&](const Assignment& a) {
+          return Observation{a, Outcome::kCompleted, {TorchAccuracy(a, noise)}};
+        });
+    for (int j : {0, 1, 2, 4}) {
+      const ParameterConfig& p = space.parameters()[j];
+      std::map<double, int> uses;
+      for (const Observation& o : history) ++uses[o.x[j]];
+      for (const auto& [value, n] : uses) {
+        if (value == p.min || value == p.max) continue;
+        EXPECT_LE(n, 2) << p.name << " = " << value << ", seed " << seed;
+        copies += n - 1;
+      }
+    }
+  }
+  // About 24 a seed before.
+  EXPECT_LE(copies, 4);
+}
+
+TEST(GpBanditTest, FallbackLabelsAreStable) {
+  EXPECT_EQ(GpBanditFallbackLabel(GpBanditFallback::kNone), "");
+  EXPECT_EQ(GpBanditFallbackLabel(GpBanditFallback::kModelFailed),
+            "model_failed");
+  EXPECT_EQ(GpBanditFallbackLabel(GpBanditFallback::kNoNewPoint),
+            "no_new_point");
+  EXPECT_EQ(GpBanditFallbackLabel(GpBanditFallback::kSpaceExhausted),
+            "space_exhausted");
+  // Through the interface the service holds.
+  const std::unique_ptr<Suggester> gp = MakeSuggester(Algorithm::kGpBandit);
+  EXPECT_EQ(gp->last_fallback_reason(), "");
 }
 
 TEST(InitialDesignTest, CentreThenSobol) {
