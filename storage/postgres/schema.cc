@@ -42,8 +42,8 @@ constexpr const char* kSchemaV1[] = {
       trial BYTEA NOT NULL,
       PRIMARY KEY(study_id, trial_id)))sql",
     "CREATE INDEX trials_by_state ON trials(study_id, state, trial_id)",
-    "CREATE INDEX trials_by_client ON trials(study_id, sha256(client_id), "
-    "trial_id)",
+    ("CREATE INDEX trials_by_client ON trials(study_id, sha256(client_id), "
+     "trial_id)"),
     "CREATE INDEX trials_by_sequence ON trials(study_id, sequence)",
     "CREATE INDEX trials_in_state ON trials(state)",
 };

@@ -59,8 +59,8 @@ constexpr const char* kSchemaV4[] = {
       state INTEGER NOT NULL,
       n INTEGER NOT NULL,
       PRIMARY KEY(study_id, state)) WITHOUT ROWID)sql",
-    "INSERT INTO trial_counts(study_id, state, n) "
-    "SELECT study_id, state, COUNT(*) FROM trials GROUP BY study_id, state",
+    ("INSERT INTO trial_counts(study_id, state, n) "
+     "SELECT study_id, state, COUNT(*) FROM trials GROUP BY study_id, state"),
     R"sql(CREATE TRIGGER trial_counts_insert AFTER INSERT ON trials BEGIN
       INSERT INTO trial_counts(study_id, state, n) VALUES (NEW.study_id, NEW.state, 1)
         ON CONFLICT(study_id, state) DO UPDATE SET n = n + 1;
@@ -108,8 +108,8 @@ constexpr const char* kSchemaV6[] = {
       FOREIGN KEY(study_id, trial_id) REFERENCES trials(study_id, trial_id)
         ON DELETE CASCADE) WITHOUT ROWID)sql",
     "ALTER TABLE trials ADD COLUMN measurements INTEGER NOT NULL DEFAULT 0",
-    "ALTER TABLE trials ADD COLUMN measurement_bytes INTEGER NOT NULL "
-    "DEFAULT 0",
+    ("ALTER TABLE trials ADD COLUMN measurement_bytes INTEGER NOT NULL "
+     "DEFAULT 0"),
 };
 
 constexpr char kSelectTrialMessages[] =

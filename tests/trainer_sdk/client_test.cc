@@ -663,7 +663,7 @@ TEST_F(ClientTest, CompletingAPausedTrialCountsItsDeviceTime) {
   EXPECT_TRUE(t.should_stop());
   ASSERT_TRUE(t.Complete({{"loss", 0.9}}).ok());
   ASSERT_EQ(service_.completions().size(), 1u);
-  const v1::CompleteTrialRequest& done = service_.completions()[0];
+  const v1::CompleteTrialRequest done = service_.completions()[0];
   EXPECT_GT(done.device_seconds(), 0);
   EXPECT_FALSE(done.has_final_measurement());
   EXPECT_FALSE(done.infeasible());

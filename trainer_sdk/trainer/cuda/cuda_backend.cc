@@ -124,7 +124,7 @@ class CudaBackend : public Backend {
 
  private:
   explicit CudaBackend(const BackendOptions& options)
-      : device_(options.device), mixed_(options.mixed_precision) {}
+      : mixed_(options.mixed_precision) {}
 
   bool ok() const { return error_.empty(); }
   // Each returns whether `status` is a success, recording the first failure.
@@ -170,7 +170,6 @@ class CudaBackend : public Backend {
   std::map<std::array<int, 8>, std::unique_ptr<ConvPlan>> plans_;
 #endif
 
-  int device_;
   bool mixed_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
