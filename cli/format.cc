@@ -43,13 +43,13 @@ std::string ObjectiveText(const StudyMetrics::Objective& o) {
 // "memory <= 16", "acc >= 0.9", "t in [1, 2]".
 std::string ConstraintText(const StudyMetrics::Constraint& c) {
   if (!std::isfinite(c.lower)) {
-    return absl::StrCat(c.name, " <= ", FormatDouble(c.upper));
+    return absl::StrCat(c.name, " <= ", DoubleText(c.upper));
   }
   if (!std::isfinite(c.upper)) {
-    return absl::StrCat(c.name, " >= ", FormatDouble(c.lower));
+    return absl::StrCat(c.name, " >= ", DoubleText(c.lower));
   }
-  return absl::StrCat(c.name, " in [", FormatDouble(c.lower), ", ",
-                      FormatDouble(c.upper), "]");
+  return absl::StrCat(c.name, " in [", DoubleText(c.lower), ", ",
+                      DoubleText(c.upper), "]");
 }
 
 std::string ObjectivesText(const StudyMetrics& metrics) {
@@ -65,8 +65,8 @@ std::string ParameterText(const v1::ParameterSpec& p) {
   };
   switch (p.kind_case()) {
     case v1::ParameterSpec::kDoubleSpec:
-      return absl::StrCat("double [", FormatDouble(p.double_spec().min()), ", ",
-                          FormatDouble(p.double_spec().max()), "]",
+      return absl::StrCat("double [", DoubleText(p.double_spec().min()), ", ",
+                          DoubleText(p.double_spec().max()), "]",
                           scale(p.double_spec().scale()));
     case v1::ParameterSpec::kIntegerSpec:
       return absl::StrCat("integer [", p.integer_spec().min(), ", ",
@@ -76,7 +76,7 @@ std::string ParameterText(const v1::ParameterSpec& p) {
       return absl::StrCat("discrete {",
                           absl::StrJoin(p.discrete_spec().values(), ", ",
                                         [](std::string* out, double v) {
-                                          out->append(FormatDouble(v));
+                                          out->append(DoubleText(v));
                                         }),
                           "}");
     case v1::ParameterSpec::kCategoricalSpec:

@@ -340,13 +340,13 @@ void CheckRange(const Json& spec, const Descriptor& type,
   const std::optional<double> low = NumberOf(min);
   const std::optional<double> high = NumberOf(max);
   if (low.has_value() && high.has_value() && *low > *high) {
-    problems.push_back(At(path, absl::StrCat("min ", FormatDouble(*low),
+    problems.push_back(At(path, absl::StrCat("min ", DoubleText(*low),
                                              " exceeds max ",
-                                             FormatDouble(*high))));
+                                             DoubleText(*high))));
   }
   if (low.has_value() && *low <= 0 && IsLog(Member(spec, type, "scale"))) {
     problems.push_back(At(path, absl::StrCat("a LOG scale needs min > 0, got ",
-                                             FormatDouble(*low))));
+                                             DoubleText(*low))));
   }
 }
 

@@ -208,7 +208,7 @@ std::string ChoiceText(const Json& choice) {
   if (choice.is_boolean()) return choice.get<bool>() ? "True" : "False";
   if (choice.is_string()) return choice.get<std::string>();
   if (choice.is_number_integer()) return absl::StrCat(choice.get<int64_t>());
-  if (choice.is_number()) return FormatDouble(choice.get<double>());
+  if (choice.is_number()) return DoubleText(choice.get<double>());
   return choice.dump();
 }
 
@@ -402,7 +402,7 @@ absl::StatusOr<v1::ParameterSpec> ToSpec(const std::string& name,
     return spec;
   }
   auto number_text = [is_int](double x) {
-    return is_int ? absl::StrCat(std::llround(x)) : FormatDouble(x);
+    return is_int ? absl::StrCat(std::llround(x)) : DoubleText(x);
   };
   auto range_text = [&] {
     return absl::StrCat("[", number_text(low), ", ", number_text(high), "]");
@@ -480,7 +480,7 @@ absl::StatusOr<v1::ParameterValue> ToValue(const v1::ParameterSpec& spec,
         index >= static_cast<double>(own.choices.size())) {
       return absl::InvalidArgumentError(absl::StrCat(
           "parameter \"", spec.name(), "\": choice index ",
-          FormatDouble(stored), " is not one of the ", own.choices.size(),
+          DoubleText(stored), " is not one of the ", own.choices.size(),
           " choices' indices"));
     }
     const Json& choice = own.choices[static_cast<size_t>(index)];
@@ -536,7 +536,7 @@ using ParameterValues = std::map<std::string, v1::ParameterValue>;
 std::string ValueKey(const v1::ParameterValue& v) {
   if (v.has_string_value()) return "s" + v.string_value();
   if (v.has_int_value()) return absl::StrCat("n", v.int_value());
-  return "n" + FormatDouble(v.double_value());
+  return "n" + DoubleText(v.double_value());
 }
 
 // When a parameter is active: when `parent` (an Optuna name) is active and

@@ -174,7 +174,7 @@ absl::StatusOr<Metrics> ParseMetricAssignments(
 std::string FormatParameterValue(const v1::ParameterValue& value) {
   switch (value.value_case()) {
     case v1::ParameterValue::kDoubleValue:
-      return FormatDouble(value.double_value());
+      return DoubleText(value.double_value());
     case v1::ParameterValue::kIntValue:
       return absl::StrCat(value.int_value());
     case v1::ParameterValue::kStringValue:

@@ -68,9 +68,9 @@ absl::StatusOr<Metrics> ParseMetricAssignments(
     const std::vector<std::string>& args);
 
 // The shortest decimal that reads back as `value` ("inf", "nan" too).
-using ::hypertune::FormatDouble;
+using ::hypertune::DoubleText;
 
-// The value as a program argument: the integer, FormatDouble of a double,
+// The value as a program argument: the integer, DoubleText of a double,
 // the category string; "" when unset.
 std::string FormatParameterValue(const v1::ParameterValue& value);
 

@@ -67,14 +67,6 @@ std::string CsvField(std::string_view field) {
   return out;
 }
 
-std::string FormatDouble(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  char buffer[32];
-  auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  return std::string(buffer, result.ptr);
-}
-
 void AppendCsvHeader(const v1::Study& study, std::string* out) {
   bool first = true;
   for (const char* column : kFixedColumns) {
@@ -105,8 +97,8 @@ void AppendCsvRow(const v1::Study& study, const v1::Trial& trial,
   absl::StrAppend(out, ",", trial.create_time_ms(), ",", trial.start_time_ms(),
                   ",", trial.end_time_ms(), ",", trial.retry_count(), ",",
                   trial.preemption_count(), ",", trial.measurements_size(), ",", last_step, ",",
-                  FormatDouble(trial.device_seconds()), ",",
-                  FormatDouble(trial.cost()), ",");
+                  DoubleText(trial.device_seconds()), ",",
+                  DoubleText(trial.cost()), ",");
   AppendField(trial.infeasible_reason(), out);
   out->push_back(',');
   AppendField(trial.failure_reason(), out);
@@ -127,7 +119,7 @@ void AppendCsvRow(const v1::Study& study, const v1::Trial& trial,
     if (value == nullptr) continue;
     switch (value->value_case()) {
       case v1::ParameterValue::kDoubleValue:
-        out->append(FormatDouble(value->double_value()));
+        out->append(DoubleText(value->double_value()));
         break;
       case v1::ParameterValue::kIntValue:
         absl::StrAppend(out, value->int_value());
@@ -143,7 +135,7 @@ void AppendCsvRow(const v1::Study& study, const v1::Trial& trial,
   for (const v1::MetricSpec& m : study.spec().metrics()) {
     out->push_back(',');
     auto it = metrics.find(m.name());
-    if (it != metrics.end()) out->append(FormatDouble(it->second));
+    if (it != metrics.end()) out->append(DoubleText(it->second));
   }
   out->append("\r\n");
 }

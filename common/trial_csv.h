@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/double_text.h"
 #include "hypertune/v1/hypertune.pb.h"
 
 namespace hypertune {
@@ -39,10 +40,6 @@ void AppendCsvHeader(const v1::Study& study, std::string* out);
 // parameters and metrics are empty fields.
 void AppendCsvRow(const v1::Study& study, const v1::Trial& trial,
                   std::string* out);
-
-// The shortest decimal that reads back as `value` ("inf", "-inf", "nan"
-// for the non-finite).
-std::string FormatDouble(double value);
 
 }  // namespace hypertune
 

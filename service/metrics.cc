@@ -5,21 +5,14 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "common/double_text.h"
 
 namespace hypertune::service {
 namespace {
 
-// A sample value as the text format wants it: integers without a fraction,
-// others with round-trip precision.
+// A sample value as the text format wants it.
 std::string FormatValue(double value) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
-  if (value == std::floor(value) && std::fabs(value) < 1e15) {
-    return absl::StrCat(static_cast<int64_t>(value));
-  }
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.17g", value);
-  return buffer;
+  return DoubleText(value, kPrometheusNonFinite);
 }
 
 // `{a="x",b="y"}` (with `extra` as one more pair when not empty), or "" for
@@ -188,6 +181,12 @@ Metrics::Metrics()
                        {}, LatencyBuckets()),
       lease_expiries_("hypertune_lease_expiries_total",
                       "Trial leases that ran out, by study.", {"study"}),
+      suggest_fallbacks_(
+          "hypertune_suggest_fallbacks_total",
+          "Suggestions whose algorithm fell back from its own method (a "
+          "model that could not be fitted, an acquisition with no new "
+          "maximizer), by study, algorithm and reason.",
+          {"study", "algorithm", "reason"}),
       http_requests_("hypertune_http_requests_total",
                      "HTTP requests answered, by route and status.",
                      {"route", "status"}),
@@ -202,6 +201,12 @@ void Metrics::ObserveSuggestSeconds(double seconds) {
 
 void Metrics::CountLeaseExpiry(const std::string& study) {
   lease_expiries_.Increment({study});
+}
+
+void Metrics::CountSuggestFallback(const std::string& study,
+                                   const std::string& algorithm,
+                                   const std::string& reason) {
+  suggest_fallbacks_.Increment({study, algorithm, reason});
 }
 
 void Metrics::ObserveRpc(const std::string& method, const std::string& code,
@@ -222,9 +227,11 @@ void Metrics::Render(
   rpc_requests_.Render(out);
   rpc_seconds_.Render(out);
   suggest_seconds_.Render(out);
-  lease_expiries_.Render(out, [&](const std::vector<std::string>& labels) {
-    return study_visible(labels[0]);
-  });
+  for (const CounterFamily* per_study : {&lease_expiries_, &suggest_fallbacks_}) {
+    per_study->Render(out, [&](const std::vector<std::string>& labels) {
+      return study_visible(labels[0]);
+    });
+  }
   http_requests_.Render(out);
   http_seconds_.Render(out);
 }

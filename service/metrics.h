@@ -100,6 +100,11 @@ class Metrics {
   void ObserveSuggestSeconds(double seconds);
   // A trial's lease of study `study` ran out.
   void CountLeaseExpiry(const std::string& study);
+  // A suggestion of study `study` fell back from its `algorithm`'s own
+  // method (Suggester::last_fallback_reason gives `reason`).
+  void CountSuggestFallback(const std::string& study,
+                            const std::string& algorithm,
+                            const std::string& reason);
   // One gRPC call of `method` (the short name, e.g. "SuggestTrials") ended
   // with `code` (the canonical code's name, e.g. "OK") after `seconds`.
   void ObserveRpc(const std::string& method, const std::string& code,
@@ -113,6 +118,7 @@ class Metrics {
   const HistogramFamily& rpc_seconds() const { return rpc_seconds_; }
   const HistogramFamily& suggest_seconds() const { return suggest_seconds_; }
   const CounterFamily& lease_expiries() const { return lease_expiries_; }
+  const CounterFamily& suggest_fallbacks() const { return suggest_fallbacks_; }
 
   // Appends every family in the text format; per-study series only for the
   // studies `study_visible` accepts (the scraper's own).
@@ -125,6 +131,7 @@ class Metrics {
   HistogramFamily rpc_seconds_;
   HistogramFamily suggest_seconds_;
   CounterFamily lease_expiries_;
+  CounterFamily suggest_fallbacks_;
   CounterFamily http_requests_;
   HistogramFamily http_seconds_;
 };

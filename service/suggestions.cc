@@ -1,6 +1,7 @@
 #include "service/suggestions.h"
 
 #include <algorithm>
+#include <iostream>
 #include <memory>
 #include <utility>
 
@@ -480,6 +481,18 @@ absl::StatusOr<std::vector<v1::Trial>> Suggestions::ProposeTrials(
   absl::StatusOr<std::vector<optimizer::Assignment>> points =
       suggester.Suggest(request);
   if (!points.ok()) return points.status();
+  if (const std::string reason(suggester.last_fallback_reason());
+      !reason.empty()) {
+    const std::string algorithm =
+        v1::Algorithm_Name(study.spec().algorithm());
+    std::cerr << "hypertuned: study \"" << study.name() << "\": " << algorithm
+              << " fell back from its own method for part of a batch of "
+              << count << " (" << reason << ")\n";
+    if (context_.options().metrics != nullptr) {
+      context_.options().metrics->CountSuggestFallback(study.name(), algorithm,
+                                                       reason);
+    }
+  }
 
   std::vector<v1::Trial> proposed(points->size());
   for (size_t i = 0; i < points->size(); ++i) {

@@ -1,13 +1,14 @@
 #include "service/http/json.h"
 
-#include <charconv>
 #include <cmath>
+#include <concepts>
 #include <cstdio>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
+#include "common/double_text.h"
 #include "hypertune/v1/hypertune.pb.h"
 
 namespace hypertune::service {
@@ -17,18 +18,10 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 
-template <typename T>
+// The mapping spells the non-finite as strings.
+template <std::floating_point T>
 void AppendFloating(T value, std::string* out) {
-  // The mapping spells the non-finite as strings.
-  if (std::isnan(value)) {
-    out->append("\"NaN\"");
-  } else if (std::isinf(value)) {
-    out->append(value > 0 ? "\"Infinity\"" : "\"-Infinity\"");
-  } else {
-    char buffer[32];
-    auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-    out->append(buffer, result.ptr);
-  }
+  AppendDoubleText(value, out, kJsonNonFinite);
 }
 
 // One value of `field` (element `index` when repeated, -1 when singular).

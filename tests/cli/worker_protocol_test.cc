@@ -170,14 +170,14 @@ TEST(ParseMetricAssignments, RefusesBadOnes) {
   }
 }
 
-TEST(FormatDouble, ShortestRoundTrip) {
-  EXPECT_EQ(FormatDouble(0.1), "0.1");
-  EXPECT_EQ(FormatDouble(64.0), "64");
-  EXPECT_EQ(FormatDouble(1e-5), "1e-05");
-  EXPECT_EQ(FormatDouble(-2.5), "-2.5");
+TEST(DoubleText, ShortestRoundTrip) {
+  EXPECT_EQ(DoubleText(0.1), "0.1");
+  EXPECT_EQ(DoubleText(64.0), "64");
+  EXPECT_EQ(DoubleText(1e-5), "1e-05");
+  EXPECT_EQ(DoubleText(-2.5), "-2.5");
   double third = 1.0 / 3.0;
-  EXPECT_EQ(std::stod(FormatDouble(third)), third);
-  EXPECT_EQ(FormatDouble(third), "0.3333333333333333");
+  EXPECT_EQ(std::stod(DoubleText(third)), third);
+  EXPECT_EQ(DoubleText(third), "0.3333333333333333");
 }
 
 TEST(SubstituteParameters, ReplacesKnownNamesOnly) {

@@ -40,18 +40,18 @@ TEST(CsvFieldTest, GuardsTextThatBeginsLikeAFormula) {
   EXPECT_EQ(CsvField("'"), "'");
 }
 
-TEST(FormatDoubleTest, KeepsTheSignOfNegativeZero) {
-  EXPECT_EQ(FormatDouble(-0.0), "-0");
-  EXPECT_EQ(FormatDouble(0.0), "0");
-  EXPECT_EQ(FormatDouble(-1.5), "-1.5");
+TEST(DoubleTextTest, KeepsTheSignOfNegativeZero) {
+  EXPECT_EQ(DoubleText(-0.0), "-0");
+  EXPECT_EQ(DoubleText(0.0), "0");
+  EXPECT_EQ(DoubleText(-1.5), "-1.5");
 }
 
-TEST(FormatDoubleTest, ShortestRoundTrip) {
-  EXPECT_EQ(FormatDouble(0.1), "0.1");
-  EXPECT_EQ(FormatDouble(3), "3");
-  EXPECT_EQ(FormatDouble(1e-300), "1e-300");
-  EXPECT_EQ(FormatDouble(std::numeric_limits<double>::infinity()), "inf");
-  EXPECT_EQ(FormatDouble(-std::numeric_limits<double>::infinity()), "-inf");
+TEST(DoubleTextTest, ShortestRoundTrip) {
+  EXPECT_EQ(DoubleText(0.1), "0.1");
+  EXPECT_EQ(DoubleText(3.0), "3");
+  EXPECT_EQ(DoubleText(1e-300), "1e-300");
+  EXPECT_EQ(DoubleText(std::numeric_limits<double>::infinity()), "inf");
+  EXPECT_EQ(DoubleText(-std::numeric_limits<double>::infinity()), "-inf");
 }
 
 TEST(CsvRowTest, ColumnsFollowTheSpec) {

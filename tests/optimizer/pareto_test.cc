@@ -35,7 +35,11 @@ double BruteForceHypervolume(const Eigen::MatrixXd& y, const Eigen::VectorXd& r)
     int members = 0;
     for (int i = 0; i < n; ++i) {
       if (mask & (1 << i)) {
-        corner = corner.cwiseMin(y.row(i).transpose());
+        // Element by element: GCC 12 takes Eigen's resize-on-assign here
+        // for a use after free (-Wuse-after-free) at -march=x86-64.
+        for (Eigen::Index j = 0; j < r.size(); ++j) {
+          corner[j] = std::min(corner[j], y(i, j));
+        }
         ++members;
       }
     }

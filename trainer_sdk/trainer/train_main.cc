@@ -31,6 +31,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/double_text.h"
 #include "trainer_sdk/trainer/data/dataset.h"
 #include "trainer_sdk/hypertune.h"
 #include "trainer_sdk/trainer/backend.h"
@@ -153,12 +154,9 @@ std::optional<std::string> TrialValue(const Trial& trial, const std::string& nam
   for (const v1::ParameterValue& p : trial.parameters()) {
     if (p.name() != name && absl::StrReplaceAll(p.name(), {{"-", "_"}}) != name) continue;
     switch (p.value_case()) {
-      case v1::ParameterValue::kDoubleValue: {
+      case v1::ParameterValue::kDoubleValue:
         // Round-trippable: StrCat keeps only 6 significant digits.
-        char text[32];
-        std::snprintf(text, sizeof(text), "%.17g", p.double_value());
-        return std::string(text);
-      }
+        return DoubleText(p.double_value());
       case v1::ParameterValue::kIntValue: return absl::StrCat(p.int_value());
       case v1::ParameterValue::kStringValue: return p.string_value();
       default: return std::nullopt;

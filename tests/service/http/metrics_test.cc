@@ -36,10 +36,10 @@ TEST(HistogramFamilyTest, BucketsAreCumulativeWithSumAndCount) {
   EXPECT_THAT(out, HasSubstr("# TYPE lat_seconds histogram\n"));
   EXPECT_THAT(
       out,
-      HasSubstr("lat_seconds_bucket{m=\"f\",le=\"0.10000000000000001\"} 2\n"));
+      HasSubstr("lat_seconds_bucket{m=\"f\",le=\"0.1\"} 2\n"));
   EXPECT_THAT(out, HasSubstr("lat_seconds_bucket{m=\"f\",le=\"1\"} 3\n"));
   EXPECT_THAT(out, HasSubstr("lat_seconds_bucket{m=\"f\",le=\"+Inf\"} 4\n"));
-  EXPECT_THAT(out, HasSubstr("lat_seconds_sum{m=\"f\"} 7.6500000000000004\n"));
+  EXPECT_THAT(out, HasSubstr("lat_seconds_sum{m=\"f\"} 7.65\n"));
   EXPECT_THAT(out, HasSubstr("lat_seconds_count{m=\"f\"} 4\n"));
 }
 
