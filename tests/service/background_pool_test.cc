@@ -6,12 +6,27 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 
 namespace hypertune::service {
 namespace {
 
 StopFlag NewFlag() { return std::make_shared<std::atomic<bool>>(false); }
+
+// How long a job waits for its flag, and a test for a job, before failing:
+// a flag that is never seen fails the test with a message instead of hanging
+// it until ctest's timeout.
+constexpr absl::Duration kLimit = absl::Seconds(30);
+
+// Polls `stop` until it is raised or kLimit has passed; returns whether it
+// was raised.
+bool SeesFlagWithinLimit(const std::atomic<bool>& stop) {
+  const absl::Time deadline = absl::Now() + kLimit;
+  while (!stop && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+  return stop;
+}
 
 TEST(BackgroundPoolTest, RunsJobsInOrderOnItsThread) {
   absl::Mutex mu;
@@ -28,7 +43,8 @@ TEST(BackgroundPoolTest, RunsJobsInOrderOnItsThread) {
         if (i == 4) done.Notify();
       });
     }
-    done.WaitForNotification();
+    ASSERT_TRUE(done.WaitForNotificationWithTimeout(kLimit))
+        << "the five jobs did not all run";
   }
   EXPECT_EQ(ran, (std::vector<int>{0, 1, 2, 3, 4}));
 }
@@ -42,29 +58,36 @@ TEST(BackgroundPoolTest, ARaisedFlagSkipsQueuedJobsOfThatOwnerOnly) {
   // Holds the only thread until the flags are set.
   pool.Run(other, [&](const std::atomic<bool>&) {
     blocker_started.Notify();
-    release.WaitForNotification();
+    release.WaitForNotificationWithTimeout(kLimit);
   });
-  blocker_started.WaitForNotification();
+  ASSERT_TRUE(blocker_started.WaitForNotificationWithTimeout(kLimit))
+      << "the first job never started";
   pool.RunnerFor(deleted)([&](const std::atomic<bool>&) { ++deleted_ran; });
   pool.RunnerFor(other)([&](const std::atomic<bool>&) { other_ran.Notify(); });
   *deleted = true;
   release.Notify();
-  other_ran.WaitForNotification();
+  ASSERT_TRUE(other_ran.WaitForNotificationWithTimeout(kLimit))
+      << "the other owner's job never ran";
   EXPECT_EQ(deleted_ran, 0);
 }
 
 TEST(BackgroundPoolTest, ARunningJobSeesItsFlagRaised) {
-  absl::Notification started, saw_stop;
+  absl::Notification started, finished;
+  std::atomic<bool> saw_stop{false};
   BackgroundPool pool(2);
   const StopFlag flag = NewFlag();
   pool.Run(flag, [&](const std::atomic<bool>& stop) {
     started.Notify();
-    while (!stop) absl::SleepFor(absl::Milliseconds(1));
-    saw_stop.Notify();
+    saw_stop = SeesFlagWithinLimit(stop);
+    finished.Notify();
   });
-  started.WaitForNotification();
+  ASSERT_TRUE(started.WaitForNotificationWithTimeout(kLimit))
+      << "the job never started";
   *flag = true;  // The study is deleted while its fit runs.
-  saw_stop.WaitForNotification();
+  ASSERT_TRUE(finished.WaitForNotificationWithTimeout(2 * kLimit))
+      << "the job never returned";
+  EXPECT_TRUE(saw_stop) << "the running job did not see its flag raised "
+                        << "within " << kLimit;
 }
 
 TEST(BackgroundPoolTest, GoingAwayStopsTheRunningJobs) {
@@ -74,12 +97,13 @@ TEST(BackgroundPoolTest, GoingAwayStopsTheRunningJobs) {
     BackgroundPool pool(1);
     pool.Run(NewFlag(), [&](const std::atomic<bool>& stop) {
       started.Notify();
-      while (!stop) absl::SleepFor(absl::Milliseconds(1));
-      saw_stop = true;
+      saw_stop = SeesFlagWithinLimit(stop);
     });
-    started.WaitForNotification();
-  }  // Joins: returns only once the job has seen its flag.
-  EXPECT_TRUE(saw_stop);
+    ASSERT_TRUE(started.WaitForNotificationWithTimeout(kLimit))
+        << "the job never started";
+  }  // Joins: returns once the job has seen its flag or given up waiting.
+  EXPECT_TRUE(saw_stop) << "the pool went away without raising the flag of "
+                        << "its running job within " << kLimit;
 }
 
 }  // namespace
