@@ -37,7 +37,9 @@ Peers (outside the repository; see ../shared/peers/README.md):
   (defaults: those folders under /work/peers/src when they exist).
 
 score: the mean normalized score table (scoring.py says how), per problem,
-head to head, batch spread, repeats, suggestion latency p50/p95.
+head to head, batch spread, repeats, suggestion latency p50/p95. The filters
+(--optimizers, --modes, --problems, --seeds) choose the rows shown; the scale
+(best found, random's median) stays that of all the rows in FILES.
 """
 
 from __future__ import annotations
@@ -260,6 +262,7 @@ def cmd_cell(args) -> None:
 
 def cmd_score(args) -> None:
     rows = scoring.load(args.files)
+    everything = rows
     if args.optimizers:
         keep = set(args.optimizers.split(","))
         rows = [r for r in rows if r["optimizer"] in keep]
@@ -273,7 +276,8 @@ def cmd_score(args) -> None:
         keep = set(parse_seeds(args.seeds))
         rows = [r for r in rows if r["seed"] in keep]
     rounds = tuple(int(r) for r in args.rounds.split(","))
-    print(scoring.table(rows, random=args.random, zero=args.zero, tie=args.tie, rounds=rounds))
+    print(scoring.table(rows, random=args.random, zero=args.zero, tie=args.tie, rounds=rounds,
+                        reference=everything))
 
 
 def cmd_list(_args) -> None:

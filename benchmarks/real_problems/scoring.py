@@ -154,10 +154,12 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def table(rows: list[dict], random: str = "hypertune-random", zero: str = "final",
-          tie: float = 1.0, rounds=ROUNDS) -> str:
+          tie: float = 1.0, rounds=ROUNDS, reference: Optional[list[dict]] = None) -> str:
     """The report `real_problems.py score` prints; its last round is `final`
-    (per problem, head to head)."""
-    norm = Normalizer(rows, random, zero)
+    (per problem, head to head). opt and zero come from `reference` (default:
+    `rows`), so that a table of some seeds or optimizers keeps the scale of
+    all the rows loaded."""
+    norm = Normalizer(reference if reference is not None else rows, random, zero)
     summ = summary(rows, norm, rounds)
     final = rounds[-1]
 
