@@ -15,7 +15,6 @@
 #include "optimizer/initial_design.h"
 #include "optimizer/metrics.h"
 #include "optimizer/splitmix.h"
-#include "optimizer/tpe_suggester.h"
 #include "tests/optimizer/spaces.h"
 
 namespace hypertune::optimizer {
@@ -507,31 +506,6 @@ TEST(GpBanditTest, MixedSpaceFindsTheGoodCategory) {
     history.push_back({a, Outcome::kCompleted, {f(a)}});
   }
   EXPECT_GT(Best(history), 0.95);
-}
-
-// Minimized sphere on [0,1]^5 as a maximization.
-double NegSphere(const Assignment& a) {
-  double s = 0;
-  for (double v : a) s += (v - 0.37) * (v - 0.37);
-  return -s;
-}
-
-TEST(TpeTest, BeatsRandomOnASimpleFunctionAcrossSeeds) {
-  const SearchSpace space = Box(5);
-  std::vector<double> tpe_best, random_best;
-  for (uint64_t seed = 0; seed < 8; ++seed) {
-    TpeSuggester tpe;
-    tpe_best.push_back(Best(RunStudy(tpe, space, NegSphere, 60, seed)));
-    auto random = MakeSuggester(Algorithm::kRandom);
-    random_best.push_back(Best(RunStudy(*random, space, NegSphere, 60, seed)));
-  }
-  std::sort(tpe_best.begin(), tpe_best.end());
-  std::sort(random_best.begin(), random_best.end());
-  // Medians (maximized): TPE clearly ahead.
-  EXPECT_GT(tpe_best[4], random_best[4]);
-  int wins = 0;
-  for (size_t i = 0; i < tpe_best.size(); ++i) wins += tpe_best[i] > random_best[i];
-  EXPECT_GE(wins, 6);
 }
 
 // k in [1, 25] and p in [1, 4]: a kNN classifier's 100 configurations.
