@@ -33,7 +33,8 @@ v1::Study Study(const std::string& name) {
       parameters { name: "x" double_spec { min: 0 max: 1 } }
       metrics { name: "loss" goal: MINIMIZE }
       algorithm: RANDOM
-    })pb", &study);
+    })pb",
+                                                &study);
   study.set_name(name);
   return study;
 }
@@ -92,9 +93,9 @@ double Throughput(const std::string& address, int workers,
   }
   const auto start = std::chrono::steady_clock::now();
   while (going()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  const double elapsed = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - start)
-                             .count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   const int64_t counted = completed;
   stop = true;
   for (std::thread& t : threads) t.join();
@@ -143,9 +144,9 @@ int Run(int argc, char** argv) {
   std::thread backup([&] {
     const auto start = std::chrono::steady_clock::now();
     auto done = admin.Backup((dir / "copy.db").string());
-    backup_seconds = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
+    backup_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     if (!done.ok()) {
       std::fprintf(stderr, "backup: %s\n", done.status().ToString().c_str());
     }
@@ -155,9 +156,10 @@ int Run(int argc, char** argv) {
   const double during = Throughput((*server)->address(), workers,
                                    [&] { return backing_up.load(); });
   backup.join();
-  std::printf("workers %d: %.1f completions/s without a backup, %.1f during "
-              "it (%.1f%% lost)\n",
-              workers, without, during, 100.0 * (1 - during / without));
+  std::printf(
+      "workers %d: %.1f completions/s without a backup, %.1f during "
+      "it (%.1f%% lost)\n",
+      workers, without, during, 100.0 * (1 - during / without));
   std::printf("backup of %.0f MB: %.1f s\n",
               std::filesystem::file_size(dir / "copy.db") / 1048576.0,
               backup_seconds);

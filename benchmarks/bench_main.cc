@@ -40,17 +40,17 @@
 // failures while running: exit status 1.
 #include <algorithm>
 #include <atomic>
-#include <cmath>
-#include <limits>
-#include <random>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <string_view>
@@ -66,6 +66,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "benchmarks/service_load.h"
+#include "optimizer/early_stopping.h"
+#include "optimizer/suggester.h"
+#include "service/background_pool.h"
 #include "testing/chaos.h"
 #include "testing/conditional_problems.h"
 #include "testing/curve_table.h"
@@ -75,10 +79,6 @@
 #include "testing/postgres_server.h"
 #include "testing/regret.h"
 #include "testing/test_functions.h"
-#include "benchmarks/service_load.h"
-#include "optimizer/early_stopping.h"
-#include "optimizer/suggester.h"
-#include "service/background_pool.h"
 
 namespace hypertune::bench {
 namespace {
@@ -114,8 +114,10 @@ constexpr char kUsage[] =
     "  hypertune-bench constrained [--problems P1,P2,...] [--trials N]\n"
     "                       [--seeds N] [--parallel P] [--algorithm A]\n"
     "  hypertune-bench metrics-latency [--dim D] [--history N]\n"
-    "                       [--objectives K] [--constraints C] [--algorithm A]\n"
-    "  hypertune-bench conditional [--functions jenatton,training] [--trials N]\n"
+    "                       [--objectives K] [--constraints C] [--algorithm "
+    "A]\n"
+    "  hypertune-bench conditional [--functions jenatton,training] [--trials "
+    "N]\n"
     "                       [--seeds N] [--algorithm A] [--flatten]\n"
     "  hypertune-bench conditional-latency [--history N] [--algorithm A]\n"
     "                       [--flatten]\n"
@@ -237,8 +239,7 @@ absl::StatusOr<std::vector<BenchmarkFunction>> Functions(const Flags& flags) {
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2]
-                    : values[n / 2 - 1] / 2 + values[n / 2] / 2;
+  return n % 2 == 1 ? values[n / 2] : values[n / 2 - 1] / 2 + values[n / 2] / 2;
 }
 
 int Regret(const std::vector<std::string>& args) {
@@ -255,8 +256,8 @@ int Regret(const std::vector<std::string>& args) {
   const absl::StatusOr<int> parallel = flags->Int("parallel", 1, 1);
   const absl::StatusOr<Algorithm> algorithm = flags->Algo();
   for (const absl::Status& s :
-       {trials.status(), seeds.status(), first_seed.status(),
-        parallel.status(), algorithm.status()}) {
+       {trials.status(), seeds.status(), first_seed.status(), parallel.status(),
+        algorithm.status()}) {
     if (!s.ok()) return UsageError(s);
   }
 
@@ -321,14 +322,15 @@ int CostRuns(const std::vector<std::string>& args) {
         const RegretOptions options{
             .trials = aware ? 4 * *trials : *trials,
             .seed = static_cast<uint64_t>(seed),
-            .cost = [&f](const Eigen::VectorXd& x) { return CostSurface(f, x); },
+            .cost =
+                [&f](const Eigen::VectorXd& x) { return CostSurface(f, x); },
             .cost_aware = aware,
             .cost_budget = aware ? runs[0].cumulative_cost.back() : 0};
         absl::StatusOr<RegretRun> run = RunRegret(f, options);
         if (!run.ok()) return Failure(run.status());
         nlohmann::ordered_json line = {
-            {"optimizer", aware ? "hypertune-gp_bandit-cost_aware"
-                                : "hypertune-gp_bandit"},
+            {"optimizer",
+             aware ? "hypertune-gp_bandit-cost_aware" : "hypertune-gp_bandit"},
             {"function", f.name},
             {"dim", f.dim()},
             {"seed", seed},
@@ -354,10 +356,10 @@ int CostRuns(const std::vector<std::string>& args) {
       aware_regret.push_back(aware.best_regret.back());
       aware_cost.push_back(aware.cumulative_cost.back());
     }
-    std::cerr << absl::StrFormat("%-12s  %12.4g  %10.4g  %12.4g  %10.4g  %.3f\n",
-                                 f.name, Median(blind_regret),
-                                 Median(blind_cost), Median(aware_regret),
-                                 Median(aware_cost), Median(ratios));
+    std::cerr << absl::StrFormat(
+        "%-12s  %12.4g  %10.4g  %12.4g  %10.4g  %.3f\n", f.name,
+        Median(blind_regret), Median(blind_cost), Median(aware_regret),
+        Median(aware_cost), Median(ratios));
   }
   return 0;
 }
@@ -390,9 +392,9 @@ int TransferRuns(const std::vector<std::string>& args) {
     std::vector<double> at10[3], at_end[3];
     for (int seed = 0; seed < *seeds; ++seed) {
       const uint64_t prior_seed = 1000 + static_cast<uint64_t>(seed);
-      absl::StatusOr<RegretRun> earlier = RunRegret(
-          RelatedTask(f, prior_seed),
-          {.trials = *prior_trials, .seed = prior_seed});
+      absl::StatusOr<RegretRun> earlier =
+          RunRegret(RelatedTask(f, prior_seed),
+                    {.trials = *prior_trials, .seed = prior_seed});
       if (!earlier.ok()) return Failure(earlier.status());
       const std::vector<bool> all_shared(static_cast<size_t>(f.dim()), true);
       optimizer::PriorStudy related{earlier->trials, all_shared};
@@ -452,9 +454,9 @@ int Latency(const std::vector<std::string>& args) {
   std::optional<service::BackgroundPool> fits;
   const service::StopFlag stop = std::make_shared<std::atomic<bool>>(false);
   if (*fit_threads > 0) fits.emplace(*fit_threads);
-  absl::StatusOr<LatencyResult> result = MeasureLatency(
-      *algorithm, *dim, *history, 20,
-      fits ? fits->RunnerFor(stop) : optimizer::FitRunner());
+  absl::StatusOr<LatencyResult> result =
+      MeasureLatency(*algorithm, *dim, *history, 20,
+                     fits ? fits->RunnerFor(stop) : optimizer::FitRunner());
   if (!result.ok()) return Failure(result.status());
   nlohmann::ordered_json line = {{"optimizer", OptimizerLabel(*algorithm, 1)},
                                  {"dim", *dim},
@@ -520,8 +522,8 @@ int Service(const std::vector<std::string>& args) {
   }
   const std::string durability = flags->String("durability", "normal");
   if (durability != "normal" && durability != "full") {
-    return UsageError(absl::InvalidArgumentError(
-        absl::StrCat("--durability: normal or full, got \"", durability, "\"")));
+    return UsageError(absl::InvalidArgumentError(absl::StrCat(
+        "--durability: normal or full, got \"", durability, "\"")));
   }
   const std::string store = flags->String("store", "sqlite");
   if (store != "sqlite" && store != "postgres") {
@@ -566,20 +568,22 @@ int Service(const std::vector<std::string>& args) {
 }
 
 // The chaos soak (testing/chaos.h): hypertuned SIGKILLed every 20-40 s
-// (down 0.5 s each time) and a worker every 3-8 s for --minutes, then every promise checked. Prints
-// the figures as one JSON line; broken promises go to stderr, exit status 1.
+// (down 0.5 s each time) and a worker every 3-8 s for --minutes, then every
+// promise checked. Prints the figures as one JSON line; broken promises go to
+// stderr, exit status 1.
 int Soak(const std::vector<std::string>& args) {
   absl::StatusOr<Flags> flags = Flags::Parse(
-      args, {"minutes", "workers", "reports", "report-ms", "algorithm", "seed"});
+      args,
+      {"minutes", "workers", "reports", "report-ms", "algorithm", "seed"});
   if (!flags.ok()) return UsageError(flags.status());
   const absl::StatusOr<int> minutes = flags->Int("minutes", 10, 1);
   const absl::StatusOr<int> workers = flags->Int("workers", 64, 1);
   const absl::StatusOr<int> reports = flags->Int("reports", 5, 0);
   const absl::StatusOr<int> report_ms = flags->Int("report-ms", 200, 0);
   const absl::StatusOr<int> seed = flags->Int("seed", 1, 0);
-  for (const absl::Status& s : {minutes.status(), workers.status(),
-                                reports.status(), report_ms.status(),
-                                seed.status()}) {
+  for (const absl::Status& s :
+       {minutes.status(), workers.status(), reports.status(),
+        report_ms.status(), seed.status()}) {
     if (!s.ok()) return UsageError(s);
   }
   ChaosOptions options;
@@ -587,7 +591,8 @@ int Soak(const std::vector<std::string>& args) {
   options.algorithm = flags->String("algorithm", "RANDOM");
   if (absl::Status s = optimizer::ParseAlgorithm(options.algorithm).status();
       !s.ok()) {
-    return UsageError(absl::InvalidArgumentError(absl::StrCat("--", s.message())));
+    return UsageError(
+        absl::InvalidArgumentError(absl::StrCat("--", s.message())));
   }
   if (absl::Status s = PrepareChaos("soak", options); !s.ok()) {
     return Failure(s);
@@ -638,8 +643,8 @@ int Failover(const std::vector<std::string>& args) {
   const absl::StatusOr<int> workers = flags->Int("workers", 16, 1);
   const absl::StatusOr<int> trials = flags->Int("trials", 600, 1);
   const absl::StatusOr<int> seed = flags->Int("seed", 1, 0);
-  for (const absl::Status& s : {kills.status(), workers.status(),
-                                trials.status(), seed.status()}) {
+  for (const absl::Status& s :
+       {kills.status(), workers.status(), trials.status(), seed.status()}) {
     if (!s.ok()) return UsageError(s);
   }
   absl::StatusOr<std::unique_ptr<test::PostgresServer>> postgres =
@@ -808,10 +813,9 @@ int EarlyStopping(const std::vector<std::string>& args) {
 // the table's best. One JSON line per policy and worker count on stdout, a
 // table on stderr; --out writes the table for peers_optuna_table.py.
 int MultiFidelity(const std::vector<std::string>& args) {
-  absl::StatusOr<Flags> flags =
-      Flags::Parse(args, {"table", "seeds", "workers", "policies", "eta",
-                          "min-resource", "configs", "max-resource", "out",
-                          "tolerance"});
+  absl::StatusOr<Flags> flags = Flags::Parse(
+      args, {"table", "seeds", "workers", "policies", "eta", "min-resource",
+             "configs", "max-resource", "out", "tolerance"});
   if (!flags.ok()) return UsageError(flags.status());
   const absl::StatusOr<int> seeds = flags->Int("seeds", 20, 1);
   const absl::StatusOr<int> min_resource = flags->Int("min-resource", 1, 1);
@@ -836,8 +840,8 @@ int MultiFidelity(const std::vector<std::string>& args) {
     }
     worker_counts.push_back(n);
   }
-  const std::string table_flag = flags->String(
-      "table", "benchmarks/learning_curves/fashion_mnist.jsonl");
+  const std::string table_flag =
+      flags->String("table", "benchmarks/learning_curves/fashion_mnist.jsonl");
   const bool synthetic = table_flag == "synthetic";
   std::vector<CurveTable> tables;
   if (synthetic) {
@@ -877,10 +881,10 @@ int MultiFidelity(const std::vector<std::string>& args) {
     auto it = std::find_if(known.begin(), known.end(),
                            [&](const Policy& p) { return p.name == name; });
     if (it == known.end()) {
-      return UsageError(absl::InvalidArgumentError(absl::StrCat(
-          "--policies: unknown policy \"", name,
-          "\" (known: asha-random, asha-gp, model, hyperband-gp, "
-          "hyperband-model)")));
+      return UsageError(absl::InvalidArgumentError(
+          absl::StrCat("--policies: unknown policy \"", name,
+                       "\" (known: asha-random, asha-gp, model, hyperband-gp, "
+                       "hyperband-model)")));
     }
     policies.push_back(*it);
   }
@@ -1008,9 +1012,9 @@ int MetricsRuns(const std::vector<std::string>& args, bool constrained) {
       if (constrained) {
         absl::StatusOr<ConstrainedRun> run = RunConstrained(*cp, options);
         if (!run.ok()) return Failure(run.status());
-        line = {{"optimizer", label},      {"function", name},
-                {"dim", cp->dim()},        {"seed", seed},
-                {"trials", *trials},       {"best_regret", run->best_regret},
+        line = {{"optimizer", label},     {"function", name},
+                {"dim", cp->dim()},       {"seed", seed},
+                {"trials", *trials},      {"best_regret", run->best_regret},
                 {"seconds", run->seconds}};
       } else {
         absl::StatusOr<MultiObjectiveRun> run = RunMultiObjective(*mp, options);
@@ -1096,14 +1100,13 @@ int ConditionalRuns(const std::vector<std::string>& args) {
                                   .seed = static_cast<uint64_t>(seed)};
       absl::StatusOr<RegretRun> run = RunTreeRegret(*problem, flatten, options);
       if (!run.ok()) return Failure(run.status());
-      nlohmann::ordered_json line = {
-          {"optimizer", label},
-          {"function", name},
-          {"dim", problem->parameters.size()},
-          {"seed", seed},
-          {"trials", *trials},
-          {"best_regret", run->best_regret},
-          {"seconds", run->seconds}};
+      nlohmann::ordered_json line = {{"optimizer", label},
+                                     {"function", name},
+                                     {"dim", problem->parameters.size()},
+                                     {"seed", seed},
+                                     {"trials", *trials},
+                                     {"best_regret", run->best_regret},
+                                     {"seconds", run->seconds}};
       std::cout << line.dump() << std::endl;
     }
   }

@@ -69,8 +69,8 @@ int main(int argc, char** argv) {
   if (!server.ok()) return Fail(std::string(server.status().message()));
   const std::string base =
       absl::StrCat("http://", (*server)->http_address(), "/");
-  std::printf("study: %d trials x %d measurements, %d runs (medians)\n",
-              trials, measurements, runs);
+  std::printf("study: %d trials x %d measurements, %d runs (medians)\n", trials,
+              measurements, runs);
 
   // Each measurement's runs, printed in the order first measured.
   struct Series {
@@ -88,8 +88,8 @@ int main(int argc, char** argv) {
                             /*width=*/1440, /*height=*/900);
     if (!b.ok()) return Fail(std::string(b.status().message()));
     Browser& page = **b;
-    if (!page.Open(base + "#study=bench&live=0&token=" +
-                   hypertune::test::kAliceToken)
+    if (!page.Open(base +
+                   "#study=bench&live=0&token=" + hypertune::test::kAliceToken)
              .ok()) {
       return Fail("cannot open the page");
     }
@@ -147,9 +147,8 @@ int main(int argc, char** argv) {
       if (timeline.ok() && timeline->is_array()) {
         std::printf("timeline of the first run (ms from navigation start):\n");
         for (const json& e : *timeline) {
-          std::printf("  %-62s %7.0f %7.0f\n",
-                      e[0].get<std::string>().c_str(), e[1].get<double>(),
-                      e[2].get<double>());
+          std::printf("  %-62s %7.0f %7.0f\n", e[0].get<std::string>().c_str(),
+                      e[1].get<double>(), e[2].get<double>());
         }
       }
       auto sizes = page.Evaluate(
@@ -214,14 +213,14 @@ int main(int argc, char** argv) {
         "new Promise((r) => requestAnimationFrame(() => setTimeout(() => "
         "r(performance.now() - window.brushT0), 0)))");
     if (brush.ok()) {
-      ms["brush the parallel coordinates (press, 2 moves, release)"]
-          .push_back(*brush);
+      ms["brush the parallel coordinates (press, 2 moves, release)"].push_back(
+          *brush);
     }
     auto inside = page.Evaluate(
         "+document.getElementById('parallel').getAttribute('data-brush-ms')");
     if (inside.ok() && inside->is_number()) {
-      ms["  of which the page's handlers (lines and table redrawn)"]
-          .push_back(*inside);
+      ms["  of which the page's handlers (lines and table redrawn)"].push_back(
+          *inside);
     }
     auto brushed = page.Evaluate(
         "+document.getElementById('trials').getAttribute('data-total')");
@@ -231,11 +230,12 @@ int main(int argc, char** argv) {
         "Promise((r) => { const p = () => "
         "document.querySelector('#trial-page[data-loaded=\"1\"]') ? r() : "
         "setTimeout(p, 1); p(); })"));
-    if (open.ok()) ms["open a trial (its page with the full trial)"].push_back(*open);
-    auto back = page.Evaluate(Timed(
-        "history.back(); await new Promise((r) => { const p = () => "
-        "document.getElementById('study-page') ? r() : setTimeout(p, 1); "
-        "p(); })"));
+    if (open.ok())
+      ms["open a trial (its page with the full trial)"].push_back(*open);
+    auto back = page.Evaluate(
+        Timed("history.back(); await new Promise((r) => { const p = () => "
+              "document.getElementById('study-page') ? r() : setTimeout(p, 1); "
+              "p(); })"));
     if (back.ok()) ms["back to the study page"].push_back(*back);
   }
   for (const std::string& name : ms.order) {

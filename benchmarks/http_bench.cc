@@ -174,9 +174,10 @@ int main(int argc, char** argv) {
                    std::string(written.status().message()).c_str());
       return 1;
     }
-    std::printf("wrote studies bench (%d trials x %d measurements), bench-b, "
-                "all-infeasible into %s\n",
-                trials, measurements, argv[2]);
+    std::printf(
+        "wrote studies bench (%d trials x %d measurements), bench-b, "
+        "all-infeasible into %s\n",
+        trials, measurements, argv[2]);
     return 0;
   }
   const int trials = argc > 1 ? std::atoi(argv[1]) : 10000;
@@ -306,7 +307,8 @@ int main(int argc, char** argv) {
     for (;;) {
       auto reply = HttpGet(http,
                            "/api/studies/bench/changes?view=compact&"
-                           "limit=1000&after=" + after,
+                           "limit=1000&after=" +
+                               after,
                            kAliceToken);
       if (reply.status != 200) return 1;
       compact_bytes += reply.body.size();

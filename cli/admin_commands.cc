@@ -36,7 +36,8 @@ absl::Status RunAdminCommand(const CommandContext& context, const Args& args) {
   options.call_timeout = std::chrono::hours(24);
   options.max_attempts = 1;
   const Client client(options);
-  absl::StatusOr<v1::BackupResponse> done = client.Backup(parsed->positional[0], parsed->Has("overwrite"));
+  absl::StatusOr<v1::BackupResponse> done =
+      client.Backup(parsed->positional[0], parsed->Has("overwrite"));
   if (!done.ok()) return done.status();
   context.out << "backed up to " << done->destination_path() << " ("
               << done->bytes() << " bytes in " << done->duration_ms()

@@ -70,10 +70,9 @@ absl::StatusOr<std::optional<double>> ParsedArgs::GetPositiveDouble(
   std::optional<std::string> text = Get(flag);
   if (!text.has_value()) return std::nullopt;
   double value = 0;
-  if (!absl::SimpleAtod(*text, &value) || !std::isfinite(value) ||
-      value <= 0) {
-    return UsageError(absl::StrCat("--", AV(flag), ": \"", *text,
-                                   "\" is not a number > 0"));
+  if (!absl::SimpleAtod(*text, &value) || !std::isfinite(value) || value <= 0) {
+    return UsageError(
+        absl::StrCat("--", AV(flag), ": \"", *text, "\" is not a number > 0"));
   }
   return value;
 }

@@ -28,7 +28,8 @@ const char kExportUsage[] =
 const char kImportUsage[] =
     "usage: hypertune import FILE [--name NEW]\n"
     "\n"
-    "Recreates the study that `hypertune export` wrote to FILE (\"-\": stdin),\n"
+    "Recreates the study that `hypertune export` wrote to FILE (\"-\": "
+    "stdin),\n"
     "under its own name or NEW, with every trial as exported: ids, states,\n"
     "measurements, reasons, costs and times. No worker of this server holds\n"
     "an exported trial, so ACTIVE trials are queued again (REQUESTED, no\n"
@@ -184,7 +185,8 @@ absl::Status RunImportCommand(const CommandContext& context, const Args& args) {
   std::map<std::string, int64_t> counts(study->trial_counts().begin(),
                                         study->trial_counts().end());
   std::vector<std::string> parts;
-  for (const auto& [state, n] : counts) parts.push_back(absl::StrCat(state, "=", n));
+  for (const auto& [state, n] : counts)
+    parts.push_back(absl::StrCat(state, "=", n));
   context.out << "imported study \"" << study->name() << "\" ("
               << v1::Study::State_Name(study->state()) << ") with "
               << trials.trial_lines().size() << " trials"
@@ -228,11 +230,10 @@ absl::Status RunTrialsImport(const CommandContext& context, const Args& args) {
         context.client.ImportTrials(request);
     if (!response.ok()) {
       const std::vector<int>& lines = file->lines;
-      absl::Status status =
-          AtFileLine(response.status(), path, [&](int i) {
-            const size_t k = begin + static_cast<size_t>(i);
-            return k < lines.size() ? lines[k] : 0;
-          });
+      absl::Status status = AtFileLine(response.status(), path, [&](int i) {
+        const size_t k = begin + static_cast<size_t>(i);
+        return k < lines.size() ? lines[k] : 0;
+      });
       if (imported > 0) {
         status = absl::Status(
             status.code(),
@@ -268,10 +269,12 @@ absl::StatusOr<v1::ImportTrialsResponse> WarmStartFrom(
   return context.client.ImportTrials(request);
 }
 
-std::vector<std::string> SplitStudyList(const std::vector<std::string>& values) {
+std::vector<std::string> SplitStudyList(
+    const std::vector<std::string>& values) {
   std::vector<std::string> names;
   for (const std::string& value : values) {
-    for (absl::string_view piece : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+    for (absl::string_view piece :
+         absl::StrSplit(value, ',', absl::SkipEmpty())) {
       names.emplace_back(absl::StripAsciiWhitespace(piece));
     }
   }

@@ -167,8 +167,8 @@ class Int64Unquoter {
   bool At(char c) const { return i_ < in_.size() && in_[i_] == c; }
 
   void Space() {
-    while (i_ < in_.size() && absl::ascii_isspace(
-                                  static_cast<unsigned char>(in_[i_]))) {
+    while (i_ < in_.size() &&
+           absl::ascii_isspace(static_cast<unsigned char>(in_[i_]))) {
       out_.push_back(in_[i_++]);
     }
   }
@@ -288,8 +288,7 @@ absl::StatusOr<std::string> PrintJson(const google::protobuf::Message& message,
         absl::StrCat("cannot print ", message.GetTypeName(),
                      " as JSON: ", std::string(status.message())));
   }
-  return KeepNegativeZero(
-      Int64Unquoter(json).Run(*message.GetDescriptor()));
+  return KeepNegativeZero(Int64Unquoter(json).Run(*message.GetDescriptor()));
 }
 
 }  // namespace
@@ -405,8 +404,7 @@ TrialColumns ColumnsOf(const v1::Study* study,
 Grid TrialGrid(const v1::Study* study, const std::vector<v1::Trial>& trials) {
   const TrialColumns columns = ColumnsOf(study, trials);
   const bool constrained =
-      study != nullptr &&
-      !StudyMetrics(study->spec()).constraints().empty();
+      study != nullptr && !StudyMetrics(study->spec()).constraints().empty();
   Grid grid;
   Row header = {"ID", "STATE"};
   header.insert(header.end(), columns.parameters.begin(),
@@ -462,8 +460,8 @@ Grid StudyListGrid(const std::vector<v1::Study>& studies) {
     if (spec.max_trials() > 0) absl::StrAppend(&trials, "/", spec.max_trials());
     grid.push_back({study.name(), v1::Study::State_Name(study.state()),
                     v1::Algorithm_Name(spec.algorithm()),
-                    ObjectivesText(StudyMetrics(spec)),
-                    trials, absl::StrCat(CountOf(study, "ACTIVE")),
+                    ObjectivesText(StudyMetrics(spec)), trials,
+                    absl::StrCat(CountOf(study, "ACTIVE")),
                     FormatTimeMs(study.create_time_ms())});
   }
   return grid;
@@ -567,13 +565,14 @@ Grid StudyDetailGrid(const v1::Study& study) {
                               " per device-hour")});
   }
   if (spec.cost_aware()) {
-    grid.push_back({"cost_aware", spec.cost_metric().empty()
-                                      ? "yes (device-seconds)"
-                                      : absl::StrCat("yes (", spec.cost_metric(),
-                                                     ")")});
+    grid.push_back(
+        {"cost_aware", spec.cost_metric().empty()
+                           ? "yes (device-seconds)"
+                           : absl::StrCat("yes (", spec.cost_metric(), ")")});
   }
   if (!spec.prior_studies().empty()) {
-    grid.push_back({"prior_studies", absl::StrJoin(spec.prior_studies(), ", ")});
+    grid.push_back(
+        {"prior_studies", absl::StrJoin(spec.prior_studies(), ", ")});
   }
   grid.push_back({"created", FormatTimeMs(study.create_time_ms())});
   return grid;

@@ -44,7 +44,8 @@ absl::StatusOr<std::vector<v1::Trial::State>> ParseTrialStates(
 // json read either form exactly.
 absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message);
 // ToJson on one line, without the trailing newline (JSON Lines).
-absl::StatusOr<std::string> ToJsonLine(const google::protobuf::Message& message);
+absl::StatusOr<std::string> ToJsonLine(
+    const google::protobuf::Message& message);
 
 // `json` with each number -0 (outside strings) written -0.0. Protobuf's JSON
 // reader, like most others, reads "-0" as the integer 0, losing the sign

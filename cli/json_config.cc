@@ -48,7 +48,8 @@ std::string EnumNames(const EnumDescriptor& type) {
 }
 
 // The field `key` names: its proto name or its lowerCamel JSON name.
-const FieldDescriptor* FindField(const Descriptor& type, const std::string& key) {
+const FieldDescriptor* FindField(const Descriptor& type,
+                                 const std::string& key) {
   if (const FieldDescriptor* f = type.FindFieldByName(key)) return f;
   for (int i = 0; i < type.field_count(); ++i) {
     if (type.field(i)->json_name() == key) return type.field(i);
@@ -69,8 +70,8 @@ std::string UnknownField(const Descriptor& type, const std::string& key) {
     }
   }
   return nearest.empty()
-             ? absl::StrCat("unknown field \"", key, "\" (known: ",
-                            absl::StrJoin(known, ", "), ")")
+             ? absl::StrCat("unknown field \"", key,
+                            "\" (known: ", absl::StrJoin(known, ", "), ")")
              : absl::StrCat("unknown field \"", key, "\" (did you mean \"",
                             nearest, "\"?)");
 }
@@ -111,9 +112,9 @@ void CheckValue(const Json& value, const FieldDescriptor& field,
           (value.is_number_integer() &&
            type.FindValueByNumber(value.get<int>()) != nullptr);
       if (known) return;
-      problems.push_back(At(path, absl::StrCat("unknown ", type.name(), " ",
-                                               Brief(value), " (one of ",
-                                               EnumNames(type), ")")));
+      problems.push_back(
+          At(path, absl::StrCat("unknown ", type.name(), " ", Brief(value),
+                                " (one of ", EnumNames(type), ")")));
       return;
     }
     case FieldDescriptor::CPPTYPE_STRING:
@@ -161,7 +162,8 @@ void CheckValue(const Json& value, const FieldDescriptor& field,
 }
 
 // `path[i]`, with the element's name where it has one: 'metrics[0] ("loss")'.
-std::string ElementPath(const std::string& path, size_t i, const Json& element) {
+std::string ElementPath(const std::string& path, size_t i,
+                        const Json& element) {
   std::string out = absl::StrCat(path, "[", i, "]");
   if (element.is_object()) {
     auto name = element.find("name");
@@ -191,19 +193,19 @@ void CheckMessage(const Json& value, const Descriptor& type,
       continue;
     }
     if (const std::string* other = first_setter(field)) {
-      problems.push_back(At(path, absl::StrCat("\"", *other, "\" and \"", key,
-                                               "\" both set ", field->name(),
-                                               "; keep one")));
+      problems.push_back(
+          At(path, absl::StrCat("\"", *other, "\" and \"", key, "\" both set ",
+                                field->name(), "; keep one")));
       continue;
     }
     set_by.emplace_back(field, key);
     if (item.is_null()) continue;
     if (const auto* oneof = field->real_containing_oneof()) {
       if (const std::string* other = first_setter(oneof)) {
-        problems.push_back(At(
-            path, absl::StrCat("\"", *other, "\" and \"", key,
-                               "\" are both set, but only one of ",
-                               oneof->name(), " may be")));
+        problems.push_back(
+            At(path, absl::StrCat("\"", *other, "\" and \"", key,
+                                  "\" are both set, but only one of ",
+                                  oneof->name(), " may be")));
       } else {
         set_by.emplace_back(oneof, key);
       }
@@ -340,9 +342,9 @@ void CheckRange(const Json& spec, const Descriptor& type,
   const std::optional<double> low = NumberOf(min);
   const std::optional<double> high = NumberOf(max);
   if (low.has_value() && high.has_value() && *low > *high) {
-    problems.push_back(At(path, absl::StrCat("min ", DoubleText(*low),
-                                             " exceeds max ",
-                                             DoubleText(*high))));
+    problems.push_back(
+        At(path, absl::StrCat("min ", DoubleText(*low), " exceeds max ",
+                              DoubleText(*high))));
   }
   if (low.has_value() && *low <= 0 && IsLog(Member(spec, type, "scale"))) {
     problems.push_back(At(path, absl::StrCat("a LOG scale needs min > 0, got ",
@@ -410,16 +412,16 @@ void CheckStudy(const Json& study, Problems& problems) {
         has_kind = has_kind || Member(p, parameter_type, kind) != nullptr;
       }
       if (!has_kind) {
-        problems.push_back(At(path, "missing: one of double_spec, "
-                                    "integer_spec, discrete_spec or "
-                                    "categorical_spec"));
+        problems.push_back(At(path,
+                              "missing: one of double_spec, "
+                              "integer_spec, discrete_spec or "
+                              "categorical_spec"));
       }
     }
   }
-  if (const Json* metrics =
-          NonEmptyList(*spec, spec_type, "metrics", "spec",
-                       "at least one metric (the first is the objective)",
-                       problems)) {
+  if (const Json* metrics = NonEmptyList(
+          *spec, spec_type, "metrics", "spec",
+          "at least one metric (the first is the objective)", problems)) {
     // Without roles the first metric is the objective; with roles, those
     // that say OBJECTIVE.
     bool roles = false;
@@ -470,10 +472,10 @@ absl::Status Parse(std::string_view json, std::string_view source,
   // Before any parser sees it: they, and the checks below, recurse per level.
   if (std::optional<size_t> at = JsonTooDeepAt(json, kMaxJsonDepth)) {
     const auto [line, column] = LineAndColumn(json, *at);
-    return absl::InvalidArgumentError(absl::StrCat(
-        std::string(source), ": JSON nested deeper than ", kMaxJsonDepth,
-        " levels (line ", line, ", column ", column,
-        "); no hypertune message nests that deep"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(source), ": JSON nested deeper than ",
+                     kMaxJsonDepth, " levels (line ", line, ", column ", column,
+                     "); no hypertune message nests that deep"));
   }
   Json parsed;
   RepeatedKeys repeated;
@@ -491,10 +493,9 @@ absl::Status Parse(std::string_view json, std::string_view source,
     if (size_t at = what.find("syntax error"); at != std::string::npos) {
       what = what.substr(at);
     }
-    return absl::InvalidArgumentError(absl::StrCat(
-        std::string(source), ": not valid JSON (line ", line, ", column ",
-        column, "): ",
-        what));
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(source), ": not valid JSON (line ", line,
+                     ", column ", column, "): ", what));
   }
   if (!parsed.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -518,13 +519,12 @@ absl::Status Parse(std::string_view json, std::string_view source,
   options.ignore_unknown_fields = false;
   // "-0" would be read as the integer 0 (a double's sign lost).
   const std::string text = KeepNegativeZero(json);
-  auto status = google::protobuf::util::JsonStringToMessage(text, message,
-                                                            options);
+  auto status =
+      google::protobuf::util::JsonStringToMessage(text, message, options);
   if (!status.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(source), ": not a valid ",
-                     message->GetTypeName(), ": ",
-                     std::string(status.message())));
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(source), ": not a valid ", message->GetTypeName(), ": ",
+        std::string(status.message())));
   }
   return absl::OkStatus();
 }
@@ -540,8 +540,8 @@ int EditDistance(std::string_view a, std::string_view b) {
     current[0] = static_cast<int>(i);
     for (size_t j = 1; j <= b.size(); ++j) {
       const int cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      current[j] = std::min({previous[j] + 1, current[j - 1] + 1,
-                             previous[j - 1] + cost});
+      current[j] = std::min(
+          {previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost});
       if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
         current[j] = std::min(current[j], before[j - 2] + 1);
       }

@@ -178,32 +178,28 @@ bool IsLoopbackServer(absl::string_view server) {
     } else if (std::count(host.begin(), host.end(), ':') == 1) {
       host = host.substr(0, host.find(':'));
     }
-    const bool loopback = host == "localhost" || absl::StartsWith(host, "127.") ||
-                          host == "::1";
+    const bool loopback =
+        host == "localhost" || absl::StartsWith(host, "127.") || host == "::1";
     if (!loopback) return false;
   }
   return true;
 }
 
 absl::StatusOr<SlurmLaunchOptions> ParseSlurmLaunchArgs(const Args& args) {
-  std::vector<FlagSpec> flags = {{"workers"},
-                                 {"gpus-per-worker"},
-                                 {"time"},
-                                 {"partition"},
-                                 {"notice"},
-                                 {"sbatch-arg", true, true},
-                                 {"script-dir"},
-                                 {"dry-run", false}};
+  std::vector<FlagSpec> flags = {{"workers"},    {"gpus-per-worker"},
+                                 {"time"},       {"partition"},
+                                 {"notice"},     {"sbatch-arg", true, true},
+                                 {"script-dir"}, {"dry-run", false}};
   for (const char* flag : kWorkerFlags) flags.push_back({flag});
   absl::StatusOr<ParsedArgs> parsed =
       ParseArgs(args, flags, /*allow_separator=*/true);
   if (!parsed.ok()) return parsed.status();
   if (parsed->positional.empty() || parsed->positional[0] != "slurm") {
-    return UsageError(
-        parsed->positional.empty()
-            ? "launch needs a scheduler: slurm"
-            : absl::StrCat("launch: unknown scheduler \"",
-                           parsed->positional[0], "\" (slurm is the one)"));
+    return UsageError(parsed->positional.empty()
+                          ? "launch needs a scheduler: slurm"
+                          : absl::StrCat("launch: unknown scheduler \"",
+                                         parsed->positional[0],
+                                         "\" (slurm is the one)"));
   }
   if (parsed->positional.size() != 2) {
     return UsageError(parsed->positional.size() == 1
@@ -259,8 +255,10 @@ absl::StatusOr<SlurmLaunchOptions> ParseSlurmLaunchArgs(const Args& args) {
     if (arg.empty()) return UsageError("--sbatch-arg: empty");
   }
   options.dry_run = parsed->Has("dry-run");
-  options.script_dir = parsed->Get("script-dir").value_or(
-      (std::filesystem::path("hypertune-slurm") / options.study).string());
+  options.script_dir =
+      parsed->Get("script-dir")
+          .value_or((std::filesystem::path("hypertune-slurm") / options.study)
+                        .string());
   if (options.script_dir.empty()) return UsageError("--script-dir: empty");
 
   // The worker's command line, checked as the worker will check it.
@@ -272,8 +270,8 @@ absl::StatusOr<SlurmLaunchOptions> ParseSlurmLaunchArgs(const Args& args) {
     }
   }
   options.worker_args.push_back("--");
-  options.worker_args.insert(options.worker_args.end(),
-                             options.command.begin(), options.command.end());
+  options.worker_args.insert(options.worker_args.end(), options.command.begin(),
+                             options.command.end());
   absl::StatusOr<WorkerOptions> worker = ParseWorkerArgs(options.worker_args);
   if (!worker.ok()) return worker.status();
   return options;
@@ -334,9 +332,7 @@ std::string SlurmBatchScript(const SlurmLaunchOptions& options,
       "\n"
       "#\n"
       "# Slurm sends SIGTERM to this batch shell (--signal=B:TERM@",
-      notice,
-      ") ",
-      notice,
+      notice, ") ", notice,
       " s before\n"
       "# the time limit, and to every process of the job on preemption. exec\n"
       "# makes the worker this shell's process, so the worker gets it: it "
@@ -394,8 +390,8 @@ absl::Status RunLaunchCommand(const CommandContext& context, const Args& args) {
   std::error_code error;
   job.work_dir = std::filesystem::current_path(error).string();
   if (error) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot read the current folder: ", error.message()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot read the current folder: ", error.message()));
   }
   job.script_dir = Absolute(options->script_dir);
   if (IsLoopbackServer(resolved.server)) {
@@ -444,7 +440,8 @@ absl::Status RunLaunchCommand(const CommandContext& context, const Args& args) {
   }
   // The token reaches the tasks through the job's environment only.
   std::vector<std::pair<std::string, std::string>> vars;
-  if (!resolved.token.empty()) vars.emplace_back("HYPERTUNE_TOKEN", resolved.token);
+  if (!resolved.token.empty())
+    vars.emplace_back("HYPERTUNE_TOKEN", resolved.token);
   run.env = ProgramEnvironment(base, vars);
   run.timeout = kSbatchTimeout;
   absl::StatusOr<std::unique_ptr<Subprocess>> process = Subprocess::Start(run);
@@ -465,16 +462,18 @@ absl::Status RunLaunchCommand(const CommandContext& context, const Args& args) {
         "; the command was: ", ShellJoin(sbatch)));
   }
   // --parsable prints "JOBID" or "JOBID;CLUSTER".
-  std::string job_id(absl::StripAsciiWhitespace(
-      absl::string_view(out_lines.back()).substr(0, out_lines.back().find(';'))));
+  std::string job_id(
+      absl::StripAsciiWhitespace(absl::string_view(out_lines.back())
+                                     .substr(0, out_lines.back().find(';'))));
   for (const std::string& line : err_lines) context.err << line << "\n";
   context.out << job_id << "\n";
   context.out.flush();
   context.err << "submitted Slurm job array " << job_id << ": "
-              << options->workers << " worker" << (options->workers == 1 ? "" : "s")
-              << " for study " << options->study << "\n  script: "
-              << script_path << "\n  output: " << job.script_dir << "/worker-"
-              << job_id << "_<task>.out\n  watch: squeue -j " << job_id
+              << options->workers << " worker"
+              << (options->workers == 1 ? "" : "s") << " for study "
+              << options->study << "\n  script: " << script_path
+              << "\n  output: " << job.script_dir << "/worker-" << job_id
+              << "_<task>.out\n  watch: squeue -j " << job_id
               << "; cancel: scancel " << job_id << "\n";
   return absl::OkStatus();
 }

@@ -60,14 +60,15 @@ std::string Identifier(const std::string& text);
 // any other value as its JSON. False, leaving `attributes` as it was, when
 // the value is not JSON, the key is empty or it would pass the server's
 // limits.
-bool KeepAttribute(const std::string& optuna_key, const Json& value,
-                   google::protobuf::Map<std::string, std::string>& attributes) {
+bool KeepAttribute(
+    const std::string& optuna_key, const Json& value,
+    google::protobuf::Map<std::string, std::string>& attributes) {
   if (value.is_discarded()) return false;
   if (optuna_key.empty()) return false;
   const std::string key = Identifier(optuna_key);
-  std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-  if (key.size() > kMaxNameBytes ||
-      text.size() > kMaxAttributeValueBytes ||
+  std::string text =
+      value.is_string() ? value.get<std::string>() : value.dump();
+  if (key.size() > kMaxNameBytes || text.size() > kMaxAttributeValueBytes ||
       (!attributes.contains(key) &&
        attributes.size() >= static_cast<size_t>(kMaxAttributes))) {
     return false;
@@ -101,9 +102,8 @@ absl::StatusOr<Statement> Prepare(sqlite3* db, const std::string& sql,
   sqlite3_stmt* statement = nullptr;
   if (sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr) !=
       SQLITE_OK) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not an Optuna storage file (", sqlite3_errmsg(db),
-                     ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": not an Optuna storage file (", sqlite3_errmsg(db), ")"));
   }
   return Statement(statement);
 }
@@ -140,8 +140,8 @@ int64_t ParseTimeMs(const std::string& text) {
   int micros = 0;
   char fraction[16] = "";
   if (std::sscanf(text.c_str(), "%d-%d-%d %d:%d:%d%15s", &tm.tm_year,
-                  &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
-                  &tm.tm_sec, fraction) < 6) {
+                  &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec,
+                  fraction) < 6) {
     return 0;
   }
   if (fraction[0] == '.') {
@@ -195,8 +195,9 @@ std::string StudyName(const std::string& optuna_name, int64_t study_id) {
 std::string Identifier(const std::string& text) {
   std::string name;
   for (char c : text) name += NameChar(c) ? c : '_';
-  if (name.empty() || !(absl::ascii_isalpha(static_cast<unsigned char>(name[0])) ||
-                        name[0] == '_')) {
+  if (name.empty() ||
+      !(absl::ascii_isalpha(static_cast<unsigned char>(name[0])) ||
+        name[0] == '_')) {
     name.insert(name.begin(), '_');
   }
   return name.substr(0, 128);
@@ -248,10 +249,12 @@ absl::StatusOr<Distribution> ParseDistribution(const std::string& text,
       !json.contains("attributes") || !json["attributes"].is_object()) {
     return bad("not a distribution in Optuna's JSON form");
   }
-  const std::string name = json["name"].is_string() ? json["name"].get<std::string>() : "";
+  const std::string name =
+      json["name"].is_string() ? json["name"].get<std::string>() : "";
   const Json& a = json["attributes"];
   auto number = [&](const char* key, double fallback) {
-    return a.contains(key) && IsNumber(a[key]) ? a[key].get<double>() : fallback;
+    return a.contains(key) && IsNumber(a[key]) ? a[key].get<double>()
+                                               : fallback;
   };
   Distribution d;
   if (name == "CategoricalDistribution") {
@@ -269,7 +272,8 @@ absl::StatusOr<Distribution> ParseDistribution(const std::string& text,
   }
   d.low = a["low"].get<double>();
   d.high = a["high"].get<double>();
-  const bool log_flag = a.contains("log") && a["log"].is_boolean() && a["log"].get<bool>();
+  const bool log_flag =
+      a.contains("log") && a["log"].is_boolean() && a["log"].get<bool>();
   if (name == "FloatDistribution") {
     d.log = log_flag;
     d.step = number("step", 0);
@@ -344,9 +348,9 @@ std::vector<double> StepValues(const Distribution& d, int limit) {
 
 // The parameter spec of a parameter whose trials had `variants` (the union
 // of their values); what the spec cannot keep of them is added to `notes`.
-absl::StatusOr<v1::ParameterSpec> ToSpec(const std::string& name,
-                                         const std::vector<Distribution>& variants,
-                                         std::vector<std::string>& notes) {
+absl::StatusOr<v1::ParameterSpec> ToSpec(
+    const std::string& name, const std::vector<Distribution>& variants,
+    std::vector<std::string>& notes) {
   v1::ParameterSpec spec;
   spec.set_name(name);
   const Distribution& first = variants.front();
@@ -420,10 +424,12 @@ absl::StatusOr<v1::ParameterSpec> ToSpec(const std::string& name,
       }
     }
     const bool every_integer =
-        is_int && !too_many && values.size() == static_cast<size_t>(high - low + 1);
+        is_int && !too_many &&
+        values.size() == static_cast<size_t>(high - low + 1);
     const bool unit_steps =
-        is_int && std::all_of(variants.begin(), variants.end(),
-                              [](const Distribution& v) { return v.step == 1; });
+        is_int &&
+        std::all_of(variants.begin(), variants.end(),
+                    [](const Distribution& v) { return v.step == 1; });
     if (!unit_steps && !every_integer && !too_many) {
       for (double v : values) spec.mutable_discrete_spec()->add_values(v);
       return spec;
@@ -479,9 +485,8 @@ absl::StatusOr<v1::ParameterValue> ToValue(const v1::ParameterSpec& spec,
     if (std::floor(index) != index || index < 0 ||
         index >= static_cast<double>(own.choices.size())) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "parameter \"", spec.name(), "\": choice index ",
-          DoubleText(stored), " is not one of the ", own.choices.size(),
-          " choices' indices"));
+          "parameter \"", spec.name(), "\": choice index ", DoubleText(stored),
+          " is not one of the ", own.choices.size(), " choices' indices"));
     }
     const Json& choice = own.choices[static_cast<size_t>(index)];
     if (spec.has_categorical_spec()) {
@@ -519,9 +524,9 @@ absl::StatusOr<v1::ParameterValue> FixedValue(const v1::ParameterSpec& spec,
     return value;
   }
   if (!IsNumber(given)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "parameter \"", spec.name(), "\": fixed value ", given.dump(),
-        " is not a number"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("parameter \"", spec.name(), "\": fixed value ",
+                     given.dump(), " is not a number"));
   }
   Distribution own;  // numeric: the value is stored as is
   return ToValue(spec, own, given.get<double>());
@@ -567,10 +572,11 @@ struct InferredSpace {
 // parameter is always active when most trials hold it (the others are left
 // out), else not in the space (the trials that hold it keep the rest);
 // `notes` says which.
-InferredSpace InferConditions(const std::vector<std::string>& order,
-                              const std::map<std::string, v1::ParameterSpec>& specs,
-                              const std::vector<const ParameterValues*>& evidence,
-                              std::vector<std::string>& notes) {
+InferredSpace InferConditions(
+    const std::vector<std::string>& order,
+    const std::map<std::string, v1::ParameterSpec>& specs,
+    const std::vector<const ParameterValues*>& evidence,
+    std::vector<std::string>& notes) {
   InferredSpace space;
   std::map<std::string, int> depth;
   const size_t n = evidence.size();
@@ -638,9 +644,8 @@ InferredSpace InferConditions(const std::vector<std::string>& order,
         }
       }
       if (choice.values.empty() || !supported) continue;
-      if (!best.has_value() ||
-          std::tie(choice.unexplained, choice.depth) <
-              std::tie(best->unexplained, best->depth)) {
+      if (!best.has_value() || std::tie(choice.unexplained, choice.depth) <
+                                   std::tie(best->unexplained, best->depth)) {
         best = std::move(choice);
       }
     }
@@ -663,7 +668,8 @@ InferredSpace InferConditions(const std::vector<std::string>& order,
       } else {
         space.left_out.insert(name);
         notes.push_back(absl::StrCat(why, "left out of the space (the ",
-                                     holding, " trials with it are kept "
+                                     holding,
+                                     " trials with it are kept "
                                      "without it)"));
       }
       continue;
@@ -691,13 +697,14 @@ InferredSpace InferConditions(const std::vector<std::string>& order,
                         absl::StrAppend(out, FormatParameterValue(v));
                       }));
     if (best->unexplained == 0) {
-      notes.push_back(absl::StrCat("parameter \"", shown, "\" is conditional: ",
-                                   when));
+      notes.push_back(
+          absl::StrCat("parameter \"", shown, "\" is conditional: ", when));
     } else {
       notes.push_back(absl::StrCat(
           "parameter \"", shown,
           "\": no parameter's values tell exactly when it is present; "
-          "imported as ", when, ", which all but ", best->unexplained,
+          "imported as ",
+          when, ", which all but ", best->unexplained,
           " trials agree with (those are left out)"));
     }
     depth[name] = best->depth;
@@ -804,7 +811,8 @@ absl::StatusOr<std::vector<std::string>> ReadMetrics(sqlite3* db,
     absl::StatusOr<Statement> s = Prepare(
         db,
         absl::StrCat("SELECT value_json FROM study_system_attributes WHERE "
-                     "study_id = ", id, " AND key = 'study:metric_names'"),
+                     "study_id = ",
+                     id, " AND key = 'study:metric_names'"),
         path);
     if (s.ok() && sqlite3_step(s->get()) == SQLITE_ROW) {
       Json names = ParseStoredJson(Text(s->get(), 0));
@@ -826,9 +834,10 @@ absl::StatusOr<std::vector<std::string>> ReadMetrics(sqlite3* db,
     if (goals.size() > 1) m.set_role(v1::MetricSpec::OBJECTIVE);
   }
   if (goals.size() > 1) {
-    out.notes.push_back(absl::StrCat(
-        goals.size(), " objectives: metrics ", absl::StrJoin(metric_names, ", "),
-        " with Optuna's directions, each an OBJECTIVE"));
+    out.notes.push_back(
+        absl::StrCat(goals.size(), " objectives: metrics ",
+                     absl::StrJoin(metric_names, ", "),
+                     " with Optuna's directions, each an OBJECTIVE"));
   }
 
   return metric_names;
@@ -842,7 +851,8 @@ absl::Status ReadStudyAttributes(sqlite3* db, const std::string& path,
     absl::StatusOr<Statement> s = Prepare(
         db,
         absl::StrCat("SELECT key, value_json FROM study_user_attributes WHERE "
-                     "study_id = ", id, " ORDER BY key"),
+                     "study_id = ",
+                     id, " ORDER BY key"),
         path);
     if (!s.ok()) return s.status();
     while (sqlite3_step(s->get()) == SQLITE_ROW) {
@@ -851,9 +861,8 @@ absl::Status ReadStudyAttributes(sqlite3* db, const std::string& path,
                          *out.study.mutable_attributes())) {
         out.notes.push_back(absl::StrCat(
             "study user attribute \"", key,
-            "\" not kept: past the limits on attributes (",
-            kMaxAttributes, " entries, values of ",
-            kMaxAttributeValueBytes,
+            "\" not kept: past the limits on attributes (", kMaxAttributes,
+            " entries, values of ", kMaxAttributeValueBytes,
             " bytes), or not JSON nested at most ", kMaxJsonDepth, " deep"));
       }
     }
@@ -870,12 +879,12 @@ absl::StatusOr<std::vector<RawTrial>> ReadRawTrials(sqlite3* db,
   std::vector<RawTrial> raw;
   std::map<int64_t, size_t> by_id;
   {
-    absl::StatusOr<Statement> s = Prepare(
-        db,
-        absl::StrCat("SELECT trial_id, number, state, datetime_start, "
-                     "datetime_complete FROM trials WHERE study_id = ", id,
-                     " ORDER BY number, trial_id"),
-        path);
+    absl::StatusOr<Statement> s =
+        Prepare(db,
+                absl::StrCat("SELECT trial_id, number, state, datetime_start, "
+                             "datetime_complete FROM trials WHERE study_id = ",
+                             id, " ORDER BY number, trial_id"),
+                path);
     if (!s.ok()) return s.status();
     while (sqlite3_step(s->get()) == SQLITE_ROW) {
       RawTrial& t = raw.emplace_back();
@@ -894,8 +903,8 @@ absl::StatusOr<std::vector<RawTrial>> ReadRawTrials(sqlite3* db,
       by_id[t.trial_id] = raw.size() - 1;
     }
   }
-  const std::string in_study =
-      absl::StrCat(" IN (SELECT trial_id FROM trials WHERE study_id = ", id, ")");
+  const std::string in_study = absl::StrCat(
+      " IN (SELECT trial_id FROM trials WHERE study_id = ", id, ")");
   {
     absl::StatusOr<Statement> s = Prepare(
         db,
@@ -915,11 +924,12 @@ absl::StatusOr<std::vector<RawTrial>> ReadRawTrials(sqlite3* db,
       } else {
         p.problem = absl::StrCat(
             "parameter \"", p.name, "\": the stored value ",
-            type == SQLITE_NULL ? "is NULL"
-                                : absl::StrCat("\"", Text(s->get(), 2),
-                                               "\" is not a number"));
+            type == SQLITE_NULL
+                ? "is NULL"
+                : absl::StrCat("\"", Text(s->get(), 2), "\" is not a number"));
       }
-      absl::StatusOr<Distribution> d = ParseDistribution(Text(s->get(), 3), p.name);
+      absl::StatusOr<Distribution> d =
+          ParseDistribution(Text(s->get(), 3), p.name);
       if (!d.ok()) return d.status();
       p.distribution = *std::move(d);
       raw[it->second].params.push_back(std::move(p));
@@ -927,11 +937,12 @@ absl::StatusOr<std::vector<RawTrial>> ReadRawTrials(sqlite3* db,
   }
   {
     const bool typed = HasColumn(db, "trial_values", "value_type");
-    absl::StatusOr<Statement> s = Prepare(
-        db,
-        absl::StrCat("SELECT trial_id, objective, value", typed ? ", value_type" : "",
-                     " FROM trial_values WHERE trial_id", in_study),
-        path);
+    absl::StatusOr<Statement> s =
+        Prepare(db,
+                absl::StrCat("SELECT trial_id, objective, value",
+                             typed ? ", value_type" : "",
+                             " FROM trial_values WHERE trial_id", in_study),
+                path);
     if (!s.ok()) return s.status();
     while (sqlite3_step(s->get()) == SQLITE_ROW) {
       auto it = by_id.find(sqlite3_column_int64(s->get(), 0));
@@ -941,15 +952,15 @@ absl::StatusOr<std::vector<RawTrial>> ReadRawTrials(sqlite3* db,
     }
   }
   {
-    const bool typed = HasColumn(db, "trial_intermediate_values",
-                                 "intermediate_value_type");
-    absl::StatusOr<Statement> s = Prepare(
-        db,
-        absl::StrCat("SELECT trial_id, step, intermediate_value",
-                     typed ? ", intermediate_value_type" : "",
-                     " FROM trial_intermediate_values WHERE trial_id", in_study,
-                     " ORDER BY trial_id, step"),
-        path);
+    const bool typed =
+        HasColumn(db, "trial_intermediate_values", "intermediate_value_type");
+    absl::StatusOr<Statement> s =
+        Prepare(db,
+                absl::StrCat("SELECT trial_id, step, intermediate_value",
+                             typed ? ", intermediate_value_type" : "",
+                             " FROM trial_intermediate_values WHERE trial_id",
+                             in_study, " ORDER BY trial_id, step"),
+                path);
     if (!s.ok()) return s.status();
     while (sqlite3_step(s->get()) == SQLITE_ROW) {
       auto it = by_id.find(sqlite3_column_int64(s->get(), 0));
@@ -963,13 +974,14 @@ absl::StatusOr<std::vector<RawTrial>> ReadRawTrials(sqlite3* db,
       }
     }
   }
-  for (const char* table : {"trial_user_attributes", "trial_system_attributes"}) {
+  for (const char* table :
+       {"trial_user_attributes", "trial_system_attributes"}) {
     const bool user = std::string(table) == "trial_user_attributes";
-    absl::StatusOr<Statement> s = Prepare(
-        db,
-        absl::StrCat("SELECT trial_id, key, value_json FROM ", table,
-                     " WHERE trial_id", in_study, " ORDER BY key"),
-        path);
+    absl::StatusOr<Statement> s =
+        Prepare(db,
+                absl::StrCat("SELECT trial_id, key, value_json FROM ", table,
+                             " WHERE trial_id", in_study, " ORDER BY key"),
+                path);
     if (!s.ok()) return s.status();
     while (sqlite3_step(s->get()) == SQLITE_ROW) {
       auto it = by_id.find(sqlite3_column_int64(s->get(), 0));
@@ -1024,17 +1036,17 @@ absl::StatusOr<TrialSpace> BuildSpace(const std::vector<RawTrial>& raw,
     }
   }
   if (order.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": Optuna study \"", optuna_name,
-        "\" has no trial with parameters; nothing to import"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": Optuna study \"", optuna_name,
+                     "\" has no trial with parameters; nothing to import"));
   }
   std::set<std::string> used;
   for (const std::string& name : order) {
     std::string id_name = Identifier(name);
     while (!used.insert(id_name).second) id_name += "_";
     if (id_name != name) {
-      out.notes.push_back(absl::StrCat("parameter \"", name, "\" is named \"",
-                                       id_name, "\""));
+      out.notes.push_back(
+          absl::StrCat("parameter \"", name, "\" is named \"", id_name, "\""));
     }
     absl::StatusOr<v1::ParameterSpec> spec =
         ToSpec(id_name, variants[name], out.notes);
@@ -1070,7 +1082,8 @@ absl::StatusOr<TrialSpace> BuildSpace(const std::vector<RawTrial>& raw,
     }
     if (readable[i] && t.fixed_params.is_object()) {
       for (const std::string& name : order) {
-        if (values[i].contains(name) || !t.fixed_params.contains(name)) continue;
+        if (values[i].contains(name) || !t.fixed_params.contains(name))
+          continue;
         absl::StatusOr<v1::ParameterValue> value =
             FixedValue(specs[name], t.fixed_params[name]);
         if (!value.ok()) {
@@ -1181,15 +1194,16 @@ int64_t ConvertTrials(const std::vector<RawTrial>& raw, const TrialSpace& ts,
         const std::vector<std::string> inactive = absent_from(held, active);
         std::vector<std::string> why;
         if (!missing.empty()) {
-          why.push_back(absl::StrCat("it has no ", absl::StrJoin(missing, ", ")));
+          why.push_back(
+              absl::StrCat("it has no ", absl::StrJoin(missing, ", ")));
         }
         if (!inactive.empty()) {
           why.push_back(absl::StrCat("it holds ", absl::StrJoin(inactive, ", "),
                                      ", inactive under its parent's value"));
         }
-        out.notes.push_back(absl::StrCat("Optuna trial ", t.number, " (",
-                                         t.state, ") left out: ",
-                                         absl::StrJoin(why, "; ")));
+        out.notes.push_back(
+            absl::StrCat("Optuna trial ", t.number, " (", t.state,
+                         ") left out: ", absl::StrJoin(why, "; ")));
         ++out.skipped_trials;
         continue;
       }
@@ -1224,8 +1238,8 @@ int64_t ConvertTrials(const std::vector<RawTrial>& raw, const TrialSpace& ts,
     }
     if (trial.state() == v1::Trial::COMPLETED &&
         !final_m.metrics().contains(objective)) {
-      out.notes.push_back(absl::StrCat("Optuna trial ", t.number,
-                                       " is COMPLETE without a value; left out"));
+      out.notes.push_back(absl::StrCat(
+          "Optuna trial ", t.number, " is COMPLETE without a value; left out"));
       ++out.skipped_trials;
       continue;
     }
@@ -1259,9 +1273,8 @@ int64_t ConvertTrials(const std::vector<RawTrial>& raw, const TrialSpace& ts,
   for (const auto& [key, n] : dropped_attrs) {
     out.notes.push_back(absl::StrCat(
         "trial user attribute \"", key, "\" (on ", n,
-        " trials) not kept: past the limits on attributes (",
-        kMaxAttributes, " entries, values of ",
-        kMaxAttributeValueBytes,
+        " trials) not kept: past the limits on attributes (", kMaxAttributes,
+        " entries, values of ", kMaxAttributeValueBytes,
         " bytes), or not JSON nested at most ", kMaxJsonDepth, " deep"));
   }
   return created_ms;
@@ -1284,7 +1297,8 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
   absl::StatusOr<std::vector<std::string>> metric_names =
       ReadMetrics(db, path, id, out);
   if (!metric_names.ok()) return metric_names.status();
-  if (absl::Status s = ReadStudyAttributes(db, path, id, out); !s.ok()) return s;
+  if (absl::Status s = ReadStudyAttributes(db, path, id, out); !s.ok())
+    return s;
   absl::StatusOr<std::vector<RawTrial>> raw = ReadRawTrials(db, path, id);
   if (!raw.ok()) return raw.status();
   absl::StatusOr<TrialSpace> space = BuildSpace(*raw, path, optuna_name, out);
@@ -1301,15 +1315,18 @@ absl::StatusOr<std::vector<OptunaStudy>> ReadOptunaFile(
     const std::string& path, const std::optional<std::string>& study_name,
     int64_t now_ms) {
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
   Db db(raw);
   if (rc != SQLITE_OK) {
-    return absl::NotFoundError(absl::StrCat(
-        "cannot open \"", path, "\": ", raw ? sqlite3_errmsg(raw) : "out of memory"));
+    return absl::NotFoundError(
+        absl::StrCat("cannot open \"", path,
+                     "\": ", raw ? sqlite3_errmsg(raw) : "out of memory"));
   }
   sqlite3_busy_timeout(db.get(), 5000);
   absl::StatusOr<Statement> s = Prepare(
-      db.get(), "SELECT study_id, study_name FROM studies ORDER BY study_id", path);
+      db.get(), "SELECT study_id, study_name FROM studies ORDER BY study_id",
+      path);
   if (!s.ok()) return s.status();
   std::vector<std::pair<int64_t, std::string>> studies;
   while (true) {
@@ -1325,16 +1342,17 @@ absl::StatusOr<std::vector<OptunaStudy>> ReadOptunaFile(
     }
   }
   if (study_name && studies.empty()) {
-    return absl::NotFoundError(absl::StrCat(path, " has no Optuna study \"",
-                                            *study_name, "\""));
+    return absl::NotFoundError(
+        absl::StrCat(path, " has no Optuna study \"", *study_name, "\""));
   }
   std::vector<OptunaStudy> out;
   for (const auto& [id, name] : studies) {
-    absl::StatusOr<OptunaStudy> study = ReadStudy(db.get(), path, id, name, now_ms);
+    absl::StatusOr<OptunaStudy> study =
+        ReadStudy(db.get(), path, id, name, now_ms);
     if (!study.ok()) {
       return absl::Status(study.status().code(),
-                          absl::StrCat("Optuna study \"", name, "\": ",
-                                       study.status().message()));
+                          absl::StrCat("Optuna study \"", name,
+                                       "\": ", study.status().message()));
     }
     out.push_back(*std::move(study));
   }
@@ -1354,8 +1372,9 @@ absl::Status RunImportOptunaCommand(const CommandContext& context,
   if (!studies.ok()) return studies.status();
   if (std::optional<std::string> name = parsed->Get("name")) {
     if (studies->size() != 1) {
-      return UsageError("--name: the file holds several studies; pick one "
-                        "with --study");
+      return UsageError(
+          "--name: the file holds several studies; pick one "
+          "with --study");
     }
     studies->front().study.set_name(*name);
   }
@@ -1368,8 +1387,8 @@ absl::Status RunImportOptunaCommand(const CommandContext& context,
         context.client.ImportStudy(s.study, s.trials);
     if (!study.ok()) {
       return absl::Status(study.status().code(),
-                          absl::StrCat("Optuna study \"", s.optuna_name, "\": ",
-                                       study.status().message()));
+                          absl::StrCat("Optuna study \"", s.optuna_name,
+                                       "\": ", study.status().message()));
     }
     std::map<std::string, int64_t> counts(study->trial_counts().begin(),
                                           study->trial_counts().end());

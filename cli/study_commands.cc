@@ -23,7 +23,8 @@ const char kStudyUsage[] =
     "       hypertune study list [--format table|json]\n"
     "       hypertune study get NAME [--format table|json]\n"
     "       hypertune study best NAME [--format table|json|csv]\n"
-    "       hypertune study update NAME [--max-trials N] [--max-parallel-trials N]\n"
+    "       hypertune study update NAME [--max-trials N] "
+    "[--max-parallel-trials N]\n"
     "           [--max-device-hours H] [--price-per-device-hour P]\n"
     "           [--lease-seconds S] [--max-retries N] [--max-resource R]\n"
     "           [--min-trials N] [--grace-steps N]\n"
@@ -69,8 +70,7 @@ absl::Status Print(const CommandContext& context,
 
 // The study config in the JSON file at `path` (json_config.h's errors);
 // `whole`: a new study's, checked for what a study needs (ParseStudyConfig).
-absl::StatusOr<v1::Study> ReadStudyConfig(const std::string& path,
-                                          bool whole) {
+absl::StatusOr<v1::Study> ReadStudyConfig(const std::string& path, bool whole) {
   std::ifstream file(path);
   std::stringstream text;
   if (!file || !(text << file.rdbuf())) {
@@ -88,10 +88,10 @@ absl::StatusOr<v1::Study> ReadStudyConfig(const std::string& path,
 
 // The single NAME argument of a subcommand.
 absl::StatusOr<std::string> OneName(const ParsedArgs& parsed,
-                                     const std::string& subcommand) {
+                                    const std::string& subcommand) {
   if (parsed.positional.size() != 1) {
-    return UsageError(absl::StrCat("study ", subcommand,
-                                   " takes one study NAME"));
+    return UsageError(
+        absl::StrCat("study ", subcommand, " takes one study NAME"));
   }
   return parsed.positional[0];
 }
@@ -108,9 +108,9 @@ absl::Status Create(const CommandContext& context, const Args& args) {
   if (!parsed->positional.empty()) {
     return UsageError("study create takes the study from --config only");
   }
-  absl::StatusOr<OutputFormat> format = ParseFormat(
-      parsed->Get("format"), OutputFormat::kTable,
-      {OutputFormat::kTable, OutputFormat::kJson});
+  absl::StatusOr<OutputFormat> format =
+      ParseFormat(parsed->Get("format"), OutputFormat::kTable,
+                  {OutputFormat::kTable, OutputFormat::kJson});
   if (!format.ok()) return format.status();
 
   absl::StatusOr<v1::Study> config = ReadStudyConfig(*path, /*whole=*/true);
@@ -140,7 +140,8 @@ absl::Status Create(const CommandContext& context, const Args& args) {
     context.err << "warm start: copied " << warm->imported()
                 << " COMPLETED trials, skipped " << warm->skipped()
                 << " that do not fit the new space\n";
-    absl::StatusOr<v1::Study> counted = context.client.GetStudy(created->name());
+    absl::StatusOr<v1::Study> counted =
+        context.client.GetStudy(created->name());
     if (counted.ok()) created = std::move(counted);
   }
   if (*format == OutputFormat::kTable) {
@@ -153,10 +154,11 @@ absl::Status Create(const CommandContext& context, const Args& args) {
 absl::Status List(const CommandContext& context, const Args& args) {
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, {{"format"}});
   if (!parsed.ok()) return parsed.status();
-  if (!parsed->positional.empty()) return UsageError("study list takes no NAME");
-  absl::StatusOr<OutputFormat> format = ParseFormat(
-      parsed->Get("format"), OutputFormat::kTable,
-      {OutputFormat::kTable, OutputFormat::kJson});
+  if (!parsed->positional.empty())
+    return UsageError("study list takes no NAME");
+  absl::StatusOr<OutputFormat> format =
+      ParseFormat(parsed->Get("format"), OutputFormat::kTable,
+                  {OutputFormat::kTable, OutputFormat::kJson});
   if (!format.ok()) return format.status();
   absl::StatusOr<std::vector<v1::Study>> studies = context.client.ListStudies();
   if (!studies.ok()) return studies.status();
@@ -174,9 +176,9 @@ absl::Status Get(const CommandContext& context, const Args& args) {
   if (!parsed.ok()) return parsed.status();
   absl::StatusOr<std::string> name = OneName(*parsed, "get");
   if (!name.ok()) return name.status();
-  absl::StatusOr<OutputFormat> format = ParseFormat(
-      parsed->Get("format"), OutputFormat::kTable,
-      {OutputFormat::kTable, OutputFormat::kJson});
+  absl::StatusOr<OutputFormat> format =
+      ParseFormat(parsed->Get("format"), OutputFormat::kTable,
+                  {OutputFormat::kTable, OutputFormat::kJson});
   if (!format.ok()) return format.status();
   absl::StatusOr<v1::Study> study = context.client.GetStudy(*name);
   if (!study.ok()) return study.status();
@@ -223,8 +225,8 @@ absl::Status NonNegativeFlag(const ParsedArgs& parsed, const char* flag,
   if (!text.has_value()) return absl::OkStatus();
   double value = 0;
   if (!absl::SimpleAtod(*text, &value) || !std::isfinite(value) || value < 0) {
-    return UsageError(absl::StrCat("--", flag, ": expected a number >= 0, got \"",
-                                   *text, "\""));
+    return UsageError(absl::StrCat(
+        "--", flag, ": expected a number >= 0, got \"", *text, "\""));
   }
   set(value);
   return absl::OkStatus();
@@ -247,11 +249,13 @@ absl::Status Update(const CommandContext& context, const Args& args) {
       {"max-trials", "max_trials",
        [](v1::StudySpec& s, double v) { s.set_max_trials(Int32(v)); }, true},
       {"max-parallel-trials", "max_parallel_trials",
-       [](v1::StudySpec& s, double v) { s.set_max_parallel_trials(Int32(v)); }, true},
+       [](v1::StudySpec& s, double v) { s.set_max_parallel_trials(Int32(v)); },
+       true},
       {"max-device-hours", "max_device_hours",
        [](v1::StudySpec& s, double v) { s.set_max_device_hours(v); }, false},
       {"price-per-device-hour", "price_per_device_hour",
-       [](v1::StudySpec& s, double v) { s.set_price_per_device_hour(v); }, false},
+       [](v1::StudySpec& s, double v) { s.set_price_per_device_hour(v); },
+       false},
       {"lease-seconds", "lease_seconds",
        [](v1::StudySpec& s, double v) { s.set_lease_seconds(Int32(v)); }, true},
       {"max-retries", "max_retries",
@@ -259,15 +263,18 @@ absl::Status Update(const CommandContext& context, const Args& args) {
       {"max-resource", "early_stopping.max_resource",
        [](v1::StudySpec& s, double v) {
          s.mutable_early_stopping()->set_max_resource(static_cast<int64_t>(v));
-       }, true},
+       },
+       true},
       {"min-trials", "early_stopping.min_trials",
        [](v1::StudySpec& s, double v) {
          s.mutable_early_stopping()->set_min_trials(Int32(v));
-       }, true},
+       },
+       true},
       {"grace-steps", "early_stopping.grace_steps",
        [](v1::StudySpec& s, double v) {
          s.mutable_early_stopping()->set_grace_steps(static_cast<int64_t>(v));
-       }, true},
+       },
+       true},
   };
   std::vector<FlagSpec> specs = {{"config"}, {"promote-by-model"}};
   for (const Field& f : fields) specs.push_back({f.flag});
@@ -287,7 +294,8 @@ absl::Status Update(const CommandContext& context, const Args& args) {
     });
     if (!s.ok()) return s;
     if (out_of_range) {
-      return UsageError(absl::StrCat("--", f.flag, ": expected a whole number"));
+      return UsageError(
+          absl::StrCat("--", f.flag, ": expected a whole number"));
     }
   }
   if (std::optional<std::string> on = parsed->Get("promote-by-model")) {
@@ -318,7 +326,8 @@ absl::Status Update(const CommandContext& context, const Args& args) {
   }
   for (const v1::StudyChange::Field& f :
        after->changes(after->changes_size() - 1).fields()) {
-    context.out << f.path() << ": " << f.before() << " -> " << f.after() << "\n";
+    context.out << f.path() << ": " << f.before() << " -> " << f.after()
+                << "\n";
   }
   context.out << "study \"" << *name << "\" is "
               << v1::Study::State_Name(after->state()) << "\n";

@@ -349,8 +349,9 @@ ProgramExit Subprocess::Wait(const LineCallback& on_stdout,
 
     Clock::time_point wake = now + tick;
     if (!reaped_ && options_.timeout.has_value() && !timed_out_) {
-      wake = std::min(wake, started_ + std::chrono::duration_cast<
-                                           Clock::duration>(*options_.timeout));
+      wake =
+          std::min(wake, started_ + std::chrono::duration_cast<Clock::duration>(
+                                        *options_.timeout));
     }
     if (!reaped_ && kill_at_.has_value()) wake = std::min(wake, *kill_at_);
     if (reaped_) wake = std::min(wake, exited_at + kDrainAfterExit);

@@ -209,8 +209,7 @@ absl::Status RunTrialsCommand(const CommandContext& context, const Args& args) {
     if (trials->empty()) {
       context.out << "no trials\n";
     } else {
-      context.out << FormatTable(
-          TrialGrid(&*study, *trials));
+      context.out << FormatTable(TrialGrid(&*study, *trials));
     }
     return absl::OkStatus();
   }
@@ -242,8 +241,7 @@ absl::StatusOr<v1::ParameterValue> ParseParameterAssignment(
     const v1::StudySpec& spec, const std::string& assignment) {
   const size_t equals = assignment.find('=');
   if (equals == std::string::npos || equals == 0) {
-    return UsageError(absl::StrCat("\"", assignment,
-                                   "\" is not PARAM=VALUE"));
+    return UsageError(absl::StrCat("\"", assignment, "\" is not PARAM=VALUE"));
   }
   const std::string name = assignment.substr(0, equals);
   const std::string text = assignment.substr(equals + 1);
@@ -251,11 +249,10 @@ absl::StatusOr<v1::ParameterValue> ParseParameterAssignment(
       spec.parameters().begin(), spec.parameters().end(),
       [&](const v1::ParameterSpec& p) { return p.name() == name; });
   if (it == spec.parameters().end()) {
-    return UsageError(absl::StrCat("\"", name,
-                                   "\" is not a parameter of the study"));
+    return UsageError(
+        absl::StrCat("\"", name, "\" is not a parameter of the study"));
   }
-  absl::StatusOr<v1::ParameterValue> value =
-      ParseParameterValue(*it, text);
+  absl::StatusOr<v1::ParameterValue> value = ParseParameterValue(*it, text);
   if (!value.ok()) return UsageError(std::string(value.status().message()));
   if (value->has_double_value() && !std::isfinite(value->double_value())) {
     return UsageError(

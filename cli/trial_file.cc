@@ -77,8 +77,9 @@ absl::StatusOr<std::vector<JsonObject>> SplitJsonObjects(
       case '}':
       case ']':
         if (stack.empty() || (c == '}') != (stack.back() == '{')) {
-          return LineError(source, line,
-                           absl::StrCat("unexpected '", std::string(1, c), "'"));
+          return LineError(
+              source, line,
+              absl::StrCat("unexpected '", std::string(1, c), "'"));
         }
         stack.pop_back();
         if (stack.empty()) {
@@ -86,7 +87,8 @@ absl::StatusOr<std::vector<JsonObject>> SplitJsonObjects(
         }
         break;
       default:
-        if (stack.empty() && !absl::ascii_isspace(static_cast<unsigned char>(c))) {
+        if (stack.empty() &&
+            !absl::ascii_isspace(static_cast<unsigned char>(c))) {
           return LineError(source, line,
                            "expected a JSON object (a trial per line, or the "
                            "document of `hypertune trials --format json`)");
@@ -101,7 +103,8 @@ absl::StatusOr<std::vector<JsonObject>> SplitJsonObjects(
   if (top.size() == 1) {
     std::string_view doc = top[0].text;
     size_t key = doc.find_first_not_of(" \t\r\n", 1);
-    if (key != std::string_view::npos && doc.substr(key).starts_with("\"trials\"")) {
+    if (key != std::string_view::npos &&
+        doc.substr(key).starts_with("\"trials\"")) {
       std::vector<JsonObject> trials;
       const size_t base = static_cast<size_t>(doc.data() - text.data());
       int depth = 0;
@@ -197,7 +200,8 @@ absl::StatusOr<std::vector<CsvRecord>> ParseCsv(std::string_view text,
       field_started = true;
     }
   }
-  if (quoted) return LineError(source, record.line, "a quoted field never ends");
+  if (quoted)
+    return LineError(source, record.line, "a quoted field never ends");
   if (field_started || !record.fields.empty()) end_record();
   return records;
 }
@@ -205,12 +209,27 @@ absl::StatusOr<std::vector<CsvRecord>> ParseCsv(std::string_view text,
 // Columns of the CLI's and the HTTP API's trial CSV that are neither
 // parameters nor metrics.
 const absl::flat_hash_set<std::string>& TrialColumnNames() {
-  static const auto* names = new absl::flat_hash_set<std::string>{
-      "id",           "state",          "step",          "elapsed_seconds",
-      "client_id",    "infeasible_reason", "failure_reason", "stop_reason",
-      "create_time_ms", "start_time_ms", "end_time_ms",  "retry_count", "preemption_count",
-      "measurements", "last_step",      "device_seconds", "cost",
-      "warm_start",   "checkpoint_uri", "log_path"};
+  static const auto* names =
+      new absl::flat_hash_set<std::string>{"id",
+                                           "state",
+                                           "step",
+                                           "elapsed_seconds",
+                                           "client_id",
+                                           "infeasible_reason",
+                                           "failure_reason",
+                                           "stop_reason",
+                                           "create_time_ms",
+                                           "start_time_ms",
+                                           "end_time_ms",
+                                           "retry_count",
+                                           "preemption_count",
+                                           "measurements",
+                                           "last_step",
+                                           "device_seconds",
+                                           "cost",
+                                           "warm_start",
+                                           "checkpoint_uri",
+                                           "log_path"};
   return *names;
 }
 
@@ -240,15 +259,16 @@ absl::StatusOr<TrialFile> ParseCsvTrials(std::string_view text,
     Column column{ColumnKind::kMetric, name};
     const bool param_prefix = absl::StartsWith(name, "param:");
     const bool metric_prefix = absl::StartsWith(name, "metric:");
-    if (param_prefix || metric_prefix) column.name = name.substr(name.find(':') + 1);
+    if (param_prefix || metric_prefix)
+      column.name = name.substr(name.find(':') + 1);
     if (param_prefix || (!metric_prefix && parameters.contains(name))) {
       column.kind = ColumnKind::kParameter;
       auto it = parameters.find(column.name);
       if (it == parameters.end()) {
-        return LineError(source, header.line,
-                         absl::StrCat("column \"", name,
-                                      "\": study \"", study.name(),
-                                      "\" has no such parameter"));
+        return LineError(
+            source, header.line,
+            absl::StrCat("column \"", name, "\": study \"", study.name(),
+                         "\" has no such parameter"));
       }
       column.parameter = it->second;
     } else if (metric_prefix) {
@@ -262,8 +282,10 @@ absl::StatusOr<TrialFile> ParseCsvTrials(std::string_view text,
     const CsvRecord& row = (*records)[r];
     if (row.fields.size() != columns.size()) {
       return LineError(source, row.line,
-                       absl::StrCat(row.fields.size(), " fields, but the header "
-                                    "has ", columns.size()));
+                       absl::StrCat(row.fields.size(),
+                                    " fields, but the header "
+                                    "has ",
+                                    columns.size()));
     }
     v1::Trial trial;
     bool skip = false;
@@ -272,9 +294,9 @@ absl::StatusOr<TrialFile> ParseCsvTrials(std::string_view text,
       const Column& column = columns[i];
       const std::string& cell = row.fields[i];
       auto bad = [&](absl::string_view what) {
-        return LineError(source, row.line,
-                         absl::StrCat(column.name, ": \"", cell, "\" is not ",
-                                      what));
+        return LineError(
+            source, row.line,
+            absl::StrCat(column.name, ": \"", cell, "\" is not ", what));
       };
       if (column.kind == ColumnKind::kTrial) {
         if (column.name == "state" && !cell.empty()) {
@@ -352,9 +374,9 @@ absl::StatusOr<std::string> ExportLine(
       resolver, absl::StrCat("type.googleapis.com/", message.GetTypeName()),
       bytes, &json, options);
   if (!status.ok()) {
-    return absl::InternalError(absl::StrCat("cannot print ",
-                                            message.GetTypeName(), " as JSON: ",
-                                            std::string(status.message())));
+    return absl::InternalError(
+        absl::StrCat("cannot print ", message.GetTypeName(),
+                     " as JSON: ", std::string(status.message())));
   }
   return KeepNegativeZero(json);
 }
@@ -452,8 +474,8 @@ absl::StatusOr<TrialFile> ParseTrialFile(std::string_view text,
   TrialFile file;
   for (const JsonObject& object : *objects) {
     v1::Trial trial;
-    if (absl::Status s = ParseJsonConfig(object.text,
-                                  absl::StrCat(source, ":", object.line), &trial);
+    if (absl::Status s = ParseJsonConfig(
+            object.text, absl::StrCat(source, ":", object.line), &trial);
         !s.ok()) {
       return s;
     }
@@ -484,8 +506,8 @@ absl::Status AtFileLine(const absl::Status& status, const std::string& source,
   message.remove_prefix(close + 1);
   absl::ConsumePrefix(&message, ".");
   absl::ConsumePrefix(&message, ": ");
-  return absl::Status(status.code(), absl::StrCat(source, ":", line_of(index),
-                                                  ": ", message));
+  return absl::Status(status.code(),
+                      absl::StrCat(source, ":", line_of(index), ": ", message));
 }
 
 }  // namespace hypertune::cli

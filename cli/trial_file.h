@@ -30,7 +30,8 @@
 namespace hypertune::cli {
 
 // `message` as one line of the export format, without the newline.
-absl::StatusOr<std::string> ExportLine(const google::protobuf::Message& message);
+absl::StatusOr<std::string> ExportLine(
+    const google::protobuf::Message& message);
 
 // Reads the export format line by line from a stream, so that a large
 // export is never held whole: the study's line, then one trial at a time.

@@ -4,8 +4,8 @@
 #include <csignal>
 
 #include "absl/strings/str_cat.h"
-#include "absl/types/span.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 
 namespace hypertune::cli {
 namespace {
@@ -74,10 +74,9 @@ TrialOutcome Complete(const Metrics& metrics, int64_t step,
     if (metrics.contains(name)) continue;
     return Infeasible(absl::StrCat(
         "the program did not report \"", name, "\" (it reported: ",
-        absl::StrJoin(metrics, ", ",
-                      [](std::string* out, const auto& m) {
-                        out->append(m.first);
-                      }),
+        absl::StrJoin(
+            metrics, ", ",
+            [](std::string* out, const auto& m) { out->append(m.first); }),
         ")"));
   }
   TrialOutcome outcome;

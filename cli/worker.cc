@@ -262,8 +262,8 @@ class Worker {
           told_paused = true;
         }
         thread_local absl::BitGen bitgen;
-        SleepUnlessStopping(BackoffDelay(
-            ++waits, kWaitInitial, kWaitMax, absl::Uniform(bitgen, 0.5, 1.0)));
+        SleepUnlessStopping(BackoffDelay(++waits, kWaitInitial, kWaitMax,
+                                         absl::Uniform(bitgen, 0.5, 1.0)));
         continue;
       }
       waits = 0;
@@ -886,8 +886,8 @@ absl::StatusOr<WorkerOptions> ParseWorkerArgs(const Args& args) {
   // under hypertune-logs/ (the server refuses such names too).
   if (options.study.empty() || options.study == "." || options.study == ".." ||
       options.study.find('/') != std::string::npos) {
-    return UsageError(absl::StrCat("worker: \"", options.study,
-                                   "\" is not a study name"));
+    return UsageError(
+        absl::StrCat("worker: \"", options.study, "\" is not a study name"));
   }
   options.command = parsed->rest;
   absl::StatusOr<int64_t> parallel = parsed->GetInt("parallel", 1, 1);

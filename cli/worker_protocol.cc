@@ -35,8 +35,9 @@ absl::Status ParseAssignment(std::string_view token, std::string* name,
   std::string_view n = token.substr(0, eq);
   for (char c : n) {
     if (!IsNameChar(c)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "\"", AV(token), "\": a metric name has letters, digits and \"_.-/\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", AV(token),
+                       "\": a metric name has letters, digits and \"_.-/\""));
     }
   }
   *name = std::string(n);
@@ -118,16 +119,16 @@ absl::StatusOr<std::optional<MetricsLine>> ParseMetricsLine(
         return absl::InvalidArgumentError("step appears twice");
       }
       if (!absl::SimpleAtoi(AV(value), &step) || step < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "step \"", AV(value), "\" is not an integer >= 0"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("step \"", AV(value), "\" is not an integer >= 0"));
       }
       parsed.step = step;
       continue;
     }
     absl::StatusOr<double> number = ParseNumber(value);
     if (!number.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "metric \"", name, "\": ", number.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("metric \"", name, "\": ", number.status().message()));
     }
     if (!parsed.metrics.emplace(name, *number).second) {
       return absl::InvalidArgumentError(
@@ -155,8 +156,8 @@ absl::StatusOr<Metrics> ParseMetricAssignments(
     }
     absl::StatusOr<double> number = ParseNumber(value);
     if (!number.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "metric \"", name, "\": ", number.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("metric \"", name, "\": ", number.status().message()));
     }
     if (std::isnan(*number)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -195,8 +196,8 @@ std::vector<std::string> Placeholders(std::string_view arg) {
     if (open > 0 && arg[open - 1] == '$') continue;
     const std::string_view name = arg.substr(open + 1, close - open - 1);
     const bool identifier =
-        !name.empty() && (absl::ascii_isalpha(name.front()) ||
-                          name.front() == '_') &&
+        !name.empty() &&
+        (absl::ascii_isalpha(name.front()) || name.front() == '_') &&
         std::all_of(name.begin(), name.end(), [](char c) {
           return absl::ascii_isalnum(c) || c == '_' || c == '.' || c == '-';
         });
@@ -208,7 +209,8 @@ std::vector<std::string> Placeholders(std::string_view arg) {
 absl::Status CheckPlaceholders(const std::vector<std::string>& command,
                                const v1::StudySpec& spec) {
   std::vector<std::string> known;
-  for (const v1::ParameterSpec& p : spec.parameters()) known.push_back(p.name());
+  for (const v1::ParameterSpec& p : spec.parameters())
+    known.push_back(p.name());
   for (size_t i = 0; i < command.size(); ++i) {
     for (const std::string& name : Placeholders(command[i])) {
       if (std::find(known.begin(), known.end(), name) != known.end()) continue;
@@ -242,8 +244,9 @@ std::string SubstituteParameters(std::string_view arg,
     }
     const bool inactive =
         match == nullptr && spec != nullptr &&
-        std::any_of(spec->parameters().begin(), spec->parameters().end(),
-                    [&](const v1::ParameterSpec& p) { return p.name() == name; });
+        std::any_of(
+            spec->parameters().begin(), spec->parameters().end(),
+            [&](const v1::ParameterSpec& p) { return p.name() == name; });
     if (match != nullptr || inactive) {
       if (match != nullptr) out += FormatParameterValue(*match);
       i = close + 1;

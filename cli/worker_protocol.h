@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "hypertune/v1/hypertune.pb.h"
 #include "common/trial_csv.h"
+#include "hypertune/v1/hypertune.pb.h"
 #include "trainer_sdk/hypertune.h"
 
 namespace hypertune::cli {

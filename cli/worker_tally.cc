@@ -106,8 +106,8 @@ std::string WorkerTally::Progress() const {
   absl::MutexLock lock(&mu_);
   std::string text = absl::StrCat(study_, ": ", counts.total());
   if (budget_ > 0) absl::StrAppend(&text, "/", budget_);
-  absl::StrAppend(&text, counts.total() == 1 && budget_ <= 0 ? " trial"
-                                                             : " trials");
+  absl::StrAppend(&text,
+                  counts.total() == 1 && budget_ <= 0 ? " trial" : " trials");
   std::vector<std::string> buckets;
   for (const auto& [count, what] :
        {std::pair{counts.completed, "completed"},
@@ -115,8 +115,7 @@ std::string WorkerTally::Progress() const {
         std::pair{counts.failed, "failed"},
         std::pair{counts.paused, "paused at a rung"},
         std::pair{counts.other, "given back or left"},
-        std::pair{counts.held, "held"},
-        std::pair{counts.running, "running"}}) {
+        std::pair{counts.held, "held"}, std::pair{counts.running, "running"}}) {
     if (count > 0) buckets.push_back(absl::StrCat(count, " ", what));
   }
   if (!buckets.empty()) {

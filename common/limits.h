@@ -31,7 +31,7 @@ inline constexpr size_t kMaxCategoryBytes = 1024;
 // each) a suggestion takes ~0.35 s of CPU, 21 s before issue 31's fix.
 inline constexpr int kMaxParentValuesPerStudy = 10'000;
 inline constexpr int kMaxMetricsPerStudy = 100;
-inline constexpr int kMaxPriorStudies = 8;  // StudySpec.prior_studies
+inline constexpr int kMaxPriorStudies = 8;         // StudySpec.prior_studies
 inline constexpr size_t kMaxStudyBytes = 1 << 20;  // serialized
 inline constexpr int kMaxStudyChanges = 1000;      // UpdateStudy's record
 // Values a recorded change lists (values added to a parameter).

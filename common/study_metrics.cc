@@ -9,8 +9,8 @@ StudyMetrics::StudyMetrics(const v1::StudySpec& spec) {
   }
   for (int i = 0; i < spec.metrics_size(); ++i) {
     const v1::MetricSpec& m = spec.metrics(i);
-    const bool objective = any_role ? m.role() == v1::MetricSpec::OBJECTIVE
-                                    : i == 0;
+    const bool objective =
+        any_role ? m.role() == v1::MetricSpec::OBJECTIVE : i == 0;
     if (objective) {
       objectives_.push_back({m.name(), m.goal() != v1::MetricSpec::MINIMIZE});
     } else if (m.role() == v1::MetricSpec::CONSTRAINT) {

@@ -27,17 +27,15 @@ constexpr const char* kFixedColumns[] = {"id",
 // The characters that make a spreadsheet read a cell as a formula (OWASP,
 // "CSV Injection").
 bool StartsFormula(char c) {
-  return c == '=' || c == '+' || c == '-' || c == '@' || c == '\t' ||
-         c == '\r';
+  return c == '=' || c == '+' || c == '-' || c == '@' || c == '\t' || c == '\r';
 }
 
 // A text field (never a number: -1.5 stays a number).
 void AppendField(std::string_view field, std::string* out) {
   const bool guard = NeedsFormulaGuard(field);
-  const bool padded = !field.empty() && (field.front() == ' ' ||
-                                         field.front() == '\t' ||
-                                         field.back() == ' ' ||
-                                         field.back() == '\t');
+  const bool padded =
+      !field.empty() && (field.front() == ' ' || field.front() == '\t' ||
+                         field.back() == ' ' || field.back() == '\t');
   if (!guard && !padded &&
       field.find_first_of(",\"\r\n") == std::string_view::npos) {
     out->append(field);
@@ -96,8 +94,8 @@ void AppendCsvRow(const v1::Study& study, const v1::Trial& trial,
   AppendField(trial.client_id(), out);
   absl::StrAppend(out, ",", trial.create_time_ms(), ",", trial.start_time_ms(),
                   ",", trial.end_time_ms(), ",", trial.retry_count(), ",",
-                  trial.preemption_count(), ",", trial.measurements_size(), ",", last_step, ",",
-                  DoubleText(trial.device_seconds()), ",",
+                  trial.preemption_count(), ",", trial.measurements_size(), ",",
+                  last_step, ",", DoubleText(trial.device_seconds()), ",",
                   DoubleText(trial.cost()), ",");
   AppendField(trial.infeasible_reason(), out);
   out->push_back(',');

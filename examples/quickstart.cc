@@ -59,9 +59,9 @@ absl::StatusOr<double> RunTrial(hypertune::Trial& trial) {
     }
   }
   if (absl::Status s = trial.Complete({{"loss", loss}}); !s.ok()) return s;
-  std::cout << "trial " << trial.id() << ": lr=" << *lr
-            << " layers=" << *layers << " batch_size=" << *batch_size
-            << " optimizer=" << *optimizer << " -> loss=" << loss << "\n";
+  std::cout << "trial " << trial.id() << ": lr=" << *lr << " layers=" << *layers
+            << " batch_size=" << *batch_size << " optimizer=" << *optimizer
+            << " -> loss=" << loss << "\n";
   return loss;
 }
 

@@ -99,8 +99,7 @@ double LogFeasibilityWeight(const GaussianProcess& classifier,
   Eigen::VectorXd dfmean, dfvar;
   classifier.PredictWithGradient(x, &fmean, &fvar, grad ? &dfmean : nullptr,
                                  grad ? &dfvar : nullptr);
-  const double scale =
-      std::sqrt(kFeasibilityKappa * kFeasibilityKappa + fvar);
+  const double scale = std::sqrt(kFeasibilityKappa * kFeasibilityKappa + fvar);
   const double value = LogNormalCdf(fmean / scale, &dlog);
   // d(mu / s) = dmu / s - mu dvar / (2 s^3).
   if (grad) {
@@ -222,10 +221,10 @@ Eigen::VectorXd IntegratedAcquisition::EvaluateBatch(
   const double log_k = std::log(static_cast<double>(parts_.size()));
   for (Eigen::Index r = 0; r < xs.rows(); ++r) {
     const double top = values.row(r).maxCoeff();
-    out[r] = std::isfinite(top)
-                 ? top + std::log((values.row(r).array() - top).exp().sum()) -
-                       log_k
-                 : top;
+    out[r] =
+        std::isfinite(top)
+            ? top + std::log((values.row(r).array() - top).exp().sum()) - log_k
+            : top;
   }
   return out;
 }

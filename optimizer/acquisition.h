@@ -100,8 +100,8 @@ class AcquisitionFunction final : public Acquisition {
  public:
   // The models must outlive this object; feasibility may be null.
   AcquisitionFunction(const GaussianProcess* model,
-                      const GaussianProcess* feasibility,
-                      AcquisitionKind kind, double best, double ucb_beta);
+                      const GaussianProcess* feasibility, AcquisitionKind kind,
+                      double best, double ucb_beta);
 
   double Evaluate(const Eigen::VectorXd& x,
                   Eigen::VectorXd* grad) const override;

@@ -70,7 +70,8 @@ std::vector<ScoredPoint> MaximizeAcquisition(
     (domain.categories[j] == 0 ? numeric : categorical).push_back(j);
   }
   auto snap = [&](Eigen::VectorXd& x) {
-    for (int j : numeric) x[j] = std::clamp(x[j], domain.lower[j], domain.upper[j]);
+    for (int j : numeric)
+      x[j] = std::clamp(x[j], domain.lower[j], domain.upper[j]);
     if (domain.snap) domain.snap(x);
   };
 
@@ -143,7 +144,8 @@ std::vector<ScoredPoint> MaximizeAcquisition(
   }
   for (int i : order) {
     if (static_cast<int>(start_rows.size()) >= options.polish_starts) break;
-    if (std::find(start_rows.begin(), start_rows.end(), i) == start_rows.end()) {
+    if (std::find(start_rows.begin(), start_rows.end(), i) ==
+        start_rows.end()) {
       start_rows.push_back(i);
     }
   }
@@ -225,9 +227,9 @@ std::vector<ScoredPoint> MaximizeAcquisition(
   if (options.distinct_results) {
     std::vector<ScoredPoint> polished;
     for (ScoredPoint& p : results) {
-      const bool seen = std::any_of(
-          polished.begin(), polished.end(),
-          [&](const ScoredPoint& q) { return q.x == p.x; });
+      const bool seen =
+          std::any_of(polished.begin(), polished.end(),
+                      [&](const ScoredPoint& q) { return q.x == p.x; });
       if (!seen) polished.push_back(std::move(p));
     }
     results = std::move(polished);

@@ -80,9 +80,9 @@ std::vector<int> Ancestors(const std::vector<ParameterConfig>& params, int i) {
 }  // namespace
 
 bool HasConditions(const std::vector<ParameterConfig>& params) {
-  return std::any_of(params.begin(), params.end(), [](const ParameterConfig& p) {
-    return p.parent != kNoParent;
-  });
+  return std::any_of(
+      params.begin(), params.end(),
+      [](const ParameterConfig& p) { return p.parent != kNoParent; });
 }
 
 absl::Status ValidateTree(const std::vector<ParameterConfig>& params) {
@@ -97,9 +97,9 @@ absl::Status ValidateTree(const std::vector<ParameterConfig>& params) {
       continue;
     }
     if (p.parent < 0 || p.parent >= n || p.parent == i) {
-      return Invalid(i, p, ".parent",
-                     absl::StrCat(p.parent,
-                                  " is not the index of another parameter"));
+      return Invalid(
+          i, p, ".parent",
+          absl::StrCat(p.parent, " is not the index of another parameter"));
     }
     const ParameterConfig& parent = params[p.parent];
     if (parent.type == ParameterType::kDouble) {
@@ -115,8 +115,8 @@ absl::Status ValidateTree(const std::vector<ParameterConfig>& params) {
     }
     for (size_t k = 0; k < p.parent_values.size(); ++k) {
       const std::string field = absl::StrCat(".parent_values[", k, "]");
-      const std::string problem =
-          NotInDomain(parent, static_cast<size_t>(p.parent), p.parent_values[k]);
+      const std::string problem = NotInDomain(
+          parent, static_cast<size_t>(p.parent), p.parent_values[k]);
       if (!problem.empty()) return Invalid(i, p, field, problem);
       for (size_t m = 0; m < k; ++m) {
         if (p.parent_values[m] == p.parent_values[k]) {
@@ -215,8 +215,8 @@ std::vector<ConditionGroup> ConditionGroups(
     }
     std::vector<double> values = p.parent_values;
     std::sort(values.begin(), values.end());
-    auto [it, inserted] = index.try_emplace(
-        std::make_pair(p.parent, values), static_cast<int>(groups.size()));
+    auto [it, inserted] = index.try_emplace(std::make_pair(p.parent, values),
+                                            static_cast<int>(groups.size()));
     if (inserted) {
       ConditionGroup g;
       g.parent = p.parent;

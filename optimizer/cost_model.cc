@@ -5,8 +5,7 @@
 
 namespace hypertune::optimizer {
 
-double CostCoolingExponent(double budget, double spent,
-                           double initial_spent) {
+double CostCoolingExponent(double budget, double spent, double initial_spent) {
   assert(budget >= 0 && spent >= 0 && initial_spent >= 0);
   if (budget == 0) return 1.0;
   if (budget <= initial_spent) return 0.0;

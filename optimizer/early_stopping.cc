@@ -217,8 +217,9 @@ Decision AshaDecision(const EarlyStoppingConfig& config,
                    " ranks ", rank + 1, " of ", n);
   if (config.promote_by_model) {
     return {Action::kPause,
-            absl::StrCat(where, "; paused: the learning-curve model decides "
-                                "whether it goes on")};
+            absl::StrCat(where,
+                         "; paused: the learning-curve model decides "
+                         "whether it goes on")};
   }
   const int top = TopCount(config, n, !config.pause_at_rungs);
   if (static_cast<int>(rank) < top) {
@@ -279,10 +280,10 @@ absl::Status ValidateEarlyStoppingConfig(const EarlyStoppingConfig& config) {
                    absl::StrCat("must be >= 1, got ", config.min_resource));
   }
   if (config.max_resource > EarlyStoppingConfig::kMaxResource) {
-    return Invalid("max_resource",
-                   absl::StrCat("must be <= 2^53 (",
-                                EarlyStoppingConfig::kMaxResource, "), got ",
-                                config.max_resource));
+    return Invalid(
+        "max_resource",
+        absl::StrCat("must be <= 2^53 (", EarlyStoppingConfig::kMaxResource,
+                     "), got ", config.max_resource));
   }
   if (config.max_resource < config.min_resource) {
     return Invalid("max_resource", absl::StrCat("must be >= min_resource (",

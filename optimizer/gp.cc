@@ -189,9 +189,8 @@ GpParams FitGpParams(const Kernel& kernel, const Eigen::MatrixXd& x,
   GpParams best = starts.front();
   double best_value = std::numeric_limits<double>::infinity();
   for (const GpParams& start : starts) {
-    const BoxMinimum m =
-        MinimizeInBox(objective, start.Flat(), bounds.lower, bounds.upper,
-                      options);
+    const BoxMinimum m = MinimizeInBox(objective, start.Flat(), bounds.lower,
+                                       bounds.upper, options);
     if (m.value < best_value) {
       best_value = m.value;
       best = GpParams::FromFlat(m.x);
@@ -318,9 +317,8 @@ void GaussianProcess::SetTargets(const Eigen::VectorXd& y) {
 
 void GaussianProcess::SetPriorMean(std::shared_ptr<const MeanFunction> mean) {
   prior_mean_ = std::move(mean);
-  prior_at_x_ = prior_mean_ && x_.rows() > 0
-                    ? prior_mean_->Values(x_)
-                    : Eigen::VectorXd::Zero(x_.rows());
+  prior_at_x_ = prior_mean_ && x_.rows() > 0 ? prior_mean_->Values(x_)
+                                             : Eigen::VectorXd::Zero(x_.rows());
   UpdateAlpha();
 }
 

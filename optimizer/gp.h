@@ -91,9 +91,8 @@ double NegLogPosterior(const Kernel& kernel, const Eigen::MatrixXd& x,
 // REQUIRES: !starts.empty(); y.size() == x.rows() >= 1
 GpParams FitGpParams(const Kernel& kernel, const Eigen::MatrixXd& x,
                      const Eigen::VectorXd& y,
-                     const std::vector<GpParams>& starts,
-                     const GpPrior& prior, double min_noise,
-                     int max_iterations,
+                     const std::vector<GpParams>& starts, const GpPrior& prior,
+                     double min_noise, int max_iterations,
                      const std::function<bool()>& stop = {});
 
 // A mean function beyond the GP's constant mean (Rasmussen and Williams,

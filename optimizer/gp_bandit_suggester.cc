@@ -231,10 +231,10 @@ bool GpBanditSuggester::Batch::BuildModels(int i) {
     // The pick the sequential run would make, before the fantasies.
     const uint64_t seed = PickSeed(i);
     const AcquisitionStack sequential(*models_, Cost(), options_, seed);
-    pending_region_ = gp_bandit::PendingRegion(
-        options_, coords_, *models_,
-        Maximize(sequential.top(), models_->box_lower, models_->box_upper,
-                 seed));
+    pending_region_ =
+        gp_bandit::PendingRegion(options_, coords_, *models_,
+                                 Maximize(sequential.top(), models_->box_lower,
+                                          models_->box_upper, seed));
   }
   for (const Eigen::VectorXd& p : history_.pending) models_->AddFantasy(p);
   for (const Eigen::VectorXd& p : picks_) models_->AddFantasy(p);
@@ -292,8 +292,8 @@ absl::StatusOr<std::vector<Assignment>> GpBanditSuggester::Suggest(
   for (int i = 0; i < request.count; ++i) {
     // Design point, or models -> acquisition stack -> maximize -> pick;
     // then the point joins the models as a fantasy.
-    Assignment a = batch.InDesign(i) ? batch.DesignPoint(i)
-                                     : batch.ModelPoint(i);
+    Assignment a =
+        batch.InDesign(i) ? batch.DesignPoint(i) : batch.ModelPoint(i);
     batch.AddPending(a);
     out.push_back(std::move(a));
   }

@@ -62,7 +62,8 @@ std::vector<GpParams> SampleGpParams(
       (angle < 0 ? low : high) = angle;
       angle = low + (high - low) * rng.NextUnit();
     }
-    if (step > options.burn_in && (step - options.burn_in) % options.thin == 0) {
+    if (step > options.burn_in &&
+        (step - options.burn_in) % options.thin == 0) {
       draws.push_back(GpParams::FromFlat(current));
     }
   }

@@ -24,7 +24,9 @@ std::unique_ptr<Kernel> Matern52Kernel::Clone() const {
   return std::make_unique<Matern52Kernel>(*this);
 }
 
-int Matern52Kernel::num_params() const { return static_cast<int>(dims_.size()); }
+int Matern52Kernel::num_params() const {
+  return static_cast<int>(dims_.size());
+}
 
 void Matern52Kernel::set_log_params(const Eigen::VectorXd& p) {
   assert(p.size() == num_params());
@@ -62,7 +64,8 @@ Eigen::VectorXd Matern52Kernel::ContractGradient(
   r2.rowwise() += sq.transpose();
   const Eigen::ArrayXXd r = r2.array().max(0.0).sqrt();
   // m = w o s(r), symmetric; then
-  // g_j = sum_ik m_ik (xs_ij - xs_kj)^2 = 2 (sum_i m_i. xs_ij^2 - xs_j' m xs_j).
+  // g_j = sum_ik m_ik (xs_ij - xs_kj)^2 = 2 (sum_i m_i. xs_ij^2 - xs_j' m
+  // xs_j).
   const Eigen::MatrixXd m =
       (w.array() * (5.0 / 3.0) * (1.0 + kSqrt5 * r) * (-kSqrt5 * r).exp())
           .matrix();
@@ -70,7 +73,8 @@ Eigen::VectorXd Matern52Kernel::ContractGradient(
   const Eigen::MatrixXd mx = m * xs;
   Eigen::VectorXd g(xs.cols());
   for (Eigen::Index j = 0; j < xs.cols(); ++j) {
-    g[j] = 2.0 * (row_sums.dot(xs.col(j).cwiseAbs2()) - xs.col(j).dot(mx.col(j)));
+    g[j] =
+        2.0 * (row_sums.dot(xs.col(j).cwiseAbs2()) - xs.col(j).dot(mx.col(j)));
   }
   return g;
 }
@@ -85,7 +89,8 @@ Eigen::MatrixXd Matern52Kernel::InputGradient(const Eigen::VectorXd& x,
                    inv_l_[jj];  // (x_j - b_ij) / l_j
   }
   const Eigen::ArrayXd r = diff.rowwise().norm().array();
-  const Eigen::ArrayXd s = (5.0 / 3.0) * (1.0 + kSqrt5 * r) * (-kSqrt5 * r).exp();
+  const Eigen::ArrayXd s =
+      (5.0 / 3.0) * (1.0 + kSqrt5 * r) * (-kSqrt5 * r).exp();
   for (size_t j = 0; j < dims_.size(); ++j) {
     const Eigen::Index jj = static_cast<Eigen::Index>(j);
     grad.col(dims_[j]) = (-s * diff.col(jj).array() * inv_l_[jj]).matrix();
@@ -229,8 +234,7 @@ Eigen::VectorXd HammingKernel::ContractGradient(
     const int d = dims_[c];
     double sum = 0;
     for (Eigen::Index j = 0; j < x.rows(); ++j) {
-      sum += ((x.col(d).array() != x(j, d)).cast<double>() *
-              wk.col(j).array())
+      sum += ((x.col(d).array() != x(j, d)).cast<double>() * wk.col(j).array())
                  .sum();
     }
     g[static_cast<Eigen::Index>(c)] = sum * inv_l;

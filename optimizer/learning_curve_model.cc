@@ -293,8 +293,8 @@ bool ResumesAtOnce(const EarlyStoppingConfig& config, const SearchSpace& space,
   for (TrialCurve& curve : paused) {
     if (curve.id == trial_id) curve.status = TrialCurve::Status::kPaused;
   }
-  const std::vector<Promotion> promotions = ModelPromotions(
-      config, space, paused, parameters, /*draining=*/false);
+  const std::vector<Promotion> promotions =
+      ModelPromotions(config, space, paused, parameters, /*draining=*/false);
   return !promotions.empty() && promotions.front().trial_id == trial_id;
 }
 

@@ -55,10 +55,10 @@ AcquisitionValue LogProbabilityWithin(double mean, double sigma, double lower,
   } else if (z_l > 0 || z_u < 0) {
     // Both bounds in one tail: the difference of two small CDFs, the larger
     // first, as log a + log(1 - b / a).
-    const double a = z_l > 0 ? LogNormalCdf(-z_l, &unused)
-                             : LogNormalCdf(z_u, &unused);
-    const double b = z_l > 0 ? LogNormalCdf(-z_u, &unused)
-                             : LogNormalCdf(z_l, &unused);
+    const double a =
+        z_l > 0 ? LogNormalCdf(-z_l, &unused) : LogNormalCdf(z_u, &unused);
+    const double b =
+        z_l > 0 ? LogNormalCdf(-z_u, &unused) : LogNormalCdf(z_l, &unused);
     // b < a unless the interval is a point, whose probability is 0: keep
     // the logarithm finite (about -690 below a).
     log_p = a + Log1mExp(std::min(b - a, -1e-300));
@@ -147,10 +147,9 @@ LogHypervolumeImprovement::LogHypervolumeImprovement(
   for (int k = 0; k < options.samples; ++k) {
     const Eigen::VectorXd lambda = directions_.row(k).transpose();
     for (Eigen::Index i = 0; i < front.rows(); ++i) {
-      front_best_[k] =
-          std::max(front_best_[k], HypervolumeScalarization(
-                                       front.row(i).transpose(), reference_,
-                                       lambda));
+      front_best_[k] = std::max(
+          front_best_[k], HypervolumeScalarization(front.row(i).transpose(),
+                                                   reference_, lambda));
     }
   }
 }
@@ -181,7 +180,8 @@ double LogHypervolumeImprovement::FromMoments(const Eigen::VectorXd& mean,
   }
   const double log_sum = LogSumExp(log_terms);
   if (d_mean != nullptr || d_sigma != nullptr) {
-    Eigen::VectorXd gm = Eigen::VectorXd::Zero(m), gs = Eigen::VectorXd::Zero(m);
+    Eigen::VectorXd gm = Eigen::VectorXd::Zero(m),
+                    gs = Eigen::VectorXd::Zero(m);
     for (int k = 0; k < samples; ++k) {
       // d softplus_tau(z) / dz = sigmoid(z / tau); over the sum.
       const double w = std::exp(LogSigmoid(z[k] / temperature_) - log_sum);

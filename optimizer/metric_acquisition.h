@@ -81,8 +81,8 @@ struct HypervolumeImprovementOptions {
 // by Gaussian random field metamodels", IEEE TEC 10(4), 2006) of m
 // independent GP objectives over a front, estimated through random
 // hypervolume scalarizations (Golovin and Zhang, ICML 2020; pareto.h):
-//   EHVI(x) = c_m E_{lambda, eps}[(s_lambda(mu(x) + sigma(x) eps) - M_lambda)_+],
-//   M_lambda = max_{y in front} s_lambda(y),
+//   EHVI(x) = c_m E_{lambda, eps}[(s_lambda(mu(x) + sigma(x) eps) -
+//   M_lambda)_+], M_lambda = max_{y in front} s_lambda(y),
 // with lambda uniform on the positive unit sphere and eps ~ N(0, I_m),
 // both quasi-random and fixed per object (common random numbers, so the
 // estimate is a deterministic, almost everywhere differentiable function

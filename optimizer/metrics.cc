@@ -20,8 +20,7 @@ MetricTable TabulateMetrics(const SuggestRequest& request) {
   const std::vector<MetricConfig> metrics = MetricsOf(request);
   MetricTable t;
   for (size_t j = 0; j < metrics.size(); ++j) {
-    (metrics[j].role == MetricRole::kObjective ? t.objectives
-                                               : t.constraints)
+    (metrics[j].role == MetricRole::kObjective ? t.objectives : t.constraints)
         .push_back(static_cast<int>(j));
   }
   for (size_t i = 0; i < request.history.size(); ++i) {
@@ -65,7 +64,7 @@ MetricTable TabulateMetrics(const SuggestRequest& request) {
       const double v = raw(r, t.constraints[c]);
       t.constraint_values(r, c) = std::clamp(v, lo, hi);
       // (Written out: lower - v is NaN for v = lower = -infinity.)
-      const double miss = v < m.lower ? m.lower - v
+      const double miss = v < m.lower   ? m.lower - v
                           : v > m.upper ? v - m.upper
                                         : 0.0;
       if (miss > 0) {

@@ -77,9 +77,9 @@ double FitYeoJohnsonLambda(const Eigen::VectorXd& y) {
 Eigen::VectorXd Standardize(const Eigen::VectorXd& y) {
   const double mean = y.mean();
   Eigen::VectorXd centred = y.array() - mean;
-  const double sd = std::sqrt(centred.squaredNorm() /
-                              static_cast<double>(std::max<Eigen::Index>(
-                                  y.size() - 1, 1)));
+  const double sd =
+      std::sqrt(centred.squaredNorm() /
+                static_cast<double>(std::max<Eigen::Index>(y.size() - 1, 1)));
   if (!(sd > 1e-300)) return Eigen::VectorXd::Zero(y.size());
   return centred / sd;
 }

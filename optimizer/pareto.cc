@@ -161,8 +161,7 @@ double HypervolumeScalarization(const Eigen::VectorXd& y,
 
 double HypervolumeScalarizationConstant(int m) {
   assert(m >= 1);
-  return std::pow(kPi, m / 2.0) /
-         (std::pow(2.0, m) * std::tgamma(m / 2.0 + 1));
+  return std::pow(kPi, m / 2.0) / (std::pow(2.0, m) * std::tgamma(m / 2.0 + 1));
 }
 
 Eigen::MatrixXd QuasiNormalSamples(int m, int count, uint64_t seed) {
@@ -210,8 +209,7 @@ std::vector<int> GreedyHypervolumeSubset(const Eigen::MatrixXd& y,
       if (taken[i]) continue;
       std::vector<Eigen::VectorXd> with = subset;
       with.push_back(y.row(i).transpose());
-      const double v =
-          HypervolumeOf(with, r, static_cast<int>(r.size()));
+      const double v = HypervolumeOf(with, r, static_cast<int>(r.size()));
       if (v > best_volume) {
         best_volume = v;
         best = static_cast<int>(i);

@@ -268,13 +268,14 @@ absl::Status SearchSpace::Validate(const Assignment& a) const {
           i, p.name,
           absl::StrCat("is inactive (its parent \"", params_[p.parent].name,
                        "\" does not hold one of its parent values) but has "
-                       "the value ", v));
+                       "the value ",
+                       v));
     }
     if (std::isnan(v) && p.parent != kNoParent) {
-      return Invalid(i, p.name,
-                     absl::StrCat("is active (under its parent \"",
-                                  params_[p.parent].name,
-                                  "\") but has no value"));
+      return Invalid(
+          i, p.name,
+          absl::StrCat("is active (under its parent \"", params_[p.parent].name,
+                       "\") but has no value"));
     }
     if (!std::isfinite(v)) {
       return Invalid(i, p.name, absl::StrCat("value must be finite, got ", v));

@@ -65,22 +65,22 @@ absl::Status ValidateCostAndPriors(const SuggestRequest& request) {
   for (size_t p = 0; p < request.priors->size(); ++p) {
     const PriorStudy& prior = (*request.priors)[p];
     if (prior.shared.size() != dim) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "priors[", p, "].shared: ", prior.shared.size(), " entries for ",
-          dim, " parameters"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("priors[", p, "].shared: ", prior.shared.size(),
+                       " entries for ", dim, " parameters"));
     }
     for (size_t i = 0; i < prior.trials.size(); ++i) {
       const Observation& o = prior.trials[i];
       if (o.outcome != Outcome::kCompleted || o.values.empty() ||
           std::any_of(o.values.begin(), o.values.end(),
                       [](double v) { return std::isnan(v); })) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "priors[", p, "].trials[", i,
-            "]: must be a completed trial with values, none NaN"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("priors[", p, "].trials[", i,
+                         "]: must be a completed trial with values, none NaN"));
       }
       if (absl::Status s = request.space->Validate(o.x); !s.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "priors[", p, "].trials[", i, "]: ", s.message()));
+        return absl::InvalidArgumentError(
+            absl::StrCat("priors[", p, "].trials[", i, "]: ", s.message()));
       }
     }
   }
@@ -128,9 +128,9 @@ absl::Status ValidateRequest(const SuggestRequest& request) {
     if (o.outcome != Outcome::kCompleted) continue;
     const size_t metrics = std::max<size_t>(request.metrics.size(), 1);
     if (o.values.size() != metrics) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "history[", i, "].values: ", o.values.size(), " values for ",
-          metrics, " metrics"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("history[", i, "].values: ", o.values.size(),
+                       " values for ", metrics, " metrics"));
     }
     for (size_t j = 0; j < o.values.size(); ++j) {
       if (std::isnan(o.values[j])) {

@@ -34,8 +34,7 @@ std::vector<double> RecencyWeights(int n) {
   if (n >= 25) {
     const int ramp = n - 25;
     for (int i = 0; i < ramp; ++i) {
-      w[i] = ramp == 1 ? 1.0 / n
-                       : 1.0 / n + (1.0 - 1.0 / n) * i / (ramp - 1);
+      w[i] = ramp == 1 ? 1.0 / n : 1.0 / n + (1.0 - 1.0 / n) * i / (ramp - 1);
     }
   }
   return w;
@@ -72,9 +71,9 @@ tpe::ParzenEstimator Estimate(const SearchSpace& space,
     for (size_t j = 0; j < dims.size(); ++j) p[j] = r->x[dims[j].parameter];
     points.push_back(std::move(p));
   }
-  return tpe::ParzenEstimator(
-      space, dims, points,
-      RecencyWeights(static_cast<int>(points.size())), options);
+  return tpe::ParzenEstimator(space, dims, points,
+                              RecencyWeights(static_cast<int>(points.size())),
+                              options);
 }
 
 // The estimators' groups: tpe::ParameterGroups (joint), or one parameter
@@ -233,8 +232,7 @@ absl::StatusOr<std::vector<Assignment>> TpeSuggester::Suggest(
         double chosen_score = -std::numeric_limits<double>::infinity();
         for (int c = 0; c < options_.ei_candidates; ++c) {
           tpe::GroupPoint x = good_model[g].Sample(rng);
-          const double score =
-              good_model[g].LogPdf(x) - bad_model[g].LogPdf(x);
+          const double score = good_model[g].LogPdf(x) - bad_model[g].LogPdf(x);
           if (chosen.empty() || score > chosen_score) {
             chosen_score = score;
             chosen = std::move(x);
@@ -242,9 +240,9 @@ absl::StatusOr<std::vector<Assignment>> TpeSuggester::Suggest(
         }
         for (size_t j = 0; j < groups[g].size(); ++j) {
           const tpe::Dimension& dim = groups[g][j];
-          unit[dim.parameter] =
-              dim.categories > 0 ? (chosen[j] + 0.5) / dim.categories
-                                 : chosen[j];
+          unit[dim.parameter] = dim.categories > 0
+                                    ? (chosen[j] + 0.5) / dim.categories
+                                    : chosen[j];
         }
       }
       best = space.Decode(unit);

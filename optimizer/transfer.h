@@ -49,8 +49,7 @@ class TransferMean final : public MeanFunction {
   TransferMean(GaussianProcess prior, std::vector<bool> shared,
                PriorWeight weight);
 
-  double Value(const Eigen::VectorXd& x,
-               Eigen::VectorXd* grad) const override;
+  double Value(const Eigen::VectorXd& x, Eigen::VectorXd* grad) const override;
   Eigen::VectorXd Values(const Eigen::MatrixXd& xs) const override;
 
   // The same prior with another weight.

@@ -127,8 +127,7 @@ TreeKernel::TreeKernel(std::vector<TreeKernelGroup> groups)
       std::sort(s.endpoints.begin(), s.endpoints.end());
       s.endpoints.erase(std::unique(s.endpoints.begin(), s.endpoints.end()),
                         s.endpoints.end());
-      s.segment_groups.resize(
-          s.endpoints.empty() ? 0 : s.endpoints.size() - 1);
+      s.segment_groups.resize(s.endpoints.empty() ? 0 : s.endpoints.size() - 1);
     }
   }
   for (size_t g = 1; g < groups_.size(); ++g) {
@@ -223,7 +222,8 @@ TreeKernel::SparseActivity TreeKernel::ActiveGroups(
   return active;
 }
 
-TreeKernel::ActivityMatrix TreeKernel::Activity(const Eigen::MatrixXd& x) const {
+TreeKernel::ActivityMatrix TreeKernel::Activity(
+    const Eigen::MatrixXd& x) const {
   const SparseActivity sparse = ActiveGroups(x);
   ActivityMatrix active = ActivityMatrix::Constant(
       x.rows(), static_cast<Eigen::Index>(groups_.size()), false);
@@ -328,8 +328,7 @@ Eigen::MatrixXd TreeKernel::InputGradient(const Eigen::VectorXd& x,
     p(rb->rows) *= 1.0 + weight[g] * kg.back();
   }
   const double nx = Normalizer(act_x, weight)[0];
-  const Eigen::ArrayXd d =
-      (nx * Normalizer(act_b, weight).array()).rsqrt();
+  const Eigen::ArrayXd d = (nx * Normalizer(act_b, weight).array()).rsqrt();
   Eigen::MatrixXd grad = Eigen::MatrixXd::Zero(b.rows(), b.cols());
   for (size_t e = 0; e < shared.size(); ++e) {
     const int g = shared[e]->group;
@@ -369,7 +368,8 @@ std::pair<double, double> AcceptedInterval(const ParameterConfig& parent,
         return parent.scale == Scale::kLog ? std::log(x) : x;
       };
       const double lo = t(parent.min - 0.5), hi = t(parent.max + 0.5);
-      const double low = v == parent.min ? -kInf : (t(v - 0.5) - lo) / (hi - lo);
+      const double low =
+          v == parent.min ? -kInf : (t(v - 0.5) - lo) / (hi - lo);
       const double high =
           v == parent.max ? kInf : (t(v + 0.5) - lo) / (hi - lo);
       return {low, high};

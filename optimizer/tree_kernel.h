@@ -16,7 +16,8 @@
 //   K(x, x') = prod_g F_g - 1
 //            = sum over non-empty sets S of groups of
 //              prod_{g in S} w_g A_g k_g(x, x'),
-//   k(x, x') = K(x, x') / sqrt(N(x) N(x')),  N(x) = prod_g (1 + w_g a_g(x)) - 1.
+//   k(x, x') = K(x, x') / sqrt(N(x) N(x')),  N(x) = prod_g (1 + w_g a_g(x))
+//   - 1.
 //
 // Each term of the sum is a product of positive semi-definite kernels
 // (a_g(x) a_g(x') has rank one), so K is PSD, and so is k (a rescaling by

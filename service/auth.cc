@@ -57,9 +57,8 @@ absl::StatusOr<TokenTable> TokenTable::Parse(absl::string_view text,
     table.entries_.push_back(std::move(entry));
   }
   if (table.entries_.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source,
-                     ": no tokens (expected lines \"TOKEN OWNER [admin]\")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": no tokens (expected lines \"TOKEN OWNER [admin]\")"));
   }
   return table;
 }

@@ -27,9 +27,8 @@ void BackgroundPool::Run(StopFlag stop, optimizer::BackgroundJob job) {
 }
 
 optimizer::FitRunner BackgroundPool::RunnerFor(StopFlag stop) {
-  return [this, stop](optimizer::BackgroundJob job) {
-    Run(stop, std::move(job));
-  };
+  return
+      [this, stop](optimizer::BackgroundJob job) { Run(stop, std::move(job)); };
 }
 
 void BackgroundPool::Work() {

@@ -91,8 +91,8 @@ absl::StatusOr<std::string> ResolveBackupPath(const std::string& backup_dir,
                                 "' is a directory; give a file in it"));
   }
   if (!S_ISREG(st.st_mode)) {
-    return Invalid(absl::StrCat("'", target.native(),
-                                "' is not a regular file"));
+    return Invalid(
+        absl::StrCat("'", target.native(), "' is not a regular file"));
   }
   if (!overwrite) {
     return absl::AlreadyExistsError(absl::StrCat(

@@ -15,8 +15,8 @@ namespace opt = ::hypertune::optimizer;
 
 absl::Status Invalid(int i, const std::string& field,
                      const std::string& problem) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "study.spec.parameters[", i, "].", field, ": ", problem));
+  return absl::InvalidArgumentError(
+      absl::StrCat("study.spec.parameters[", i, "].", field, ": ", problem));
 }
 
 }  // namespace
@@ -36,10 +36,10 @@ absl::Status ResolveParents(const v1::StudySpec& spec,
                                   kMaxValuesPerParameter));
     }
     if (p.parent_values_size() > kMaxValuesPerParameter) {
-      return Invalid(i, "parent_values",
-                     absl::StrCat(p.parent_values_size(),
-                                  " values, over the limit of ",
-                                  kMaxValuesPerParameter));
+      return Invalid(
+          i, "parent_values",
+          absl::StrCat(p.parent_values_size(), " values, over the limit of ",
+                       kMaxValuesPerParameter));
     }
     if (p.parent().empty()) {
       if (p.parent_categories_size() > 0) {
@@ -75,26 +75,25 @@ absl::Status ResolveParents(const v1::StudySpec& spec,
       }
       if (p.parent_categories_size() == 0) {
         return Invalid(i, "parent_categories",
-                       absl::StrCat("must list at least one category of ",
-                                    of));
+                       absl::StrCat("must list at least one category of ", of));
       }
       const auto& categories = q.categorical_spec().values();
       for (int k = 0; k < p.parent_categories_size(); ++k) {
         const auto cat = std::find(categories.begin(), categories.end(),
                                    p.parent_categories(k));
         if (cat == categories.end()) {
-          return Invalid(i, absl::StrCat("parent_categories[", k, "]"),
-                         absl::StrCat("\"",
-                                      absl::CHexEscape(p.parent_categories(k)),
-                                      "\" is not a category of ", of));
+          return Invalid(
+              i, absl::StrCat("parent_categories[", k, "]"),
+              absl::StrCat("\"", absl::CHexEscape(p.parent_categories(k)),
+                           "\" is not a category of ", of));
         }
         const double value = static_cast<double>(cat - categories.begin());
         if (std::find(c.parent_values.begin(), c.parent_values.end(), value) !=
             c.parent_values.end()) {
-          return Invalid(i, absl::StrCat("parent_categories[", k, "]"),
-                         absl::StrCat("\"",
-                                      absl::CHexEscape(p.parent_categories(k)),
-                                      "\" is listed twice"));
+          return Invalid(
+              i, absl::StrCat("parent_categories[", k, "]"),
+              absl::StrCat("\"", absl::CHexEscape(p.parent_categories(k)),
+                           "\" is listed twice"));
         }
         c.parent_values.push_back(value);
       }

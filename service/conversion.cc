@@ -7,9 +7,9 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/study_metrics.h"
 #include "service/conditional_spec.h"
 #include "service/status_macros.h"
-#include "common/study_metrics.h"
 
 namespace hypertune::service {
 namespace {
@@ -159,8 +159,8 @@ absl::StatusOr<opt::Assignment> ParseAssignment(const std::string& field,
     }
     if (std::isnan(*number)) {  // NaN means "absent" to the optimizer
       return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: parameter \"%s\" is NaN; leave it out to have it chosen",
-          field, p.name));
+          "%s: parameter \"%s\" is NaN; leave it out to have it chosen", field,
+          p.name));
     }
     assignment.push_back(*number);
   }
@@ -260,9 +260,9 @@ const v1::Measurement* ResultMeasurement(const v1::Trial& trial) {
 }
 
 std::vector<opt::Observation> ToHistory(const v1::StudySpec& spec,
-                                       const opt::SearchSpace& space,
-                                       const std::vector<v1::Trial>& trials,
-                                       bool primary_only) {
+                                        const opt::SearchSpace& space,
+                                        const std::vector<v1::Trial>& trials,
+                                        bool primary_only) {
   const StudyMetrics metrics(spec);
   std::vector<opt::Observation> history;
   history.reserve(trials.size());
@@ -385,8 +385,7 @@ opt::EarlyStoppingConfig ToEarlyStoppingConfig(const v1::StudySpec& spec) {
       break;
   }
   const StudyMetrics metrics(spec);
-  config.maximize =
-      metrics.objectives().empty() || metrics.primary().maximize;
+  config.maximize = metrics.objectives().empty() || metrics.primary().maximize;
   if (es.grace_steps() != 0) config.grace_steps = es.grace_steps();
   if (es.min_trials() != 0) config.min_trials = es.min_trials();
   if (es.percentile() != 0) config.percentile = es.percentile();

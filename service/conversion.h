@@ -8,12 +8,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "common/study_metrics.h"
 #include "google/protobuf/repeated_field.h"
 #include "hypertune/v1/hypertune.pb.h"
 #include "optimizer/early_stopping.h"
 #include "optimizer/search_space.h"
 #include "optimizer/suggester.h"
-#include "common/study_metrics.h"
 
 namespace hypertune::service {
 

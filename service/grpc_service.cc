@@ -17,7 +17,7 @@ namespace {
 
 // Copies a successful result into the response, or returns the error.
 template <typename T>
-grpc::Status Reply(absl::StatusOr<T> result, T *response) {
+grpc::Status Reply(absl::StatusOr<T> result, T* response) {
   if (!result.ok()) return ToGrpcStatus(result.status());
   *response = *std::move(result);
   return grpc::Status::OK;
@@ -25,8 +25,8 @@ grpc::Status Reply(absl::StatusOr<T> result, T *response) {
 
 // Whose stream it is: the owner with auth on, else the client's address
 // without its port (each connection has a port of its own).
-std::string StreamOwner(const Principal &caller,
-                        const grpc::ServerContextBase &context) {
+std::string StreamOwner(const Principal& caller,
+                        const grpc::ServerContextBase& context) {
   if (caller.checked) return caller.owner;
   const std::string peer = context.peer();
   const size_t port = peer.rfind(':');
@@ -38,7 +38,7 @@ std::string StreamOwner(const Principal &caller,
 // connection lives.
 class ProgressWatchdog {
  public:
-  ProgressWatchdog(grpc::ServerContext *context, absl::Duration idle)
+  ProgressWatchdog(grpc::ServerContext* context, absl::Duration idle)
       : context_(context), idle_(idle), thread_([this] { Watch(); }) {}
   ~ProgressWatchdog() {
     {
@@ -47,8 +47,8 @@ class ProgressWatchdog {
     }
     thread_.join();
   }
-  ProgressWatchdog(const ProgressWatchdog &) = delete;
-  ProgressWatchdog &operator=(const ProgressWatchdog &) = delete;
+  ProgressWatchdog(const ProgressWatchdog&) = delete;
+  ProgressWatchdog& operator=(const ProgressWatchdog&) = delete;
 
   void Progress() {
     absl::MutexLock lock(&mu_);
@@ -75,7 +75,7 @@ class ProgressWatchdog {
     }
   }
 
-  grpc::ServerContext *const context_;
+  grpc::ServerContext* const context_;
   const absl::Duration idle_;
   absl::Mutex mu_;
   absl::Time last_ ABSL_GUARDED_BY(mu_) = absl::Now();
@@ -86,18 +86,18 @@ class ProgressWatchdog {
 
 }  // namespace
 
-grpc::Status ToGrpcStatus(const absl::Status &status) {
+grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
                       std::string(status.message()));
 }
 
 absl::StatusOr<Principal> GrpcService::Caller(
-    const grpc::ServerContextBase *context) const {
+    const grpc::ServerContextBase* context) const {
   if (serving_) {
     if (absl::Status serving = serving_(); !serving.ok()) return serving;
   }
-  const auto &metadata = context->client_metadata();
+  const auto& metadata = context->client_metadata();
   auto it = metadata.find("authorization");
   std::optional<absl::string_view> authorization;
   if (it != metadata.end()) {
@@ -107,119 +107,119 @@ absl::StatusOr<Principal> GrpcService::Caller(
 }
 
 template <typename Request, typename Response>
-grpc::Status GrpcService::Serve(const grpc::ServerContext *context,
+grpc::Status GrpcService::Serve(const grpc::ServerContext* context,
                                 ServiceMethod<Request, Response> method,
-                                const Request &request, Response *response) {
+                                const Request& request, Response* response) {
   absl::StatusOr<Principal> caller = Caller(context);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   return Reply((service_->*method)(request, *caller), response);
 }
 
-grpc::Status GrpcService::CreateStudy(grpc::ServerContext *context,
-                                      const v1::CreateStudyRequest *request,
-                                      v1::Study *response) {
+grpc::Status GrpcService::CreateStudy(grpc::ServerContext* context,
+                                      const v1::CreateStudyRequest* request,
+                                      v1::Study* response) {
   return Serve(context, &StudyService::CreateStudy, *request, response);
 }
 
-grpc::Status GrpcService::GetStudy(grpc::ServerContext *context,
-                                   const v1::GetStudyRequest *request,
-                                   v1::Study *response) {
+grpc::Status GrpcService::GetStudy(grpc::ServerContext* context,
+                                   const v1::GetStudyRequest* request,
+                                   v1::Study* response) {
   return Serve(context, &StudyService::GetStudy, *request, response);
 }
 
-grpc::Status GrpcService::ListStudies(grpc::ServerContext *context,
-                                      const v1::ListStudiesRequest *request,
-                                      v1::ListStudiesResponse *response) {
+grpc::Status GrpcService::ListStudies(grpc::ServerContext* context,
+                                      const v1::ListStudiesRequest* request,
+                                      v1::ListStudiesResponse* response) {
   return Serve(context, &StudyService::ListStudies, *request, response);
 }
 
-grpc::Status GrpcService::DeleteStudy(grpc::ServerContext *context,
-                                      const v1::DeleteStudyRequest *request,
-                                      v1::DeleteStudyResponse *response) {
+grpc::Status GrpcService::DeleteStudy(grpc::ServerContext* context,
+                                      const v1::DeleteStudyRequest* request,
+                                      v1::DeleteStudyResponse* response) {
   return Serve(context, &StudyService::DeleteStudy, *request, response);
 }
 
-grpc::Status GrpcService::SetStudyState(grpc::ServerContext *context,
-                                        const v1::SetStudyStateRequest *request,
-                                        v1::Study *response) {
+grpc::Status GrpcService::SetStudyState(grpc::ServerContext* context,
+                                        const v1::SetStudyStateRequest* request,
+                                        v1::Study* response) {
   return Serve(context, &StudyService::SetStudyState, *request, response);
 }
 
-grpc::Status GrpcService::UpdateStudy(grpc::ServerContext *context,
-                                      const v1::UpdateStudyRequest *request,
-                                      v1::Study *response) {
+grpc::Status GrpcService::UpdateStudy(grpc::ServerContext* context,
+                                      const v1::UpdateStudyRequest* request,
+                                      v1::Study* response) {
   return Serve(context, &StudyService::UpdateStudy, *request, response);
 }
 
-grpc::Status GrpcService::Backup(grpc::ServerContext *context,
-                                 const v1::BackupRequest *request,
-                                 v1::BackupResponse *response) {
+grpc::Status GrpcService::Backup(grpc::ServerContext* context,
+                                 const v1::BackupRequest* request,
+                                 v1::BackupResponse* response) {
   return Serve(context, &StudyService::Backup, *request, response);
 }
 
-grpc::Status GrpcService::SuggestTrials(grpc::ServerContext *context,
-                                        const v1::SuggestTrialsRequest *request,
-                                        v1::SuggestTrialsResponse *response) {
+grpc::Status GrpcService::SuggestTrials(grpc::ServerContext* context,
+                                        const v1::SuggestTrialsRequest* request,
+                                        v1::SuggestTrialsResponse* response) {
   return Serve(context, &StudyService::SuggestTrials, *request, response);
 }
 
-grpc::Status GrpcService::CreateTrial(grpc::ServerContext *context,
-                                      const v1::CreateTrialRequest *request,
-                                      v1::Trial *response) {
+grpc::Status GrpcService::CreateTrial(grpc::ServerContext* context,
+                                      const v1::CreateTrialRequest* request,
+                                      v1::Trial* response) {
   return Serve(context, &StudyService::CreateTrial, *request, response);
 }
 
-grpc::Status GrpcService::GetTrial(grpc::ServerContext *context,
-                                   const v1::GetTrialRequest *request,
-                                   v1::Trial *response) {
+grpc::Status GrpcService::GetTrial(grpc::ServerContext* context,
+                                   const v1::GetTrialRequest* request,
+                                   v1::Trial* response) {
   return Serve(context, &StudyService::GetTrial, *request, response);
 }
 
-grpc::Status GrpcService::ListTrials(grpc::ServerContext *context,
-                                     const v1::ListTrialsRequest *request,
-                                     v1::ListTrialsResponse *response) {
+grpc::Status GrpcService::ListTrials(grpc::ServerContext* context,
+                                     const v1::ListTrialsRequest* request,
+                                     v1::ListTrialsResponse* response) {
   return Serve(context, &StudyService::ListTrials, *request, response);
 }
 
 grpc::Status GrpcService::AddMeasurement(
-    grpc::ServerContext *context, const v1::AddMeasurementRequest *request,
-    v1::Trial *response) {
+    grpc::ServerContext* context, const v1::AddMeasurementRequest* request,
+    v1::Trial* response) {
   return Serve(context, &StudyService::AddMeasurement, *request, response);
 }
 
-grpc::Status GrpcService::CompleteTrial(grpc::ServerContext *context,
-                                        const v1::CompleteTrialRequest *request,
-                                        v1::Trial *response) {
+grpc::Status GrpcService::CompleteTrial(grpc::ServerContext* context,
+                                        const v1::CompleteTrialRequest* request,
+                                        v1::Trial* response) {
   return Serve(context, &StudyService::CompleteTrial, *request, response);
 }
 
 grpc::Status GrpcService::CheckEarlyStopping(
-    grpc::ServerContext *context, const v1::CheckEarlyStoppingRequest *request,
-    v1::CheckEarlyStoppingResponse *response) {
+    grpc::ServerContext* context, const v1::CheckEarlyStoppingRequest* request,
+    v1::CheckEarlyStoppingResponse* response) {
   return Serve(context, &StudyService::CheckEarlyStopping, *request, response);
 }
 
-grpc::Status GrpcService::StopTrial(grpc::ServerContext *context,
-                                    const v1::StopTrialRequest *request,
-                                    v1::Trial *response) {
+grpc::Status GrpcService::StopTrial(grpc::ServerContext* context,
+                                    const v1::StopTrialRequest* request,
+                                    v1::Trial* response) {
   return Serve(context, &StudyService::StopTrial, *request, response);
 }
 
-grpc::Status GrpcService::Heartbeat(grpc::ServerContext *context,
-                                    const v1::HeartbeatRequest *request,
-                                    v1::HeartbeatResponse *response) {
+grpc::Status GrpcService::Heartbeat(grpc::ServerContext* context,
+                                    const v1::HeartbeatRequest* request,
+                                    v1::HeartbeatResponse* response) {
   return Serve(context, &StudyService::Heartbeat, *request, response);
 }
 
 grpc::Status GrpcService::ListOptimalTrials(
-    grpc::ServerContext *context, const v1::ListOptimalTrialsRequest *request,
-    v1::ListOptimalTrialsResponse *response) {
+    grpc::ServerContext* context, const v1::ListOptimalTrialsRequest* request,
+    v1::ListOptimalTrialsResponse* response) {
   return Serve(context, &StudyService::ListOptimalTrials, *request, response);
 }
 
-grpc::Status GrpcService::SetStudyOwner(grpc::ServerContext *context,
-                                        const v1::SetStudyOwnerRequest *request,
-                                        v1::Study *response) {
+grpc::Status GrpcService::SetStudyOwner(grpc::ServerContext* context,
+                                        const v1::SetStudyOwnerRequest* request,
+                                        v1::Study* response) {
   absl::StatusOr<Principal> caller = Caller(context);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   // A typo would lock everyone but the admin out of the study.
@@ -231,9 +231,9 @@ grpc::Status GrpcService::SetStudyOwner(grpc::ServerContext *context,
   return Reply(service_->SetStudyOwner(*request, *caller), response);
 }
 
-grpc::ServerWriteReactor<v1::TrialEvent> *GrpcService::WatchTrials(
-    grpc::CallbackServerContext *context,
-    const v1::WatchTrialsRequest *request) {
+grpc::ServerWriteReactor<v1::TrialEvent>* GrpcService::WatchTrials(
+    grpc::CallbackServerContext* context,
+    const v1::WatchTrialsRequest* request) {
   absl::StatusOr<Principal> caller = Caller(context);
   if (!caller.ok()) return WatchStreams::Refuse(caller.status());
   auto stream = std::make_unique<StreamLimits::Hold>(
@@ -243,8 +243,8 @@ grpc::ServerWriteReactor<v1::TrialEvent> *GrpcService::WatchTrials(
 }
 
 grpc::Status GrpcService::ImportStudy(
-    grpc::ServerContext *context,
-    grpc::ServerReader<v1::ImportStudyRequest> *reader, v1::Study *response) {
+    grpc::ServerContext* context,
+    grpc::ServerReader<v1::ImportStudyRequest>* reader, v1::Study* response) {
   absl::StatusOr<Principal> caller = Caller(context);
   if (!caller.ok()) return ToGrpcStatus(caller.status());
   // An import holds its trials (serialized) until they are stored.
@@ -260,7 +260,7 @@ grpc::Status GrpcService::ImportStudy(
   absl::StatusOr<ImportedStudy> imported;
   {
     ProgressWatchdog watchdog(context, import_idle_timeout_);
-    imported = ReadImportStream([&](v1::ImportStudyRequest &message) {
+    imported = ReadImportStream([&](v1::ImportStudyRequest& message) {
       const bool read = reader->Read(&message);
       watchdog.Progress();
       return read;
@@ -279,9 +279,9 @@ grpc::Status GrpcService::ImportStudy(
                response);
 }
 
-grpc::Status GrpcService::ImportTrials(grpc::ServerContext *context,
-                                       const v1::ImportTrialsRequest *request,
-                                       v1::ImportTrialsResponse *response) {
+grpc::Status GrpcService::ImportTrials(grpc::ServerContext* context,
+                                       const v1::ImportTrialsRequest* request,
+                                       v1::ImportTrialsResponse* response) {
   return Serve(context, &StudyService::ImportTrials, *request, response);
 }
 

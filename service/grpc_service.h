@@ -14,22 +14,21 @@
 
 #include "absl/time/time.h"
 
+#include "common/limits.h"
 #include "hypertune/v1/hypertune.grpc.pb.h"
 #include "service/auth.h"
-#include "common/limits.h"
 #include "service/stream_limits.h"
 #include "service/study_service.h"
 #include "service/watch_streams.h"
 
 namespace hypertune::service {
 
-grpc::Status ToGrpcStatus(const absl::Status &status);
+grpc::Status ToGrpcStatus(const absl::Status& status);
 
 // WatchTrials is served by gRPC's callback API (watch_streams.h): an idle
 // stream holds no thread; every other call is synchronous.
-class GrpcService final
-    : public v1::HyperTune::WithCallbackMethod_WatchTrials<
-          v1::HyperTune::Service> {
+class GrpcService final : public v1::HyperTune::WithCallbackMethod_WatchTrials<
+                              v1::HyperTune::Service> {
  public:
   // `authorizer` decides who may call (default: everyone, no owners).
   // `serving`: OK while this server serves its database, else the error
@@ -39,7 +38,7 @@ class GrpcService final
   // `import_idle_timeout`: how long an ImportStudy stream may go without a
   // message before it is cancelled.
   explicit GrpcService(
-      StudyService *service, Authorizer authorizer = Authorizer(),
+      StudyService* service, Authorizer authorizer = Authorizer(),
       std::function<absl::Status()> serving = nullptr,
       absl::Duration import_idle_timeout = absl::Seconds(kImportIdleSeconds))
       : service_(service),
@@ -47,79 +46,74 @@ class GrpcService final
         serving_(std::move(serving)),
         import_idle_timeout_(import_idle_timeout) {}
 
-  grpc::Status CreateStudy(grpc::ServerContext *,
-                           const v1::CreateStudyRequest *,
-                           v1::Study *) override;
-  grpc::Status GetStudy(grpc::ServerContext *, const v1::GetStudyRequest *,
-                        v1::Study *) override;
-  grpc::Status ListStudies(grpc::ServerContext *,
-                           const v1::ListStudiesRequest *,
-                           v1::ListStudiesResponse *) override;
-  grpc::Status DeleteStudy(grpc::ServerContext *,
-                           const v1::DeleteStudyRequest *,
-                           v1::DeleteStudyResponse *) override;
-  grpc::Status SetStudyOwner(grpc::ServerContext *,
-                             const v1::SetStudyOwnerRequest *,
-                             v1::Study *) override;
-  grpc::Status SetStudyState(grpc::ServerContext *,
-                             const v1::SetStudyStateRequest *,
-                             v1::Study *) override;
-  grpc::Status UpdateStudy(grpc::ServerContext *,
-                           const v1::UpdateStudyRequest *,
-                           v1::Study *) override;
-  grpc::Status Backup(grpc::ServerContext *, const v1::BackupRequest *,
-                      v1::BackupResponse *) override;
-  grpc::Status SuggestTrials(grpc::ServerContext *,
-                             const v1::SuggestTrialsRequest *,
-                             v1::SuggestTrialsResponse *) override;
-  grpc::Status CreateTrial(grpc::ServerContext *,
-                           const v1::CreateTrialRequest *,
-                           v1::Trial *) override;
-  grpc::Status GetTrial(grpc::ServerContext *, const v1::GetTrialRequest *,
-                        v1::Trial *) override;
-  grpc::Status ListTrials(grpc::ServerContext *, const v1::ListTrialsRequest *,
-                          v1::ListTrialsResponse *) override;
-  grpc::Status AddMeasurement(grpc::ServerContext *,
-                              const v1::AddMeasurementRequest *,
-                              v1::Trial *) override;
-  grpc::Status CompleteTrial(grpc::ServerContext *,
-                             const v1::CompleteTrialRequest *,
-                             v1::Trial *) override;
-  grpc::Status CheckEarlyStopping(grpc::ServerContext *,
-                                  const v1::CheckEarlyStoppingRequest *,
-                                  v1::CheckEarlyStoppingResponse *) override;
-  grpc::Status StopTrial(grpc::ServerContext *, const v1::StopTrialRequest *,
-                         v1::Trial *) override;
-  grpc::Status Heartbeat(grpc::ServerContext *, const v1::HeartbeatRequest *,
-                         v1::HeartbeatResponse *) override;
-  grpc::Status ListOptimalTrials(grpc::ServerContext *,
-                                 const v1::ListOptimalTrialsRequest *,
-                                 v1::ListOptimalTrialsResponse *) override;
-  grpc::ServerWriteReactor<v1::TrialEvent> *WatchTrials(
-      grpc::CallbackServerContext *context,
-      const v1::WatchTrialsRequest *request) override;
-  grpc::Status ImportStudy(grpc::ServerContext *,
-                           grpc::ServerReader<v1::ImportStudyRequest> *,
-                           v1::Study *) override;
-  grpc::Status ImportTrials(grpc::ServerContext *,
-                            const v1::ImportTrialsRequest *,
-                            v1::ImportTrialsResponse *) override;
+  grpc::Status CreateStudy(grpc::ServerContext*, const v1::CreateStudyRequest*,
+                           v1::Study*) override;
+  grpc::Status GetStudy(grpc::ServerContext*, const v1::GetStudyRequest*,
+                        v1::Study*) override;
+  grpc::Status ListStudies(grpc::ServerContext*, const v1::ListStudiesRequest*,
+                           v1::ListStudiesResponse*) override;
+  grpc::Status DeleteStudy(grpc::ServerContext*, const v1::DeleteStudyRequest*,
+                           v1::DeleteStudyResponse*) override;
+  grpc::Status SetStudyOwner(grpc::ServerContext*,
+                             const v1::SetStudyOwnerRequest*,
+                             v1::Study*) override;
+  grpc::Status SetStudyState(grpc::ServerContext*,
+                             const v1::SetStudyStateRequest*,
+                             v1::Study*) override;
+  grpc::Status UpdateStudy(grpc::ServerContext*, const v1::UpdateStudyRequest*,
+                           v1::Study*) override;
+  grpc::Status Backup(grpc::ServerContext*, const v1::BackupRequest*,
+                      v1::BackupResponse*) override;
+  grpc::Status SuggestTrials(grpc::ServerContext*,
+                             const v1::SuggestTrialsRequest*,
+                             v1::SuggestTrialsResponse*) override;
+  grpc::Status CreateTrial(grpc::ServerContext*, const v1::CreateTrialRequest*,
+                           v1::Trial*) override;
+  grpc::Status GetTrial(grpc::ServerContext*, const v1::GetTrialRequest*,
+                        v1::Trial*) override;
+  grpc::Status ListTrials(grpc::ServerContext*, const v1::ListTrialsRequest*,
+                          v1::ListTrialsResponse*) override;
+  grpc::Status AddMeasurement(grpc::ServerContext*,
+                              const v1::AddMeasurementRequest*,
+                              v1::Trial*) override;
+  grpc::Status CompleteTrial(grpc::ServerContext*,
+                             const v1::CompleteTrialRequest*,
+                             v1::Trial*) override;
+  grpc::Status CheckEarlyStopping(grpc::ServerContext*,
+                                  const v1::CheckEarlyStoppingRequest*,
+                                  v1::CheckEarlyStoppingResponse*) override;
+  grpc::Status StopTrial(grpc::ServerContext*, const v1::StopTrialRequest*,
+                         v1::Trial*) override;
+  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*,
+                         v1::HeartbeatResponse*) override;
+  grpc::Status ListOptimalTrials(grpc::ServerContext*,
+                                 const v1::ListOptimalTrialsRequest*,
+                                 v1::ListOptimalTrialsResponse*) override;
+  grpc::ServerWriteReactor<v1::TrialEvent>* WatchTrials(
+      grpc::CallbackServerContext* context,
+      const v1::WatchTrialsRequest* request) override;
+  grpc::Status ImportStudy(grpc::ServerContext*,
+                           grpc::ServerReader<v1::ImportStudyRequest>*,
+                           v1::Study*) override;
+  grpc::Status ImportTrials(grpc::ServerContext*,
+                            const v1::ImportTrialsRequest*,
+                            v1::ImportTrialsResponse*) override;
 
  private:
   template <typename Request, typename Response>
   using ServiceMethod = absl::StatusOr<Response> (StudyService::*)(
-      const Request &, const Principal &);
+      const Request&, const Principal&);
 
   // The principal the call acts as, or UNAUTHENTICATED.
   absl::StatusOr<Principal> Caller(
-      const grpc::ServerContextBase *context) const;
+      const grpc::ServerContextBase* context) const;
   // A unary RPC: authenticates, then `method` on the caller's behalf.
   template <typename Request, typename Response>
-  grpc::Status Serve(const grpc::ServerContext *context,
+  grpc::Status Serve(const grpc::ServerContext* context,
                      ServiceMethod<Request, Response> method,
-                     const Request &request, Response *response);
+                     const Request& request, Response* response);
 
-  StudyService *const service_;
+  StudyService* const service_;
   const Authorizer authorizer_;
   const std::function<absl::Status()> serving_;
   const absl::Duration import_idle_timeout_;

@@ -20,8 +20,7 @@ int64_t Leases::LeaseMs(const v1::Study& study) const {
 }
 
 absl::Status Leases::Grant(const v1::Study& study, v1::Trial& trial,
-                                 const std::string& client_id,
-                                 int64_t now) const {
+                           const std::string& client_id, int64_t now) const {
   HT_RETURN_IF_ERROR(Transition(trial, v1::Trial::ACTIVE));
   trial.set_client_id(client_id);
   trial.set_lease_epoch(trial.lease_epoch() + 1);
@@ -32,8 +31,7 @@ absl::Status Leases::Grant(const v1::Study& study, v1::Trial& trial,
 }
 
 absl::Status Leases::Release(const v1::Study& study, v1::Trial& trial,
-                                   const std::string& reason,
-                                   Loss loss) const {
+                             const std::string& reason, Loss loss) const {
   if (trial.state() == v1::Trial::STOPPING) {
     // The stop was decided: no one needs to run it again.
     return StopNow(trial, trial.stop_reason(), context_.Now());
@@ -47,8 +45,8 @@ absl::Status Leases::Release(const v1::Study& study, v1::Trial& trial,
                                               : kDefaultMaxPreemptions)
                 : (spec.has_max_retries() ? spec.max_retries()
                                           : context_.options().max_retries);
-  const int count = 1 + (preempted ? trial.preemption_count()
-                                   : trial.retry_count());
+  const int count =
+      1 + (preempted ? trial.preemption_count() : trial.retry_count());
   const bool retry = count <= allowed;
   // Queued for the next worker, as a new attempt resumed from the
   // checkpoint, or FAILED once the retries are spent.
@@ -69,24 +67,26 @@ absl::Status Leases::Release(const v1::Study& study, v1::Trial& trial,
             ? absl::StrFormat(
                   "%s; its worker was preempted %d times (max_preemptions %d)",
                   reason, count, allowed)
-            : absl::StrFormat("%s; the worker was lost %d times (max_retries %d)",
-                              reason, count, allowed));
+            : absl::StrFormat(
+                  "%s; the worker was lost %d times (max_retries %d)", reason,
+                  count, allowed));
     trial.set_end_time_ms(context_.Now());
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::Trial> Leases::ReleaseAndSave(
-    const v1::Study& study, const v1::Trial& read, const std::string& reason) {
+absl::StatusOr<v1::Trial> Leases::ReleaseAndSave(const v1::Study& study,
+                                                 const v1::Trial& read,
+                                                 const std::string& reason) {
   v1::Trial released = read;
   HT_RETURN_IF_ERROR(Release(study, released, reason, Loss::kWorkerLost));
-  HT_RETURN_IF_ERROR(context_.SaveTrial(storage::TrialVersion::Of(read), released));
+  HT_RETURN_IF_ERROR(
+      context_.SaveTrial(storage::TrialVersion::Of(read), released));
   return released;
 }
 
-absl::Status Leases::ExpireIfDue(StudyRuntime& runtime,
-                                             const std::string& name,
-                                             int64_t now) {
+absl::Status Leases::ExpireIfDue(StudyRuntime& runtime, const std::string& name,
+                                 int64_t now) {
   {
     absl::ReaderMutexLock lock(&runtime.mu);
     if (now < runtime.lease_check.earliest_expiry_ms) return absl::OkStatus();
@@ -98,9 +98,8 @@ absl::Status Leases::ExpireIfDue(StudyRuntime& runtime,
   return ExpireLocked(runtime, *study, now);
 }
 
-absl::Status Leases::ExpireLocked(StudyRuntime& runtime,
-                                              const v1::Study& study,
-                                              int64_t now) {
+absl::Status Leases::ExpireLocked(StudyRuntime& runtime, const v1::Study& study,
+                                  int64_t now) {
   // Expiries only move later (renewals, new grants a full lease from now),
   // so until the earliest one seen no lease can have run out.
   if (runtime.lease_check.study_created_ms == study.create_time_ms() &&
@@ -130,7 +129,8 @@ absl::Status Leases::ExpireLocked(StudyRuntime& runtime,
 }
 
 absl::Status Leases::ExpireAll() {
-  absl::StatusOr<std::vector<v1::Study>> studies = context_.store().ListStudies();
+  absl::StatusOr<std::vector<v1::Study>> studies =
+      context_.store().ListStudies();
   if (!studies.ok()) return studies.status();
   for (const v1::Study& listed : *studies) {
     StudyRuntime& runtime = context_.runtimes().For(listed.name());
@@ -144,7 +144,8 @@ absl::Status Leases::ExpireAll() {
 }
 
 absl::Status Leases::ExtendOnStart() {
-  absl::StatusOr<std::vector<v1::Study>> studies = context_.store().ListStudies();
+  absl::StatusOr<std::vector<v1::Study>> studies =
+      context_.store().ListStudies();
   if (!studies.ok()) return studies.status();
   for (const v1::Study& study : *studies) {
     absl::MutexLock lock(&context_.runtimes().For(study.name()).mu);

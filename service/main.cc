@@ -18,8 +18,8 @@
 
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -143,7 +143,8 @@ int main(int argc, char** argv) {
     } else if (arg == "--db") {
       if (!value(&options.db_path)) return UsageError("--db needs a path");
     } else if (arg == "--listen") {
-      if (!value(&options.listen)) return UsageError("--listen needs HOST:PORT");
+      if (!value(&options.listen))
+        return UsageError("--listen needs HOST:PORT");
     } else if (arg == "--advertise") {
       if (!value(&options.advertise_address)) {
         return UsageError("--advertise needs HOST:PORT");
@@ -183,8 +184,7 @@ int main(int argc, char** argv) {
       std::string threads;
       if (!value(&threads) ||
           !absl::SimpleAtoi(threads, &options.service.fit_threads) ||
-          options.service.fit_threads < 0 ||
-          options.service.fit_threads > 64) {
+          options.service.fit_threads < 0 || options.service.fit_threads > 64) {
         return UsageError("--fit-threads needs a number from 0 to 64, got '" +
                           threads + "'");
       }
@@ -253,7 +253,8 @@ int main(int argc, char** argv) {
               << (*server)->http_address() << "/" << std::endl;
   }
   std::cout << "hypertuned listening on " << (*server)->address()
-            << " (database " << hypertune::storage::DisplayLocation(options.db_path)
+            << " (database "
+            << hypertune::storage::DisplayLocation(options.db_path)
             << (options.auth_token_file.empty() ? "" : ", token auth")
             << (options.tls_cert_file.empty()        ? ", plaintext"
                 : options.tls_client_ca_file.empty() ? ", TLS"

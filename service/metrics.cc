@@ -227,7 +227,8 @@ void Metrics::Render(
   rpc_requests_.Render(out);
   rpc_seconds_.Render(out);
   suggest_seconds_.Render(out);
-  for (const CounterFamily* per_study : {&lease_expiries_, &suggest_fallbacks_}) {
+  for (const CounterFamily* per_study :
+       {&lease_expiries_, &suggest_fallbacks_}) {
     per_study->Render(out, [&](const std::vector<std::string>& labels) {
       return study_visible(labels[0]);
     });

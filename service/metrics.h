@@ -122,9 +122,9 @@ class Metrics {
 
   // Appends every family in the text format; per-study series only for the
   // studies `study_visible` accepts (the scraper's own).
-  void Render(std::string* out,
-              const std::function<bool(const std::string& study)>&
-                  study_visible) const;
+  void Render(
+      std::string* out,
+      const std::function<bool(const std::string& study)>& study_visible) const;
 
  private:
   CounterFamily rpc_requests_;

@@ -9,7 +9,8 @@ using grpc::experimental::InterceptionHookPoints;
 
 class ParseErrorInterceptor final : public grpc::experimental::Interceptor {
  public:
-  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+  void Intercept(
+      grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(
             InterceptionHookPoints::PRE_SEND_STATUS)) {
       grpc::Status status = methods->GetSendStatus();
@@ -36,9 +37,11 @@ class Factory final
 
 }  // namespace
 
-std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+std::vector<
+    std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
 ParseErrorInterceptors() {
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       creators;
   creators.push_back(std::make_unique<Factory>());
   return creators;

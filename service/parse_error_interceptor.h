@@ -14,7 +14,8 @@
 namespace hypertune::service {
 
 // For ServerBuilder::experimental().SetInterceptorCreators.
-std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+std::vector<
+    std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
 ParseErrorInterceptors();
 
 }  // namespace hypertune::service

@@ -15,8 +15,8 @@ absl::Status BindPriors(StudyContext& context, const Principal& caller,
         context.LoadStudyFor(caller, name, Access::kRead);
     if (!prior.ok()) {
       return absl::Status(prior.status().code(),
-                          absl::StrCat("study.spec.prior_studies[", i, "]: ",
-                                       prior.status().message()));
+                          absl::StrCat("study.spec.prior_studies[", i,
+                                       "]: ", prior.status().message()));
     }
     v1::PriorStudyBinding& binding = *study.add_prior_bindings();
     binding.set_name(name);

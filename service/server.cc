@@ -12,15 +12,15 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/limits.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
-#include "common/limits.h"
-#include "storage/leader_election.h"
-#include "storage/open_store.h"
 #include "service/http/rpc_metrics_interceptor.h"
 #include "service/parse_error_interceptor.h"
+#include "storage/leader_election.h"
+#include "storage/open_store.h"
 
 namespace hypertune::service {
 namespace {
@@ -156,8 +156,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     }
     raw->Shutdown();
   };
-  server->leadership_ = std::make_unique<Leadership>(*std::move(election),
-                                                     std::move(hooks));
+  server->leadership_ =
+      std::make_unique<Leadership>(*std::move(election), std::move(hooks));
   auto serving = [raw] { return raw->leadership_->Check(); };
   // The HTTP side checks the same tokens.
   Authorizer http_authorizer = authorizer;

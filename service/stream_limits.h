@@ -32,7 +32,8 @@ class StreamLimits {
   class Hold {
    public:
     Hold(StreamLimits& limits, std::string owner, const std::string& what)
-        : limits_(limits), owner_(std::move(owner)),
+        : limits_(limits),
+          owner_(std::move(owner)),
           status_(limits_.Acquire(owner_, what)) {}
     ~Hold() {
       if (status_.ok()) limits_.Release(owner_);

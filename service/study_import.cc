@@ -36,16 +36,16 @@ constexpr double kMaxImportedTotal = 1e18;
 
 absl::Status CheckFiniteNonNegative(const std::string& field, double value) {
   if (value >= 0 && value <= kMaxImportedTotal) return absl::OkStatus();
-  return Invalid(field, absl::StrCat("must be a number from 0 to 1e18, got ",
-                                     value));
+  return Invalid(field,
+                 absl::StrCat("must be a number from 0 to 1e18, got ", value));
 }
 
 absl::Status CheckObjective(const std::string& field, const v1::StudySpec& spec,
                             const v1::Measurement& final_measurement) {
   if (MaximizedObjective(spec, final_measurement)) return absl::OkStatus();
-  return Invalid(absl::StrCat(field, ".final_measurement.metrics"),
-                 absl::StrFormat("missing the objective \"%s\"",
-                                 spec.metrics(0).name()));
+  return Invalid(
+      absl::StrCat(field, ".final_measurement.metrics"),
+      absl::StrFormat("missing the objective \"%s\"", spec.metrics(0).name()));
 }
 
 }  // namespace
@@ -110,9 +110,9 @@ absl::Status PrepareImportedTrial(const v1::StudySpec& spec,
     return x.status();
   }
   for (int j = 0; j < trial.measurements_size(); ++j) {
-    HT_RETURN_IF_ERROR(ValidateMeasurement(
-        absl::StrCat(field, ".measurements[", j, "]"), trial.measurements(j),
-        true));
+    HT_RETURN_IF_ERROR(
+        ValidateMeasurement(absl::StrCat(field, ".measurements[", j, "]"),
+                            trial.measurements(j), true));
   }
   if (trial.has_final_measurement()) {
     HT_RETURN_IF_ERROR(ValidateMeasurement(sub("final_measurement"),
@@ -122,12 +122,12 @@ absl::Status PrepareImportedTrial(const v1::StudySpec& spec,
     const v1::Attempt& attempt = trial.earlier_attempts(a);
     const std::string at = absl::StrCat(field, ".earlier_attempts[", a, "]");
     for (int j = 0; j < attempt.measurements_size(); ++j) {
-      HT_RETURN_IF_ERROR(ValidateMeasurement(
-          absl::StrCat(at, ".measurements[", j, "]"), attempt.measurements(j),
-          true));
+      HT_RETURN_IF_ERROR(
+          ValidateMeasurement(absl::StrCat(at, ".measurements[", j, "]"),
+                              attempt.measurements(j), true));
     }
-    HT_RETURN_IF_ERROR(ValidateClientId(absl::StrCat(at, ".client_id"),
-                                        attempt.client_id()));
+    HT_RETURN_IF_ERROR(
+        ValidateClientId(absl::StrCat(at, ".client_id"), attempt.client_id()));
     HT_RETURN_IF_ERROR(ValidateText(absl::StrCat(at, ".end_reason"),
                                     attempt.end_reason(), kMaxReasonBytes));
     HT_RETURN_IF_ERROR(CheckNonNegative(absl::StrCat(at, ".end_time_ms"),
@@ -203,12 +203,12 @@ absl::StatusOr<v1::Trial> WarmStartTrial(const std::string& field,
                    absl::StrCat("must be COMPLETED (a known result), got ",
                                 v1::Trial::State_Name(given.state())));
   }
-  absl::StatusOr<optimizer::Assignment> x =
-      ToAssignment(absl::StrCat(field, ".parameters"), space, given.parameters());
+  absl::StatusOr<optimizer::Assignment> x = ToAssignment(
+      absl::StrCat(field, ".parameters"), space, given.parameters());
   if (!x.ok()) return x.status();
-  HT_RETURN_IF_ERROR(ValidateMeasurement(
-      absl::StrCat(field, ".final_measurement"), given.final_measurement(),
-      true));
+  HT_RETURN_IF_ERROR(
+      ValidateMeasurement(absl::StrCat(field, ".final_measurement"),
+                          given.final_measurement(), true));
   HT_RETURN_IF_ERROR(CheckObjective(field, spec, given.final_measurement()));
   v1::Trial trial;
   trial.set_state(v1::Trial::COMPLETED);
@@ -265,7 +265,8 @@ absl::StatusOr<v1::Study> StudyService::ImportStudy(
   if (study.state() == v1::Study::STATE_UNSPECIFIED) {
     study.set_state(v1::Study::ACTIVE);
   }
-  if (study.state() != v1::Study::ACTIVE && study.state() != v1::Study::PAUSED &&
+  if (study.state() != v1::Study::ACTIVE &&
+      study.state() != v1::Study::PAUSED &&
       study.state() != v1::Study::COMPLETED) {
     return Invalid("study.state", "must be ACTIVE, PAUSED or COMPLETED");
   }
@@ -334,7 +335,8 @@ absl::StatusOr<v1::Study> StudyService::ImportStudy(
 }
 
 absl::Status StudyService::RemoveInterruptedImports() {
-  absl::StatusOr<std::vector<v1::Study>> studies = context_.store().ListStudies();
+  absl::StatusOr<std::vector<v1::Study>> studies =
+      context_.store().ListStudies();
   if (!studies.ok()) return studies.status();
   for (const v1::Study& study : *studies) {
     if (study.state() != v1::Study::IMPORTING) continue;
@@ -368,7 +370,8 @@ absl::StatusOr<v1::ImportTrialsResponse> StudyService::ImportTrials(
     absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(source);
     if (!runtime.ok()) return runtime.status();
     absl::ReaderMutexLock lock(&(*runtime)->mu);
-    HT_RETURN_IF_ERROR(context_.LoadStudyFor(caller, source, Access::kRead).status());
+    HT_RETURN_IF_ERROR(
+        context_.LoadStudyFor(caller, source, Access::kRead).status());
     storage::TrialQuery query;
     query.states = {v1::Trial::COMPLETED};
     absl::StatusOr<std::vector<v1::Trial>> completed =
@@ -380,7 +383,8 @@ absl::StatusOr<v1::ImportTrialsResponse> StudyService::ImportTrials(
   absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(name);
   if (!runtime.ok()) return runtime.status();
   absl::MutexLock lock(&(*runtime)->mu);
-  absl::StatusOr<v1::Study> study = context_.LoadStudyFor(caller, name, Access::kWrite);
+  absl::StatusOr<v1::Study> study =
+      context_.LoadStudyFor(caller, name, Access::kWrite);
   if (!study.ok()) return study.status();
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study->spec());
   if (!space.ok()) return space.status();

@@ -9,19 +9,19 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "google/protobuf/io/coded_stream.h"
 #include "common/study_metrics.h"
+#include "google/protobuf/io/coded_stream.h"
 #include "optimizer/early_stopping.h"
 #include "optimizer/learning_curve_model.h"
 #include "optimizer/pareto.h"
+#include "service/attempts.h"
 #include "service/backup_path.h"
 #include "service/conversion.h"
 #include "service/curve_cache.h"
-#include "service/attempts.h"
 #include "service/priors.h"
 #include "service/status_macros.h"
 #include "service/study_update.h"
@@ -37,7 +37,6 @@ constexpr int kDefaultPageSize = 100;
 // the watcher is gone.
 constexpr absl::Duration kWatchPause = absl::Milliseconds(200);
 constexpr absl::Duration kWatchPoll = absl::Milliseconds(200);
-
 
 bool IsRunning(v1::Trial::State state) {
   return state == v1::Trial::ACTIVE || state == v1::Trial::STOPPING;
@@ -87,8 +86,8 @@ bool HasEarlyStopping(const v1::StudySpec& spec) {
 
 // The best of the feasible COMPLETED `trials` (ties: the earliest), or with
 // several objectives their Pareto front, by id.
-std::vector<const v1::Trial*> OptimalTrials(const StudyMetrics& metrics,
-                                            const std::vector<v1::Trial>& trials) {
+std::vector<const v1::Trial*> OptimalTrials(
+    const StudyMetrics& metrics, const std::vector<v1::Trial>& trials) {
   std::vector<const v1::Trial*> candidates;
   std::vector<std::vector<double>> values;
   for (const v1::Trial& t : trials) {
@@ -133,7 +132,8 @@ std::vector<const v1::Trial*> OptimalTrials(const StudyMetrics& metrics,
 void SetFeasible(const StudyMetrics& metrics, v1::Trial& trial) {
   trial.clear_feasible();
   if (metrics.constraints().empty()) return;
-  if (std::optional<bool> feasible = metrics.Feasible(trial.final_measurement())) {
+  if (std::optional<bool> feasible =
+          metrics.Feasible(trial.final_measurement())) {
     trial.set_feasible(*feasible);
   }
 }
@@ -145,7 +145,8 @@ void FitStudyAnswer(v1::Study& study) {
   for (v1::StudyChange& change : *study.mutable_changes()) {
     if (study.ByteSizeLong() <= kMaxStudyBytes) return;
     for (v1::StudyChange::Field& field : *change.mutable_fields()) {
-      for (std::string* text : {field.mutable_before(), field.mutable_after()}) {
+      for (std::string* text :
+           {field.mutable_before(), field.mutable_after()}) {
         if (text->size() <= kMaxChangeTextBytes) continue;
         const size_t was = text->size();
         text->resize(kMaxChangeTextBytes);
@@ -165,12 +166,10 @@ absl::StatusOr<int64_t> ParsePageToken(const std::string& token) {
   return after_id;
 }
 
-
 // A report the study can read: its early-stopping rule reads the primary
 // objective, so a measurement without it (a misspelt name, say) would leave
 // the rule blind for the whole trial.
-absl::Status CheckReportable(const v1::Study& study,
-                             const v1::Measurement& m) {
+absl::Status CheckReportable(const v1::Study& study, const v1::Measurement& m) {
   const std::string objective = StudyMetrics(study.spec()).primary().name;
   if (m.metrics().contains(objective)) return absl::OkStatus();
   std::vector<std::string> names;
@@ -226,9 +225,8 @@ absl::StatusOr<Outcome> OutcomeOf(const v1::CompleteTrialRequest& request,
   const bool stopping = trial.state() == v1::Trial::STOPPING;
   if (request.failed()) {
     return Outcome{v1::Trial::FAILED,
-                   request.failure_reason().empty()
-                       ? "the trial's code failed"
-                       : request.failure_reason(),
+                   request.failure_reason().empty() ? "the trial's code failed"
+                                                    : request.failure_reason(),
                    {}};
   }
   if (request.infeasible()) {
@@ -270,11 +268,10 @@ absl::Status CheckSameOutcome(const v1::Trial& trial, const Outcome& outcome) {
         absl::StrFormat("%s is already %s", TrialRef(trial),
                         v1::Trial::State_Name(trial.state())));
   }
-  const bool same_kind =
-      outcome.state == v1::Trial::INFEASIBLE
-          ? trial.state() == v1::Trial::INFEASIBLE
-          : trial.state() == v1::Trial::COMPLETED ||
-                trial.state() == v1::Trial::STOPPED;
+  const bool same_kind = outcome.state == v1::Trial::INFEASIBLE
+                             ? trial.state() == v1::Trial::INFEASIBLE
+                             : trial.state() == v1::Trial::COMPLETED ||
+                                   trial.state() == v1::Trial::STOPPED;
   if (same_kind && trial.infeasible_reason() == outcome.reason &&
       SameMetrics(trial.final_measurement(), outcome.final_measurement)) {
     return absl::OkStatus();
@@ -354,10 +351,6 @@ absl::StatusOr<v1::Study> StudyService::CreateStudy(
   return study;
 }
 
-
-
-
-
 double StudyService::CountDeviceSeconds(double grant_total,
                                         const v1::Study& study,
                                         v1::Trial& trial) {
@@ -379,10 +372,10 @@ absl::Status StudyService::SaveStudyCost(const std::string& study_name,
   });
 }
 
-
 absl::StatusOr<v1::Study> StudyService::LoadStudyWithCounts(
     const Principal& caller, const std::string& name) {
-  absl::StatusOr<v1::Study> study = context_.LoadStudyFor(caller, name, Access::kRead);
+  absl::StatusOr<v1::Study> study =
+      context_.LoadStudyFor(caller, name, Access::kRead);
   if (!study.ok()) return study.status();
   FitStudyAnswer(*study);
   auto counts = context_.store().CountTrials(name);
@@ -408,7 +401,8 @@ absl::StatusOr<v1::ListStudiesResponse> StudyService::ListStudies(
   const int page_size = request.page_size() == 0
                             ? kMaxPageSize
                             : std::min(request.page_size(), kMaxPageSize);
-  absl::StatusOr<std::vector<v1::Study>> studies = context_.store().ListStudies();
+  absl::StatusOr<std::vector<v1::Study>> studies =
+      context_.store().ListStudies();
   if (!studies.ok()) return studies.status();
   v1::ListStudiesResponse response;
   ResponseBudget budget;
@@ -512,8 +506,8 @@ absl::StatusOr<v1::Study> StudyService::UpdateStudy(
   absl::StatusOr<v1::Study> study =
       context_.LoadStudyFor(caller, request.name(), Access::kWrite);
   if (!study.ok()) return study.status();
-  absl::StatusOr<v1::StudySpec> merged = MergeStudyUpdate(
-      study->spec(), request.spec(), request.update_mask());
+  absl::StatusOr<v1::StudySpec> merged =
+      MergeStudyUpdate(study->spec(), request.spec(), request.update_mask());
   if (!merged.ok()) return merged.status();
   v1::Study updated = *study;
   *updated.mutable_spec() = *std::move(merged);
@@ -552,8 +546,8 @@ absl::StatusOr<v1::Study> StudyService::UpdateStudy(
   const bool reopen = study->state() == v1::Study::COMPLETED &&
                       RaisesBudget(study->spec(), updated.spec());
   // Modified in place: completions may be adding to its cost meanwhile.
-  HT_RETURN_IF_ERROR(context_.store().ModifyStudy(
-      request.name(), [&](v1::Study& stored) {
+  HT_RETURN_IF_ERROR(
+      context_.store().ModifyStudy(request.name(), [&](v1::Study& stored) {
         *stored.mutable_spec() = updated.spec();
         *stored.add_changes() = change;
         if (reopen) stored.set_state(v1::Study::ACTIVE);
@@ -563,15 +557,17 @@ absl::StatusOr<v1::Study> StudyService::UpdateStudy(
   return LoadStudyWithCounts(caller, request.name());
 }
 
-absl::StatusOr<v1::Study> StudyService::SetMaxTrials(
-    const std::string& name, int64_t max_trials, const Principal& caller) {
+absl::StatusOr<v1::Study> StudyService::SetMaxTrials(const std::string& name,
+                                                     int64_t max_trials,
+                                                     const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("name", name));
   if (max_trials < 0 || max_trials > std::numeric_limits<int32_t>::max()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_trials: must be from 0 (unlimited) to ",
         std::numeric_limits<int32_t>::max(), ", got ", max_trials));
   }
-  HT_RETURN_IF_ERROR(context_.LoadStudyFor(caller, name, Access::kWrite).status());
+  HT_RETURN_IF_ERROR(
+      context_.LoadStudyFor(caller, name, Access::kWrite).status());
   auto counts = context_.store().CountTrials(name);
   if (!counts.ok()) return counts.status();
   // Counted as the suggestion plan counts the budget: every trial created.
@@ -598,8 +594,9 @@ absl::StatusOr<v1::BackupResponse> StudyService::Backup(
   }
   HT_RETURN_IF_ERROR(ValidateText("destination_path",
                                   request.destination_path(), kMaxUriBytes));
-  absl::StatusOr<std::string> path = ResolveBackupPath(
-      context_.options().backup_dir, request.destination_path(), request.overwrite());
+  absl::StatusOr<std::string> path =
+      ResolveBackupPath(context_.options().backup_dir,
+                        request.destination_path(), request.overwrite());
   if (!path.ok()) return path.status();
   const auto start = std::chrono::steady_clock::now();
   HT_RETURN_IF_ERROR(context_.store().Backup(*path));
@@ -608,9 +605,10 @@ absl::StatusOr<v1::BackupResponse> StudyService::Backup(
   std::error_code error;
   const auto bytes = std::filesystem::file_size(*path, error);
   response.set_bytes(error ? 0 : static_cast<int64_t>(bytes));
-  response.set_duration_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::steady_clock::now() - start)
-                               .count());
+  response.set_duration_ms(
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - start)
+          .count());
   return response;
 }
 
@@ -668,7 +666,8 @@ absl::StatusOr<v1::Trial> StudyService::CreateTrial(
   }
   const ParameterValues& parameters = given.parameters();
   absl::MutexLock lock(&(*runtime)->mu);
-  absl::StatusOr<v1::Study> study = context_.LoadStudyFor(caller, name, Access::kWrite);
+  absl::StatusOr<v1::Study> study =
+      context_.LoadStudyFor(caller, name, Access::kWrite);
   if (!study.ok()) return study.status();
   absl::StatusOr<optimizer::SearchSpace> space = ToSearchSpace(study->spec());
   if (!space.ok()) return space.status();
@@ -706,11 +705,13 @@ absl::StatusOr<v1::Trial> StudyService::GetTrial(
     const v1::GetTrialRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
   HT_RETURN_IF_ERROR(ValidateTrialId("trial_id", request.trial_id()));
-  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
+  absl::StatusOr<StudyRuntime*> runtime =
+      context_.RuntimeOf(request.study_name());
   if (!runtime.ok()) return runtime.status();
   absl::ReaderMutexLock lock(&(*runtime)->mu);
   HT_RETURN_IF_ERROR(
-      context_.LoadStudyFor(caller, request.study_name(), Access::kRead).status());
+      context_.LoadStudyFor(caller, request.study_name(), Access::kRead)
+          .status());
   return context_.store().GetTrial(request.study_name(), request.trial_id());
 }
 
@@ -738,11 +739,13 @@ absl::StatusOr<v1::ListTrialsResponse> StudyService::ListTrials(
   }
   query.after_id = *after_id;
   query.limit = page_size + 1;  // One more tells whether a next page exists.
-  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
+  absl::StatusOr<StudyRuntime*> runtime =
+      context_.RuntimeOf(request.study_name());
   if (!runtime.ok()) return runtime.status();
   absl::ReaderMutexLock lock(&(*runtime)->mu);
   HT_RETURN_IF_ERROR(
-      context_.LoadStudyFor(caller, request.study_name(), Access::kRead).status());
+      context_.LoadStudyFor(caller, request.study_name(), Access::kRead)
+          .status());
   absl::StatusOr<std::vector<v1::Trial>> trials =
       context_.store().ListTrials(request.study_name(), query);
   if (!trials.ok()) return trials.status();
@@ -818,8 +821,7 @@ absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
   HT_RETURN_IF_ERROR(MutateTrial(
       caller, request.study_name(), request.trial_id(), TrialRead::kHead,
       Writer::LeaseHolder(request.lease_epoch(), "measurements are accepted"),
-      NoAnswer,
-      [&](TrialWrite& write, const storage::TrialVersion& read) {
+      NoAnswer, [&](TrialWrite& write, const storage::TrialVersion& read) {
         v1::Trial& trial = write.trial();
         const storage::TrialHead& head = write.head;
         HT_RETURN_IF_ERROR(CheckReportable(write.study, m));
@@ -837,8 +839,8 @@ absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
         if (trial.state() == v1::Trial::ACTIVE) {
           HT_RETURN_IF_ERROR(ApplyEarlyStopping(write.study, trial, &m));
         }
-        HT_RETURN_IF_ERROR(curve_store_.AppendMeasurementAt(
-            trial, m, read, head.measurements));
+        HT_RETURN_IF_ERROR(curve_store_.AppendMeasurementAt(trial, m, read,
+                                                            head.measurements));
         context_.changes().Notify();
         answer_with(trial, m);
         return absl::OkStatus();
@@ -890,9 +892,8 @@ absl::StatusOr<bool> StudyService::AnswerPausedWorker(
     const std::string& study_name, int64_t lease_epoch, double device_seconds,
     TrialWrite& write, bool settled_too) {
   v1::Trial& trial = write.trial();
-  const bool paused_or_settled =
-      trial.state() == v1::Trial::PAUSED ||
-      (settled_too && IsFinal(trial.state()));
+  const bool paused_or_settled = trial.state() == v1::Trial::PAUSED ||
+                                 (settled_too && IsFinal(trial.state()));
   if (!paused_or_settled || lease_epoch != trial.lease_epoch()) return false;
   // Its worker's word after the pause (or the end): the pause stands, and
   // the trial resumes from its checkpoint when promoted. The time it ran
@@ -943,9 +944,9 @@ absl::StatusOr<v1::Trial> StudyService::FinishTrial(
   v1::Trial answer;
   HT_RETURN_IF_ERROR(MutateTrial(
       caller, request.study_name(), request.trial_id(), TrialRead::kWhole,
-      Writer::LeaseHolder(request.lease_epoch(),
-                          request.failed() ? "it can be failed"
-                                           : "it can be completed"),
+      Writer::LeaseHolder(request.lease_epoch(), request.failed()
+                                                     ? "it can be failed"
+                                                     : "it can be completed"),
       [&](TrialWrite& write) -> absl::StatusOr<bool> {
         absl::StatusOr<bool> late = AnswerPausedWorker(
             request.study_name(), request.lease_epoch(),
@@ -971,9 +972,10 @@ absl::StatusOr<v1::Trial> StudyService::FinishTrial(
   return answer;
 }
 
-absl::Status StudyService::SaveSettled(
-    const v1::CompleteTrialRequest& request, const v1::Study& study,
-    const storage::TrialVersion& read, v1::Trial& trial) {
+absl::Status StudyService::SaveSettled(const v1::CompleteTrialRequest& request,
+                                       const v1::Study& study,
+                                       const storage::TrialVersion& read,
+                                       v1::Trial& trial) {
   for (const auto& [key, value] : request.attributes()) {
     (*trial.mutable_attributes())[key] = value;
   }
@@ -1046,9 +1048,9 @@ absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
   return response;
 }
 
-absl::Status StudyService::ApplyEarlyStopping(
-    const v1::Study& study, v1::Trial& trial,
-    const v1::Measurement* appended) {
+absl::Status StudyService::ApplyEarlyStopping(const v1::Study& study,
+                                              v1::Trial& trial,
+                                              const v1::Measurement* appended) {
   if (!HasEarlyStopping(study.spec())) return absl::OkStatus();
   const optimizer::EarlyStoppingConfig rule =
       ToEarlyStoppingConfig(study.spec());
@@ -1074,8 +1076,8 @@ absl::Status StudyService::ApplyEarlyStopping(
         for (const optimizer::TrialCurve& curve : kept.curves) {
           auto parameters = kept.parameters.find(curve.id);
           if (parameters == kept.parameters.end()) continue;
-          absl::StatusOr<optimizer::Assignment> x = ToAssignment(
-              "trial.parameters", *space, parameters->second);
+          absl::StatusOr<optimizer::Assignment> x =
+              ToAssignment("trial.parameters", *space, parameters->second);
           if (!x.ok()) continue;
           modelled.parameters.push_back(*std::move(x));
           modelled.curves.push_back(curve);
@@ -1178,7 +1180,8 @@ StudyService::ListTrialChanges(const std::string& study_name, int64_t after,
   absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(study_name);
   if (!runtime.ok()) return runtime.status();
   absl::ReaderMutexLock lock(&(*runtime)->mu);
-  HT_RETURN_IF_ERROR(context_.LoadStudyFor(caller, study_name, Access::kRead).status());
+  HT_RETURN_IF_ERROR(
+      context_.LoadStudyFor(caller, study_name, Access::kRead).status());
   return context_.store().ListTrialChanges(study_name, after, limit);
 }
 
@@ -1189,7 +1192,8 @@ absl::StatusOr<StudyService::Watch> StudyService::OpenWatch(
     return absl::InvalidArgumentError(absl::StrCat(
         "after_sequence: must be >= 0, got ", request.after_sequence()));
   }
-  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
+  absl::StatusOr<StudyRuntime*> runtime =
+      context_.RuntimeOf(request.study_name());
   if (!runtime.ok()) return runtime.status();
   absl::ReaderMutexLock lock(&(*runtime)->mu);
   absl::StatusOr<v1::Study> study =
@@ -1270,7 +1274,8 @@ absl::Status StudyService::WatchTrials(
 absl::StatusOr<v1::ListOptimalTrialsResponse> StudyService::ListOptimalTrials(
     const v1::ListOptimalTrialsRequest& request, const Principal& caller) {
   HT_RETURN_IF_ERROR(ValidateStudyName("study_name", request.study_name()));
-  absl::StatusOr<StudyRuntime*> runtime = context_.RuntimeOf(request.study_name());
+  absl::StatusOr<StudyRuntime*> runtime =
+      context_.RuntimeOf(request.study_name());
   if (!runtime.ok()) return runtime.status();
   absl::ReaderMutexLock lock(&(*runtime)->mu);
   absl::StatusOr<v1::Study> study =

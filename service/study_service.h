@@ -225,8 +225,7 @@ class StudyService {
   // now, saved with the study's cost. REQUIRES: the trial locked.
   absl::Status SaveSettled(const v1::CompleteTrialRequest& request,
                            const v1::Study& study,
-                           const storage::TrialVersion& read,
-                           v1::Trial& trial);
+                           const storage::TrialVersion& read, v1::Trial& trial);
   // CompleteTrial's two halves: its worker gives the trial back
   // (worker_failed: it runs again while it has retries), or settles it
   // (failed, infeasible, or a result).
@@ -237,9 +236,10 @@ class StudyService {
   // The worker of `trial`, PAUSED or settled under its grant, reports
   // `grant_total` device-seconds: the growth is saved. REQUIRES: the trial
   // locked (TrialLock).
-  absl::StatusOr<v1::Trial> SaveLateDeviceSeconds(
-      const std::string& study_name, double grant_total,
-      const v1::Study& study, v1::Trial& trial);
+  absl::StatusOr<v1::Trial> SaveLateDeviceSeconds(const std::string& study_name,
+                                                  double grant_total,
+                                                  const v1::Study& study,
+                                                  v1::Trial& trial);
   // One trial write: the trial as loaded under its lock (TrialLock), with
   // its study.
   struct TrialWrite {
@@ -276,8 +276,8 @@ class StudyService {
       TrialWrite&, const storage::TrialVersion& read)>;
   absl::Status MutateTrial(const Principal& caller,
                            const std::string& study_name, int64_t trial_id,
-                           TrialRead read, const Writer& writer,
-                           Answer answer, Mutation mutate);
+                           TrialRead read, const Writer& writer, Answer answer,
+                           Mutation mutate);
   static absl::StatusOr<bool> NoAnswer(TrialWrite&) { return false; }
   // A worker's word on its trial after the trial was PAUSED (or, with
   // `settled_too`, settled) under the worker's own `lease_epoch`: the time it

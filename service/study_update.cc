@@ -11,10 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/limits.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/field_mask_util.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "common/limits.h"
 
 namespace hypertune::service {
 namespace {
@@ -45,7 +45,8 @@ std::string ValueText(const v1::StudySpec& spec, const std::string& path) {
   for (int i = 0; i < n; ++i) {
     std::string item;
     printer.PrintFieldValueToString(*message, field, i, &item);
-    items.push_back(absl::StrCat("{", absl::StripTrailingAsciiWhitespace(item), "}"));
+    items.push_back(
+        absl::StrCat("{", absl::StripTrailingAsciiWhitespace(item), "}"));
   }
   return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
 }
@@ -133,7 +134,8 @@ std::string TrialsOutside(const v1::ParameterSpec& after,
   std::vector<int64_t> outside;
   for (const v1::Trial& t : trials) {
     for (const v1::ParameterValue& v : t.parameters()) {
-      if (v.name() == after.name() && !Holds(after, v)) outside.push_back(t.id());
+      if (v.name() == after.name() && !Holds(after, v))
+        outside.push_back(t.id());
     }
   }
   if (outside.empty()) {
@@ -223,19 +225,19 @@ bool EarlyStoppingFieldApplies(const std::string& path,
 }  // namespace
 
 const std::vector<std::string>& UpdatableStudyPaths() {
-  static const auto* paths = new std::vector<std::string>{
-      "max_trials",
-      "max_parallel_trials",
-      "max_device_hours",
-      "price_per_device_hour",
-      "lease_seconds",
-      "max_retries",
-      "max_preemptions",
-      "early_stopping.max_resource",
-      "early_stopping.min_trials",
-      "early_stopping.grace_steps",
-      "early_stopping.promote_by_model",
-      "parameters"};
+  static const auto* paths =
+      new std::vector<std::string>{"max_trials",
+                                   "max_parallel_trials",
+                                   "max_device_hours",
+                                   "price_per_device_hour",
+                                   "lease_seconds",
+                                   "max_retries",
+                                   "max_preemptions",
+                                   "early_stopping.max_resource",
+                                   "early_stopping.min_trials",
+                                   "early_stopping.grace_steps",
+                                   "early_stopping.promote_by_model",
+                                   "parameters"};
   return *paths;
 }
 
@@ -243,9 +245,9 @@ absl::StatusOr<v1::StudySpec> MergeStudyUpdate(
     const v1::StudySpec& spec, const v1::StudySpec& update,
     const google::protobuf::FieldMask& mask) {
   if (mask.paths().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "update_mask: empty; name the fields to change (",
-        absl::StrJoin(UpdatableStudyPaths(), ", "), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("update_mask: empty; name the fields to change (",
+                     absl::StrJoin(UpdatableStudyPaths(), ", "), ")"));
   }
   absl::flat_hash_set<std::string> seen;
   for (const std::string& path : mask.paths()) {
@@ -290,8 +292,8 @@ absl::StatusOr<v1::StudySpec> MergeStudyUpdate(
 absl::Status CheckParametersGrow(const v1::StudySpec& before,
                                  const v1::StudySpec& after,
                                  const std::vector<v1::Trial>& trials) {
-  for (int i = 0; i < std::max(before.parameters_size(), after.parameters_size());
-       ++i) {
+  for (int i = 0;
+       i < std::max(before.parameters_size(), after.parameters_size()); ++i) {
     const std::string field = absl::StrCat("spec.parameters[", i, "]");
     if (i >= after.parameters_size()) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -307,12 +309,12 @@ absl::Status CheckParametersGrow(const v1::StudySpec& before,
     const v1::ParameterSpec& b = before.parameters(i);
     const v1::ParameterSpec& a = after.parameters(i);
     if (a.name() != b.name()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          field, ": \"", b.name(), "\" cannot become \"", a.name(),
-          "\" (parameters keep their names and order)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(field, ": \"", b.name(), "\" cannot become \"", a.name(),
+                       "\" (parameters keep their names and order)"));
     }
     if (!google::protobuf::util::MessageDifferencer::Equals(WithoutDomain(b),
-                                                          WithoutDomain(a))) {
+                                                            WithoutDomain(a))) {
       return absl::FailedPreconditionError(absl::StrCat(
           field, " (\"", b.name(),
           "\"): only its range may widen or its values grow; its kind, "
@@ -320,8 +322,10 @@ absl::Status CheckParametersGrow(const v1::StudySpec& before,
     }
     if (!Grows(b, a)) {
       return absl::FailedPreconditionError(
-          absl::StrCat(field, " (\"", b.name(), "\"): the new domain drops "
-                       "values of the old one", TrialsOutside(a, trials)));
+          absl::StrCat(field, " (\"", b.name(),
+                       "\"): the new domain drops "
+                       "values of the old one",
+                       TrialsOutside(a, trials)));
     }
   }
   return absl::OkStatus();

@@ -178,8 +178,8 @@ SuggestionPlan PlanSuggestions(const SuggestionState& state,
                          plan.total_fresh == 0 && budget_left <= 0 &&
                          queued.empty() && running == 0 && promotions.empty();
   if (plan.completes_study && !state.all_trials.empty()) {
-    const std::vector<int64_t> ids = optimizer::UnpromotableTrials(
-        rule, ToCurves(spec, state.all_trials));
+    const std::vector<int64_t> ids =
+        optimizer::UnpromotableTrials(rule, ToCurves(spec, state.all_trials));
     for (const v1::Trial& t : state.all_trials) {
       if (t.state() == v1::Trial::PAUSED &&
           std::binary_search(ids.begin(), ids.end(), t.id())) {

@@ -23,8 +23,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "hypertune/v1/hypertune.pb.h"
 #include "common/limits.h"
+#include "hypertune/v1/hypertune.pb.h"
 #include "optimizer/learning_curve_model.h"
 
 namespace hypertune::service {

@@ -40,7 +40,8 @@ absl::StatusOr<v1::SuggestTrialsResponse> Suggestions::SuggestTrials(
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<StudyRuntime*> found = context_.RuntimeOf(request.study_name());
+  absl::StatusOr<StudyRuntime*> found =
+      context_.RuntimeOf(request.study_name());
   if (!found.ok()) return found.status();
   StudyRuntime& runtime = **found;
   const absl::Time start = absl::Now();
@@ -79,9 +80,9 @@ void Suggestions::ServeSuggestions(
   if (!partials.empty()) ServePartials(runtime, name, partials, model);
 }
 
-void Suggestions::ServeRequests(
-    StudyRuntime& runtime, const std::string& name,
-    const std::vector<SuggestQueue::Ticket*>& batch, StudyModel& model) {
+void Suggestions::ServeRequests(StudyRuntime& runtime, const std::string& name,
+                                const std::vector<SuggestQueue::Ticket*>& batch,
+                                StudyModel& model) {
   auto fail_all = [&](const absl::Status& status) {
     for (SuggestQueue::Ticket* t : batch) t->result = status;
   };
@@ -105,7 +106,8 @@ void Suggestions::ServeRequests(
     }
     if (state.study.spec().max_trials() > 0 &&
         state.counts.contains(v1::Trial::COMPLETED)) {
-      absl::StatusOr<int64_t> warm = context_.WarmStartTrials(runtime, state.study);
+      absl::StatusOr<int64_t> warm =
+          context_.WarmStartTrials(runtime, state.study);
       if (!warm.ok()) return fail_all(warm.status());
       state.warm_start_trials = *warm;
     }
@@ -124,11 +126,13 @@ void Suggestions::ServeRequests(
       for (const v1::Trial& t : plan.requests[i].grants) {
         v1::Trial granted = t;
         if (absl::Status s = leases_.Grant(state.study, granted,
-                                   batch[i]->request->client_id(), now);
+                                           batch[i]->request->client_id(), now);
             !s.ok()) {
           return fail_all(s);
         }
-        if (absl::Status s = context_.SaveTrial(storage::TrialVersion::Of(t), granted); !s.ok()) {
+        if (absl::Status s =
+                context_.SaveTrial(storage::TrialVersion::Of(t), granted);
+            !s.ok()) {
           return fail_all(s);
         }
         *response.add_trials() = std::move(granted);
@@ -178,9 +182,10 @@ void Suggestions::ServeRequests(
 }
 
 absl::Status Suggestions::LoadSuggestionState(const std::string& name,
-                                               SuggestionState& state) {
-  absl::StatusOr<storage::StudyOverview> overview = context_.store().GetStudyOverview(
-      name, {v1::Trial::REQUESTED, v1::Trial::ACTIVE, v1::Trial::STOPPING});
+                                              SuggestionState& state) {
+  absl::StatusOr<storage::StudyOverview> overview =
+      context_.store().GetStudyOverview(
+          name, {v1::Trial::REQUESTED, v1::Trial::ACTIVE, v1::Trial::STOPPING});
   if (!overview.ok()) return overview.status();
   state.study = std::move(overview->study);
   state.counts = std::move(overview->counts);
@@ -196,7 +201,8 @@ absl::Status Suggestions::LoadSuggestionState(const std::string& name,
       state.study.spec().early_stopping().pause_at_rungs() &&
       count_of(v1::Trial::PAUSED) > 0 &&
       state.study.state() == v1::Study::ACTIVE) {
-    absl::StatusOr<std::vector<v1::Trial>> all = context_.store().ListTrials(name, {});
+    absl::StatusOr<std::vector<v1::Trial>> all =
+        context_.store().ListTrials(name, {});
     if (!all.ok()) return all.status();
     state.all_trials = *std::move(all);
   }
@@ -210,7 +216,8 @@ absl::Status Suggestions::CompleteStudy(
     v1::Trial stopped = paused;
     HT_RETURN_IF_ERROR(StopNow(
         stopped, absl::StrCat(paused.stop_reason(), "; not promoted"), now));
-    HT_RETURN_IF_ERROR(context_.SaveTrial(storage::TrialVersion::Of(paused), stopped));
+    HT_RETURN_IF_ERROR(
+        context_.SaveTrial(storage::TrialVersion::Of(paused), stopped));
   }
   // Modified in place: completions may be adding to its cost meanwhile.
   return context_.store().ModifyStudy(study.name(), [](v1::Study& stored) {
@@ -221,16 +228,14 @@ absl::Status Suggestions::CompleteStudy(
 absl::Status Suggestions::ProposeAndStore(
     StudyRuntime& runtime, StudyModel& model, const SuggestionState& state,
     const std::vector<v1::Trial>& snapshot,
-    const std::vector<SuggestQueue::Ticket*>& batch,
-    const SuggestionPlan& plan,
+    const std::vector<SuggestQueue::Ticket*>& batch, const SuggestionPlan& plan,
     std::vector<v1::SuggestTrialsResponse>& responses) {
   const v1::Study& study = state.study;
   int64_t created = 0;
   for (const auto& [s, n] : state.counts) created += n;
-  absl::StatusOr<std::vector<v1::Trial>> proposed =
-      ProposeTrials(*model.suggester, model.priors, study, snapshot,
-                    plan.total_fresh, created,
-                    plan.curve_model ? &*plan.curve_model : nullptr);
+  absl::StatusOr<std::vector<v1::Trial>> proposed = ProposeTrials(
+      *model.suggester, model.priors, study, snapshot, plan.total_fresh,
+      created, plan.curve_model ? &*plan.curve_model : nullptr);
   if (!proposed.ok()) return proposed.status();
 
   absl::ReaderMutexLock lock(&runtime.mu);
@@ -240,8 +245,9 @@ absl::Status Suggestions::ProposeAndStore(
   absl::StatusOr<v1::Study> current = context_.store().GetStudy(study.name());
   if (!current.ok()) return current.status();
   if (current->create_time_ms() != study.create_time_ms()) {
-    return absl::NotFoundError(absl::StrCat(
-        "study \"", study.name(), "\" was deleted while its trials were proposed"));
+    return absl::NotFoundError(
+        absl::StrCat("study \"", study.name(),
+                     "\" was deleted while its trials were proposed"));
   }
   for (size_t i = 0; i < batch.size(); ++i) {
     if (plan.requests[i].fresh == 0) continue;
@@ -272,7 +278,7 @@ absl::Status Suggestions::ProposeAndStore(
 }
 
 absl::Status Suggestions::PrepareSuggester(StudyModel& model,
-                                            const v1::Study& study) {
+                                           const v1::Study& study) {
   if (model.suggester != nullptr &&
       model.study_created_ms == study.create_time_ms()) {
     return absl::OkStatus();
@@ -306,7 +312,8 @@ absl::StatusOr<std::vector<optimizer::PriorStudy>> Suggestions::LoadPriors(
     // Another study now under that name, or another owner's: not the prior
     // its creator was allowed to read.
     if (!IsBoundPrior(study, i, *prior)) continue;
-    absl::StatusOr<std::vector<v1::Trial>> trials = context_.store().ListTrials(name, {});
+    absl::StatusOr<std::vector<v1::Trial>> trials =
+        context_.store().ListTrials(name, {});
     if (!trials.ok()) return trials.status();
     priors.push_back(
         ToPriorStudy(*space, study.spec(), prior->spec(), *trials));
@@ -331,9 +338,9 @@ absl::StatusOr<v1::Trial> Suggestions::CreatePartialTrial(
 // One proposal per partial trial, from one fit of the study's own model
 // (this is its queue's leader), each completing the values given; stored
 // before the next batch is served, so that it sees them.
-void Suggestions::ServePartials(
-    StudyRuntime& runtime, const std::string& name,
-    const std::vector<SuggestQueue::Ticket*>& batch, StudyModel& model) {
+void Suggestions::ServePartials(StudyRuntime& runtime, const std::string& name,
+                                const std::vector<SuggestQueue::Ticket*>& batch,
+                                StudyModel& model) {
   auto fail_all = [&](const absl::Status& status) {
     for (SuggestQueue::Ticket* t : batch) t->result = status;
   };
@@ -373,10 +380,9 @@ void Suggestions::ServePartials(
     fixed.push_back(*std::move(given));
   }
   if (valid.empty()) return;
-  absl::StatusOr<std::vector<v1::Trial>> proposed =
-      ProposeTrials(*model.suggester, model.priors, study, snapshot,
-                    static_cast<int>(valid.size()),
-                    static_cast<int64_t>(snapshot.size()));
+  absl::StatusOr<std::vector<v1::Trial>> proposed = ProposeTrials(
+      *model.suggester, model.priors, study, snapshot,
+      static_cast<int>(valid.size()), static_cast<int64_t>(snapshot.size()));
   if (!proposed.ok()) {
     for (SuggestQueue::Ticket* t : valid) t->result = proposed.status();
     return;
@@ -427,8 +433,8 @@ void Suggestions::ServePartials(
         !s.ok()) {
       return fail_completed(s);
     }
-    absl::StatusOr<optimizer::Assignment> x = ToAssignment(
-        "trial.parameters", *now_space, completed[i].parameters());
+    absl::StatusOr<optimizer::Assignment> x =
+        ToAssignment("trial.parameters", *now_space, completed[i].parameters());
     if (!x.ok()) return fail_completed(x.status());
     *completed[i].mutable_parameters() = ToParameterValues(*now_space, *x);
   }
@@ -483,8 +489,7 @@ absl::StatusOr<std::vector<v1::Trial>> Suggestions::ProposeTrials(
   if (!points.ok()) return points.status();
   if (const std::string reason(suggester.last_fallback_reason());
       !reason.empty()) {
-    const std::string algorithm =
-        v1::Algorithm_Name(study.spec().algorithm());
+    const std::string algorithm = v1::Algorithm_Name(study.spec().algorithm());
     std::cerr << "hypertuned: study \"" << study.name() << "\": " << algorithm
               << " fell back from its own method for part of a batch of "
               << count << " (" << reason << ")\n";

@@ -91,8 +91,7 @@ class Suggestions {
   absl::StatusOr<std::vector<v1::Trial>> ProposeTrials(
       optimizer::Suggester& suggester,
       const std::vector<optimizer::PriorStudy>& priors, const v1::Study& study,
-      const std::vector<v1::Trial>& snapshot, int count,
-      int64_t trials_created,
+      const std::vector<v1::Trial>& snapshot, int count, int64_t trials_created,
       const optimizer::LearningCurveModel* curve_model = nullptr);
   // The earlier studies the study transfers from (spec.prior_studies).
   absl::StatusOr<std::vector<optimizer::PriorStudy>> LoadPriors(

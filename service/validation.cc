@@ -5,16 +5,16 @@
 #include <tuple>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/study_metrics.h"
 #include "google/protobuf/generated_enum_reflection.h"
 #include "optimizer/early_stopping.h"
 #include "service/conversion.h"
 #include "service/status_macros.h"
-#include "common/study_metrics.h"
 
 namespace hypertune::service {
 namespace {
@@ -111,8 +111,8 @@ absl::Status ValidateParameterLimits(const std::string& field,
       HT_RETURN_IF_ERROR(check_count("categorical_spec", values.size()));
       for (int k = 0; k < values.size(); ++k) {
         HT_RETURN_IF_ERROR(ValidateText(
-            absl::StrCat(field, ".categorical_spec.values[", k, "]"),
-            values[k], kMaxCategoryBytes));
+            absl::StrCat(field, ".categorical_spec.values[", k, "]"), values[k],
+            kMaxCategoryBytes));
       }
       return absl::OkStatus();
     }
@@ -142,8 +142,9 @@ absl::Status ValidateMetricRole(const std::string& field,
       any_role ? m.role() == v1::MetricSpec::OBJECTIVE : i == 0;
   if (needs_goal && m.goal() != v1::MetricSpec::MAXIMIZE &&
       m.goal() != v1::MetricSpec::MINIMIZE) {
-    return Invalid(absl::StrCat(field, ".goal"),
-                   absl::StrCat("must be MAXIMIZE or MINIMIZE, got ", m.goal()));
+    return Invalid(
+        absl::StrCat(field, ".goal"),
+        absl::StrCat("must be MAXIMIZE or MINIMIZE, got ", m.goal()));
   }
   if (!needs_goal && m.goal() != v1::MetricSpec::GOAL_UNSPECIFIED &&
       !v1::MetricSpec::Goal_IsValid(m.goal())) {
@@ -153,17 +154,17 @@ absl::Status ValidateMetricRole(const std::string& field,
   const bool bounded = m.has_lower_bound() || m.has_upper_bound();
   if (m.role() != v1::MetricSpec::CONSTRAINT) {
     if (bounded) {
-      return Invalid(field, absl::StrFormat(
-                                "\"%s\" has a bound but is not a CONSTRAINT",
-                                m.name()));
+      return Invalid(
+          field, absl::StrFormat("\"%s\" has a bound but is not a CONSTRAINT",
+                                 m.name()));
     }
     return absl::OkStatus();
   }
   if (!bounded) {
-    return Invalid(field, absl::StrFormat(
-                              "constraint \"%s\" needs a lower_bound or an "
-                              "upper_bound",
-                              m.name()));
+    return Invalid(
+        field, absl::StrFormat("constraint \"%s\" needs a lower_bound or an "
+                               "upper_bound",
+                               m.name()));
   }
   for (const auto& [name, has, value] :
        {std::tuple{"lower_bound", m.has_lower_bound(), m.lower_bound()},
@@ -175,19 +176,18 @@ absl::Status ValidateMetricRole(const std::string& field,
   }
   if (m.has_lower_bound() && m.has_upper_bound() &&
       !(m.lower_bound() < m.upper_bound())) {
-    return Invalid(field,
-                   absl::StrCat("lower_bound ", m.lower_bound(),
-                                " must be below upper_bound ",
-                                m.upper_bound()));
+    return Invalid(
+        field, absl::StrCat("lower_bound ", m.lower_bound(),
+                            " must be below upper_bound ", m.upper_bound()));
   }
   return absl::OkStatus();
 }
 
 // The cost-aware and transfer fields of study `study_name`'s spec: GP_BANDIT
 // (the server's default filled in), with any objectives and constraints;
-// cost_metric a recorded metric (no objective or constraint); prior_studies at most kMaxPriorStudies
-// valid names, not the study itself, none twice, on a flat space. Whether
-// they exist is the service's to check.
+// cost_metric a recorded metric (no objective or constraint); prior_studies at
+// most kMaxPriorStudies valid names, not the study itself, none twice, on a
+// flat space. Whether they exist is the service's to check.
 absl::Status ValidateCostAndTransfer(const std::string& study_name,
                                      const v1::StudySpec& spec) {
   if (!spec.cost_aware() && !spec.cost_metric().empty()) {
@@ -196,8 +196,8 @@ absl::Status ValidateCostAndTransfer(const std::string& study_name,
   if (!spec.cost_aware() && spec.prior_studies().empty()) {
     return absl::OkStatus();
   }
-  const std::string field = spec.cost_aware() ? "study.spec.cost_aware"
-                                              : "study.spec.prior_studies";
+  const std::string field =
+      spec.cost_aware() ? "study.spec.cost_aware" : "study.spec.prior_studies";
   if (spec.algorithm() != v1::ALGORITHM_UNSPECIFIED &&
       spec.algorithm() != v1::GP_BANDIT) {
     return Invalid(field, absl::StrCat("needs algorithm GP_BANDIT, got ",
@@ -205,9 +205,10 @@ absl::Status ValidateCostAndTransfer(const std::string& study_name,
   }
   const StudyMetrics metrics(spec);
   if (!spec.cost_metric().empty()) {
-    const auto it = std::find_if(
-        spec.metrics().begin(), spec.metrics().end(),
-        [&](const v1::MetricSpec& m) { return m.name() == spec.cost_metric(); });
+    const auto it = std::find_if(spec.metrics().begin(), spec.metrics().end(),
+                                 [&](const v1::MetricSpec& m) {
+                                   return m.name() == spec.cost_metric();
+                                 });
     if (it == spec.metrics().end()) {
       return Invalid("study.spec.cost_metric",
                      absl::StrFormat("\"%s\" is not one of study.spec.metrics",
@@ -223,10 +224,10 @@ absl::Status ValidateCostAndTransfer(const std::string& study_name,
     }
   }
   if (spec.prior_studies_size() > kMaxPriorStudies) {
-    return Invalid("study.spec.prior_studies",
-                   absl::StrFormat("%d studies, over the limit of %d",
-                                   spec.prior_studies_size(),
-                                   kMaxPriorStudies));
+    return Invalid(
+        "study.spec.prior_studies",
+        absl::StrFormat("%d studies, over the limit of %d",
+                        spec.prior_studies_size(), kMaxPriorStudies));
   }
   absl::flat_hash_set<std::string> priors;
   for (int i = 0; i < spec.prior_studies_size(); ++i) {
@@ -359,7 +360,8 @@ absl::Status ValidateStudy(const v1::Study& study) {
                                    spec.parameters_size(), kMaxParameters));
   }
   absl::flat_hash_set<std::string> names;
-  int parent_values = 0;  // Conditions so far, against kMaxParentValuesPerStudy.
+  int parent_values =
+      0;  // Conditions so far, against kMaxParentValuesPerStudy.
   for (int i = 0; i < spec.parameters_size(); ++i) {
     const v1::ParameterSpec& p = spec.parameters(i);
     std::string field = absl::StrCat("study.spec.parameters[", i, "]");
@@ -474,8 +476,7 @@ absl::Status ValidateEarlyStopping(const v1::StudySpec& spec) {
   if (!v1::EarlyStoppingSpec::Rule_IsValid(es.rule())) {
     return Invalid("study.spec.early_stopping.rule",
                    absl::StrCat("unknown rule ", es.rule(), " (one of ",
-                                EnumNames<v1::EarlyStoppingSpec::Rule>(),
-                                ")"));
+                                EnumNames<v1::EarlyStoppingSpec::Rule>(), ")"));
   }
   const bool rungs = es.rule() == v1::EarlyStoppingSpec::ASHA ||
                      es.rule() == v1::EarlyStoppingSpec::HYPERBAND;
@@ -527,11 +528,11 @@ absl::Status ValidateMeasurement(const std::string& field,
                    "at least one metric is required");
   }
   if (measurement.metrics_size() > kMaxMetricsPerMeasurement) {
-    return Invalid(absl::StrCat(field, ".metrics"),
-                   absl::StrFormat("%d metrics, over the limit of %d per "
-                                   "measurement",
-                                   measurement.metrics_size(),
-                                   kMaxMetricsPerMeasurement));
+    return Invalid(
+        absl::StrCat(field, ".metrics"),
+        absl::StrFormat("%d metrics, over the limit of %d per "
+                        "measurement",
+                        measurement.metrics_size(), kMaxMetricsPerMeasurement));
   }
   for (const auto& [name, value] : measurement.metrics()) {
     std::string metric_field =
@@ -573,7 +574,8 @@ absl::Status ValidateHeartbeat(const v1::HeartbeatRequest& request) {
   HT_RETURN_IF_ERROR(ValidateClientId("client_id", request.client_id()));
   HT_RETURN_IF_ERROR(
       ValidateText("checkpoint_uri", request.checkpoint_uri(), kMaxUriBytes));
-  HT_RETURN_IF_ERROR(ValidateText("log_path", request.log_path(), kMaxUriBytes));
+  HT_RETURN_IF_ERROR(
+      ValidateText("log_path", request.log_path(), kMaxUriBytes));
   HT_RETURN_IF_ERROR(ValidateCheckpointStep(request));
   return ValidateDeviceSeconds("device_seconds", request.device_seconds());
 }
@@ -583,8 +585,8 @@ absl::Status ValidateCompleteTrial(const v1::CompleteTrialRequest& request) {
                                          request.final_measurement(), false));
   HT_RETURN_IF_ERROR(
       ValidateDeviceSeconds("device_seconds", request.device_seconds()));
-  HT_RETURN_IF_ERROR(ValidateText("infeasible_reason",
-                                  request.infeasible_reason(), kMaxReasonBytes));
+  HT_RETURN_IF_ERROR(ValidateText(
+      "infeasible_reason", request.infeasible_reason(), kMaxReasonBytes));
   HT_RETURN_IF_ERROR(ValidateText("failure_reason", request.failure_reason(),
                                   kMaxReasonBytes));
   HT_RETURN_IF_ERROR(ValidateAttributes("attributes", request.attributes()));

@@ -8,14 +8,15 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "hypertune/v1/hypertune.pb.h"
 #include "common/limits.h"
+#include "hypertune/v1/hypertune.pb.h"
 
 namespace hypertune::service {
 
 // A study name: 1-128 characters of letters, digits and "._-", beginning
 // with a letter or digit (so never "." or "..", nor taken for a CLI flag).
-absl::Status ValidateStudyName(const std::string& field, const std::string& name);
+absl::Status ValidateStudyName(const std::string& field,
+                               const std::string& name);
 
 // An owner name (auth.h): as a study name.
 absl::Status ValidateOwner(const std::string& field, const std::string& owner);

@@ -234,8 +234,8 @@ void WatchStreams::Pump() {
       schedule.last_read = absl::Now();
     }
     changes.WaitForChange(
-        generation, std::clamp(wake - absl::Now(), absl::ZeroDuration(),
-                               kPumpTick));
+        generation,
+        std::clamp(wake - absl::Now(), absl::ZeroDuration(), kPumpTick));
   }
 }
 

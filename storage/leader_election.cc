@@ -69,13 +69,15 @@ absl::StatusOr<bool> LeaderElection::TryLead(const std::string& address) {
   absl::StatusOr<postgres::Connection*> connection = Connect();
   if (!connection.ok()) return connection.status();
   absl::StatusOr<postgres::Result> locked =
-      (*connection)->Run(kTryLock, postgres::Params().Int(kLockKey),
-                         "trying for the leader's lock");
+      (*connection)
+          ->Run(kTryLock, postgres::Params().Int(kLockKey),
+                "trying for the leader's lock");
   if (!locked.ok()) return locked.status();
   if (locked->Int(0, 0) != 1) return false;
-  absl::StatusOr<postgres::Result> recorded = (*connection)->Run(
-      kRecord, postgres::Params().Bytes(address).Int(NowMs()),
-      "recording the leader's address");
+  absl::StatusOr<postgres::Result> recorded =
+      (*connection)
+          ->Run(kRecord, postgres::Params().Bytes(address).Int(NowMs()),
+                "recording the leader's address");
   if (!recorded.ok()) {
     // Leading without saying where would strand the standbys' clients.
     connection_.reset();
@@ -103,8 +105,9 @@ absl::Status LeaderElection::CheckHeld() {
       connection_->Run(kPing, postgres::Params(), "checking the lead");
   if (!ping.ok()) {
     connection_.reset();
-    return absl::UnavailableError(absl::StrCat(
-        "may have lost the lead of ", shown_url_, ": ", ping.status().message()));
+    return absl::UnavailableError(absl::StrCat("may have lost the lead of ",
+                                               shown_url_, ": ",
+                                               ping.status().message()));
   }
   return absl::OkStatus();
 }

@@ -29,9 +29,8 @@ class MemoryStore : public StudyStore {
   absl::StatusOr<v1::Study> GetStudy(std::string_view name) override;
   absl::StatusOr<std::vector<v1::Study>> ListStudies() override;
   absl::Status UpdateStudy(const v1::Study& study) override;
-  absl::Status ModifyStudy(
-      std::string_view name,
-      absl::FunctionRef<void(v1::Study&)> modify) override;
+  absl::Status ModifyStudy(std::string_view name,
+                           absl::FunctionRef<void(v1::Study&)> modify) override;
   absl::Status DeleteStudy(std::string_view name) override;
   absl::StatusOr<std::vector<v1::Trial>> CreateTrials(
       std::string_view study_name, std::vector<v1::Trial> trials) override;

@@ -63,8 +63,8 @@ absl::Status PostgresStore::Use(
 
 absl::Status PostgresStore::CreateStudy(const v1::Study& study) {
   const std::string what = absl::StrCat("creating ", StudyLabel(study.name()));
-  absl::Status status =
-      Use([&](Connection& db) { return postgres::InsertStudy(db, study, what); });
+  absl::Status status = Use(
+      [&](Connection& db) { return postgres::InsertStudy(db, study, what); });
   if (!status.ok()) return status;
   absl::MutexLock lock(&last_trial_ids_mu_);
   last_trial_ids_[study.name()] = 0;
@@ -208,8 +208,7 @@ absl::Status PostgresStore::UpdateTrialIf(const v1::Trial& trial,
 absl::Status PostgresStore::ReplaceTrial(const v1::Trial& trial,
                                          const TrialVersion* read) {
   const std::string label = TrialLabel(trial.study_name(), trial.id());
-  absl::StatusOr<StoredTrial> stored =
-      SplitTrial(trial, label);
+  absl::StatusOr<StoredTrial> stored = SplitTrial(trial, label);
   if (!stored.ok()) return stored.status();
   const std::string what = absl::StrCat("updating ", label);
   return Use([&](Connection& db) {
@@ -219,8 +218,7 @@ absl::Status PostgresStore::ReplaceTrial(const v1::Trial& trial,
 
 absl::Status PostgresStore::RenewTrialLease(const v1::Trial& trial) {
   const std::string label = TrialLabel(trial.study_name(), trial.id());
-  absl::StatusOr<StoredTrial> stored =
-      SplitTrial(trial, label);
+  absl::StatusOr<StoredTrial> stored = SplitTrial(trial, label);
   if (!stored.ok()) return stored.status();
   const std::string what = absl::StrCat("renewing the lease of ", label);
   return Use([&](Connection& db) {

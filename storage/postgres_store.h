@@ -8,10 +8,10 @@
 // (postgres/tables.h). An unfinished trial's measurements are rows of their
 // own, so that a report (GetTrialHead, AppendMeasurement) reads and writes a
 // few rows however long the curve is; every read assembles the whole trial
-// (postgres/tables.h: StoredTrial). Every statement takes its values as parameters,
-// never in its text, so names of any bytes round-trip verbatim. The schema
-// carries a version and migrates forward on Open; a database written by a
-// newer build is refused (postgres/schema.h).
+// (postgres/tables.h: StoredTrial). Every statement takes its values as
+// parameters, never in its text, so names of any bytes round-trip verbatim. The
+// schema carries a version and migrates forward on Open; a database written by
+// a newer build is refused (postgres/schema.h).
 //
 // Conditional writes: UpdateTrialIf and RenewTrialLease apply only while
 // the stored trial still has the state and lease epoch the caller read, as

@@ -32,7 +32,8 @@ std::string TrialLabel(std::string_view study_name, int64_t trial_id) {
 }
 
 absl::Status StudyNotFound(std::string_view study_name) {
-  return absl::NotFoundError(absl::StrCat(StudyLabel(study_name), " not found"));
+  return absl::NotFoundError(
+      absl::StrCat(StudyLabel(study_name), " not found"));
 }
 
 absl::Status TrialNotFound(std::string_view study_name, int64_t trial_id) {
@@ -44,9 +45,9 @@ absl::Status ParseStored(std::string_view bytes,
                          google::protobuf::Message& message,
                          absl::string_view label) {
   if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::DataLossError(absl::StrCat(
-        label, ": the stored ", message.GetDescriptor()->name(), " message (",
-        bytes.size(), " bytes) does not parse"));
+    return absl::DataLossError(
+        absl::StrCat(label, ": the stored ", message.GetDescriptor()->name(),
+                     " message (", bytes.size(), " bytes) does not parse"));
   }
   return absl::OkStatus();
 }

@@ -35,8 +35,7 @@ std::string TrialLabel(std::string_view study_name, int64_t trial_id);
 // now, is still `read`; ABORTED naming the trial and both versions
 // otherwise.
 absl::Status CheckVersion(std::string_view study_name, int64_t trial_id,
-                          const TrialVersion& stored,
-                          const TrialVersion& read);
+                          const TrialVersion& stored, const TrialVersion& read);
 
 // NOT_FOUND: `study "NAME" not found`, and `trial ID of study "NAME" not
 // found`.
@@ -62,9 +61,9 @@ absl::StatusOr<std::string> SerializeForStore(
 // The stored form of a trial: its message without measurements (a trials
 // row's message), and each measurement as the bytes it takes in the trial's
 // message (the repeated field's tag, length and value: a row of the
-// store's measurements table each), so that the row's message followed by them parses as
-// the whole trial. A finished trial (KeepsCurveInline) keeps its curve in
-// its message, with no rows: it takes no more reports, and a study's
+// store's measurements table each), so that the row's message followed by them
+// parses as the whole trial. A finished trial (KeepsCurveInline) keeps its
+// curve in its message, with no rows: it takes no more reports, and a study's
 // finished trials (most of it, and every imported one) read as one row
 // each.
 struct StoredTrial {

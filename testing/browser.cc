@@ -73,7 +73,8 @@ absl::StatusOr<std::unique_ptr<Browser>> Browser::Start(
       dup2(null, 2);
     }
     std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    for (const std::string& a : argv)
+      args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     execv(args[0], args.data());
     _exit(127);
@@ -115,15 +116,16 @@ absl::StatusOr<nlohmann::json> Browser::Call(const std::string& method,
                                              nlohmann::json params,
                                              bool browser_level) {
   const int id = next_id_++;
-  nlohmann::json message = {{"id", id}, {"method", method},
-                            {"params", std::move(params)}};
+  nlohmann::json message = {
+      {"id", id}, {"method", method}, {"params", std::move(params)}};
   if (!browser_level && !session_id_.empty()) {
     message["sessionId"] = session_id_;
   }
   std::string text = message.dump();
   text.push_back('\0');
   for (size_t sent = 0; sent < text.size();) {
-    const ssize_t n = write(to_browser_, text.data() + sent, text.size() - sent);
+    const ssize_t n =
+        write(to_browser_, text.data() + sent, text.size() - sent);
     if (n <= 0) {
       return absl::UnavailableError(
           absl::StrCat("browser: writing ", method, " failed (it exited?)"));
@@ -147,19 +149,18 @@ absl::StatusOr<nlohmann::json> Browser::Call(const std::string& method,
         continue;  // an event, or an answer to a call given up on
       }
       if (answer.contains("error")) {
-        return absl::InternalError(absl::StrCat(
-            "browser: ", method, ": ", answer["error"].dump()));
+        return absl::InternalError(
+            absl::StrCat("browser: ", method, ": ", answer["error"].dump()));
       }
       return answer["result"];
     }
-    const int left = static_cast<int>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                              Clock::now())
-            .count());
+    const int left =
+        static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                             deadline - Clock::now())
+                             .count());
     if (left <= 0) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("browser: no answer to ", method, " in ", timeout_ms,
-                       " ms"));
+      return absl::DeadlineExceededError(absl::StrCat(
+          "browser: no answer to ", method, " in ", timeout_ms, " ms"));
     }
     pollfd p = {from_browser_, POLLIN, 0};
     if (poll(&p, 1, left) <= 0) continue;
@@ -213,10 +214,10 @@ absl::Status Browser::WaitFor(const std::string& condition, int timeout_ms) {
   const Clock::time_point deadline =
       Clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
-    const int left = static_cast<int>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                              Clock::now())
-            .count());
+    const int left =
+        static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                             deadline - Clock::now())
+                             .count());
     absl::Status s = WaitOnce(condition, std::max(left, 0));
     // A navigation (the page's first load, a reload) destroys the context
     // the poll ran in: poll again in the new one.
@@ -231,10 +232,14 @@ absl::Status Browser::WaitFor(const std::string& condition, int timeout_ms) {
 absl::Status Browser::WaitOnce(const std::string& condition, int timeout_ms) {
   auto done = Evaluate(
       absl::StrCat("new Promise((resolve) => {"
-                   "  const end = performance.now() + ", timeout_ms, ";"
+                   "  const end = performance.now() + ",
+                   timeout_ms,
+                   ";"
                    "  const poll = () => {"
                    "    let ok = false;"
-                   "    try { ok = !!(", condition, "); } catch (e) {}"
+                   "    try { ok = !!(",
+                   condition,
+                   "); } catch (e) {}"
                    "    if (ok || performance.now() > end) resolve(ok);"
                    "    else setTimeout(poll, 20);"
                    "  };"

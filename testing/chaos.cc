@@ -96,7 +96,8 @@ void KillAndReap(pid_t pid) {
 }
 
 std::string DescribeWaitStatus(int status) {
-  if (WIFEXITED(status)) return absl::StrCat("exit status ", WEXITSTATUS(status));
+  if (WIFEXITED(status))
+    return absl::StrCat("exit status ", WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return absl::StrCat("signal ", WTERMSIG(status));
   return absl::StrCat("wait status ", status);
 }
@@ -185,7 +186,8 @@ class Experiment {
     admin_options.heartbeats = false;
     admin_options.call_timeout = milliseconds(5000);
     admin_.emplace(admin_options);
-    if (auto created = admin_->CreateStudy(ChaosStudy(options_)); !created.ok()) {
+    if (auto created = admin_->CreateStudy(ChaosStudy(options_));
+        !created.ok()) {
       return created.status();
     }
 
@@ -259,7 +261,8 @@ class Experiment {
 
  private:
   void Log(const std::string& line) {
-    if (options_.log != nullptr) *options_.log << "chaos: " << line << std::endl;
+    if (options_.log != nullptr)
+      *options_.log << "chaos: " << line << std::endl;
   }
 
   std::optional<Clock::time_point> NextTimedKill(milliseconds min,
@@ -332,17 +335,16 @@ class Experiment {
 
   absl::Status StartWorker(Slot& slot) {
     slot.client_id = absl::StrCat("w", slot.index, "-", slot.incarnation);
-    const std::string base =
-        (fs::path(options_.dir) / slot.client_id).string();
+    const std::string base = (fs::path(options_.dir) / slot.client_id).string();
     slot.ack_files.push_back(base + ".acks");
     slot.ack_offsets.push_back(0);
     slot.error_files.push_back(base + ".errors");
-    absl::StatusOr<pid_t> pid = Spawn(
-        {options_.worker, "--server", server_list_, "--study", kStudy,
-         "--client-id", slot.client_id, "--acks", slot.ack_files.back(),
-         "--errors", slot.error_files.back(), "--reports",
-         absl::StrCat(options_.reports), "--report-ms",
-         absl::StrCat(options_.report_ms)});
+    absl::StatusOr<pid_t> pid =
+        Spawn({options_.worker, "--server", server_list_, "--study", kStudy,
+               "--client-id", slot.client_id, "--acks", slot.ack_files.back(),
+               "--errors", slot.error_files.back(), "--reports",
+               absl::StrCat(options_.reports), "--report-ms",
+               absl::StrCat(options_.report_ms)});
     if (!pid.ok()) return pid.status();
     slot.pid = *pid;
     return absl::OkStatus();
@@ -381,9 +383,9 @@ class Experiment {
         slot.done = true;
         continue;
       }
-      result_.violations.push_back(absl::StrCat(
-          "worker ", slot.client_id, " ended by itself: ",
-          DescribeWaitStatus(status)));
+      result_.violations.push_back(
+          absl::StrCat("worker ", slot.client_id,
+                       " ended by itself: ", DescribeWaitStatus(status)));
       ++slot.incarnation;
       if (absl::Status s = StartWorker(slot); !s.ok()) {
         result_.violations.push_back(
@@ -417,9 +419,8 @@ class Experiment {
       for (const std::string& file : slot.error_files) {
         for (const std::string& line : ReadLines(file)) {
           ++result_.unexpected_errors;
-          violations.push_back(
-              absl::StrCat("worker error (", fs::path(file).stem().string(),
-                           "): ", line));
+          violations.push_back(absl::StrCat(
+              "worker error (", fs::path(file).stem().string(), "): ", line));
         }
       }
     }
@@ -456,7 +457,8 @@ class Experiment {
         case v1::Trial::COMPLETED:
           ++result_.completed;
           if (!t.final_measurement().metrics().contains("loss")) {
-            violations.push_back(absl::StrCat(name, ": COMPLETED without loss"));
+            violations.push_back(
+                absl::StrCat(name, ": COMPLETED without loss"));
           }
           break;
         case v1::Trial::FAILED:
@@ -470,10 +472,10 @@ class Experiment {
         case v1::Trial::ACTIVE:
         case v1::Trial::STOPPING:
           if (t.lease_expire_time_ms() <= now_ms) {
-            violations.push_back(absl::StrCat(
-                name, ": ", v1::Trial::State_Name(t.state()),
-                " with a lease that expired ",
-                now_ms - t.lease_expire_time_ms(), " ms ago"));
+            violations.push_back(
+                absl::StrCat(name, ": ", v1::Trial::State_Name(t.state()),
+                             " with a lease that expired ",
+                             now_ms - t.lease_expire_time_ms(), " ms ago"));
           }
           break;
         default:
@@ -500,9 +502,9 @@ class Experiment {
             t.state() != v1::Trial::FAILED &&
             t.state() != v1::Trial::INFEASIBLE &&
             t.state() != v1::Trial::STOPPED) {
-          violations.push_back(absl::StrCat(
-              "trial ", t.id(), " is ", v1::Trial::State_Name(t.state()),
-              " in a COMPLETED study"));
+          violations.push_back(absl::StrCat("trial ", t.id(), " is ",
+                                            v1::Trial::State_Name(t.state()),
+                                            " in a COMPLETED study"));
         }
       }
     } else if (options_.trials > 0) {
@@ -518,9 +520,9 @@ class Experiment {
                                   absl::StrJoin(value_workers.second, "+"));
           });
       if (values.size() > 1) {
-        violations.push_back(absl::StrCat(
-            name, ": acknowledged with ", values.size(),
-            " different values (completed twice): ", told));
+        violations.push_back(
+            absl::StrCat(name, ": acknowledged with ", values.size(),
+                         " different values (completed twice): ", told));
       }
       auto it = by_id.find(id);
       if (it == by_id.end()) {

@@ -117,7 +117,9 @@ class Worker {
       }
     }
     const double value = base + 1e-3 * static_cast<double>(trial.lease_epoch());
-    if (!Retrying("Complete", [&] { return trial.Complete({{"loss", value}}); })) {
+    if (!Retrying("Complete", [&] {
+          return trial.Complete({{"loss", value}});
+        })) {
       return;
     }
     // Only now is the completion acknowledged. One write of a whole line:

@@ -290,15 +290,14 @@ absl::StatusOr<TableSimResult> SimulateTableStudy(
       const int64_t step = static_cast<int64_t>(study[k].points.size()) + 1;
       ++result.epochs;
       result.seconds += table.seconds[c][step - 1];
-      EpochOutcome outcome = RunEpoch(config, study, k,
-                                      table.curves[c][step - 1],
-                                      table.max_resource);
+      EpochOutcome outcome = RunEpoch(
+          config, study, k, table.curves[c][step - 1], table.max_resource);
       // As the service: a trial the model would resume first goes on.
       if (config.promote_by_model &&
           study[k].status == TrialCurve::Status::kPaused) {
         const absl::Time start = absl::Now();
-        const bool at_once = optimizer::ResumesAtOnce(
-            config, *space, study, parameters, study[k].id);
+        const bool at_once = optimizer::ResumesAtOnce(config, *space, study,
+                                                      parameters, study[k].id);
         result.rung_ms.push_back(
             absl::ToDoubleMilliseconds(absl::Now() - start));
         if (at_once) {

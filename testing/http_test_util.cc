@@ -188,8 +188,7 @@ absl::StatusOr<std::vector<v1::Trial>> WriteDashboardStudies(
     const std::string& db_path, const std::string& name,
     const std::string& owner, int trials, int measurements) {
   v1::Study study = MakeStudy(name, owner);
-  v1::EarlyStoppingSpec* asha =
-      study.mutable_spec()->mutable_early_stopping();
+  v1::EarlyStoppingSpec* asha = study.mutable_spec()->mutable_early_stopping();
   asha->set_rule(v1::EarlyStoppingSpec::ASHA);
   asha->set_min_resource(1);
   asha->set_max_resource(27);
@@ -204,13 +203,13 @@ absl::StatusOr<std::vector<v1::Trial>> WriteDashboardStudies(
       t.set_infeasible_reason("out of memory");
     }
     if (id == 5 && t.state() == v1::Trial::COMPLETED) {
-      (*t.mutable_final_measurement()->mutable_metrics())
-          [study.spec().metrics(0).name()] =
+      (*t.mutable_final_measurement()
+            ->mutable_metrics())[study.spec().metrics(0).name()] =
           std::numeric_limits<double>::infinity();
     }
     if (id == 6 && t.state() == v1::Trial::COMPLETED) {
-      (*t.mutable_final_measurement()->mutable_metrics())
-          [study.spec().metrics(0).name()] =
+      (*t.mutable_final_measurement()
+            ->mutable_metrics())[study.spec().metrics(0).name()] =
           std::numeric_limits<double>::quiet_NaN();
     }
   }

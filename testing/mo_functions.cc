@@ -99,9 +99,9 @@ absl::StatusOr<MultiObjectiveProblem> FindMultiObjectiveProblem(
     if (p.name == name) return p;
     names.push_back(p.name);
   }
-  return absl::NotFoundError(absl::StrCat("unknown problem \"", std::string(name),
-                                          "\", known: ",
-                                          absl::StrJoin(names, ", ")));
+  return absl::NotFoundError(
+      absl::StrCat("unknown problem \"", std::string(name),
+                   "\", known: ", absl::StrJoin(names, ", ")));
 }
 
 double GardnerObjective(const Eigen::VectorXd& x) {
@@ -109,8 +109,8 @@ double GardnerObjective(const Eigen::VectorXd& x) {
 }
 
 Eigen::VectorXd GardnerConstraints(const Eigen::VectorXd& x) {
-  return One(std::cos(x[0]) * std::cos(x[1]) -
-             std::sin(x[0]) * std::sin(x[1]) - 0.5);
+  return One(std::cos(x[0]) * std::cos(x[1]) - std::sin(x[0]) * std::sin(x[1]) -
+             0.5);
 }
 
 double GramacyObjective(const Eigen::VectorXd& x) { return x[0] + x[1]; }
@@ -144,12 +144,26 @@ const std::vector<ConstrainedProblem>& ConstrainedSuite() {
     Eigen::VectorXd corner(2);
     corner << -5, 0;
     return new std::vector<ConstrainedProblem>{
-        {"gardner", GardnerObjective, GardnerConstraints, 1, {{0, 6}, {0, 6}},
-         -2.0, 4.0},
-        {"gramacy", GramacyObjective, GramacyConstraints, 2, {{0, 1}, {0, 1}},
-         0.5997884, 2 - 0.5997884},
-        {"branin_disc", BraninObjective, BraninDiscConstraints, 1,
-         {{-5, 10}, {0, 15}}, branin_min,
+        {"gardner",
+         GardnerObjective,
+         GardnerConstraints,
+         1,
+         {{0, 6}, {0, 6}},
+         -2.0,
+         4.0},
+        {"gramacy",
+         GramacyObjective,
+         GramacyConstraints,
+         2,
+         {{0, 1}, {0, 1}},
+         0.5997884,
+         2 - 0.5997884},
+        {"branin_disc",
+         BraninObjective,
+         BraninDiscConstraints,
+         1,
+         {{-5, 10}, {0, 15}},
+         branin_min,
          BraninObjective(corner) - branin_min}};
   }();
   return *suite;
@@ -162,9 +176,9 @@ absl::StatusOr<ConstrainedProblem> FindConstrainedProblem(
     if (p.name == name) return p;
     names.push_back(p.name);
   }
-  return absl::NotFoundError(absl::StrCat("unknown problem \"", std::string(name),
-                                          "\", known: ",
-                                          absl::StrJoin(names, ", ")));
+  return absl::NotFoundError(
+      absl::StrCat("unknown problem \"", std::string(name),
+                   "\", known: ", absl::StrJoin(names, ", ")));
 }
 
 }  // namespace hypertune::bench

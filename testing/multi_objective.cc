@@ -127,8 +127,8 @@ absl::StatusOr<MultiObjectiveRun> RunMultiObjective(
   return run;
 }
 
-absl::StatusOr<ConstrainedRun> RunConstrained(const ConstrainedProblem& problem,
-                                              const MetricsRunOptions& options) {
+absl::StatusOr<ConstrainedRun> RunConstrained(
+    const ConstrainedProblem& problem, const MetricsRunOptions& options) {
   absl::StatusOr<optimizer::SearchSpace> space = BoxSpace(problem.bounds);
   if (!space.ok()) return space.status();
   std::vector<MetricConfig> metrics = {MetricConfig{}};

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "testing/mo_functions.h"
 #include "optimizer/search_space.h"
 #include "optimizer/suggester.h"
+#include "testing/mo_functions.h"
 
 namespace hypertune::bench {
 

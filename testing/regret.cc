@@ -108,7 +108,8 @@ BenchmarkFunction RelatedTask(const BenchmarkFunction& f, uint64_t seed) {
   Eigen::VectorXd shift(f.dim());
   for (int j = 0; j < f.dim(); ++j) {
     const auto [lo, hi] = f.bounds[static_cast<size_t>(j)];
-    shift[j] = (unit(rng) < 0.5 ? -1 : 1) * (0.01 + 0.03 * unit(rng)) * (hi - lo);
+    shift[j] =
+        (unit(rng) < 0.5 ? -1 : 1) * (0.01 + 0.03 * unit(rng)) * (hi - lo);
   }
   const double scale = 0.9 + 0.2 * unit(rng);
   const double offset = 0.1 * f.minimum + 1.0;

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "testing/test_functions.h"
 #include "optimizer/search_space.h"
 #include "optimizer/suggester.h"
+#include "testing/test_functions.h"
 
 namespace hypertune::bench {
 

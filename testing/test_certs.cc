@@ -49,8 +49,8 @@ bool TestPki::Make(std::string* log) {
 }
 
 bool TestPki::Openssl(const std::string& args) const {
-  const std::string command = absl::StrCat("cd '", dir_, "' && openssl ", args,
-                                           " >>openssl.log 2>&1");
+  const std::string command =
+      absl::StrCat("cd '", dir_, "' && openssl ", args, " >>openssl.log 2>&1");
   return std::system(command.c_str()) == 0;
 }
 

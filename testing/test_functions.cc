@@ -107,11 +107,10 @@ double Hartmann3(const Eigen::VectorXd& x) {
 double Shekel(const Eigen::VectorXd& x, int m) {
   assert(x.size() == 4 && m >= 1 && m <= 10);
   static constexpr double kBeta[10] = {1, 2, 2, 4, 4, 6, 3, 7, 5, 5};
-  static constexpr double kC[4][10] = {
-      {4, 1, 8, 6, 3, 2, 5, 8, 6, 7},
-      {4, 1, 8, 6, 7, 9, 3, 1, 2, 3.6},
-      {4, 1, 8, 6, 3, 2, 5, 8, 6, 7},
-      {4, 1, 8, 6, 7, 9, 3, 1, 2, 3.6}};
+  static constexpr double kC[4][10] = {{4, 1, 8, 6, 3, 2, 5, 8, 6, 7},
+                                       {4, 1, 8, 6, 7, 9, 3, 1, 2, 3.6},
+                                       {4, 1, 8, 6, 3, 2, 5, 8, 6, 7},
+                                       {4, 1, 8, 6, 7, 9, 3, 1, 2, 3.6}};
   double sum = 0;
   for (int i = 0; i < m; ++i) {
     double inner = 0.1 * kBeta[i];

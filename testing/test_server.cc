@@ -95,7 +95,8 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
 
   // Read until the "listening on HOST:PORT" line, the end of the output or
   // the deadline.
-  const auto deadline = std::chrono::steady_clock::now() + options.start_timeout;
+  const auto deadline =
+      std::chrono::steady_clock::now() + options.start_timeout;
   const std::string marker = "listening on ";
   std::string text;
   while (true) {
@@ -103,8 +104,8 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     if (at != std::string::npos) {
       size_t end = text.find_first_of(" \n", at + marker.size());
       if (end != std::string::npos) {
-        server->address_ = text.substr(at + marker.size(),
-                                       end - (at + marker.size()));
+        server->address_ =
+            text.substr(at + marker.size(), end - (at + marker.size()));
         return server;
       }
     }
@@ -124,9 +125,9 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   const int status = server->Kill(SIGKILL);
   return absl::UnavailableError(absl::StrCat(
       absl::StrJoin(args, " "), " did not report its address",
-      WIFEXITED(status) ? absl::StrCat(" (exited with status ",
-                                       WEXITSTATUS(status), ")")
-                        : "",
+      WIFEXITED(status)
+          ? absl::StrCat(" (exited with status ", WEXITSTATUS(status), ")")
+          : "",
       text.empty() ? "" : absl::StrCat("; it said: ", text)));
 }
 

@@ -81,9 +81,8 @@ std::string WithDefaultPort(const std::string& address) {
   }
   const size_t bracket = address.rfind(']');
   const std::string_view host_part =
-      bracket == std::string::npos
-          ? std::string_view(address)
-          : std::string_view(address).substr(bracket);
+      bracket == std::string::npos ? std::string_view(address)
+                                   : std::string_view(address).substr(bracket);
   // One colon or more outside brackets: a port, or a bare IPv6 address.
   if (host_part.find(':') != std::string_view::npos) return address;
   return absl::StrCat(address, ":", kDefaultPort);
@@ -317,8 +316,8 @@ absl::StatusOr<v1::BackupResponse> Client::Backup(
   request.set_destination_path(destination_path);
   request.set_overwrite(overwrite);
   v1::BackupResponse response;
-  absl::Status status = core_->Call(
-      "Backup", Retry::kIdempotent, [&](grpc::ClientContext& c) {
+  absl::Status status =
+      core_->Call("Backup", Retry::kIdempotent, [&](grpc::ClientContext& c) {
         return core_->stub().Backup(&c, request, &response);
       });
   if (!status.ok()) return status;
@@ -549,9 +548,10 @@ absl::StatusOr<v1::Study> Client::ImportStudy(const v1::Study& study,
   int64_t sent = 0;
   absl::Status status = core_->Call(
       "ImportStudy", Retry::kUnavailable, [&](grpc::ClientContext& c) {
-        c.set_deadline(std::chrono::system_clock::now() +
-                       std::max<std::chrono::milliseconds>(
-                           core_->options().call_timeout, std::chrono::minutes(10)));
+        c.set_deadline(
+            std::chrono::system_clock::now() +
+            std::max<std::chrono::milliseconds>(core_->options().call_timeout,
+                                                std::chrono::minutes(10)));
         ++tries;
         sent = 0;
         source_error = trials.Start();

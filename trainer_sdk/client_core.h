@@ -59,9 +59,10 @@ class ClientCore {
   // else to the next server. Returns the last status; a retried failure's
   // message names the RPC, the server and the attempts. Sets *attempts (if
   // given) to the number of attempts made.
-  absl::Status Call(const char* rpc, Retry retry,
-                    absl::FunctionRef<grpc::Status(grpc::ClientContext&)> attempt,
-                    int* attempts = nullptr) const;
+  absl::Status Call(
+      const char* rpc, Retry retry,
+      absl::FunctionRef<grpc::Status(grpc::ClientContext&)> attempt,
+      int* attempts = nullptr) const;
 
  private:
   // After an UNAVAILABLE `status` from the current server: moves to the

@@ -157,7 +157,8 @@ class Client {
   // (client_id, client_id-1, client_id-2, ...), so each gets its own trial;
   // an id is reused once its trial is completed, marked infeasible or given
   // back.
-  absl::StatusOr<std::optional<Trial>> NextTrial(const std::string& study) const;
+  absl::StatusOr<std::optional<Trial>> NextTrial(
+      const std::string& study) const;
 
   // The trial as stored; the handle mutates with the stored lease epoch.
   absl::StatusOr<Trial> GetTrial(const std::string& study, int64_t id) const;

@@ -253,7 +253,8 @@ std::string Quoted(const std::string& text) {
 void AppendLine(const std::string& path, const std::string& fields) {
   if (path.empty()) return;
   char head[160];
-  std::snprintf(head, sizeof(head), "{\"pid\": %d, \"kind\": \"%s\", \"t\": %.6f, ",
+  std::snprintf(head, sizeof(head),
+                "{\"pid\": %d, \"kind\": \"%s\", \"t\": %.6f, ",
                 static_cast<int>(getpid()), Kind(), WallNow());
   std::string line = std::string(head) + fields + "}\n";
   int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
@@ -329,7 +330,8 @@ int RunTrial(hypertune::Trial& trial) {
   absl::StatusOr<double> lr = trial.Double("lr");
   absl::StatusOr<int64_t> batch = trial.Int("batch_size");
   absl::StatusOr<double> momentum = trial.Double("momentum");
-  for (const absl::Status& s : {lr.status(), batch.status(), momentum.status()}) {
+  for (const absl::Status& s :
+       {lr.status(), batch.status(), momentum.status()}) {
     if (!s.ok()) return Fail("parameters", s);
   }
   params = {*lr, *batch, *momentum};
@@ -347,7 +349,8 @@ int RunTrial(hypertune::Trial& trial) {
     // The last worker was lost after saving this checkpoint but before
     // recording it, or before reporting its epoch: both now, from the file.
     if (state.epoch > trial.proto().checkpoint_step()) {
-      if (absl::Status s = SetCheckpoint(trial, trial.checkpoint_uri(), state.epoch);
+      if (absl::Status s =
+              SetCheckpoint(trial, trial.checkpoint_uri(), state.epoch);
           !s.ok()) {
         return Fail("set checkpoint", s);
       }
@@ -368,9 +371,9 @@ int RunTrial(hypertune::Trial& trial) {
     // The rest of the epoch is the accelerator's time.
     PaceUntil(began + std::chrono::milliseconds(g_options.epoch_ms));
     if (g_signal.load() != 0) Interrupted(trial);
-    state.epoch_seconds = std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - began)
-                              .count();
+    state.epoch_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+            .count();
     metrics["epoch_seconds"] = state.epoch_seconds;
     if (!SaveCheckpoint(path, state)) {
       return Fail("checkpoint", absl::InternalError("cannot write " + path));

@@ -56,8 +56,7 @@ std::optional<GaussianProcess> FeasibilityClassifier(
 
 // Cuts the product Matérn's numeric lengthscales (its first parameters,
 // in log space) to at most `cap`.
-void CapLengthscales(const Coordinates& coords, double cap,
-                     GpParams& params) {
+void CapLengthscales(const Coordinates& coords, double cap, GpParams& params) {
   const double log_cap = std::log(cap);
   int k = 0;
   for (int j = 0; j < coords.dim(); ++j) {
@@ -164,10 +163,9 @@ absl::StatusOr<Models> BuildPlainModels(const ModelInputs& in,
   // The acquisition's models with their numeric lengthscales cut to
   // max_acquisition_lengthscale (options.h); the perturbation scales and
   // the feasibility model keep the fit's.
-  const bool bound = prior == nullptr &&
-                     options.max_acquisition_lengthscale > 0 &&
-                     m.structure == KernelStructure::kProduct &&
-                     coords.tree.empty();
+  const bool bound =
+      prior == nullptr && options.max_acquisition_lengthscale > 0 &&
+      m.structure == KernelStructure::kProduct && coords.tree.empty();
   auto bounded = [&](GpParams params) {
     if (bound) {
       CapLengthscales(coords, options.max_acquisition_lengthscale, params);

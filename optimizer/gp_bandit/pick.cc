@@ -99,8 +99,8 @@ std::optional<std::vector<Assignment>> FiniteSpacePoints(
   return std::vector<Assignment>(points.begin(), points.end());
 }
 
-std::optional<Assignment> UntriedPoint(const SearchSpace& space,
-                                       uint64_t seed, int64_t index,
+std::optional<Assignment> UntriedPoint(const SearchSpace& space, uint64_t seed,
+                                       int64_t index,
                                        const AssignmentSet& taken) {
   const SobolSequence sobol(space.dim(), seed);
   constexpr int64_t kEnd = int64_t{1} << SobolSequence::kBits;

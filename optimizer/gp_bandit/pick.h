@@ -49,8 +49,8 @@ inline constexpr int64_t kMaxEnumeratedPoints = 4096;
 // a finite space of at most kMaxEnumeratedPoints, the untried point
 // farthest from the taken ones (unit-cube distance); nullopt if every
 // point is taken (or none was found in a larger space).
-std::optional<Assignment> UntriedPoint(const SearchSpace& space,
-                                       uint64_t seed, int64_t index,
+std::optional<Assignment> UntriedPoint(const SearchSpace& space, uint64_t seed,
+                                       int64_t index,
                                        const AssignmentSet& taken);
 inline constexpr int kUntriedSobolTries = 64;
 

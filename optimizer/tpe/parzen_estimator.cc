@@ -86,15 +86,14 @@ std::pair<double, double> CellOf(const ParameterConfig& p, double u) {
       if (log) t = std::exp(t);
       const double k = std::clamp(std::round(t), p.min, p.max);
       auto unit = [&](double v) {
-        return std::clamp(((log ? std::log(v) : v) - lo) / (hi - lo), 0.0,
-                          1.0);
+        return std::clamp(((log ? std::log(v) : v) - lo) / (hi - lo), 0.0, 1.0);
       };
       return {unit(k - 0.5), unit(k + 0.5)};
     }
     case ParameterType::kDiscrete: {
       const size_t n = p.values.size();
-      const size_t bin = std::min(
-          static_cast<size_t>(u * static_cast<double>(n)), n - 1);
+      const size_t bin =
+          std::min(static_cast<size_t>(u * static_cast<double>(n)), n - 1);
       return {static_cast<double>(bin) / static_cast<double>(n),
               static_cast<double>(bin + 1) / static_cast<double>(n)};
     }
@@ -148,8 +147,8 @@ ParzenEstimator::ParzenEstimator(const SearchSpace& space,
     }
     NumericDim& d = numeric_[j];
     const ParameterConfig& p = space_.parameters()[dim.parameter];
-    d.cells = p.type == ParameterType::kInteger ||
-              p.type == ParameterType::kDiscrete;
+    d.cells =
+        p.type == ParameterType::kInteger || p.type == ParameterType::kDiscrete;
     d.mu.resize(m);
     for (size_t i = 0; i < n; ++i) d.mu[i] = points[i][j];
     d.mu[n] = 0.5;
@@ -160,8 +159,8 @@ ParzenEstimator::ParzenEstimator(const SearchSpace& space,
     d.log_mass.resize(m);
     d.log_norm.resize(m);
     for (size_t i = 0; i < m; ++i) {
-      d.log_mass[i] = LogGaussMass(-d.mu[i] / d.sigma[i],
-                                   (1.0 - d.mu[i]) / d.sigma[i]);
+      d.log_mass[i] =
+          LogGaussMass(-d.mu[i] / d.sigma[i], (1.0 - d.mu[i]) / d.sigma[i]);
       d.log_norm[i] = kLogSqrt2Pi + d.log_mass[i] +
                       (options.bandwidth_weights ? 0.0 : std::log(d.sigma[i]));
     }

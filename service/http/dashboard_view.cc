@@ -9,10 +9,10 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/study_metrics.h"
 #include "optimizer/importance.h"
 #include "service/conversion.h"
 #include "service/http/json.h"
-#include "common/study_metrics.h"
 
 namespace hypertune::service {
 namespace {
@@ -119,9 +119,11 @@ void AppendCompactTrial(const v1::Study& study, const v1::Trial& trial,
   out->append(",\"cost\":");
   AppendJsonNumber(trial.cost(), out);
   absl::StrAppend(out, ",\"measurements\":", trial.measurements_size());
-  if (trial.attempt() > 1) absl::StrAppend(out, ",\"attempt\":", trial.attempt());
+  if (trial.attempt() > 1)
+    absl::StrAppend(out, ",\"attempt\":", trial.attempt());
   if (trial.has_feasible()) {
-    out->append(trial.feasible() ? ",\"feasible\":true" : ",\"feasible\":false");
+    out->append(trial.feasible() ? ",\"feasible\":true"
+                                 : ",\"feasible\":false");
   }
   if (trial.warm_start()) out->append(",\"warm_start\":true");
   out->push_back('}');
@@ -174,8 +176,7 @@ absl::StatusOr<ImportanceMetric> ResolveMetric(const v1::StudySpec& spec,
   if (name.empty()) {
     const StudyMetrics metrics(spec);
     if (metrics.objectives().empty()) return ImportanceMetric{};
-    return ImportanceMetric{metrics.primary().name,
-                            metrics.primary().maximize};
+    return ImportanceMetric{metrics.primary().name, metrics.primary().maximize};
   }
   std::vector<std::string> names;
   for (const v1::MetricSpec& m : spec.metrics()) {
@@ -184,10 +185,10 @@ absl::StatusOr<ImportanceMetric> ResolveMetric(const v1::StudySpec& spec,
     }
     names.push_back(m.name());
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "metric: \"", absl::CHexEscape(name),
-      "\" is not a metric of the study (its metrics: ",
-      absl::StrJoin(names, ", "), ")"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("metric: \"", absl::CHexEscape(name),
+                   "\" is not a metric of the study (its metrics: ",
+                   absl::StrJoin(names, ", "), ")"));
 }
 
 // One parameter's value in `space` (a space of that parameter alone), or
@@ -330,15 +331,14 @@ absl::StatusOr<std::string> ImportanceJson(
       size_t present = 0;
       for (const ImportancePoint& p : kept) present += p.x[k].has_value();
       if (k != j && present != with.size()) continue;
-      shares[k] = {result->parameters[s].fraction,
-                   result->parameters[s].stddev, with.size()};
+      shares[k] = {result->parameters[s].fraction, result->parameters[s].stddev,
+                   with.size()};
       done[k] = 1;
     }
   }
-  absl::StrAppend(&body, ",\"trees\":", trees,
-                  ",\"varying_trees\":", varying_trees,
-                  ",\"conditional\":", conditional ? "true" : "false",
-                  ",\"parameters\":[");
+  absl::StrAppend(
+      &body, ",\"trees\":", trees, ",\"varying_trees\":", varying_trees,
+      ",\"conditional\":", conditional ? "true" : "false", ",\"parameters\":[");
   for (int i = 0; i < dim; ++i) {
     if (i > 0) body.push_back(',');
     body.append("{\"name\":");

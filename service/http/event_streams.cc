@@ -103,11 +103,10 @@ size_t EventStream::FallBehind(absl::string_view why) {
   std::string data = "{\"after\":";
   AppendJsonString(absl::StrCat(cursor), &data);
   data.append(",\"message\":");
-  AppendJsonString(
-      absl::StrCat("this reader fell behind (", why,
-                   "); reconnect with Last-Event-ID or ?after=", cursor,
-                   " to resume"),
-      &data);
+  AppendJsonString(absl::StrCat("this reader fell behind (", why,
+                                "); reconnect with Last-Event-ID or ?after=",
+                                cursor, " to resume"),
+                   &data);
   data.push_back('}');
   End(absl::StrCat("event: behind\nid: ", cursor, "\ndata: ", data, "\n\n"));
   return freed;
@@ -189,11 +188,10 @@ void EventStreams::Release(size_t bytes) {
 
 void EventStreams::Forget(EventStream* stream) {
   absl::MutexLock lock(&mu_);
-  streams_.erase(std::remove_if(streams_.begin(), streams_.end(),
-                                [stream](const auto& s) {
-                                  return s.get() == stream;
-                                }),
-                 streams_.end());
+  streams_.erase(
+      std::remove_if(streams_.begin(), streams_.end(),
+                     [stream](const auto& s) { return s.get() == stream; }),
+      streams_.end());
 }
 
 bool EventStreams::Reserve(size_t bytes, EventStream* taker) {
@@ -225,8 +223,9 @@ bool EventStreams::Reserve(size_t bytes, EventStream* taker) {
     }
     if (oldest == nullptr) return false;
     absl::MutexLock lock(&oldest->mu_);
-    Release(oldest->FallBehind("the server's event streams hold all the "
-                               "bytes they may"));
+    Release(
+        oldest->FallBehind("the server's event streams hold all the "
+                           "bytes they may"));
   }
 }
 
@@ -240,8 +239,7 @@ bool EventStreams::Feed(EventStream& stream) {
     if (stream.unsent() > 0) {
       if (now - stream.holding_since_ > options_.behind_after) {
         Release(stream.FallBehind(absl::StrCat(
-            "it took longer than ",
-            absl::FormatDuration(options_.behind_after),
+            "it took longer than ", absl::FormatDuration(options_.behind_after),
             " to take what the server held for it")));
       }
       return false;
@@ -273,15 +271,14 @@ bool EventStreams::Feed(EventStream& stream) {
     if (!study.ok()) {
       status = study.status();
     } else if (study->create_time_ms() != stream.watch_.incarnation) {
-      status = absl::NotFoundError(absl::StrCat(
-          "study \"", stream.watch_.study_name, "\" was deleted"));
+      status = absl::NotFoundError(
+          absl::StrCat("study \"", stream.watch_.study_name, "\" was deleted"));
     }
   }
   stream.last_read_ = now;
   if (!status.ok()) {
     absl::MutexLock lock(&stream.mu_);
-    stream.End(
-        absl::StrCat("event: error\ndata: ", ErrorJson(status), "\n\n"));
+    stream.End(absl::StrCat("event: error\ndata: ", ErrorJson(status), "\n\n"));
     return false;
   }
   const bool full = changes->size() >= static_cast<size_t>(stream.read_limit_);
@@ -297,8 +294,8 @@ bool EventStreams::Feed(EventStream& stream) {
   }
   if (!ends.empty()) {
     const size_t average = std::max<size_t>(1, text.size() / ends.size());
-    stream.read_limit_ = static_cast<int>(std::clamp<size_t>(
-        options_.stream_bytes / average, 1, kMaxReadLimit));
+    stream.read_limit_ = static_cast<int>(
+        std::clamp<size_t>(options_.stream_bytes / average, 1, kMaxReadLimit));
   }
   // Read again at once while more may be waiting.
   stream.read_generation_ =

@@ -64,8 +64,8 @@ class EventStream {
 
  private:
   friend class EventStreams;
-  EventStream(EventStreams* owner, StudyService::Watch watch,
-              Principal caller, std::unique_ptr<StreamLimits::Hold> hold)
+  EventStream(EventStreams* owner, StudyService::Watch watch, Principal caller,
+              std::unique_ptr<StreamLimits::Hold> hold)
       : owner_(owner),
         watch_(std::move(watch)),
         caller_(std::move(caller)),
@@ -124,8 +124,7 @@ class EventStreams {
 
   // A stream of `watch` for `caller`, counted in the limits by `hold`,
   // starting with a `retry:` line. REQUIRES: Attach before it is read.
-  std::shared_ptr<EventStream> Open(StudyService::Watch watch,
-                                    Principal caller,
+  std::shared_ptr<EventStream> Open(StudyService::Watch watch, Principal caller,
                                     std::unique_ptr<StreamLimits::Hold> hold);
   // The connection `stream` is the answer of.
   static void Attach(EventStream& stream, MHD_Connection* connection);

@@ -229,8 +229,8 @@ struct MhdCallbacks {
     server->connections_->BodyIn(connection);
     if (exchange->body_too_large) {
       ReplyError(exchange->res,
-                 absl::InvalidArgumentError(absl::StrCat(
-                     "body: at most ", kMaxBodyBytes, " bytes")),
+                 absl::InvalidArgumentError(
+                     absl::StrCat("body: at most ", kMaxBodyBytes, " bytes")),
                  413);
     } else {
       server->Dispatch(*exchange);
@@ -295,8 +295,8 @@ struct MhdCallbacks {
   }
 
   static ssize_t ReadEvents(void* cls, uint64_t, char* buf, size_t max) {
-    const ssize_t n = (*static_cast<std::shared_ptr<EventStream>*>(cls))
-                          ->Read(buf, max);
+    const ssize_t n =
+        (*static_cast<std::shared_ptr<EventStream>*>(cls))->Read(buf, max);
     return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
   }
 
@@ -356,8 +356,7 @@ struct MhdCallbacks {
     // Answers on a kept-alive connection go out at once, not after
     // Nagle's delay (~40 ms a request).
     int yes = 1;
-    ::setsockopt(info->connect_fd, IPPROTO_TCP, TCP_NODELAY, &yes,
-                 sizeof(yes));
+    ::setsockopt(info->connect_fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
     server->connections_->Opened(connection, info->connect_fd);
   }
 
@@ -368,14 +367,13 @@ struct MhdCallbacks {
 
 namespace {
 
-absl::StatusOr<std::string> ReadPem(const std::string& path,
-                                    const char* what) {
+absl::StatusOr<std::string> ReadPem(const std::string& path, const char* what) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
   if (!in || text.str().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "http: cannot read the TLS ", what, " \"", path, "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("http: cannot read the TLS ", what, " \"", path, "\""));
   }
   return text.str();
 }
@@ -422,8 +420,8 @@ absl::StatusOr<int> Listen(const std::string& host, int port, bool* ipv6) {
 HttpServer::HttpServer() = default;
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
-    StudyService* service, Authorizer authorizer,
-    Metrics* metrics, HttpServerOptions options) {
+    StudyService* service, Authorizer authorizer, Metrics* metrics,
+    HttpServerOptions options) {
   const size_t colon = options.listen.rfind(':');
   int port = -1;
   if (colon == std::string::npos ||
@@ -453,8 +451,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
         {"body_timeout_ms", options.body_timeout_ms},
         {"stream_behind_ms", options.stream_behind_ms}}) {
     if (value < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "http: ", field, " must be at least 1, got ", value));
+      return absl::InvalidArgumentError(
+          absl::StrCat("http: ", field, " must be at least 1, got ", value));
     }
   }
   if (options.max_connections < 0) {
@@ -537,9 +535,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   // Event-loop threads: each gets an equal share of the cap (at least 64
   // where the cap allows).
   const unsigned int wanted_threads =
-      o.threads > 0 ? static_cast<unsigned int>(o.threads)
-                    : std::clamp(2 * std::thread::hardware_concurrency(), 4u,
-                                 16u);
+      o.threads > 0
+          ? static_cast<unsigned int>(o.threads)
+          : std::clamp(2 * std::thread::hardware_concurrency(), 4u, 16u);
   const unsigned int threads = std::max(
       1u, std::min(wanted_threads, static_cast<unsigned int>(cap / 64)));
   // Headroom below each thread's share, so that a new connection finds
@@ -580,8 +578,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   server->address_ = absl::StrCat(host, ":", bound_port);
   if (ipv6) flags |= MHD_USE_IPv6;
 
-  const unsigned int idle = static_cast<unsigned int>(
-      std::max(1, o.idle_timeout_s));
+  const unsigned int idle =
+      static_cast<unsigned int>(std::max(1, o.idle_timeout_s));
   std::vector<MHD_OptionItem> items = {
       {MHD_OPTION_LISTEN_SOCKET, server->listen_fd_, nullptr},
       {MHD_OPTION_THREAD_POOL_SIZE, threads, nullptr},
@@ -612,9 +610,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     ::close(server->listen_fd_);
     server->listen_fd_ = -1;
     if (!server->tls_cert_.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "http: TLS certificate \"", o.tls_cert_file, "\" or key \"",
-          o.tls_key_file, "\" was refused"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("http: TLS certificate \"", o.tls_cert_file,
+                       "\" or key \"", o.tls_key_file, "\" was refused"));
     }
     return absl::UnavailableError(
         absl::StrCat("http: cannot serve ", o.listen));
@@ -654,8 +652,7 @@ bool HttpServer::ClientCertificateRefused(MHD_Connection* connection) const {
   if (gnutls_certificate_get_peers(session, &count) == nullptr || count == 0) {
     return true;
   }
-  return gnutls_certificate_verify_peers2(session, &status) != 0 ||
-         status != 0;
+  return gnutls_certificate_verify_peers2(session, &status) != 0 || status != 0;
 }
 
 bool HttpServer::RefuseEarly(Exchange& exchange) {

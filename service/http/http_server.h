@@ -9,9 +9,9 @@
 //   GET /api/studies/{name}                   GetStudy
 //   GET /api/studies/{name}/trials            ListTrials: page_size (1-1000,
 //       default 100), page_token, state (names, comma-separated or repeated)
-//   GET /api/studies/{name}/trials.csv        every trial, streamed (trial_csv.h)
-//   GET /api/studies/{name}/trials/{id}       GetTrial
-//   GET /api/studies/{name}/trials/{id}/log   the end of the trial's log
+//   GET /api/studies/{name}/trials.csv        every trial, streamed
+//   (trial_csv.h) GET /api/studies/{name}/trials/{id}       GetTrial GET
+//   /api/studies/{name}/trials/{id}/log   the end of the trial's log
 //       file (log_tail.h), bytes (1-65536, default 65536); only with
 //       --log-root, only from inside it
 //   GET /api/studies/{name}/best              ListOptimalTrials
@@ -163,8 +163,8 @@ class HttpServer {
   // address cannot be bound, INVALID_ARGUMENT if it is not HOST:PORT.
   // REQUIRES: `service` and `metrics` outlive the server.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
-      StudyService* service, Authorizer authorizer,
-      Metrics* metrics, HttpServerOptions options);
+      StudyService* service, Authorizer authorizer, Metrics* metrics,
+      HttpServerOptions options);
 
   // Shutdown().
   ~HttpServer();

@@ -6,9 +6,9 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/double_text.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
-#include "common/double_text.h"
 #include "hypertune/v1/hypertune.pb.h"
 
 namespace hypertune::service {
@@ -290,7 +290,8 @@ void AppendTrial(const v1::Trial& t, std::string* out) {
       },
       &first, out);
   Int32("attempt", t.attempt(), &first, out);
-  Repeated("earlier_attempts", t.earlier_attempts(), AppendAttempt, &first, out);
+  Repeated("earlier_attempts", t.earlier_attempts(), AppendAttempt, &first,
+           out);
   Int64("checkpoint_step", t.checkpoint_step(), &first, out);
   Double("lease_device_seconds", t.lease_device_seconds(), &first, out);
   out->push_back('}');

@@ -52,10 +52,9 @@ std::string ErrorJson(const absl::Status& status) {
 }
 
 std::string ErrorJson(const absl::Status& status, int http_status) {
-  return absl::StrCat(
-      "{\"error\":{\"code\":", http_status,
-      ",\"status\":", JsonString(absl::StatusCodeToString(status.code())),
-      ",\"message\":", JsonString(status.message()), "}}");
+  return absl::StrCat("{\"error\":{\"code\":", http_status, ",\"status\":",
+                      JsonString(absl::StatusCodeToString(status.code())),
+                      ",\"message\":", JsonString(status.message()), "}}");
 }
 
 std::string ChangesPageJson(const std::vector<storage::TrialChange>& changes,

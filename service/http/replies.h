@@ -15,7 +15,6 @@
 #include "service/http/http_message.h"
 #include "storage/study_store.h"
 
-
 namespace hypertune::service {
 
 // The HTTP status for a canonical code: 400, 401, 403, 404, 409, 429, 503,
@@ -30,8 +29,7 @@ std::string ErrorJson(const absl::Status& status, int http_status);
 void ReplyError(HttpResponse& res, const absl::Status& status);
 // The same with HTTP status `http_status` (405, 415: no canonical code maps
 // to them) in the answer and its "code".
-void ReplyError(HttpResponse& res, const absl::Status& status,
-                int http_status);
+void ReplyError(HttpResponse& res, const absl::Status& status, int http_status);
 
 // Answers 200 with the JSON `body`, not to be cached.
 void ReplyJson(HttpResponse& res, std::string body);

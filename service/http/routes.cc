@@ -14,17 +14,17 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/limits.h"
+#include "common/trial_csv.h"
 #include "service/http/assets.h"
 #include "service/http/dashboard_view.h"
-#include "common/trial_csv.h"
+#include "service/http/event_streams.h"
 #include "service/http/json.h"
 #include "service/http/log_tail.h"
 #include "service/http/replies.h"
-#include "common/limits.h"
-#include "service/http/event_streams.h"
 #include "storage/open_store.h"
 
 namespace hypertune::service {
@@ -82,13 +82,13 @@ std::string_view Gzipped(const Asset& asset) {
 void HttpServer::ServerInfo(const Request& req, Response& res) {
   absl::StatusOr<Principal> who = Caller(req);
   if (!who.ok()) return ReplyError(res, who.status());
-  ReplyJson(res, absl::StrCat(
-                     "{\"auth\":", write_policy_.auth ? "true" : "false",
-                     ",\"writes\":",
-                     write_policy_.writes_enabled() ? "true" : "false",
-                     ",\"logs\":", log_root_.empty() ? "false" : "true",
-                     ",\"charts\":", DashboardHasCharts() ? "true" : "false",
-                     "}"));
+  ReplyJson(
+      res,
+      absl::StrCat(
+          "{\"auth\":", write_policy_.auth ? "true" : "false",
+          ",\"writes\":", write_policy_.writes_enabled() ? "true" : "false",
+          ",\"logs\":", log_root_.empty() ? "false" : "true",
+          ",\"charts\":", DashboardHasCharts() ? "true" : "false", "}"));
 }
 
 void HttpServer::ListStudies(const Request& req, Response& res) {
@@ -194,7 +194,8 @@ void HttpServer::TrialLog(const Request& req, Response& res) {
   if (!trial.ok()) return ReplyError(res, trial.status());
   if (trial->log_path().empty()) {
     return ReplyError(res, absl::NotFoundError(absl::StrCat(
-                               "trial ", *id, " has no log path (trials run "
+                               "trial ", *id,
+                               " has no log path (trials run "
                                "by `hypertune worker` have one)")));
   }
   absl::StatusOr<LogTail> tail =
@@ -202,8 +203,8 @@ void HttpServer::TrialLog(const Request& req, Response& res) {
   if (!tail.ok()) return ReplyError(res, tail.status());
   std::string body = "{\"path\":";
   AppendJsonString(tail->path, &body);
-  absl::StrAppend(&body, ",\"size\":", tail->size, ",\"offset\":",
-                  tail->offset, ",\"text\":");
+  absl::StrAppend(&body, ",\"size\":", tail->size, ",\"offset\":", tail->offset,
+                  ",\"text\":");
   AppendJsonString(tail->text, &body);
   body.push_back('}');
   ReplyJson(res, std::move(body));
@@ -237,8 +238,8 @@ void HttpServer::Importance(const Request& req, Response& res) {
     }
     request.set_page_token(page->next_page_token());
   } while (!request.page_token().empty());
-  absl::StatusOr<std::string> body = ImportanceJson(
-      admitted->study, completed, req.get_param_value("metric"));
+  absl::StatusOr<std::string> body =
+      ImportanceJson(admitted->study, completed, req.get_param_value("metric"));
   if (!body.ok()) return ReplyError(res, body.status());
   ReplyJson(res, *std::move(body));
 }
@@ -269,10 +270,10 @@ void HttpServer::Changes(const Request& req, Response& res) {
   if (!changes.ok()) return ReplyError(res, changes.status());
   const bool more = static_cast<int64_t>(changes->size()) > *limit;
   if (more) changes->pop_back();
-  ReplyJson(res, view == "compact"
-                     ? CompactChangesPageJson(admitted->study, *changes,
-                                              *after, more)
-                     : ChangesPageJson(*changes, *after, more));
+  ReplyJson(
+      res, view == "compact"
+               ? CompactChangesPageJson(admitted->study, *changes, *after, more)
+               : ChangesPageJson(*changes, *after, more));
 }
 
 void HttpServer::Events(const Request& req, Response& res) {
@@ -311,8 +312,8 @@ void HttpServer::Events(const Request& req, Response& res) {
   res.set_header("X-Accel-Buffering", "no");
   res.content_type = "text/event-stream";
   // Fed by events_ (event_streams.h) while the connection waits.
-  res.events = events_->Open(*std::move(watch), admitted->caller,
-                             std::move(hold));
+  res.events =
+      events_->Open(*std::move(watch), admitted->caller, std::move(hold));
 }
 
 void HttpServer::StopTrial(const Request& req, Response& res) {
@@ -328,8 +329,8 @@ void HttpServer::StopTrial(const Request& req, Response& res) {
   request.set_trial_id(*id);
   if (write.body.contains("reason")) {
     if (!write.body["reason"].is_string()) {
-      return ReplyError(res, absl::InvalidArgumentError(
-                                 "reason: must be a string"));
+      return ReplyError(res,
+                        absl::InvalidArgumentError("reason: must be a string"));
     }
     request.set_reason(write.body["reason"].get<std::string>());
   }
@@ -346,8 +347,7 @@ void HttpServer::SetStudyState(const Request& req, Response& res) {
   AdmittedWrite& write = std::get<AdmittedWrite>(admitted);
   v1::Study::State state = v1::Study::STATE_UNSPECIFIED;
   if (!write.body.contains("state") || !write.body["state"].is_string() ||
-      !v1::Study::State_Parse(write.body["state"].get<std::string>(),
-                              &state) ||
+      !v1::Study::State_Parse(write.body["state"].get<std::string>(), &state) ||
       state == v1::Study::STATE_UNSPECIFIED) {
     return ReplyError(res, absl::InvalidArgumentError(
                                "state: required, one of \"ACTIVE\" (resume), "
@@ -424,19 +424,17 @@ void HttpServer::MetricsText(const Request& req, Response& res) {
               {"study", "state"}, studies, &body);
   if (!options_.db_path.empty() &&
       !storage::IsServerLocation(options_.db_path)) {
-    AppendGauge("hypertune_database_size_bytes",
-                "Size of the SQLite database file and its write-ahead log.",
-                {"file"},
-                {{{"db"}, static_cast<double>(FileSize(options_.db_path))},
-                 {{"wal"},
-                  static_cast<double>(FileSize(options_.db_path + "-wal"))}},
-                &body);
+    AppendGauge(
+        "hypertune_database_size_bytes",
+        "Size of the SQLite database file and its write-ahead log.", {"file"},
+        {{{"db"}, static_cast<double>(FileSize(options_.db_path))},
+         {{"wal"}, static_cast<double>(FileSize(options_.db_path + "-wal"))}},
+        &body);
   }
   // Every per-study series, only for the caller's studies.
   if (metrics_ != nullptr) {
-    metrics_->Render(&body, [&](const std::string& study) {
-      return names.contains(study);
-    });
+    metrics_->Render(
+        &body, [&](const std::string& study) { return names.contains(study); });
   }
   res.status = 200;
   res.set_content(std::move(body), "text/plain; version=0.0.4");
@@ -454,8 +452,8 @@ void HttpServer::Page(const Request& req, Response& res) {
 void HttpServer::AssetFile(const Request& req, Response& res) {
   const Asset* asset = FindAsset(req.path);
   if (asset == nullptr) {
-    return ReplyError(res, absl::NotFoundError(
-                               absl::StrCat("no such file: ", req.path)));
+    return ReplyError(
+        res, absl::NotFoundError(absl::StrCat("no such file: ", req.path)));
   }
   // Revalidated on every load (no-cache), answered 304 while unchanged.
   res.set_header("Cache-Control", "no-cache");

@@ -25,7 +25,6 @@
 #include "nlohmann/json.hpp"
 #include "service/http/http_message.h"
 
-
 namespace hypertune::service {
 
 struct WritePolicy {

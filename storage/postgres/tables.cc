@@ -23,10 +23,12 @@ namespace {
 
 // A trial row's whole message: its own, followed by its measurement rows
 // in order (StoredTrial). NULL for a NULL row.
-#define HT_TRIAL_MESSAGE(t)                                               \
-  "CASE WHEN " t "measurements = 0 THEN " t "trial ELSE " t "trial || "   \
-  "COALESCE((SELECT string_agg(m.data, ''::BYTEA ORDER BY m.idx) "        \
-  "FROM measurements m WHERE m.study_id = " t "study_id "                 \
+#define HT_TRIAL_MESSAGE(t)                                        \
+  "CASE WHEN " t "measurements = 0 THEN " t "trial ELSE " t        \
+  "trial || "                                                      \
+  "COALESCE((SELECT string_agg(m.data, ''::BYTEA ORDER BY m.idx) " \
+  "FROM measurements m WHERE m.study_id = " t                      \
+  "study_id "                                                      \
   "AND m.trial_id = " t "trial_id), ''::BYTEA) END"
 
 constexpr char kInsertStudy[] =
@@ -171,9 +173,9 @@ std::string InsertTrialsSql(size_t rows) {
       "INSERT INTO trials(study_id, trial_id, state, client_id, lease_epoch, "
       "sequence, trial) VALUES ";
   for (size_t row = 0, next = 2; row < rows; ++row, next += 6) {
-    absl::StrAppend(&sql, row == 0 ? "" : ", ", "($1, $", next, ", $",
-                    next + 1, ", $", next + 2, ", $", next + 3, ", $",
-                    next + 4, ", $", next + 5, ")");
+    absl::StrAppend(&sql, row == 0 ? "" : ", ", "($1, $", next, ", $", next + 1,
+                    ", $", next + 2, ", $", next + 3, ", $", next + 4, ", $",
+                    next + 5, ")");
   }
   return sql;
 }
@@ -384,7 +386,7 @@ absl::Status LoadStudies(Connection& db, std::vector<v1::Study>& studies) {
   if (!rows.ok()) return rows.status();
   for (int i = 0; i < rows->rows(); ++i) {
     if (absl::Status s = ParseStored(rows->Bytes(i, 1), studies.emplace_back(),
-                               StudyLabel(rows->Bytes(i, 0)));
+                                     StudyLabel(rows->Bytes(i, 0)));
         !s.ok()) {
       return s;
     }
@@ -468,8 +470,8 @@ absl::StatusOr<int64_t> InsertTrials(Connection& db,
   }
   for (size_t i = 0; i < trials.size(); ++i) {
     if (bytes[i].measurements.empty()) continue;
-    if (absl::Status s = StoreMeasurementRows(db, study_id, trials[i].id(),
-                                              bytes[i], what);
+    if (absl::Status s =
+            StoreMeasurementRows(db, study_id, trials[i].id(), bytes[i], what);
         !s.ok()) {
       return s;
     }
@@ -563,9 +565,9 @@ absl::Status LoadStudyOverview(Connection& db, std::string_view study_name,
                                const std::vector<v1::Trial::State>& states,
                                const std::string& what,
                                StudyOverview& overview) {
-  absl::StatusOr<Result> rows = db.Run(
-      kStudyOverview, Params().Bytes(study_name).Ints(DistinctStates(states)),
-      what);
+  absl::StatusOr<Result> rows =
+      db.Run(kStudyOverview,
+             Params().Bytes(study_name).Ints(DistinctStates(states)), what);
   if (!rows.ok()) return rows.status();
   if (rows->rows() == 0) return StudyNotFound(study_name);
   if (absl::Status s = ParseStored(rows->Bytes(0, 0), overview.study,
@@ -610,25 +612,24 @@ absl::Status UpdateTrial(Connection& db, const v1::Trial& trial,
   if (!updated.ok()) return updated.status();
   if (updated->Int(0, 0) != 0) return absl::OkStatus();
   // An unconditional update misses only a trial (or study) that is absent.
-  return WhyNotUpdated(
-      db, trial, read != nullptr ? *read : TrialVersion::Of(trial), what);
+  return WhyNotUpdated(db, trial,
+                       read != nullptr ? *read : TrialVersion::Of(trial), what);
 }
 
 absl::Status RenewTrialLease(Connection& db, const v1::Trial& trial,
                              const StoredTrial& stored,
                              const std::string& what) {
-  absl::StatusOr<Result> updated =
-      db.Run(kRenewTrialLease,
-             Params()
-                 .Bytes(trial.study_name())
-                 .Int(trial.id())
-                 .Int(trial.state())
-                 .Bytes(trial.client_id())
-                 .Int(trial.lease_epoch())
-                 .Bytes(stored.head)
-                 .ByteArrays(stored.measurements)
-                 .Int(stored.measurement_bytes),
-             what);
+  absl::StatusOr<Result> updated = db.Run(kRenewTrialLease,
+                                          Params()
+                                              .Bytes(trial.study_name())
+                                              .Int(trial.id())
+                                              .Int(trial.state())
+                                              .Bytes(trial.client_id())
+                                              .Int(trial.lease_epoch())
+                                              .Bytes(stored.head)
+                                              .ByteArrays(stored.measurements)
+                                              .Int(stored.measurement_bytes),
+                                          what);
   if (!updated.ok()) return updated.status();
   if (updated->Int(0, 0) != 0) return absl::OkStatus();
   return WhyNotUpdated(db, trial, TrialVersion::Of(trial), what);
@@ -700,7 +701,7 @@ absl::Status LoadTrials(Connection& db, std::string_view study_name,
   for (int i = 0; i < rows->rows(); ++i) {
     if (rows->IsNull(i, 1)) continue;
     if (absl::Status s = ParseStored(rows->Bytes(i, 2), trials.emplace_back(),
-                               TrialLabel(study_name, rows->Int(i, 1)));
+                                     TrialLabel(study_name, rows->Int(i, 1)));
         !s.ok()) {
       return s;
     }
@@ -723,7 +724,7 @@ absl::Status LoadTrialChanges(Connection& db, std::string_view study_name,
     TrialChange& change = changes.emplace_back();
     change.sequence = rows->Int(i, 2);
     if (absl::Status s = ParseStored(rows->Bytes(i, 3), change.trial,
-                               TrialLabel(study_name, rows->Int(i, 1)));
+                                     TrialLabel(study_name, rows->Int(i, 1)));
         !s.ok()) {
       return s;
     }
@@ -761,8 +762,9 @@ absl::Status LoadTrialsInStates(Connection& db,
   absl::StatusOr<Result> rows = db.Run(sql, params, "listing trials by state");
   if (!rows.ok()) return rows.status();
   for (int i = 0; i < rows->rows(); ++i) {
-    if (absl::Status s = ParseStored(rows->Bytes(i, 2), trials.emplace_back(),
-                               TrialLabel(rows->Bytes(i, 0), rows->Int(i, 1)));
+    if (absl::Status s =
+            ParseStored(rows->Bytes(i, 2), trials.emplace_back(),
+                        TrialLabel(rows->Bytes(i, 0), rows->Int(i, 1)));
         !s.ok()) {
       return s;
     }
@@ -792,7 +794,8 @@ absl::StatusOr<std::vector<std::string>> IntegrityProblems(Connection& db) {
     const std::string name(studies->Bytes(i, 1));
     const std::string label = StudyLabel(name);
     v1::Study study;
-    if (absl::Status s = ParseStored(studies->Bytes(i, 3), study, label); !s.ok()) {
+    if (absl::Status s = ParseStored(studies->Bytes(i, 3), study, label);
+        !s.ok()) {
       add(std::string(s.message()));
     } else if (study.name() != name || study.state() != studies->Int(i, 2)) {
       add(absl::StrCat(label,
@@ -833,8 +836,8 @@ absl::StatusOr<std::vector<std::string>> IntegrityProblems(Connection& db) {
             counted_bytes != measurement_row_bytes) {
           add(absl::StrCat(trial_label, ": its row counts ", counted,
                            " measurements of ", counted_bytes, " bytes, but ",
-                           measurement_rows, " rows of ",
-                           measurement_row_bytes, " bytes are stored"));
+                           measurement_rows, " rows of ", measurement_row_bytes,
+                           " bytes are stored"));
         }
         if (absl::Status s = ParseStored(rows->Bytes(r, 4), trial, trial_label);
             !s.ok()) {

@@ -119,8 +119,8 @@ absl::StatusOr<bool> IsBackup(const std::string& path) {
   std::string uri = "file:";
   for (char c : fs::absolute(path).string()) {
     if (c == '%' || c == '?' || c == '#') {
-      absl::StrAppend(&uri, "%", absl::Hex(static_cast<unsigned char>(c),
-                                           absl::kZeroPad2));
+      absl::StrAppend(
+          &uri, "%", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
     } else {
       uri.push_back(c);
     }

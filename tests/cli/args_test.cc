@@ -1,8 +1,8 @@
 #include "cli/args.h"
 
+#include "cli/worker.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "cli/worker.h"
 
 namespace hypertune::cli {
 namespace {
@@ -14,10 +14,9 @@ const std::vector<FlagSpec> kFlags = {
     {"count"}, {"state", true, true}, {"verbose", false}};
 
 TEST(ParseArgs, FlagsAndPositionals) {
-  auto parsed = ParseArgs(
-      {"study", "--count", "3", "--state=ACTIVE", "x=1", "--state", "FAILED",
-       "--verbose", "-5"},
-      kFlags);
+  auto parsed = ParseArgs({"study", "--count", "3", "--state=ACTIVE", "x=1",
+                           "--state", "FAILED", "--verbose", "-5"},
+                          kFlags);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_THAT(parsed->positional, ElementsAre("study", "x=1", "-5"));
   EXPECT_EQ(parsed->Get("count"), "3");
@@ -29,9 +28,9 @@ TEST(ParseArgs, FlagsAndPositionals) {
 }
 
 TEST(ParseArgs, SeparatorKeepsTheRestVerbatim) {
-  auto parsed = ParseArgs({"s", "--count=2", "--", "train", "--count", "--",
-                           "{lr}"},
-                          kFlags, /*allow_separator=*/true);
+  auto parsed =
+      ParseArgs({"s", "--count=2", "--", "train", "--count", "--", "{lr}"},
+                kFlags, /*allow_separator=*/true);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_THAT(parsed->positional, ElementsAre("s"));
   EXPECT_THAT(parsed->rest, ElementsAre("train", "--count", "--", "{lr}"));
@@ -88,26 +87,27 @@ TEST(UsageError, IsMarkedAndKeepsItsMessage) {
 }
 
 TEST(ParseWorkerArgs, FullCommandLine) {
-  auto options = ParseWorkerArgs({"mnist", "--parallel", "4", "--max-trials",
-                                  "10", "--timeout", "1.5", "--log-dir", "/tmp/l",
-                                  "--", "python", "train.py", "--lr", "{lr}"});
+  auto options = ParseWorkerArgs(
+      {"mnist", "--parallel", "4", "--max-trials", "10", "--timeout", "1.5",
+       "--log-dir", "/tmp/l", "--", "python", "train.py", "--lr", "{lr}"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->study, "mnist");
   EXPECT_EQ(options->parallel, 4);
   EXPECT_EQ(options->max_trials, 10);
   EXPECT_EQ(options->timeout_seconds, 1.5);
   EXPECT_EQ(options->log_dir, "/tmp/l");
-  EXPECT_THAT(options->command, ElementsAre("python", "train.py", "--lr", "{lr}"));
+  EXPECT_THAT(options->command,
+              ElementsAre("python", "train.py", "--lr", "{lr}"));
 }
 
 TEST(ParseWorkerArgs, OneSlotPerGpu) {
-  auto options = ParseWorkerArgs(
-      {"mnist", "--gpus", "0,1,GPU-8f1e-22", "--", "./train"});
+  auto options =
+      ParseWorkerArgs({"mnist", "--gpus", "0,1,GPU-8f1e-22", "--", "./train"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->parallel, 3);
   EXPECT_THAT(options->gpus, ElementsAre("0", "1", "GPU-8f1e-22"));
-  options = ParseWorkerArgs({"mnist", "--gpus", "2", "--parallel", "1", "--",
-                             "./train"});
+  options = ParseWorkerArgs(
+      {"mnist", "--gpus", "2", "--parallel", "1", "--", "./train"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_THAT(options->gpus, ElementsAre("2"));
 }
@@ -140,7 +140,8 @@ TEST(ParseWorkerArgs, EarlyFailures) {
   options = ParseWorkerArgs({"s", "--early-failures", "7", "--", "x"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->early_failures, 7);
-  EXPECT_FALSE(ParseWorkerArgs({"s", "--early-failures", "-1", "--", "x"}).ok());
+  EXPECT_FALSE(
+      ParseWorkerArgs({"s", "--early-failures", "-1", "--", "x"}).ok());
 }
 
 TEST(ParseWorkerArgs, UsageErrors) {
@@ -178,9 +179,9 @@ TEST(ProgramEnvironment, SetsAndReplaces) {
       {"PATH=/bin", "HYPERTUNE_TRIAL_ID=99", "HYPERTUNE_TRIAL_ID_X=keep",
        "HOME=/root"},
       {{"HYPERTUNE_TRIAL_ID", "3"}, {"HYPERTUNE_PARAMS", "{\"a\":1}"}});
-  EXPECT_THAT(env, ElementsAre("PATH=/bin", "HYPERTUNE_TRIAL_ID_X=keep",
-                               "HOME=/root", "HYPERTUNE_TRIAL_ID=3",
-                               "HYPERTUNE_PARAMS={\"a\":1}"));
+  EXPECT_THAT(
+      env, ElementsAre("PATH=/bin", "HYPERTUNE_TRIAL_ID_X=keep", "HOME=/root",
+                       "HYPERTUNE_TRIAL_ID=3", "HYPERTUNE_PARAMS={\"a\":1}"));
 }
 
 }  // namespace

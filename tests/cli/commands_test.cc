@@ -112,14 +112,16 @@ TEST_F(CommandsTest, AKeyGivenTwiceIsRefusedNamingBoth) {
   std::string out;
   EXPECT_EQ(Cli({"study", "create", "--config",
                  Config("both.json", R"({"name": "both", "spec": {
-                     "maxTrials": 10, "max_trials": 20,)" + body)},
+                     "maxTrials": 10, "max_trials": 20,)" +
+                                         body)},
                 &out),
             1);
   EXPECT_THAT(out, HasSubstr(": spec: \"maxTrials\" and \"max_trials\" both "
                              "set max_trials; keep one\n"));
   EXPECT_EQ(Cli({"study", "create", "--config",
                  Config("twice.json", R"({"name": "twice", "spec": {
-                     "max_trials": 10, "max_trials": 20,)" + body)},
+                     "max_trials": 10, "max_trials": 20,)" +
+                                          body)},
                 &out),
             1);
   EXPECT_THAT(out, HasSubstr(": spec: \"max_trials\" is given twice; keep "
@@ -134,11 +136,11 @@ TEST_F(CommandsTest, OneDefaultFormatAndJsonIntegersAsNumbers) {
       "metrics": [{"name": "loss", "goal": "MINIMIZE"}],
       "algorithm": "RANDOM", "max_trials": 5}})";
   std::string out;
-  ASSERT_EQ(Cli({"study", "create", "--config",
-                 Config("a.json",
-                        absl::StrReplaceAll(config, {{"NAME", "a"}}))},
-                &out),
-            0)
+  ASSERT_EQ(
+      Cli({"study", "create", "--config",
+           Config("a.json", absl::StrReplaceAll(config, {{"NAME", "a"}}))},
+          &out),
+      0)
       << out;
   // A table for people, as `study get` prints it.
   EXPECT_THAT(out, StartsWith("name  "));
@@ -149,11 +151,11 @@ TEST_F(CommandsTest, OneDefaultFormatAndJsonIntegersAsNumbers) {
             out.substr(0, out.find("\ntrials")));
 
   // JSON on request: the protobuf mapping, int64 as numbers.
-  ASSERT_EQ(Cli({"study", "create", "--format", "json", "--config",
-                 Config("b.json",
-                        absl::StrReplaceAll(config, {{"NAME", "b"}}))},
-                &out),
-            0)
+  ASSERT_EQ(
+      Cli({"study", "create", "--format", "json", "--config",
+           Config("b.json", absl::StrReplaceAll(config, {{"NAME", "b"}}))},
+          &out),
+      0)
       << out;
   EXPECT_THAT(out, StartsWith("{\n"));
   EXPECT_THAT(out, HasSubstr("\"max_trials\": 5"));

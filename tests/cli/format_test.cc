@@ -2,10 +2,10 @@
 
 #include <cmath>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "cli/args.h"
 #include "cli/json_config.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 
 namespace hypertune::cli {
 namespace {
@@ -90,9 +90,8 @@ TEST(TrialGrid, FeasibleColumnWhereTheStudyHasConstraints) {
   std::vector<v1::Trial> trials = Trials();
   trials[0].set_feasible(false);
   Grid grid = TrialGrid(&study, trials);
-  EXPECT_THAT(grid[0], ElementsAre("ID", "STATE", "lr", "opt", "loss",
-                                   "memory", "acc", "STEP", "FEASIBLE",
-                                   "REASON"));
+  EXPECT_THAT(grid[0], ElementsAre("ID", "STATE", "lr", "opt", "loss", "memory",
+                                   "acc", "STEP", "FEASIBLE", "REASON"));
   EXPECT_EQ(grid[1][8], "no");
   EXPECT_EQ(grid[2][8], "");
   std::string detail = FormatTable(StudyDetailGrid(study));
@@ -117,20 +116,23 @@ TEST(StudyGrids, ListAndDetail) {
   (*study.mutable_trial_counts())["ACTIVE"] = 2;
   study.set_create_time_ms(1700000000000);
   Grid list = StudyListGrid({study});
-  EXPECT_THAT(list[1], ElementsAre("s", "ACTIVE", "QUASI_RANDOM",
-                                   "loss (MINIMIZE)", "7/30", "2",
-                                   "2023-11-14 22:13:20"));
+  EXPECT_THAT(list[1],
+              ElementsAre("s", "ACTIVE", "QUASI_RANDOM", "loss (MINIMIZE)",
+                          "7/30", "2", "2023-11-14 22:13:20"));
   std::string detail = FormatTable(StudyDetailGrid(study));
-  EXPECT_THAT(detail, HasSubstr("parameter            lr: double [1e-05, 1]\n"));
-  EXPECT_THAT(detail, HasSubstr("parameter            opt: categorical {adam}\n"));
-  EXPECT_THAT(detail, HasSubstr("trials               7 (ACTIVE=2 COMPLETED=5)\n"));
+  EXPECT_THAT(detail,
+              HasSubstr("parameter            lr: double [1e-05, 1]\n"));
+  EXPECT_THAT(detail,
+              HasSubstr("parameter            opt: categorical {adam}\n"));
+  EXPECT_THAT(detail,
+              HasSubstr("trials               7 (ACTIVE=2 COMPLETED=5)\n"));
   EXPECT_THAT(detail, HasSubstr("max_parallel_trials  unlimited\n"));
 }
 
 TEST(ParseFormat, AllowedNamesOnly) {
-  EXPECT_EQ(*ParseFormat(std::nullopt, OutputFormat::kTable,
-                         {OutputFormat::kTable}),
-            OutputFormat::kTable);
+  EXPECT_EQ(
+      *ParseFormat(std::nullopt, OutputFormat::kTable, {OutputFormat::kTable}),
+      OutputFormat::kTable);
   EXPECT_EQ(*ParseFormat("CSV", OutputFormat::kTable,
                          {OutputFormat::kTable, OutputFormat::kCsv}),
             OutputFormat::kCsv);
@@ -183,7 +185,9 @@ TEST(Json, IntegersAreNumbersAtAnyDepth) {
   study.set_create_time_ms(1733000000123);
   study.mutable_spec()->set_seed(18446744073709551615u);
   (*study.mutable_trial_counts())["COMPLETED"] = 3;
-  study.mutable_spec()->mutable_parameters(1)->mutable_categorical_spec()
+  study.mutable_spec()
+      ->mutable_parameters(1)
+      ->mutable_categorical_spec()
       ->add_values("42");
   auto* n = study.mutable_spec()->add_parameters();
   n->set_name("n");
@@ -259,8 +263,10 @@ TEST(Json, NegativeZeroKeepsItsSign) {
   EXPECT_EQ(KeepNegativeZero(R"({"s":"a\"-0"})"), R"({"s":"a\"-0"})");
   v1::Study study;
   study.mutable_spec()->add_parameters()->set_name("x");
-  study.mutable_spec()->mutable_parameters(0)->mutable_double_spec()->set_min(-0.0);
-  study.mutable_spec()->mutable_parameters(0)->mutable_double_spec()->set_max(1);
+  study.mutable_spec()->mutable_parameters(0)->mutable_double_spec()->set_min(
+      -0.0);
+  study.mutable_spec()->mutable_parameters(0)->mutable_double_spec()->set_max(
+      1);
   absl::StatusOr<std::string> json = ToJson(study);
   ASSERT_TRUE(json.ok()) << json.status();
   EXPECT_THAT(*json, HasSubstr("\"min\": -0.0"));
@@ -278,7 +284,8 @@ TEST(Json, NegativeZeroKeepsItsSign) {
 
 TEST(Json, ParseErrorsNameTheSource) {
   v1::Study study;
-  absl::Status bad_field = ParseJsonConfig(R"({"nmae": "x"})", "study.json", &study);
+  absl::Status bad_field =
+      ParseJsonConfig(R"({"nmae": "x"})", "study.json", &study);
   EXPECT_EQ(bad_field.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad_field.message()), HasSubstr("study.json"));
   EXPECT_THAT(std::string(bad_field.message()), HasSubstr("nmae"));

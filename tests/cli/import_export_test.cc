@@ -7,15 +7,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <map>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -26,23 +26,27 @@
 namespace hypertune {
 namespace {
 
+using test::TempDir;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using test::TempDir;
 
 // Runs `command` in a shell; its exit status, with its stdout (and stderr,
 // unless `stderr_too` is false) in `out`.
-int Shell(const std::string& command, std::string* out, bool stderr_too = true) {
+int Shell(const std::string& command, std::string* out,
+          bool stderr_too = true) {
   FILE* pipe = popen((command + (stderr_too ? " 2>&1" : "")).c_str(), "r");
   if (pipe == nullptr) return -1;
   out->clear();
   char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out->append(buffer, n);
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe))
+    out->append(buffer, n);
   const int status = pclose(pipe);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string Quote(const std::string& arg) { return absl::StrCat("'", arg, "'"); }
+std::string Quote(const std::string& arg) {
+  return absl::StrCat("'", arg, "'");
+}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream file(path);
@@ -81,7 +85,8 @@ class ImportExportTest : public ::testing::Test {
           const std::string& redirect = "") {
     std::string command = absl::StrCat(HYPERTUNE_CLI_PATH, " --server ",
                                        servers_[server]->address());
-    for (const std::string& arg : args) absl::StrAppend(&command, " ", Quote(arg));
+    for (const std::string& arg : args)
+      absl::StrAppend(&command, " ", Quote(arg));
     absl::StrAppend(&command, redirect);
     return Shell(command, out, redirect.empty());
   }
@@ -98,7 +103,8 @@ class ImportExportTest : public ::testing::Test {
         algorithm: RANDOM
         seed: 5
         price_per_device_hour: 2.5
-      })pb", &study);
+      })pb",
+                                                  &study);
     study.set_name(name);
     study.mutable_spec()->mutable_parameters(0)->mutable_double_spec()->set_min(
         x_min);
@@ -122,7 +128,8 @@ class ImportExportTest : public ::testing::Test {
         report.set_lease_epoch(t.lease_epoch());
         report.mutable_measurement()->set_step(step);
         report.mutable_measurement()->set_elapsed_seconds(step * 1.25);
-        (*report.mutable_measurement()->mutable_metrics())["loss"] = 1.0 / (i + step);
+        (*report.mutable_measurement()->mutable_metrics())["loss"] =
+            1.0 / (i + step);
         (*report.mutable_measurement()->mutable_metrics())["acc"] = 0.1 * i;
         ASSERT_TRUE(client.AddMeasurement(report).ok());
       }
@@ -175,8 +182,8 @@ TEST_F(ImportExportTest, RoundTripIsExact) {
       << out;
   EXPECT_THAT(out, HasSubstr("imported study \"round-trip-copy\""));
   ASSERT_EQ(Cli(1, {"export", "round-trip-copy"}, &out, " > " + second), 0);
-  EXPECT_EQ(absl::StrReplaceAll(ReadFile(second),
-                                {{"\"round-trip-copy\"", "\"round-trip-orig\""}}),
+  EXPECT_EQ(absl::StrReplaceAll(ReadFile(second), {{"\"round-trip-copy\"",
+                                                    "\"round-trip-orig\""}}),
             exported);
 
   // Onto a name that exists: ALREADY_EXISTS, nothing changed.
@@ -229,10 +236,10 @@ TEST_F(ImportExportTest, ALargeImportIsStreamedAndAllOrNothing) {
   constexpr int kTrials = 12000;  // about 3 MiB of trials
   std::string text = lines[0] + "\n";
   for (int id = 1; id <= kTrials; ++id) {
-    absl::StrAppend(&text, absl::StrReplaceAll(first_trial,
-                                               {{"\"id\":\"1\"",
-                                                 absl::StrCat("\"id\":\"", id,
-                                                              "\"")}}),
+    absl::StrAppend(&text,
+                    absl::StrReplaceAll(
+                        first_trial, {{"\"id\":\"1\"",
+                                       absl::StrCat("\"id\":\"", id, "\"")}}),
                     "\n");
   }
   const std::string good = dir_.File("good.jsonl");
@@ -260,13 +267,13 @@ TEST_F(ImportExportTest, ALargeImportIsStreamedAndAllOrNothing) {
 TEST_F(ImportExportTest, TrialEnqueueQueuesWholeAndPartialConfigurations) {
   ASSERT_TRUE(ClientOf(0).CreateStudy(SmallStudy("queue")).ok());
   std::string out;
-  ASSERT_EQ(Cli(0, {"trial", "enqueue", "queue", "x=0.25", "n=8", "opt=sgd"},
-                &out),
-            0)
+  ASSERT_EQ(
+      Cli(0, {"trial", "enqueue", "queue", "x=0.25", "n=8", "opt=sgd"}, &out),
+      0)
       << out;
   EXPECT_THAT(out, HasSubstr("REQUESTED"));
-  ASSERT_EQ(Cli(0, {"trial", "enqueue", "queue", "opt=adam", "--partial"}, &out),
-            0)
+  ASSERT_EQ(
+      Cli(0, {"trial", "enqueue", "queue", "opt=adam", "--partial"}, &out), 0)
       << out;
   auto granted = ClientOf(0).Suggest("queue", 2, "w1");
   ASSERT_TRUE(granted.ok()) << granted.status();
@@ -293,7 +300,8 @@ TEST_F(ImportExportTest, TrialEnqueueQueuesWholeAndPartialConfigurations) {
   EXPECT_EQ(Cli(0, {"trial", "enqueue", "queue", "n=eight", "--partial"}, &out),
             2);
   EXPECT_THAT(out, HasSubstr("n: \"eight\" is not an integer"));
-  EXPECT_EQ(Cli(0, {"trial", "enqueue", "queue", "lr=1", "--partial"}, &out), 2);
+  EXPECT_EQ(Cli(0, {"trial", "enqueue", "queue", "lr=1", "--partial"}, &out),
+            2);
   EXPECT_THAT(out, HasSubstr("\"lr\" is not a parameter of the study"));
   EXPECT_EQ(Cli(0, {"trial", "enqueue", "queue", "x=5", "--partial"}, &out), 1);
   EXPECT_THAT(out, HasSubstr("INVALID_ARGUMENT"));
@@ -332,9 +340,9 @@ TEST_F(ImportExportTest, TrialsImportReadsWhatTrialsWrites) {
   std::string out;
   for (const char* format : {"csv", "json"}) {
     const std::string path = dir_.File(absl::StrCat("trials.", format));
-    ASSERT_EQ(Cli(0, {"trials", "source", "--format", format}, &out,
-                  " > " + path),
-              0);
+    ASSERT_EQ(
+        Cli(0, {"trials", "source", "--format", format}, &out, " > " + path),
+        0);
     const std::string target = absl::StrCat("target-", format);
     ASSERT_TRUE(client.CreateStudy(SmallStudy(target)).ok());
     ASSERT_EQ(Cli(0, {"trials", "import", target, path}, &out), 0) << out;
@@ -380,14 +388,16 @@ TEST_F(ImportExportTest, StudyCreateWarmStartsFromOtherStudies) {
         {"name": "opt", "categorical_spec": {"values": ["adam", "sgd"]}}],
       "metrics": [{"name": "loss", "goal": "MINIMIZE"}],
       "algorithm": "RANDOM", "max_trials": 2}})");
-  EXPECT_EQ(Cli(0, {"study", "create", "--config", config, "--warm-start-from",
-                    "earlier,missing"},
+  EXPECT_EQ(Cli(0,
+                {"study", "create", "--config", config, "--warm-start-from",
+                 "earlier,missing"},
                 &out),
             1);
   EXPECT_THAT(out, HasSubstr("NOT_FOUND"));
   EXPECT_FALSE(ClientOf(0).GetStudy("later").ok());
-  ASSERT_EQ(Cli(0, {"study", "create", "--config", config, "--warm-start-from",
-                    "earlier"},
+  ASSERT_EQ(Cli(0,
+                {"study", "create", "--config", config, "--warm-start-from",
+                 "earlier"},
                 &out),
             0)
       << out;
@@ -410,11 +420,10 @@ TEST_F(ImportExportTest, ImportOptunaKeepsEveryTrial) {
   const std::string db = dir_.File("optuna.db");
   const std::string expected_path = dir_.File("expected.json");
   std::string out;
-  const int rc = Shell(absl::StrCat(HYPERTUNE_PYTHON, " ",
-                                    HYPERTUNE_SOURCE_DIR,
-                                    "/tests/cli/make_optuna_study.py ", db, " ",
-                                    expected_path),
-                       &out);
+  const int rc = Shell(
+      absl::StrCat(HYPERTUNE_PYTHON, " ", HYPERTUNE_SOURCE_DIR,
+                   "/tests/cli/make_optuna_study.py ", db, " ", expected_path),
+      &out);
   if (rc == 77) {
     GTEST_SKIP() << "optuna is not importable by " << HYPERTUNE_PYTHON
                  << " (apt-get install python3-optuna)";
@@ -425,7 +434,8 @@ TEST_F(ImportExportTest, ImportOptunaKeepsEveryTrial) {
                              "\"optuna-demo\": 11 trials"));
   // Every attribute fits: none is listed as left behind.
   EXPECT_THAT(out, Not(HasSubstr("not kept")));
-  const nlohmann::json expected = nlohmann::json::parse(ReadFile(expected_path));
+  const nlohmann::json expected =
+      nlohmann::json::parse(ReadFile(expected_path));
 
   Client client = ClientOf(0);
   auto demo = client.GetStudy("optuna-demo");
@@ -461,11 +471,10 @@ TEST_F(ImportExportTest, ImportOptunaKeepsEveryTrial) {
       SCOPED_TRACE(absl::StrCat(name, " trial ", w["number"].get<int>()));
       EXPECT_EQ(t.id(), w["number"].get<int64_t>() + 1);
       const std::string state = w["state"];
-      const v1::Trial::State mapped =
-          state == "COMPLETE"  ? v1::Trial::COMPLETED
-          : state == "PRUNED"  ? v1::Trial::STOPPED
-          : state == "FAIL"    ? v1::Trial::FAILED
-                               : v1::Trial::REQUESTED;
+      const v1::Trial::State mapped = state == "COMPLETE" ? v1::Trial::COMPLETED
+                                      : state == "PRUNED" ? v1::Trial::STOPPED
+                                      : state == "FAIL"   ? v1::Trial::FAILED
+                                                        : v1::Trial::REQUESTED;
       EXPECT_EQ(t.state(), mapped);
       if (state != "WAITING") {
         ASSERT_EQ(static_cast<size_t>(t.parameters_size()), w["params"].size());
@@ -508,9 +517,8 @@ TEST_F(ImportExportTest, ImportOptunaKeepsEveryTrial) {
                 w["user_attrs"].size());
       for (const auto& [key, value] : w["user_attrs"].items()) {
         ASSERT_TRUE(t.attributes().contains(key)) << key;
-        EXPECT_EQ(t.attributes().at(key), value.is_string()
-                                              ? value.get<std::string>()
-                                              : value.dump());
+        EXPECT_EQ(t.attributes().at(key),
+                  value.is_string() ? value.get<std::string>() : value.dump());
       }
       if (w["user_attrs"].contains("epochs_run")) {
         EXPECT_EQ(t.attributes().at("comment"), "text is kept as text");
@@ -546,10 +554,11 @@ TEST_F(ImportExportTest, ImportOptunaKeepsEveryTrial) {
   // Importing again: the names are taken.
   EXPECT_EQ(Cli(0, {"import-optuna", db, "--study", "optuna-mo"}, &out), 1);
   EXPECT_THAT(out, HasSubstr("ALREADY_EXISTS"));
-  ASSERT_EQ(Cli(0, {"import-optuna", db, "--study", "optuna-mo", "--name",
-                    "mo-again"},
-                &out),
-            0)
+  ASSERT_EQ(
+      Cli(0,
+          {"import-optuna", db, "--study", "optuna-mo", "--name", "mo-again"},
+          &out),
+      0)
       << out;
   EXPECT_EQ(Cli(0, {"import-optuna", db, "--study", "nope"}, &out), 1);
   EXPECT_THAT(out, HasSubstr("NOT_FOUND"));
@@ -628,7 +637,8 @@ TEST_F(ImportExportTest, ImportOptunaRefusesValuesItCannotRead) {
       } else if (p.name() == "wide") {
         EXPECT_EQ(p.int_value(), w["wide"].get<int64_t>());
       } else {
-        EXPECT_DOUBLE_EQ(p.double_value(), w[p.name()].get<double>()) << p.name();
+        EXPECT_DOUBLE_EQ(p.double_value(), w[p.name()].get<double>())
+            << p.name();
       }
     }
   }
@@ -661,9 +671,11 @@ TEST_F(ImportExportTest, ImportOptunaKeepsAConditionalSpace) {
                              "no CATEGORICAL, DISCRETE or INTEGER parameter's "
                              "values tell when: left out of the space (the 8 "
                              "trials with it are kept without it)"));
-  EXPECT_THAT(out, HasSubstr("24 trials (COMPLETED=23 FAILED=1), 7 parameters"));
+  EXPECT_THAT(out,
+              HasSubstr("24 trials (COMPLETED=23 FAILED=1), 7 parameters"));
   EXPECT_THAT(out, Not(HasSubstr("left out:")));
-  EXPECT_THAT(out, Not(HasSubstr("conditional search spaces are not imported")));
+  EXPECT_THAT(out,
+              Not(HasSubstr("conditional search spaces are not imported")));
 
   Client client = ClientOf(0);
   auto study = client.GetStudy("optuna-conditional");
@@ -708,10 +720,9 @@ TEST_F(ImportExportTest, ImportOptunaKeepsAConditionalSpace) {
   }
   EXPECT_GT(kept_sgd, 0u);
   // Trial 5 failed before choosing its layers: FAILED, with what it chose.
-  auto failed = std::find_if(trials->begin(), trials->end(),
-                             [](const v1::Trial& t) {
-                               return t.client_id() == "optuna trial 5";
-                             });
+  auto failed = std::find_if(
+      trials->begin(), trials->end(),
+      [](const v1::Trial& t) { return t.client_id() == "optuna trial 5"; });
   ASSERT_NE(failed, trials->end());
   EXPECT_EQ(failed->state(), v1::Trial::FAILED);
 
@@ -740,9 +751,9 @@ TEST_F(ImportExportTest, StudyUpdateTurnsTheLearningCurveModelOnAndOff) {
   rule->set_pause_at_rungs(true);
   ASSERT_TRUE(ClientOf(0).CreateStudy(asha).ok());
   std::string out;
-  ASSERT_EQ(Cli(0, {"study", "update", "curves", "--promote-by-model", "true"},
-                &out),
-            0)
+  ASSERT_EQ(
+      Cli(0, {"study", "update", "curves", "--promote-by-model", "true"}, &out),
+      0)
       << out;
   EXPECT_THAT(out, HasSubstr("early_stopping.promote_by_model: false -> true"));
   EXPECT_TRUE(ClientOf(0)
@@ -759,15 +770,15 @@ TEST_F(ImportExportTest, StudyUpdateTurnsTheLearningCurveModelOnAndOff) {
                    ->spec()
                    .early_stopping()
                    .promote_by_model());
-  EXPECT_EQ(Cli(0, {"study", "update", "curves", "--promote-by-model", "yes"},
-                &out),
-            2);
+  EXPECT_EQ(
+      Cli(0, {"study", "update", "curves", "--promote-by-model", "yes"}, &out),
+      2);
   EXPECT_THAT(out, HasSubstr("--promote-by-model: expected true or false"));
   // A study without ASHA: the server names the field.
   ASSERT_TRUE(ClientOf(0).CreateStudy(SmallStudy("plain")).ok());
-  EXPECT_EQ(Cli(0, {"study", "update", "plain", "--promote-by-model", "true"},
-                &out),
-            1);
+  EXPECT_EQ(
+      Cli(0, {"study", "update", "plain", "--promote-by-model", "true"}, &out),
+      1);
   EXPECT_THAT(out, HasSubstr("early_stopping.promote_by_model"));
 }
 

@@ -31,9 +31,9 @@ TEST(ParseJsonConfig, ASyntaxErrorHasItsLineAndColumn) {
 
 TEST(ParseJsonConfig, RefusesNestingPastTheLimitWithItsLine) {
   // Inside a field, past the limit: an error, not a stack overflow.
-  const std::string deep = "{\"name\": \"s\",\n \"spec\": " +
-                           std::string(100000, '[') + std::string(100000, ']') +
-                           "}";
+  const std::string deep =
+      "{\"name\": \"s\",\n \"spec\": " + std::string(100000, '[') +
+      std::string(100000, ']') + "}";
   EXPECT_THAT(Error(deep),
               HasSubstr("study.json: JSON nested deeper than 100 levels "
                         "(line 2, column 109)"));
@@ -51,7 +51,8 @@ TEST(JsonTooDeepAt, CountsArraysAndObjectsOutsideStrings) {
 TEST(ParseJsonConfig, AnEnumTypoListsTheValidNames) {
   std::string message = Error(R"({"spec": {"metrics": [
       {"name": "loss", "goal": "MINIMISE"}]}})");
-  EXPECT_THAT(message, HasSubstr("spec.metrics[0] (\"loss\").goal: unknown Goal"));
+  EXPECT_THAT(message,
+              HasSubstr("spec.metrics[0] (\"loss\").goal: unknown Goal"));
   EXPECT_THAT(message, HasSubstr("\"MINIMISE\" (one of MAXIMIZE, MINIMIZE)"));
   EXPECT_THAT(Error(R"({"spec": {"algorithm": "BAYES"}})"),
               HasSubstr("(one of RANDOM, QUASI_RANDOM, GP_BANDIT, TPE)"));
@@ -71,8 +72,9 @@ TEST(ParseJsonConfig, AnUnknownFieldSuggestsTheNearest) {
 }
 
 TEST(ParseJsonConfig, WrongTypesNameTheField) {
-  EXPECT_THAT(Error(R"({"spec": {"max_trials": 1.5}})"),
-              HasSubstr("spec.max_trials: expected an integer, got number 1.5"));
+  EXPECT_THAT(
+      Error(R"({"spec": {"max_trials": 1.5}})"),
+      HasSubstr("spec.max_trials: expected an integer, got number 1.5"));
   EXPECT_THAT(Error(R"({"spec": {"parameters": {"name": "x"}}})"),
               HasSubstr("spec.parameters: expected a list, got object"));
   EXPECT_THAT(Error(R"({"name": 3})"),
@@ -164,20 +166,20 @@ TEST(ParseStudyConfig, ListsWhatTheStudyLacksWithItsTypos) {
       "metrics": [{"name": "loss"}, {"goal": "MINIMIZE"}],
       "max_trail": 5}})");
   EXPECT_THAT(message, HasSubstr("study.json: 9 problems:\n"));
-  for (const char* problem : {
-           "\n  spec.max_trail: unknown field \"max_trail\" (did you mean "
-           "\"max_trials\"?)",
-           "\n  name: missing: the study's name",
-           "\n  spec.parameters[0] (\"lr\").double_spec: min 0.1 exceeds max "
-           "0.01",
-           "\n  spec.parameters[1] (\"n\").integer_spec: a LOG scale needs "
-           "min > 0, got 0",
-           "\n  spec.parameters[2] (\"width\"): missing: one of double_spec, "
-           "integer_spec, discrete_spec or categorical_spec",
-           "\n  spec.parameters[3].name: missing",
-           "\n  spec.parameters[3].double_spec.max: missing",
-           "\n  spec.metrics[0] (\"loss\").goal: missing: MINIMIZE or MAXIMIZE",
-           "\n  spec.metrics[1].name: missing"}) {
+  for (const char* problem :
+       {"\n  spec.max_trail: unknown field \"max_trail\" (did you mean "
+        "\"max_trials\"?)",
+        "\n  name: missing: the study's name",
+        "\n  spec.parameters[0] (\"lr\").double_spec: min 0.1 exceeds max "
+        "0.01",
+        "\n  spec.parameters[1] (\"n\").integer_spec: a LOG scale needs "
+        "min > 0, got 0",
+        "\n  spec.parameters[2] (\"width\"): missing: one of double_spec, "
+        "integer_spec, discrete_spec or categorical_spec",
+        "\n  spec.parameters[3].name: missing",
+        "\n  spec.parameters[3].double_spec.max: missing",
+        "\n  spec.metrics[0] (\"loss\").goal: missing: MINIMIZE or MAXIMIZE",
+        "\n  spec.metrics[1].name: missing"}) {
     EXPECT_THAT(message, HasSubstr(problem));
   }
   EXPECT_EQ(StudyError(R"({"name": "s"})"),

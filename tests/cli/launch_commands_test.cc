@@ -75,10 +75,27 @@ absl::StatusOr<SlurmLaunchOptions> Parse(std::vector<std::string> args) {
 
 TEST(ParseSlurmLaunchArgs, BuildsTheWorkersCommandLine) {
   absl::StatusOr<SlurmLaunchOptions> options =
-      Parse({"slurm", "study1", "--workers", "4", "--gpus-per-worker", "2",
-             "--time", "1:00:00", "--partition", "gpu", "--sbatch-arg",
-             "--mem=8G", "--sbatch-arg=--account=ml", "--timeout", "600",
-             "--log-dir", "logs", "--", "train.py", "--lr", "{lr}"});
+      Parse({"slurm",
+             "study1",
+             "--workers",
+             "4",
+             "--gpus-per-worker",
+             "2",
+             "--time",
+             "1:00:00",
+             "--partition",
+             "gpu",
+             "--sbatch-arg",
+             "--mem=8G",
+             "--sbatch-arg=--account=ml",
+             "--timeout",
+             "600",
+             "--log-dir",
+             "logs",
+             "--",
+             "train.py",
+             "--lr",
+             "{lr}"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->study, "study1");
   EXPECT_EQ(options->workers, 4);
@@ -88,10 +105,10 @@ TEST(ParseSlurmLaunchArgs, BuildsTheWorkersCommandLine) {
   EXPECT_THAT(options->sbatch_args, ElementsAre("--mem=8G", "--account=ml"));
   EXPECT_THAT(options->command, ElementsAre("train.py", "--lr", "{lr}"));
   // The worker flags keep their order of kWorkerFlags, not the user's.
-  EXPECT_THAT(options->worker_args,
-              ElementsAre("study1", "--parallel", "1", "--log-dir", "logs",
-                          "--timeout", "600", "--", "train.py", "--lr",
-                          "{lr}"));
+  EXPECT_THAT(
+      options->worker_args,
+      ElementsAre("study1", "--parallel", "1", "--log-dir", "logs", "--timeout",
+                  "600", "--", "train.py", "--lr", "{lr}"));
   EXPECT_FALSE(options->dry_run);
   EXPECT_EQ(options->script_dir, "hypertune-slurm/study1");
 }
@@ -161,12 +178,12 @@ TEST(SbatchCommand, MapsFlagsToSbatchArguments) {
   SlurmJobContext context = Context();
   context.script_dir = "/data/100%";
   std::vector<std::string> argv = SbatchCommand(*options, context);
-  EXPECT_THAT(argv, ElementsAre("sbatch", "--parsable",
-                                "--job-name=hypertune-s1", "--array=0-0",
-                                "--signal=B:TERM@120", "--requeue",
-                                "--chdir=/home/me/project",
-                                "--output=/data/100%%/worker-%A_%a.out",
-                                "/data/100%/worker.sh"));
+  EXPECT_THAT(argv,
+              ElementsAre("sbatch", "--parsable", "--job-name=hypertune-s1",
+                          "--array=0-0", "--signal=B:TERM@120", "--requeue",
+                          "--chdir=/home/me/project",
+                          "--output=/data/100%%/worker-%A_%a.out",
+                          "/data/100%/worker.sh"));
 }
 
 TEST(SlurmBatchScript, ExecsTheWorkerWithoutAToken) {
@@ -184,14 +201,15 @@ TEST(SlurmBatchScript, ExecsTheWorkerWithoutAToken) {
 
 // Runs `script` with bash; returns what it printed.
 std::string RunBash(const std::string& script_path) {
-  std::string command = absl::StrCat("env -u SLURM_ARRAY_JOB_ID bash ",
-                                     ShellQuote(script_path));
+  std::string command =
+      absl::StrCat("env -u SLURM_ARRAY_JOB_ID bash ", ShellQuote(script_path));
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return "";
   std::string out;
   char buffer[4096];
   size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0)
+    out.append(buffer, n);
   pclose(pipe);
   return out;
 }
@@ -215,7 +233,7 @@ TEST(SlurmBatchScript, QuotingSurvivesBash) {
       "$(touch x)",  "`id`",      "back\\slash", "*",          "",
       "line\nbreak", "{lr}",      "--x={lr}",    "~",          "a;b|c&d",
       "'",           "!event",    "tab\there"};
-  std::vector<std::string> args = {"slurm", "s1", "--workers", "1",
+  std::vector<std::string> args = {"slurm",     "s1",        "--workers", "1",
                                    "--log-dir", "logs $dir", "--"};
   args.insert(args.end(), awkward.begin(), awkward.end());
   absl::StatusOr<SlurmLaunchOptions> options = Parse(args);
@@ -235,10 +253,9 @@ TEST(SlurmBatchScript, QuotingSurvivesBash) {
       absl::StrSplit(out.substr(banner_end + 1), '\0');
   ASSERT_FALSE(got.empty());
   got.pop_back();  // After the last NUL.
-  std::vector<std::string> expected = {"--server", "host:1",   "--tls-ca",
-                                       "/certs/a b.pem", "worker", "s1",
-                                       "--parallel", "1", "--log-dir",
-                                       "logs $dir", "--"};
+  std::vector<std::string> expected = {
+      "--server",   "host:1", "--tls-ca",  "/certs/a b.pem", "worker", "s1",
+      "--parallel", "1",      "--log-dir", "logs $dir",      "--"};
   expected.insert(expected.end(), awkward.begin(), awkward.end());
   EXPECT_EQ(got, expected);
   EXPECT_FALSE(std::filesystem::exists(dir / "x"));

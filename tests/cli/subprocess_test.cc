@@ -24,20 +24,20 @@ struct Output {
   int ticks = 0;
 };
 
-ProgramExit RunProgram(SubprocessOptions options, Output* output,
-                const std::function<void(Subprocess&)>& on_tick = nullptr) {
+ProgramExit RunProgram(
+    SubprocessOptions options, Output* output,
+    const std::function<void(Subprocess&)>& on_tick = nullptr) {
   auto process = Subprocess::Start(options);
   EXPECT_TRUE(process.ok()) << process.status();
   if (!process.ok()) return {};
   Subprocess& p = **process;
-  return p.Wait(
-      [&](std::string_view line) { output->out.emplace_back(line); },
-      [&](std::string_view line) { output->err.emplace_back(line); },
-      [&] {
-        ++output->ticks;
-        if (on_tick) on_tick(p);
-      },
-      std::chrono::milliseconds(50));
+  return p.Wait([&](std::string_view line) { output->out.emplace_back(line); },
+                [&](std::string_view line) { output->err.emplace_back(line); },
+                [&] {
+                  ++output->ticks;
+                  if (on_tick) on_tick(p);
+                },
+                std::chrono::milliseconds(50));
 }
 
 SubprocessOptions Shell(const std::string& script) {
@@ -107,9 +107,9 @@ TEST(Subprocess, TerminateEscalatesToKill) {
 }
 
 TEST(Subprocess, SignalReachesTheProgram) {
-  SubprocessOptions options =
-      Shell("trap 'echo got INT; exit 5' INT; echo ready; "
-            "while :; do sleep 0.05; done");
+  SubprocessOptions options = Shell(
+      "trap 'echo got INT; exit 5' INT; echo ready; "
+      "while :; do sleep 0.05; done");
   Output output;
   bool sent = false;
   ProgramExit exit = RunProgram(options, &output, [&](Subprocess& p) {

@@ -3,12 +3,12 @@
 
 #include <cmath>
 
-#include "gmock/gmock.h"
-#include "google/protobuf/text_format.h"
-#include "gtest/gtest.h"
 #include "cli/format.h"
 #include "cli/json_config.h"
 #include "common/trial_csv.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
 
 namespace hypertune::cli {
 namespace {
@@ -24,7 +24,8 @@ v1::Study TestStudy() {
       parameters { name: "layers" integer_spec { min: 1 max: 8 } }
       parameters { name: "opt" categorical_spec { values: [ "adam", "sgd" ] } }
       metrics { name: "loss" goal: MINIMIZE }
-    })pb", &study);
+    })pb",
+                                                &study);
   return study;
 }
 
@@ -84,7 +85,8 @@ TEST(ParseExportFile, NamesTheLineOfAMalformedTrial) {
 // 100,000 '[' once overflowed the stack (the JSON library prints and our
 // checks walk a value recursively); now a clear error before any parser.
 TEST(ParseExportFile, RefusesJsonNestedTooDeepWithItsLine) {
-  const std::string text = "{\"name\":\"s\"}\n" + std::string(100000, '[') + "\n";
+  const std::string text =
+      "{\"name\":\"s\"}\n" + std::string(100000, '[') + "\n";
   absl::StatusOr<ExportFile> file = ParseExportFile(text, "deep.jsonl");
   EXPECT_EQ(file.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(file.status().message()),
@@ -123,7 +125,8 @@ TEST(ParseTrialFile, ReadsTheCliCsv) {
   EXPECT_EQ(t.final_measurement().metrics().at("acc"), 0.9);
   EXPECT_EQ(t.final_measurement().step(), 10);
   EXPECT_EQ(t.final_measurement().elapsed_seconds(), 12.5);
-  EXPECT_TRUE(std::isinf(file->trials[1].final_measurement().metrics().at("loss")));
+  EXPECT_TRUE(
+      std::isinf(file->trials[1].final_measurement().metrics().at("loss")));
 }
 
 // The CSV export guards text that begins like a formula (service/
@@ -139,7 +142,8 @@ TEST(ParseTrialFile, ReadsBackGuardedCategoriesAndNegativeZero) {
         categorical_spec { values: [ "=1+1", "'=x", "-relu", "''", "'a,b" ] }
       }
       metrics { name: "loss" goal: MINIMIZE }
-    })pb", &study));
+    })pb",
+                                                            &study));
   std::string csv;
   AppendCsvHeader(study, &csv);
   const std::vector<std::string> categories = {"=1+1", "'=x", "-relu", "''",
@@ -176,9 +180,9 @@ TEST(ParseTrialFile, ReadsPrefixedColumns) {
 }
 
 TEST(ParseTrialFile, CsvErrorsNameTheLineAndField) {
-  absl::StatusOr<TrialFile> file = ParseTrialFile(
-      "lr,layers,opt,loss\n0.1,2,adam,0.5\n0.1,two,adam,0.5\n", "t.csv",
-      TestStudy());
+  absl::StatusOr<TrialFile> file =
+      ParseTrialFile("lr,layers,opt,loss\n0.1,2,adam,0.5\n0.1,two,adam,0.5\n",
+                     "t.csv", TestStudy());
   EXPECT_EQ(file.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(file.status().message()),
               HasSubstr("t.csv:3: layers: \"two\" is not an integer"));

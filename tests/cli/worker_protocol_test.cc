@@ -79,7 +79,8 @@ TEST(ParseMetricsLine, MalformedLinesNameTheProblem) {
            Case{"hypertune: step=3", "no name=value metric"},
            Case{"hypertune: loss", "\"loss\" is not name=value"},
            Case{"hypertune: =3", "\"=3\" is not name=value"},
-           Case{"hypertune: loss=abc", "metric \"loss\": \"abc\" is not a number"},
+           Case{"hypertune: loss=abc",
+                "metric \"loss\": \"abc\" is not a number"},
            Case{"hypertune: loss=", "metric \"loss\": \"\" is not a number"},
            Case{"hypertune: loss=1.5x", "is not a number"},
            Case{"hypertune: loss=0x10", "is not a number"},
@@ -146,9 +147,10 @@ TEST(ParseDirectiveLine, MalformedCheckpointsNameTheProblem) {
 TEST(ParseMetricAssignments, ParsesAList) {
   auto metrics = ParseMetricAssignments({"loss=0.5", "acc=1", "ppl=inf"});
   ASSERT_TRUE(metrics.ok()) << metrics.status();
-  EXPECT_EQ(*metrics, (Metrics{{"loss", 0.5},
-                               {"acc", 1.0},
-                               {"ppl", std::numeric_limits<double>::infinity()}}));
+  EXPECT_EQ(*metrics,
+            (Metrics{{"loss", 0.5},
+                     {"acc", 1.0},
+                     {"ppl", std::numeric_limits<double>::infinity()}}));
 }
 
 TEST(ParseMetricAssignments, RefusesBadOnes) {
@@ -231,7 +233,8 @@ TEST(ParametersJson, EmptyAndEscaped) {
 }
 
 TEST(Placeholders, OnlyParameterLikeNamesInBraces) {
-  EXPECT_THAT(Placeholders("--lr={lr} --n={layers}"), ElementsAre("lr", "layers"));
+  EXPECT_THAT(Placeholders("--lr={lr} --n={layers}"),
+              ElementsAre("lr", "layers"));
   EXPECT_THAT(Placeholders("{{lr}}"), ElementsAre("lr"));
   EXPECT_THAT(Placeholders("{\"a\": 1} {} { x } {1abc} ${HOME}"), IsEmpty());
   EXPECT_THAT(Placeholders("no braces"), IsEmpty());
@@ -241,12 +244,14 @@ TEST(CheckPlaceholders, NamesTheUnknownOneAndTheParameters) {
   v1::StudySpec spec;
   spec.add_parameters()->set_name("lr");
   spec.add_parameters()->set_name("layers");
-  EXPECT_TRUE(CheckPlaceholders({"train.py", "--lr={lr}", "{layers}"}, spec).ok());
+  EXPECT_TRUE(
+      CheckPlaceholders({"train.py", "--lr={lr}", "{layers}"}, spec).ok());
   absl::Status s =
       CheckPlaceholders({"train.py", "--lr={lr}", "--bs={batch}"}, spec);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("{batch} in argument 2"));
-  EXPECT_THAT(std::string(s.message()), HasSubstr("its parameters: lr, layers"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("its parameters: lr, layers"));
 }
 
 }  // namespace

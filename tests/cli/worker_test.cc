@@ -44,7 +44,8 @@ int Shell(const std::string& command, std::string* out) {
   if (pipe == nullptr) return -1;
   out->clear();
   char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out->append(buffer, n);
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe))
+    out->append(buffer, n);
   const int status = pclose(pipe);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -163,7 +164,8 @@ class WorkerTest : public ::testing::Test {
         parameters { name: "x" double_spec { min: 0 max: 1 } }
         metrics { name: "loss" goal: MINIMIZE }
         algorithm: RANDOM
-      })pb", &study));
+      })pb",
+                                                              &study));
     study.set_name(name);
     study.mutable_spec()->set_max_trials(max_trials);
     if (change) change(*study.mutable_spec());
@@ -384,9 +386,9 @@ TEST_F(WorkerTest, ATrialRunTwiceIsCountedOnceAndWatchKeepsReasonsInPlace) {
     }
     return n;
   };
-  ASSERT_TRUE(Eventually(
-      [&] { return count(ReadFile(watched), " COMPLETED") == 3; }))
-      << ReadFile(watched);
+  ASSERT_TRUE(Eventually([&] {
+    return count(ReadFile(watched), " COMPLETED") == 3;
+  })) << ReadFile(watched);
   kill(watch, SIGKILL);
   Reap(watch);
   // The replay gives each trial's latest state: COMPLETED, with its result
@@ -513,10 +515,10 @@ TEST_F(WorkerTest, ATrialPausedAtARungCountsItsDeviceTime) {
   std::string out;
   const auto start = std::chrono::steady_clock::now();
   // A worker whose trials paused has not failed: it exits 0.
-  EXPECT_EQ(Worker("paused", {"--max-trials", "1"},
-                   "sleep 2; echo 'hypertune: loss=1 step=1'; sleep 1000",
-                   &out),
-            0)
+  EXPECT_EQ(
+      Worker("paused", {"--max-trials", "1"},
+             "sleep 2; echo 'hypertune: loss=1 step=1'; sleep 1000", &out),
+      0)
       << out;
   EXPECT_THAT(out, HasSubstr("1 paused at a rung"));
   const double wall =

@@ -97,20 +97,23 @@ TEST(CsvRowTest, ColumnsFollowTheSpec) {
       &trial));
   std::string out;
   AppendCsvHeader(study, &out);
-  EXPECT_EQ(out,
-            "id,state,client_id,create_time_ms,start_time_ms,end_time_ms,"
-            "retry_count,preemption_count,measurements,last_step,device_seconds,cost,"
-            "infeasible_reason,failure_reason,feasible,param:lr,param:n,"
-            "\"param:act,x\",metric:loss,metric:acc\r\n");
+  EXPECT_EQ(
+      out,
+      "id,state,client_id,create_time_ms,start_time_ms,end_time_ms,"
+      "retry_count,preemption_count,measurements,last_step,device_seconds,cost,"
+      "infeasible_reason,failure_reason,feasible,param:lr,param:n,"
+      "\"param:act,x\",metric:loss,metric:acc\r\n");
   out.clear();
   AppendCsvRow(study, trial, &out);
-  EXPECT_EQ(out,
-            "7,COMPLETED,\"w,1\",5,0,0,0,0,1,4,0,0,,,,0.25,3,\"a\"\"b\",0.5,\r\n");
+  EXPECT_EQ(
+      out,
+      "7,COMPLETED,\"w,1\",5,0,0,0,0,1,4,0,0,,,,0.25,3,\"a\"\"b\",0.5,\r\n");
   trial.set_feasible(false);
   out.clear();
   AppendCsvRow(study, trial, &out);
   EXPECT_EQ(out,
-            "7,COMPLETED,\"w,1\",5,0,0,0,0,1,4,0,0,,,false,0.25,3,\"a\"\"b\",0.5,\r\n");
+            "7,COMPLETED,\"w,1\",5,0,0,0,0,1,4,0,0,,,false,0.25,3,\"a\"\"b\",0."
+            "5,\r\n");
 }
 
 // Text cells (client id, reasons, category values) are guarded; numbers,

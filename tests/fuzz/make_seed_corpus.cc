@@ -90,7 +90,8 @@ std::vector<Seed> Seeds() {
             lease_seconds: 5
             max_retries: 1
           }
-        })pb", &v1::CreateStudyRequest::default_instance()},
+        })pb",
+       &v1::CreateStudyRequest::default_instance()},
       {"get_study", Rpc::kGetStudy, R"pb(name: "s")pb",
        &v1::GetStudyRequest::default_instance()},
       {"list_studies", Rpc::kListStudies, "",
@@ -124,7 +125,8 @@ std::vector<Seed> Seeds() {
           step: 3 elapsed_seconds: 1.5
           metrics { key: "loss" value: 0.3 }
           metrics { key: "acc" value: 0.7 }
-        })pb", &v1::AddMeasurementRequest::default_instance()},
+        })pb",
+       &v1::AddMeasurementRequest::default_instance()},
       {"complete_trial", Rpc::kCompleteTrial, R"pb(
         study_name: "s" trial_id: 4 lease_epoch: 1
         final_measurement { step: 2 metrics { key: "loss" value: 0.1 } })pb",
@@ -206,7 +208,8 @@ int Main(int argc, char** argv) {
     std::unique_ptr<google::protobuf::Message> request(seed.prototype->New());
     if (!google::protobuf::TextFormat::ParseFromString(seed.text,
                                                        request.get())) {
-      std::cerr << "make_seed_corpus: seed " << seed.name << " does not parse\n";
+      std::cerr << "make_seed_corpus: seed " << seed.name
+                << " does not parse\n";
       return 1;
     }
     std::string binary = request->SerializeAsString();
@@ -229,7 +232,8 @@ int Main(int argc, char** argv) {
         {"json-aim-gp", kJson | kAim | kGpStudy, json},
     };
     for (const auto& v : variants) {
-      if (!Write(dir / (seed.name + "-" + v.suffix), rpc | v.flags, v.payload)) {
+      if (!Write(dir / (seed.name + "-" + v.suffix), rpc | v.flags,
+                 v.payload)) {
         std::cerr << "make_seed_corpus: cannot write to " << dir << "\n";
         return 1;
       }

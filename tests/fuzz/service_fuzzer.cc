@@ -31,10 +31,10 @@
 #include "google/protobuf/stubs/logging.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "hypertune/v1/hypertune.pb.h"
 #include "service/conversion.h"
 #include "service/study_service.h"
-#include "google/protobuf/util/message_differencer.h"
 #include "storage/memory_store.h"
 #include "storage/open_store.h"
 #include "tests/fuzz/fuzz_input.h"
@@ -75,7 +75,8 @@ v1::Study SeedStudy(const char* name, v1::Algorithm algorithm) {
       max_parallel_trials: 12
       lease_seconds: 10
       seed: 7
-    })pb", &study);
+    })pb",
+                                                &study);
   study.set_name(name);
   study.mutable_spec()->set_algorithm(algorithm);
   study.mutable_spec()->set_max_retries(kSeedMaxRetries);
@@ -116,17 +117,20 @@ class Side {
     if (const FieldDescriptor* f = descriptor->FindFieldByName("trial_id")) {
       auto trials = store_->ListTrials(study, {});
       const int64_t n = trials.ok() ? static_cast<int64_t>(trials->size()) : 0;
-      const uint64_t given = static_cast<uint64_t>(reflection->GetInt64(request, f));
+      const uint64_t given =
+          static_cast<uint64_t>(reflection->GetInt64(request, f));
       trial_id = 1 + static_cast<int64_t>(given % static_cast<uint64_t>(n + 1));
       reflection->SetInt64(&request, f, trial_id);
     }
     if (const FieldDescriptor* f = descriptor->FindFieldByName("lease_epoch");
-        f != nullptr && trial_id > 0 && (reflection->GetInt64(request, f) & 1)) {
+        f != nullptr && trial_id > 0 &&
+        (reflection->GetInt64(request, f) & 1)) {
       auto trial = store_->GetTrial(study, trial_id);
       if (trial.ok()) reflection->SetInt64(&request, f, trial->lease_epoch());
     }
     if (const FieldDescriptor* f = descriptor->FindFieldByName("count")) {
-      const uint32_t given = static_cast<uint32_t>(reflection->GetInt32(request, f));
+      const uint32_t given =
+          static_cast<uint32_t>(reflection->GetInt32(request, f));
       reflection->SetInt32(&request, f, static_cast<int32_t>(1 + given % 8));
     }
   }
@@ -224,11 +228,12 @@ bool Parse(std::string_view payload, bool json, Message& request) {
   if (json) {
     google::protobuf::util::JsonParseOptions options;
     options.ignore_unknown_fields = (payload.size() & 1) != 0;
-    return google::protobuf::util::JsonStringToMessage(
-               std::string(payload), &request, options)
+    return google::protobuf::util::JsonStringToMessage(std::string(payload),
+                                                       &request, options)
         .ok();
   }
-  return request.ParseFromArray(payload.data(), static_cast<int>(payload.size()));
+  return request.ParseFromArray(payload.data(),
+                                static_cast<int>(payload.size()));
 }
 
 void CheckStatus(const absl::Status& status, const char* rpc) {
@@ -277,7 +282,8 @@ void CheckStores(Fixture& fixture) {
       Check(v1::Trial::State_IsValid(t.state()) &&
                 t.state() != v1::Trial::STATE_UNSPECIFIED,
             where + ": invalid state");
-      for (const v1::Measurement& m : t.measurements()) CheckMeasurement(m, where);
+      for (const v1::Measurement& m : t.measurements())
+        CheckMeasurement(m, where);
       CheckMeasurement(t.final_measurement(), where);
       if (t.state() != v1::Trial::FAILED) {
         Check(t.retry_count() <= max_retries,
@@ -342,16 +348,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (selector & kLeasesRunOut) fixture.RunLeasesOut();
   switch (static_cast<Rpc>((selector & kRpcMask) % kRpcCount)) {
     case Rpc::kCreateStudy:
-      Call(fixture, payload, selector, "CreateStudy", &StudyService::CreateStudy);
+      Call(fixture, payload, selector, "CreateStudy",
+           &StudyService::CreateStudy);
       break;
     case Rpc::kGetStudy:
       Call(fixture, payload, selector, "GetStudy", &StudyService::GetStudy);
       break;
     case Rpc::kListStudies:
-      Call(fixture, payload, selector, "ListStudies", &StudyService::ListStudies);
+      Call(fixture, payload, selector, "ListStudies",
+           &StudyService::ListStudies);
       break;
     case Rpc::kDeleteStudy:
-      Call(fixture, payload, selector, "DeleteStudy", &StudyService::DeleteStudy);
+      Call(fixture, payload, selector, "DeleteStudy",
+           &StudyService::DeleteStudy);
       break;
     case Rpc::kSetStudyState:
       Call(fixture, payload, selector, "SetStudyState",
@@ -362,7 +371,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
            &StudyService::SuggestTrials);
       break;
     case Rpc::kCreateTrial:
-      Call(fixture, payload, selector, "CreateTrial", &StudyService::CreateTrial);
+      Call(fixture, payload, selector, "CreateTrial",
+           &StudyService::CreateTrial);
       break;
     case Rpc::kGetTrial:
       Call(fixture, payload, selector, "GetTrial", &StudyService::GetTrial);

@@ -64,8 +64,8 @@ TEST(AcquireTest, LogEiClosedForm) {
 }
 
 TEST(AcquireTest, SigmaToZeroStaysFinite) {
-  for (AcquisitionKind kind :
-       {AcquisitionKind::kLogEi, AcquisitionKind::kUcb, AcquisitionKind::kLogPi}) {
+  for (AcquisitionKind kind : {AcquisitionKind::kLogEi, AcquisitionKind::kUcb,
+                               AcquisitionKind::kLogPi}) {
     for (double sigma : {0.0, 1e-300, 1e-12}) {
       for (double mean : {-1.0, 0.0, 1.0}) {
         const AcquisitionValue a = Acquire(kind, mean, sigma, 0.0, 1.8);
@@ -81,8 +81,8 @@ TEST(AcquireTest, SigmaToZeroStaysFinite) {
 }
 
 TEST(AcquireTest, GradientsMatchFiniteDifferences) {
-  for (AcquisitionKind kind :
-       {AcquisitionKind::kLogEi, AcquisitionKind::kUcb, AcquisitionKind::kLogPi}) {
+  for (AcquisitionKind kind : {AcquisitionKind::kLogEi, AcquisitionKind::kUcb,
+                               AcquisitionKind::kLogPi}) {
     for (double mean : {-8.0, -2.0, 0.3, 2.0}) {
       const double sigma = 0.7, h = 1e-6;
       const AcquisitionValue a = Acquire(kind, mean, sigma, 0.5, 1.8);
@@ -149,9 +149,10 @@ void ExpectConsistentAt(const Acquisition& acq, const Eigen::Vector2d& x) {
 
 TEST(AcquisitionFunctionTest, GradientMatchesFiniteDifferences) {
   const Model m = MakeModel();
-  for (AcquisitionKind kind :
-       {AcquisitionKind::kLogEi, AcquisitionKind::kUcb, AcquisitionKind::kLogPi}) {
-    for (const GaussianProcess* feasibility : {static_cast<const GaussianProcess*>(nullptr), &m.feasibility}) {
+  for (AcquisitionKind kind : {AcquisitionKind::kLogEi, AcquisitionKind::kUcb,
+                               AcquisitionKind::kLogPi}) {
+    for (const GaussianProcess* feasibility :
+         {static_cast<const GaussianProcess*>(nullptr), &m.feasibility}) {
       const AcquisitionFunction acq(&m.gp, feasibility, kind, 0.0, 1.8);
       for (const Eigen::Vector2d& x :
            {Eigen::Vector2d(0.2, 0.7), Eigen::Vector2d(0.9, 0.05)}) {
@@ -167,15 +168,23 @@ TEST(IntegratedAcquisitionTest, AveragesWhatTheLogIsOfAndDifferentiates) {
   GpParams p = m.gp.params();
   p.kernel.array() -= 1.0;
   const std::vector<GaussianProcess> models = {
-      m.gp, GaussianProcess::Create(m.gp.kernel(), p, m.gp.x(), m.gp.y()).value()};
-  const AcquisitionFunction a(&models[0], nullptr, AcquisitionKind::kLogEi, 0.0, 1.8);
-  const AcquisitionFunction b(&models[1], nullptr, AcquisitionKind::kLogEi, 0.0, 1.8);
-  const AcquisitionFunction ua(&models[0], nullptr, AcquisitionKind::kUcb, 0.0, 1.8);
-  const AcquisitionFunction ub(&models[1], nullptr, AcquisitionKind::kUcb, 0.0, 1.8);
-  const IntegratedAcquisition both(models, nullptr, AcquisitionKind::kLogEi, 0.0, 1.8);
+      m.gp,
+      GaussianProcess::Create(m.gp.kernel(), p, m.gp.x(), m.gp.y()).value()};
+  const AcquisitionFunction a(&models[0], nullptr, AcquisitionKind::kLogEi, 0.0,
+                              1.8);
+  const AcquisitionFunction b(&models[1], nullptr, AcquisitionKind::kLogEi, 0.0,
+                              1.8);
+  const AcquisitionFunction ua(&models[0], nullptr, AcquisitionKind::kUcb, 0.0,
+                               1.8);
+  const AcquisitionFunction ub(&models[1], nullptr, AcquisitionKind::kUcb, 0.0,
+                               1.8);
+  const IntegratedAcquisition both(models, nullptr, AcquisitionKind::kLogEi,
+                                   0.0, 1.8);
   const std::vector<GaussianProcess> first = {models[0]};
-  const IntegratedAcquisition alone(first, nullptr, AcquisitionKind::kLogEi, 0.0, 1.8);
-  const IntegratedAcquisition ucb(models, nullptr, AcquisitionKind::kUcb, 0.0, 1.8);
+  const IntegratedAcquisition alone(first, nullptr, AcquisitionKind::kLogEi,
+                                    0.0, 1.8);
+  const IntegratedAcquisition ucb(models, nullptr, AcquisitionKind::kUcb, 0.0,
+                                  1.8);
   const IntegratedAcquisition feasible(models, &m.feasibility,
                                        AcquisitionKind::kLogEi, 0.0, 1.8);
   for (const Eigen::Vector2d& x :
@@ -197,7 +206,8 @@ TEST(IntegratedAcquisitionTest, AveragesWhatTheLogIsOfAndDifferentiates) {
 TEST(MaximizeAcquisitionTest, FindsTheMaximumAndRanksResults) {
   const Model m = MakeModel();
   const AcquisitionFunction acq(&m.gp, nullptr, AcquisitionKind::kUcb, 0, 0);
-  AcquisitionDomain domain{{0, 0}, Eigen::Vector2d(0, 0), Eigen::Vector2d(1, 1), {}};
+  AcquisitionDomain domain{
+      {0, 0}, Eigen::Vector2d(0, 0), Eigen::Vector2d(1, 1), {}};
   const std::vector<ScoredPoint> ranked = MaximizeAcquisition(
       acq, domain, Eigen::MatrixXd(0, 2), Eigen::Vector2d(0.1, 0.1), 3);
   ASSERT_FALSE(ranked.empty());
@@ -209,7 +219,8 @@ TEST(MaximizeAcquisitionTest, FindsTheMaximumAndRanksResults) {
   double grid_best = -1e300;
   for (double a = 0; a <= 1; a += 0.01) {
     for (double b = 0; b <= 1; b += 0.01) {
-      grid_best = std::max(grid_best, acq.Evaluate(Eigen::Vector2d(a, b), nullptr));
+      grid_best =
+          std::max(grid_best, acq.Evaluate(Eigen::Vector2d(a, b), nullptr));
     }
   }
   EXPECT_GE(ranked[0].value, grid_best - 1e-6);
@@ -246,9 +257,7 @@ class CountingAcquisition final : public Acquisition {
 
   int without_gradient() const { return without_gradient_; }
   // Whether an evaluation without a gradient saw `category` in column j.
-  bool Saw(int j, int category) const {
-    return seen_.contains({j, category});
-  }
+  bool Saw(int j, int category) const { return seen_.contains({j, category}); }
 
  private:
   double Value(const Eigen::VectorXd& x) const {
@@ -271,9 +280,9 @@ TEST(MaximizeAcquisitionTest, CategoryAscentTriesEveryCategoryThatFits) {
   AcquisitionOptimizerOptions options;
   options.raw_samples = 16;
   options.perturbations = 0;
-  const std::vector<ScoredPoint> ranked = MaximizeAcquisition(
-      acq, domain, Eigen::MatrixXd(0, 3), Eigen::Vector3d(0.1, 0, 0), 5,
-      options);
+  const std::vector<ScoredPoint> ranked =
+      MaximizeAcquisition(acq, domain, Eigen::MatrixXd(0, 3),
+                          Eigen::Vector3d(0.1, 0, 0), 5, options);
   ASSERT_FALSE(ranked.empty());
   for (int c = 0; c < 12; ++c) EXPECT_TRUE(acq.Saw(1, c)) << c;
   for (int c = 0; c < 3; ++c) EXPECT_TRUE(acq.Saw(2, c)) << c;
@@ -290,9 +299,9 @@ TEST(MaximizeAcquisitionTest, CategoryAscentStaysWithinItsBudget) {
   const AcquisitionDomain domain{
       {0, 1000, 3}, Eigen::Vector3d(0, 0, 0), Eigen::Vector3d(1, 1, 1), {}};
   const AcquisitionOptimizerOptions options;
-  const std::vector<ScoredPoint> ranked = MaximizeAcquisition(
-      acq, domain, Eigen::MatrixXd(0, 3), Eigen::Vector3d(0.1, 0, 0), 5,
-      options);
+  const std::vector<ScoredPoint> ranked =
+      MaximizeAcquisition(acq, domain, Eigen::MatrixXd(0, 3),
+                          Eigen::Vector3d(0.1, 0, 0), 5, options);
   ASSERT_FALSE(ranked.empty());
   EXPECT_TRUE(std::isfinite(ranked[0].value));
   // Per start: the value before the ascent, the categories tried, the value

@@ -292,7 +292,8 @@ SearchSpace WideRootSpace(int categories, int children) {
   return *SearchSpace::Create(params);
 }
 
-TEST(WideConditionalSpaceTest, GpBanditSuggestsValidNewConfigurationsFromItsModel) {
+TEST(WideConditionalSpaceTest,
+     GpBanditSuggestsValidNewConfigurationsFromItsModel) {
   const SearchSpace space = WideRootSpace(1000, 499);
   GpBanditSuggester suggester;
   SuggestRequest request;
@@ -456,8 +457,8 @@ TEST(TreeKernelTest, ActivityFollowsTheDefinitionOnOverlappingConditions) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   auto group = [](int column, int parent_group, int parent_column,
                   std::vector<std::pair<double, double>> accepted) {
-    return TreeKernelGroup{{column}, {false}, parent_group, parent_column,
-                           std::move(accepted)};
+    return TreeKernelGroup{
+        {column}, {false}, parent_group, parent_column, std::move(accepted)};
   };
   // Column 0: a 6-category root; 1: numeric; 2: an integer's coordinate.
   const std::vector<TreeKernelGroup> groups = {
@@ -525,8 +526,8 @@ TEST(TreeKernelTest, APointOfAWideRootActivatesItsPathAlone) {
     const std::vector<int> listed(active.groups.begin() + active.begin[c],
                                   active.groups.begin() + active.begin[c + 1]);
     // Child k is parameter 1 + k, alone in group 1 + k.
-    EXPECT_EQ(listed, c < 499 ? std::vector<int>({0, 1 + c})
-                              : std::vector<int>({0}))
+    EXPECT_EQ(listed,
+              c < 499 ? std::vector<int>({0, 1 + c}) : std::vector<int>({0}))
         << "category " << c;
   }
   // And the kernel between two points of one category compares their

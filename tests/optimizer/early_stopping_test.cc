@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "optimizer/fidelity.h"
-#include "tests/optimizer/spaces.h"
-#include "testing/learning_curves.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "optimizer/fidelity.h"
+#include "testing/learning_curves.h"
+#include "tests/optimizer/spaces.h"
 
 namespace hypertune::optimizer {
 namespace {
@@ -590,7 +590,8 @@ TEST(HyperbandTest, TheLargestResourcesStayExact) {
   c.reduction_factor = EarlyStoppingConfig::kMaxReductionFactor;
   ASSERT_TRUE(ValidateEarlyStoppingConfig(c).ok());
   EXPECT_EQ(MaxBrackets(c), 3);  // 1, 1e6, 1e12 <= 2^53 < 1e18
-  EXPECT_THAT(RungResources(c, 0), ElementsAre(1, 1'000'000, 1'000'000'000'000));
+  EXPECT_THAT(RungResources(c, 0),
+              ElementsAre(1, 1'000'000, 1'000'000'000'000));
 }
 
 TEST(ValidateTest, NamesTheFieldAndTheProblem) {
@@ -614,8 +615,9 @@ TEST(ValidateTest, NamesTheFieldAndTheProblem) {
   EXPECT_EQ(message(c), "early_stopping.min_resource: must be >= 1, got 0");
   c = Asha();
   c.reduction_factor = 1.5;
-  EXPECT_EQ(message(c),
-            "early_stopping.reduction_factor: must be in [2, 1000000], got 1.5");
+  EXPECT_EQ(
+      message(c),
+      "early_stopping.reduction_factor: must be in [2, 1000000], got 1.5");
   c = Hyperband(5);
   EXPECT_THAT(message(c),
               HasSubstr("early_stopping.brackets: must be in [0, 4]"));

@@ -313,8 +313,7 @@ bool SameSuggestions(const std::string& a, const std::string& b) {
     char* y_end = nullptr;
     const double x = std::strtod(x_text.c_str(), &x_end);
     const double y = std::strtod(y_text.c_str(), &y_end);
-    if (*x_end != '\0' || *y_end != '\0' || x_text.empty() ||
-        y_text.empty()) {
+    if (*x_end != '\0' || *y_end != '\0' || x_text.empty() || y_text.empty()) {
       return false;
     }
     if (std::abs(x - y) > 1e-6 * std::max(1.0, std::abs(y))) return false;

@@ -29,10 +29,10 @@ double Quadratic(const Assignment& a) {
 std::vector<Observation> RunStudy(Suggester& s, const SearchSpace& space,
                                   double (*f)(const Assignment&), int trials,
                                   uint64_t seed) {
-  return RunSequentialStudy(s, space, trials, seed, {},
-                            [f](const Assignment& a) {
-                              return Observation{a, Outcome::kCompleted, {f(a)}};
-                            });
+  return RunSequentialStudy(
+      s, space, trials, seed, {}, [f](const Assignment& a) {
+        return Observation{a, Outcome::kCompleted, {f(a)}};
+      });
 }
 
 double Best(const std::vector<Observation>& h) {
@@ -82,9 +82,11 @@ TEST(GpBanditTest, RefitCheckpointsEveryTrialThenEveryTenPercent) {
   EXPECT_EQ(GpBanditSuggester::LastRefitCheckpoint(24), 20);
   EXPECT_EQ(GpBanditSuggester::LastRefitCheckpoint(25), 25);
   // Steps of c / 10 past 50.
-  EXPECT_EQ(GpBanditSuggester::LastRefitCheckpoint(1000) + 
-            std::max(5, GpBanditSuggester::LastRefitCheckpoint(1000) / 10) > 1000,
-            true);
+  EXPECT_EQ(
+      GpBanditSuggester::LastRefitCheckpoint(1000) +
+              std::max(5, GpBanditSuggester::LastRefitCheckpoint(1000) / 10) >
+          1000,
+      true);
 }
 
 // A long-lived instance (with caches) and a fresh one for every request
@@ -138,7 +140,8 @@ TEST(GpBanditTest, AveragesOverHyperparameterDrawsOnlyWhileTrialsAreFew) {
     return gp.Suggest(r).value().front();
   };
   int differ = 0;
-  for (int n = 6; n <= 12; ++n) differ += pick(map_only, n) != pick(integrated, n);
+  for (int n = 6; n <= 12; ++n)
+    differ += pick(map_only, n) != pick(integrated, n);
   EXPECT_GE(differ, 4);
   EXPECT_EQ(pick(map_only, 13), pick(integrated, 13));
   EXPECT_EQ(pick(map_only, 14), pick(integrated, 14));
@@ -175,21 +178,23 @@ TEST(GpBanditModelsTest, APendingPointPredictedToImproveRaisesTheBar) {
   // Six trials around the optimum (0.3, -0.7), none on it, so that the
   // posterior mean peaks above the best of them.
   std::vector<Observation> six;
-  for (const Assignment& a : std::vector<Assignment>{
-           {-1.5, -1.5}, {1.5, 1.5}, {-1.5, 1.5}, {1.5, -1.5}, {0, 0},
-           {1, -1.5}}) {
+  for (const Assignment& a : std::vector<Assignment>{{-1.5, -1.5},
+                                                     {1.5, 1.5},
+                                                     {-1.5, 1.5},
+                                                     {1.5, -1.5},
+                                                     {0, 0},
+                                                     {1, -1.5}}) {
     six.push_back({a, Outcome::kCompleted, {Quadratic(a)}});
   }
   const SuggestRequest r = NextRequest(space, six, 1);
   const gp_bandit::Coordinates coords(space);
-  const gp_bandit::EncodedHistory history =
-      gp_bandit::EncodeHistory(r, coords);
+  const gp_bandit::EncodedHistory history = gp_bandit::EncodeHistory(r, coords);
   const std::vector<MetricConfig> metrics = MetricsOf(r);
   const GpBanditOptions options;
   std::vector<gp_bandit::MetricFits> fits;
   fits.emplace_back(options);
-  const gp_bandit::ModelInputs inputs{&space, &coords, &history,
-                                      &metrics, r.seed, {}};
+  const gp_bandit::ModelInputs inputs{&space,   &coords, &history,
+                                      &metrics, r.seed,  {}};
   gp_bandit::Models models =
       gp_bandit::BuildModels(inputs, options, fits).value();
   auto mean_at = [&](const Eigen::VectorXd& x) {
@@ -320,7 +325,8 @@ TEST(GpBanditTest, AStoppedBackgroundFitIsDroppedAndAskedForAgain) {
 
 // Maximized: a bumpy function on [-2, 2]^2 with several local optima.
 double Bumpy(const Assignment& a) {
-  return std::sin(3 * a[0]) * std::cos(2 * a[1]) - 0.1 * (a[0] * a[0] + a[1] * a[1]);
+  return std::sin(3 * a[0]) * std::cos(2 * a[1]) -
+         0.1 * (a[0] * a[0] + a[1] * a[1]);
 }
 
 TEST(GpBanditTest, BatchesAndPendingTrialsAreNotNearDuplicates) {
@@ -330,7 +336,8 @@ TEST(GpBanditTest, BatchesAndPendingTrialsAreNotNearDuplicates) {
   };
   for (uint64_t seed : {3, 4}) {
     GpBanditSuggester gp;
-    const std::vector<Observation> history = RunStudy(gp, space, Bumpy, 12, seed);
+    const std::vector<Observation> history =
+        RunStudy(gp, space, Bumpy, 12, seed);
     SuggestRequest r;
     r.space = &space;
     r.history = history;
@@ -341,7 +348,9 @@ TEST(GpBanditTest, BatchesAndPendingTrialsAreNotNearDuplicates) {
     ASSERT_EQ(batch.size(), 4u);
     for (size_t i = 0; i < batch.size(); ++i) {
       for (size_t j = 0; j < i; ++j) {
-        EXPECT_GT(distance(batch[i], batch[j]), 0.01) << i << " " << j << " seed " << seed << " (" << batch[i][0] << "," << batch[i][1] << ") (" << batch[j][0] << "," << batch[j][1] << ")";
+        EXPECT_GT(distance(batch[i], batch[j]), 0.01)
+            << i << " " << j << " seed " << seed << " (" << batch[i][0] << ","
+            << batch[i][1] << ") (" << batch[j][0] << "," << batch[j][1] << ")";
       }
     }
     // One at a time with the earlier picks pending: the same behaviour.
@@ -419,7 +428,9 @@ TEST(IncumbentRegionTest, ALengthscaleEachWayCappedAndClippedToTheBox) {
 }
 
 // Maximized: depends on x0 only.
-double FirstCoordinateOnly(const Assignment& a) { return -std::pow(a[0] - 0.3, 2); }
+double FirstCoordinateOnly(const Assignment& a) {
+  return -std::pow(a[0] - 0.3, 2);
+}
 
 // Of x1..x7 of the next suggestion, how many lie within 0.1 of the
 // incumbent's (the pull leaves a tenth of the distance: pick.h).
@@ -615,8 +626,7 @@ TEST(GpBanditPickTest, TheDesignAndTheFallbackSkipTakenPoints) {
   for (const Assignment& a : all) {
     if (a != Assignment{7, 4}) taken.insert(a);
   }
-  EXPECT_EQ(gp_bandit::UntriedPoint(space, 1, 50, taken),
-            (Assignment{7, 4}));
+  EXPECT_EQ(gp_bandit::UntriedPoint(space, 1, 50, taken), (Assignment{7, 4}));
   taken.insert({7, 4});
   EXPECT_FALSE(gp_bandit::UntriedPoint(space, 1, 50, taken).has_value());
 }

@@ -53,9 +53,10 @@ TEST(NegLogPosteriorTest, GradientMatchesFiniteDifferences) {
       Eigen::VectorXd up = flat, down = flat;
       up[i] += h;
       down[i] -= h;
-      const double fd = (NegLogPosterior(kernel, d.x, d.y, up, prior, nullptr) -
-                         NegLogPosterior(kernel, d.x, d.y, down, prior, nullptr)) /
-                        (2 * h);
+      const double fd =
+          (NegLogPosterior(kernel, d.x, d.y, up, prior, nullptr) -
+           NegLogPosterior(kernel, d.x, d.y, down, prior, nullptr)) /
+          (2 * h);
       EXPECT_NEAR(grad[i], fd, 1e-5 * (1 + std::abs(fd))) << "parameter " << i;
     }
   };
@@ -114,9 +115,9 @@ TEST(GaussianProcessTest, IncrementalCholeskyAgreesWithFullFactorization) {
   p.log_noise_variance = std::log(1e-6);
   const GaussianProcess full =
       GaussianProcess::Create(*kernel, p, data.x, data.y).value();
-  GaussianProcess grown = GaussianProcess::Create(*kernel, p, data.x.topRows(25),
-                                                  data.y.head(25))
-                              .value();
+  GaussianProcess grown =
+      GaussianProcess::Create(*kernel, p, data.x.topRows(25), data.y.head(25))
+          .value();
   for (int i = 25; i < 40; ++i) {
     ASSERT_TRUE(grown.AddPoint(data.x.row(i).transpose(), data.y[i]).ok());
   }
@@ -151,8 +152,8 @@ TEST(GaussianProcessTest, PosteriorInterpolatesTrainingDataWithSmallNoise) {
   const Data data = SmoothData(30, 2, 4);
   const auto kernel = MakeMixedKernel({false, false});
   const GpPrior prior = GpPrior::ForDimension(2);
-  const GpParams p = FitGpParams(*kernel, data.x, data.y, {prior.Mode(2)},
-                                 prior, 1e-6, 100);
+  const GpParams p =
+      FitGpParams(*kernel, data.x, data.y, {prior.Mode(2)}, prior, 1e-6, 100);
   EXPECT_LT(std::exp(p.log_noise_variance), 1e-2);
   const GaussianProcess gp =
       GaussianProcess::Create(*kernel, p, data.x, data.y).value();
@@ -167,7 +168,8 @@ TEST(GaussianProcessTest, PosteriorInterpolatesTrainingDataWithSmallNoise) {
   EXPECT_GT(var[0], 0.5 * std::exp(p.log_signal_variance));
 }
 
-TEST(GaussianProcessTest, PredictWithGradientMatchesPredictAndFiniteDifferences) {
+TEST(GaussianProcessTest,
+     PredictWithGradientMatchesPredictAndFiniteDifferences) {
   const Data data = SmoothData(20, 3, 5);
   const auto kernel = MakeMixedKernel({false, false, false});
   GpParams p = GpPrior::ForDimension(3).Mode(3);
@@ -244,11 +246,11 @@ double FittedNegLogPosterior(KernelStructure structure, const Data& data) {
   const int d = static_cast<int>(data.x.cols());
   const std::unique_ptr<Kernel> kernel =
       MakeMixedKernel(std::vector<bool>(d, false), structure);
-  const GpPrior prior = GpPrior::ForDimension(
-      structure == KernelStructure::kAdditive ? 1 : d);
-  const GpParams p = FitGpParams(*kernel, data.x, data.y,
-                                 {prior.Mode(kernel->num_params())}, prior,
-                                 1e-6, 100);
+  const GpPrior prior =
+      GpPrior::ForDimension(structure == KernelStructure::kAdditive ? 1 : d);
+  const GpParams p =
+      FitGpParams(*kernel, data.x, data.y, {prior.Mode(kernel->num_params())},
+                  prior, 1e-6, 100);
   return NegLogPosterior(*kernel, data.x, data.y, p.Flat(), prior, nullptr);
 }
 

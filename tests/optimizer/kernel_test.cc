@@ -82,11 +82,11 @@ TEST_P(KernelGradientTest, InputGradientMatchesFiniteDifferences) {
       Eigen::VectorXd up = at, down = at;
       up[j] += h;
       down[j] -= h;
-      const Eigen::VectorXd fd = (k->Matrix(up.transpose(), b) -
-                                  k->Matrix(down.transpose(), b))
-                                     .row(0)
-                                     .transpose() /
-                                 (2 * h);
+      const Eigen::VectorXd fd =
+          (k->Matrix(up.transpose(), b) - k->Matrix(down.transpose(), b))
+              .row(0)
+              .transpose() /
+          (2 * h);
       EXPECT_LT((grad.col(j) - fd).norm(), 1e-6) << "dimension " << j;
     }
   }
@@ -100,9 +100,11 @@ const KernelCase kKernelCases[] = {
     {"AdditiveProduct", {false, true, false, true}, KernelStructure::kAdditive},
 };
 
-INSTANTIATE_TEST_SUITE_P(
-    Kernels, KernelGradientTest, ::testing::ValuesIn(kKernelCases),
-    [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Kernels, KernelGradientTest,
+                         ::testing::ValuesIn(kKernelCases),
+                         [](const auto& info) {
+                           return std::string(info.param.name);
+                         });
 
 TEST(Matern52KernelTest, KnownValues) {
   Matern52Kernel k({0, 1});

@@ -300,14 +300,13 @@ TEST(LearningCurveModelTest, CategoriesAreUnordered) {
   // the good two are neighbours in one space and ends in the other, the
   // model must predict the same: categories are compared for equality only,
   // never placed on a line.
-  const std::vector<std::string> names = {"sgd", "adam", "rmsprop",
-                                          "adagrad"};
+  const std::vector<std::string> names = {"sgd", "adam", "rmsprop", "adagrad"};
   const std::vector<std::string> reordered = {"adam", "rmsprop", "adagrad",
                                               "sgd"};
   auto index_in = [](const std::vector<std::string>& order,
                      const std::string& name) {
-    return static_cast<double>(
-        std::find(order.begin(), order.end(), name) - order.begin());
+    return static_cast<double>(std::find(order.begin(), order.end(), name) -
+                               order.begin());
   };
   Study in_names, in_reordered;
   for (int i = 0; i < 16; ++i) {
@@ -327,17 +326,17 @@ TEST(LearningCurveModelTest, CategoriesAreUnordered) {
   const SearchSpace reordered_space = WithOptimizer(reordered);
   const std::optional<LearningCurveModel> a = LearningCurveModel::Fit(
       ModelAsha(), names_space, in_names.curves, in_names.parameters);
-  const std::optional<LearningCurveModel> b = LearningCurveModel::Fit(
-      ModelAsha(), reordered_space, in_reordered.curves,
-      in_reordered.parameters);
+  const std::optional<LearningCurveModel> b =
+      LearningCurveModel::Fit(ModelAsha(), reordered_space, in_reordered.curves,
+                              in_reordered.parameters);
   ASSERT_TRUE(a.has_value());
   ASSERT_TRUE(b.has_value());
   for (const std::string& optimizer : names) {
     for (const double x : {0.1, 0.5, 0.7}) {
-      const LearningCurveModel::Posterior pa = a->Final(
-          names_space.Encode({x, index_in(names, optimizer)}));
-      const LearningCurveModel::Posterior pb = b->Final(
-          reordered_space.Encode({x, index_in(reordered, optimizer)}));
+      const LearningCurveModel::Posterior pa =
+          a->Final(names_space.Encode({x, index_in(names, optimizer)}));
+      const LearningCurveModel::Posterior pb =
+          b->Final(reordered_space.Encode({x, index_in(reordered, optimizer)}));
       EXPECT_NEAR(pa.mean, pb.mean, 1e-6) << optimizer << " at x = " << x;
       EXPECT_NEAR(pa.sd, pb.sd, 1e-6) << optimizer << " at x = " << x;
     }

@@ -29,10 +29,11 @@ TEST(LogProbabilityWithinTest, MatchesTheNormalCdf) {
     const double expected =
         (std::isfinite(c.upper) ? NormalCdf((c.upper - c.mean) / c.sigma) : 1) -
         (std::isfinite(c.lower) ? NormalCdf((c.lower - c.mean) / c.sigma) : 0);
-    EXPECT_NEAR(std::exp(LogProbabilityWithin(c.mean, c.sigma, c.lower,
-                                              c.upper).value),
-                expected, 1e-12)
-        << c.mean << " " << c.sigma << " [" << c.lower << ", " << c.upper << "]";
+    EXPECT_NEAR(
+        std::exp(LogProbabilityWithin(c.mean, c.sigma, c.lower, c.upper).value),
+        expected, 1e-12)
+        << c.mean << " " << c.sigma << " [" << c.lower << ", " << c.upper
+        << "]";
   }
   EXPECT_EQ(LogProbabilityWithin(3, 1, -kInf, kInf).value, 0.0);
 }
@@ -62,12 +63,14 @@ TEST(LogProbabilityWithinTest, DerivativesMatchFiniteDifferences) {
                                          {8.0, 0.5, -kInf, 0.0}}) {
     const AcquisitionValue v =
         LogProbabilityWithin(c.mean, c.sigma, c.lower, c.upper);
-    const double dm = (LogProbabilityWithin(c.mean + h, c.sigma, c.lower, c.upper).value -
-                       LogProbabilityWithin(c.mean - h, c.sigma, c.lower, c.upper).value) /
-                      (2 * h);
-    const double ds = (LogProbabilityWithin(c.mean, c.sigma + h, c.lower, c.upper).value -
-                       LogProbabilityWithin(c.mean, c.sigma - h, c.lower, c.upper).value) /
-                      (2 * h);
+    const double dm =
+        (LogProbabilityWithin(c.mean + h, c.sigma, c.lower, c.upper).value -
+         LogProbabilityWithin(c.mean - h, c.sigma, c.lower, c.upper).value) /
+        (2 * h);
+    const double ds =
+        (LogProbabilityWithin(c.mean, c.sigma + h, c.lower, c.upper).value -
+         LogProbabilityWithin(c.mean, c.sigma - h, c.lower, c.upper).value) /
+        (2 * h);
     EXPECT_NEAR(v.d_mean, dm, 1e-5 * (1 + std::abs(dm))) << c.mean;
     EXPECT_NEAR(v.d_sigma, ds, 1e-5 * (1 + std::abs(ds))) << c.mean;
   }
@@ -106,9 +109,9 @@ TEST(LogHypervolumeImprovementTest, CertainPosteriorGivesTheExactImprovement) {
   options.samples = 4096;
   options.temperature = 1e-6;
   const LogHypervolumeImprovement ehvi({&a, &b}, front, r, 3, options);
-  for (const Eigen::Vector2d& y : {Eigen::Vector2d(0.8, 0.8),
-                                  Eigen::Vector2d(1.5, -0.5),
-                                  Eigen::Vector2d(0.2, 0.7)}) {
+  for (const Eigen::Vector2d& y :
+       {Eigen::Vector2d(0.8, 0.8), Eigen::Vector2d(1.5, -0.5),
+        Eigen::Vector2d(0.2, 0.7)}) {
     Eigen::MatrixXd with(4, 2);
     with << front, y.transpose();
     const double improvement = Hypervolume(with, r) - Hypervolume(front, r);
@@ -119,10 +122,12 @@ TEST(LogHypervolumeImprovementTest, CertainPosteriorGivesTheExactImprovement) {
     EXPECT_NEAR(estimate, improvement, 0.02 * improvement) << y.transpose();
   }
   // A dominated outcome improves nothing: far below the improving ones.
-  const double dominated = ehvi.FromMoments(
-      Eigen::Vector2d(0.2, 0.2), Eigen::Vector2d(1e-12, 1e-12), nullptr, nullptr);
-  const double improving = ehvi.FromMoments(
-      Eigen::Vector2d(0.8, 0.8), Eigen::Vector2d(1e-12, 1e-12), nullptr, nullptr);
+  const double dominated =
+      ehvi.FromMoments(Eigen::Vector2d(0.2, 0.2), Eigen::Vector2d(1e-12, 1e-12),
+                       nullptr, nullptr);
+  const double improving =
+      ehvi.FromMoments(Eigen::Vector2d(0.8, 0.8), Eigen::Vector2d(1e-12, 1e-12),
+                       nullptr, nullptr);
   EXPECT_LT(dominated, improving - 100);
 }
 
@@ -131,8 +136,8 @@ TEST(LogHypervolumeImprovementTest, UncertaintyAddsExpectedImprovement) {
   const GaussianProcess a = SmallGp(0, *kernel), b = SmallGp(1, *kernel);
   Eigen::MatrixXd front(2, 2);
   front << 1, 0, 0, 1;
-  const LogHypervolumeImprovement ehvi({&a, &b}, front,
-                                       Eigen::Vector2d(-1, -1), 3);
+  const LogHypervolumeImprovement ehvi({&a, &b}, front, Eigen::Vector2d(-1, -1),
+                                       3);
   // On the front itself: improvement only through the spread.
   const Eigen::Vector2d on_front(1.0, 0.0);
   double previous = -kInf;
@@ -162,19 +167,21 @@ TEST(LogHypervolumeImprovementTest, GradientsMatchFiniteDifferences) {
     down[i] -= h;
     EXPECT_NEAR(dm[i],
                 (ehvi.FromMoments(up, sigma, nullptr, nullptr) -
-                 ehvi.FromMoments(down, sigma, nullptr, nullptr)) / (2 * h),
+                 ehvi.FromMoments(down, sigma, nullptr, nullptr)) /
+                    (2 * h),
                 1e-4 * (1 + std::abs(dm[i])));
     Eigen::Vector2d sup = sigma, sdown = sigma;
     sup[i] += h;
     sdown[i] -= h;
     EXPECT_NEAR(ds[i],
                 (ehvi.FromMoments(mean, sup, nullptr, nullptr) -
-                 ehvi.FromMoments(mean, sdown, nullptr, nullptr)) / (2 * h),
+                 ehvi.FromMoments(mean, sdown, nullptr, nullptr)) /
+                    (2 * h),
                 1e-4 * (1 + std::abs(ds[i])));
   }
   // Inputs: through both GPs.
-  for (const Eigen::Vector2d& x : {Eigen::Vector2d(0.37, 0.61),
-                                  Eigen::Vector2d(0.7, 0.15)}) {
+  for (const Eigen::Vector2d& x :
+       {Eigen::Vector2d(0.37, 0.61), Eigen::Vector2d(0.7, 0.15)}) {
     Eigen::VectorXd grad;
     ehvi.Evaluate(x, &grad);
     for (int j = 0; j < 2; ++j) {
@@ -205,13 +212,13 @@ TEST(ConstrainedAcquisitionTest, AddsTheLogProbabilityOfEveryConstraint) {
   for (const ConstraintModel& c : constraints) {
     Eigen::VectorXd mean, var;
     c.gp->Predict(x.transpose(), &mean, &var);
-    expected += std::log(
-        (std::isfinite(c.upper)
-             ? NormalCdf((c.upper - mean[0]) / std::sqrt(var[0]))
-             : 1.0) -
-        (std::isfinite(c.lower)
-             ? NormalCdf((c.lower - mean[0]) / std::sqrt(var[0]))
-             : 0.0));
+    expected +=
+        std::log((std::isfinite(c.upper)
+                      ? NormalCdf((c.upper - mean[0]) / std::sqrt(var[0]))
+                      : 1.0) -
+                 (std::isfinite(c.lower)
+                      ? NormalCdf((c.lower - mean[0]) / std::sqrt(var[0]))
+                      : 0.0));
   }
   EXPECT_NEAR(feasibility_only.Evaluate(x, nullptr), expected, 1e-10);
   EXPECT_NEAR(with_objective.Evaluate(x, nullptr),
@@ -224,7 +231,8 @@ TEST(ConstrainedAcquisitionTest, AddsTheLogProbabilityOfEveryConstraint) {
       Eigen::VectorXd up = x, down = x;
       up[j] += 1e-6;
       down[j] -= 1e-6;
-      const double fd = (a->Evaluate(up, nullptr) - a->Evaluate(down, nullptr)) / 2e-6;
+      const double fd =
+          (a->Evaluate(up, nullptr) - a->Evaluate(down, nullptr)) / 2e-6;
       EXPECT_NEAR(grad[j], fd, 1e-4 * (1 + std::abs(fd)));
     }
     Eigen::MatrixXd xs(1, 2);

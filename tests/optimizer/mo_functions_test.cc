@@ -3,9 +3,9 @@
 #include <cmath>
 #include <vector>
 
-#include "testing/multi_objective.h"
 #include "gtest/gtest.h"
 #include "optimizer/pareto.h"
+#include "testing/multi_objective.h"
 
 namespace hypertune::bench {
 namespace {
@@ -23,7 +23,8 @@ TEST(MultiObjectiveSuiteTest, ParetoSetsMapOntoTheKnownFronts) {
     const Eigen::VectorXd x = ParetoSetPoint(t, 6, 0.0);
     EXPECT_NEAR(Zdt1(x)[1], 1 - std::sqrt(t), 1e-15);
     EXPECT_NEAR(Zdt2(x)[1], 1 - t * t, 1e-15);
-    EXPECT_NEAR(Zdt3(x)[1], 1 - std::sqrt(t) - t * std::sin(10 * kPi * t), 1e-14);
+    EXPECT_NEAR(Zdt3(x)[1], 1 - std::sqrt(t) - t * std::sin(10 * kPi * t),
+                1e-14);
     // Off the set, g > 1 pushes f2 up.
     EXPECT_GT(Zdt1(ParetoSetPoint(t, 6, 0.1))[1], Zdt1(x)[1]);
     Eigen::VectorXd y = ParetoSetPoint(t, 6, 0.5);
@@ -48,15 +49,16 @@ TEST(MultiObjectiveSuiteTest, FrontHypervolumesMatchDenseSamples) {
   const MultiObjectiveProblem zdt1 = FindMultiObjectiveProblem("zdt1").value();
   const MultiObjectiveProblem zdt2 = FindMultiObjectiveProblem("zdt2").value();
   const MultiObjectiveProblem zdt3 = FindMultiObjectiveProblem("zdt3").value();
-  const MultiObjectiveProblem dtlz2 = FindMultiObjectiveProblem("dtlz2").value();
+  const MultiObjectiveProblem dtlz2 =
+      FindMultiObjectiveProblem("dtlz2").value();
   // Sampled fronts fall short by O(1 / samples).
   const int n = 20000;
   const double zdt1_sampled = SampledFrontVolume(
       [](double t) { return 1 - std::sqrt(t); }, zdt1.reference, n);
   EXPECT_LT(zdt1_sampled, zdt1.front_hypervolume);
   EXPECT_NEAR(zdt1_sampled, zdt1.front_hypervolume, 1e-4);
-  const double zdt2_sampled = SampledFrontVolume(
-      [](double t) { return 1 - t * t; }, zdt2.reference, n);
+  const double zdt2_sampled =
+      SampledFrontVolume([](double t) { return 1 - t * t; }, zdt2.reference, n);
   EXPECT_LT(zdt2_sampled, zdt2.front_hypervolume);
   EXPECT_NEAR(zdt2_sampled, zdt2.front_hypervolume, 1e-4);
   const double zdt3_sampled = SampledFrontVolume(
@@ -88,8 +90,10 @@ TEST(ConstrainedSuiteTest, MinimaAreFeasibleAndNoGridPointBeatsThem) {
     for (int i = 0; i <= k; ++i) {
       for (int j = 0; j <= k; ++j) {
         Eigen::VectorXd x(2);
-        x << p.bounds[0].first + (p.bounds[0].second - p.bounds[0].first) * i / k,
-            p.bounds[1].first + (p.bounds[1].second - p.bounds[1].first) * j / k;
+        x << p.bounds[0].first +
+                 (p.bounds[0].second - p.bounds[0].first) * i / k,
+            p.bounds[1].first +
+                (p.bounds[1].second - p.bounds[1].first) * j / k;
         const double f = p.f(x);
         worst = std::max(worst, f);
         if ((p.constraints(x).array() <= 0).all()) best = std::min(best, f);

@@ -55,11 +55,10 @@ std::vector<double> TwoBowls(const Assignment& a) {
 // Runs `trials` sequential trials of a metric function; returns the history.
 template <typename F>
 std::vector<Observation> RunStudy(Suggester& s, const SearchSpace& space,
-                                  const std::vector<MetricConfig>& metrics,
-                                  F f, int trials, uint64_t seed) {
+                                  const std::vector<MetricConfig>& metrics, F f,
+                                  int trials, uint64_t seed) {
   return RunSequentialStudy(
-      s, space, trials, seed,
-      [&](SuggestRequest& r) { r.metrics = metrics; },
+      s, space, trials, seed, [&](SuggestRequest& r) { r.metrics = metrics; },
       [&](const Assignment& a) { return Completed(a, f(a)); });
 }
 
@@ -70,14 +69,15 @@ SuggestRequest MixedRequest(const SearchSpace& space) {
   r.space = &space;
   r.metrics = {Objective(), Objective(), AtMost(1.0)};
   r.seed = 4;
-  const std::vector<Assignment> xs = {{0.2, 3, 0}, {0.7, 5, 1}, {0.4, 1, 2},
-                                      {0.9, 8, 0}, {0.1, 2, 1}, {0.55, 6, 2},
-                                      {0.3, 4, 1}, {0.8, 7, 2}, {0.65, 3, 0},
+  const std::vector<Assignment> xs = {{0.2, 3, 0},  {0.7, 5, 1},  {0.4, 1, 2},
+                                      {0.9, 8, 0},  {0.1, 2, 1},  {0.55, 6, 2},
+                                      {0.3, 4, 1},  {0.8, 7, 2},  {0.65, 3, 0},
                                       {0.05, 5, 2}, {0.45, 2, 0}, {0.95, 1, 1}};
   for (size_t i = 0; i < xs.size(); ++i) {
     const Assignment& x = xs[i];
     r.history.push_back(Completed(
-        x, {-x[0] * x[0] + 0.1 * x[2], -(1 - x[0]) * x[1] / 8, x[0] + x[1] / 8}));
+        x,
+        {-x[0] * x[0] + 0.1 * x[2], -(1 - x[0]) * x[1] / 8, x[0] + x[1] / 8}));
   }
   r.history[3].values[0] = -kInf;  // Counts as the worst value seen.
   r.history[7].values[2] = kInf;   // Misses the constraint.
@@ -147,12 +147,12 @@ TEST(MetricRequestTest, PreferenceOrderIsFeasibleThenRankThenViolation) {
   r.space = &space;
   r.metrics = {Objective(), Objective(), AtMost(0.0)};
   r.history = {
-      Completed({0.0}, {1, 1, 0.5}),   // 0: best outcome, misses by 0.5.
-      Completed({0.1}, {0, 3, 0}),     // 1: front.
-      Completed({0.2}, {3, 0, -1}),    // 2: front.
-      Completed({0.3}, {2, 2, 0}),     // 3: front, the largest box.
-      Completed({0.4}, {1, 1, 0}),     // 4: rank 1.
-      Completed({0.5}, {0, 0, 0.1}),   // 5: misses by 0.1.
+      Completed({0.0}, {1, 1, 0.5}),  // 0: best outcome, misses by 0.5.
+      Completed({0.1}, {0, 3, 0}),    // 1: front.
+      Completed({0.2}, {3, 0, -1}),   // 2: front.
+      Completed({0.3}, {2, 2, 0}),    // 3: front, the largest box.
+      Completed({0.4}, {1, 1, 0}),    // 4: rank 1.
+      Completed({0.5}, {0, 0, 0.1}),  // 5: misses by 0.1.
   };
   const MetricTable t = TabulateMetrics(r);
   // Keep 2 of the front's 3: greedy hypervolume takes (2, 2) first.
@@ -186,14 +186,11 @@ TEST_P(MetricSuggesterTest, ReturnsValidDeterministicPoints) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllAlgorithms, MetricSuggesterTest,
-                         ::testing::Values(Algorithm::kRandom,
-                                           Algorithm::kQuasiRandom,
-                                           Algorithm::kTpe,
-                                           Algorithm::kGpBandit),
-                         [](const auto& info) {
-                           return std::string(AlgorithmName(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    AllAlgorithms, MetricSuggesterTest,
+    ::testing::Values(Algorithm::kRandom, Algorithm::kQuasiRandom,
+                      Algorithm::kTpe, Algorithm::kGpBandit),
+    [](const auto& info) { return std::string(AlgorithmName(info.param)); });
 
 // One objective in the metrics form is the single-objective problem: the
 // same suggestions as the form without metrics.
@@ -326,7 +323,8 @@ std::vector<double> DiscProblem(const Assignment& a) {
   return {a[0] + a[1], a[0] * a[0] + a[1] * a[1]};
 }
 
-TEST(GpBanditMetricsTest, FindsTheConstrainedOptimumAndAvoidsTheInfeasibleSide) {
+TEST(GpBanditMetricsTest,
+     FindsTheConstrainedOptimumAndAvoidsTheInfeasibleSide) {
   const SearchSpace space = Box(2);
   const std::vector<MetricConfig> metrics = {Objective(), AtMost(0.5)};
   for (uint64_t seed : {0, 1}) {
@@ -351,12 +349,12 @@ TEST(GpBanditMetricsTest, SeeksFeasibilityBeforeAnyFeasiblePointIsKnown) {
   const std::vector<MetricConfig> metrics = {Objective(), AtMost(0.12 * 0.12)};
   auto f = [](const Assignment& a) {
     return std::vector<double>{
-        -a[0] + a[1],
-        std::pow(a[0] - 0.85, 2) + std::pow(a[1] - 0.15, 2)};
+        -a[0] + a[1], std::pow(a[0] - 0.85, 2) + std::pow(a[1] - 0.15, 2)};
   };
   for (uint64_t seed : {0, 1, 2}) {
     GpBanditSuggester gp;
-    const std::vector<Observation> h = RunStudy(gp, space, metrics, f, 20, seed);
+    const std::vector<Observation> h =
+        RunStudy(gp, space, metrics, f, 20, seed);
     int first_feasible = -1;
     for (size_t t = 0; t < h.size() && first_feasible < 0; ++t) {
       if (h[t].values[1] <= 0.12 * 0.12) first_feasible = static_cast<int>(t);
@@ -400,8 +398,8 @@ TEST(TpeMetricsTest, MultiObjectiveSplitBeatsRandom) {
   for (uint64_t seed = 0; seed < 6; ++seed) {
     TpeSuggester tpe;
     const auto random = MakeSuggester(Algorithm::kRandom);
-    wins += HypervolumeFraction(RunStudy(tpe, space, metrics, TwoBowls, 60, seed),
-                                r, 1.0) >
+    wins += HypervolumeFraction(
+                RunStudy(tpe, space, metrics, TwoBowls, 60, seed), r, 1.0) >
             HypervolumeFraction(
                 RunStudy(*random, space, metrics, TwoBowls, 60, seed), r, 1.0);
   }

@@ -17,7 +17,8 @@ Eigen::MatrixXd Points(std::initializer_list<std::vector<double>> rows) {
   Eigen::MatrixXd y(rows.size(), rows.begin()->size());
   int i = 0;
   for (const std::vector<double>& r : rows) {
-    for (size_t j = 0; j < r.size(); ++j) y(i, static_cast<Eigen::Index>(j)) = r[j];
+    for (size_t j = 0; j < r.size(); ++j)
+      y(i, static_cast<Eigen::Index>(j)) = r[j];
     ++i;
   }
   return y;
@@ -26,7 +27,8 @@ Eigen::MatrixXd Points(std::initializer_list<std::vector<double>> rows) {
 // The hypervolume by inclusion-exclusion over every non-empty subset: the
 // union of boxes [r, y_i] has measure sum_S (-1)^(|S|+1) vol(cap_S), and
 // the intersection of boxes is the box up to their componentwise minimum.
-double BruteForceHypervolume(const Eigen::MatrixXd& y, const Eigen::VectorXd& r) {
+double BruteForceHypervolume(const Eigen::MatrixXd& y,
+                             const Eigen::VectorXd& r) {
   const int n = static_cast<int>(y.rows());
   double total = 0;
   for (int mask = 1; mask < (1 << n); ++mask) {
@@ -158,9 +160,9 @@ TEST(HypervolumeTest, ScalarizationsAverageToTheHypervolume) {
     for (int k = 0; k < lambda.rows(); ++k) {
       double best = 0;
       for (int i = 0; i < y.rows(); ++i) {
-        best = std::max(best, HypervolumeScalarization(
-                                  y.row(i).transpose(), r,
-                                  lambda.row(k).transpose()));
+        best =
+            std::max(best, HypervolumeScalarization(y.row(i).transpose(), r,
+                                                    lambda.row(k).transpose()));
       }
       sum += best;
     }

@@ -77,7 +77,8 @@ TEST_P(SuggesterTest, ReturnsCountValidAssignments) {
 TEST_P(SuggesterTest, IsDeterministic) {
   SuggestRequest request = Request(&space_, 5, 4, 3);
   request.history.push_back({space_.Decode(Eigen::VectorXd::Constant(5, 0.3)),
-                             Outcome::kCompleted, {1.5}});
+                             Outcome::kCompleted,
+                             {1.5}});
   const auto first = suggester_->Suggest(request);
   const auto second = MakeSuggester(GetParam())->Suggest(request);
   ASSERT_TRUE(first.ok() && second.ok());
@@ -204,8 +205,9 @@ TEST(AlgorithmNameTest, RoundTrips) {
                       Algorithm::kGpBandit, Algorithm::kTpe}) {
     EXPECT_EQ(ParseAlgorithm(AlgorithmName(a)).value(), a);
   }
-  EXPECT_THAT(ParseAlgorithm("random").status().message(),
-              HasSubstr("expected one of RANDOM, QUASI_RANDOM, GP_BANDIT, TPE"));
+  EXPECT_THAT(
+      ParseAlgorithm("random").status().message(),
+      HasSubstr("expected one of RANDOM, QUASI_RANDOM, GP_BANDIT, TPE"));
 }
 
 }  // namespace

@@ -66,8 +66,11 @@ ParameterConfig Categorical(const std::string& name, int k) {
 }
 
 TEST(LogGaussMassTest, MatchesTheCdfDifferenceAndStaysFiniteInTheTails) {
-  for (auto [a, b] : {std::pair{-1.0, 0.5}, {-3.0, -2.0}, {0.2, 2.5},
-                      {-0.1, 0.1}, {1.0, 8.0}}) {
+  for (auto [a, b] : {std::pair{-1.0, 0.5},
+                      {-3.0, -2.0},
+                      {0.2, 2.5},
+                      {-0.1, 0.1},
+                      {1.0, 8.0}}) {
     EXPECT_NEAR(LogGaussMass(a, b), std::log(Phi(b) - Phi(a)), 1e-10)
         << a << " " << b;
   }
@@ -141,8 +144,7 @@ TEST(ParzenEstimatorTest, ContinuousDensityIntegratesToOne) {
   const SearchSpace space = Box(1);
   for (bool multivariate : {false, true}) {
     const ParzenEstimator est(space, {{0, 0}}, {{0.02}, {0.5}, {0.51}, {0.97}},
-                              {1, 0.5, 1, 1},
-                              {.multivariate = multivariate});
+                              {1, 0.5, 1, 1}, {.multivariate = multivariate});
     // Simpson's rule on 2000 intervals.
     const int n = 2000;
     double sum = 0;
@@ -156,7 +158,8 @@ TEST(ParzenEstimatorTest, ContinuousDensityIntegratesToOne) {
 
 TEST(ParzenEstimatorTest, IntegerAndCategoryProbabilitiesSumToOne) {
   const SearchSpace space =
-      SearchSpace::Create({Integer("k", 1, 9), Integer("m", 1, 1000, Scale::kLog),
+      SearchSpace::Create({Integer("k", 1, 9),
+                           Integer("m", 1, 1000, Scale::kLog),
                            Categorical("c", 4)})
           .value();
   std::vector<GroupPoint> pts;
@@ -172,7 +175,8 @@ TEST(ParzenEstimatorTest, IntegerAndCategoryProbabilitiesSumToOne) {
   for (int k = 1; k <= 9; ++k) {
     for (int m = 1; m <= 1000; ++m) {
       for (int c = 0; c < 4; ++c) {
-        const Eigen::VectorXd u = space.Encode({double(k), double(m), double(c)});
+        const Eigen::VectorXd u =
+            space.Encode({double(k), double(m), double(c)});
         total += std::exp(est.LogPdf({u[0], u[1], double(c)}));
       }
     }
@@ -186,9 +190,9 @@ TEST(ParzenEstimatorTest, IntegerAndCategoryProbabilitiesSumToOne) {
 TEST(ParzenEstimatorTest, CellsAreWhatDecodesToOneValue) {
   const ParameterConfig lin = Integer("k", 3, 6);
   // Four values, each a quarter of [0,1].
-  EXPECT_THAT(std::vector<double>({CellOf(lin, 0.3).first,
-                                   CellOf(lin, 0.3).second}),
-              ElementsAre(0.25, 0.5));
+  EXPECT_THAT(
+      std::vector<double>({CellOf(lin, 0.3).first, CellOf(lin, 0.3).second}),
+      ElementsAre(0.25, 0.5));
   const ParameterConfig log = Integer("m", 1, 100, Scale::kLog);
   const SearchSpace space = SearchSpace::Create({log}).value();
   for (double u : {0.0, 0.13, 0.5, 0.999, 1.0}) {
@@ -225,8 +229,7 @@ TEST(ParzenEstimatorTest, SamplesFollowTheDensity) {
 }
 
 TEST(ParameterGroupsTest, FlatSpaceIsOneGroupConditionalSplitsByActivity) {
-  EXPECT_THAT(tpe::ParameterGroups(Box(3)),
-              ElementsAre(ElementsAre(0, 1, 2)));
+  EXPECT_THAT(tpe::ParameterGroups(Box(3)), ElementsAre(ElementsAre(0, 1, 2)));
   // model in {svm, tree, forest}; C, gamma under svm; depth under tree or
   // forest; trees under forest only; lr always.
   std::vector<ParameterConfig> params = {Categorical("model", 3)};
@@ -247,8 +250,8 @@ TEST(ParameterGroupsTest, FlatSpaceIsOneGroupConditionalSplitsByActivity) {
   params.insert(params.end(), {c, depth, gamma, trees, lr});
   const SearchSpace space = SearchSpace::Create(params).value();
   EXPECT_THAT(tpe::ParameterGroups(space),
-              ElementsAre(ElementsAre(0, 5), ElementsAre(1, 3),
-                          ElementsAre(2), ElementsAre(4)));
+              ElementsAre(ElementsAre(0, 5), ElementsAre(1, 3), ElementsAre(2),
+                          ElementsAre(4)));
 }
 
 // Minimized sphere centred at 0.37 as a maximization.
@@ -340,9 +343,10 @@ TEST(TpeSuggesterTest, PendingTrialsPushTheNextPointAway) {
 }
 
 TEST(TpeSuggesterTest, SameRequestSameAnswer) {
-  const SearchSpace space = SearchSpace::Create(
-      {Integer("k", 1, 50, Scale::kLog), Categorical("c", 3),
-       Double("x")}).value();
+  const SearchSpace space =
+      SearchSpace::Create(
+          {Integer("k", 1, 50, Scale::kLog), Categorical("c", 3), Double("x")})
+          .value();
   SuggestRequest r;
   r.space = &space;
   SplitMix64 rng(3);

@@ -19,11 +19,12 @@ namespace {
 
 // A GP with a fixed Matérn kernel on the rows of x.
 GaussianProcess FixedGp(const Eigen::MatrixXd& x, const Eigen::VectorXd& y) {
-  const std::unique_ptr<Kernel> kernel = MakeMixedKernel(
-      std::vector<bool>(static_cast<size_t>(x.cols()), false),
-      KernelStructure::kProduct);
+  const std::unique_ptr<Kernel> kernel =
+      MakeMixedKernel(std::vector<bool>(static_cast<size_t>(x.cols()), false),
+                      KernelStructure::kProduct);
   GpParams params;
-  params.kernel = Eigen::VectorXd::Constant(kernel->num_params(), std::log(0.3));
+  params.kernel =
+      Eigen::VectorXd::Constant(kernel->num_params(), std::log(0.3));
   params.log_noise_variance = std::log(1e-6);
   return GaussianProcess::Create(*kernel, params, x, y).value();
 }
@@ -60,10 +61,11 @@ TEST(CostModelTest, PerUnitAcquisitionSubtractsTheScaledLogCostAndItsSlope) {
     Eigen::VectorXd hi = q, lo = q;
     hi[j] += 1e-6;
     lo[j] -= 1e-6;
-    EXPECT_NEAR(grad[j],
-                (per_cost.Evaluate(hi, nullptr) - per_cost.Evaluate(lo, nullptr)) /
-                    2e-6,
-                1e-4)
+    EXPECT_NEAR(
+        grad[j],
+        (per_cost.Evaluate(hi, nullptr) - per_cost.Evaluate(lo, nullptr)) /
+            2e-6,
+        1e-4)
         << "dimension " << j;
   }
   EXPECT_NEAR(per_cost.EvaluateBatch(q.transpose())[0], value, 1e-9);
@@ -333,8 +335,8 @@ TEST(TransferTest, ARelatedPriorStudyFindsTheOptimumInAFewTrials) {
 double DistanceToSegment(const Assignment& x, const Assignment& a,
                          const Assignment& b) {
   const Eigen::Vector2d p(x[0], x[1]), u(a[0], a[1]), v(b[0], b[1]);
-  const double t = std::clamp((p - u).dot(v - u) / (v - u).squaredNorm(), 0.0,
-                              1.0);
+  const double t =
+      std::clamp((p - u).dot(v - u) / (v - u).squaredNorm(), 0.0, 1.0);
   return (p - (u + t * (v - u))).norm();
 }
 
@@ -351,14 +353,15 @@ double FirstModelPickMiss(const std::vector<PriorStudy>& priors,
       [&](SuggestRequest& r) {
         r.priors = &priors;
         r.metrics = {{MetricRole::kObjective}};
-        r.metrics.push_back(two_objectives
-                                ? MetricConfig{MetricRole::kObjective}
-                                : MetricConfig{MetricRole::kConstraint, -2, 1.5});
+        r.metrics.push_back(
+            two_objectives ? MetricConfig{MetricRole::kObjective}
+                           : MetricConfig{MetricRole::kConstraint, -2, 1.5});
       },
       [&](const Assignment& a) {
-        return Observation{a, Outcome::kCompleted,
-                           {Bowl(a, 0.3, -0.7),
-                            two_objectives ? Bowl(a, -0.3, 0.7) : a[0]}};
+        return Observation{
+            a,
+            Outcome::kCompleted,
+            {Bowl(a, 0.3, -0.7), two_objectives ? Bowl(a, -0.3, 0.7) : a[0]}};
       });
   const Assignment& pick = history.back().x;
   return two_objectives ? DistanceToSegment(pick, {0.3, -0.7}, {-0.3, 0.7})
@@ -424,7 +427,8 @@ TEST(TransferTest, BadPriorsAreRefused) {
   priors[0].trials[3].outcome = Outcome::kPending;
   s = gp.Suggest(r);
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(s.status().message().find("priors[0].trials[3]"), std::string::npos);
+  EXPECT_NE(s.status().message().find("priors[0].trials[3]"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -18,12 +18,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "gmock/gmock.h"
-#include "google/protobuf/text_format.h"
-#include "gtest/gtest.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
 #include "service/grpc_service.h"
 #include "service/server.h"
 #include "service/study_service.h"
@@ -185,7 +185,8 @@ v1::Study SmallStudy(const std::string& name) {
       parameters { name: "x" double_spec { min: 0 max: 1 } }
       metrics { name: "loss" goal: MINIMIZE }
       algorithm: QUASI_RANDOM
-    })pb", &study);
+    })pb",
+                                                &study);
   study.set_name(name);
   return study;
 }
@@ -202,9 +203,9 @@ class AuthServerTest : public ::testing::Test {
   void SetUp() override {
     service::ServerOptions options;
     options.db_path = dir_.File("auth.db");
-    options.auth_token_file = dir_.Write(
-        "tokens", absl::StrCat("# owners\n", kAliceToken, " alice\n\n",
-                               kBobToken, " bob\n"));
+    options.auth_token_file =
+        dir_.Write("tokens", absl::StrCat("# owners\n", kAliceToken,
+                                          " alice\n\n", kBobToken, " bob\n"));
     server_ = StartServer(options);
     ASSERT_NE(server_, nullptr);
   }
@@ -335,7 +336,8 @@ int RunCli(const std::vector<std::string>& args, std::string* out) {
   if (pipe == nullptr) return -1;
   out->clear();
   char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out->append(buffer, n);
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe))
+    out->append(buffer, n);
   const int status = pclose(pipe);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -356,9 +358,9 @@ TEST(AuthServer, StudiesWithoutOwnerAreReadByAllAndChangedByAnAdmin) {
     ASSERT_TRUE(anyone.CreateStudy(SmallStudy("legacy")).ok());
     ASSERT_TRUE(anyone.Suggest("legacy", 1).ok());
   }
-  options.auth_token_file = dir.Write(
-      "tokens", absl::StrCat(kAliceToken, " alice\n", kBobToken,
-                             " bob\ntok-carol-77 carol admin\n"));
+  options.auth_token_file =
+      dir.Write("tokens", absl::StrCat(kAliceToken, " alice\n", kBobToken,
+                                       " bob\ntok-carol-77 carol admin\n"));
   auto server = StartServer(options);
   ASSERT_NE(server, nullptr);
   auto as = [&](const std::string& token) {

@@ -28,7 +28,9 @@ class BackupPathTest : public ::testing::Test {
   BackupPathTest() : root_(fs::canonical(dir_.path()) / "backups") {
     fs::create_directory(root_);
   }
-  std::string In(const std::string& name) const { return (root_ / name).string(); }
+  std::string In(const std::string& name) const {
+    return (root_ / name).string();
+  }
 
   test::TempDir dir_;
   const fs::path root_;

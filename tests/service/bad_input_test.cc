@@ -7,14 +7,16 @@
 #include <cmath>
 #include <functional>
 #include <latch>
-#include <map>
 #include <limits>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "common/limits.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -22,8 +24,6 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "hypertune/v1/hypertune.grpc.pb.h"
-#include "absl/strings/str_cat.h"
-#include "common/limits.h"
 #include "service/server.h"
 #include "testing/test_server.h"
 #include "trainer_sdk/hypertune.h"
@@ -60,7 +60,8 @@ v1::Study TargetStudy(const std::string& name) {
       parameters { name: "act" categorical_spec { values: [ "relu", "tanh" ] } }
       metrics { name: "loss" goal: MINIMIZE }
       algorithm: RANDOM
-    })pb", &study);
+    })pb",
+                                                &study);
   study.set_name(name);
   return study;
 }
@@ -341,10 +342,10 @@ class BadInputCaseTest : public BadInputTest,
   using BadInputTest::Heartbeat;
   using BadInputTest::Measure;
   using BadInputTest::RawCall;
-  using BadInputTest::Suggest;
-  using BadInputTest::WithBytes;
   using BadInputTest::stub_;
+  using BadInputTest::Suggest;
   using BadInputTest::target_trial_;
+  using BadInputTest::WithBytes;
 };
 
 TEST_P(BadInputCaseTest, GetsItsCodeAndTheServerKeepsServing) {
@@ -368,10 +369,13 @@ std::vector<BadInputCase> Cases() {
   // ----- Metrics -----
   add({"NaNMetric",
        [](BadInputCaseTest& t) { return t.Measure(1, std::nan("")); },
-       {Code::INVALID_ARGUMENT}, "NaN", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "NaN",
+       nullptr});
   add({"PlusInfinityMetricIsKept",
        [](BadInputCaseTest& t) { return t.Measure(1, kInf); },
-       {Code::OK}, "",
+       {Code::OK},
+       "",
        [](BadInputCaseTest& t) {
          v1::Trial trial;
          ASSERT_TRUE(t.GetTrial("target", t.target_trial_.id(), &trial).ok());
@@ -390,7 +394,8 @@ std::vector<BadInputCase> Cases() {
          grpc::ClientContext ctx;
          return t.stub_->CompleteTrial(&ctx, request, &out);
        },
-       {Code::OK}, "",
+       {Code::OK},
+       "",
        [](BadInputCaseTest& t) {
          v1::Trial trial;
          ASSERT_TRUE(t.GetTrial("target", t.target_trial_.id(), &trial).ok());
@@ -410,13 +415,17 @@ std::vector<BadInputCase> Cases() {
          EXPECT_TRUE(t.Measure(5, 0.5).ok());
          return t.Measure(3, 0.4);
        },
-       {Code::INVALID_ARGUMENT}, "below the latest", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "below the latest",
+       nullptr});
   add({"SameStepOtherMetrics",
        [](BadInputCaseTest& t) {
          EXPECT_TRUE(t.Measure(2, 0.5).ok());
          return t.Measure(2, 0.6);
        },
-       {Code::INVALID_ARGUMENT}, "already recorded", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "already recorded",
+       nullptr});
 
   // ----- Attributes -----
   // A completion with `attributes`.
@@ -434,10 +443,11 @@ std::vector<BadInputCase> Cases() {
   };
   add({"AttributesAreKept",
        [complete_with](BadInputCaseTest& t) {
-         return complete_with(t, {{"git_commit", "4f2a9c1"},
-                                  {"model", "s3://bucket/model.pt"}});
+         return complete_with(
+             t, {{"git_commit", "4f2a9c1"}, {"model", "s3://bucket/model.pt"}});
        },
-       {Code::OK}, "",
+       {Code::OK},
+       "",
        [](BadInputCaseTest& t) {
          v1::Trial trial;
          ASSERT_TRUE(t.GetTrial("target", t.target_trial_.id(), &trial).ok());
@@ -449,7 +459,9 @@ std::vector<BadInputCase> Cases() {
        [complete_with](BadInputCaseTest& t) {
          return complete_with(t, {{"git commit", "4f2a9c1"}});
        },
-       {Code::INVALID_ARGUMENT}, "attributes[\"git commit\"] (key)", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "attributes[\"git commit\"] (key)",
+       nullptr});
   add({"TooManyAttributes",
        [complete_with](BadInputCaseTest& t) {
          std::map<std::string, std::string> many;
@@ -458,16 +470,24 @@ std::vector<BadInputCase> Cases() {
          }
          return complete_with(t, many);
        },
-       {Code::INVALID_ARGUMENT}, "attributes: 65 entries; at most 64", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "attributes: 65 entries; at most 64",
+       nullptr});
   add({"AttributeValueTooLong",
        [complete_with](BadInputCaseTest& t) {
          return complete_with(
              t, {{"log", std::string(kMaxAttributeValueBytes + 1, 'x')}});
        },
-       {Code::INVALID_ARGUMENT}, "attributes[\"log\"]", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "attributes[\"log\"]",
+       nullptr});
   add({"AttributeWithEmptyKey",
-       [complete_with](BadInputCaseTest& t) { return complete_with(t, {{"", "v"}}); },
-       {Code::INVALID_ARGUMENT}, "a key must not be empty", nullptr});
+       [complete_with](BadInputCaseTest& t) {
+         return complete_with(t, {{"", "v"}});
+       },
+       {Code::INVALID_ARGUMENT},
+       "a key must not be empty",
+       nullptr});
   add({"StudyAttributeValueTooLong",
        [](BadInputCaseTest& t) {
          v1::Study study = TargetStudy("noted");
@@ -476,7 +496,9 @@ std::vector<BadInputCase> Cases() {
          v1::Study out;
          return t.CreateStudy(study, &out);
        },
-       {Code::INVALID_ARGUMENT}, "study.attributes[\"note\"]", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "study.attributes[\"note\"]",
+       nullptr});
 
   // ----- Parameters -----
   add({"DoubleOutsideItsRange",
@@ -485,28 +507,36 @@ std::vector<BadInputCase> Cases() {
          *trial.mutable_parameters() = Params(7, 2, "relu");
          return t.CreateTrial("target", trial);
        },
-       {Code::INVALID_ARGUMENT}, "\"x\"", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "\"x\"",
+       nullptr});
   add({"IntegerOutsideItsRange",
        [](BadInputCaseTest& t) {
          v1::Trial trial;
          *trial.mutable_parameters() = Params(0.5, 9, "relu");
          return t.CreateTrial("target", trial);
        },
-       {Code::INVALID_ARGUMENT}, "\"n\"", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "\"n\"",
+       nullptr});
   add({"InfiniteParameter",
        [](BadInputCaseTest& t) {
          v1::Trial trial;
          *trial.mutable_parameters() = Params(kInf, 2, "relu");
          return t.CreateTrial("target", trial);
        },
-       {Code::INVALID_ARGUMENT}, "\"x\"", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "\"x\"",
+       nullptr});
   add({"UnknownCategory",
        [](BadInputCaseTest& t) {
          v1::Trial trial;
          *trial.mutable_parameters() = Params(0.5, 2, "sigmoid");
          return t.CreateTrial("target", trial);
        },
-       {Code::INVALID_ARGUMENT}, "unknown category", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "unknown category",
+       nullptr});
 
   // ----- Names and ids -----
   add({"UnknownStudy",
@@ -514,13 +544,17 @@ std::vector<BadInputCase> Cases() {
          v1::SuggestTrialsResponse out;
          return t.Suggest("nope", "w1", &out);
        },
-       {Code::NOT_FOUND}, "nope", nullptr});
+       {Code::NOT_FOUND},
+       "nope",
+       nullptr});
   add({"UnknownTrial",
        [](BadInputCaseTest& t) {
          v1::Trial out;
          return t.GetTrial("target", 999, &out);
        },
-       {Code::NOT_FOUND}, "999", nullptr});
+       {Code::NOT_FOUND},
+       "999",
+       nullptr});
   add({"MeasurementOfUnknownTrial",
        [](BadInputCaseTest& t) {
          grpc::ClientContext ctx;
@@ -533,36 +567,52 @@ std::vector<BadInputCase> Cases() {
          v1::Trial out;
          return t.stub_->AddMeasurement(&ctx, request, &out);
        },
-       {Code::NOT_FOUND}, "999", nullptr});
+       {Code::NOT_FOUND},
+       "999",
+       nullptr});
   add({"DuplicateStudy",
        [](BadInputCaseTest& t) { return t.CreateStudy(TargetStudy("target")); },
-       {Code::ALREADY_EXISTS}, "target", nullptr});
+       {Code::ALREADY_EXISTS},
+       "target",
+       nullptr});
   add({"SqlInStudyName",
-       [](BadInputCaseTest& t) { return t.CreateStudy(TargetStudy(kInjection)); },
-       {Code::INVALID_ARGUMENT}, "study.name", nullptr});
+       [](BadInputCaseTest& t) {
+         return t.CreateStudy(TargetStudy(kInjection));
+       },
+       {Code::INVALID_ARGUMENT},
+       "study.name",
+       nullptr});
   add({"SqlInLookedUpStudyName",
        [](BadInputCaseTest& t) {
          v1::Study out;
          return t.GetStudy(kInjection, &out);
        },
-       {Code::INVALID_ARGUMENT}, "name", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "name",
+       nullptr});
   add({"TenKilobyteStudyName",
        [](BadInputCaseTest& t) {
          return t.CreateStudy(TargetStudy(LongString()));
        },
-       {Code::INVALID_ARGUMENT}, "study.name", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "study.name",
+       nullptr});
   add({"NulInStudyName",
        [](BadInputCaseTest& t) {
          return t.CreateStudy(TargetStudy(std::string("ab\0cd", 5)));
        },
-       {Code::INVALID_ARGUMENT}, "study.name", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "study.name",
+       nullptr});
   add({"SqlInMetricName",
        [](BadInputCaseTest& t) {
          v1::Study study = TargetStudy("m");
          study.mutable_spec()->mutable_metrics(0)->set_name(kInjection);
          return t.CreateStudy(study);
        },
-       {Code::INVALID_ARGUMENT}, "metrics[0]", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "metrics[0]",
+       nullptr});
   add({"SqlInMeasurementMetricName",
        [](BadInputCaseTest& t) {
          grpc::ClientContext ctx;
@@ -574,7 +624,9 @@ std::vector<BadInputCase> Cases() {
          v1::Trial out;
          return t.stub_->AddMeasurement(&ctx, request, &out);
        },
-       {Code::INVALID_ARGUMENT}, "metrics", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "metrics",
+       nullptr});
   // A misspelt objective: early stopping would never see the trial's curve.
   add({"MeasurementWithoutTheObjective",
        [](BadInputCaseTest& t) {
@@ -588,7 +640,9 @@ std::vector<BadInputCase> Cases() {
          v1::Trial out;
          return t.stub_->AddMeasurement(&ctx, request, &out);
        },
-       {Code::INVALID_ARGUMENT}, "objective \"loss\"", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "objective \"loss\"",
+       nullptr});
 
   // ----- Free text, stored verbatim -----
   // Categories, client ids and checkpoint URIs are the caller's text: SQL,
@@ -598,12 +652,12 @@ std::vector<BadInputCase> Cases() {
     std::string label;
     std::string category, client_id, uri;
   };
-  for (const Text& text : std::vector<Text>{
-           {"Sql", kInjection, kInjection, kInjection},
-           {"Longest", std::string(kMaxCategoryBytes, 'c'),
-            std::string(kMaxClientIdBytes, 'i'),
-            std::string(kMaxUriBytes, 'u')},
-           {"Nul", WithNuls(), WithNuls(), WithNuls()}}) {
+  for (const Text& text :
+       std::vector<Text>{{"Sql", kInjection, kInjection, kInjection},
+                         {"Longest", std::string(kMaxCategoryBytes, 'c'),
+                          std::string(kMaxClientIdBytes, 'i'),
+                          std::string(kMaxUriBytes, 'u')},
+                         {"Nul", WithNuls(), WithNuls(), WithNuls()}}) {
     const std::string& label = text.label;
     std::string value = text.category;
     add({label + "CategoryIsStoredVerbatim",
@@ -619,7 +673,8 @@ std::vector<BadInputCase> Cases() {
            *trial.mutable_parameters() = Params(0.5, 2, value);
            return t.CreateTrial("cats", trial);
          },
-         {Code::OK}, "",
+         {Code::OK},
+         "",
          [value](BadInputCaseTest& t) {
            v1::Study study;
            ASSERT_TRUE(t.GetStudy("cats", &study).ok());
@@ -635,7 +690,8 @@ std::vector<BadInputCase> Cases() {
            v1::SuggestTrialsResponse out;
            return t.Suggest("target", value, &out);
          },
-         {Code::OK}, "",
+         {Code::OK},
+         "",
          [value](BadInputCaseTest& t) {
            v1::Trial trial;
            ASSERT_TRUE(t.GetTrial("target", 2, &trial).ok());
@@ -649,7 +705,8 @@ std::vector<BadInputCase> Cases() {
     value = text.uri;
     add({label + "CheckpointUriIsStoredVerbatim",
          [value](BadInputCaseTest& t) { return t.Heartbeat(value); },
-         {Code::OK}, "",
+         {Code::OK},
+         "",
          [value](BadInputCaseTest& t) {
            v1::Trial trial;
            ASSERT_TRUE(t.GetTrial("target", t.target_trial_.id(), &trial).ok());
@@ -667,20 +724,24 @@ std::vector<BadInputCase> Cases() {
              ->add_values(std::string(kMaxCategoryBytes + 1, 'c'));
          return t.CreateStudy(study);
        },
-       {Code::INVALID_ARGUMENT}, "categorical_spec.values[2]: 1025 bytes, over the limit", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "categorical_spec.values[2]: 1025 bytes, over the limit",
+       nullptr});
   add({"ClientIdOverItsLimit",
        [](BadInputCaseTest& t) {
          v1::SuggestTrialsResponse out;
-         return t.Suggest("target",
-                          std::string(kMaxClientIdBytes + 1, 'i'),
+         return t.Suggest("target", std::string(kMaxClientIdBytes + 1, 'i'),
                           &out);
        },
-       {Code::INVALID_ARGUMENT}, "client_id: 257 bytes, over the limit", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "client_id: 257 bytes, over the limit",
+       nullptr});
   add({"CheckpointUriOverItsLimit",
        [](BadInputCaseTest& t) {
          return t.Heartbeat(std::string(kMaxUriBytes + 1, 'u'));
        },
-       {Code::INVALID_ARGUMENT}, "checkpoint_uri: 4097 bytes, over the limit",
+       {Code::INVALID_ARGUMENT},
+       "checkpoint_uri: 4097 bytes, over the limit",
        nullptr});
   add({"InfeasibleReasonOverItsLimit",
        [](BadInputCaseTest& t) {
@@ -689,13 +750,14 @@ std::vector<BadInputCase> Cases() {
          request.set_trial_id(t.target_trial_.id());
          request.set_lease_epoch(t.target_trial_.lease_epoch());
          request.set_infeasible(true);
-         request.set_infeasible_reason(
-             std::string(kMaxReasonBytes + 1, 'r'));
+         request.set_infeasible_reason(std::string(kMaxReasonBytes + 1, 'r'));
          v1::Trial out;
          grpc::ClientContext ctx;
          return t.stub_->CompleteTrial(&ctx, request, &out);
        },
-       {Code::INVALID_ARGUMENT}, "infeasible_reason: 4097 bytes", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "infeasible_reason: 4097 bytes",
+       nullptr});
   // The outside review's 100k metric names in one measurement.
   add({"HundredThousandMetricsInOneMeasurement",
        [](BadInputCaseTest& t) {
@@ -710,7 +772,8 @@ std::vector<BadInputCase> Cases() {
          v1::Trial out;
          return t.stub_->AddMeasurement(&ctx, request, &out);
        },
-       {Code::INVALID_ARGUMENT}, "100000 metrics, over the limit of 200",
+       {Code::INVALID_ARGUMENT},
+       "100000 metrics, over the limit of 200",
        nullptr});
   add({"TooManyParameters",
        [](BadInputCaseTest& t) {
@@ -722,7 +785,8 @@ std::vector<BadInputCase> Cases() {
          }
          return t.CreateStudy(study);
        },
-       {Code::INVALID_ARGUMENT}, "503 parameters, over the limit of 500",
+       {Code::INVALID_ARGUMENT},
+       "503 parameters, over the limit of 500",
        nullptr});
 
   // ----- Validation gaps of the outside review -----
@@ -735,77 +799,89 @@ std::vector<BadInputCase> Cases() {
            edit(*study.mutable_spec());
            return t.CreateStudy(study);
          },
-         {Code::INVALID_ARGUMENT}, message, nullptr});
+         {Code::INVALID_ARGUMENT},
+         message,
+         nullptr});
   };
-  for (int64_t max : {int64_t{4611686018427387904},
-                      std::numeric_limits<int64_t>::max()}) {
+  for (int64_t max :
+       {int64_t{4611686018427387904}, std::numeric_limits<int64_t>::max()}) {
     // Once pinned a core forever (the bracket count overflowed).
-    spec_case(absl::StrCat("HyperbandMaxResource", max),
-              [max](v1::StudySpec& spec) {
-                auto* es = spec.mutable_early_stopping();
-                es->set_rule(v1::EarlyStoppingSpec::HYPERBAND);
-                es->set_min_resource(1);
-                es->set_max_resource(max);
-                es->set_reduction_factor(2);
-              },
-              "early_stopping.max_resource: must be <= 2^53");
+    spec_case(
+        absl::StrCat("HyperbandMaxResource", max),
+        [max](v1::StudySpec& spec) {
+          auto* es = spec.mutable_early_stopping();
+          es->set_rule(v1::EarlyStoppingSpec::HYPERBAND);
+          es->set_min_resource(1);
+          es->set_max_resource(max);
+          es->set_reduction_factor(2);
+        },
+        "early_stopping.max_resource: must be <= 2^53");
   }
-  spec_case("AshaReductionFactorOfTenToThe300",
-            [](v1::StudySpec& spec) {
-              auto* es = spec.mutable_early_stopping();
-              es->set_rule(v1::EarlyStoppingSpec::ASHA);
-              es->set_max_resource(81);
-              es->set_reduction_factor(1e300);
-            },
-            "early_stopping.reduction_factor: must be in [2, ");
-  spec_case("NegativeLeaseSeconds",
-            [](v1::StudySpec& spec) { spec.set_lease_seconds(-5); },
-            "study.spec.lease_seconds: must be from 1 to 86400");
-  spec_case("LeaseSecondsOfTwoToThe31",
-            [](v1::StudySpec& spec) { spec.set_lease_seconds(2147483647); },
-            "study.spec.lease_seconds: must be from 1 to 86400");
-  spec_case("NegativeMaxRetries",
-            [](v1::StudySpec& spec) { spec.set_max_retries(-1); },
-            "study.spec.max_retries: must be from 0 to 1000, got -1");
-  spec_case("UnknownScale",
-            [](v1::StudySpec& spec) {
-              spec.mutable_parameters(0)->mutable_double_spec()->set_scale(
-                  static_cast<v1::Scale>(99));
-            },
-            "double_spec.scale: unknown scale 99 (one of LINEAR, LOG)");
-  spec_case("UnknownAlgorithm",
-            [](v1::StudySpec& spec) {
-              spec.set_algorithm(static_cast<v1::Algorithm>(99));
-            },
-            "study.spec.algorithm: unknown algorithm 99");
-  spec_case("UnknownGoal",
-            [](v1::StudySpec& spec) {
-              spec.mutable_metrics(0)->set_goal(
-                  static_cast<v1::MetricSpec::Goal>(99));
-            },
-            "goal: must be MAXIMIZE or MINIMIZE, got 99");
-  spec_case("UnknownEarlyStoppingRule",
-            [](v1::StudySpec& spec) {
-              spec.mutable_early_stopping()->set_rule(
-                  static_cast<v1::EarlyStoppingSpec::Rule>(99));
-            },
-            "early_stopping.rule: unknown rule 99 (one of MEDIAN");
-  spec_case("DoubleRangeOfInfiniteWidth",
-            [](v1::StudySpec& spec) {
-              auto* x = spec.mutable_parameters(0)->mutable_double_spec();
-              x->set_min(-1.7e308);
-              x->set_max(1.7e308);
-            },
-            "the width max - min must be finite");
+  spec_case(
+      "AshaReductionFactorOfTenToThe300",
+      [](v1::StudySpec& spec) {
+        auto* es = spec.mutable_early_stopping();
+        es->set_rule(v1::EarlyStoppingSpec::ASHA);
+        es->set_max_resource(81);
+        es->set_reduction_factor(1e300);
+      },
+      "early_stopping.reduction_factor: must be in [2, ");
+  spec_case(
+      "NegativeLeaseSeconds",
+      [](v1::StudySpec& spec) { spec.set_lease_seconds(-5); },
+      "study.spec.lease_seconds: must be from 1 to 86400");
+  spec_case(
+      "LeaseSecondsOfTwoToThe31",
+      [](v1::StudySpec& spec) { spec.set_lease_seconds(2147483647); },
+      "study.spec.lease_seconds: must be from 1 to 86400");
+  spec_case(
+      "NegativeMaxRetries",
+      [](v1::StudySpec& spec) { spec.set_max_retries(-1); },
+      "study.spec.max_retries: must be from 0 to 1000, got -1");
+  spec_case(
+      "UnknownScale",
+      [](v1::StudySpec& spec) {
+        spec.mutable_parameters(0)->mutable_double_spec()->set_scale(
+            static_cast<v1::Scale>(99));
+      },
+      "double_spec.scale: unknown scale 99 (one of LINEAR, LOG)");
+  spec_case(
+      "UnknownAlgorithm",
+      [](v1::StudySpec& spec) {
+        spec.set_algorithm(static_cast<v1::Algorithm>(99));
+      },
+      "study.spec.algorithm: unknown algorithm 99");
+  spec_case(
+      "UnknownGoal",
+      [](v1::StudySpec& spec) {
+        spec.mutable_metrics(0)->set_goal(
+            static_cast<v1::MetricSpec::Goal>(99));
+      },
+      "goal: must be MAXIMIZE or MINIMIZE, got 99");
+  spec_case(
+      "UnknownEarlyStoppingRule",
+      [](v1::StudySpec& spec) {
+        spec.mutable_early_stopping()->set_rule(
+            static_cast<v1::EarlyStoppingSpec::Rule>(99));
+      },
+      "early_stopping.rule: unknown rule 99 (one of MEDIAN");
+  spec_case(
+      "DoubleRangeOfInfiniteWidth",
+      [](v1::StudySpec& spec) {
+        auto* x = spec.mutable_parameters(0)->mutable_double_spec();
+        x->set_min(-1.7e308);
+        x->set_max(1.7e308);
+      },
+      "the width max - min must be finite");
   for (const char* name : {".", "..", "-dash", "_under", ".hidden"}) {
-    add({absl::StrCat("StudyNamed",
-                      std::string(name) == "." ? "Dot"
-                      : std::string(name) == ".." ? "DotDot"
-                                                  : name + 1),
+    add({absl::StrCat("StudyNamed", std::string(name) == "."    ? "Dot"
+                                    : std::string(name) == ".." ? "DotDot"
+                                                                : name + 1),
          [name](BadInputCaseTest& t) {
            return t.CreateStudy(TargetStudy(name));
          },
-         {Code::INVALID_ARGUMENT}, "must begin with a letter or a digit",
+         {Code::INVALID_ARGUMENT},
+         "must begin with a letter or a digit",
          nullptr});
   }
 
@@ -814,7 +890,9 @@ std::vector<BadInputCase> Cases() {
        [](BadInputCaseTest& t) {
          return t.Heartbeat(std::string(5 << 20, 'x'));
        },
-       {Code::RESOURCE_EXHAUSTED}, "", nullptr});
+       {Code::RESOURCE_EXHAUSTED},
+       "",
+       nullptr});
   add({"GarbageBytes",
        [](BadInputCaseTest& t) {
          std::string response;
@@ -824,7 +902,9 @@ std::vector<BadInputCase> Cases() {
        // Not a protobuf message at all. gRPC refuses it before any handler
        // runs with a bare INTERNAL ("error parsing request proto"), which
        // the server reports as the bad input it is.
-       {Code::INVALID_ARGUMENT}, "", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "",
+       nullptr});
   // Imports (study_import.h): an ImportStudy stream of `messages`.
   auto import_study = [](BadInputCaseTest& t,
                          std::vector<v1::ImportStudyRequest> messages) {
@@ -841,7 +921,9 @@ std::vector<BadInputCase> Cases() {
          *m.mutable_study() = TargetStudy("target");
          return import_study(t, {m});
        },
-       {Code::ALREADY_EXISTS}, "target", nullptr});
+       {Code::ALREADY_EXISTS},
+       "target",
+       nullptr});
   add({"ImportWithAGapInTrialIds",
        [import_study](BadInputCaseTest& t) {
          v1::ImportStudyRequest m;
@@ -852,14 +934,18 @@ std::vector<BadInputCase> Cases() {
          *trial->mutable_parameters() = Params(0.5, 2, "relu");
          return import_study(t, {m});
        },
-       {Code::INVALID_ARGUMENT}, "trials[0].id", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "trials[0].id",
+       nullptr});
   add({"ImportStreamWithoutTheStudy",
        [import_study](BadInputCaseTest& t) {
          v1::ImportStudyRequest m;
          m.add_trials()->set_id(1);
          return import_study(t, {m});
        },
-       {Code::INVALID_ARGUMENT}, "study", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "study",
+       nullptr});
   add({"WarmStartResultOutsideTheSpace",
        [](BadInputCaseTest& t) {
          grpc::ClientContext ctx;
@@ -871,7 +957,9 @@ std::vector<BadInputCase> Cases() {
          v1::ImportTrialsResponse out;
          return t.stub_->ImportTrials(&ctx, request, &out);
        },
-       {Code::INVALID_ARGUMENT}, "trials[0].parameters", nullptr});
+       {Code::INVALID_ARGUMENT},
+       "trials[0].parameters",
+       nullptr});
   add({"WarmStartFromAnUnknownStudy",
        [](BadInputCaseTest& t) {
          grpc::ClientContext ctx;
@@ -881,7 +969,9 @@ std::vector<BadInputCase> Cases() {
          v1::ImportTrialsResponse out;
          return t.stub_->ImportTrials(&ctx, request, &out);
        },
-       {Code::NOT_FOUND}, "nowhere", nullptr});
+       {Code::NOT_FOUND},
+       "nowhere",
+       nullptr});
   return cases;
 }
 
@@ -1031,11 +1121,9 @@ TEST_F(BadInputTest, PagesOfLargeTrialsAndStudiesFitTheDefaultReceiveLimit) {
   // Studies near their size limit: 1000 categories of 900 bytes.
   for (int i = 0; i < 6; ++i) {
     v1::Study study = TargetStudy(absl::StrCat("wide", i));
-    auto* values = study.mutable_spec()
-                       ->mutable_parameters(2)
-                       ->mutable_categorical_spec();
-    for (int k = values->values_size(); k < kMaxValuesPerParameter;
-         ++k) {
+    auto* values =
+        study.mutable_spec()->mutable_parameters(2)->mutable_categorical_spec();
+    for (int k = values->values_size(); k < kMaxValuesPerParameter; ++k) {
       values->add_values(absl::StrCat(k, std::string(900, 'v')));
     }
     grpc::Status status = CreateStudy(study);
@@ -1080,7 +1168,8 @@ TEST_F(BadInputTest, ThirtyTwoWorkersAtOnceGetDistinctTrials) {
   for (std::thread& t : threads) t.join();
   std::set<int64_t> ids;
   for (int w = 0; w < kWorkers; ++w) {
-    ASSERT_TRUE(results[w].ok()) << "worker " << w << ": " << results[w].status();
+    ASSERT_TRUE(results[w].ok())
+        << "worker " << w << ": " << results[w].status();
     ASSERT_EQ(results[w]->trials_size(), 1) << "worker " << w;
     EXPECT_EQ(results[w]->trials(0).client_id(), "crowd-" + std::to_string(w));
     ids.insert(results[w]->trials(0).id());

@@ -18,8 +18,8 @@
 #include <iostream>
 
 #include "absl/strings/str_join.h"
-#include "testing/chaos.h"
 #include "gtest/gtest.h"
+#include "testing/chaos.h"
 #include "testing/postgres_server.h"
 #include "testing/test_server.h"
 
@@ -98,9 +98,9 @@ TEST(FailoverTest, KilledLeaderHandsOverToItsStandbyLosingNothing) {
   std::cout << "failover: " << result->trials << " trials, "
             << result->acknowledged << " acknowledged, " << result->completed
             << " completed, " << result->requeued << " requeued; "
-            << result->server_kills << " leader kills, takeover ms: "
-            << absl::StrJoin(takeover, ", ") << "; " << result->seconds
-            << " s" << std::endl;
+            << result->server_kills
+            << " leader kills, takeover ms: " << absl::StrJoin(takeover, ", ")
+            << "; " << result->seconds << " s" << std::endl;
 
   EXPECT_TRUE(result->violations.empty())
       << absl::StrJoin(result->violations, "\n");

@@ -130,8 +130,9 @@ TEST_F(CostTransferTest, FieldsAreValidatedNamingTheField) {
          absl::StatusCode::kInvalidArgument, "conditional");
   // Nothing was stored for the refused ones.
   EXPECT_FALSE(store_.GetStudy("a").ok());
-  EXPECT_TRUE(Create("ok", "cost_aware: true cost_metric: \"cost\" "
-                           "prior_studies: \"old\"")
+  EXPECT_TRUE(Create("ok",
+                     "cost_aware: true cost_metric: \"cost\" "
+                     "prior_studies: \"old\"")
                   .ok());
   // Cost-aware search and transfer take several objectives and constraints.
   EXPECT_TRUE(Create("several",
@@ -188,13 +189,13 @@ TEST_F(CostTransferTest, APriorIsReadOnlyAsTheStudyItsCreatorCouldRead) {
   auto create = [&](const std::string& name, const std::string& extra,
                     const Principal& who) {
     v1::CreateStudyRequest request;
-    EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
-        absl::StrCat(R"pb(study { spec {
+    EXPECT_TRUE(
+        google::protobuf::TextFormat::ParseFromString(absl::StrCat(R"pb(study { spec {
               parameters { name: "x" double_spec { min: -2 max: 2 } }
               parameters { name: "y" double_spec { min: -2 max: 2 } }
               metrics { name: "loss" goal: MINIMIZE } )pb",
-                     extra, "}}"),
-        &request));
+                                                                   extra, "}}"),
+                                                      &request));
     request.mutable_study()->set_name(name);
     return service_.CreateStudy(request, who);
   };
@@ -333,13 +334,12 @@ TEST_F(CostTransferTest, ACostAwareConstrainedStudyPrefersCheapTrials) {
       "metrics { name: \"acc\" goal: MAXIMIZE role: OBJECTIVE } "
       "metrics { name: \"mem\" role: CONSTRAINT upper_bound: 1 }";
   for (const std::string name : {"blind", "aware"}) {
-    ASSERT_TRUE(
-        Create(name, absl::StrCat(name == "aware"
-                                      ? "cost_aware: true cost_metric: "
-                                        "\"cost\" "
-                                      : "",
-                                  metrics))
-            .ok());
+    ASSERT_TRUE(Create(name, absl::StrCat(name == "aware"
+                                              ? "cost_aware: true cost_metric: "
+                                                "\"cost\" "
+                                              : "",
+                                          metrics))
+                    .ok());
     for (const double x : {-1.8, 0.0, 1.8}) {
       for (const double y : {-1.6, -0.8, 0.0, 0.8, 1.6}) {
         AddMetrics(name, x, y,

@@ -46,7 +46,8 @@ v1::Study ExportedStudy(const std::string& name) {
       parameters { name: "x" double_spec { min: 0 max: 1 } }
       metrics { name: "loss" goal: MINIMIZE }
       algorithm: RANDOM
-    })pb", &study);
+    })pb",
+                                                &study);
   study.set_name(name);
   return study;
 }
@@ -174,10 +175,11 @@ TEST_F(ImportKillTest, AKilledImportLeavesNothing) {
 TEST_F(ImportKillTest, TheCliRetryLandsTheWholeStudy) {
   const std::string path = WriteExport(dir_, ExportedStudy("big"));
   const std::string out = dir_.File("import.out");
-  const std::vector<std::string> argv = {
-      HYPERTUNE_CLI_PATH, "--server", options_.listen, "import", path};
+  const std::vector<std::string> argv = {HYPERTUNE_CLI_PATH, "--server",
+                                         options_.listen, "import", path};
   std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
@@ -198,12 +200,11 @@ TEST_F(ImportKillTest, TheCliRetryLandsTheWholeStudy) {
   ASSERT_EQ(waitpid(cli, &status, 0), cli);
   std::stringstream printed;
   printed << std::ifstream(out).rdbuf();
-  ASSERT_TRUE(killed) << "the import was not seen IMPORTING: "
-                      << printed.str();
+  ASSERT_TRUE(killed) << "the import was not seen IMPORTING: " << printed.str();
   ASSERT_TRUE(WIFEXITED(status)) << printed.str();
   EXPECT_EQ(WEXITSTATUS(status), 0) << printed.str();
-  EXPECT_THAT(printed.str(), HasSubstr(absl::StrCat("with ", kTrials,
-                                                    " trials")));
+  EXPECT_THAT(printed.str(),
+              HasSubstr(absl::StrCat("with ", kTrials, " trials")));
   v1::Study stored;
   ASSERT_TRUE(GetStudy("big", &stored).ok());
   EXPECT_EQ(stored.state(), v1::Study::PAUSED);

@@ -3,8 +3,8 @@
 // which resumes it from the checkpoint, while the first is fenced off; and
 // `hypertune worker` gives back the trials of programs killed from outside and
 // of its own preemption.
-#include <signal.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -333,7 +333,8 @@ TEST_F(LeaseTest, WorkerRunsAStudyWithTwoObjectivesAndAConstraint) {
       algorithm: GP_BANDIT
       max_trials: 12
       seed: 3
-    })pb", &study));
+    })pb",
+                                                            &study));
   ASSERT_TRUE(admin.CreateStudy(study).ok());
   WorkerProcess worker(
       server_->address(), "front", dir_.File("logs"),
@@ -351,7 +352,8 @@ TEST_F(LeaseTest, WorkerRunsAStudyWithTwoObjectivesAndAConstraint) {
   for (const v1::Trial& t : *trials) {
     ASSERT_EQ(t.state(), v1::Trial::COMPLETED) << t.infeasible_reason();
     const auto& m = t.final_measurement().metrics();
-    ASSERT_TRUE(m.contains("acc") && m.contains("latency") && m.contains("memory"));
+    ASSERT_TRUE(m.contains("acc") && m.contains("latency") &&
+                m.contains("memory"));
     ASSERT_TRUE(t.has_feasible());
     EXPECT_EQ(t.feasible(), m.at("memory") <= 1.2) << t.id();
   }
@@ -364,10 +366,10 @@ TEST_F(LeaseTest, WorkerRunsAStudyWithTwoObjectivesAndAConstraint) {
       if (!b.feasible()) continue;
       const auto& ma = a.final_measurement().metrics();
       const auto& mb = b.final_measurement().metrics();
-      const bool dominated = mb.at("acc") >= ma.at("acc") &&
-                             mb.at("latency") <= ma.at("latency") &&
-                             (mb.at("acc") > ma.at("acc") ||
-                              mb.at("latency") < ma.at("latency"));
+      const bool dominated =
+          mb.at("acc") >= ma.at("acc") &&
+          mb.at("latency") <= ma.at("latency") &&
+          (mb.at("acc") > ma.at("acc") || mb.at("latency") < ma.at("latency"));
       EXPECT_FALSE(dominated) << "trial " << b.id() << " dominates " << a.id();
     }
   }

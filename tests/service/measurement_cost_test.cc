@@ -74,7 +74,8 @@ class MeasurementCostTest : public ::testing::Test {
           algorithm: RANDOM
           early_stopping { rule: MEDIAN grace_steps: 2 min_trials: 3 }
         }
-      })pb", &request));
+      })pb",
+                                                              &request));
     ASSERT_TRUE(service_.CreateStudy(request).ok());
   }
 
@@ -90,7 +91,7 @@ class MeasurementCostTest : public ::testing::Test {
     EXPECT_TRUE(response.ok()) << response.status();
     EXPECT_EQ(response.ok() ? response->trials_size() : 0, 1);
     return response.ok() && response->trials_size() == 1 ? response->trials(0)
-                                                        : v1::Trial();
+                                                         : v1::Trial();
   }
 
   absl::StatusOr<v1::Trial> Report(const v1::Trial& trial, int64_t step,
@@ -128,8 +129,7 @@ class MeasurementCostTest : public ::testing::Test {
     get.set_name("es");
     absl::StatusOr<v1::Study> study = service_.GetStudy(get);
     EXPECT_TRUE(study.ok()) << study.status();
-    absl::StatusOr<std::vector<v1::Trial>> trials =
-        store_.ListTrials("es", {});
+    absl::StatusOr<std::vector<v1::Trial>> trials = store_.ListTrials("es", {});
     EXPECT_TRUE(trials.ok()) << trials.status();
     for (v1::Trial& t : *trials) {
       if (t.id() != trial.id()) continue;
@@ -138,8 +138,7 @@ class MeasurementCostTest : public ::testing::Test {
       (*m->mutable_metrics())["loss"] = loss;
     }
     return optimizer::DecideTrial(ToEarlyStoppingConfig(study->spec()),
-                                  ToCurves(study->spec(), *trials),
-                                  trial.id());
+                                  ToCurves(study->spec(), *trials), trial.id());
   }
 
   int64_t now_ms_ = 1'700'000'000'000;
@@ -211,8 +210,9 @@ TEST_F(MeasurementCostTest, TheSizeLimitsCountTheStoredCurve) {
     request.mutable_measurement()->set_step(step);
     (*request.mutable_measurement()->mutable_metrics())["loss"] = 0.5;
     for (int i = 0; i < 199; ++i) {
-      (*request.mutable_measurement()->mutable_metrics())[absl::StrCat(
-          std::string(110, 'm'), "_", i)] = i;
+      (*request.mutable_measurement()
+            ->mutable_metrics())[absl::StrCat(std::string(110, 'm'), "_", i)] =
+          i;
     }
     return service_.AddMeasurement(request);
   };

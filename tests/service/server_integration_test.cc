@@ -29,10 +29,11 @@
 namespace hypertune {
 namespace {
 
-using ::testing::HasSubstr;
 using test::TempDir;
+using ::testing::HasSubstr;
 
-v1::Study QuadraticStudy(const std::string& name, int max_trials, int parallel) {
+v1::Study QuadraticStudy(const std::string& name, int max_trials,
+                         int parallel) {
   v1::Study study;
   google::protobuf::TextFormat::ParseFromString(R"pb(
     spec {
@@ -42,7 +43,8 @@ v1::Study QuadraticStudy(const std::string& name, int max_trials, int parallel) 
       parameters { name: "act" categorical_spec { values: [ "relu", "tanh" ] } }
       metrics { name: "loss" goal: MINIMIZE }
       algorithm: QUASI_RANDOM
-    })pb", &study);
+    })pb",
+                                                &study);
   study.set_name(name);
   study.mutable_spec()->set_max_trials(max_trials);
   study.mutable_spec()->set_max_parallel_trials(parallel);
@@ -90,7 +92,8 @@ void WorkerLoop(const Client& client, const std::string& study, int* done) {
   }
 }
 
-std::vector<v1::Trial> AllTrials(const Client& client, const std::string& study) {
+std::vector<v1::Trial> AllTrials(const Client& client,
+                                 const std::string& study) {
   auto trials = client.ListAllTrials(study);
   EXPECT_TRUE(trials.ok()) << trials.status();
   return trials.ok() ? *trials : std::vector<v1::Trial>{};
@@ -108,7 +111,8 @@ TEST(ServerIntegrationTest, EightWorkersRunFortyTrialsAndRestartKeepsHistory) {
   std::vector<std::thread> workers;
   for (int w = 0; w < 8; ++w) {
     workers.emplace_back([&, w] {
-      Client client = MakeClient(server->address(), "worker-" + std::to_string(w));
+      Client client =
+          MakeClient(server->address(), "worker-" + std::to_string(w));
       WorkerLoop(client, "forty", &done[w]);
     });
   }
@@ -146,8 +150,8 @@ TEST(ServerIntegrationTest, EightWorkersRunFortyTrialsAndRestartKeepsHistory) {
   std::vector<v1::Trial> reloaded = AllTrials(after, "forty");
   ASSERT_EQ(reloaded.size(), trials.size());
   for (size_t i = 0; i < trials.size(); ++i) {
-    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
-        trials[i], reloaded[i]))
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(trials[i],
+                                                                   reloaded[i]))
         << "trial " << i + 1 << " changed across the restart";
   }
 }
@@ -269,8 +273,8 @@ TEST(ServerIntegrationTest, MalformedRequestsGetTheirCodes) {
   TempDir dir;
   auto server = StartServer(dir.File("bad.db"));
   ASSERT_NE(server, nullptr);
-  auto stub = v1::HyperTune::NewStub(
-      grpc::CreateChannel(server->address(), grpc::InsecureChannelCredentials()));
+  auto stub = v1::HyperTune::NewStub(grpc::CreateChannel(
+      server->address(), grpc::InsecureChannelCredentials()));
   auto call_create = [&](const v1::Study& study) {
     grpc::ClientContext ctx;
     v1::CreateStudyRequest request;
@@ -295,7 +299,10 @@ TEST(ServerIntegrationTest, MalformedRequestsGetTheirCodes) {
     std::string message_part;
   };
   v1::Study log_zero = QuadraticStudy("logzero", 0, 0);
-  log_zero.mutable_spec()->mutable_parameters(1)->mutable_double_spec()->set_min(0);
+  log_zero.mutable_spec()
+      ->mutable_parameters(1)
+      ->mutable_double_spec()
+      ->set_min(0);
   v1::Study unnamed = QuadraticStudy("", 0, 0);
   std::vector<Case> cases = {
       {"unknown study",
@@ -335,7 +342,8 @@ TEST(ServerIntegrationTest, MalformedRequestsGetTheirCodes) {
            parameters { name: "lr" double_value: 0.1 }
            parameters { name: "depth" int_value: 2 }
            parameters { name: "act" string_value: "relu" }
-         )pb", r.mutable_trial());
+         )pb",
+                                                       r.mutable_trial());
          v1::Trial out;
          return stub->CreateTrial(&ctx, r, &out);
        },
@@ -351,7 +359,8 @@ TEST(ServerIntegrationTest, MalformedRequestsGetTheirCodes) {
            parameters { name: "depth" int_value: 2 }
            parameters { name: "act" string_value: "relu" }
            parameters { name: "momentum" double_value: 0.9 }
-         )pb", r.mutable_trial());
+         )pb",
+                                                       r.mutable_trial());
          v1::Trial out;
          return stub->CreateTrial(&ctx, r, &out);
        },
@@ -415,8 +424,7 @@ TEST(ServerIntegrationTest, MalformedRequestsGetTheirCodes) {
 // sequence it saw ends up with every trial as stored, each change seen once.
 TEST(ServerIntegrationTest, WatchTrialsResumesAfterADisconnectWithoutGaps) {
   TempDir dir;
-  std::unique_ptr<service::Server> server =
-      StartServer(dir.File("watch.db"));
+  std::unique_ptr<service::Server> server = StartServer(dir.File("watch.db"));
   ASSERT_NE(server, nullptr);
   Client client = MakeClient(server->address(), "watcher");
   ASSERT_TRUE(client.CreateStudy(QuadraticStudy("w", 12, 0)).ok());
@@ -452,7 +460,8 @@ TEST(ServerIntegrationTest, WatchTrialsResumesAfterADisconnectWithoutGaps) {
     absl::Status s = client.WatchTrials("w", 0, [&](const v1::TrialEvent& e) {
       live[e.trial().id()] = e.trial();
       int completed = 0;
-      for (const auto& [id, t] : live) completed += t.state() == v1::Trial::COMPLETED;
+      for (const auto& [id, t] : live)
+        completed += t.state() == v1::Trial::COMPLETED;
       return completed < 12;
     });
     EXPECT_TRUE(s.ok()) << s;

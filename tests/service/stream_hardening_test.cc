@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/limits.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "hypertune/v1/hypertune.grpc.pb.h"
-#include "common/limits.h"
 #include "service/server.h"
 #include "testing/test_server.h"
 
@@ -92,7 +92,8 @@ class StreamHardeningTest : public ::testing::Test {
         parameters { name: "x" double_spec { min: 0 max: 1 } }
         metrics { name: "loss" goal: MINIMIZE }
         algorithm: QUASI_RANDOM
-      })pb", &study);
+      })pb",
+                                                  &study);
     study.set_name(name);
     return study;
   }
@@ -152,12 +153,14 @@ class StreamHardeningTest : public ::testing::Test {
 // trials, before ending the stream, left the study stored and its retry
 // met ALREADY_EXISTS. Now nothing is stored and the retry succeeds.
 TEST_F(StreamHardeningTest, ACancelledImportStoresNothing) {
-  const std::vector<v1::ImportStudyRequest> messages = ImportMessages("im", 300);
+  const std::vector<v1::ImportStudyRequest> messages =
+      ImportMessages("im", 300);
   {
     grpc::ClientContext context;
     v1::Study response;
     auto writer = stub_->ImportStudy(&context, &response);
-    for (const v1::ImportStudyRequest& m : messages) ASSERT_TRUE(writer->Write(m));
+    for (const v1::ImportStudyRequest& m : messages)
+      ASSERT_TRUE(writer->Write(m));
     // No WritesDone: the client goes away mid-stream.
     context.TryCancel();
     EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::CANCELLED);
@@ -169,14 +172,16 @@ TEST_F(StreamHardeningTest, ACancelledImportStoresNothing) {
                          std::chrono::milliseconds(300));
     v1::Study response;
     auto writer = stub_->ImportStudy(&context, &response);
-    for (const v1::ImportStudyRequest& m : messages) ASSERT_TRUE(writer->Write(m));
+    for (const v1::ImportStudyRequest& m : messages)
+      ASSERT_TRUE(writer->Write(m));
     grpc::Status status = writer->Finish();  // waits out the deadline
     EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   }
   grpc::ClientContext context;
   v1::Study imported;
   auto writer = stub_->ImportStudy(&context, &imported);
-  for (const v1::ImportStudyRequest& m : messages) ASSERT_TRUE(writer->Write(m));
+  for (const v1::ImportStudyRequest& m : messages)
+    ASSERT_TRUE(writer->Write(m));
   ASSERT_TRUE(writer->WritesDone());
   grpc::Status status = writer->Finish();
   ASSERT_TRUE(status.ok()) << status.error_message();
@@ -245,7 +250,8 @@ TEST_F(StreamHardeningTest, ImportsAreCappedPerOwner) {
     writer->WritesDone();
     return writer->Finish();
   };
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto give_up =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
   grpc::Status refused = one_more();
   while (refused.ok() && std::chrono::steady_clock::now() < give_up) {
     reopen_refused();
@@ -275,7 +281,8 @@ TEST_F(StreamHardeningTest, ImportsAreCappedPerOwner) {
     h->writer->Finish().ok();
   }
   v1::Study study;
-  EXPECT_EQ(GetStudy("held0", &study).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(GetStudy("held0", &study).error_code(),
+            grpc::StatusCode::NOT_FOUND);
 }
 
 // The review's case: two streams that sent their study and stalled held
@@ -384,7 +391,8 @@ TEST_F(StreamHardeningTest, WatchStreamsAreCappedPerOwner) {
   watchers.pop_back();
   // The server notices a gone watcher at its next poll (kWatchPoll).
   grpc::Status admitted = refused;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto give_up =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (!admitted.ok() && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     admitted = one_more();
@@ -435,8 +443,8 @@ TEST_F(StreamHardeningTest, IdleWatchStreamsHoldNoThread) {
             << watchers.size() << " idle watchers\n";
   // gRPC may start a few threads of its own; not one per stream.
   EXPECT_LT(during - before, kMaxWatchStreamsPerOwner / 4)
-      << before << " threads before, " << during << " with "
-      << watchers.size() << " idle watchers";
+      << before << " threads before, " << during << " with " << watchers.size()
+      << " idle watchers";
 
   Suggest("idle", 1);
   for (size_t i = 0; i < watchers.size(); ++i) {

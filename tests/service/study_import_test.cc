@@ -35,7 +35,8 @@ class StudyImportTest : public ::testing::Test {
           metrics { name: "loss" goal: MINIMIZE }
           algorithm: RANDOM
         }
-      })pb", &request);
+      })pb",
+                                                  &request);
     request.mutable_study()->set_name(name);
     request.mutable_study()->mutable_spec()->set_max_trials(max_trials);
     request.mutable_study()
@@ -141,7 +142,8 @@ TEST_F(StudyImportTest, ImportKeepsStudyAndTrialsExactly) {
       expected.set_lease_expire_time_ms(0);
     }
     EXPECT_TRUE(MessageDifferencer::Equals(copied[i], expected))
-        << copied[i].DebugString() << "\nvs\n" << expected.DebugString();
+        << copied[i].DebugString() << "\nvs\n"
+        << expected.DebugString();
   }
   // The queued one goes to the next worker under a new epoch.
   std::vector<v1::Trial> again = Suggest("copy", 1);
@@ -189,8 +191,8 @@ TEST_F(StudyImportTest, AnImportTakesItsExportedStateWhenDone) {
   // IMPORTING is the server's own: an export naming it is refused.
   study.set_name("copy2");
   study.set_state(v1::Study::IMPORTING);
-  EXPECT_TRUE(absl::IsInvalidArgument(
-      service_.ImportStudy(study, {}).status()));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(service_.ImportStudy(study, {}).status()));
 }
 
 TEST_F(StudyImportTest, ImportRefusesATakenName) {
@@ -231,7 +233,8 @@ TEST_F(StudyImportTest, ImportRefusesBadTrialsNamingThem) {
             absl::StatusCode::kNotFound);
 }
 
-TEST_F(StudyImportTest, StoppingTrialsAreStoppedAndFailedOnesMayLackParameters) {
+TEST_F(StudyImportTest,
+       StoppingTrialsAreStoppedAndFailedOnesMayLackParameters) {
   v1::Study study = Create("src", 0);
   study.set_name("dst");
   v1::Trial stopping = Result(0.5, "a", 1);

@@ -7,11 +7,11 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "common/limits.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "absl/strings/str_cat.h"
-#include "common/limits.h"
 #include "storage/memory_store.h"
 #include "testing/test_server.h"
 
@@ -44,10 +44,12 @@ class StudyServiceTest : public ::testing::Test {
           metrics { name: "loss" goal: MINIMIZE }
           metrics { name: "acc" goal: MAXIMIZE }
         }
-      })pb", &request);
+      })pb",
+                                                  &request);
     request.mutable_study()->set_name(name);
     request.mutable_study()->mutable_spec()->set_max_trials(max_trials);
-    request.mutable_study()->mutable_spec()->set_max_parallel_trials(max_parallel);
+    request.mutable_study()->mutable_spec()->set_max_parallel_trials(
+        max_parallel);
     request.mutable_study()->mutable_spec()->set_algorithm(algorithm);
     auto study = service_.CreateStudy(request);
     EXPECT_TRUE(study.ok()) << study.status();
@@ -119,7 +121,8 @@ TEST_F(StudyServiceTest, UnknownAlgorithmIsInvalid) {
         parameters { name: "x" double_spec { min: 0 max: 1 } }
         metrics { name: "y" goal: MAXIMIZE }
       }
-    })pb", &request);
+    })pb",
+                                                &request);
   request.mutable_study()->mutable_spec()->set_algorithm(
       static_cast<v1::Algorithm>(42));
   absl::Status s = service_.CreateStudy(request).status();
@@ -141,7 +144,8 @@ TEST_F(StudyServiceTest, GpBanditFindsTheOptimumOfAQuadratic) {
         algorithm: GP_BANDIT
         seed: 7
       }
-    })pb", &request);
+    })pb",
+                                                &request);
   ASSERT_TRUE(service_.CreateStudy(request).ok());
   double best = std::numeric_limits<double>::infinity();
   for (int i = 0; i < 30; ++i) {
@@ -314,7 +318,8 @@ TEST_F(StudyServiceTest, MaxTrialsNeedsWriteAccess) {
         metrics { name: "y" goal: MAXIMIZE }
         max_trials: 5
       }
-    })pb", &request);
+    })pb",
+                                                &request);
   Principal alice{"alice", true, false};
   Principal bob{"bob", true, false};
   ASSERT_TRUE(service_.CreateStudy(request, alice).ok());
@@ -333,7 +338,8 @@ TEST_F(StudyServiceTest, QueuedTrialsAreGrantedFirstAndValidated) {
     parameters { name: "c" string_value: "b" }
     parameters { name: "x" double_value: 0.25 }
     parameters { name: "n" int_value: 7 }
-  )pb", request.mutable_trial());
+  )pb",
+                                                request.mutable_trial());
   auto queued = service_.CreateTrial(request);
   ASSERT_TRUE(queued.ok()) << queued.status();
   EXPECT_EQ(queued->state(), v1::Trial::REQUESTED);
@@ -441,7 +447,8 @@ TEST_F(StudyServiceTest, PartialTrialsAreRefusedClearly) {
       request.mutable_trial());
   s = service_.CreateTrial(request).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("unknown parameter \"nope\""));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("unknown parameter \"nope\""));
 
   // NaN is refused as infinity is, never taken for "choose it".
   for (double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
@@ -459,7 +466,8 @@ TEST_F(StudyServiceTest, PartialTrialsAreRefusedClearly) {
     state: COMPLETED
     parameters { name: "x" double_value: 0.5 }
     final_measurement { metrics { key: "loss" value: 0.9 } }
-  )pb", request.mutable_trial());
+  )pb",
+                                                request.mutable_trial());
   s = service_.CreateTrial(request).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("partial"));
@@ -475,11 +483,13 @@ TEST_F(StudyServiceTest, WarmStartTrialNeedsTheObjective) {
     parameters { name: "n" int_value: 2 }
     parameters { name: "c" string_value: "a" }
     final_measurement { metrics { key: "acc" value: 0.9 } }
-  )pb", request.mutable_trial());
+  )pb",
+                                                request.mutable_trial());
   EXPECT_THAT(std::string(service_.CreateTrial(request).status().message()),
               HasSubstr("missing \"loss\""));
-  (*request.mutable_trial()->mutable_final_measurement()->mutable_metrics())
-      ["loss"] = 0.3;
+  (*request.mutable_trial()
+        ->mutable_final_measurement()
+        ->mutable_metrics())["loss"] = 0.3;
   auto t = service_.CreateTrial(request);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->state(), v1::Trial::COMPLETED);
@@ -491,14 +501,16 @@ TEST_F(StudyServiceTest, WarmStartTrialNeedsTheObjective) {
   EXPECT_EQ(b->trials(0).id(), t->id());
 }
 
-absl::StatusOr<v1::Study> UpdateOf(StudyService& service, const std::string& name,
+absl::StatusOr<v1::Study> UpdateOf(StudyService& service,
+                                   const std::string& name,
                                    const std::string& spec_text,
                                    std::vector<std::string> paths) {
   v1::UpdateStudyRequest request;
   request.set_name(name);
   EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
       spec_text, request.mutable_spec()));
-  for (const std::string& p : paths) request.mutable_update_mask()->add_paths(p);
+  for (const std::string& p : paths)
+    request.mutable_update_mask()->add_paths(p);
   return service.UpdateStudy(request);
 }
 
@@ -558,7 +570,8 @@ TEST_F(StudyServiceTest, ASearchSpaceMayOnlyGrow) {
     parameters { name: "n" int_value: 50 }
     parameters { name: "c" string_value: "b" }
     final_measurement { metrics { key: "loss" value: 0.3 } }
-  )pb", known.mutable_trial());
+  )pb",
+                                                known.mutable_trial());
   auto t = service_.CreateTrial(known);
   ASSERT_TRUE(t.ok()) << t.status();
 
@@ -614,9 +627,11 @@ TEST_F(StudyServiceTest, ASearchSpaceMayOnlyGrow) {
   }
   absl::Status unknown = UpdateOf(service_, "s", "seed: 3", {"seed"}).status();
   EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(unknown.message()), HasSubstr("\"seed\" cannot be updated"));
+  EXPECT_THAT(std::string(unknown.message()),
+              HasSubstr("\"seed\" cannot be updated"));
   absl::Status too_long =
-      UpdateOf(service_, "s", "lease_seconds: 100000", {"lease_seconds"}).status();
+      UpdateOf(service_, "s", "lease_seconds: 100000", {"lease_seconds"})
+          .status();
   EXPECT_EQ(too_long.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(too_long.message()), HasSubstr("lease_seconds"));
   auto after = service_.GetStudy([] {
@@ -638,16 +653,17 @@ TEST_F(StudyServiceTest, AnUpdateKeepsTheStudyUnderItsSizeLimit) {
   auto categories = [](char tag, int n) {
     std::string text;
     for (int i = 0; i < n; ++i) {
-      absl::StrAppend(&text, i ? ", " : "", "\"", std::string(1, tag), i, std::string(990, tag),
-                      "\"");
+      absl::StrAppend(&text, i ? ", " : "", "\"", std::string(1, tag), i,
+                      std::string(990, tag), "\"");
     }
     return text;
   };
   auto space = [&](int first) {
-    return absl::StrCat(
-        "parameters { name: \"a\" categorical_spec { values: [",
-        categories('a', first), "] } } parameters { name: \"b\" "
-        "categorical_spec { values: [", categories('b', 500), "] } }");
+    return absl::StrCat("parameters { name: \"a\" categorical_spec { values: [",
+                        categories('a', first),
+                        "] } } parameters { name: \"b\" "
+                        "categorical_spec { values: [",
+                        categories('b', 500), "] } }");
   };
   v1::CreateStudyRequest create;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
@@ -668,7 +684,8 @@ TEST_F(StudyServiceTest, AnUpdateKeepsTheStudyUnderItsSizeLimit) {
             kMaxChangeTextBytes + 64);
 
   // 60 more values would pass 1 MiB: refused, nothing changed.
-  absl::Status over = UpdateOf(service_, "big", space(561), {"parameters"}).status();
+  absl::Status over =
+      UpdateOf(service_, "big", space(561), {"parameters"}).status();
   EXPECT_EQ(over.code(), absl::StatusCode::kInvalidArgument) << over;
   EXPECT_THAT(std::string(over.message()),
               HasSubstr(absl::StrCat("over the limit of ", kMaxStudyBytes)));
@@ -731,11 +748,13 @@ TEST_F(StudyServiceTest, UpdateStudyNamesEachBadField) {
         metrics { name: "loss" goal: MINIMIZE }
         early_stopping { rule: MEDIAN }
       }
-    })pb", &median));
+    })pb",
+                                                            &median));
   ASSERT_TRUE(service_.CreateStudy(median).ok());
-  absl::Status asha_field = UpdateOf(service_, "median",
-      "early_stopping { max_resource: 9 }", {"early_stopping.max_resource"})
-                                .status();
+  absl::Status asha_field =
+      UpdateOf(service_, "median", "early_stopping { max_resource: 9 }",
+               {"early_stopping.max_resource"})
+          .status();
   EXPECT_EQ(asha_field.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(asha_field.message()), HasSubstr("MEDIAN"));
   EXPECT_TRUE(UpdateOf(service_, "median", "early_stopping { min_trials: 5 }",
@@ -758,7 +777,8 @@ TEST_F(StudyServiceTest, UpdateStudyNamesEachBadField) {
         metrics { name: "loss" goal: MINIMIZE }
         early_stopping { rule: ASHA max_resource: 9 }
       }
-    })pb", &asha));
+    })pb",
+                                                            &asha));
   ASSERT_TRUE(service_.CreateStudy(asha).ok());
   absl::Status no_pause =
       UpdateOf(service_, "asha", "early_stopping { promote_by_model: true }",
@@ -773,7 +793,8 @@ TEST_F(StudyServiceTest, UpdateStudyNamesEachBadField) {
       parameters { name: "x" double_spec { min: -1 max: nan } }
       parameters { name: "n" integer_spec { min: 1 max: 100 scale: LOG } }
       parameters { name: "c" categorical_spec { values: [ "a", "b", "c" ] } })pb",
-      {"parameters"}).status();
+                              {"parameters"})
+                         .status();
   EXPECT_EQ(nan.code(), absl::StatusCode::kInvalidArgument) << nan;
   EXPECT_THAT(std::string(nan.message()), HasSubstr("parameters[0]"));
   EXPECT_THAT(std::string(nan.message()), HasSubstr("nan"));
@@ -790,7 +811,8 @@ TEST_F(StudyServiceTest, UpdateStudyNamesEachBadField) {
         }
         metrics { name: "loss" goal: MINIMIZE }
       }
-    })pb", &twice));
+    })pb",
+                                                            &twice));
   absl::Status repeated = service_.CreateStudy(twice).status();
   EXPECT_EQ(repeated.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(repeated.message()),
@@ -803,7 +825,8 @@ TEST_F(StudyServiceTest, UpdateStudyNamesEachBadField) {
   (*keyed.mutable_study()->mutable_attributes())["bad key"] = "v";
   absl::Status key = service_.CreateStudy(keyed).status();
   EXPECT_EQ(key.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(key.message()), HasSubstr("study.attributes[\"bad key\"]"));
+  EXPECT_THAT(std::string(key.message()),
+              HasSubstr("study.attributes[\"bad key\"]"));
 }
 
 // A spot fleet loses machines: a trial given back by preempted workers
@@ -842,8 +865,9 @@ TEST_F(StudyServiceTest, PreemptionsDoNotSpendTheRetries) {
   EXPECT_THAT(failed->failure_reason(), HasSubstr("max_retries 2"));
 
   // max_preemptions bounds them in turn.
-  ASSERT_TRUE(UpdateOf(service_, "spot", "max_preemptions: 1",
-                       {"max_preemptions"}).ok());
+  ASSERT_TRUE(
+      UpdateOf(service_, "spot", "max_preemptions: 1", {"max_preemptions"})
+          .ok());
   auto once = give_back(2, /*preempted=*/true);
   ASSERT_TRUE(once.ok()) << once.status();
   EXPECT_EQ(once->state(), v1::Trial::REQUESTED);
@@ -859,9 +883,11 @@ TEST_F(StudyServiceTest, PreemptionsDoNotSpendTheRetries) {
   alone.set_preempted(true);
   absl::Status s = service_.CompleteTrial(alone).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("preempted: only with worker_failed"));
-  absl::Status bound = UpdateOf(service_, "spot", "max_preemptions: -1",
-                                {"max_preemptions"}).status();
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("preempted: only with worker_failed"));
+  absl::Status bound =
+      UpdateOf(service_, "spot", "max_preemptions: -1", {"max_preemptions"})
+          .status();
   EXPECT_EQ(bound.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bound.message()), HasSubstr("max_preemptions"));
 }
@@ -882,7 +908,8 @@ TEST_F(StudyServiceTest, AnInfiniteResultDoesNotDerailTheSearch) {
           algorithm: GP_BANDIT
           seed: 11
         }
-      })pb", &request);
+      })pb",
+                                                  &request);
     request.mutable_study()->set_name(name);
     EXPECT_TRUE(service_.CreateStudy(request).ok());
     std::set<std::pair<double, double>> points;
@@ -890,7 +917,8 @@ TEST_F(StudyServiceTest, AnInfiniteResultDoesNotDerailTheSearch) {
     for (int i = 0; i < 20; ++i) {
       auto r = Suggest(name, 1, "w");
       EXPECT_TRUE(r.ok() && r->trials_size() == 1);
-      if (!r.ok() || r->trials_size() != 1) return std::make_pair(best, points.size());
+      if (!r.ok() || r->trials_size() != 1)
+        return std::make_pair(best, points.size());
       const v1::Trial& t = r->trials(0);
       const double x = t.parameters(0).double_value();
       const double y = t.parameters(1).double_value();
@@ -958,7 +986,8 @@ v1::CreateStudyRequest TwoObjectivesOneConstraint(v1::Algorithm algorithm) {
         metrics { name: "memory" role: CONSTRAINT upper_bound: 10 }
         metrics { name: "note" }
       }
-    })pb", &request);
+    })pb",
+                                                &request);
   request.mutable_study()->mutable_spec()->set_algorithm(algorithm);
   return request;
 }
@@ -1177,7 +1206,8 @@ TEST_F(LeaseTest, ExpiredTrialIsRequeuedWithItsCheckpointThenFails) {
   EXPECT_EQ(requeued.measurements_size(), 1);
 
   // The lost worker is fenced off; the next one resumes the same trial.
-  EXPECT_EQ(Beat(1, 1, "").status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Beat(1, 1, "").status().code(),
+            absl::StatusCode::kFailedPrecondition);
   auto next = Suggest("s", 1, "w2");
   ASSERT_TRUE(next.ok());
   ASSERT_EQ(next->trials_size(), 1);
@@ -1482,7 +1512,8 @@ TEST_F(StudyServiceTest, BestTrialFollowsTheGoal) {
 }
 
 TEST_F(StudyServiceTest, UnknownStudyAndTrialAreNotFound) {
-  EXPECT_EQ(Suggest("nope", 1, "").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Suggest("nope", 1, "").status().code(),
+            absl::StatusCode::kNotFound);
   Create("s", 0, 0);
   EXPECT_EQ(Complete("s", 99, 1).status().code(), absl::StatusCode::kNotFound);
   v1::DeleteStudyRequest del;
@@ -1509,10 +1540,12 @@ class EarlyStoppingTest : public StudyServiceTest {
           algorithm: QUASI_RANDOM
           max_parallel_trials: 1
         }
-      })pb", &request));
+      })pb",
+                                                              &request));
     request.mutable_study()->mutable_spec()->set_max_trials(max_trials);
     ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
-        rule, request.mutable_study()->mutable_spec()->mutable_early_stopping()));
+        rule,
+        request.mutable_study()->mutable_spec()->mutable_early_stopping()));
     auto study = service_.CreateStudy(request);
     ASSERT_TRUE(study.ok()) << study.status();
   }
@@ -1523,7 +1556,7 @@ class EarlyStoppingTest : public StudyServiceTest {
     EXPECT_TRUE(response.ok()) << response.status();
     EXPECT_EQ(response.ok() ? response->trials_size() : 0, 1);
     return response.ok() && response->trials_size() == 1 ? response->trials(0)
-                                                        : v1::Trial();
+                                                         : v1::Trial();
   }
 
   v1::Trial Get(int64_t id) {
@@ -1735,7 +1768,8 @@ TEST_F(EarlyStoppingTest, BadRulesAreRefusedNamingTheField) {
           parameters { name: "x" double_spec { min: 0 max: 1 } }
           metrics { name: "loss" goal: MINIMIZE }
         }
-      })pb", &request));
+      })pb",
+                                                              &request));
     ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
         c.rule,
         request.mutable_study()->mutable_spec()->mutable_early_stopping()));
@@ -1753,7 +1787,8 @@ TEST_F(EarlyStoppingTest, BadRulesAreRefusedNamingTheField) {
         metrics { name: "loss" goal: MINIMIZE }
         early_stopping { rule: ASHA max_resource: 9 }
       }
-    })pb", &request));
+    })pb",
+                                                            &request));
   absl::Status s = service_.CreateStudy(request).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("\"epochs\""));
@@ -1773,7 +1808,8 @@ TEST_F(StudyServiceTest, DeviceHoursAreCostedAndCapTheStudy) {
         price_per_device_hour: 2.5
         max_device_hours: 1
       }
-    })pb", &request));
+    })pb",
+                                                            &request));
   ASSERT_TRUE(service_.CreateStudy(request).ok());
   auto complete = [&](int64_t id, double device_seconds, bool worker_failed) {
     v1::CompleteTrialRequest done;
@@ -1897,7 +1933,8 @@ TEST_F(StudyServiceTest, AWatchBatchIsBoundedInBytesAndResumes) {
       parameters { name: "x" double_value: 0.5 }
       parameters { name: "n" int_value: 3 }
       parameters { name: "c" string_value: "a" }
-    )pb", request.mutable_trial());
+    )pb",
+                                                  request.mutable_trial());
     for (int a = 0; a < 60; ++a) {
       (*request.mutable_trial()->mutable_attributes())[absl::StrCat("a", a)] =
           std::string(4000, 'x');

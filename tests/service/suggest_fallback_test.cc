@@ -30,7 +30,8 @@ TEST(SuggestFallback, AnExhaustedSpaceIsCountedByStudyAlgorithmAndReason) {
         algorithm: GP_BANDIT
         seed: 3
       }
-    })pb", &create));
+    })pb",
+                                                            &create));
   ASSERT_TRUE(service.CreateStudy(create).ok());
   const std::vector<std::string> labels = {"tiny", "GP_BANDIT",
                                            "space_exhausted"};
@@ -57,7 +58,8 @@ TEST(SuggestFallback, AnExhaustedSpaceIsCountedByStudyAlgorithmAndReason) {
   }
   EXPECT_EQ(metrics.suggest_fallbacks().Value(labels), 2);
   std::string out;
-  metrics.Render(&out, [](const std::string& study) { return study == "tiny"; });
+  metrics.Render(&out,
+                 [](const std::string& study) { return study == "tiny"; });
   EXPECT_THAT(out, HasSubstr("hypertune_suggest_fallbacks_total{study=\"tiny\","
                              "algorithm=\"GP_BANDIT\",reason=\"space_"
                              "exhausted\"} 2\n"));

@@ -76,10 +76,10 @@ std::vector<int64_t> Ids(const std::vector<v1::Trial>& trials) {
 
 TEST(PlanSuggestionsTest, AWorkerAskingAgainGetsBackWhatItHolds) {
   const v1::Study study = Study("max_trials: 10");
-  const SuggestionState state = StateOf(
-      study, {Trial(1, v1::Trial::ACTIVE, "w1"),
-              Trial(2, v1::Trial::STOPPING, "w1"),
-              Trial(3, v1::Trial::REQUESTED)});
+  const SuggestionState state =
+      StateOf(study, {Trial(1, v1::Trial::ACTIVE, "w1"),
+                      Trial(2, v1::Trial::STOPPING, "w1"),
+                      Trial(3, v1::Trial::REQUESTED)});
   const v1::SuggestTrialsRequest again = Ask("w1", 1);
   const v1::SuggestTrialsRequest twice = Ask("w1", 5);
   SuggestionPlan plan = PlanSuggestions(state, {{&again}});
@@ -93,14 +93,12 @@ TEST(PlanSuggestionsTest, AWorkerAskingAgainGetsBackWhatItHolds) {
 
 TEST(PlanSuggestionsTest, QueuedTrialsComeBeforeNewOnes) {
   const v1::Study study = Study("max_trials: 10");
-  const SuggestionState state =
-      StateOf(study, {Trial(1, v1::Trial::COMPLETED),
-                      Trial(2, v1::Trial::REQUESTED),
-                      Trial(3, v1::Trial::REQUESTED)});
+  const SuggestionState state = StateOf(
+      study, {Trial(1, v1::Trial::COMPLETED), Trial(2, v1::Trial::REQUESTED),
+              Trial(3, v1::Trial::REQUESTED)});
   const v1::SuggestTrialsRequest first = Ask("a", 1);
   const v1::SuggestTrialsRequest second = Ask("b", 3);
-  const SuggestionPlan plan =
-      PlanSuggestions(state, {{&first}, {&second}});
+  const SuggestionPlan plan = PlanSuggestions(state, {{&first}, {&second}});
   EXPECT_THAT(Ids(plan.requests[0].grants), ElementsAre(2));
   EXPECT_EQ(plan.requests[0].fresh, 0);
   EXPECT_THAT(Ids(plan.requests[1].grants), ElementsAre(3));
@@ -123,10 +121,10 @@ TEST(PlanSuggestionsTest, TheParallelLimitAndTheBudgetHoldAcrossTheBatch) {
   EXPECT_FALSE(plan.completes_study);  // trial 1 still runs
 
   const v1::Study unlimited_parallel = Study("max_trials: 4");
-  plan = PlanSuggestions(StateOf(unlimited_parallel,
-                                 {Trial(1, v1::Trial::ACTIVE, "w0"),
-                                  Trial(2, v1::Trial::FAILED)}),
-                         {{&b}});
+  plan = PlanSuggestions(
+      StateOf(unlimited_parallel,
+              {Trial(1, v1::Trial::ACTIVE, "w0"), Trial(2, v1::Trial::FAILED)}),
+      {{&b}});
   EXPECT_EQ(plan.requests[0].fresh, 2);
 }
 
@@ -134,8 +132,8 @@ TEST(PlanSuggestionsTest, SpentDeviceHoursStopNewTrials) {
   v1::Study study = Study("max_device_hours: 1");
   study.set_device_seconds(3600);
   const v1::SuggestTrialsRequest a = Ask("a", 2);
-  const SuggestionPlan plan = PlanSuggestions(
-      StateOf(study, {Trial(1, v1::Trial::COMPLETED)}), {{&a}});
+  const SuggestionPlan plan =
+      PlanSuggestions(StateOf(study, {Trial(1, v1::Trial::COMPLETED)}), {{&a}});
   EXPECT_EQ(plan.total_fresh, 0);
   EXPECT_TRUE(plan.completes_study);
 }
@@ -148,10 +146,11 @@ TEST(PlanSuggestionsTest, TheStudyCompletesOnceTheBudgetIsSpentAndAllEnded) {
                               {{&a}})
                   .completes_study);
   // A running trial may still come back to the queue: not yet.
-  EXPECT_FALSE(PlanSuggestions(StateOf(study, {Trial(1, v1::Trial::COMPLETED),
-                                               Trial(2, v1::Trial::ACTIVE, "w")}),
-                               {{&a}})
-                   .completes_study);
+  EXPECT_FALSE(
+      PlanSuggestions(StateOf(study, {Trial(1, v1::Trial::COMPLETED),
+                                      Trial(2, v1::Trial::ACTIVE, "w")}),
+                      {{&a}})
+          .completes_study);
   // Nor when the only caller may not change the study.
   EXPECT_FALSE(PlanSuggestions(StateOf(study, {Trial(1, v1::Trial::COMPLETED),
                                                Trial(2, v1::Trial::FAILED)}),
@@ -162,9 +161,9 @@ TEST(PlanSuggestionsTest, TheStudyCompletesOnceTheBudgetIsSpentAndAllEnded) {
 TEST(PlanSuggestionsTest, RefusedCallersAndPausedStudiesGetNothing) {
   const v1::Study study = Study("max_trials: 10");
   const v1::SuggestTrialsRequest a = Ask("a", 2), b = Ask("b", 2);
-  SuggestionPlan plan = PlanSuggestions(
-      StateOf(study, {Trial(1, v1::Trial::REQUESTED)}),
-      {{&a, /*admitted=*/false}, {&b}});
+  SuggestionPlan plan =
+      PlanSuggestions(StateOf(study, {Trial(1, v1::Trial::REQUESTED)}),
+                      {{&a, /*admitted=*/false}, {&b}});
   EXPECT_THAT(plan.requests[0].grants, IsEmpty());
   EXPECT_EQ(plan.requests[0].fresh, 0);
   EXPECT_THAT(Ids(plan.requests[1].grants), ElementsAre(1));

@@ -38,7 +38,8 @@ class TrialFencingTest : public ::testing::Test {
           lease_seconds: 10
           max_retries: 3
         }
-      })pb", &create));
+      })pb",
+                                                              &create));
     ASSERT_TRUE(service_.CreateStudy(create).ok());
     // Worker 1 gets trial 1 under epoch 1 and loses it; worker 2 gets it
     // under epoch 2.
@@ -109,16 +110,17 @@ TEST_F(TrialFencingTest, NoCallOfTheLostWorkerChangesTheTrial) {
            [&] {
              return service_
                  .CompleteTrial(complete([](v1::CompleteTrialRequest& r) {
-                   (*r.mutable_final_measurement()->mutable_metrics())
-                       ["loss"] = 0.1;
+                   (*r.mutable_final_measurement()->mutable_metrics())["loss"] =
+                       0.1;
                  }))
                  .status();
            }},
           {"CompleteTrial (infeasible)",
            [&] {
              return service_
-                 .CompleteTrial(complete(
-                     [](v1::CompleteTrialRequest& r) { r.set_infeasible(true); }))
+                 .CompleteTrial(complete([](v1::CompleteTrialRequest& r) {
+                   r.set_infeasible(true);
+                 }))
                  .status();
            }},
           {"CompleteTrial (failed)",
@@ -169,7 +171,8 @@ TEST_F(TrialFencingTest, AFinishedTrialAnswersItsRetryAndRefusesAnotherResult) {
   EXPECT_EQ(first->state(), v1::Trial::COMPLETED);
   absl::StatusOr<v1::Trial> retry = service_.CompleteTrial(done);
   ASSERT_TRUE(retry.ok()) << retry.status();
-  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*retry, *first));
+  EXPECT_TRUE(
+      google::protobuf::util::MessageDifferencer::Equals(*retry, *first));
   (*done.mutable_final_measurement()->mutable_metrics())["loss"] = 0.5;
   EXPECT_EQ(service_.CompleteTrial(done).status().code(),
             absl::StatusCode::kFailedPrecondition);

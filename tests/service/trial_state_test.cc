@@ -5,9 +5,9 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "absl/strings/str_cat.h"
 
 namespace hypertune::service {
 namespace {
@@ -16,11 +16,12 @@ using ::testing::HasSubstr;
 using State = v1::Trial::State;
 
 constexpr State kStates[] = {
-    v1::Trial::STATE_UNSPECIFIED, v1::Trial::REQUESTED, v1::Trial::ACTIVE,
-    v1::Trial::STOPPING,          v1::Trial::PAUSED,    v1::Trial::COMPLETED,
+    v1::Trial::STATE_UNSPECIFIED, v1::Trial::REQUESTED,  v1::Trial::ACTIVE,
+    v1::Trial::STOPPING,          v1::Trial::PAUSED,     v1::Trial::COMPLETED,
     v1::Trial::STOPPED,           v1::Trial::INFEASIBLE, v1::Trial::FAILED};
 
-// docs/concepts.md: REQUESTED -> ACTIVE -> COMPLETED | INFEASIBLE | FAILED; ACTIVE
+// docs/concepts.md: REQUESTED -> ACTIVE -> COMPLETED | INFEASIBLE | FAILED;
+// ACTIVE
 // -> STOPPING -> STOPPED; ACTIVE -> PAUSED -> ACTIVE; ACTIVE -> REQUESTED
 // when a lease runs out with retries left; new trials are queued, granted
 // or known results; stopping by hand ends REQUESTED and PAUSED trials.
@@ -51,8 +52,7 @@ TEST(TrialStateTest, EveryPairIsLegalExactlyAsTheDesignSays) {
     for (State to : kStates) {
       const bool expected = Legal().contains({from, to});
       EXPECT_EQ(IsLegalTransition(from, to), expected)
-          << v1::Trial::State_Name(from) << " -> "
-          << v1::Trial::State_Name(to);
+          << v1::Trial::State_Name(from) << " -> " << v1::Trial::State_Name(to);
       v1::Trial trial;
       trial.set_id(3);
       trial.set_study_name("s");

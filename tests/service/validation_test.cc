@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "common/limits.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "absl/strings/str_cat.h"
 #include "service/conversion.h"
-#include "common/limits.h"
 
 namespace hypertune::service {
 namespace {
@@ -29,7 +29,8 @@ v1::Study ValidStudy() {
       parameters { name: "opt" categorical_spec { values: [ "sgd", "adam" ] } }
       metrics { name: "loss" goal: MINIMIZE }
     }
-  )pb", &study);
+  )pb",
+                                                &study);
   return study;
 }
 
@@ -49,10 +50,8 @@ TEST(ValidateStudyTest, ARecordedMetricNeedsNoGoal) {
   v1::Study study = ValidStudy();
   study.mutable_spec()->add_metrics()->set_name("gpu_hours");
   EXPECT_TRUE(CheckStudy(study).ok()) << CheckStudy(study);
-  study.mutable_spec()->mutable_metrics(0)->set_role(
-      v1::MetricSpec::OBJECTIVE);
-  study.mutable_spec()->mutable_metrics(1)->set_role(
-      v1::MetricSpec::RECORDED);
+  study.mutable_spec()->mutable_metrics(0)->set_role(v1::MetricSpec::OBJECTIVE);
+  study.mutable_spec()->mutable_metrics(1)->set_role(v1::MetricSpec::RECORDED);
   EXPECT_TRUE(CheckStudy(study).ok()) << CheckStudy(study);
 }
 
@@ -100,8 +99,10 @@ TEST_P(BadStudyTest, NamesTheFieldWithInvalidArgument) {
   v1::Study study = ValidStudy();
   c.edit(study);
   absl::Status s = CheckStudy(study);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.label << ": " << s;
-  EXPECT_THAT(std::string(s.message()), HasSubstr(c.field_in_message)) << c.label;
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument)
+      << c.label << ": " << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(c.field_in_message))
+      << c.label;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -111,42 +112,53 @@ INSTANTIATE_TEST_SUITE_P(
                      "study.name"},
         BadStudyCase{"name_with_space", [](v1::Study& s) { s.set_name("a b"); },
                      "study.name"},
-        BadStudyCase{"sql_name",
-                     [](v1::Study& s) { s.set_name("x'); DROP TABLE trials;--"); },
-                     "study.name"},
+        BadStudyCase{
+            "sql_name",
+            [](v1::Study& s) { s.set_name("x'); DROP TABLE trials;--"); },
+            "study.name"},
         BadStudyCase{"no_parameters",
                      [](v1::Study& s) { s.mutable_spec()->clear_parameters(); },
                      "study.spec.parameters"},
         BadStudyCase{"no_metrics",
                      [](v1::Study& s) { s.mutable_spec()->clear_metrics(); },
                      "study.spec.metrics"},
-        BadStudyCase{"log_min_zero",
-                     WithParameters({R"pb(name: "lr" double_spec { min: 0 max: 1 scale: LOG })pb"}),
-                     "parameters[0]"},
-        BadStudyCase{"log_min_negative_integer",
-                     WithParameters({R"pb(name: "n" integer_spec { min: -1 max: 4 scale: LOG })pb"}),
-                     "parameters[0]"},
-        BadStudyCase{"min_above_max",
-                     WithParameters({R"pb(name: "x" double_spec { min: 2 max: 1 })pb"}),
-                     "parameters[0]"},
-        BadStudyCase{"double_min_equals_max",
-                     WithParameters({R"pb(name: "x" double_spec { min: 1 max: 1 })pb"}),
-                     "parameters[0].double_spec"},
-        BadStudyCase{"integer_min_equals_max",
-                     WithParameters({R"pb(name: "n" integer_spec { min: 4 max: 4 })pb"}),
-                     "one value"},
+        BadStudyCase{
+            "log_min_zero",
+            WithParameters(
+                {R"pb(name: "lr" double_spec { min: 0 max: 1 scale: LOG })pb"}),
+            "parameters[0]"},
+        BadStudyCase{
+            "log_min_negative_integer",
+            WithParameters(
+                {R"pb(name: "n" integer_spec { min: -1 max: 4 scale: LOG })pb"}),
+            "parameters[0]"},
+        BadStudyCase{
+            "min_above_max",
+            WithParameters({R"pb(name: "x" double_spec { min: 2 max: 1 })pb"}),
+            "parameters[0]"},
+        BadStudyCase{
+            "double_min_equals_max",
+            WithParameters({R"pb(name: "x" double_spec { min: 1 max: 1 })pb"}),
+            "parameters[0].double_spec"},
+        BadStudyCase{
+            "integer_min_equals_max",
+            WithParameters({R"pb(name: "n" integer_spec { min: 4 max: 4 })pb"}),
+            "one value"},
         BadStudyCase{"no_kind", WithParameters({R"pb(name: "x")pb"}),
                      "parameters[0]"},
-        BadStudyCase{"empty_parameter_name",
-                     WithParameters({R"pb(name: "" double_spec { min: 0 max: 1 })pb"}),
-                     "parameters[0].name"},
+        BadStudyCase{
+            "empty_parameter_name",
+            WithParameters({R"pb(name: "" double_spec { min: 0 max: 1 })pb"}),
+            "parameters[0].name"},
         BadStudyCase{"parameter_name_with_braces",
-                     WithParameters({R"pb(name: "{x}" double_spec { min: 0 max: 1 })pb"}),
+                     WithParameters(
+                         {R"pb(name: "{x}" double_spec { min: 0 max: 1 })pb"}),
                      "parameters[0].name"},
-        BadStudyCase{"duplicate_parameter",
-                     WithParameters({R"pb(name: "x" double_spec { min: 0 max: 1 })pb",
-                                     R"pb(name: "x" double_spec { min: 0 max: 1 })pb"}),
-                     "parameters[1]"},
+        BadStudyCase{
+            "duplicate_parameter",
+            WithParameters({R"pb(name: "x" double_spec { min: 0 max: 1 })pb",
+                            R"pb(name: "x" double_spec { min: 0 max: 1 })pb"}),
+            "parameters[1]"},
         BadStudyCase{"empty_categories",
                      WithParameters({R"pb(name: "c" categorical_spec {})pb"}),
                      "parameters[0]"},
@@ -178,32 +190,33 @@ INSTANTIATE_TEST_SUITE_P(
         BadStudyCase{"objective_without_goal",
                      WithMetrics({R"pb(name: "a" role: OBJECTIVE)pb"}),
                      "metrics[0].goal"},
-        BadStudyCase{"bound_on_an_objective",
-                     WithMetrics({R"pb(name: "a" goal: MAXIMIZE role: OBJECTIVE
+        BadStudyCase{"bound_on_an_objective", WithMetrics({R"pb(name: "a" goal: MAXIMIZE role: OBJECTIVE
                                        upper_bound: 1)pb"}),
                      "not a CONSTRAINT"},
-        BadStudyCase{"constraint_without_bounds",
-                     WithMetrics({R"pb(name: "a" goal: MAXIMIZE role: OBJECTIVE)pb",
-                                  R"pb(name: "mem" role: CONSTRAINT)pb"}),
-                     "metrics[1]"},
-        BadStudyCase{"constraint_bounds_crossed",
-                     WithMetrics({R"pb(name: "a" goal: MAXIMIZE role: OBJECTIVE)pb",
-                                  R"pb(name: "mem" role: CONSTRAINT
+        BadStudyCase{
+            "constraint_without_bounds",
+            WithMetrics({R"pb(name: "a" goal: MAXIMIZE role: OBJECTIVE)pb",
+                         R"pb(name: "mem" role: CONSTRAINT)pb"}),
+            "metrics[1]"},
+        BadStudyCase{
+            "constraint_bounds_crossed",
+            WithMetrics({R"pb(name: "a" goal: MAXIMIZE role: OBJECTIVE)pb",
+                         R"pb(name: "mem" role: CONSTRAINT
                                        lower_bound: 2 upper_bound: 1)pb"}),
-                     "metrics[1]"},
-        BadStudyCase{"constraint_bound_infinite",
-                     WithMetrics({R"pb(name: "a" goal: MAXIMIZE role: OBJECTIVE)pb",
-                                  R"pb(name: "mem" role: CONSTRAINT
+            "metrics[1]"},
+        BadStudyCase{
+            "constraint_bound_infinite",
+            WithMetrics({R"pb(name: "a" goal: MAXIMIZE role: OBJECTIVE)pb",
+                         R"pb(name: "mem" role: CONSTRAINT
                                        upper_bound: inf)pb"}),
-                     "metrics[1].upper_bound"},
+            "metrics[1].upper_bound"},
         BadStudyCase{"negative_max_trials",
                      [](v1::Study& s) { s.mutable_spec()->set_max_trials(-1); },
                      "study.spec.max_trials"},
-        BadStudyCase{"negative_parallel",
-                     [](v1::Study& s) {
-                       s.mutable_spec()->set_max_parallel_trials(-3);
-                     },
-                     "study.spec.max_parallel_trials"}),
+        BadStudyCase{
+            "negative_parallel",
+            [](v1::Study& s) { s.mutable_spec()->set_max_parallel_trials(-3); },
+            "study.spec.max_parallel_trials"}),
     [](const ::testing::TestParamInfo<BadStudyCase>& info) {
       return info.param.label;
     });
@@ -290,7 +303,8 @@ TEST(ValidateMeasurementTest, RefusesNaNAcceptsInfinity) {
   (*m.mutable_metrics())["acc"] = std::nan("");
   absl::Status s = ValidateMeasurement("measurement", m, true);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("measurement.metrics[\"acc\"]"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("measurement.metrics[\"acc\"]"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("NaN"));
 }
 
@@ -340,7 +354,8 @@ TEST(ConversionTest, BadParameterValuesNameTheParameter) {
   extra->set_name("momentum");
   extra->set_double_value(0.9);
   s = ToAssignment("trial.parameters", *space, unknown).status();
-  EXPECT_THAT(std::string(s.message()), HasSubstr("unknown parameter \"momentum\""));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("unknown parameter \"momentum\""));
 
   ParameterValues missing = good;
   missing.RemoveLast();
@@ -384,7 +399,8 @@ TEST(ValidateStudyTest, ObjectivesAndConstraintsByRole) {
     metrics { name: "latency" goal: MINIMIZE role: OBJECTIVE }
     metrics { name: "memory" role: CONSTRAINT upper_bound: 16 }
     metrics { name: "params" }
-  )pb", study.mutable_spec());
+  )pb",
+                                                study.mutable_spec());
   ASSERT_TRUE(CheckStudy(study).ok()) << CheckStudy(study);
   StudyMetrics metrics(study.spec());
   ASSERT_EQ(metrics.objectives().size(), 2u);

@@ -191,8 +191,9 @@ TEST_F(PostgresStoreTest, DataSurvivesReopenAndIsSharedByStores) {
       absl::StatusOr<std::vector<v1::Trial>> more =
           store->CreateTrials("mnist", std::vector<v1::Trial>(2));
       ASSERT_TRUE(more.ok()) << more.status();
-      EXPECT_EQ((*more)[0].id(),
-                static_cast<int64_t>(store->ListTrials("mnist", {})->size()) - 1);
+      EXPECT_EQ(
+          (*more)[0].id(),
+          static_cast<int64_t>(store->ListTrials("mnist", {})->size()) - 1);
     }
   }
   EXPECT_EQ(first->ListTrials("mnist", {})->size(), 13u);
@@ -328,12 +329,12 @@ TEST_F(PostgresStoreTest, AnUnfinishedTrialsCurveIsRowsOfItsOwn) {
   EXPECT_TRUE(Same((*store->ListTrials("mnist", {}))[0], expected));
   EXPECT_TRUE(
       Same((*store->ListTrialsInStates({v1::Trial::ACTIVE}))[0], expected));
-  EXPECT_TRUE(Same(store->ListTrialChanges("mnist", 0, 0)->back().trial,
-                   expected));
+  EXPECT_TRUE(
+      Same(store->ListTrialChanges("mnist", 0, 0)->back().trial, expected));
   EXPECT_TRUE(Same(*store->GetStudyWithTrial("mnist", 1)->trial, expected));
-  EXPECT_TRUE(Same(
-      store->GetStudyOverview("mnist", {v1::Trial::ACTIVE})->trials[0],
-      expected));
+  EXPECT_TRUE(
+      Same(store->GetStudyOverview("mnist", {v1::Trial::ACTIVE})->trials[0],
+           expected));
   EXPECT_EQ(LastSequenceOf(*store), kReports + 1);
   EXPECT_TRUE(store->CheckIntegrity().ok()) << store->CheckIntegrity();
 
@@ -478,12 +479,12 @@ TEST_F(PostgresStoreTest, MigratesAVersion2Database) {
       Bytea("mnist"), ", ", study.state(), ", 0, 3, 3, ",
       Bytea(study.SerializeAsString()), ")"));
   for (const v1::Trial& trial : trials) {
-    Query(absl::StrCat(
-        "INSERT INTO trials(study_id, trial_id, state, client_id, "
-        "lease_epoch, sequence, trial) SELECT id, ",
-        trial.id(), ", ", trial.state(), ", ", Bytea(trial.client_id()),
-        ", 1, ", trial.id(), ", ", Bytea(trial.SerializeAsString()),
-        " FROM studies"));
+    Query(
+        absl::StrCat("INSERT INTO trials(study_id, trial_id, state, client_id, "
+                     "lease_epoch, sequence, trial) SELECT id, ",
+                     trial.id(), ", ", trial.state(), ", ",
+                     Bytea(trial.client_id()), ", 1, ", trial.id(), ", ",
+                     Bytea(trial.SerializeAsString()), " FROM studies"));
   }
 
   std::unique_ptr<PostgresStore> store = Open();

@@ -3,8 +3,8 @@
 // typed suite every store passes is in study_store_test.cc.
 #include "storage/sqlite_store.h"
 
-#include <sqlite3.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,8 +13,8 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <latch>
 #include <limits>
 #include <memory>
@@ -358,9 +358,8 @@ TEST_F(SqliteStoreTest, BackupRefusesTheLiveFiles) {
       (std::filesystem::path(path_).parent_path() / "." /
        std::filesystem::path(path_).filename())
           .string();
-  for (const std::string& live :
-       {path_, same_by_another_name, path_ + "-wal", path_ + "-shm",
-        path_ + ".lock"}) {
+  for (const std::string& live : {path_, same_by_another_name, path_ + "-wal",
+                                  path_ + "-shm", path_ + ".lock"}) {
     SCOPED_TRACE(live);
     absl::Status status = store->Backup(live);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
@@ -1036,8 +1035,7 @@ TEST_F(SqliteStoreTest, MigratesAVersionFiveFileSplittingMeasurements) {
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->CreateStudy(MakeStudy("mnist")).ok());
     ASSERT_TRUE(
-        store->CreateTrials("mnist", MakeTrials(1, v1::Trial::COMPLETED))
-            .ok());
+        store->CreateTrials("mnist", MakeTrials(1, v1::Trial::COMPLETED)).ok());
   }
   {
     RawDb raw(path_);
@@ -1136,10 +1134,10 @@ TEST_F(SqliteStoreTest, AReportWritesOneMeasurementRowWhateverTheCurve) {
             completed.ByteSizeLong());
   v1::Measurement late;
   late.set_step(51);
-  EXPECT_EQ(store->AppendMeasurement(completed, late,
-                                     TrialVersion::Of(completed))
-                .code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(
+      store->AppendMeasurement(completed, late, TrialVersion::Of(completed))
+          .code(),
+      absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(*store->GetTrial("mnist", 1), EqualsProto(completed));
   // Rows of an unfinished trial go with its study.
   v1::Trial running = MakeTrial(v1::Trial::ACTIVE, "worker-b");

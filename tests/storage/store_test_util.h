@@ -86,7 +86,8 @@ inline v1::Study MakeStudy(const std::string& name) {
   return study;
 }
 
-inline v1::Trial MakeTrial(v1::Trial::State state, const std::string& client_id = "") {
+inline v1::Trial MakeTrial(v1::Trial::State state,
+                           const std::string& client_id = "") {
   v1::Trial trial;
   trial.set_state(state);
   trial.set_client_id(client_id);
@@ -97,7 +98,7 @@ inline v1::Trial MakeTrial(v1::Trial::State state, const std::string& client_id 
 }
 
 inline std::vector<v1::Trial> MakeTrials(int n, v1::Trial::State state,
-                                  const std::string& client_id = "") {
+                                         const std::string& client_id = "") {
   return std::vector<v1::Trial>(n, MakeTrial(state, client_id));
 }
 
@@ -134,7 +135,7 @@ inline int64_t LastSequence(StudyStore& store, const std::string& study_name) {
 // Creates study "mnist" with one trial, in `state` under lease `epoch` and
 // held by "worker-a", and returns it as stored; its change is kCreated.
 inline v1::Trial CreateLeasedTrial(StudyStore& store, v1::Trial::State state,
-                            int64_t epoch) {
+                                   int64_t epoch) {
   EXPECT_TRUE(store.CreateStudy(MakeStudy("mnist")).ok());
   v1::Trial trial = MakeTrial(state, "worker-a");
   trial.set_lease_epoch(epoch);

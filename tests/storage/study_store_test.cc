@@ -4,8 +4,8 @@
 // postgres_store_test.cc.
 #include "storage/study_store.h"
 
-#include <sqlite3.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,8 +14,8 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <latch>
 #include <limits>
 #include <memory>
@@ -130,13 +130,14 @@ class StudyStoreTest : public ::testing::TestWithParam<StoreKind> {
   std::unique_ptr<StudyStore> store_;
 };
 
-INSTANTIATE_TEST_SUITE_P(
-    Stores, StudyStoreTest,
-    ::testing::Values(StoreKind::kMemory, StoreKind::kSqlite,
-                      StoreKind::kSqliteInMemory, StoreKind::kPostgres),
-    [](const ::testing::TestParamInfo<StoreKind>& info) {
-      return StoreName(info.param);
-    });
+INSTANTIATE_TEST_SUITE_P(Stores, StudyStoreTest,
+                         ::testing::Values(StoreKind::kMemory,
+                                           StoreKind::kSqlite,
+                                           StoreKind::kSqliteInMemory,
+                                           StoreKind::kPostgres),
+                         [](const ::testing::TestParamInfo<StoreKind>& info) {
+                           return StoreName(info.param);
+                         });
 
 TEST_P(StudyStoreTest, CreateThenGetReturnsTheStudy) {
   v1::Study study = MakeStudy("mnist");
@@ -669,7 +670,8 @@ TEST_P(StudyStoreTest, OverviewReadsTheStudyCountsAndTrialsInStates) {
   this->Create("other");
   const std::vector<v1::Trial::State> live = {v1::Trial::REQUESTED,
                                               v1::Trial::ACTIVE};
-  absl::StatusOr<StudyOverview> overview = store.GetStudyOverview("mnist", live);
+  absl::StatusOr<StudyOverview> overview =
+      store.GetStudyOverview("mnist", live);
   ASSERT_TRUE(overview.ok()) << overview.status();
   EXPECT_THAT(overview->study, EqualsProto(*store.GetStudy("mnist")));
   EXPECT_THAT(overview->counts, IsEmpty());
@@ -685,10 +687,10 @@ TEST_P(StudyStoreTest, OverviewReadsTheStudyCountsAndTrialsInStates) {
       store.CreateTrials("other", MakeTrials(3, v1::Trial::ACTIVE)).ok());
   overview = store.GetStudyOverview("mnist", live);
   ASSERT_TRUE(overview.ok()) << overview.status();
-  EXPECT_THAT(overview->counts, UnorderedElementsAre(
-                                    Pair(v1::Trial::COMPLETED, 2),
-                                    Pair(v1::Trial::REQUESTED, 2),
-                                    Pair(v1::Trial::ACTIVE, 1)));
+  EXPECT_THAT(overview->counts,
+              UnorderedElementsAre(Pair(v1::Trial::COMPLETED, 2),
+                                   Pair(v1::Trial::REQUESTED, 2),
+                                   Pair(v1::Trial::ACTIVE, 1)));
   EXPECT_THAT(Ids(overview->trials), ElementsAre(3, 4, 5));
   EXPECT_THAT(overview->trials[2], EqualsProto(*store.GetTrial("mnist", 5)));
   // A state asked for that no trial has adds nothing.
@@ -770,8 +772,7 @@ TEST_P(StudyStoreTest, TrialChangesFollowTheStudysSequence) {
   v1::Trial missing = MakeTrial(v1::Trial::ACTIVE);
   missing.set_study_name("mnist");
   missing.set_id(99);
-  EXPECT_EQ(store.RenewTrialLease(missing).code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store.RenewTrialLease(missing).code(), absl::StatusCode::kNotFound);
 }
 
 TEST_P(StudyStoreTest, DeleteStudyRemovesItsTrials) {
@@ -899,8 +900,7 @@ TEST_P(StudyStoreTest, ConcurrentWritesOnOwnTrialsAllLand) {
       EXPECT_EQ(trial.measurements(kReportsPerTrial - 1).step(),
                 kReportsPerTrial);
       // The trial is the one its client created.
-      EXPECT_THAT(trial.checkpoint_uri(),
-                  StartsWith(trial.client_id() + "/"));
+      EXPECT_THAT(trial.checkpoint_uri(), StartsWith(trial.client_id() + "/"));
       uris.insert(trial.checkpoint_uri());
     }
     std::set<std::string> expected;
@@ -1336,7 +1336,6 @@ TEST(OpenStoreTest, OptionsAndErrorsAreSqlites) {
   EXPECT_THAT(store.status().message(), HasSubstr(missing));
 }
 
-
 // A measurement at `step` with accuracy `value`.
 v1::Measurement AccuracyAt(int64_t step, double value) {
   v1::Measurement m;
@@ -1470,9 +1469,9 @@ TEST_P(StudyStoreTest, AppendMeasurementRefusesAMessageThatWouldNotReadBack) {
   v1::Measurement bad;
   bad.set_step(1);
   (*bad.mutable_metrics())["\xff"] = 1;
-  EXPECT_EQ(store.AppendMeasurement(created, bad, TrialVersion::Of(created))
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      store.AppendMeasurement(created, bad, TrialVersion::Of(created)).code(),
+      absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(*store.GetTrial("mnist", 1), EqualsProto(created));
 }
 

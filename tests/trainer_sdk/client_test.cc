@@ -192,17 +192,15 @@ class FakeService final : public v1::HyperTune::Service {
                           v1::ListTrialsResponse* response) override {
     return Handle(context, "ListTrials", [&] {
       // Pages of two, whatever the page size asked.
-      int64_t after = request->page_token().empty()
-                          ? 0
-                          : std::stoll(request->page_token());
+      int64_t after =
+          request->page_token().empty() ? 0 : std::stoll(request->page_token());
       for (auto it = trials_.upper_bound(after);
            it != trials_.end() && response->trials_size() < 2; ++it) {
         *response->add_trials() = it->second;
       }
       if (response->trials_size() == 2 &&
           trials_.upper_bound(response->trials(1).id()) != trials_.end()) {
-        response->set_next_page_token(
-            std::to_string(response->trials(1).id()));
+        response->set_next_page_token(std::to_string(response->trials(1).id()));
       }
       return grpc::Status::OK;
     });

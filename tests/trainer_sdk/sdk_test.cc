@@ -152,7 +152,8 @@ TEST(ProcessRank, RankThenLocalRankThenZero) {
 TEST(RenewalInterval, AThirdOfWhatIsLeftOfTheLease) {
   using std::chrono::milliseconds;
   constexpr int64_t kNow = 1'700'000'000'000;
-  EXPECT_EQ(internal::RenewalInterval(kNow + 30'000, kNow), milliseconds(10000));
+  EXPECT_EQ(internal::RenewalInterval(kNow + 30'000, kNow),
+            milliseconds(10000));
   EXPECT_EQ(internal::RenewalInterval(kNow + 1'000, kNow), milliseconds(333));
   // Run out on our clock (or clocks far apart): renewed soon, not never.
   EXPECT_EQ(internal::RenewalInterval(kNow, kNow),
@@ -168,8 +169,8 @@ class EnvTest : public ::testing::Test {
          {"HYPERTUNE_SERVER", "HYPERTUNE_CLIENT_ID", "HYPERTUNE_TOKEN",
           "HYPERTUNE_TLS_CA", "HYPERTUNE_TLS_CERT", "HYPERTUNE_TLS_KEY"}) {
       const char* value = std::getenv(name);
-      saved_.emplace_back(name, value ? std::optional<std::string>(value)
-                                      : std::nullopt);
+      saved_.emplace_back(
+          name, value ? std::optional<std::string>(value) : std::nullopt);
       unsetenv(name);
     }
   }
@@ -291,12 +292,13 @@ TEST_F(EnvTest, MaxAttemptsAtLeastOne) {
 
 TEST(ToAbslStatus, KeepsCodeAndMessage) {
   EXPECT_TRUE(ToAbslStatus(grpc::Status::OK).ok());
-  absl::Status s =
-      ToAbslStatus(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "stale"));
+  absl::Status s = ToAbslStatus(
+      grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "stale"));
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(s.message(), "stale");
-  EXPECT_EQ(ToAbslStatus(grpc::Status(grpc::StatusCode::UNAVAILABLE, "x")).code(),
-            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(
+      ToAbslStatus(grpc::Status(grpc::StatusCode::UNAVAILABLE, "x")).code(),
+      absl::StatusCode::kUnavailable);
 }
 
 TEST(BackoffDelay, DoublesUpToTheCapWithJitter) {

@@ -24,7 +24,8 @@ class CpuBackend : public Backend {
     const size_t rounded = (bytes + 63) / 64 * 64;
     void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
     if (p == nullptr) {
-      error_ = "out of host memory allocating " + std::to_string(bytes) + " bytes";
+      error_ =
+          "out of host memory allocating " + std::to_string(bytes) + " bytes";
       return nullptr;
     }
     std::memset(p, 0, rounded);
@@ -65,16 +66,16 @@ class CpuBackend : public Backend {
                             const float* beta, const float* running_mean,
                             const float* running_var, const float* residual,
                             bool relu, const BatchNormShape& s) override {
-    train::BatchNormForwardEval(out, in, gamma, beta, running_mean,
-                                running_var, residual, relu, s, &pool_);
+    train::BatchNormForwardEval(out, in, gamma, beta, running_mean, running_var,
+                                residual, relu, s, &pool_);
   }
   void BatchNormBackward(float* d_in, float* d_gamma, float* d_beta,
                          const float* d_out, const float* in,
                          const float* gamma, const float* save_mean,
                          const float* save_inv_std,
                          const BatchNormShape& s) override {
-    train::BatchNormBackward(d_in, d_gamma, d_beta, d_out, in, gamma,
-                             save_mean, save_inv_std, s, &pool_);
+    train::BatchNormBackward(d_in, d_gamma, d_beta, d_out, in, gamma, save_mean,
+                             save_inv_std, s, &pool_);
   }
   void ReluForward(float* out, const float* in, size_t count) override {
     train::ReluForward(out, in, count, &pool_);
@@ -118,8 +119,8 @@ class CpuBackend : public Backend {
     train::SoftmaxCrossEntropy(losses, d_logits, logits, labels, n, k,
                                smoothing, &pool_);
   }
-  void SgdUpdate(float* param, float* velocity, const float* grad,
-                 size_t count, const SgdStep& step) override {
+  void SgdUpdate(float* param, float* velocity, const float* grad, size_t count,
+                 const SgdStep& step) override {
     train::SgdUpdate(param, velocity, grad, count, step, &pool_);
   }
 
@@ -153,7 +154,8 @@ std::unique_ptr<Backend> MakeBackend(const std::string& device,
 #ifdef HYPERTUNE_TRAIN_CUDA
     return MakeCudaBackend(options, error);
 #else
-    if (error != nullptr) *error = "device \"cuda\": this build has no CUDA backend";
+    if (error != nullptr)
+      *error = "device \"cuda\": this build has no CUDA backend";
     return nullptr;
 #endif
   }

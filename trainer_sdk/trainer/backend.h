@@ -98,8 +98,7 @@ class Backend {
   virtual void GlobalAvgPoolBackward(float* d_in, const float* d_out, int n,
                                      int c, int hw) = 0;
   virtual void LinearForward(float* out, const float* in, const float* weight,
-                             const float* bias, int n, int in_f,
-                             int out_f) = 0;
+                             const float* bias, int n, int in_f, int out_f) = 0;
   virtual void LinearBackward(float* d_in, float* d_weight, float* d_bias,
                               const float* d_out, const float* in,
                               const float* weight, int n, int in_f,
@@ -138,8 +137,9 @@ class DeviceArray {
   DeviceArray(Backend* backend, size_t size)
       : backend_(backend),
         size_(size),
-        data_(size == 0 ? nullptr
-                        : static_cast<T*>(backend->Allocate(size * sizeof(T)))) {}
+        data_(size == 0
+                  ? nullptr
+                  : static_cast<T*>(backend->Allocate(size * sizeof(T)))) {}
   DeviceArray(DeviceArray&& other) noexcept { *this = std::move(other); }
   DeviceArray& operator=(DeviceArray&& other) noexcept {
     if (this != &other) {

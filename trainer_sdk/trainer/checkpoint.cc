@@ -32,7 +32,8 @@ void Put(std::string& out, T value) {
 
 void PutArray(std::string& out, const std::vector<float>& values) {
   Put<uint64_t>(out, values.size());
-  out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  out.append(reinterpret_cast<const char*>(values.data()),
+             values.size() * sizeof(float));
 }
 
 class Reader {
@@ -86,7 +87,8 @@ std::string RestoreModel(const Checkpoint& checkpoint, Model& model) {
   }
   if (checkpoint.parameters.size() != model.Size(ModelArray::kParameters) ||
       checkpoint.velocity.size() != model.Size(ModelArray::kVelocity) ||
-      checkpoint.running_stats.size() != model.Size(ModelArray::kRunningStats)) {
+      checkpoint.running_stats.size() !=
+          model.Size(ModelArray::kRunningStats)) {
     return "checkpoint: array sizes do not match the model";
   }
   model.Write(ModelArray::kParameters, checkpoint.parameters);
@@ -127,19 +129,22 @@ std::string DecodeCheckpoint(const std::string& bytes, Checkpoint& c) {
   const size_t body = bytes.size() - 8;
   uint64_t stored = 0;
   std::memcpy(&stored, bytes.data() + body, 8);
-  if (stored != Fnv1a(bytes.data(), body)) return "checksum mismatch (corrupt or truncated)";
+  if (stored != Fnv1a(bytes.data(), body))
+    return "checksum mismatch (corrupt or truncated)";
   Reader r(bytes, body);
   char magic[8];
   for (char& ch : magic) r.Get(ch);
   uint32_t version = 0;
   r.Get(version);
-  if (version != kVersion) return "unsupported version " + std::to_string(version);
+  if (version != kVersion)
+    return "unsupported version " + std::to_string(version);
   int32_t f[8];
   for (int32_t& v : f) {
     if (!r.Get(v)) return "truncated config";
   }
   c.config = ModelConfig{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7] != 0};
-  if (!r.Get(c.epoch) || !r.Get(c.step) || !r.Get(c.seed)) return "truncated counters";
+  if (!r.Get(c.epoch) || !r.Get(c.step) || !r.Get(c.seed))
+    return "truncated counters";
   if (!r.GetArray(c.parameters) || !r.GetArray(c.velocity) ||
       !r.GetArray(c.running_stats)) {
     return "truncated arrays";
@@ -160,7 +165,8 @@ std::string DecodeCheckpoint(const std::string& bytes, Checkpoint& c) {
   return "";
 }
 
-std::string WriteCheckpoint(const std::string& path, const Checkpoint& checkpoint) {
+std::string WriteCheckpoint(const std::string& path,
+                            const Checkpoint& checkpoint) {
   const std::string bytes = EncodeCheckpoint(checkpoint);
   const std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -182,10 +188,12 @@ std::string WriteCheckpoint(const std::string& path, const Checkpoint& checkpoin
     return e;
   }
   if (::close(fd) != 0) return Errno("closing", tmp);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Errno("renaming over", path);
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return Errno("renaming over", path);
   // Make the rename itself durable.
   const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
+  const std::string dir =
+      slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd);

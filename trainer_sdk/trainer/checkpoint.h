@@ -48,7 +48,8 @@ std::string DecodeCheckpoint(const std::string& bytes, Checkpoint& checkpoint);
 
 // Atomic write (temp file + fsync + rename + directory fsync) and read.
 // Return "" on success, else the problem naming the path.
-std::string WriteCheckpoint(const std::string& path, const Checkpoint& checkpoint);
+std::string WriteCheckpoint(const std::string& path,
+                            const Checkpoint& checkpoint);
 std::string ReadCheckpoint(const std::string& path, Checkpoint& checkpoint);
 
 }  // namespace hypertune::train

@@ -19,8 +19,8 @@ struct Model::Conv {
 struct Model::Norm {
   int c = 0;
   int hw = 0;
-  size_t gamma = 0, beta = 0;     // offsets into params (plain region)
-  size_t mean = 0, var = 0;       // offsets into stats
+  size_t gamma = 0, beta = 0;  // offsets into params (plain region)
+  size_t mean = 0, var = 0;    // offsets into stats
   DeviceArray<float> save_mean, save_inv_std;
 };
 
@@ -28,7 +28,7 @@ struct Model::Block {
   Conv conv1, conv2, conv_s;
   Norm bn1, bn2, bn_s;
   bool projection = false;
-  const float* input = nullptr;  // the previous layer's output
+  const float* input = nullptr;      // the previous layer's output
   size_t in_size = 0, out_size = 0;  // per image
   DeviceArray<float> c1, a1, c2, cs, s, out;
 };
@@ -67,7 +67,8 @@ std::string ValidateModelConfig(const ModelConfig& c) {
     std::string e = check(name, value, min);
     if (!e.empty()) return e;
   }
-  if (c.stages > 8) return "stages: must be <= 8, got " + std::to_string(c.stages);
+  if (c.stages > 8)
+    return "stages: must be <= 8, got " + std::to_string(c.stages);
   // Every stride-2 stage must leave at least one pixel.
   int h = c.in_height, w = c.in_width;
   if (c.imagenet_stem) {
@@ -256,7 +257,8 @@ bool Model::Build(uint64_t seed, std::string* error) {
   std::vector<float> params(param_size_, 0.0f);
   for (Conv* conv : convs) {
     const ConvShape& s = conv->shape;
-    const double std_dev = std::sqrt(2.0 / (double(s.out_c) * s.kernel * s.kernel));
+    const double std_dev =
+        std::sqrt(2.0 / (double(s.out_c) * s.kernel * s.kernel));
     for (size_t i = 0; i < s.weight_size(); ++i) {
       params[conv->weight + i] = float(std_dev * rng.Normal());
     }
@@ -285,14 +287,23 @@ size_t Model::Size(ModelArray which) const {
 std::vector<float> Model::Read(ModelArray which) const {
   const DeviceArray<float>* array = nullptr;
   switch (which) {
-    case ModelArray::kParameters: array = &params_; break;
-    case ModelArray::kGradients: array = &grads_; break;
-    case ModelArray::kVelocity: array = &velocity_; break;
-    case ModelArray::kRunningStats: array = &stats_; break;
+    case ModelArray::kParameters:
+      array = &params_;
+      break;
+    case ModelArray::kGradients:
+      array = &grads_;
+      break;
+    case ModelArray::kVelocity:
+      array = &velocity_;
+      break;
+    case ModelArray::kRunningStats:
+      array = &stats_;
+      break;
   }
   std::vector<float> values(array->size());
   if (!values.empty()) {
-    backend_->CopyToHost(values.data(), array->data(), values.size() * sizeof(float));
+    backend_->CopyToHost(values.data(), array->data(),
+                         values.size() * sizeof(float));
   }
   return values;
 }
@@ -300,13 +311,22 @@ std::vector<float> Model::Read(ModelArray which) const {
 void Model::Write(ModelArray which, const std::vector<float>& values) {
   DeviceArray<float>* array = nullptr;
   switch (which) {
-    case ModelArray::kParameters: array = &params_; break;
-    case ModelArray::kGradients: array = &grads_; break;
-    case ModelArray::kVelocity: array = &velocity_; break;
-    case ModelArray::kRunningStats: array = &stats_; break;
+    case ModelArray::kParameters:
+      array = &params_;
+      break;
+    case ModelArray::kGradients:
+      array = &grads_;
+      break;
+    case ModelArray::kVelocity:
+      array = &velocity_;
+      break;
+    case ModelArray::kRunningStats:
+      array = &stats_;
+      break;
   }
   if (!values.empty()) {
-    backend_->CopyToDevice(array->data(), values.data(), values.size() * sizeof(float));
+    backend_->CopyToDevice(array->data(), values.data(),
+                           values.size() * sizeof(float));
   }
 }
 
@@ -368,14 +388,18 @@ void Model::Backward(int n) {
                     d_logits_.data(), L.features.data(), P + L.linear_w, n,
                     L.feature_c, config_.num_classes);
   // Scratch roles rotate: `d` holds dL/d(current layer output).
-  float* scratch[4] = {L.g[0].data(), L.g[1].data(), L.g[2].data(), L.g[3].data()};
+  float* scratch[4] = {L.g[0].data(), L.g[1].data(), L.g[2].data(),
+                       L.g[3].data()};
   float* d = scratch[0];
-  be.GlobalAvgPoolBackward(d, L.d_features.data(), n, L.feature_c, L.feature_hw);
-  auto conv_back = [&](Conv& c, float* d_in, const float* d_out, const float* in) {
+  be.GlobalAvgPoolBackward(d, L.d_features.data(), n, L.feature_c,
+                           L.feature_hw);
+  auto conv_back = [&](Conv& c, float* d_in, const float* d_out,
+                       const float* in) {
     c.shape.n = n;
     be.Conv2dBackward(d_in, G + c.weight, d_out, in, P + c.weight, c.shape);
   };
-  auto norm_back = [&](Norm& b, float* d_in, const float* d_out, const float* in) {
+  auto norm_back = [&](Norm& b, float* d_in, const float* d_out,
+                       const float* in) {
     BatchNormShape s{n, b.c, b.hw};
     be.BatchNormBackward(d_in, G + b.gamma, G + b.beta, d_out, in, P + b.gamma,
                          b.save_mean.data(), b.save_inv_std.data(), s);
@@ -422,18 +446,20 @@ void Model::Backward(int n) {
 
 StepStats Model::ComputeGradients(const float* images, const int32_t* labels,
                                   int n, float label_smoothing) {
-  const size_t image = size_t(config_.in_channels) * config_.in_height * config_.in_width;
+  const size_t image =
+      size_t(config_.in_channels) * config_.in_height * config_.in_width;
   backend_->CopyToDevice(input_.data(), images, sizeof(float) * image * n);
   backend_->CopyToDevice(labels_.data(), labels, sizeof(int32_t) * n);
   Forward(n, /*train=*/true);
-  backend_->SoftmaxCrossEntropy(losses_.data(), d_logits_.data(), logits_.data(),
-                                labels_.data(), n, config_.num_classes,
-                                label_smoothing);
+  backend_->SoftmaxCrossEntropy(losses_.data(), d_logits_.data(),
+                                logits_.data(), labels_.data(), n,
+                                config_.num_classes, label_smoothing);
   Backward(n);
   const int k = config_.num_classes;
   host_logits_.resize(size_t(n) * k);
   host_losses_.resize(n);
-  backend_->CopyToHost(host_logits_.data(), logits_.data(), sizeof(float) * n * k);
+  backend_->CopyToHost(host_logits_.data(), logits_.data(),
+                       sizeof(float) * n * k);
   backend_->CopyToHost(host_losses_.data(), losses_.data(), sizeof(float) * n);
   StepStats stats;
   double sum = 0.0;
@@ -451,10 +477,9 @@ void Model::ApplySgd(const SgdStep& step) {
   plain.weight_decay = 0.0f;
   backend_->SgdUpdate(params_.data(), velocity_.data(), grads_.data(),
                       decayed_size_, step);
-  backend_->SgdUpdate(params_.data() + decayed_size_,
-                      velocity_.data() + decayed_size_,
-                      grads_.data() + decayed_size_,
-                      param_size_ - decayed_size_, plain);
+  backend_->SgdUpdate(
+      params_.data() + decayed_size_, velocity_.data() + decayed_size_,
+      grads_.data() + decayed_size_, param_size_ - decayed_size_, plain);
 }
 
 StepStats Model::TrainStep(const float* images, const int32_t* labels, int n,
@@ -465,14 +490,17 @@ StepStats Model::TrainStep(const float* images, const int32_t* labels, int n,
 }
 
 void Model::Predict(const float* images, int n, float* logits) {
-  const size_t image = size_t(config_.in_channels) * config_.in_height * config_.in_width;
+  const size_t image =
+      size_t(config_.in_channels) * config_.in_height * config_.in_width;
   backend_->CopyToDevice(input_.data(), images, sizeof(float) * image * n);
   Forward(n, /*train=*/false);
-  backend_->CopyToHost(logits, logits_.data(), sizeof(float) * n * config_.num_classes);
+  backend_->CopyToHost(logits, logits_.data(),
+                       sizeof(float) * n * config_.num_classes);
 }
 
 EvalStats Model::Evaluate(const float* images, const int32_t* labels, int n) {
-  const size_t image = size_t(config_.in_channels) * config_.in_height * config_.in_width;
+  const size_t image =
+      size_t(config_.in_channels) * config_.in_height * config_.in_width;
   backend_->CopyToDevice(input_.data(), images, sizeof(float) * image * n);
   backend_->CopyToDevice(labels_.data(), labels, sizeof(int32_t) * n);
   Forward(n, /*train=*/false);
@@ -481,7 +509,8 @@ EvalStats Model::Evaluate(const float* images, const int32_t* labels, int n) {
   const int k = config_.num_classes;
   host_logits_.resize(size_t(n) * k);
   host_losses_.resize(n);
-  backend_->CopyToHost(host_logits_.data(), logits_.data(), sizeof(float) * n * k);
+  backend_->CopyToHost(host_logits_.data(), logits_.data(),
+                       sizeof(float) * n * k);
   backend_->CopyToHost(host_losses_.data(), losses_.data(), sizeof(float) * n);
   EvalStats stats;
   stats.count = n;

@@ -32,8 +32,8 @@ struct ModelConfig {
   int in_height = 28;
   int in_width = 28;
   int num_classes = 10;
-  int width = 16;   // channels of the stem and of stage 0
-  int depth = 1;    // BasicBlocks per stage
+  int width = 16;  // channels of the stem and of stage 0
+  int depth = 1;   // BasicBlocks per stage
   int stages = 3;
   bool imagenet_stem = false;  // conv7x7 s2 + maxpool instead of conv3x3 s1
 
@@ -67,9 +67,9 @@ class Model {
   // default for the linear layer, BN gamma 1 beta 0). Returns nullptr with
   // *error set for an invalid config or a failed allocation.
   // REQUIRES: backend outlives the model.
-  static std::unique_ptr<Model> Create(const ModelConfig& config,
-                                       int max_batch, uint64_t seed,
-                                       Backend* backend, std::string* error);
+  static std::unique_ptr<Model> Create(const ModelConfig& config, int max_batch,
+                                       uint64_t seed, Backend* backend,
+                                       std::string* error);
 
   // Forward (training mode), backward and one SGD step on a host batch of n
   // NCHW images. `step.weight_decay` applies to the decayed region only.
@@ -78,8 +78,8 @@ class Model {
                       float label_smoothing, const SgdStep& step);
 
   // Forward and backward only: fills the gradients, returns the loss.
-  StepStats ComputeGradients(const float* images, const int32_t* labels,
-                             int n, float label_smoothing);
+  StepStats ComputeGradients(const float* images, const int32_t* labels, int n,
+                             float label_smoothing);
   // One SGD step from the current gradients.
   void ApplySgd(const SgdStep& step);
 

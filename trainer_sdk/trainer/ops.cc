@@ -45,7 +45,9 @@ int ConvChunk(const ConvShape& s) {
   return std::max(by_cache, (s.n + kMaxConvChunks - 1) / kMaxConvChunks);
 }
 
-int Chunks(size_t count, size_t chunk) { return int((count + chunk - 1) / chunk); }
+int Chunks(size_t count, size_t chunk) {
+  return int((count + chunk - 1) / chunk);
+}
 
 // Images per task of a per-image loop: about kElementChunk values.
 int ImagesPerTask(size_t image) {
@@ -73,8 +75,7 @@ void Im2Col(float* col, const float* img, const ConvShape& s) {
         // Output columns whose input x is inside the image.
         int ox_lo = 0, ox_hi = ow;  // [lo, hi)
         while (ox_lo < ow && ox_lo * s.stride - s.pad + kx < 0) ++ox_lo;
-        while (ox_hi > ox_lo &&
-               (ox_hi - 1) * s.stride - s.pad + kx >= s.in_w)
+        while (ox_hi > ox_lo && (ox_hi - 1) * s.stride - s.pad + kx >= s.in_w)
           --ox_hi;
         for (int oy = 0; oy < oh; ++oy) {
           float* row = dst + oy * ow;
@@ -112,8 +113,7 @@ void Col2ImAdd(float* img, const float* col, const ConvShape& s) {
         const float* src = col + size_t((c * k + ky) * k + kx) * plane;
         int ox_lo = 0, ox_hi = ow;
         while (ox_lo < ow && ox_lo * s.stride - s.pad + kx < 0) ++ox_lo;
-        while (ox_hi > ox_lo &&
-               (ox_hi - 1) * s.stride - s.pad + kx >= s.in_w)
+        while (ox_hi > ox_lo && (ox_hi - 1) * s.stride - s.pad + kx >= s.in_w)
           --ox_hi;
         for (int oy = 0; oy < oh; ++oy) {
           const int iy = oy * s.stride - s.pad + ky;
@@ -123,7 +123,8 @@ void Col2ImAdd(float* img, const float* col, const ConvShape& s) {
           if (s.stride == 1) {
             for (int ox = ox_lo; ox < ox_hi; ++ox) drow[ox] += row[ox];
           } else {
-            for (int ox = ox_lo; ox < ox_hi; ++ox) drow[ox * s.stride] += row[ox];
+            for (int ox = ox_lo; ox < ox_hi; ++ox)
+              drow[ox * s.stride] += row[ox];
           }
         }
       }
@@ -308,11 +309,10 @@ void ShiftedRows(float* out, size_t ld_out, const float* in, size_t ld_in,
 // from a_rows on are read (at must hold them) but not written. Out of line:
 // inlined into its caller, GCC spills the row pointers of the inner loop.
 template <int V, int CT>
-[[gnu::noinline]] void ShiftedDotsTile(float* dw, const float* at,
-                                       size_t ld_at, int a_rows, const float* b,
-                                       size_t ld_b, int b_rows,
-                                       const int* shift, int taps, int cols,
-                                       int r0, int ct0) {
+[[gnu::noinline]] void ShiftedDotsTile(float* dw, const float* at, size_t ld_at,
+                                       int a_rows, const float* b, size_t ld_b,
+                                       int b_rows, const int* shift, int taps,
+                                       int cols, int r0, int ct0) {
   const float* rows[CT];
   for (int k = 0; k < CT; ++k) {
     const int c = (ct0 + k) / taps, t = (ct0 + k) % taps;
@@ -349,16 +349,16 @@ void ShiftedDots(float* dw, const float* at, size_t ld_at, int a_rows,
   for (int r = 0; r < a_rows; r += 16) {
     int ct = 0;
     for (; ct + 6 <= pairs; ct += 6) {
-      ShiftedDotsTile<2, 6>(dw, at, ld_at, a_rows, b, ld_b, b_rows, shift,
-                            taps, cols, r, ct);
+      ShiftedDotsTile<2, 6>(dw, at, ld_at, a_rows, b, ld_b, b_rows, shift, taps,
+                            cols, r, ct);
     }
     for (; ct + 3 <= pairs; ct += 3) {
-      ShiftedDotsTile<2, 3>(dw, at, ld_at, a_rows, b, ld_b, b_rows, shift,
-                            taps, cols, r, ct);
+      ShiftedDotsTile<2, 3>(dw, at, ld_at, a_rows, b, ld_b, b_rows, shift, taps,
+                            cols, r, ct);
     }
     for (; ct < pairs; ++ct) {
-      ShiftedDotsTile<2, 1>(dw, at, ld_at, a_rows, b, ld_b, b_rows, shift,
-                            taps, cols, r, ct);
+      ShiftedDotsTile<2, 1>(dw, at, ld_at, a_rows, b, ld_b, b_rows, shift, taps,
+                            cols, r, ct);
     }
   }
 }
@@ -439,13 +439,13 @@ struct Grid {
   int phases = 1;      // input planes per channel
   int gh = 0, gw = 0;  // rows per image, values per row
   int images = 0;
-  int cols = 0;        // positions computed per row, a multiple of kTileCols
-  int front = 0;       // zeros before position 0 (taps reach back gw + 1)
-  size_t ld = 0;       // floats per plane
+  int cols = 0;   // positions computed per row, a multiple of kTileCols
+  int front = 0;  // zeros before position 0 (taps reach back gw + 1)
+  size_t ld = 0;  // floats per plane
   int taps = 0;
-  int phase[9];        // per tap: its input plane
-  int shift[9];        // per tap: its offset within that plane
-  int offset[9];       // per tap: phase * ld + shift
+  int phase[9];   // per tap: its input plane
+  int shift[9];   // per tap: its offset within that plane
+  int offset[9];  // per tap: phase * ld + shift
 };
 
 Grid MakeGrid(const ConvShape& s, int images) {
@@ -522,7 +522,7 @@ void CopyRowPair(float* __restrict even, float* __restrict odd,
 void PackGrid(float* grid, const float* src, int channels, int h, int w,
               int stride, int phases, const Grid& g) {
   const int rows = g.gh - 1, row_len = g.gw - 1;
-  const int planes_per_row = phases == 1 ? 1 : stride;  // px values
+  const int planes_per_row = phases == 1 ? 1 : stride;         // px values
   const int n = std::min(row_len, (w + stride - 1) / stride);  // x in the image
   const size_t block = size_t(g.gh) * g.gw;
   for (int c = 0; c < channels; ++c) {
@@ -833,9 +833,12 @@ void BatchNormForwardTrain(float* out, float* save_mean, float* save_inv_std,
     const float inv_std = float(1.0 / std::sqrt(var + s.eps));
     save_mean[c] = float(mean);
     save_inv_std[c] = inv_std;
-    const double unbiased = count > 1 ? var * double(count) / double(count - 1) : var;
-    running_mean[c] = float((1.0 - s.momentum) * running_mean[c] + s.momentum * mean);
-    running_var[c] = float((1.0 - s.momentum) * running_var[c] + s.momentum * unbiased);
+    const double unbiased =
+        count > 1 ? var * double(count) / double(count - 1) : var;
+    running_mean[c] =
+        float((1.0 - s.momentum) * running_mean[c] + s.momentum * mean);
+    running_var[c] =
+        float((1.0 - s.momentum) * running_var[c] + s.momentum * unbiased);
     scale[c] = gamma[c] * inv_std;
     bias[c] = beta[c] - float(mean) * scale[c];
   }
@@ -850,7 +853,8 @@ void BatchNormForwardTrain(float* out, float* save_mean, float* save_inv_std,
         float* y = out + offset;
         if (r != nullptr) {
           if (relu) {
-            for (int j = 0; j < s.hw; ++j) y[j] = std::max(x[j] * a + b + r[j], 0.0f);
+            for (int j = 0; j < s.hw; ++j)
+              y[j] = std::max(x[j] * a + b + r[j], 0.0f);
           } else {
             for (int j = 0; j < s.hw; ++j) y[j] = x[j] * a + b + r[j];
           }
@@ -1028,7 +1032,8 @@ void LinearForward(float* out, const float* in, const float* weight,
                    const float* bias, int n, int in_f, int out_f,
                    ThreadPool* /*pool*/) {
   MapRow y(out, n, out_f);
-  y.noalias() = ConstMapRow(in, n, in_f) * ConstMapRow(weight, out_f, in_f).transpose();
+  y.noalias() =
+      ConstMapRow(in, n, in_f) * ConstMapRow(weight, out_f, in_f).transpose();
   if (bias != nullptr) {
     y.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(bias, out_f);
   }

@@ -42,9 +42,7 @@ struct ConvShape {
   int out_w() const { return (in_w + 2 * pad - kernel) / stride + 1; }
   size_t in_size() const { return size_t(n) * in_c * in_h * in_w; }
   size_t out_size() const { return size_t(n) * out_c * out_h() * out_w(); }
-  size_t weight_size() const {
-    return size_t(out_c) * in_c * kernel * kernel;
-  }
+  size_t weight_size() const { return size_t(out_c) * in_c * kernel * kernel; }
 };
 
 // Max pooling over square windows; padded cells never win.
@@ -68,7 +66,8 @@ struct BatchNormShape {
   int c = 0;
   int hw = 0;  // height * width
   float eps = 1e-5f;
-  float momentum = 0.1f;  // running = (1 - momentum) * running + momentum * batch
+  float momentum =
+      0.1f;  // running = (1 - momentum) * running + momentum * batch
   size_t size() const { return size_t(n) * c * hw; }
 };
 

@@ -53,7 +53,8 @@ class ThreadPool {
 
 // Runs fn(i) for i in [0, tasks) on `pool`, or serially when pool is null
 // or there is a single task.
-void ParallelFor(ThreadPool* pool, int tasks, const std::function<void(int)>& fn);
+void ParallelFor(ThreadPool* pool, int tasks,
+                 const std::function<void(int)>& fn);
 
 }  // namespace hypertune::train
 

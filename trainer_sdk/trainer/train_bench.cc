@@ -63,17 +63,28 @@ int main(int argc, char** argv) {
       options.mixed_precision = true;
       continue;
     }
-    if ((v = value()) == nullptr) return Usage(("missing value for " + flag).c_str());
-    if (flag == "--device") device = v;
-    else if (flag == "--threads") options.threads = std::atoi(v);
-    else if (flag == "--batch") batch = std::atoi(v);
-    else if (flag == "--width") config.width = std::atoi(v);
-    else if (flag == "--depth") config.depth = std::atoi(v);
-    else if (flag == "--stages") config.stages = std::atoi(v);
-    else if (flag == "--channels") config.in_channels = std::atoi(v);
-    else if (flag == "--classes") config.num_classes = std::atoi(v);
-    else if (flag == "--warmup") warmup = std::atoi(v);
-    else if (flag == "--steps") steps = std::atoi(v);
+    if ((v = value()) == nullptr)
+      return Usage(("missing value for " + flag).c_str());
+    if (flag == "--device")
+      device = v;
+    else if (flag == "--threads")
+      options.threads = std::atoi(v);
+    else if (flag == "--batch")
+      batch = std::atoi(v);
+    else if (flag == "--width")
+      config.width = std::atoi(v);
+    else if (flag == "--depth")
+      config.depth = std::atoi(v);
+    else if (flag == "--stages")
+      config.stages = std::atoi(v);
+    else if (flag == "--channels")
+      config.in_channels = std::atoi(v);
+    else if (flag == "--classes")
+      config.num_classes = std::atoi(v);
+    else if (flag == "--warmup")
+      warmup = std::atoi(v);
+    else if (flag == "--steps")
+      steps = std::atoi(v);
     else if (flag == "--size") {
       if (std::sscanf(v, "%dx%d", &config.in_height, &config.in_width) != 2) {
         return Usage("--size: expected HxW, e.g. 28x28");
@@ -90,22 +101,29 @@ int main(int argc, char** argv) {
   if (model == nullptr) return Usage(error.c_str());
 
   Rng rng(7);
-  const size_t image = size_t(config.in_channels) * config.in_height * config.in_width;
+  const size_t image =
+      size_t(config.in_channels) * config.in_height * config.in_width;
   std::vector<float> images(image * batch);
   std::vector<int32_t> labels(batch);
   for (float& x : images) x = float(rng.Normal());
-  for (int32_t& y : labels) y = int32_t(rng.Next() % uint64_t(config.num_classes));
+  for (int32_t& y : labels)
+    y = int32_t(rng.Next() % uint64_t(config.num_classes));
   SgdStep step{0.01f, 0.9f, 5e-4f, true};
 
   double loss = 0.0;
-  for (int i = 0; i < warmup; ++i) loss = model->TrainStep(images.data(), labels.data(), batch, 0.1f, step).loss;
+  for (int i = 0; i < warmup; ++i)
+    loss =
+        model->TrainStep(images.data(), labels.data(), batch, 0.1f, step).loss;
   backend->Synchronize();
   const double cpu_start = CpuSeconds();
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < steps; ++i) loss = model->TrainStep(images.data(), labels.data(), batch, 0.1f, step).loss;
+  for (int i = 0; i < steps; ++i)
+    loss =
+        model->TrainStep(images.data(), labels.data(), batch, 0.1f, step).loss;
   backend->Synchronize();
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   const double cpu_seconds = CpuSeconds() - cpu_start;
   if (!backend->error().empty()) return Usage(backend->error().c_str());
   std::printf(

@@ -32,10 +32,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/double_text.h"
-#include "trainer_sdk/trainer/data/dataset.h"
 #include "trainer_sdk/hypertune.h"
 #include "trainer_sdk/trainer/backend.h"
 #include "trainer_sdk/trainer/checkpoint.h"
+#include "trainer_sdk/trainer/data/dataset.h"
 #include "trainer_sdk/trainer/trainer.h"
 
 namespace hypertune::train {
@@ -50,11 +50,14 @@ constexpr char kUsage[] =
     "  data:\n"
     "    --data fashion-mnist|idx|imagefolder  --data-dir DIR\n"
     "    --train-subset N (first N training examples)  --val-size N (10000)\n"
-    "    idx: --data-dir holds {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]\n"
+    "    idx: --data-dir holds "
+    "{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]\n"
     "    imagefolder: --data-dir holds train/ and val/; --image-size 224\n"
-    "    --test (evaluate on the test set at the end)  --augment false|true (IDX data)\n"
+    "    --test (evaluate on the test set at the end)  --augment false|true "
+    "(IDX data)\n"
     "  compute: --device cpu|cuda --threads N --gpu N --mixed-precision\n"
-    "           --stem small|imagenet --eval-batch-size 256 --prefetch-threads 1\n"
+    "           --stem small|imagenet --eval-batch-size 256 --prefetch-threads "
+    "1\n"
     "  trials: --study NAME (else $HYPERTUNE_STUDY under `hypertune worker`)\n"
     "          --checkpoint-dir DIR (default $TMPDIR/hypertune-train)\n";
 
@@ -67,7 +70,8 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--", 0) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", arg, "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unexpected argument \"", arg, "\""));
     }
     arg = arg.substr(2);
     std::string value;
@@ -86,7 +90,8 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       } else if (i + 1 < argc) {
         value = argv[++i];
       } else {
-        return absl::InvalidArgumentError(absl::StrCat("--", arg, ": missing value"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", arg, ": missing value"));
       }
     }
     flags[arg] = value;
@@ -119,7 +124,8 @@ class FlagReader {
   bool Bool(const std::string& name, bool fallback) {
     std::string v = String(name, "");
     bool out = fallback;
-    if (!v.empty() && !absl::SimpleAtob(v, &out)) Fail(name, v, "true or false");
+    if (!v.empty() && !absl::SimpleAtob(v, &out))
+      Fail(name, v, "true or false");
     return out;
   }
   bool Has(const std::string& name) const { return flags_.count(name) > 0; }
@@ -130,7 +136,8 @@ class FlagReader {
       if (used_.count(name) == 0) {
         return absl::InvalidArgumentError(
             from_trial.count(name) > 0
-                ? absl::StrCat("trial parameter \"", name, "\" is not a hypertune-train flag")
+                ? absl::StrCat("trial parameter \"", name,
+                               "\" is not a hypertune-train flag")
                 : absl::StrCat("unknown flag --", name));
       }
     }
@@ -138,10 +145,11 @@ class FlagReader {
   }
 
  private:
-  void Fail(const std::string& name, const std::string& value, const char* want) {
+  void Fail(const std::string& name, const std::string& value,
+            const char* want) {
     if (error_.ok()) {
-      error_ = absl::InvalidArgumentError(
-          absl::StrCat("--", name, ": expected ", want, ", got \"", value, "\""));
+      error_ = absl::InvalidArgumentError(absl::StrCat(
+          "--", name, ": expected ", want, ", got \"", value, "\""));
     }
   }
   Flags flags_;
@@ -150,16 +158,21 @@ class FlagReader {
 };
 
 // A trial's parameter as a flag value string; nullopt if absent.
-std::optional<std::string> TrialValue(const Trial& trial, const std::string& name) {
+std::optional<std::string> TrialValue(const Trial& trial,
+                                      const std::string& name) {
   for (const v1::ParameterValue& p : trial.parameters()) {
-    if (p.name() != name && absl::StrReplaceAll(p.name(), {{"-", "_"}}) != name) continue;
+    if (p.name() != name && absl::StrReplaceAll(p.name(), {{"-", "_"}}) != name)
+      continue;
     switch (p.value_case()) {
       case v1::ParameterValue::kDoubleValue:
         // Round-trippable: StrCat keeps only 6 significant digits.
         return DoubleText(p.double_value());
-      case v1::ParameterValue::kIntValue: return absl::StrCat(p.int_value());
-      case v1::ParameterValue::kStringValue: return p.string_value();
-      default: return std::nullopt;
+      case v1::ParameterValue::kIntValue:
+        return absl::StrCat(p.int_value());
+      case v1::ParameterValue::kStringValue:
+        return p.string_value();
+      default:
+        return std::nullopt;
     }
   }
   return std::nullopt;
@@ -181,7 +194,8 @@ absl::StatusOr<DataSets> OpenData(FlagReader& flags, bool want_test) {
   DataSets sets;
   if (kind == "fashion-mnist" || kind == "idx") {
     if (dir.empty()) {
-      if (kind == "idx") return absl::InvalidArgumentError("--data idx needs --data-dir");
+      if (kind == "idx")
+        return absl::InvalidArgumentError("--data idx needs --data-dir");
       dir = data::kFashionMnistDir;
     }
     data::IdxOptions idx;
@@ -194,7 +208,8 @@ absl::StatusOr<DataSets> OpenData(FlagReader& flags, bool want_test) {
     if (!base.ok()) return base.status();
     std::shared_ptr<const data::Dataset> all = std::move(*base);
     val_size = std::min<int64_t>(val_size, all->size() / 6);
-    absl::StatusOr<data::Split> split = data::HoldOutTail(all, val_size, subset);
+    absl::StatusOr<data::Split> split =
+        data::HoldOutTail(all, val_size, subset);
     if (!split.ok()) return split.status();
     sets.train = split->train;
     sets.validation = split->validation;
@@ -205,10 +220,12 @@ absl::StatusOr<DataSets> OpenData(FlagReader& flags, bool want_test) {
       sets.test = std::move(*test);
     }
   } else if (kind == "imagefolder") {
-    if (dir.empty()) return absl::InvalidArgumentError("--data imagefolder needs --data-dir");
+    if (dir.empty())
+      return absl::InvalidArgumentError("--data imagefolder needs --data-dir");
     data::ImageFolderOptions options;
     options.image_size = image_size;
-    absl::StatusOr<std::vector<std::string>> classes = data::ListClasses(dir + "/train");
+    absl::StatusOr<std::vector<std::string>> classes =
+        data::ListClasses(dir + "/train");
     if (!classes.ok()) return classes.status();
     options.classes = *classes;
     auto train = data::OpenImageFolder(dir + "/train", options);
@@ -226,7 +243,8 @@ absl::StatusOr<DataSets> OpenData(FlagReader& flags, bool want_test) {
     sets.test = want_test ? sets.validation : nullptr;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--data: expected fashion-mnist, idx or imagefolder, got \"", kind, "\""));
+        "--data: expected fashion-mnist, idx or imagefolder, got \"", kind,
+        "\""));
   }
   return sets;
 }
@@ -255,7 +273,8 @@ int Run(int argc, char** argv) {
   std::string study = parsed->count("study") ? (*parsed)["study"] : "";
   const char* env_study = std::getenv("HYPERTUNE_STUDY");
   const char* env_trial = std::getenv("HYPERTUNE_TRIAL_ID");
-  if (study.empty() && env_study != nullptr && env_trial != nullptr) study = env_study;
+  if (study.empty() && env_study != nullptr && env_trial != nullptr)
+    study = env_study;
   std::optional<Trial> trial;
   std::set<std::string> from_trial;
   if (!study.empty()) {
@@ -263,7 +282,8 @@ int Run(int argc, char** argv) {
     absl::StatusOr<std::optional<Trial>> next = client.NextTrial(study);
     if (!next.ok()) return Fail(next.status());
     if (!next->has_value()) {
-      std::printf("hypertune-train: study %s has no trial left\n", study.c_str());
+      std::printf("hypertune-train: study %s has no trial left\n",
+                  study.c_str());
       return 0;
     }
     trial = std::move(**next);
@@ -293,15 +313,18 @@ int Run(int argc, char** argv) {
   options.momentum = flags.Double("momentum", options.momentum);
   options.weight_decay = flags.Double("weight_decay", options.weight_decay);
   options.batch_size = int(flags.Int("batch_size", options.batch_size));
-  options.label_smoothing = flags.Double("label_smoothing", options.label_smoothing);
+  options.label_smoothing =
+      flags.Double("label_smoothing", options.label_smoothing);
   options.model.width = int(flags.Int("width", options.model.width));
   options.model.depth = int(flags.Int("depth", options.model.depth));
   options.epochs = int(flags.Int("epochs", options.epochs));
   options.warmup_epochs = flags.Double("warmup", options.warmup_epochs);
   options.nesterov = flags.Bool("nesterov", options.nesterov);
   options.seed = uint64_t(flags.Int("seed", int64_t(options.seed)));
-  options.eval_batch_size = int(flags.Int("eval_batch_size", options.eval_batch_size));
-  options.prefetch.threads = int(flags.Int("prefetch_threads", options.prefetch.threads));
+  options.eval_batch_size =
+      int(flags.Int("eval_batch_size", options.eval_batch_size));
+  options.prefetch.threads =
+      int(flags.Int("prefetch_threads", options.prefetch.threads));
   const bool want_test = flags.Bool("test", false);
   const std::string device = flags.String("device", "cpu");
   BackendOptions backend_options;
@@ -312,14 +335,16 @@ int Run(int argc, char** argv) {
   const std::string stem =
       flags.String("stem", data_kind == "imagefolder" ? "imagenet" : "small");
   if (stem != "small" && stem != "imagenet") {
-    return Fail(absl::InvalidArgumentError(
-        absl::StrCat("--stem: expected small or imagenet, got \"", stem, "\"")));
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "--stem: expected small or imagenet, got \"", stem, "\"")));
   }
   options.model.imagenet_stem = stem == "imagenet";
-  options.model.stages = int(flags.Int("stages", options.model.imagenet_stem ? 4 : 3));
+  options.model.stages =
+      int(flags.Int("stages", options.model.imagenet_stem ? 4 : 3));
   const char* tmp = std::getenv("TMPDIR");
   const std::string checkpoint_dir = flags.String(
-      "checkpoint_dir", absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/hypertune-train"));
+      "checkpoint_dir",
+      absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/hypertune-train"));
   absl::StatusOr<DataSets> sets = OpenData(flags, want_test);
   if (absl::Status s = flags.Finish(from_trial); !s.ok()) {
     std::fputs(kUsage, stderr);
@@ -333,21 +358,25 @@ int Run(int argc, char** argv) {
   }
 
   std::string error;
-  std::unique_ptr<Backend> backend = MakeBackend(device, backend_options, &error);
+  std::unique_ptr<Backend> backend =
+      MakeBackend(device, backend_options, &error);
   if (backend == nullptr) return Fail(absl::FailedPreconditionError(error));
 
   // Resume from the trial's checkpoint, if it left one.
   std::optional<Checkpoint> resume;
   if (trial.has_value() && !trial->checkpoint_uri().empty()) {
     Checkpoint checkpoint;
-    std::string problem = ReadCheckpoint(PathFromUri(trial->checkpoint_uri()), checkpoint);
+    std::string problem =
+        ReadCheckpoint(PathFromUri(trial->checkpoint_uri()), checkpoint);
     if (problem.empty()) {
-      std::fprintf(stderr, "hypertune-train: resuming trial %lld from epoch %lld\n",
+      std::fprintf(stderr,
+                   "hypertune-train: resuming trial %lld from epoch %lld\n",
                    static_cast<long long>(trial->id()),
                    static_cast<long long>(checkpoint.epoch));
       resume = std::move(checkpoint);
     } else {
-      std::fprintf(stderr, "hypertune-train: ignoring checkpoint: %s\n", problem.c_str());
+      std::fprintf(stderr, "hypertune-train: ignoring checkpoint: %s\n",
+                   problem.c_str());
     }
   }
   std::string checkpoint_path;
@@ -355,16 +384,19 @@ int Run(int argc, char** argv) {
     std::error_code ec;
     std::filesystem::create_directories(checkpoint_dir, ec);
     if (ec) {
-      return Fail(absl::FailedPreconditionError(
-          absl::StrCat("--checkpoint-dir ", checkpoint_dir, ": ", ec.message())));
+      return Fail(absl::FailedPreconditionError(absl::StrCat(
+          "--checkpoint-dir ", checkpoint_dir, ": ", ec.message())));
     }
-    checkpoint_path = std::filesystem::absolute(
-        std::filesystem::path(checkpoint_dir) /
-        absl::StrCat(trial->study(), "-trial-", trial->id(), ".ckpt")).string();
+    checkpoint_path =
+        std::filesystem::absolute(
+            std::filesystem::path(checkpoint_dir) /
+            absl::StrCat(trial->study(), "-trial-", trial->id(), ".ckpt"))
+            .string();
   } else if (flags.Has("checkpoint_dir")) {
     std::error_code ec;
     std::filesystem::create_directories(checkpoint_dir, ec);
-    checkpoint_path = (std::filesystem::path(checkpoint_dir) / "last.ckpt").string();
+    checkpoint_path =
+        (std::filesystem::path(checkpoint_dir) / "last.ckpt").string();
   }
 
   absl::Status lease_error;
@@ -375,7 +407,9 @@ int Run(int argc, char** argv) {
     if (!problem.empty()) return absl::InternalError(problem);
     if (trial.has_value()) {
       absl::Status s = trial->SetCheckpoint("file://" + checkpoint_path);
-      if (!s.ok()) std::fprintf(stderr, "hypertune-train: SetCheckpoint: %s\n", s.ToString().c_str());
+      if (!s.ok())
+        std::fprintf(stderr, "hypertune-train: SetCheckpoint: %s\n",
+                     s.ToString().c_str());
     }
     return absl::OkStatus();
   };
@@ -383,11 +417,14 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr,
                  "epoch %lld: train_loss %.4f train_acc %.4f val_loss %.4f "
                  "val_acc %.4f lr %.4g (%.1f s)\n",
-                 static_cast<long long>(r.epoch), r.train_loss, r.train_accuracy,
-                 r.val_loss, r.val_accuracy, r.lr, r.seconds);
+                 static_cast<long long>(r.epoch), r.train_loss,
+                 r.train_accuracy, r.val_loss, r.val_accuracy, r.lr, r.seconds);
     if (!trial.has_value()) {
-      std::printf("hypertune: val_accuracy=%.6f val_loss=%.6f train_loss=%.6f step=%lld\n",
-                  r.val_accuracy, r.val_loss, r.train_loss, static_cast<long long>(r.epoch));
+      std::printf(
+          "hypertune: val_accuracy=%.6f val_loss=%.6f train_loss=%.6f "
+          "step=%lld\n",
+          r.val_accuracy, r.val_loss, r.train_loss,
+          static_cast<long long>(r.epoch));
       std::fflush(stdout);
       return true;
     }
@@ -408,7 +445,8 @@ int Run(int argc, char** argv) {
       Train(options, *backend, *sets->train, *sets->validation,
             resume.has_value() ? &*resume : nullptr, callbacks, &model);
   if (!result.ok()) return Fail(result.status());
-  if (!lease_error.ok()) return Fail(lease_error);  // the trial is no longer ours
+  if (!lease_error.ok())
+    return Fail(lease_error);  // the trial is no longer ours
   if (result->outcome == TrainResult::Outcome::kDiverged ||
       result->outcome == TrainResult::Outcome::kDeviceError) {
     return infeasible(result->reason);
@@ -430,15 +468,16 @@ int Run(int argc, char** argv) {
         static_cast<double>(model->Size(ModelArray::kParameters));
   }
   if (want_test && sets->test != nullptr && model != nullptr) {
-    absl::StatusOr<EvalStats> test =
-        EvaluateDataset(*model, *sets->test, options.eval_batch_size, options.prefetch);
+    absl::StatusOr<EvalStats> test = EvaluateDataset(
+        *model, *sets->test, options.eval_batch_size, options.prefetch);
     if (!test.ok()) return Fail(test.status());
     final_metrics["test_accuracy"] = double(test->correct) / test->count;
     final_metrics["test_loss"] = test->loss_sum / test->count;
     std::fprintf(stderr, "test_accuracy %.4f test_loss %.4f\n",
                  final_metrics["test_accuracy"], final_metrics["test_loss"]);
   }
-  std::fprintf(stderr, "trained %lld images in %.1f s (%.1f images/s in steps)\n",
+  std::fprintf(stderr,
+               "trained %lld images in %.1f s (%.1f images/s in steps)\n",
                static_cast<long long>(result->images), result->train_seconds,
                result->images_per_second);
   if (trial.has_value()) {
@@ -447,8 +486,10 @@ int Run(int argc, char** argv) {
     return 0;
   }
   std::string line = "hypertune:";
-  for (const auto& [name, value] : final_metrics) absl::StrAppend(&line, " ", name, "=", value);
-  std::printf("%s step=%lld\n", line.c_str(), static_cast<long long>(last.epoch));
+  for (const auto& [name, value] : final_metrics)
+    absl::StrAppend(&line, " ", name, "=", value);
+  std::printf("%s step=%lld\n", line.c_str(),
+              static_cast<long long>(last.epoch));
   return 0;
 }
 

@@ -12,7 +12,8 @@ namespace hypertune::train {
 namespace {
 
 double Since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 // Index batches 0.. of `size` in order, for evaluation.
@@ -25,11 +26,14 @@ std::vector<std::vector<int64_t>> InOrder(int64_t size, int batch_size) {
 
 std::string ValidateTrainOptions(const TrainOptions& o) {
   if (o.epochs < 1) return absl::StrCat("epochs: must be >= 1, got ", o.epochs);
-  if (o.batch_size < 2) return absl::StrCat("batch_size: must be >= 2, got ", o.batch_size);
+  if (o.batch_size < 2)
+    return absl::StrCat("batch_size: must be >= 2, got ", o.batch_size);
   if (o.eval_batch_size < 1) {
-    return absl::StrCat("eval_batch_size: must be >= 1, got ", o.eval_batch_size);
+    return absl::StrCat("eval_batch_size: must be >= 1, got ",
+                        o.eval_batch_size);
   }
-  if (!(o.lr > 0) || !std::isfinite(o.lr)) return absl::StrCat("lr: must be > 0, got ", o.lr);
+  if (!(o.lr > 0) || !std::isfinite(o.lr))
+    return absl::StrCat("lr: must be > 0, got ", o.lr);
   if (!(o.momentum >= 0 && o.momentum < 1)) {
     return absl::StrCat("momentum: must be in [0, 1), got ", o.momentum);
   }
@@ -37,18 +41,19 @@ std::string ValidateTrainOptions(const TrainOptions& o) {
     return absl::StrCat("weight_decay: must be >= 0, got ", o.weight_decay);
   }
   if (!(o.label_smoothing >= 0 && o.label_smoothing < 1)) {
-    return absl::StrCat("label_smoothing: must be in [0, 1), got ", o.label_smoothing);
+    return absl::StrCat("label_smoothing: must be in [0, 1), got ",
+                        o.label_smoothing);
   }
   if (!(o.warmup_epochs >= 0 && o.warmup_epochs <= o.epochs)) {
-    return absl::StrCat("warmup: must be in [0, epochs], got ", o.warmup_epochs);
+    return absl::StrCat("warmup: must be in [0, epochs], got ",
+                        o.warmup_epochs);
   }
   return "";
 }
 
-absl::StatusOr<EvalStats> EvaluateDataset(Model& model,
-                                          const data::Dataset& dataset,
-                                          int batch_size,
-                                          const data::PrefetchOptions& prefetch) {
+absl::StatusOr<EvalStats> EvaluateDataset(
+    Model& model, const data::Dataset& dataset, int batch_size,
+    const data::PrefetchOptions& prefetch) {
   batch_size = std::min(batch_size, model.max_batch());
   data::Prefetcher batches(dataset, InOrder(dataset.size(), batch_size),
                            /*train=*/false, 0, prefetch);
@@ -57,7 +62,8 @@ absl::StatusOr<EvalStats> EvaluateDataset(Model& model,
     absl::StatusOr<data::ImageBatch> batch = batches.Next();
     if (absl::IsOutOfRange(batch.status())) break;
     if (!batch.ok()) return batch.status();
-    EvalStats s = model.Evaluate(batch->pixels.data(), batch->labels.data(), batch->n);
+    EvalStats s =
+        model.Evaluate(batch->pixels.data(), batch->labels.data(), batch->n);
     total.loss_sum += s.loss_sum;
     total.correct += s.correct;
     total.count += s.count;
@@ -78,7 +84,8 @@ absl::StatusOr<TrainResult> Train(const TrainOptions& options, Backend& backend,
         "batch_size: ", options.batch_size, " exceeds the training set (",
         train.size(), " examples)"));
   }
-  if (validation.size() < 1) return absl::InvalidArgumentError("validation set is empty");
+  if (validation.size() < 1)
+    return absl::InvalidArgumentError("validation set is empty");
   ModelConfig config = options.model;
   config.in_channels = train.channels();
   config.in_height = train.height();
@@ -107,7 +114,8 @@ absl::StatusOr<TrainResult> Train(const TrainOptions& options, Backend& backend,
     seed = resume->seed;
   }
 
-  const int64_t steps_per_epoch = StepsPerEpoch(train.size(), options.batch_size);
+  const int64_t steps_per_epoch =
+      StepsPerEpoch(train.size(), options.batch_size);
   Schedule schedule;
   schedule.lr = options.lr;
   schedule.total_steps = steps_per_epoch * options.epochs;
@@ -146,8 +154,9 @@ absl::StatusOr<TrainResult> Train(const TrainOptions& options, Backend& backend,
       sgd.lr = float(LearningRate(schedule, step));
       report.lr = sgd.lr;
       const auto step_start = std::chrono::steady_clock::now();
-      StepStats s = model->TrainStep(batch->pixels.data(), batch->labels.data(),
-                                     batch->n, float(options.label_smoothing), sgd);
+      StepStats s =
+          model->TrainStep(batch->pixels.data(), batch->labels.data(), batch->n,
+                           float(options.label_smoothing), sgd);
       result.device_seconds += Since(step_start);
       ++step;
       if (!backend.error().empty()) {
@@ -163,8 +172,8 @@ absl::StatusOr<TrainResult> Train(const TrainOptions& options, Backend& backend,
       seen += batch->n;
       result.images += batch->n;
     }
-    absl::StatusOr<EvalStats> val =
-        EvaluateDataset(*model, validation, options.eval_batch_size, options.prefetch);
+    absl::StatusOr<EvalStats> val = EvaluateDataset(
+        *model, validation, options.eval_batch_size, options.prefetch);
     if (!val.ok()) return val.status();
     if (!backend.error().empty()) {
       return finish(TrainResult::Outcome::kDeviceError, backend.error());

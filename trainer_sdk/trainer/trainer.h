@@ -17,10 +17,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "trainer_sdk/trainer/data/dataset.h"
-#include "trainer_sdk/trainer/data/prefetcher.h"
 #include "trainer_sdk/trainer/backend.h"
 #include "trainer_sdk/trainer/checkpoint.h"
+#include "trainer_sdk/trainer/data/dataset.h"
+#include "trainer_sdk/trainer/data/prefetcher.h"
 #include "trainer_sdk/trainer/model.h"
 
 namespace hypertune::train {
@@ -65,10 +65,10 @@ struct TrainResult {
   Outcome outcome = Outcome::kCompleted;
   std::string reason;  // for kDiverged / kDeviceError
   int64_t epochs_completed = 0;
-  EpochReport last;       // the last finished epoch (epoch 0 if none)
-  int64_t images = 0;     // trained in this run
-  double train_seconds = 0.0;   // wall time of this run's epochs
-  double device_seconds = 0.0;  // inside training steps (compute only)
+  EpochReport last;                // the last finished epoch (epoch 0 if none)
+  int64_t images = 0;              // trained in this run
+  double train_seconds = 0.0;      // wall time of this run's epochs
+  double device_seconds = 0.0;     // inside training steps (compute only)
   double images_per_second = 0.0;  // images / device_seconds
 };
 
@@ -91,10 +91,9 @@ absl::StatusOr<TrainResult> Train(const TrainOptions& options, Backend& backend,
                                   std::unique_ptr<Model>* trained = nullptr);
 
 // Mean loss (no smoothing) and accuracy of `model` over all of `dataset`.
-absl::StatusOr<EvalStats> EvaluateDataset(Model& model,
-                                          const data::Dataset& dataset,
-                                          int batch_size,
-                                          const data::PrefetchOptions& prefetch = {1, 4});
+absl::StatusOr<EvalStats> EvaluateDataset(
+    Model& model, const data::Dataset& dataset, int batch_size,
+    const data::PrefetchOptions& prefetch = {1, 4});
 
 }  // namespace hypertune::train
 

@@ -185,10 +185,11 @@ class DashboardBrowserTest : public ::testing::Test {
 
   // Clicks the first element matching `selector` (its click() method).
   static void Click(Browser& b, const std::string& selector) {
-    json done = Eval(b, absl::StrCat("(() => { const e = document.querySelector(",
-                                     Js(selector),
-                                     "); if (!e) return false; e.click(); "
-                                     "return true; })()"));
+    json done =
+        Eval(b, absl::StrCat("(() => { const e = document.querySelector(",
+                             Js(selector),
+                             "); if (!e) return false; e.click(); "
+                             "return true; })()"));
     EXPECT_EQ(done, true) << "nothing matches " << selector;
   }
 
@@ -201,8 +202,8 @@ class DashboardBrowserTest : public ::testing::Test {
   // The study's state through the API, as alice.
   std::string StudyJsonField(const std::string& study,
                              const std::string& field) {
-    HttpReply r = HttpGet(server_->http_address(), "/api/studies/" + study,
-                          kAliceToken);
+    HttpReply r =
+        HttpGet(server_->http_address(), "/api/studies/" + study, kAliceToken);
     json j = json::parse(r.body, nullptr, false);
     if (j.is_discarded()) return "<bad>";
     if (field == "max_trials") {
@@ -227,8 +228,8 @@ TEST_F(DashboardBrowserTest, EveryPlotDrawsEachTrialOfAKnownStudy) {
   for (const v1::Trial& t : trials_) {
     std::optional<double> loss = Loss(t);
     finished += loss.has_value();
-    completed_finite += t.state() == v1::Trial::COMPLETED && loss &&
-                        std::isfinite(*loss);
+    completed_finite +=
+        t.state() == v1::Trial::COMPLETED && loss && std::isfinite(*loss);
     with_measurements += t.measurements_size() > 0;
     stopped += t.state() == v1::Trial::STOPPED;
     infeasible += t.state() == v1::Trial::INFEASIBLE;
@@ -236,11 +237,12 @@ TEST_F(DashboardBrowserTest, EveryPlotDrawsEachTrialOfAKnownStudy) {
   std::unique_ptr<Browser> b = OpenStudy(kStudy);
   ASSERT_NE(b, nullptr);
   // The token left the address and never reached the DOM.
-  EXPECT_EQ(Eval(*b, absl::StrCat("document.documentElement.outerHTML"
-                                  ".includes(", Js(kAliceToken),
-                                  ") || location.href.includes(",
-                                  Js(kAliceToken), ")")),
-            false);
+  EXPECT_EQ(
+      Eval(*b, absl::StrCat("document.documentElement.outerHTML"
+                            ".includes(",
+                            Js(kAliceToken), ") || location.href.includes(",
+                            Js(kAliceToken), ")")),
+      false);
   EXPECT_EQ(Attr(*b, "body", "data-charts"), "d3");
   EXPECT_EQ(Eval(*b, "document.getElementById('crumb').textContent"),
             " / browser-study");
@@ -282,8 +284,9 @@ TEST_F(DashboardBrowserTest, EveryPlotDrawsEachTrialOfAKnownStudy) {
   // An infinite objective shows as such in its row.
   Click(*b, "#last");
   Click(*b, "#first");
-  EXPECT_EQ(Eval(*b, "document.querySelector('#trials tr[data-id=\"5\"]')"
-                     ".textContent.includes('+inf')"),
+  EXPECT_EQ(Eval(*b,
+                 "document.querySelector('#trials tr[data-id=\"5\"]')"
+                 ".textContent.includes('+inf')"),
             true);
 
   // A screenshot, for people.
@@ -333,8 +336,9 @@ TEST_F(DashboardBrowserTest, EveryPlotDrawsEachTrialOfAKnownStudy) {
                "new MouseEvent('click', {bubbles: true, clientX: ",
                hover["5"]["x"].dump(), ", clientY: ", hover["5"]["y"].dump(),
                "}))"));
-  Wait(*b, "document.querySelector('#trial-page[data-id=\"5\"]"
-           "[data-loaded=\"1\"]')");
+  Wait(*b,
+       "document.querySelector('#trial-page[data-id=\"5\"]"
+       "[data-loaded=\"1\"]')");
 }
 
 TEST_F(DashboardBrowserTest, FiltersSearchSortAndTheBrushNarrowTheTable) {
@@ -363,17 +367,20 @@ TEST_F(DashboardBrowserTest, FiltersSearchSortAndTheBrushNarrowTheTable) {
   EXPECT_EQ(IntAttr(*b, "#trials", "data-total"), kTrials);
 
   // Search.
-  Eval(*b, "(() => { const s = document.getElementById('trial-search');"
-           "s.value = 'out of memory';"
-           "s.dispatchEvent(new Event('input')); })()");
+  Eval(*b,
+       "(() => { const s = document.getElementById('trial-search');"
+       "s.value = 'out of memory';"
+       "s.dispatchEvent(new Event('input')); })()");
   EXPECT_EQ(IntAttr(*b, "#trials", "data-total"), out_of_memory);
-  Eval(*b, "(() => { const s = document.getElementById('trial-search');"
-           "s.value = ''; s.dispatchEvent(new Event('input')); })()");
+  Eval(*b,
+       "(() => { const s = document.getElementById('trial-search');"
+       "s.value = ''; s.dispatchEvent(new Event('input')); })()");
 
   // A parameter's range.
-  Eval(*b, "(() => { document.getElementById('range-column').value = "
-           "'p:depth'; document.getElementById('range-min').value = '2';"
-           "document.getElementById('range-max').value = '4'; })()");
+  Eval(*b,
+       "(() => { document.getElementById('range-column').value = "
+       "'p:depth'; document.getElementById('range-min').value = '2';"
+       "document.getElementById('range-max').value = '4'; })()");
   Click(*b, "#range-add");
   EXPECT_EQ(IntAttr(*b, "#trials", "data-total"), depth_2_to_4);
   Click(*b, "#active-filters [data-filter='p:depth'] button");
@@ -419,8 +426,9 @@ TEST_F(DashboardBrowserTest, FiltersSearchSortAndTheBrushNarrowTheTable) {
 
   // A row opens its trial.
   Click(*b, "#trials tbody tr[data-id='3']");
-  Wait(*b, "document.querySelector('#trial-page[data-id=\"3\"]"
-           "[data-loaded=\"1\"]')");
+  Wait(*b,
+       "document.querySelector('#trial-page[data-id=\"3\"]"
+       "[data-loaded=\"1\"]')");
 }
 
 TEST_F(DashboardBrowserTest, TrialPageShowsWhatTheTrialHolds) {
@@ -439,8 +447,9 @@ TEST_F(DashboardBrowserTest, TrialPageShowsWhatTheTrialHolds) {
   EXPECT_EQ(Attr(*b, "#trial-state", "data-state"), "STOPPED");
   EXPECT_EQ(Eval(*b, "document.querySelectorAll('#trial-params tr').length"),
             4);
-  EXPECT_EQ(Eval(*b, "!!document.querySelector("
-                     "'#trial-metrics tr[data-metric=\"acc\"]')"),
+  EXPECT_EQ(Eval(*b,
+                 "!!document.querySelector("
+                 "'#trial-metrics tr[data-metric=\"acc\"]')"),
             true);
   EXPECT_EQ(IntAttr(*b, "#trial-curve", "data-points"),
             stopped->measurements_size());
@@ -448,8 +457,9 @@ TEST_F(DashboardBrowserTest, TrialPageShowsWhatTheTrialHolds) {
   EXPECT_EQ(Attr(*b, "#log-box", "data-state"), "none");
   // Back to the study, from memory.
   Click(*b, "#back");
-  Wait(*b, "document.getElementById('study-page') && "
-           "document.getElementById('study-page').isConnected");
+  Wait(*b,
+       "document.getElementById('study-page') && "
+       "document.getElementById('study-page').isConnected");
 }
 
 // The log's tail comes through the API from the server's log root; a log
@@ -494,8 +504,9 @@ TEST_F(DashboardBrowserTest, ActionsRunWithTheOwnersTokenOnly) {
     Eval(*b, absl::StrCat("sessionStorage.setItem('hypertune-token', ",
                           Js(token), ")"));
     Click(*b, "#action-pause");
-    Wait(*b, "document.getElementById('action-error') && "
-             "document.getElementById('action-error').textContent");
+    Wait(*b,
+         "document.getElementById('action-error') && "
+         "document.getElementById('action-error').textContent");
     EXPECT_EQ(StudyJsonField(kStudy, "state"), "ACTIVE") << token;
     EXPECT_EQ(Attr(*b, "#study-state", "data-state"), "ACTIVE");
   }
@@ -522,8 +533,9 @@ TEST_F(DashboardBrowserTest, ActionsRunWithTheOwnersTokenOnly) {
                         Js(kAliceToken), ")"));
   Eval(*b, "document.getElementById('budget-input').value = '400'");
   Click(*b, "#budget-set");
-  Wait(*b, "document.getElementById('action-status').textContent === "
-           "'budget: done'");
+  Wait(*b,
+       "document.getElementById('action-status').textContent === "
+       "'budget: done'");
   EXPECT_EQ(StudyJsonField(kStudy, "max_trials"), "400");
 
   // Stop an ACTIVE trial from its page.
@@ -535,19 +547,19 @@ TEST_F(DashboardBrowserTest, ActionsRunWithTheOwnersTokenOnly) {
     }
   }
   ASSERT_GT(active, 0);
-  Eval(*b, absl::StrCat("location.hash = 'study=", kStudy, "&trial=", active,
-                        "'"));
-  Wait(*b, "document.querySelector('#trial-page[data-loaded=\"1\"]') && "
-           "document.getElementById('trial-stop')");
+  Eval(*b,
+       absl::StrCat("location.hash = 'study=", kStudy, "&trial=", active, "'"));
+  Wait(*b,
+       "document.querySelector('#trial-page[data-loaded=\"1\"]') && "
+       "document.getElementById('trial-stop')");
   Eval(*b, absl::StrCat("sessionStorage.setItem('hypertune-token', ",
                         Js(kBobToken), ")"));
   Click(*b, "#trial-stop");
   Wait(*b, "document.getElementById('trial-action-error').textContent");
   auto state = [&] {
-    HttpReply r = HttpGet(server_->http_address(),
-                          absl::StrCat("/api/studies/", kStudy, "/trials/",
-                                       active),
-                          kAliceToken);
+    HttpReply r = HttpGet(
+        server_->http_address(),
+        absl::StrCat("/api/studies/", kStudy, "/trials/", active), kAliceToken);
     return json::parse(r.body, nullptr, false).value("state", "");
   };
   EXPECT_EQ(state(), "ACTIVE");
@@ -555,8 +567,9 @@ TEST_F(DashboardBrowserTest, ActionsRunWithTheOwnersTokenOnly) {
                         Js(kAliceToken), ")"));
   Wait(*b, "document.getElementById('trial-stop')");
   Click(*b, "#trial-stop");
-  Wait(*b, "['STOPPING', 'STOPPED'].includes(document.querySelector("
-           "'#trial-state').getAttribute('data-state'))");
+  Wait(*b,
+       "['STOPPING', 'STOPPED'].includes(document.querySelector("
+       "'#trial-state').getAttribute('data-state'))");
   EXPECT_TRUE(state() == "STOPPING" || state() == "STOPPED") << state();
 }
 
@@ -633,8 +646,8 @@ TEST_F(DashboardBrowserTest, StudyListSearchesShowsBestAndCompares) {
   ASSERT_NE(b, nullptr);
   Wait(*b, "document.querySelector('#studies[data-best-loaded=\"1\"]')");
   EXPECT_EQ(IntAttr(*b, "#studies", "data-rows"), 4);
-  const std::string best = Attr(
-      *b, "#studies tr[data-study='browser-study'] td.best", "data-best");
+  const std::string best =
+      Attr(*b, "#studies tr[data-study='browser-study'] td.best", "data-best");
   EXPECT_TRUE(std::isfinite(std::stod(best))) << best;
   // Counts by state: every trial counted.
   json counted = Eval(*b, R"((() => {
@@ -646,11 +659,13 @@ TEST_F(DashboardBrowserTest, StudyListSearchesShowsBestAndCompares) {
     return n;
   })())");
   EXPECT_EQ(counted, kTrials);
-  Eval(*b, "(() => { const s = document.getElementById('study-search');"
-           "s.value = 'infeasible'; s.dispatchEvent(new Event('input')); })()");
+  Eval(*b,
+       "(() => { const s = document.getElementById('study-search');"
+       "s.value = 'infeasible'; s.dispatchEvent(new Event('input')); })()");
   EXPECT_EQ(IntAttr(*b, "#studies", "data-shown"), 1);
-  Eval(*b, "(() => { const s = document.getElementById('study-search');"
-           "s.value = ''; s.dispatchEvent(new Event('input')); })()");
+  Eval(*b,
+       "(() => { const s = document.getElementById('study-search');"
+       "s.value = ''; s.dispatchEvent(new Event('input')); })()");
   Click(*b, "input.pick[data-study='browser-study']");
   Click(*b, "input.pick[data-study='browser-study-b']");
   Click(*b, "#compare");
@@ -682,8 +697,8 @@ TEST_F(DashboardBrowserTest, LiveUpdatesArriveOverTheEventStream) {
     v1::Trial trial;
     ASSERT_TRUE(stub->CreateTrial(&context, request, &trial).ok());
   }
-  Wait(*b, absl::StrCat(AttrJs("#summary", "data-trials"),
-                        " === '", kTrials + 3, "'"));
+  Wait(*b, absl::StrCat(AttrJs("#summary", "data-trials"), " === '",
+                        kTrials + 3, "'"));
 }
 
 // ----- A multi-objective study with constraints, run live -----
@@ -757,13 +772,13 @@ class LiveParetoTest : public DashboardBrowserTest {
       return m;
     };
     metric("loss", v1::MetricSpec::MINIMIZE, v1::MetricSpec::OBJECTIVE);
-    metric("acc", v1::MetricSpec::MAXIMIZE,
-           objectives == 2 ? v1::MetricSpec::OBJECTIVE
-                           : v1::MetricSpec::RECORDED);
+    metric(
+        "acc", v1::MetricSpec::MAXIMIZE,
+        objectives == 2 ? v1::MetricSpec::OBJECTIVE : v1::MetricSpec::RECORDED);
     metric("latency", v1::MetricSpec::MINIMIZE, v1::MetricSpec::CONSTRAINT)
         ->set_upper_bound(10);
-    v1::MetricSpec* memory = metric("memory", v1::MetricSpec::MINIMIZE,
-                                    v1::MetricSpec::CONSTRAINT);
+    v1::MetricSpec* memory =
+        metric("memory", v1::MetricSpec::MINIMIZE, v1::MetricSpec::CONSTRAINT);
     memory->set_lower_bound(1);
     memory->set_upper_bound(8);
     v1::Study created;
@@ -827,8 +842,7 @@ TEST_F(LiveParetoTest, TwoObjectivesShowTheirParetoFrontAndConstraintBounds) {
   ASSERT_NE(b, nullptr);
   Wait(*b, "document.body.hasAttribute('data-charts-drawn')");
   // The Pareto front instead of the history.
-  EXPECT_EQ(Eval(*b, "!!document.getElementById('pareto')"), true)
-      << Html(*b);
+  EXPECT_EQ(Eval(*b, "!!document.getElementById('pareto')"), true) << Html(*b);
   EXPECT_EQ(Eval(*b, "!!document.getElementById('history')"), false);
   EXPECT_EQ(IntAttr(*b, "#pareto", "data-points"), 9);
   EXPECT_EQ(IntAttr(*b, "#pareto", "data-front"), 3);
@@ -836,16 +850,19 @@ TEST_F(LiveParetoTest, TwoObjectivesShowTheirParetoFrontAndConstraintBounds) {
   EXPECT_EQ(IntAttr(*b, "#pareto", "data-infeasible"), 2);
   EXPECT_EQ(IntAttr(*b, "#best", "data-front"), 3);
   // Slices and importance show the objective chosen, the first at first.
-  EXPECT_EQ(Eval(*b, "[...document.querySelectorAll('#objective-select "
-                     "option')].map((o) => o.value).join(',')"),
+  EXPECT_EQ(Eval(*b,
+                 "[...document.querySelectorAll('#objective-select "
+                 "option')].map((o) => o.value).join(',')"),
             "loss,acc");
   EXPECT_EQ(Attr(*b, "#slice", "data-metric"), "loss");
   Wait(*b, "document.querySelector('#importance[data-metric=\"loss\"]')");
-  Eval(*b, "(() => { const s = document.getElementById('objective-select'); "
-           "s.value = 'acc'; s.dispatchEvent(new Event('change')); "
-           "return true; })()");
-  Wait(*b, "document.querySelector('#slice[data-metric=\"acc\"]') && "
-           "document.querySelector('#importance[data-metric=\"acc\"]')");
+  Eval(*b,
+       "(() => { const s = document.getElementById('objective-select'); "
+       "s.value = 'acc'; s.dispatchEvent(new Event('change')); "
+       "return true; })()");
+  Wait(*b,
+       "document.querySelector('#slice[data-metric=\"acc\"]') && "
+       "document.querySelector('#importance[data-metric=\"acc\"]')");
   EXPECT_EQ(IntAttr(*b, "#slice", "data-points"), 9);
   EXPECT_EQ(IntAttr(*b, "#importance", "data-params"), 1);
   // Each constraint by trial, its bounds drawn: latency <= 10 (trial 5
@@ -858,19 +875,21 @@ TEST_F(LiveParetoTest, TwoObjectivesShowTheirParetoFrontAndConstraintBounds) {
   EXPECT_EQ(IntAttr(*b, latency, "data-violations"), 1);
   EXPECT_EQ(IntAttr(*b, latency, "data-bounds"), 1);
   EXPECT_EQ(IntAttr(*b, memory, "data-violations"), 1);
-  EXPECT_EQ(Eval(*b, "document.querySelectorAll('" + memory +
-                         " line.bound').length"),
-            2);
+  EXPECT_EQ(
+      Eval(*b, "document.querySelectorAll('" + memory + " line.bound').length"),
+      2);
   // Parallel coordinates: x, latency, memory, loss; the bounds marked on
   // the constraints' axes; trials 5 and 6 drawn as missing a constraint.
   EXPECT_EQ(IntAttr(*b, "#parallel", "data-axes"), 4);
   EXPECT_EQ(IntAttr(*b, "#parallel", "data-constraint-axes"), 2);
   EXPECT_EQ(IntAttr(*b, "#parallel", "data-missed-constraint"), 2);
-  EXPECT_EQ(Eval(*b, "document.querySelectorAll('#parallel "
-                     "g.axis[data-axis=latency] line.bound').length"),
+  EXPECT_EQ(Eval(*b,
+                 "document.querySelectorAll('#parallel "
+                 "g.axis[data-axis=latency] line.bound').length"),
             1);
-  EXPECT_EQ(Eval(*b, "document.querySelectorAll('#parallel "
-                     "g.axis[data-axis=memory] line.bound').length"),
+  EXPECT_EQ(Eval(*b,
+                 "document.querySelectorAll('#parallel "
+                 "g.axis[data-axis=memory] line.bound').length"),
             2);
   // For people: dashboard_pareto_screenshot.png.
   const std::string png =
@@ -900,20 +919,25 @@ TEST_F(LiveParetoTest, TwoObjectivesShowTheirParetoFrontAndConstraintBounds) {
   Eval(*b, "location.hash = 'study=mo&live=0'");
   Wait(*b, "document.querySelector('#pareto[data-front]')");
   // A front point is a link to its trial.
-  Eval(*b, "document.querySelector('#pareto a[data-id=\"10\"]')"
-           ".dispatchEvent(new MouseEvent('click', {bubbles: true}))");
-  Wait(*b, "document.querySelector('#trial-page[data-id=\"10\"]"
-           "[data-loaded=\"1\"]')");
+  Eval(*b,
+       "document.querySelector('#pareto a[data-id=\"10\"]')"
+       ".dispatchEvent(new MouseEvent('click', {bubbles: true}))");
+  Wait(*b,
+       "document.querySelector('#trial-page[data-id=\"10\"]"
+       "[data-loaded=\"1\"]')");
   // Its metrics say what each is to the study.
-  EXPECT_EQ(Eval(*b, "document.querySelector('#trial-metrics "
-                     "tr[data-metric=\"acc\"] th').textContent"),
+  EXPECT_EQ(Eval(*b,
+                 "document.querySelector('#trial-metrics "
+                 "tr[data-metric=\"acc\"] th').textContent"),
             "acc (objective, \u2191)");
-  EXPECT_EQ(Eval(*b, "document.querySelector('#trial-metrics "
-                     "tr[data-metric=\"latency\"] th').textContent"),
+  EXPECT_EQ(Eval(*b,
+                 "document.querySelector('#trial-metrics "
+                 "tr[data-metric=\"latency\"] th').textContent"),
             "latency (constraint, within [\u2212\u221e, 10])");
   // And its attributes.
-  EXPECT_EQ(Eval(*b, "document.querySelector('#trial-attributes "
-                     "tr[data-key=\"model\"] td').textContent"),
+  EXPECT_EQ(Eval(*b,
+                 "document.querySelector('#trial-attributes "
+                 "tr[data-key=\"model\"] td').textContent"),
             "/ckpt/10.pt");
 }
 
@@ -941,7 +965,6 @@ TEST_F(LiveParetoTest, OneObjectiveHistoryLeavesOutTrialsThatMissAConstraint) {
   EXPECT_TRUE(b->Screenshot(png).ok());
   std::printf("Constraints screenshot: %s\n", png.c_str());
 }
-
 
 // ----- Issue 47 item 8: the first study, as a newcomer saw it -----
 
@@ -986,15 +1009,14 @@ class FirstStudyTest : public DashboardBrowserTest {
   // Chooses the contour's parameters through its selects.
   static void PickContour(Browser& b, const std::string& x,
                           const std::string& y) {
-    for (const auto& [id, name] : {std::pair{"contour-x", x},
-                                   std::pair{"contour-y", y}}) {
+    for (const auto& [id, name] :
+         {std::pair{"contour-x", x}, std::pair{"contour-y", y}}) {
       Eval(b, absl::StrCat("(() => { const s = document.getElementById(",
                            Js(id), "); s.value = ", Js(name),
                            "; s.dispatchEvent(new Event('change')); })()"));
     }
-    Wait(b, absl::StrCat(AttrJs("#contour", "data-x"), " === ", Js(x),
-                         " && ", AttrJs("#contour", "data-y"), " === ",
-                         Js(y)));
+    Wait(b, absl::StrCat(AttrJs("#contour", "data-x"), " === ", Js(x), " && ",
+                         AttrJs("#contour", "data-y"), " === ", Js(y)));
   }
 };
 
@@ -1008,8 +1030,9 @@ TEST_F(FirstStudyTest, PausedTrialsAreMarkedInTheirOwnColour) {
   // A dot on each single measurement; trial 6's line needs none.
   EXPECT_EQ(IntAttr(*b, "#curves", "data-markers"), 5);
   EXPECT_EQ(Attr(*b, "#curves", "data-legend"), "completed|paused");
-  json labels = Eval(*b, "[...document.querySelectorAll("
-                         "'#curves .legend text')].map((t) => t.textContent)");
+  json labels = Eval(*b,
+                     "[...document.querySelectorAll("
+                     "'#curves .legend text')].map((t) => t.textContent)");
   EXPECT_EQ(labels, json({"completed", "paused"}));
   // The paused dots are drawn in the paused colour (#8e44ad): read back
   // from the canvas at trial 1's one value.
@@ -1058,8 +1081,9 @@ TEST_F(FirstStudyTest, ThreeTrialsGetNoContourAndAnUnreliableImportance) {
                 "Unreliable: only 3 completed trials", 0),
             0u)
       << warning;
-  EXPECT_EQ(Eval(*b, "document.querySelectorAll("
-                     "'#importance .bar-row.unreliable').length"),
+  EXPECT_EQ(Eval(*b,
+                 "document.querySelectorAll("
+                 "'#importance .bar-row.unreliable').length"),
             4);
 }
 
@@ -1069,8 +1093,8 @@ TEST_F(FirstStudyTest, ContourSpansTheDomainAndACategoryGetsTheTrials) {
   int completed_finite = 0;
   for (const v1::Trial& t : trials_) {
     std::optional<double> loss = Loss(t);
-    completed_finite += t.state() == v1::Trial::COMPLETED && loss &&
-                        std::isfinite(*loss);
+    completed_finite +=
+        t.state() == v1::Trial::COMPLETED && loss && std::isfinite(*loss);
   }
   std::unique_ptr<Browser> b = OpenStudy(kStudy);
   ASSERT_NE(b, nullptr);
@@ -1122,11 +1146,12 @@ TEST_F(DashboardBrowserTest, BadgeAndBudgetFollowTheStudyWhileLive) {
   v1::Study created;
   call([&](auto* c, auto& r, auto* o) { return stub->CreateStudy(c, r, o); },
        create, &created);
-  std::unique_ptr<Browser> b = Open(
-      absl::StrCat("#study=short&token=", kAliceToken));
+  std::unique_ptr<Browser> b =
+      Open(absl::StrCat("#study=short&token=", kAliceToken));
   ASSERT_NE(b, nullptr);
-  Wait(*b, "document.getElementById('live').textContent === '\u25cf live' "
-           "&& document.getElementById('study-state')");
+  Wait(*b,
+       "document.getElementById('live').textContent === '\u25cf live' "
+       "&& document.getElementById('study-state')");
   EXPECT_EQ(Attr(*b, "#study-state", "data-state"), "ACTIVE");
   // The box shows the budget itself (it showed 50 beside "budget 40").
   EXPECT_EQ(Eval(*b, "document.getElementById('budget-input').value"), "2");
@@ -1136,9 +1161,9 @@ TEST_F(DashboardBrowserTest, BadgeAndBudgetFollowTheStudyWhileLive) {
     request.set_count(1);
     request.set_client_id("worker-1");
     v1::SuggestTrialsResponse response;
-    call([&](auto* c, auto& r, auto* o) {
-      return stub->SuggestTrials(c, r, o);
-    }, request, &response);
+    call(
+        [&](auto* c, auto& r, auto* o) { return stub->SuggestTrials(c, r, o); },
+        request, &response);
     return response;
   };
   for (int i = 0; i < 2; ++i) {
@@ -1150,9 +1175,9 @@ TEST_F(DashboardBrowserTest, BadgeAndBudgetFollowTheStudyWhileLive) {
     complete.set_lease_epoch(suggested.trials(0).lease_epoch());
     (*complete.mutable_final_measurement()->mutable_metrics())["loss"] = i;
     v1::Trial done;
-    call([&](auto* c, auto& r, auto* o) {
-      return stub->CompleteTrial(c, r, o);
-    }, complete, &done);
+    call(
+        [&](auto* c, auto& r, auto* o) { return stub->CompleteTrial(c, r, o); },
+        complete, &done);
   }
   // The budget is spent: the next suggestion completes the study, with no
   // trial event on the stream.
@@ -1169,19 +1194,22 @@ TEST_F(DashboardBrowserTest, BadgeAndBudgetFollowTheStudyWhileLive) {
   call([&](auto* c, auto& r, auto* o) { return stub->UpdateStudy(c, r, o); },
        update, &updated);
   EXPECT_EQ(updated.state(), v1::Study::ACTIVE);
-  Wait(*b, "document.querySelector('#study-state[data-state=\"ACTIVE\"]') && "
-           "document.getElementById('summary').textContent.includes("
-           "'budget 5 trials') && "
-           "document.getElementById('budget-input').value === '5'");
+  Wait(*b,
+       "document.querySelector('#study-state[data-state=\"ACTIVE\"]') && "
+       "document.getElementById('summary').textContent.includes("
+       "'budget 5 trials') && "
+       "document.getElementById('budget-input').value === '5'");
   // What the user types stays through the live redraws until it is set.
-  Eval(*b, "(() => { const i = document.getElementById('budget-input');"
-           "i.focus(); i.value = '9'; i.dispatchEvent(new Event('input')); "
-           "})()");
+  Eval(*b,
+       "(() => { const i = document.getElementById('budget-input');"
+       "i.focus(); i.value = '9'; i.dispatchEvent(new Event('input')); "
+       "})()");
   update.mutable_spec()->set_max_trials(6);
   call([&](auto* c, auto& r, auto* o) { return stub->UpdateStudy(c, r, o); },
        update, &updated);
-  Wait(*b, "document.getElementById('summary').textContent.includes("
-           "'budget 6 trials')");
+  Wait(*b,
+       "document.getElementById('summary').textContent.includes("
+       "'budget 6 trials')");
   EXPECT_EQ(Eval(*b, "document.getElementById('budget-input').value"), "9");
   EXPECT_EQ(Eval(*b, "document.activeElement.id"), "budget-input");
 }

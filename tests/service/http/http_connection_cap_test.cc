@@ -218,8 +218,12 @@ TEST(HttpConnectionCapTest, ALowFileLimitLeavesRoomForTokensAndBackups) {
   ServerProcessOptions process;
   process.program = HYPERTUNED_PATH;
   process.db_path = dir.File("db");
-  process.extra_args = {"--http", http, "--auth-token-file", dir.File("tokens"),
-                        "--http-header-timeout-ms", "600000"};
+  process.extra_args = {"--http",
+                        http,
+                        "--auth-token-file",
+                        dir.File("tokens"),
+                        "--http-header-timeout-ms",
+                        "600000"};
   // The server inherits this process's limit while it starts.
   rlimit mine{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &mine), 0);
@@ -364,8 +368,7 @@ TEST(HttpEventStreamTest, SlowReadersAreBoundedAndToldTheyFellBehind) {
   *create.mutable_study() = MakeStudy("big", "");
   ASSERT_TRUE(server.service()->CreateStudy(create).ok());
   constexpr int kTrials = 300;
-  const std::vector<v1::Trial> made =
-      MakeTrials(create.study(), kTrials, 0, 3);
+  const std::vector<v1::Trial> made = MakeTrials(create.study(), kTrials, 0, 3);
   for (const v1::Trial& trial : made) {
     v1::CreateTrialRequest request;
     request.set_study_name("big");
@@ -389,9 +392,9 @@ TEST(HttpEventStreamTest, SlowReadersAreBoundedAndToldTheyFellBehind) {
     address.sin_family = AF_INET;
     address.sin_port = htons(static_cast<uint16_t>(port));
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address),
-                        sizeof(address)),
-              0);
+    ASSERT_EQ(
+        ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)),
+        0);
     slow.fds.push_back(fd);
     Send(fd, ask);
   }

@@ -167,9 +167,9 @@ TEST_F(DashboardApiTest, CompactChangesAgreeWithTheFullFeed) {
   json compact =
       json::parse(Get("/api/studies/alice-study/changes?view=compact").body);
   ASSERT_EQ(compact["events"].size(), static_cast<size_t>(kTrials));
-  EXPECT_EQ(Get("/api/studies/alice-study/changes?view=compact&limit=10000")
-                .status,
-            200);
+  EXPECT_EQ(
+      Get("/api/studies/alice-study/changes?view=compact&limit=10000").status,
+      200);
   EXPECT_EQ(compact["last_sequence"], full["last_sequence"]);
   EXPECT_EQ(compact["more"], false);
   for (size_t i = 0; i < compact["events"].size(); ++i) {
@@ -515,8 +515,8 @@ TEST_F(DashboardApiTest, WritesNeedTheOwnersTokenAndTheSameOrigin) {
       Post(path, pause, kAliceToken, {{"Sec-Fetch-Site", "same-site"}}).status,
       403);
   // What an HTML form of another site could send: no JSON.
-  for (const char* type : {"application/x-www-form-urlencoded", "text/plain",
-                           ""}) {
+  for (const char* type :
+       {"application/x-www-form-urlencoded", "text/plain", ""}) {
     HttpReply form = HttpPost(http_, path, kAliceToken, pause, type);
     EXPECT_EQ(form.status, 415) << type;
     EXPECT_THAT(ErrorMessage(form), HasSubstr("application/json"));

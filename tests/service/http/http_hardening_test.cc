@@ -45,9 +45,8 @@ int ConnectSilently(int port) {
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address),
-                      sizeof(address)),
-            0);
+  EXPECT_EQ(
+      ::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
   return fd;
 }
 
@@ -92,8 +91,9 @@ TEST_F(HttpHardeningTest, IdleConnectionsDoNotHoldUpAnAuthenticatedRequest) {
   }
   httplib::Client client(absl::StrCat("http://", server->http_address()));
   const auto start = std::chrono::steady_clock::now();
-  httplib::Result result = client.Get(
-      "/api/studies", {{"Authorization", absl::StrCat("Bearer ", kAliceToken)}});
+  httplib::Result result =
+      client.Get("/api/studies",
+                 {{"Authorization", absl::StrCat("Bearer ", kAliceToken)}});
   const double ms = std::chrono::duration<double, std::milli>(
                         std::chrono::steady_clock::now() - start)
                         .count();
@@ -125,7 +125,8 @@ TEST_F(HttpHardeningTest, ConnectionsHaveNoDelaySet) {
   // The server runs in this process: find its end of the connection (local
   // port = the HTTP port, with a peer) among our descriptors.
   int checked = 0;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/fd")) {
     int fd = 0;
     if (!absl::SimpleAtoi(entry.path().filename().string(), &fd)) continue;
     sockaddr_in local{}, peer{};
@@ -140,8 +141,7 @@ TEST_F(HttpHardeningTest, ConnectionsHaveNoDelaySet) {
     }
     int nodelay = 0;
     length = sizeof(nodelay);
-    ASSERT_EQ(::getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, &length),
-              0);
+    ASSERT_EQ(::getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, &length), 0);
     EXPECT_NE(nodelay, 0) << "fd " << fd;
     ++checked;
   }
@@ -285,8 +285,9 @@ TEST_F(HttpTlsTest, TheHttpApiServesHttpsWithTheServersCertificate) {
   httplib::SSLClient https("127.0.0.1", PortOf(server->http_address()));
   https.set_ca_cert_path(pki_.Pem("ca").c_str());
   https.enable_server_certificate_verification(true);
-  auto result = https.Get(
-      "/api/studies", {{"Authorization", absl::StrCat("Bearer ", kAliceToken)}});
+  auto result =
+      https.Get("/api/studies",
+                {{"Authorization", absl::StrCat("Bearer ", kAliceToken)}});
   ASSERT_TRUE(result) << httplib::to_string(result.error());
   EXPECT_EQ(result->status, 200);
   EXPECT_THAT(result->body, HasSubstr("alices"));

@@ -34,9 +34,7 @@ TEST(HistogramFamilyTest, BucketsAreCumulativeWithSumAndCount) {
   std::string out;
   histogram.Render(&out);
   EXPECT_THAT(out, HasSubstr("# TYPE lat_seconds histogram\n"));
-  EXPECT_THAT(
-      out,
-      HasSubstr("lat_seconds_bucket{m=\"f\",le=\"0.1\"} 2\n"));
+  EXPECT_THAT(out, HasSubstr("lat_seconds_bucket{m=\"f\",le=\"0.1\"} 2\n"));
   EXPECT_THAT(out, HasSubstr("lat_seconds_bucket{m=\"f\",le=\"1\"} 3\n"));
   EXPECT_THAT(out, HasSubstr("lat_seconds_bucket{m=\"f\",le=\"+Inf\"} 4\n"));
   EXPECT_THAT(out, HasSubstr("lat_seconds_sum{m=\"f\"} 7.65\n"));
@@ -73,8 +71,10 @@ TEST(MetricsTest, PerStudySeriesAreFiltered) {
   metrics.CountLeaseExpiry("mine");
   metrics.CountLeaseExpiry("theirs");
   std::string out;
-  metrics.Render(&out, [](const std::string& study) { return study == "mine"; });
-  EXPECT_THAT(out, HasSubstr("hypertune_lease_expiries_total{study=\"mine\"} 1"));
+  metrics.Render(&out,
+                 [](const std::string& study) { return study == "mine"; });
+  EXPECT_THAT(out,
+              HasSubstr("hypertune_lease_expiries_total{study=\"mine\"} 1"));
   EXPECT_THAT(out, Not(HasSubstr("theirs")));
 }
 

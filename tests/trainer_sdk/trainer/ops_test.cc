@@ -42,7 +42,8 @@ void ExpectGradient(const std::function<double()>& loss, std::vector<float>* x,
     const double down = loss();
     (*x)[i] = saved;
     const double numeric = (up - down) / (2 * eps);
-    const double err = std::abs(numeric - analytic[i]) / (tol + tol * std::abs(numeric));
+    const double err =
+        std::abs(numeric - analytic[i]) / (tol + tol * std::abs(numeric));
     if (err > worst) {
       worst = err;
       worst_i = i;
@@ -67,10 +68,15 @@ std::vector<float> NaiveConv(const std::vector<float>& in,
                 const int iy = y * s.stride - s.pad + ky;
                 const int ix = x * s.stride - s.pad + kx;
                 if (iy < 0 || iy >= s.in_h || ix < 0 || ix >= s.in_w) continue;
-                sum += double(in[((size_t(n) * s.in_c + c) * s.in_h + iy) * s.in_w + ix]) *
-                       w[((size_t(o) * s.in_c + c) * s.kernel + ky) * s.kernel + kx];
+                sum +=
+                    double(
+                        in[((size_t(n) * s.in_c + c) * s.in_h + iy) * s.in_w +
+                           ix]) *
+                    w[((size_t(o) * s.in_c + c) * s.kernel + ky) * s.kernel +
+                      kx];
               }
-          out[((size_t(n) * s.out_c + o) * s.out_h() + y) * s.out_w() + x] = float(sum);
+          out[((size_t(n) * s.out_c + o) * s.out_h() + y) * s.out_w() + x] =
+              float(sum);
         }
   return out;
 }
@@ -112,11 +118,13 @@ TEST_P(ConvTest, BitIdenticalForAnyThreadCount) {
   auto w = Random(s.weight_size(), 7);
   auto d_out = Random(s.out_size(), 8);
   std::vector<float> ref_in(s.in_size()), ref_w(s.weight_size());
-  Conv2dBackward(ref_in.data(), ref_w.data(), d_out.data(), in.data(), w.data(), s);
+  Conv2dBackward(ref_in.data(), ref_w.data(), d_out.data(), in.data(), w.data(),
+                 s);
   for (int threads : {2, 3}) {
     ThreadPool pool(threads);
     std::vector<float> d_in(s.in_size()), d_w(s.weight_size());
-    Conv2dBackward(d_in.data(), d_w.data(), d_out.data(), in.data(), w.data(), s, &pool);
+    Conv2dBackward(d_in.data(), d_w.data(), d_out.data(), in.data(), w.data(),
+                   s, &pool);
     EXPECT_EQ(d_in, ref_in) << threads;
     EXPECT_EQ(d_w, ref_w) << threads;
   }
@@ -124,16 +132,16 @@ TEST_P(ConvTest, BitIdenticalForAnyThreadCount) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, ConvTest,
-    ::testing::Values(ConvShape{2, 3, 5, 6, 4, 3, 1, 1},   // 3x3 same
-                      ConvShape{2, 2, 7, 6, 3, 3, 2, 1},   // 3x3 stride 2
-                      ConvShape{2, 3, 6, 5, 4, 1, 2, 0},   // 1x1 stride 2
-                      ConvShape{2, 3, 4, 4, 2, 1, 1, 0},   // 1x1 pointwise
-                      ConvShape{1, 2, 9, 9, 3, 7, 2, 3},   // imagenet stem
+    ::testing::Values(ConvShape{2, 3, 5, 6, 4, 3, 1, 1},  // 3x3 same
+                      ConvShape{2, 2, 7, 6, 3, 3, 2, 1},  // 3x3 stride 2
+                      ConvShape{2, 3, 6, 5, 4, 1, 2, 0},  // 1x1 stride 2
+                      ConvShape{2, 3, 4, 4, 2, 1, 1, 0},  // 1x1 pointwise
+                      ConvShape{1, 2, 9, 9, 3, 7, 2, 3},  // imagenet stem
                       ConvShape{2, 8, 12, 12, 5, 3, 1, 1},
                       ConvShape{2, 9, 14, 11, 4, 3, 1, 1},
                       ConvShape{2, 1, 6, 7, 16, 3, 1, 1},   // one input channel
                       ConvShape{3, 18, 5, 5, 17, 3, 2, 1},  // partial tiles
-                      ConvShape{2, 5, 9, 8, 20, 1, 2, 0})); // 1x1 s2, odd h
+                      ConvShape{2, 5, 9, 8, 20, 1, 2, 0}));  // 1x1 s2, odd h
 
 TEST(BatchNormTest, TrainForwardNormalizesAndUpdatesRunningStats) {
   BatchNormShape s{3, 2, 4};
@@ -141,9 +149,9 @@ TEST(BatchNormTest, TrainForwardNormalizesAndUpdatesRunningStats) {
   for (size_t i = 0; i < in.size(); ++i) in[i] += 5.0f;
   std::vector<float> gamma{1, 1}, beta{0, 0}, mean(2), inv_std(2);
   std::vector<float> running_mean{0, 0}, running_var{1, 1}, out(s.size());
-  BatchNormForwardTrain(out.data(), mean.data(), inv_std.data(), running_mean.data(),
-                        running_var.data(), in.data(), gamma.data(), beta.data(),
-                        nullptr, false, s);
+  BatchNormForwardTrain(out.data(), mean.data(), inv_std.data(),
+                        running_mean.data(), running_var.data(), in.data(),
+                        gamma.data(), beta.data(), nullptr, false, s);
   for (int c = 0; c < 2; ++c) {
     double m = 0, v = 0, om = 0, ov = 0;
     for (int n = 0; n < 3; ++n)
@@ -155,7 +163,8 @@ TEST(BatchNormTest, TrainForwardNormalizesAndUpdatesRunningStats) {
         om += out[(n * 2 + c) * 4 + j] / 12.0;
       }
     for (int n = 0; n < 3; ++n)
-      for (int j = 0; j < 4; ++j) ov += std::pow(out[(n * 2 + c) * 4 + j] - om, 2) / 12.0;
+      for (int j = 0; j < 4; ++j)
+        ov += std::pow(out[(n * 2 + c) * 4 + j] - om, 2) / 12.0;
     EXPECT_NEAR(mean[c], m, 1e-5);
     EXPECT_NEAR(om, 0.0, 1e-5);
     EXPECT_NEAR(ov, v / (v + 1e-5), 1e-4);
@@ -171,10 +180,12 @@ TEST(BatchNormTest, FusedResidualReluMatchesComposition) {
   std::vector<float> gamma{0.5f, 1.5f, -1.0f}, beta{0.1f, -0.2f, 0.3f};
   std::vector<float> mean(3), inv_std(3), rm(3), rv(3, 1.0f);
   std::vector<float> plain(s.size()), fused(s.size());
-  BatchNormForwardTrain(plain.data(), mean.data(), inv_std.data(), rm.data(), rv.data(),
-                        in.data(), gamma.data(), beta.data(), nullptr, false, s);
-  BatchNormForwardTrain(fused.data(), mean.data(), inv_std.data(), rm.data(), rv.data(),
-                        in.data(), gamma.data(), beta.data(), residual.data(), true, s);
+  BatchNormForwardTrain(plain.data(), mean.data(), inv_std.data(), rm.data(),
+                        rv.data(), in.data(), gamma.data(), beta.data(),
+                        nullptr, false, s);
+  BatchNormForwardTrain(fused.data(), mean.data(), inv_std.data(), rm.data(),
+                        rv.data(), in.data(), gamma.data(), beta.data(),
+                        residual.data(), true, s);
   for (size_t i = 0; i < plain.size(); ++i) {
     EXPECT_NEAR(fused[i], std::max(plain[i] + residual[i], 0.0f), 1e-6);
   }
@@ -182,9 +193,10 @@ TEST(BatchNormTest, FusedResidualReluMatchesComposition) {
   std::vector<float> eval(s.size());
   std::vector<float> var(3);
   for (int c = 0; c < 3; ++c) var[c] = 1.0f / (inv_std[c] * inv_std[c]) - s.eps;
-  BatchNormForwardEval(eval.data(), in.data(), gamma.data(), beta.data(), mean.data(),
-                       var.data(), nullptr, false, s);
-  for (size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(eval[i], plain[i], 1e-4);
+  BatchNormForwardEval(eval.data(), in.data(), gamma.data(), beta.data(),
+                       mean.data(), var.data(), nullptr, false, s);
+  for (size_t i = 0; i < plain.size(); ++i)
+    EXPECT_NEAR(eval[i], plain[i], 1e-4);
 }
 
 TEST(BatchNormTest, BackwardMatchesFiniteDifferences) {
@@ -194,14 +206,15 @@ TEST(BatchNormTest, BackwardMatchesFiniteDifferences) {
   const auto r = Random(s.size(), 13);
   std::vector<float> mean(2), inv_std(2), rm(2), rv(2), out(s.size());
   auto loss = [&] {
-    BatchNormForwardTrain(out.data(), mean.data(), inv_std.data(), rm.data(), rv.data(),
-                          in.data(), gamma.data(), beta.data(), nullptr, false, s);
+    BatchNormForwardTrain(out.data(), mean.data(), inv_std.data(), rm.data(),
+                          rv.data(), in.data(), gamma.data(), beta.data(),
+                          nullptr, false, s);
     return Dot(out, r);
   };
   loss();
   std::vector<float> d_in(s.size()), d_gamma(2), d_beta(2);
-  BatchNormBackward(d_in.data(), d_gamma.data(), d_beta.data(), r.data(), in.data(),
-                    gamma.data(), mean.data(), inv_std.data(), s);
+  BatchNormBackward(d_in.data(), d_gamma.data(), d_beta.data(), r.data(),
+                    in.data(), gamma.data(), mean.data(), inv_std.data(), s);
   ExpectGradient(loss, &in, d_in, "d_in", 1e-2, 3e-2);
   ExpectGradient(loss, &gamma, d_gamma, "d_gamma");
   ExpectGradient(loss, &beta, d_beta, "d_beta");
@@ -282,10 +295,12 @@ TEST(LinearTest, BackwardMatchesFiniteDifferences) {
     return Dot(out, r);
   };
   loss();
-  EXPECT_NEAR(out[0], in[0] * w[0] + in[1] * w[1] + in[2] * w[2] + in[3] * w[3] + b[0], 1e-5);
+  EXPECT_NEAR(out[0],
+              in[0] * w[0] + in[1] * w[1] + in[2] * w[2] + in[3] * w[3] + b[0],
+              1e-5);
   std::vector<float> d_in(n * in_f), d_w(out_f * in_f), d_b(out_f);
-  LinearBackward(d_in.data(), d_w.data(), d_b.data(), r.data(), in.data(), w.data(), n,
-                 in_f, out_f);
+  LinearBackward(d_in.data(), d_w.data(), d_b.data(), r.data(), in.data(),
+                 w.data(), n, in_f, out_f);
   ExpectGradient(loss, &in, d_in, "d_in");
   ExpectGradient(loss, &w, d_w, "d_weight");
   ExpectGradient(loss, &b, d_b, "d_bias");
@@ -312,10 +327,12 @@ TEST(LossTest, GradientOfMeanLossMatchesFiniteDifferences) {
   std::vector<int32_t> labels{1, 3, 0};
   std::vector<float> losses(n), d(n * k);
   auto loss = [&] {
-    SoftmaxCrossEntropy(losses.data(), nullptr, logits.data(), labels.data(), n, k, 0.2f);
+    SoftmaxCrossEntropy(losses.data(), nullptr, logits.data(), labels.data(), n,
+                        k, 0.2f);
     return (double(losses[0]) + losses[1] + losses[2]) / n;
   };
-  SoftmaxCrossEntropy(losses.data(), d.data(), logits.data(), labels.data(), n, k, 0.2f);
+  SoftmaxCrossEntropy(losses.data(), d.data(), logits.data(), labels.data(), n,
+                      k, 0.2f);
   ExpectGradient(loss, &logits, d, "d_logits", 1e-2, 1e-2);
 }
 
@@ -338,7 +355,8 @@ TEST(ScheduleTest, WarmupThenCosine) {
   EXPECT_DOUBLE_EQ(LearningRate(s, 3), 0.4);
   EXPECT_DOUBLE_EQ(LearningRate(s, 4), 0.4);
   EXPECT_NEAR(LearningRate(s, 8), 0.2, 1e-12);  // half-way through the decay
-  EXPECT_NEAR(LearningRate(s, 11), 0.4 * 0.5 * (1 + std::cos(M_PI * 7 / 8)), 1e-12);
+  EXPECT_NEAR(LearningRate(s, 11), 0.4 * 0.5 * (1 + std::cos(M_PI * 7 / 8)),
+              1e-12);
   EXPECT_DOUBLE_EQ(LearningRate(s, 12), 0.0);
   EXPECT_DOUBLE_EQ(LearningRate(Schedule{0.1, 0, 10}, 0), 0.1);
   EXPECT_EQ(StepsPerEpoch(10, 4), 2);

@@ -16,7 +16,8 @@ constexpr int kThreads = 256;
 constexpr size_t kMaxBlocks = 1 << 16;
 
 int Blocks(size_t count) {
-  return int(std::max<size_t>(1, std::min(kMaxBlocks, (count + kThreads - 1) / kThreads)));
+  return int(std::max<size_t>(
+      1, std::min(kMaxBlocks, (count + kThreads - 1) / kThreads)));
 }
 
 // ops.h's out_h()/out_w() are host functions; this is their device twin.
@@ -27,8 +28,9 @@ __device__ int OutDim(int in, int kernel, int stride, int pad) {
 // Index arithmetic (divisions above all) is much cheaper in 32 bits: the
 // kernels that divide take their index type I, uint32_t whenever the element
 // count is below 2^31 (Small() below), size_t otherwise.
-#define GRID_STRIDE_T(I, i, count) \
-  for (I i = I(blockIdx.x) * blockDim.x + threadIdx.x; i < I(count); i += I(gridDim.x) * blockDim.x)
+#define GRID_STRIDE_T(I, i, count)                                   \
+  for (I i = I(blockIdx.x) * blockDim.x + threadIdx.x; i < I(count); \
+       i += I(gridDim.x) * blockDim.x)
 
 #define GRID_STRIDE(i, count)                                                 \
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (count); \
@@ -77,9 +79,11 @@ __device__ float BlockMax(float v, float* shared) {
 // --- Convolution helpers -----------------------------------------------------
 
 template <typename I>
-__global__ void Im2ColKernel(float* col, const float* in, ConvShape s, int images) {
+__global__ void Im2ColKernel(float* col, const float* in, ConvShape s,
+                             int images) {
   const int k = s.kernel;
-  const int oh = OutDim(s.in_h, k, s.stride, s.pad), ow = OutDim(s.in_w, k, s.stride, s.pad);
+  const int oh = OutDim(s.in_h, k, s.stride, s.pad),
+            ow = OutDim(s.in_w, k, s.stride, s.pad);
   const I plane = I(oh) * ow;
   const I width = plane * I(images);
   const I total = I(s.in_c) * k * k * width;
@@ -102,9 +106,11 @@ __global__ void Im2ColKernel(float* col, const float* in, ConvShape s, int image
 // oy * stride - pad + ky == iy; taps are summed in (ky, kx) order, as the
 // CPU's Col2ImAdd does.
 template <typename I>
-__global__ void Col2ImKernel(float* d_in, const float* dcol, ConvShape s, int images) {
+__global__ void Col2ImKernel(float* d_in, const float* dcol, ConvShape s,
+                             int images) {
   const int k = s.kernel;
-  const int oh = OutDim(s.in_h, k, s.stride, s.pad), ow = OutDim(s.in_w, k, s.stride, s.pad);
+  const int oh = OutDim(s.in_h, k, s.stride, s.pad),
+            ow = OutDim(s.in_w, k, s.stride, s.pad);
   const size_t plane = size_t(oh) * ow;
   const size_t rows = size_t(s.in_c) * k * k;
   const I total = I(images) * s.in_c * s.in_h * s.in_w;
@@ -125,7 +131,8 @@ __global__ void Col2ImKernel(float* d_in, const float* dcol, ConvShape s, int im
         if (tx < 0 || tx % s.stride != 0) continue;
         const int ox = tx / s.stride;
         if (ox >= ow) continue;
-        sum += base[(size_t(c * k + ky) * k + kx) * plane + size_t(oy) * ow + ox];
+        sum +=
+            base[(size_t(c * k + ky) * k + kx) * plane + size_t(oy) * ow + ox];
       }
     }
     d_in[t] = sum;
@@ -133,7 +140,8 @@ __global__ void Col2ImKernel(float* d_in, const float* dcol, ConvShape s, int im
 }
 
 template <typename I>
-__global__ void ChannelMajorKernel(float* dst, const float* src, int images, int c, int plane) {
+__global__ void ChannelMajorKernel(float* dst, const float* src, int images,
+                                   int c, int plane) {
   const I width = I(images) * plane;
   const I total = width * c;
   GRID_STRIDE_T(I, t, total) {
@@ -143,7 +151,8 @@ __global__ void ChannelMajorKernel(float* dst, const float* src, int images, int
   }
 }
 
-// --- Batch norm ----------------------------------------------------------------
+// --- Batch norm
+// ----------------------------------------------------------------
 
 // Scratch: double partial[2][c][splits], then float coef[3][c].
 struct BnScratch {
@@ -161,7 +170,8 @@ BnScratch Carve(void* scratch, const BatchNormShape& s, int splits) {
 // Per (split, channel) block: float sums of (x - shift) and (x - shift)^2
 // over its share of the channel's images, shift = the channel's first value
 // (as on the CPU, it keeps the variance accurate).
-__global__ void BnSumsKernel(double* partial, const float* in, int n, int c, int hw, int splits) {
+__global__ void BnSumsKernel(double* partial, const float* in, int n, int c,
+                             int hw, int splits) {
   __shared__ double shared[32];
   const int ch = blockIdx.y;
   const float shift = in[size_t(ch) * hw];
@@ -184,10 +194,12 @@ __global__ void BnSumsKernel(double* partial, const float* in, int n, int c, int
 
 // One thread per channel: batch statistics, running statistics, and the
 // affine coefficients scale = gamma * inv_std, bias = beta - mean * scale.
-__global__ void BnFinalizeTrainKernel(float* coef, float* save_mean, float* save_inv_std,
-                                      float* running_mean, float* running_var,
-                                      const double* partial, const float* in, const float* gamma,
-                                      const float* beta, BatchNormShape s, int splits) {
+__global__ void BnFinalizeTrainKernel(float* coef, float* save_mean,
+                                      float* save_inv_std, float* running_mean,
+                                      float* running_var, const double* partial,
+                                      const float* in, const float* gamma,
+                                      const float* beta, BatchNormShape s,
+                                      int splits) {
   const int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= s.c) return;
   double sum = 0.0, sum_sq = 0.0;
@@ -212,9 +224,9 @@ __global__ void BnFinalizeTrainKernel(float* coef, float* save_mean, float* save
   coef[s.c + ch] = beta[ch] - float(mean) * scale;
 }
 
-__global__ void BnEvalCoefKernel(float* coef, const float* gamma, const float* beta,
-                                 const float* running_mean, const float* running_var, int c,
-                                 float eps) {
+__global__ void BnEvalCoefKernel(float* coef, const float* gamma,
+                                 const float* beta, const float* running_mean,
+                                 const float* running_var, int c, float eps) {
   const int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= c) return;
   const float scale = gamma[ch] / sqrtf(running_var[ch] + eps);
@@ -224,8 +236,8 @@ __global__ void BnEvalCoefKernel(float* coef, const float* gamma, const float* b
 
 // out = act(in * scale + bias + residual); out may alias residual. One
 // block per (image, channel) plane.
-__global__ void BnApplyKernel(float* out, const float* in, const float* coef, const float* residual,
-                              bool relu, int c, int hw) {
+__global__ void BnApplyKernel(float* out, const float* in, const float* coef,
+                              const float* residual, bool relu, int c, int hw) {
   const int ch = int(blockIdx.x % unsigned(c));
   const float scale = coef[ch], bias = coef[c + ch];
   const size_t base = size_t(blockIdx.x) * hw;
@@ -238,8 +250,9 @@ __global__ void BnApplyKernel(float* out, const float* in, const float* coef, co
 }
 
 // Per (split, channel) block: sums of dy and dy * (x - mean).
-__global__ void BnGradSumsKernel(double* partial, const float* d_out, const float* in,
-                                 const float* save_mean, int n, int c, int hw, int splits) {
+__global__ void BnGradSumsKernel(double* partial, const float* d_out,
+                                 const float* in, const float* save_mean, int n,
+                                 int c, int hw, int splits) {
   __shared__ double shared[32];
   const int ch = blockIdx.y;
   const float mean = save_mean[ch];
@@ -264,7 +277,8 @@ __global__ void BnGradSumsKernel(double* partial, const float* d_out, const floa
 // rearrangement of gamma * inv_std * (dy - mean(dy) - xhat * mean(dy xhat))).
 __global__ void BnGradFinalizeKernel(float* coef, float* d_gamma, float* d_beta,
                                      const double* partial, const float* gamma,
-                                     const float* save_mean, const float* save_inv_std,
+                                     const float* save_mean,
+                                     const float* save_inv_std,
                                      BatchNormShape s, int splits) {
   const int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= s.c) return;
@@ -288,8 +302,9 @@ __global__ void BnGradFinalizeKernel(float* coef, float* d_gamma, float* d_beta,
 }
 
 // One block per (image, channel) plane.
-__global__ void BnGradApplyKernel(float* d_in, const float* d_out, const float* in,
-                                  const float* coef, int c, int hw) {
+__global__ void BnGradApplyKernel(float* d_in, const float* d_out,
+                                  const float* in, const float* coef, int c,
+                                  int hw) {
   const int ch = int(blockIdx.x % unsigned(c));
   const float a = coef[ch], b = coef[c + ch], o = coef[2 * c + ch];
   const size_t base = size_t(blockIdx.x) * hw;
@@ -298,7 +313,8 @@ __global__ void BnGradApplyKernel(float* d_in, const float* d_out, const float* 
   }
 }
 
-// --- Elementwise ----------------------------------------------------------------
+// --- Elementwise
+// ----------------------------------------------------------------
 
 __global__ void ReluKernel(float* out, const float* in, size_t count) {
   GRID_STRIDE(i, count) {
@@ -307,8 +323,8 @@ __global__ void ReluKernel(float* out, const float* in, size_t count) {
   }
 }
 
-__global__ void ReluBackwardKernel(float* d_in, const float* d_out, const float* out,
-                                   size_t count) {
+__global__ void ReluBackwardKernel(float* d_in, const float* d_out,
+                                   const float* out, size_t count) {
   GRID_STRIDE(i, count) {
     const float g = d_out[i];
     d_in[i] = out[i] > 0.0f ? g : 0.0f;
@@ -319,11 +335,13 @@ __global__ void AddKernel(float* y, const float* x, size_t count) {
   GRID_STRIDE(i, count) { y[i] += x[i]; }
 }
 
-// --- Pooling -------------------------------------------------------------------
+// --- Pooling
+// -------------------------------------------------------------------
 
 // Same window scan and tie rule as the CPU: the first maximum wins.
 template <typename I>
-__global__ void MaxPoolKernel(float* out, int32_t* argmax, const float* in, PoolShape s) {
+__global__ void MaxPoolKernel(float* out, int32_t* argmax, const float* in,
+                              PoolShape s) {
   const int oh = OutDim(s.in_h, s.kernel, s.stride, s.pad);
   const int ow = OutDim(s.in_w, s.kernel, s.stride, s.pad);
   const I out_plane = I(oh) * ow;
@@ -357,8 +375,8 @@ __global__ void MaxPoolKernel(float* out, int32_t* argmax, const float* in, Pool
 // A gather over the outputs whose window covers the input pixel, in the
 // CPU's (row-major output) order.
 template <typename I>
-__global__ void MaxPoolBackwardKernel(float* d_in, const float* d_out, const int32_t* argmax,
-                                      PoolShape s) {
+__global__ void MaxPoolBackwardKernel(float* d_in, const float* d_out,
+                                      const int32_t* argmax, PoolShape s) {
   const int oh = OutDim(s.in_h, s.kernel, s.stride, s.pad);
   const int ow = OutDim(s.in_w, s.kernel, s.stride, s.pad);
   const size_t out_plane = size_t(oh) * ow;
@@ -386,7 +404,8 @@ __global__ void MaxPoolBackwardKernel(float* d_in, const float* d_out, const int
 }
 
 // One warp per (image, channel) plane.
-__global__ void GlobalAvgPoolKernel(float* out, const float* in, int planes, int hw) {
+__global__ void GlobalAvgPoolKernel(float* out, const float* in, int planes,
+                                    int hw) {
   const int plane = blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (plane >= planes) return;
@@ -398,14 +417,19 @@ __global__ void GlobalAvgPoolKernel(float* out, const float* in, int planes, int
 }
 
 template <typename I>
-__global__ void GlobalAvgPoolBackwardKernel(float* d_in, const float* d_out, size_t total, int hw) {
+__global__ void GlobalAvgPoolBackwardKernel(float* d_in, const float* d_out,
+                                            size_t total, int hw) {
   GRID_STRIDE_T(I, t, total) { d_in[t] = d_out[t / I(hw)] / float(hw); }
 }
 
-// --- Linear helpers, loss, optimizer ----------------------------------------------
+// --- Linear helpers, loss, optimizer
+// ----------------------------------------------
 
-__global__ void BroadcastRowsKernel(float* out, const float* bias, int n, int f) {
-  GRID_STRIDE(t, size_t(n) * f) { out[t] = bias != nullptr ? bias[t % f] : 0.0f; }
+__global__ void BroadcastRowsKernel(float* out, const float* bias, int n,
+                                    int f) {
+  GRID_STRIDE(t, size_t(n) * f) {
+    out[t] = bias != nullptr ? bias[t % f] : 0.0f;
+  }
 }
 
 // One thread per column, rows summed in order (the CPU's order).
@@ -418,8 +442,10 @@ __global__ void SumRowsKernel(float* d_bias, const float* d_out, int n, int f) {
 }
 
 // One block per example; the normalizer in double like the CPU.
-__global__ void SoftmaxCrossEntropyKernel(float* losses, float* d_logits, const float* logits,
-                                          const int32_t* labels, int n, int k, float smoothing) {
+__global__ void SoftmaxCrossEntropyKernel(float* losses, float* d_logits,
+                                          const float* logits,
+                                          const int32_t* labels, int n, int k,
+                                          float smoothing) {
   __shared__ float shared_f[32];
   __shared__ double shared_d[32];
   __shared__ float row_max;
@@ -449,7 +475,8 @@ __global__ void SoftmaxCrossEntropyKernel(float* losses, float* d_logits, const 
       const double target_dot = off * sum_z + (on - off) * z[label];
       losses[i] = float(lse - target_dot);
     } else {
-      losses[i] = NAN;  // violated precondition: poison, do not read out of bounds
+      losses[i] =
+          NAN;  // violated precondition: poison, do not read out of bounds
     }
   }
   __syncthreads();
@@ -463,8 +490,8 @@ __global__ void SoftmaxCrossEntropyKernel(float* losses, float* d_logits, const 
   }
 }
 
-__global__ void SgdKernel(float* param, float* velocity, const float* grad, size_t count,
-                          SgdStep step) {
+__global__ void SgdKernel(float* param, float* velocity, const float* grad,
+                          size_t count, SgdStep step) {
   GRID_STRIDE(i, count) {
     const float g = grad[i] + step.weight_decay * param[i];
     const float v = step.momentum * velocity[i] + g;
@@ -476,7 +503,9 @@ __global__ void SgdKernel(float* param, float* velocity, const float* grad, size
 cudaError_t Launched() { return cudaGetLastError(); }
 
 // Threads for a one-block-per-plane kernel: whole warps, at most kThreads.
-int PlaneThreads(int hw) { return std::min(kThreads, std::max(32, (hw + 31) / 32 * 32)); }
+int PlaneThreads(int hw) {
+  return std::min(kThreads, std::max(32, (hw + 31) / 32 * 32));
+}
 
 // Whether `count` elements can be indexed in 32 bits (uint32_t kernels).
 bool Small(size_t count) { return count < (size_t(1) << 31); }
@@ -485,34 +514,40 @@ bool Small(size_t count) { return count < (size_t(1) << 31); }
 
 cudaError_t Im2Col(float* col, const float* in, const ConvShape& s, int images,
                    cudaStream_t stream) {
-  const size_t total = size_t(s.in_c) * s.kernel * s.kernel * s.out_h() * s.out_w() * images;
+  const size_t total =
+      size_t(s.in_c) * s.kernel * s.kernel * s.out_h() * s.out_w() * images;
   if (Small(total)) {
-    Im2ColKernel<uint32_t><<<Blocks(total), kThreads, 0, stream>>>(col, in, s, images);
+    Im2ColKernel<uint32_t>
+        <<<Blocks(total), kThreads, 0, stream>>>(col, in, s, images);
   } else {
-    Im2ColKernel<size_t><<<Blocks(total), kThreads, 0, stream>>>(col, in, s, images);
+    Im2ColKernel<size_t>
+        <<<Blocks(total), kThreads, 0, stream>>>(col, in, s, images);
   }
   return Launched();
 }
 
-cudaError_t Col2Im(float* d_in, const float* dcol, const ConvShape& s, int images,
-                   cudaStream_t stream) {
+cudaError_t Col2Im(float* d_in, const float* dcol, const ConvShape& s,
+                   int images, cudaStream_t stream) {
   const size_t total = size_t(images) * s.in_c * s.in_h * s.in_w;
   if (Small(total)) {
-    Col2ImKernel<uint32_t><<<Blocks(total), kThreads, 0, stream>>>(d_in, dcol, s, images);
+    Col2ImKernel<uint32_t>
+        <<<Blocks(total), kThreads, 0, stream>>>(d_in, dcol, s, images);
   } else {
-    Col2ImKernel<size_t><<<Blocks(total), kThreads, 0, stream>>>(d_in, dcol, s, images);
+    Col2ImKernel<size_t>
+        <<<Blocks(total), kThreads, 0, stream>>>(d_in, dcol, s, images);
   }
   return Launched();
 }
 
-cudaError_t ChannelMajor(float* dst, const float* src, int images, int c, int plane,
-                         cudaStream_t stream) {
+cudaError_t ChannelMajor(float* dst, const float* src, int images, int c,
+                         int plane, cudaStream_t stream) {
   const size_t total = size_t(images) * c * plane;
   if (Small(total)) {
     ChannelMajorKernel<uint32_t>
         <<<Blocks(total), kThreads, 0, stream>>>(dst, src, images, c, plane);
   } else {
-    ChannelMajorKernel<size_t><<<Blocks(total), kThreads, 0, stream>>>(dst, src, images, c, plane);
+    ChannelMajorKernel<size_t>
+        <<<Blocks(total), kThreads, 0, stream>>>(dst, src, images, c, plane);
   }
   return Launched();
 }
@@ -523,47 +558,53 @@ int BatchNormSplits(const BatchNormShape& s) {
   const size_t count = size_t(s.n) * s.hw;
   const size_t by_work = std::max<size_t>(1, count / (size_t(kThreads) * 16));
   const size_t by_channels = std::max(1, 1024 / std::max(1, s.c));
-  return int(std::min<size_t>({by_work, by_channels, size_t(std::max(1, s.n)), 65535}));
+  return int(std::min<size_t>(
+      {by_work, by_channels, size_t(std::max(1, s.n)), 65535}));
 }
 
 size_t BatchNormScratchBytes(const BatchNormShape& s) {
-  return 2 * size_t(s.c) * BatchNormSplits(s) * sizeof(double) + 3 * size_t(s.c) * sizeof(float);
+  return 2 * size_t(s.c) * BatchNormSplits(s) * sizeof(double) +
+         3 * size_t(s.c) * sizeof(float);
 }
 
-cudaError_t BatchNormForwardTrain(float* out, float* save_mean, float* save_inv_std,
-                                  float* running_mean, float* running_var, const float* in,
-                                  const float* gamma, const float* beta, const float* residual,
-                                  bool relu, const BatchNormShape& s, void* scratch,
+cudaError_t BatchNormForwardTrain(float* out, float* save_mean,
+                                  float* save_inv_std, float* running_mean,
+                                  float* running_var, const float* in,
+                                  const float* gamma, const float* beta,
+                                  const float* residual, bool relu,
+                                  const BatchNormShape& s, void* scratch,
                                   cudaStream_t stream) {
   if (s.size() == 0) return cudaSuccess;
   const int splits = BatchNormSplits(s);
   const BnScratch b = Carve(scratch, s, splits);
-  BnSumsKernel<<<dim3(splits, s.c), PlaneThreads(s.hw), 0, stream>>>(b.partial, in, s.n, s.c, s.hw,
-                                                                     splits);
-  BnFinalizeTrainKernel<<<(s.c + 127) / 128, 128, 0, stream>>>(b.coef, save_mean, save_inv_std,
-                                                               running_mean, running_var, b.partial,
-                                                               in, gamma, beta, s, splits);
-  BnApplyKernel<<<s.n * s.c, PlaneThreads(s.hw), 0, stream>>>(out, in, b.coef, residual, relu, s.c,
-                                                              s.hw);
+  BnSumsKernel<<<dim3(splits, s.c), PlaneThreads(s.hw), 0, stream>>>(
+      b.partial, in, s.n, s.c, s.hw, splits);
+  BnFinalizeTrainKernel<<<(s.c + 127) / 128, 128, 0, stream>>>(
+      b.coef, save_mean, save_inv_std, running_mean, running_var, b.partial, in,
+      gamma, beta, s, splits);
+  BnApplyKernel<<<s.n * s.c, PlaneThreads(s.hw), 0, stream>>>(
+      out, in, b.coef, residual, relu, s.c, s.hw);
   return Launched();
 }
 
-cudaError_t BatchNormForwardEval(float* out, const float* in, const float* gamma, const float* beta,
-                                 const float* running_mean, const float* running_var,
-                                 const float* residual, bool relu, const BatchNormShape& s,
-                                 void* scratch, cudaStream_t stream) {
+cudaError_t BatchNormForwardEval(
+    float* out, const float* in, const float* gamma, const float* beta,
+    const float* running_mean, const float* running_var, const float* residual,
+    bool relu, const BatchNormShape& s, void* scratch, cudaStream_t stream) {
   if (s.size() == 0) return cudaSuccess;
   const BnScratch b = Carve(scratch, s, BatchNormSplits(s));
-  BnEvalCoefKernel<<<(s.c + 127) / 128, 128, 0, stream>>>(b.coef, gamma, beta, running_mean,
-                                                          running_var, s.c, s.eps);
-  BnApplyKernel<<<s.n * s.c, PlaneThreads(s.hw), 0, stream>>>(out, in, b.coef, residual, relu, s.c,
-                                                              s.hw);
+  BnEvalCoefKernel<<<(s.c + 127) / 128, 128, 0, stream>>>(
+      b.coef, gamma, beta, running_mean, running_var, s.c, s.eps);
+  BnApplyKernel<<<s.n * s.c, PlaneThreads(s.hw), 0, stream>>>(
+      out, in, b.coef, residual, relu, s.c, s.hw);
   return Launched();
 }
 
-cudaError_t BatchNormBackward(float* d_in, float* d_gamma, float* d_beta, const float* d_out,
-                              const float* in, const float* gamma, const float* save_mean,
-                              const float* save_inv_std, const BatchNormShape& s, void* scratch,
+cudaError_t BatchNormBackward(float* d_in, float* d_gamma, float* d_beta,
+                              const float* d_out, const float* in,
+                              const float* gamma, const float* save_mean,
+                              const float* save_inv_std,
+                              const BatchNormShape& s, void* scratch,
                               cudaStream_t stream) {
   if (s.size() == 0) return cudaSuccess;
   const int splits = BatchNormSplits(s);
@@ -571,42 +612,49 @@ cudaError_t BatchNormBackward(float* d_in, float* d_gamma, float* d_beta, const 
   BnGradSumsKernel<<<dim3(splits, s.c), PlaneThreads(s.hw), 0, stream>>>(
       b.partial, d_out, in, save_mean, s.n, s.c, s.hw, splits);
   BnGradFinalizeKernel<<<(s.c + 127) / 128, 128, 0, stream>>>(
-      b.coef, d_gamma, d_beta, b.partial, gamma, save_mean, save_inv_std, s, splits);
+      b.coef, d_gamma, d_beta, b.partial, gamma, save_mean, save_inv_std, s,
+      splits);
   if (d_in != nullptr) {
-    BnGradApplyKernel<<<s.n * s.c, PlaneThreads(s.hw), 0, stream>>>(d_in, d_out, in, b.coef, s.c,
-                                                                    s.hw);
+    BnGradApplyKernel<<<s.n * s.c, PlaneThreads(s.hw), 0, stream>>>(
+        d_in, d_out, in, b.coef, s.c, s.hw);
   }
   return Launched();
 }
 
-cudaError_t ReluForward(float* out, const float* in, size_t count, cudaStream_t stream) {
+cudaError_t ReluForward(float* out, const float* in, size_t count,
+                        cudaStream_t stream) {
   ReluKernel<<<Blocks(count), kThreads, 0, stream>>>(out, in, count);
   return Launched();
 }
 
-cudaError_t ReluBackward(float* d_in, const float* d_out, const float* out, size_t count,
-                         cudaStream_t stream) {
-  ReluBackwardKernel<<<Blocks(count), kThreads, 0, stream>>>(d_in, d_out, out, count);
+cudaError_t ReluBackward(float* d_in, const float* d_out, const float* out,
+                         size_t count, cudaStream_t stream) {
+  ReluBackwardKernel<<<Blocks(count), kThreads, 0, stream>>>(d_in, d_out, out,
+                                                             count);
   return Launched();
 }
 
-cudaError_t AddInPlace(float* y, const float* x, size_t count, cudaStream_t stream) {
+cudaError_t AddInPlace(float* y, const float* x, size_t count,
+                       cudaStream_t stream) {
   AddKernel<<<Blocks(count), kThreads, 0, stream>>>(y, x, count);
   return Launched();
 }
 
-cudaError_t MaxPoolForward(float* out, int32_t* argmax, const float* in, const PoolShape& s,
-                           cudaStream_t stream) {
+cudaError_t MaxPoolForward(float* out, int32_t* argmax, const float* in,
+                           const PoolShape& s, cudaStream_t stream) {
   if (Small(s.out_size())) {
-    MaxPoolKernel<uint32_t><<<Blocks(s.out_size()), kThreads, 0, stream>>>(out, argmax, in, s);
+    MaxPoolKernel<uint32_t>
+        <<<Blocks(s.out_size()), kThreads, 0, stream>>>(out, argmax, in, s);
   } else {
-    MaxPoolKernel<size_t><<<Blocks(s.out_size()), kThreads, 0, stream>>>(out, argmax, in, s);
+    MaxPoolKernel<size_t>
+        <<<Blocks(s.out_size()), kThreads, 0, stream>>>(out, argmax, in, s);
   }
   return Launched();
 }
 
-cudaError_t MaxPoolBackward(float* d_in, const float* d_out, const int32_t* argmax,
-                            const PoolShape& s, cudaStream_t stream) {
+cudaError_t MaxPoolBackward(float* d_in, const float* d_out,
+                            const int32_t* argmax, const PoolShape& s,
+                            cudaStream_t stream) {
   if (Small(s.in_size())) {
     MaxPoolBackwardKernel<uint32_t>
         <<<Blocks(s.in_size()), kThreads, 0, stream>>>(d_in, d_out, argmax, s);
@@ -617,17 +665,17 @@ cudaError_t MaxPoolBackward(float* d_in, const float* d_out, const int32_t* argm
   return Launched();
 }
 
-cudaError_t GlobalAvgPoolForward(float* out, const float* in, int n, int c, int hw,
-                                 cudaStream_t stream) {
+cudaError_t GlobalAvgPoolForward(float* out, const float* in, int n, int c,
+                                 int hw, cudaStream_t stream) {
   const int planes = n * c, per_block = kThreads / 32;
   if (planes <= 0) return cudaSuccess;
-  GlobalAvgPoolKernel<<<(planes + per_block - 1) / per_block, kThreads, 0, stream>>>(out, in,
-                                                                                     planes, hw);
+  GlobalAvgPoolKernel<<<(planes + per_block - 1) / per_block, kThreads, 0,
+                        stream>>>(out, in, planes, hw);
   return Launched();
 }
 
-cudaError_t GlobalAvgPoolBackward(float* d_in, const float* d_out, int n, int c, int hw,
-                                  cudaStream_t stream) {
+cudaError_t GlobalAvgPoolBackward(float* d_in, const float* d_out, int n, int c,
+                                  int hw, cudaStream_t stream) {
   const size_t total = size_t(n) * c * hw;
   if (Small(total)) {
     GlobalAvgPoolBackwardKernel<uint32_t>
@@ -639,29 +687,35 @@ cudaError_t GlobalAvgPoolBackward(float* d_in, const float* d_out, int n, int c,
   return Launched();
 }
 
-cudaError_t BroadcastRows(float* out, const float* bias, int n, int f, cudaStream_t stream) {
-  BroadcastRowsKernel<<<Blocks(size_t(n) * f), kThreads, 0, stream>>>(out, bias, n, f);
+cudaError_t BroadcastRows(float* out, const float* bias, int n, int f,
+                          cudaStream_t stream) {
+  BroadcastRowsKernel<<<Blocks(size_t(n) * f), kThreads, 0, stream>>>(out, bias,
+                                                                      n, f);
   return Launched();
 }
 
-cudaError_t SumRows(float* d_bias, const float* d_out, int n, int f, cudaStream_t stream) {
+cudaError_t SumRows(float* d_bias, const float* d_out, int n, int f,
+                    cudaStream_t stream) {
   if (f <= 0) return cudaSuccess;
-  SumRowsKernel<<<(f + kThreads - 1) / kThreads, kThreads, 0, stream>>>(d_bias, d_out, n, f);
+  SumRowsKernel<<<(f + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
+      d_bias, d_out, n, f);
   return Launched();
 }
 
-cudaError_t SoftmaxCrossEntropy(float* losses, float* d_logits, const float* logits,
-                                const int32_t* labels, int n, int k, float smoothing,
+cudaError_t SoftmaxCrossEntropy(float* losses, float* d_logits,
+                                const float* logits, const int32_t* labels,
+                                int n, int k, float smoothing,
                                 cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  SoftmaxCrossEntropyKernel<<<n, kThreads, 0, stream>>>(losses, d_logits, logits, labels, n, k,
-                                                        smoothing);
+  SoftmaxCrossEntropyKernel<<<n, kThreads, 0, stream>>>(
+      losses, d_logits, logits, labels, n, k, smoothing);
   return Launched();
 }
 
-cudaError_t SgdUpdate(float* param, float* velocity, const float* grad, size_t count,
-                      const SgdStep& step, cudaStream_t stream) {
-  SgdKernel<<<Blocks(count), kThreads, 0, stream>>>(param, velocity, grad, count, step);
+cudaError_t SgdUpdate(float* param, float* velocity, const float* grad,
+                      size_t count, const SgdStep& step, cudaStream_t stream) {
+  SgdKernel<<<Blocks(count), kThreads, 0, stream>>>(param, velocity, grad,
+                                                    count, step);
   return Launched();
 }
 

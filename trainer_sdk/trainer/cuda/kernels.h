@@ -30,11 +30,11 @@ cudaError_t Im2Col(float* col, const float* in, const ConvShape& s, int images,
                    cudaStream_t stream);
 // d_in (overwritten, `images` NCHW images) = the adjoint of Im2Col applied to
 // dcol [images][in_c * k * k][P]; a gather, so no atomics.
-cudaError_t Col2Im(float* d_in, const float* dcol, const ConvShape& s, int images,
-                   cudaStream_t stream);
+cudaError_t Col2Im(float* d_in, const float* dcol, const ConvShape& s,
+                   int images, cudaStream_t stream);
 // dst [c][images * plane] <- src [images][c][plane].
-cudaError_t ChannelMajor(float* dst, const float* src, int images, int c, int plane,
-                         cudaStream_t stream);
+cudaError_t ChannelMajor(float* dst, const float* src, int images, int c,
+                         int plane, cudaStream_t stream);
 
 // --- Batch norm --------------------------------------------------------------
 
@@ -45,45 +45,55 @@ int BatchNormSplits(const BatchNormShape& s);
 size_t BatchNormScratchBytes(const BatchNormShape& s);
 
 // ops.h BatchNormForwardTrain; `scratch` of BatchNormScratchBytes(s).
-cudaError_t BatchNormForwardTrain(float* out, float* save_mean, float* save_inv_std,
-                                  float* running_mean, float* running_var, const float* in,
-                                  const float* gamma, const float* beta, const float* residual,
-                                  bool relu, const BatchNormShape& s, void* scratch,
+cudaError_t BatchNormForwardTrain(float* out, float* save_mean,
+                                  float* save_inv_std, float* running_mean,
+                                  float* running_var, const float* in,
+                                  const float* gamma, const float* beta,
+                                  const float* residual, bool relu,
+                                  const BatchNormShape& s, void* scratch,
                                   cudaStream_t stream);
 // ops.h BatchNormForwardEval; `scratch` of BatchNormScratchBytes(s).
-cudaError_t BatchNormForwardEval(float* out, const float* in, const float* gamma, const float* beta,
-                                 const float* running_mean, const float* running_var,
-                                 const float* residual, bool relu, const BatchNormShape& s,
-                                 void* scratch, cudaStream_t stream);
+cudaError_t BatchNormForwardEval(
+    float* out, const float* in, const float* gamma, const float* beta,
+    const float* running_mean, const float* running_var, const float* residual,
+    bool relu, const BatchNormShape& s, void* scratch, cudaStream_t stream);
 // ops.h BatchNormBackward; `scratch` of BatchNormScratchBytes(s).
-cudaError_t BatchNormBackward(float* d_in, float* d_gamma, float* d_beta, const float* d_out,
-                              const float* in, const float* gamma, const float* save_mean,
-                              const float* save_inv_std, const BatchNormShape& s, void* scratch,
+cudaError_t BatchNormBackward(float* d_in, float* d_gamma, float* d_beta,
+                              const float* d_out, const float* in,
+                              const float* gamma, const float* save_mean,
+                              const float* save_inv_std,
+                              const BatchNormShape& s, void* scratch,
                               cudaStream_t stream);
 
 // --- Elementwise, pooling, loss, optimizer -----------------------------------
 
-cudaError_t ReluForward(float* out, const float* in, size_t count, cudaStream_t stream);
-cudaError_t ReluBackward(float* d_in, const float* d_out, const float* out, size_t count,
-                         cudaStream_t stream);
-cudaError_t AddInPlace(float* y, const float* x, size_t count, cudaStream_t stream);
-cudaError_t MaxPoolForward(float* out, int32_t* argmax, const float* in, const PoolShape& s,
-                           cudaStream_t stream);
-cudaError_t MaxPoolBackward(float* d_in, const float* d_out, const int32_t* argmax,
-                            const PoolShape& s, cudaStream_t stream);
-cudaError_t GlobalAvgPoolForward(float* out, const float* in, int n, int c, int hw,
-                                 cudaStream_t stream);
-cudaError_t GlobalAvgPoolBackward(float* d_in, const float* d_out, int n, int c, int hw,
-                                  cudaStream_t stream);
+cudaError_t ReluForward(float* out, const float* in, size_t count,
+                        cudaStream_t stream);
+cudaError_t ReluBackward(float* d_in, const float* d_out, const float* out,
+                         size_t count, cudaStream_t stream);
+cudaError_t AddInPlace(float* y, const float* x, size_t count,
+                       cudaStream_t stream);
+cudaError_t MaxPoolForward(float* out, int32_t* argmax, const float* in,
+                           const PoolShape& s, cudaStream_t stream);
+cudaError_t MaxPoolBackward(float* d_in, const float* d_out,
+                            const int32_t* argmax, const PoolShape& s,
+                            cudaStream_t stream);
+cudaError_t GlobalAvgPoolForward(float* out, const float* in, int n, int c,
+                                 int hw, cudaStream_t stream);
+cudaError_t GlobalAvgPoolBackward(float* d_in, const float* d_out, int n, int c,
+                                  int hw, cudaStream_t stream);
 // out [n][f] = bias[f] (0 where bias is null).
-cudaError_t BroadcastRows(float* out, const float* bias, int n, int f, cudaStream_t stream);
+cudaError_t BroadcastRows(float* out, const float* bias, int n, int f,
+                          cudaStream_t stream);
 // d_bias [f] = sum over rows of d_out [n][f].
-cudaError_t SumRows(float* d_bias, const float* d_out, int n, int f, cudaStream_t stream);
-cudaError_t SoftmaxCrossEntropy(float* losses, float* d_logits, const float* logits,
-                                const int32_t* labels, int n, int k, float smoothing,
+cudaError_t SumRows(float* d_bias, const float* d_out, int n, int f,
+                    cudaStream_t stream);
+cudaError_t SoftmaxCrossEntropy(float* losses, float* d_logits,
+                                const float* logits, const int32_t* labels,
+                                int n, int k, float smoothing,
                                 cudaStream_t stream);
-cudaError_t SgdUpdate(float* param, float* velocity, const float* grad, size_t count,
-                      const SgdStep& step, cudaStream_t stream);
+cudaError_t SgdUpdate(float* param, float* velocity, const float* grad,
+                      size_t count, const SgdStep& step, cudaStream_t stream);
 
 }  // namespace hypertune::train::cuda
 

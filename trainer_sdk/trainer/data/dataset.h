@@ -127,9 +127,10 @@ struct Split {
 
 // Holds out the last `validation_size` examples of `base` as the validation
 // split (Fashion-MNIST trials validate on the last 10,000 training images:
-// the trainer's README). With train_limit >= 0, keeps only the first train_limit examples
-// of the training part (--train-subset). Returns INVALID_ARGUMENT unless
-// 0 <= validation_size <= base->size() and train_limit <= the training part.
+// the trainer's README). With train_limit >= 0, keeps only the first
+// train_limit examples of the training part (--train-subset). Returns
+// INVALID_ARGUMENT unless 0 <= validation_size <= base->size() and train_limit
+// <= the training part.
 absl::StatusOr<Split> HoldOutTail(std::shared_ptr<const Dataset> base,
                                   int64_t validation_size,
                                   int64_t train_limit = -1);

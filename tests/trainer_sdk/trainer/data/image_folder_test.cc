@@ -11,10 +11,10 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "testing/test_images.h"
 #include "trainer_sdk/trainer/data/augment.h"
 #include "trainer_sdk/trainer/data/dataset.h"
 #include "trainer_sdk/trainer/data/jpeg.h"
-#include "testing/test_images.h"
 
 namespace hypertune::data {
 namespace {
