@@ -9,7 +9,7 @@ CMAKE_ARGS ?=
 # Debian 12 packages the build and tests need.
 PACKAGES := g++ cmake ninja-build pkg-config \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
-  libabsl-dev libeigen3-dev libboost-dev libsqlite3-dev nlohmann-json3-dev \
+  libabsl-dev libeigen3-dev libsqlite3-dev nlohmann-json3-dev \
   liblbfgspp-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libturbojpeg0-dev dataset-fashion-mnist libcpp-httplib-dev chromium \
   python3-grpcio python3-protobuf python3-pytest python3-pandas \
@@ -31,9 +31,11 @@ PACKAGES := g++ cmake ninja-build pkg-config \
 
 all: build
 
-# Quiet when everything is there; installs what is missing when run as root.
-deps:
-	@missing=$$(for p in $(PACKAGES); do \
+# $(call apt_missing,PACKAGES,WHAT): installs those of PACKAGES that are
+# missing when run as root (else names them and fails), or says WHAT when
+# none is.
+define apt_missing
+missing=$$(for p in $(1); do \
 	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
 	done); \
 	if [ -n "$$missing" ]; then \
@@ -44,8 +46,13 @@ deps:
 	  apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	else \
-	  echo "== apt: the $(words $(PACKAGES)) Debian packages are installed"; \
-	fi; \
+	  $(2); \
+	fi
+endef
+
+# Quiet when everything is there; installs what is missing when run as root.
+deps:
+	@$(call apt_missing,$(PACKAGES),echo "== apt: the $(words $(PACKAGES)) Debian packages are installed"); \
 	if ! command -v npm >/dev/null 2>&1 && [ "$$(id -u)" -eq 0 ]; then \
 	  echo "== apt: installing npm"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null || \
@@ -122,17 +129,7 @@ fuzz: deps
 # installs when run as root.
 CHECK_PACKAGES := clang clang-format
 check-deps:
-	@missing=$$(for p in $(CHECK_PACKAGES); do \
-	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
-	done); \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" -ne 0 ]; then \
-	    echo "missing Debian packages (run make as root to install them):" $$missing >&2; exit 1; \
-	  fi; \
-	  echo "== apt: installing" $$missing; \
-	  apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
+	@$(call apt_missing,$(CHECK_PACKAGES),true)
 
 format-check: check-deps
 	@mkdir -p $(dir $(FORMAT_LOG)); \
