@@ -898,9 +898,12 @@ absl::StatusOr<bool> StudyService::AnswerPausedWorker(
   // Its worker's word after the pause (or the end): the pause stands, and
   // the trial resumes from its checkpoint when promoted. The time it ran
   // counts.
-  HT_RETURN_IF_ERROR(
-      SaveLateDeviceSeconds(study_name, device_seconds, write.study, trial)
-          .status());
+  const storage::TrialVersion read = storage::TrialVersion::Of(trial);
+  const double seconds = CountDeviceSeconds(device_seconds, write.study, trial);
+  if (seconds > 0) {
+    HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
+    HT_RETURN_IF_ERROR(SaveStudyCost(study_name, seconds));
+  }
   return true;
 }
 
@@ -986,17 +989,6 @@ absl::Status StudyService::SaveSettled(const v1::CompleteTrialRequest& request,
   trial.set_lease_expire_time_ms(0);
   HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
   return SaveStudyCost(request.study_name(), seconds);
-}
-
-absl::StatusOr<v1::Trial> StudyService::SaveLateDeviceSeconds(
-    const std::string& study_name, double grant_total, const v1::Study& study,
-    v1::Trial& trial) {
-  const storage::TrialVersion read = storage::TrialVersion::Of(trial);
-  const double seconds = CountDeviceSeconds(grant_total, study, trial);
-  if (seconds <= 0) return trial;
-  HT_RETURN_IF_ERROR(context_.SaveTrial(read, trial));
-  HT_RETURN_IF_ERROR(SaveStudyCost(study_name, seconds));
-  return trial;
 }
 
 absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(

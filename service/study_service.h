@@ -233,13 +233,6 @@ class StudyService {
       const v1::CompleteTrialRequest& request, const Principal& caller);
   absl::StatusOr<v1::Trial> FinishTrial(const v1::CompleteTrialRequest& request,
                                         const Principal& caller);
-  // The worker of `trial`, PAUSED or settled under its grant, reports
-  // `grant_total` device-seconds: the growth is saved. REQUIRES: the trial
-  // locked (TrialLock).
-  absl::StatusOr<v1::Trial> SaveLateDeviceSeconds(const std::string& study_name,
-                                                  double grant_total,
-                                                  const v1::Study& study,
-                                                  v1::Trial& trial);
   // One trial write: the trial as loaded under its lock (TrialLock), with
   // its study.
   struct TrialWrite {
