@@ -1,6 +1,6 @@
 #include "cli/args.h"
 
-#include <algorithm>
+#include <CLI/CLI.hpp>
 #include <cmath>
 
 #include "absl/strings/cord.h"
@@ -14,9 +14,28 @@ constexpr char kUsagePayload[] = "type.hypertune.dev/cli.UsageError";
 
 absl::string_view AV(std::string_view s) { return {s.data(), s.size()}; }
 
+// CLI11 reads "-5" as a positional but "-.5" or "-inf" as an unknown short
+// flag, which it leaves among the extras: those are positionals too.
 bool LooksNumeric(std::string_view token) {
   double ignored;
   return absl::SimpleAtod(AV(token), &ignored);
+}
+
+// CLI11's ArgumentMismatch as our usage error. CLI11 names the option first:
+// "--count: 1 required TEXT missing" (no value left on the line) or
+// "verbose was given a disallowed flag override" (--verbose=1).
+absl::Status ArgumentMismatch(std::string_view what,
+                              const std::vector<FlagSpec>& flags) {
+  std::string_view named = what.starts_with("--") ? what.substr(2) : what;
+  for (const FlagSpec& spec : flags) {
+    if (named.starts_with(spec.name) &&
+        named.substr(spec.name.size()).find_first_of(": ") == 0) {
+      return UsageError(absl::StrCat(
+          "--", spec.name,
+          spec.takes_value ? " needs a value" : " takes no value"));
+    }
+  }
+  return UsageError(what);
 }
 
 }  // namespace
@@ -80,51 +99,54 @@ absl::StatusOr<std::optional<double>> ParsedArgs::GetPositiveDouble(
 absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& args,
                                      const std::vector<FlagSpec>& flags,
                                      bool allow_separator) {
+  CLI::App app;
+  // The commands answer --help before parsing (main.cc).
+  app.set_help_flag();
+  // Unknown flags, positionals and the "--" with what follows it stay in
+  // app.remaining(), in order, for the loop below.
+  app.allow_extras();
+  std::vector<CLI::Option*> options;
   ParsedArgs parsed;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& token = args[i];
-    if (token == "--") {
+  try {
+    for (const FlagSpec& spec : flags) {
+      const std::string name = "--" + spec.name;
+      CLI::Option* option = spec.takes_value
+                                ? app.add_option(name)->allow_extra_args(false)
+                                : app.add_flag(name)->disable_flag_override();
+      // Counted below, to say "is given twice" in our words.
+      option->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      options.push_back(option);
+    }
+    // CLI11 parses a reversed vector (it pops from the back).
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::ArgumentMismatch& e) {
+    return ArgumentMismatch(e.what(), flags);
+  } catch (const CLI::Error& e) {
+    return UsageError(e.what());
+  }
+  for (size_t i = 0; i < flags.size(); ++i) {
+    const FlagSpec& spec = flags[i];
+    std::vector<std::string> values = options[i]->results();
+    if (values.empty()) continue;
+    if (values.size() > 1 && !spec.repeated) {
+      return UsageError(absl::StrCat("--", spec.name, " is given twice"));
+    }
+    // A flag without a value reads "" (CLI11 records "true").
+    if (!spec.takes_value) values.assign(values.size(), "");
+    parsed.flags[spec.name] = std::move(values);
+  }
+  for (std::string& token : app.remaining()) {
+    if (parsed.has_separator) {
+      parsed.rest.push_back(std::move(token));
+    } else if (token == "--") {
       if (!allow_separator) return UsageError("unexpected \"--\"");
       parsed.has_separator = true;
-      parsed.rest.assign(args.begin() + static_cast<ptrdiff_t>(i) + 1,
-                         args.end());
-      break;
+    } else if (token.size() > 1 && token[0] == '-' && !LooksNumeric(token)) {
+      return UsageError(
+          absl::StrCat("unknown flag ", token.substr(0, token.find('='))));
+    } else {
+      parsed.positional.push_back(std::move(token));
     }
-    if (token.size() < 2 || token[0] != '-' || LooksNumeric(token)) {
-      parsed.positional.push_back(token);
-      continue;
-    }
-    if (token[1] != '-') {
-      return UsageError(absl::StrCat("unknown flag ", token));
-    }
-    std::string_view body = std::string_view(token).substr(2);
-    std::optional<std::string> inline_value;
-    if (size_t eq = body.find('='); eq != std::string_view::npos) {
-      inline_value = std::string(body.substr(eq + 1));
-      body = body.substr(0, eq);
-    }
-    auto spec = std::find_if(flags.begin(), flags.end(),
-                             [&](const FlagSpec& f) { return f.name == body; });
-    if (spec == flags.end()) {
-      return UsageError(absl::StrCat("unknown flag --", AV(body)));
-    }
-    std::string value;
-    if (spec->takes_value) {
-      if (inline_value.has_value()) {
-        value = *inline_value;
-      } else if (i + 1 < args.size()) {
-        value = args[++i];
-      } else {
-        return UsageError(absl::StrCat("--", spec->name, " needs a value"));
-      }
-    } else if (inline_value.has_value()) {
-      return UsageError(absl::StrCat("--", spec->name, " takes no value"));
-    }
-    std::vector<std::string>& values = parsed.flags[spec->name];
-    if (!values.empty() && !spec->repeated) {
-      return UsageError(absl::StrCat("--", spec->name, " is given twice"));
-    }
-    values.push_back(std::move(value));
   }
   return parsed;
 }
