@@ -9,7 +9,7 @@ CMAKE_ARGS ?=
 # Debian 12 packages the build and tests need.
 PACKAGES := g++ cmake ninja-build pkg-config \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
-  libabsl-dev libeigen3-dev libsqlite3-dev nlohmann-json3-dev \
+  libabsl-dev libcli11-dev libeigen3-dev libsqlite3-dev nlohmann-json3-dev \
   liblbfgspp-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libturbojpeg0-dev dataset-fashion-mnist libcpp-httplib-dev chromium \
   python3-grpcio python3-protobuf python3-pytest python3-pandas \
