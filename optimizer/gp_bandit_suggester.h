@@ -114,7 +114,7 @@
 // order are functions of the history alone, so a fresh instance replaying a
 // request computes bit-for-bit what a long-lived one computes from its
 // caches. Not thread-safe (see suggester.h: one instance per study, called
-// under the study's lock).
+// by one thread at a time).
 #ifndef HYPERTUNE_OPTIMIZER_GP_BANDIT_SUGGESTER_H_
 #define HYPERTUNE_OPTIMIZER_GP_BANDIT_SUGGESTER_H_
 

@@ -5,8 +5,10 @@
 // instance is fresh or has served earlier requests. Model-based algorithms
 // (GP_BANDIT) keep caches between calls (hyperparameters, Cholesky factors)
 // that only make later calls faster, never different. Hence the contract:
-// the service keeps one Suggester per study and calls it under that study's
-// lock (Suggest is not thread-safe), passing the full history every time.
+// the service keeps one Suggester per study and calls it from one thread at
+// a time (Suggest is not thread-safe; the service's StudyModel, handed only
+// to the leader of the study's suggestion queue, is what ensures it),
+// passing the full history every time.
 // Histories are append-only in practice (new trials appended, pending ones
 // turning completed); a suggester detects a matching prefix to update its
 // model incrementally and otherwise rebuilds it. Instances of the stateless
