@@ -36,6 +36,10 @@ struct ParameterConfig {
   double max = 1.0;
   // kDouble and kInteger only; ignored for the other types.
   Scale scale = Scale::kLinear;
+  // kDouble and kInteger, read by GRID only (grid_suggester.h): how many
+  // values evenly spaced in the scale the grid tries; 0 (default) for none,
+  // which an INTEGER reads as every integer of its range.
+  int grid_points = 0;
   // kDiscrete: the allowed values, strictly increasing.
   std::vector<double> values;
   // kCategorical: the category names.
