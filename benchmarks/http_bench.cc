@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/proto_json.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
-#include "service/http/json.h"
 #include "storage/open_store.h"
 #include "testing/http_test_util.h"
 // After Eigen (through the server): httplib.h brings <resolv.h>'s `_res`.
@@ -220,7 +220,7 @@ int main(int argc, char** argv) {
                                                         options);
       json_ms.push_back(Ms(start));
       start = Clock::now();
-      out = hypertune::service::ToJson(response);
+      out = hypertune::ToJson(response);
       ours_ms.push_back(Ms(start));
       start = Clock::now();
       auto changes = (*store)->ListTrialChanges("bench", trials / 2, 1000);

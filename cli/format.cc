@@ -1,7 +1,5 @@
 #include "cli/format.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +15,7 @@
 #include "cli/args.h"
 #include "cli/json_config.h"
 #include "cli/worker_protocol.h"
+#include "common/proto_json.h"
 #include "common/study_metrics.h"
 
 namespace hypertune::cli {
@@ -143,156 +142,6 @@ absl::StatusOr<std::vector<v1::Trial::State>> ParseTrialStates(
   return states;
 }
 
-namespace {
-
-using google::protobuf::Descriptor;
-using google::protobuf::FieldDescriptor;
-
-// Copies protobuf's JSON of a message, writing the int64 and uint64 values
-// that its mapping quotes ("id": "7") as the numbers they are ("id": 7).
-// The text is protobuf's own, so well formed; what does not look as
-// expected is copied as it is.
-class Int64Unquoter {
- public:
-  explicit Int64Unquoter(std::string_view in) : in_(in) {}
-
-  std::string Run(const Descriptor& type) {
-    Space();
-    Message(type);
-    out_.append(in_.substr(std::min(i_, in_.size())));
-    return std::move(out_);
-  }
-
- private:
-  bool At(char c) const { return i_ < in_.size() && in_[i_] == c; }
-
-  void Space() {
-    while (i_ < in_.size() &&
-           absl::ascii_isspace(static_cast<unsigned char>(in_[i_]))) {
-      out_.push_back(in_[i_++]);
-    }
-  }
-
-  // The string token at i_, quotes and escapes as written; i_ past it.
-  std::string_view Token() {
-    const size_t start = i_++;
-    while (i_ < in_.size() && in_[i_] != '"') i_ += in_[i_] == '\\' ? 2 : 1;
-    i_ = std::min(i_ + 1, in_.size());
-    return in_.substr(start, i_ - start);
-  }
-
-  // Any value, as written, up to the ',' or closing bracket after it.
-  void Copy() {
-    int depth = 0;
-    while (i_ < in_.size()) {
-      const char c = in_[i_];
-      if (c == '"') {
-        out_.append(Token());
-        continue;
-      }
-      if (depth == 0 && (c == ',' || c == '}' || c == ']')) return;
-      if (c == '{' || c == '[') ++depth;
-      if (c == '}' || c == ']') --depth;
-      out_.push_back(c);
-      ++i_;
-    }
-  }
-
-  // One value (not a list) of `field`.
-  void Single(const FieldDescriptor& field) {
-    if (field.cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE &&
-        field.message_type()->file()->package() != "google.protobuf") {
-      Message(*field.message_type());
-    } else if ((field.cpp_type() == FieldDescriptor::CPPTYPE_INT64 ||
-                field.cpp_type() == FieldDescriptor::CPPTYPE_UINT64) &&
-               At('"')) {
-      const std::string_view token = Token();
-      const std::string_view digits = token.substr(1, token.size() - 2);
-      const absl::string_view text(digits.data(), digits.size());
-      int64_t i = 0;
-      uint64_t u = 0;
-      const bool number =
-          absl::SimpleAtoi(text, &i) || absl::SimpleAtoi(text, &u);
-      out_.append(number ? digits : token);
-    } else {
-      Copy();
-    }
-  }
-
-  // A list, an object (a message or a map) whose members are given by `of`.
-  template <typename Member>
-  void Members(char open, char close, const Member& of) {
-    if (!At(open)) return Copy();
-    out_.push_back(in_[i_++]);
-    Space();
-    while (i_ < in_.size() && !At(close)) {
-      of();
-      Space();
-      if (At(',')) {
-        out_.push_back(in_[i_++]);
-        Space();
-      } else if (!At(close)) {
-        return;
-      }
-    }
-    if (At(close)) out_.push_back(in_[i_++]);
-  }
-
-  // "key": value, `value` reading the value given the key.
-  template <typename Value>
-  void KeyAndValue(const Value& value) {
-    if (!At('"')) return Copy();
-    const std::string_view key = Token();
-    out_.append(key);
-    Space();
-    if (!At(':')) return;
-    out_.push_back(in_[i_++]);
-    Space();
-    value(key.substr(1, key.size() - 2));
-  }
-
-  void Message(const Descriptor& type) {
-    Members('{', '}', [&] {
-      KeyAndValue([&](std::string_view key) {
-        const FieldDescriptor* field = type.FindFieldByName(std::string(key));
-        if (field == nullptr) return Copy();
-        if (field->is_map()) {
-          const FieldDescriptor& value = *field->message_type()->map_value();
-          return Members('{', '}', [&] {
-            KeyAndValue([&](std::string_view) { Single(value); });
-          });
-        }
-        if (field->is_repeated()) {
-          return Members('[', ']', [&] { Single(*field); });
-        }
-        Single(*field);
-      });
-    });
-  }
-
-  const std::string_view in_;
-  size_t i_ = 0;
-  std::string out_;
-};
-
-absl::StatusOr<std::string> PrintJson(const google::protobuf::Message& message,
-                                      bool multiline) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = multiline;
-  options.preserve_proto_field_names = true;
-  std::string json;
-  auto status =
-      google::protobuf::util::MessageToJsonString(message, &json, options);
-  if (!status.ok()) {
-    return absl::InternalError(
-        absl::StrCat("cannot print ", message.GetTypeName(),
-                     " as JSON: ", std::string(status.message())));
-  }
-  return KeepNegativeZero(Int64Unquoter(json).Run(*message.GetDescriptor()));
-}
-
-}  // namespace
-
 std::string KeepNegativeZero(std::string_view json) {
   std::string out;
   out.reserve(json.size());
@@ -314,15 +163,17 @@ std::string KeepNegativeZero(std::string_view json) {
   return out;
 }
 
+// int64 as JSON numbers: the CLI's readers (Python, protobuf's parser, jq)
+// read them exactly.
 absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message) {
-  absl::StatusOr<std::string> json = PrintJson(message, /*multiline=*/true);
-  if (json.ok() && (json->empty() || json->back() != '\n')) *json += '\n';
-  return json;
+  return ::hypertune::ToJson(message,
+                             {.int64_as_numbers = true, .multiline = true}) +
+         "\n";
 }
 
 absl::StatusOr<std::string> ToJsonLine(
     const google::protobuf::Message& message) {
-  return PrintJson(message, /*multiline=*/false);
+  return ::hypertune::ToJson(message, {.int64_as_numbers = true});
 }
 
 std::string FormatTable(const Grid& grid) {

@@ -37,19 +37,23 @@ absl::StatusOr<OutputFormat> ParseFormat(
 absl::StatusOr<std::vector<v1::Trial::State>> ParseTrialStates(
     const std::vector<std::string>& values);
 
-// `message` in protobuf's JSON mapping with snake_case field names, indented,
-// ending in a newline; but int64 and uint64 values as JSON numbers ("id": 7),
-// which that mapping quotes ("id": "7") for readers whose numbers are
-// doubles (JavaScript's). Protobuf's readers, ParseJsonConfig and Python's
-// json read either form exactly.
+// `message` in protobuf's JSON mapping with snake_case field names, indented
+// as protobuf's add_whitespace indents, ending in a newline; but int64 and
+// uint64 values as JSON numbers ("id": 7), which that mapping quotes
+// ("id": "7") for readers whose numbers are doubles (JavaScript's), and a
+// negative zero as -0.0. Protobuf's readers, ParseJsonConfig and Python's
+// json read either form exactly. Printed by the one printer of the service
+// and the CLI, common/proto_json.h; never fails (the status is for callers
+// written when it could).
 absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message);
 // ToJson on one line, without the trailing newline (JSON Lines).
 absl::StatusOr<std::string> ToJsonLine(
     const google::protobuf::Message& message);
 
-// `json` with each number -0 (outside strings) written -0.0. Protobuf's JSON
-// reader, like most others, reads "-0" as the integer 0, losing the sign
-// of a double's negative zero; "-0.0" keeps it.
+// `json` with each number -0 (outside strings) written -0.0, for JSON read
+// from people and files. Protobuf's JSON reader, like most others, reads
+// "-0" as the integer 0, losing the sign of a double's negative zero;
+// "-0.0" keeps it.
 std::string KeepNegativeZero(std::string_view json);
 
 // (Reading JSON: cli/json_config.h.)

@@ -9,10 +9,10 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/proto_json.h"
 #include "common/study_metrics.h"
 #include "optimizer/importance.h"
 #include "service/conversion.h"
-#include "service/http/json.h"
 
 namespace hypertune::service {
 namespace {

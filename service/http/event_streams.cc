@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "service/http/json.h"
+#include "common/proto_json.h"
 #include "service/http/replies.h"
 
 namespace hypertune::service {

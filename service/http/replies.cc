@@ -5,8 +5,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/proto_json.h"
 #include "service/http/http_message.h"
-#include "service/http/json.h"
 
 namespace hypertune::service {
 namespace {
