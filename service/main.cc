@@ -16,17 +16,21 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <cassert>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
+#include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
 #include "service/server.h"
 #include "storage/open_store.h"
@@ -110,9 +114,73 @@ constexpr char kUsage[] =
     "in (default:\n"
     "                       the SQLite database's folder)\n";
 
-int UsageError(const std::string& message) {
-  std::cerr << "hypertuned: " << message << "\n" << kUsage;
-  return 2;
+// Reads the command line into `options`: nullopt to serve, else the exit
+// status to return: 0 after --help, 2 after a usage error (printed with the
+// usage).
+std::optional<int> ParseFlags(int argc, char** argv,
+                              hypertune::service::ServerOptions* options) {
+  CLI::App app("the hypertune server", "hypertuned");
+  // A flag given twice: the last one counts (a unit's extra flags override).
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--db", options->db_path)
+      ->required()
+      ->check([](const std::string& path) -> std::string {
+        return path.empty() ? "needs a path" : "";
+      });
+  app.add_option("--listen", options->listen);
+  app.add_option("--advertise", options->advertise_address);
+  std::string durability = "normal";
+  app.add_option("--durability", durability)
+      ->check(CLI::IsMember({"normal", "full"}));
+  app.add_option("--auth-token-file", options->auth_token_file);
+  CLI::Option* cert = app.add_option("--tls-cert", options->tls_cert_file);
+  cert->needs(app.add_option("--tls-key", options->tls_key_file)->needs(cert));
+  app.add_option("--tls-client-ca", options->tls_client_ca_file)->needs(cert);
+  CLI::Option* http = app.add_option("--http", options->http_listen);
+  app.add_flag("--http-plaintext", options->http_plaintext)
+      ->disable_flag_override()
+      ->needs(http);
+  app.add_flag("--http-allow-writes", options->http_allow_writes)
+      ->disable_flag_override()
+      ->needs(http);
+  for (auto [name, field] :
+       {std::pair{"--http-max-connections-per-address",
+                  &options->http_max_connections_per_address},
+        std::pair{"--http-header-timeout-ms", &options->http_header_timeout_ms},
+        std::pair{"--http-body-timeout-ms", &options->http_body_timeout_ms}}) {
+    app.add_option(name, *field)
+        ->check(CLI::Range(1, 100'000'000))
+        ->needs(http);
+  }
+  // Logs are served over HTTP.
+  app.add_option("--log-root", options->log_root)->needs(http);
+  app.add_option("--fit-threads", options->service.fit_threads)
+      ->check(CLI::Range(0, 64));
+  app.add_option("--backup-dir", options->service.backup_dir);
+  for (const CLI::Option* option : app.get_options()) {
+    if (option == app.get_help_ptr()) continue;
+    assert(std::string_view(kUsage).find(option->get_name()) !=
+               std::string_view::npos &&
+           "kUsage describes every flag");
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << kUsage;
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    // CLI11 checks for missing flags before unknown ones, which are the
+    // likelier mistake (a misspelt --db): those first.
+    const std::vector<std::string> unknown = app.remaining();
+    std::cerr << "hypertuned: "
+              << (unknown.empty() ? e.what()
+                                  : "unknown argument " + unknown.front())
+              << "\n"
+              << kUsage;
+    return 2;
+  }
+  options->durable_full = durability == "full";
+  return std::nullopt;
 }
 
 }  // namespace
@@ -123,107 +191,8 @@ int main(int argc, char** argv) {
   // design: the study's mutex, then the store's.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   hypertune::service::ServerOptions options;
-  // The last HTTP limit flag given, which needs --http.
-  std::string http_limit_flag;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    auto value = [&](std::string* out) {
-      if (i + 1 >= argc) return false;
-      *out = argv[++i];
-      return true;
-    };
-    std::string durability;
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      return 0;
-    } else if (arg == "--backup-dir") {
-      if (!value(&options.service.backup_dir)) {
-        return UsageError("--backup-dir needs a folder");
-      }
-    } else if (arg == "--db") {
-      if (!value(&options.db_path)) return UsageError("--db needs a path");
-    } else if (arg == "--listen") {
-      if (!value(&options.listen))
-        return UsageError("--listen needs HOST:PORT");
-    } else if (arg == "--advertise") {
-      if (!value(&options.advertise_address)) {
-        return UsageError("--advertise needs HOST:PORT");
-      }
-    } else if (arg == "--durability") {
-      if (!value(&durability)) return UsageError("--durability needs a mode");
-      if (durability != "normal" && durability != "full") {
-        return UsageError("--durability must be normal or full, got " +
-                          durability);
-      }
-      options.durable_full = durability == "full";
-    } else if (arg == "--auth-token-file") {
-      if (!value(&options.auth_token_file)) {
-        return UsageError("--auth-token-file needs a file");
-      }
-    } else if (arg == "--tls-cert") {
-      if (!value(&options.tls_cert_file)) {
-        return UsageError("--tls-cert needs a file");
-      }
-    } else if (arg == "--tls-key") {
-      if (!value(&options.tls_key_file)) {
-        return UsageError("--tls-key needs a file");
-      }
-    } else if (arg == "--tls-client-ca") {
-      if (!value(&options.tls_client_ca_file)) {
-        return UsageError("--tls-client-ca needs a file");
-      }
-    } else if (arg == "--http") {
-      if (!value(&options.http_listen)) {
-        return UsageError("--http needs HOST:PORT");
-      }
-    } else if (arg == "--http-plaintext") {
-      options.http_plaintext = true;
-    } else if (arg == "--http-allow-writes") {
-      options.http_allow_writes = true;
-    } else if (arg == "--fit-threads") {
-      std::string threads;
-      if (!value(&threads) ||
-          !absl::SimpleAtoi(threads, &options.service.fit_threads) ||
-          options.service.fit_threads < 0 || options.service.fit_threads > 64) {
-        return UsageError("--fit-threads needs a number from 0 to 64, got '" +
-                          threads + "'");
-      }
-    } else if (arg == "--http-max-connections-per-address" ||
-               arg == "--http-header-timeout-ms" ||
-               arg == "--http-body-timeout-ms") {
-      int* field = arg == "--http-max-connections-per-address"
-                       ? &options.http_max_connections_per_address
-                   : arg == "--http-header-timeout-ms"
-                       ? &options.http_header_timeout_ms
-                       : &options.http_body_timeout_ms;
-      http_limit_flag = std::string(arg);
-      std::string number;
-      if (!value(&number) || !absl::SimpleAtoi(number, field) || *field < 1 ||
-          *field > 100'000'000) {
-        return UsageError(std::string(arg) +
-                          " needs a number from 1 to 100000000, got '" +
-                          number + "'");
-      }
-    } else if (arg == "--log-root") {
-      if (!value(&options.log_root)) {
-        return UsageError("--log-root needs a folder");
-      }
-    } else {
-      return UsageError("unknown argument " + std::string(arg));
-    }
-  }
-  if (options.db_path.empty()) return UsageError("--db is required");
-  if (options.http_plaintext && options.http_listen.empty()) {
-    return UsageError("--http-plaintext needs --http");
-  }
-  if (options.http_allow_writes && options.http_listen.empty()) {
-    return UsageError("--http-allow-writes needs --http");
-  }
-  if (!http_limit_flag.empty() && options.http_listen.empty()) {
-    return UsageError(http_limit_flag + " needs --http");
-  }
-  if (!options.log_root.empty() && options.http_listen.empty()) {
-    return UsageError("--log-root needs --http (logs are served over HTTP)");
+  if (std::optional<int> exit_status = ParseFlags(argc, argv, &options)) {
+    return *exit_status;
   }
 
   // Signals are taken synchronously by one thread, so shutdown runs outside
