@@ -1,9 +1,32 @@
-"""The retry policy every call goes through, the same as the C++ SDK's and
-the CLI's: a deadline per attempt, and on UNAVAILABLE (plus
-DEADLINE_EXCEEDED where repeating the call is harmless) another attempt
+"""The retry policy every call goes through, the same as the C++ SDK's
+(trainer_sdk/client_core.h) and the CLI's: a deadline per attempt, and on
+UNAVAILABLE (plus DEADLINE_EXCEEDED and CANCELLED, which a stopping
+hypertuned sends, where repeating the call is harmless) another attempt
 after a jittered exponential backoff, up to ``max_attempts``. With several
 servers, an UNAVAILABLE moves the calls on first (_servers.py): to the
-leader a standby names, tried at once, else to the next server."""
+leader a standby names, tried at once, else to the next server.
+
+Why a loop of our own and not gRPC's retry policy (a service config's
+``retryPolicy``; grpc/proposal A6): that policy retries on one channel,
+before any response headers, at most 5 attempts under one deadline for
+them all, and does not tell the caller how many attempts it made. This
+loop also
+- moves to another server: the leader a standby names, or the next one
+  listed, which a per-channel policy cannot (retrying a standby's
+  UNAVAILABLE on its own channel would only delay the move);
+- rides out a restart or a preemption of the server (``max_attempts`` is
+  the user's, not capped at 5; each wait ends early once the channel is
+  READY again, :meth:`Servers.backoff`);
+- gives each attempt its own deadline, so that DEADLINE_EXCEEDED can be
+  retried for calls safe to repeat;
+- counts attempts (``HypertuneError.attempts``): an ALREADY_EXISTS or
+  NOT_FOUND after a retry means an earlier attempt did it (client.py's
+  create_study and delete_study), and the final error names them.
+What gRPC does do underneath, unconfigured: reconnecting (client.py's
+CHANNEL_OPTIONS set its backoff) and the transparent retry of a call that
+never left the client. Its retry policy stays off: client.py disables
+service configs from DNS, which could add it beneath this loop and
+multiply the attempts unseen."""
 
 from __future__ import annotations
 
@@ -46,10 +69,12 @@ class RetryPolicy:
 
 def retryable(code: grpc.StatusCode, idempotent: bool) -> bool:
     """UNAVAILABLE: the server most likely never saw the request.
-    DEADLINE_EXCEEDED: it may have, so only for calls safe to repeat."""
+    DEADLINE_EXCEEDED, and CANCELLED (a call is never cancelled by this
+    client but when it closes, so by a stopping server): it may have, so
+    only for calls safe to repeat."""
     if code == grpc.StatusCode.UNAVAILABLE:
         return True
-    return idempotent and code == grpc.StatusCode.DEADLINE_EXCEEDED
+    return idempotent and code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED)
 
 
 def call(
@@ -81,7 +106,8 @@ def call(
             return getattr(stub, rpc)(request, timeout=policy.call_timeout, metadata=metadata)
         except grpc.RpcError as err:
             code, details = err.code(), err.details() or ""
-            again = retryable(code, idempotent)
+            # Closing the client cancels its calls: that is no retry's.
+            again = retryable(code, idempotent) and not servers.closed
             if not again or attempts >= max(1, policy.max_attempts):
                 if again:
                     plural = "attempt" if attempts == 1 else "attempts"

@@ -80,6 +80,7 @@ class Servers:
         self._stubs = [pb_grpc.HyperTuneStub(channel) for channel in self._channels]
         self._lock = threading.Lock()
         self._current = 0  # guarded by _lock
+        self._closed = False  # guarded by _lock
         self._states: list[Optional[grpc.ChannelConnectivity]] = [None] * len(self._channels)
         self._watchers = [functools.partial(self._note, i) for i in range(len(self._channels))]
         for channel, watcher in zip(self._channels, self._watchers):
@@ -119,8 +120,16 @@ class Servers:
         finally:
             ready.cancel()
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        with self._lock:
+            return self._closed
+
     def close(self) -> None:
         """Closes the channels (shortly after, in the background)."""
+        with self._lock:
+            self._closed = True
         for channel, watcher in zip(self._channels, self._watchers):
             channel.unsubscribe(watcher)
         # grpcio's connectivity poller (behind subscribe) raises in its own

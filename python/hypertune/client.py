@@ -52,6 +52,9 @@ CHANNEL_OPTIONS = [
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
     ("grpc.dns_min_time_between_resolutions_ms", 100),
+    # No service config from DNS: its retryPolicy would retry beneath our
+    # loop (_retry.py says why ours), multiplying the attempts unseen.
+    ("grpc.service_config_disable_resolution", 1),
 ]
 
 
@@ -112,10 +115,12 @@ class Client:
             ``$HYPERTUNE_CLIENT_ID``, else ``<host>-<pid>``.
         call_timeout: seconds each attempt of a call may take.
         max_attempts, initial_backoff, max_backoff: a call that finds the
-            server UNAVAILABLE is tried again (moving on, with a list, as
-            above), up to ``max_attempts`` times in all,
-            after a jittered backoff from ``initial_backoff`` doubling to
-            ``max_backoff`` seconds (the C++ SDK's policy).
+            server UNAVAILABLE (or, where repeating it is harmless, meets
+            DEADLINE_EXCEEDED or a stopping server's CANCELLED) is tried
+            again (moving on, with a list, as above), up to
+            ``max_attempts`` times in all, after a jittered backoff from
+            ``initial_backoff`` doubling to ``max_backoff`` seconds (the C++
+            SDK's policy; _retry.py says why not gRPC's).
         heartbeats: renew the lease of the trials this client hands out
             from a background thread (default); False leaves renewal to the
             trials' own calls.

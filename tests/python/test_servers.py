@@ -7,6 +7,7 @@ the leader is killed."""
 
 from __future__ import annotations
 
+from concurrent import futures
 from typing import Any, Iterator
 
 import grpc
@@ -15,7 +16,7 @@ import pytest
 import hypertune
 from helpers import PostgresServer, PostgresUnavailable, study_config, unique_name
 from hypertune import _servers
-from hypertune._proto import pb
+from hypertune._proto import pb, pb_grpc
 from hypertune._retry import RetryPolicy, call
 from hypertuned_process import Hypertuned, free_port
 
@@ -179,6 +180,93 @@ def test_exhausted_call_names_the_list(servers: _servers.Servers) -> None:
     assert raised.value.attempts == 4
     assert f"GetStudy to {A},{B},{C} failed after 4 attempts" in raised.value.message
     assert [s.calls for s in servers._stubs] == [2, 1, 1]
+
+
+def _call(servers: _servers.Servers, idempotent: bool) -> Any:
+    return call(
+        servers,
+        pb.GetStudyRequest(name="s"),
+        rpc="GetStudy",
+        server=",".join(servers.addresses),
+        idempotent=idempotent,
+        policy=RetryPolicy(max_attempts=3),
+        metadata=(),
+        backoff=lambda seconds: None,
+    )
+
+
+class _FailingFirst:
+    """A stub whose GetStudy fails ``count`` times with ``code``, then
+    answers; ``calls`` counts the calls."""
+
+    def __init__(self, code: grpc.StatusCode, count: int):
+        self.code, self.left, self.calls = code, count, 0
+
+    def GetStudy(self, request: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        if self.left > 0:
+            self.left -= 1
+            raise _Failure(self.code, "Cancelled")
+        return pb.Study(name=request.name)
+
+
+def test_a_stopping_servers_cancel_is_retried_where_safe(servers: _servers.Servers) -> None:
+    # As the C++ SDK: a hypertuned stopping with SIGTERM cancels the calls
+    # it has not answered; a call safe to repeat rides through its restart.
+    servers._stubs = [_FailingFirst(grpc.StatusCode.CANCELLED, 2)] * 3
+    assert _call(servers, idempotent=True).name == "s"
+    assert servers._stubs[0].calls == 3
+    assert servers.current()[0] == 0  # a cancel is no reason to move on
+    servers._stubs = [_FailingFirst(grpc.StatusCode.CANCELLED, 2)] * 3
+    with pytest.raises(hypertune.HypertuneError) as raised:
+        _call(servers, idempotent=False)
+    assert raised.value.code == grpc.StatusCode.CANCELLED
+    assert raised.value.attempts == 1
+
+
+def test_a_closed_clients_cancel_is_not_retried() -> None:
+    listed = _servers.Servers([A], grpc.insecure_channel)
+    listed._stubs = [_FailingFirst(grpc.StatusCode.CANCELLED, 2)]
+    listed.close()
+    with pytest.raises(hypertune.HypertuneError) as raised:
+        _call(listed, idempotent=True)
+    assert raised.value.code == grpc.StatusCode.CANCELLED
+    assert listed._stubs[0].calls == 1
+
+
+class _Unavailable(pb_grpc.HyperTuneServicer):
+    """A HyperTune service whose GetStudy is always UNAVAILABLE."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def GetStudy(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.calls += 1
+        context.abort(grpc.StatusCode.UNAVAILABLE, "injected")
+
+
+def test_one_layer_of_retries_on_a_real_channel() -> None:
+    # The retries are this client's loop alone (_retry.py says why not
+    # gRPC's retry policy): through a real channel with the client's
+    # options, the server sees exactly max_attempts calls.
+    service = _Unavailable()
+    grpc_server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    pb_grpc.add_HyperTuneServicer_to_server(service, grpc_server)
+    port = grpc_server.add_insecure_port("127.0.0.1:0")
+    grpc_server.start()
+    try:
+        address = f"127.0.0.1:{port}"
+        client = hypertune.Client(
+            address, max_attempts=3, initial_backoff=0.001, max_backoff=0.001
+        )
+        with pytest.raises(hypertune.UnavailableError) as raised:
+            client.get_study("s")
+        client.close()
+        assert raised.value.attempts == 3
+        assert f"GetStudy to {address} failed after 3 attempts: injected" in raised.value.message
+        assert service.calls == 3
+    finally:
+        grpc_server.stop(None)
 
 
 # ----- Against real servers -----
