@@ -91,7 +91,7 @@ class Grid {
     grid.size_ = grid.ListSize(grid.roots_);
     if (grid.size_ > kMaxGridPoints) {
       return absl::InvalidArgumentError(
-          absl::StrCat("search space: GRID allows at most ", kMaxGridPoints,
+          absl::StrCat("parameters: GRID allows at most ", kMaxGridPoints,
                        " points, this space has more; give fewer grid_points "
                        "or values, or choose QUASI_RANDOM or GP_BANDIT"));
     }
@@ -219,11 +219,6 @@ class Shuffle {
 absl::StatusOr<std::vector<double>> GridValues(const SearchSpace& space,
                                                int index) {
   const ParameterConfig& p = space.parameters()[index];
-  if (p.grid_points < 0 || p.grid_points > kMaxGridPointsPerParameter) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        Named(space, index), ".grid_points: must be between 0 and ",
-        kMaxGridPointsPerParameter, ", got ", p.grid_points));
-  }
   switch (p.type) {
     case ParameterType::kCategorical: {
       std::vector<double> values(p.categories.size());

@@ -37,13 +37,11 @@ namespace hypertune::optimizer {
 // The most points a grid may have: beyond this, an exhaustive search is not
 // what the study wants (QUASI_RANDOM or GP_BANDIT cover such spaces better).
 inline constexpr int64_t kMaxGridPoints = 1'000'000;
-// The most grid_points one parameter may ask for.
-inline constexpr int kMaxGridPointsPerParameter = 10'000;
 
 // The grid values of parameter `index` of `space`, ascending (category
 // indices for a CATEGORICAL one). INVALID_ARGUMENT naming the parameter for
-// a DOUBLE without grid_points, or grid_points above
-// kMaxGridPointsPerParameter or an INTEGER range with more values than it.
+// a DOUBLE without grid_points, or an INTEGER range without it that holds
+// more than kMaxGridPointsPerParameter integers.
 absl::StatusOr<std::vector<double>> GridValues(const SearchSpace& space,
                                                int index);
 

@@ -65,6 +65,12 @@ absl::Status CheckRange(size_t i, const ParameterConfig& p) {
     return Invalid(i, p.name,
                    absl::StrCat("log scale requires min > 0, got ", p.min));
   }
+  if (p.grid_points < 0 || p.grid_points > kMaxGridPointsPerParameter) {
+    return Invalid(
+        i, p.name,
+        absl::StrCat("grid_points must be between 0 and ",
+                     kMaxGridPointsPerParameter, ", got ", p.grid_points));
+  }
   return absl::OkStatus();
 }
 

@@ -23,6 +23,9 @@ enum class Scale { kLinear, kLog };
 
 // ParameterConfig::parent of a parameter that is always active.
 inline constexpr int kNoParent = -1;
+// The most values GRID takes of one parameter (ParameterConfig::grid_points,
+// or an INTEGER range without it).
+inline constexpr int kMaxGridPointsPerParameter = 10'000;
 // The value an Assignment holds for an inactive parameter.
 inline constexpr double kInactive = std::numeric_limits<double>::quiet_NaN();
 
@@ -37,8 +40,9 @@ struct ParameterConfig {
   // kDouble and kInteger only; ignored for the other types.
   Scale scale = Scale::kLinear;
   // kDouble and kInteger, read by GRID only (grid_suggester.h): how many
-  // values evenly spaced in the scale the grid tries; 0 (default) for none,
-  // which an INTEGER reads as every integer of its range.
+  // values evenly spaced in the scale the grid tries, 0 to
+  // kMaxGridPointsPerParameter; 0 (default) for none, which an INTEGER reads
+  // as every integer of its range.
   int grid_points = 0;
   // kDiscrete: the allowed values, strictly increasing.
   std::vector<double> values;

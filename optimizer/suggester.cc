@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "optimizer/gp_bandit_suggester.h"
+#include "optimizer/grid_suggester.h"
 #include "optimizer/quasi_random_suggester.h"
 #include "optimizer/random_suggester.h"
 #include "optimizer/sobol.h"
@@ -17,9 +18,9 @@
 namespace hypertune::optimizer {
 namespace {
 
-constexpr Algorithm kAlgorithms[] = {Algorithm::kRandom,
-                                     Algorithm::kQuasiRandom,
-                                     Algorithm::kGpBandit, Algorithm::kTpe};
+constexpr Algorithm kAlgorithms[] = {
+    Algorithm::kRandom, Algorithm::kQuasiRandom, Algorithm::kGpBandit,
+    Algorithm::kTpe, Algorithm::kGrid};
 
 }  // namespace
 
@@ -37,6 +38,8 @@ std::unique_ptr<Suggester> MakeSuggester(Algorithm algorithm,
     }
     case Algorithm::kTpe:
       return std::make_unique<TpeSuggester>();
+    case Algorithm::kGrid:
+      return std::make_unique<GridSuggester>();
   }
   return std::make_unique<RandomSuggester>();
 }
@@ -152,6 +155,8 @@ std::string_view AlgorithmName(Algorithm algorithm) {
       return "GP_BANDIT";
     case Algorithm::kTpe:
       return "TPE";
+    case Algorithm::kGrid:
+      return "GRID";
   }
   return "UNKNOWN";
 }

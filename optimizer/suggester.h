@@ -43,7 +43,7 @@ namespace hypertune::optimizer {
 
 class LearningCurveModel;  // learning_curve_model.h
 
-enum class Algorithm { kRandom, kQuasiRandom, kGpBandit, kTpe };
+enum class Algorithm { kRandom, kQuasiRandom, kGpBandit, kTpe, kGrid };
 
 // What became of a trial, as far as the model is concerned.
 enum class Outcome {
@@ -152,7 +152,8 @@ struct SuggestRequest {
 class Suggester {
  public:
   virtual ~Suggester() = default;
-  // Returns `request.count` valid assignments of `*request.space`. Non-const:
+  // Returns `request.count` valid assignments of `*request.space`; GRID
+  // alone returns fewer, the points its grid has left. Non-const:
   // implementations may update caches (see above).
   virtual absl::StatusOr<std::vector<Assignment>> Suggest(
       const SuggestRequest& request) = 0;
@@ -195,7 +196,7 @@ absl::Status ValidateSobolRequest(const SuggestRequest& request,
                                   const std::string& algorithm);
 
 // The algorithm's name as the API spells it: "RANDOM", "QUASI_RANDOM",
-// "GP_BANDIT", "TPE".
+// "GP_BANDIT", "TPE", "GRID".
 std::string_view AlgorithmName(Algorithm algorithm);
 
 // The inverse of AlgorithmName; INVALID_ARGUMENT listing the known names for

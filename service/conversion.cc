@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/study_metrics.h"
+#include "optimizer/grid_suggester.h"
 #include "service/conditional_spec.h"
 #include "service/status_macros.h"
 
@@ -29,12 +30,14 @@ opt::ParameterConfig ToParameterConfig(const v1::ParameterSpec& p) {
       c.min = p.double_spec().min();
       c.max = p.double_spec().max();
       c.scale = ToScale(p.double_spec().scale());
+      c.grid_points = p.double_spec().grid_points();
       break;
     case v1::ParameterSpec::kIntegerSpec:
       c.type = opt::ParameterType::kInteger;
       c.min = static_cast<double>(p.integer_spec().min());
       c.max = static_cast<double>(p.integer_spec().max());
       c.scale = ToScale(p.integer_spec().scale());
+      c.grid_points = p.integer_spec().grid_points();
       break;
     case v1::ParameterSpec::kDiscreteSpec:
       c.type = opt::ParameterType::kDiscrete;
@@ -86,6 +89,15 @@ absl::StatusOr<opt::SearchSpace> ToSearchSpace(const v1::StudySpec& spec) {
   return space;
 }
 
+absl::Status CheckSearchSpace(const v1::StudySpec& spec) {
+  absl::StatusOr<opt::SearchSpace> space = ToSearchSpace(spec);
+  if (!space.ok()) return space.status();
+  if (spec.algorithm() != v1::GRID) return absl::OkStatus();
+  absl::Status grid = opt::GridSize(*space).status();
+  if (grid.ok()) return grid;
+  return absl::Status(grid.code(), absl::StrCat("study.spec.", grid.message()));
+}
+
 absl::StatusOr<opt::Algorithm> ToOptimizerAlgorithm(v1::Algorithm algorithm) {
   switch (algorithm) {
     case v1::RANDOM:
@@ -96,6 +108,8 @@ absl::StatusOr<opt::Algorithm> ToOptimizerAlgorithm(v1::Algorithm algorithm) {
       return opt::Algorithm::kGpBandit;
     case v1::TPE:
       return opt::Algorithm::kTpe;
+    case v1::GRID:
+      return opt::Algorithm::kGrid;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("study.spec.algorithm: unknown algorithm ",

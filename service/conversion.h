@@ -23,6 +23,12 @@ using ParameterValues = google::protobuf::RepeatedPtrField<v1::ParameterValue>;
 // `study.spec.parameters[i]` if a parameter is unusable.
 absl::StatusOr<optimizer::SearchSpace> ToSearchSpace(const v1::StudySpec& spec);
 
+// What a study's search space must be to be created or updated: usable
+// (ToSearchSpace), and, for a GRID study, a grid (optimizer::GridSize):
+// grid_points on every DOUBLE parameter, at most optimizer::kMaxGridPoints
+// points. INVALID_ARGUMENT naming the field otherwise.
+absl::Status CheckSearchSpace(const v1::StudySpec& spec);
+
 // The optimizer's algorithm for `algorithm`; INVALID_ARGUMENT for values
 // the API does not define. REQUIRES: algorithm != ALGORITHM_UNSPECIFIED.
 absl::StatusOr<optimizer::Algorithm> ToOptimizerAlgorithm(

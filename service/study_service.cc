@@ -336,7 +336,7 @@ absl::StatusOr<v1::Study> StudyService::CreateStudy(
   }
   HT_RETURN_IF_ERROR(ValidateStudy(study));
   HT_RETURN_IF_ERROR(ToOptimizerAlgorithm(spec.algorithm()).status());
-  HT_RETURN_IF_ERROR(ToSearchSpace(spec).status());
+  HT_RETURN_IF_ERROR(CheckSearchSpace(spec));
   HT_RETURN_IF_ERROR(BindPriors(context_, caller, study));
   study.set_state(v1::Study::ACTIVE);
   study.set_create_time_ms(context_.Now());
@@ -513,7 +513,7 @@ absl::StatusOr<v1::Study> StudyService::UpdateStudy(
   *updated.mutable_spec() = *std::move(merged);
   // Validity first: a NaN bound is bad input, not a narrowing.
   HT_RETURN_IF_ERROR(ValidateStudy(updated));
-  HT_RETURN_IF_ERROR(ToSearchSpace(updated.spec()).status());
+  HT_RETURN_IF_ERROR(CheckSearchSpace(updated.spec()));
   const auto& paths = request.update_mask().paths();
   if (std::find(paths.begin(), paths.end(), "parameters") != paths.end()) {
     absl::StatusOr<std::vector<v1::Trial>> trials =

@@ -26,6 +26,20 @@ bool HasRungs(const v1::StudySpec& spec) {
          spec.early_stopping().rule() == v1::EarlyStoppingSpec::HYPERBAND;
 }
 
+// Whether a GRID study is done: its grid had nothing left to propose, and
+// no trial of it waits, runs or is paused, none handed out by this batch.
+bool GridExhausted(const SuggestionState& state, size_t proposed,
+                   const std::vector<v1::SuggestTrialsResponse>& responses) {
+  if (state.study.spec().algorithm() != v1::GRID || proposed > 0) return false;
+  for (v1::Trial::State s : {v1::Trial::REQUESTED, v1::Trial::ACTIVE,
+                             v1::Trial::STOPPING, v1::Trial::PAUSED}) {
+    if (state.counts.contains(s) && state.counts.at(s) > 0) return false;
+  }
+  return std::all_of(
+      responses.begin(), responses.end(),
+      [](const v1::SuggestTrialsResponse& r) { return r.trials().empty(); });
+}
+
 }  // namespace
 
 absl::StatusOr<v1::SuggestTrialsResponse> Suggestions::SuggestTrials(
@@ -255,22 +269,40 @@ absl::Status Suggestions::ProposeAndStore(
         CheckAccess(*batch[i]->caller, *current, Access::kWrite));
   }
   const int64_t now = context_.Now();
+  // GRID may propose fewer than planned (its grid running out): the
+  // requests then share what there is, in order.
+  std::vector<int> fresh(batch.size());
+  size_t left = proposed->size();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    fresh[i] = static_cast<int>(
+        std::min<size_t>(left, static_cast<size_t>(plan.requests[i].fresh)));
+    left -= fresh[i];
+  }
   size_t next = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
-    for (int k = 0; k < plan.requests[i].fresh; ++k) {
+    for (int k = 0; k < fresh[i]; ++k) {
       v1::Trial& t = (*proposed)[next++];
       t.set_create_time_ms(now);
       HT_RETURN_IF_ERROR(
           leases_.Grant(study, t, batch[i]->request->client_id(), now));
     }
   }
+  if (GridExhausted(state, proposed->size(), responses)) {
+    HT_RETURN_IF_ERROR(CompleteStudy(study, {}, now));
+    for (v1::SuggestTrialsResponse& response : responses) {
+      if (response.trials().empty()) {
+        response.set_study_state(v1::Study::COMPLETED);
+      }
+    }
+  }
+  if (proposed->empty()) return absl::OkStatus();
   // One transaction for the whole batch; ids follow request order.
   absl::StatusOr<std::vector<v1::Trial>> stored =
       context_.SaveNewTrials(study.name(), *std::move(proposed));
   if (!stored.ok()) return stored.status();
   next = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
-    for (int k = 0; k < plan.requests[i].fresh; ++k) {
+    for (int k = 0; k < fresh[i]; ++k) {
       *responses[i].add_trials() = std::move((*stored)[next++]);
     }
   }
@@ -390,6 +422,12 @@ void Suggestions::ServePartials(StudyRuntime& runtime, const std::string& name,
   std::vector<SuggestQueue::Ticket*> completed_tickets;
   std::vector<v1::Trial> completed;
   for (size_t i = 0; i < valid.size(); ++i) {
+    if (i >= proposed->size()) {  // GRID, its grid run out
+      valid[i]->result = absl::FailedPreconditionError(absl::StrCat(
+          "study \"", name,
+          "\": its grid has no point left to complete the trial with"));
+      continue;
+    }
     absl::StatusOr<optimizer::Assignment> proposal =
         ToAssignment("proposal", *space, (*proposed)[i].parameters());
     if (!proposal.ok()) {

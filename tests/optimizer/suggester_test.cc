@@ -154,6 +154,8 @@ INSTANTIATE_TEST_SUITE_P(AllAlgorithms, SuggesterTest,
                                return "GpBandit";
                              case Algorithm::kTpe:
                                return "Tpe";
+                             case Algorithm::kGrid:  // grid_suggester_test.cc
+                               return "Grid";
                            }
                            return "Unknown";
                          });
@@ -201,13 +203,14 @@ TEST(QuasiRandomSuggesterTest, RejectsTooManyDimensions) {
 }
 
 TEST(AlgorithmNameTest, RoundTrips) {
-  for (Algorithm a : {Algorithm::kRandom, Algorithm::kQuasiRandom,
-                      Algorithm::kGpBandit, Algorithm::kTpe}) {
+  for (Algorithm a :
+       {Algorithm::kRandom, Algorithm::kQuasiRandom, Algorithm::kGpBandit,
+        Algorithm::kTpe, Algorithm::kGrid}) {
     EXPECT_EQ(ParseAlgorithm(AlgorithmName(a)).value(), a);
   }
   EXPECT_THAT(
       ParseAlgorithm("random").status().message(),
-      HasSubstr("expected one of RANDOM, QUASI_RANDOM, GP_BANDIT, TPE"));
+      HasSubstr("expected one of RANDOM, QUASI_RANDOM, GP_BANDIT, TPE, GRID"));
 }
 
 }  // namespace
