@@ -129,6 +129,9 @@ ClientCore::ClientCore(ClientOptions resolved) : options_(std::move(resolved)) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // No service config from DNS: its retryPolicy would retry beneath Call
+  // (client_core.h says why ours), multiplying the attempts unseen.
+  args.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
   servers_ = absl::StrSplit(options_.server, ',', absl::SkipEmpty());
   if (servers_.empty()) servers_.push_back(options_.server);
   for (const std::string& server : servers_) {

@@ -3,6 +3,28 @@
 // the bearer token), and the process-wide table of client ids that lets
 // concurrent NextTrial callers hold distinct trials.
 //
+// Why a retry loop of our own (Call) and not gRPC's retry policy (a service
+// config's retryPolicy, grpc/proposal A6): that policy retries on one
+// channel, before any response headers, at most 5 attempts under one
+// deadline for them all, within a 256 KiB buffer of the request, and does
+// not tell the caller how many attempts it made. Call also
+// - moves to another server: the leader a standby names, or the next one
+//   listed (MoveOn), which a per-channel policy cannot (retrying a standby's
+//   UNAVAILABLE on its own channel would only delay the move);
+// - rides out a restart or a preemption of the server: max_attempts is the
+//   user's, not capped at 5;
+// - gives each attempt its own deadline, so that DEADLINE_EXCEEDED (and a
+//   stopping server's CANCELLED) can be retried for calls safe to repeat;
+// - retries client streams of any size (ImportStudy's trials, re-read from
+//   their source);
+// - counts attempts: the final error names them, and callers read them
+//   (ImportStudy).
+// What gRPC does do underneath, unconfigured: reconnecting (the channel
+// arguments set its backoff) and the transparent retry of a call that never
+// left the client. Its retry policy stays off: the channels take no service
+// config from DNS, which could add it beneath Call and multiply the
+// attempts unseen. The Python client's _retry.py is the same loop.
+//
 // Thread safety: ClientCore is immutable after construction and safe to share;
 // the client id table is guarded by its own mutex.
 #ifndef HYPERTUNE_TRAINER_SDK_CLIENT_CORE_H_
