@@ -21,6 +21,15 @@ bool LooksNumeric(std::string_view token) {
   return absl::SimpleAtod(AV(token), &ignored);
 }
 
+// CLI11 reads "--name=" as "--name" and takes the next token for its value,
+// where ours is the empty value: a NUL after the "=" (no argv string holds
+// one) keeps the value, and is dropped from what CLI11 hands back.
+constexpr char kEmptyValue = '\0';
+
+void DropEmptyValueMark(std::string& text) {
+  if (text.ends_with(kEmptyValue)) text.pop_back();
+}
+
 // CLI11's ArgumentMismatch as our usage error. CLI11 names the option first:
 // "--count: 1 required TEXT missing" (no value left on the line) or
 // "verbose was given a disallowed flag override" (--verbose=1).
@@ -118,7 +127,13 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& args,
       options.push_back(option);
     }
     // CLI11 parses a reversed vector (it pops from the back).
-    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    for (std::string& token : reversed) {
+      if (token.starts_with("--") && token.ends_with('=')) {
+        token.push_back(kEmptyValue);
+      }
+    }
+    app.parse(std::move(reversed));
   } catch (const CLI::ArgumentMismatch& e) {
     return ArgumentMismatch(e.what(), flags);
   } catch (const CLI::Error& e) {
@@ -128,6 +143,7 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& args,
     const FlagSpec& spec = flags[i];
     std::vector<std::string> values = options[i]->results();
     if (values.empty()) continue;
+    for (std::string& value : values) DropEmptyValueMark(value);
     if (values.size() > 1 && !spec.repeated) {
       return UsageError(absl::StrCat("--", spec.name, " is given twice"));
     }
@@ -136,6 +152,7 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& args,
     parsed.flags[spec.name] = std::move(values);
   }
   for (std::string& token : app.remaining()) {
+    DropEmptyValueMark(token);
     if (parsed.has_separator) {
       parsed.rest.push_back(std::move(token));
     } else if (token == "--") {

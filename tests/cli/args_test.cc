@@ -49,6 +49,13 @@ TEST(ParseArgs, ValuesAndNumbers) {
   EXPECT_THAT(parsed->GetAll("state"), ElementsAre("a=b", "-x"));
   EXPECT_THAT(parsed->positional, ElementsAre("-.5", "-inf", "-"));
   EXPECT_THAT(parsed->rest, ElementsAre("--count"));
+  // "--count=" is the empty value (CLI11 alone would take the next token).
+  auto empty = ParseArgs({"--count=", "--", "--count=", "--state="}, kFlags,
+                         /*allow_separator=*/true);
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->Get("count"), "");
+  EXPECT_FALSE(empty->Has("state"));
+  EXPECT_THAT(empty->rest, ElementsAre("--count=", "--state="));
   auto flag = ParseArgs({"--verbose", "s"}, kFlags);
   ASSERT_TRUE(flag.ok()) << flag.status();
   EXPECT_THAT(flag->GetAll("verbose"), ElementsAre(""));
@@ -66,6 +73,8 @@ TEST(ParseArgs, UsageErrors) {
            Case{{"-x"}, "unknown flag -x"},
            Case{{"--count"}, "--count needs a value"},
            Case{{"--verbose=1"}, "--verbose takes no value"},
+           Case{{"--verbose="}, "--verbose takes no value"},
+           Case{{"--bogus="}, "unknown flag --bogus"},
            Case{{"--count", "1", "--count", "2"}, "--count is given twice"},
            Case{{"--verbose", "--verbose"}, "--verbose is given twice"},
            Case{{"--state", "a", "--count"}, "--count needs a value"},
