@@ -224,7 +224,7 @@ class Printer {
     out_.append(text);
   }
 
-  const JsonStyle& style_;
+  const JsonStyle style_;
   std::string& out_;
   int depth_ = 0;
 };
