@@ -27,6 +27,7 @@
 #include "cli/json_config.h"
 #include "cli/worker_protocol.h"
 #include "common/limits.h"
+#include "trainer_sdk/client_core.h"
 
 namespace hypertune::cli {
 
@@ -203,541 +204,7 @@ std::string Identifier(const std::string& text) {
   return name.substr(0, 128);
 }
 
-// Python's str() of a categorical choice: how the objective saw it.
-std::string ChoiceText(const Json& choice) {
-  if (choice.is_null()) return "None";
-  if (choice.is_boolean()) return choice.get<bool>() ? "True" : "False";
-  if (choice.is_string()) return choice.get<std::string>();
-  if (choice.is_number_integer()) return absl::StrCat(choice.get<int64_t>());
-  if (choice.is_number()) return DoubleText(choice.get<double>());
-  return choice.dump();
-}
-
 bool IsNumber(const Json& j) { return j.is_number() && !j.is_boolean(); }
-
-// ----- Distributions -----
-
-struct Distribution {
-  enum Kind { kFloat, kInt, kCategorical } kind = kFloat;
-  double low = 0;
-  double high = 0;
-  bool log = false;
-  double step = 0;  // 0: none
-  std::vector<Json> choices;
-};
-
-const char* KindName(Distribution::Kind kind) {
-  switch (kind) {
-    case Distribution::kFloat:
-      return "float";
-    case Distribution::kInt:
-      return "int";
-    case Distribution::kCategorical:
-      return "categorical";
-  }
-  return "?";
-}
-
-absl::StatusOr<Distribution> ParseDistribution(const std::string& text,
-                                               const std::string& param) {
-  auto bad = [&](const std::string& why) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "parameter \"", param, "\": distribution ", text, ": ", why));
-  };
-  Json json = ParseStoredJson(text);
-  if (json.is_discarded() || !json.is_object() || !json.contains("name") ||
-      !json.contains("attributes") || !json["attributes"].is_object()) {
-    return bad("not a distribution in Optuna's JSON form");
-  }
-  const std::string name =
-      json["name"].is_string() ? json["name"].get<std::string>() : "";
-  const Json& a = json["attributes"];
-  auto number = [&](const char* key, double fallback) {
-    return a.contains(key) && IsNumber(a[key]) ? a[key].get<double>()
-                                               : fallback;
-  };
-  Distribution d;
-  if (name == "CategoricalDistribution") {
-    if (!a.contains("choices") || !a["choices"].is_array() ||
-        a["choices"].empty()) {
-      return bad("no choices");
-    }
-    d.kind = Distribution::kCategorical;
-    for (const Json& c : a["choices"]) d.choices.push_back(c);
-    return d;
-  }
-  if (!a.contains("low") || !a.contains("high") || !IsNumber(a["low"]) ||
-      !IsNumber(a["high"])) {
-    return bad("no numeric low and high");
-  }
-  d.low = a["low"].get<double>();
-  d.high = a["high"].get<double>();
-  const bool log_flag =
-      a.contains("log") && a["log"].is_boolean() && a["log"].get<bool>();
-  if (name == "FloatDistribution") {
-    d.log = log_flag;
-    d.step = number("step", 0);
-  } else if (name == "UniformDistribution") {
-  } else if (name == "LogUniformDistribution") {
-    d.log = true;
-  } else if (name == "DiscreteUniformDistribution") {
-    d.step = number("q", 0);
-  } else if (name == "IntDistribution") {
-    d.kind = Distribution::kInt;
-    d.log = log_flag;
-    d.step = number("step", 1);
-  } else if (name == "IntUniformDistribution") {
-    d.kind = Distribution::kInt;
-    d.step = number("step", 1);
-  } else if (name == "IntLogUniformDistribution") {
-    d.kind = Distribution::kInt;
-    d.log = true;
-    d.step = number("step", 1);
-  } else {
-    return bad(absl::StrCat("unknown distribution \"", name, "\""));
-  }
-  if (!(d.low <= d.high)) return bad("low above high");
-  if (d.step < 0 || (d.kind == Distribution::kInt && d.step <= 0) ||
-      !std::isfinite(d.step)) {
-    return bad("a step that is not positive");
-  }
-  return d;
-}
-
-// Whether two distributions of one parameter are the same.
-bool SameDistribution(const Distribution& a, const Distribution& b) {
-  return a.kind == b.kind && a.low == b.low && a.high == b.high &&
-         a.log == b.log && a.step == b.step && a.choices == b.choices;
-}
-
-// Adds `d` to the distributions a parameter had in the file's trials (the
-// distinct ones, in the order met). INVALID_ARGUMENT when its kind differs
-// from theirs.
-absl::Status AddVariant(std::vector<Distribution>& variants,
-                        const Distribution& d, const std::string& param) {
-  if (!variants.empty() && variants.front().kind != d.kind) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "parameter \"", param, "\" is ", KindName(variants.front().kind),
-        " in some trials and ", KindName(d.kind),
-        " in others; hypertune cannot map that"));
-  }
-  for (const Distribution& v : variants) {
-    if (SameDistribution(v, d)) return absl::OkStatus();
-  }
-  variants.push_back(d);
-  return absl::OkStatus();
-}
-
-constexpr int kMaxDiscreteValues = kMaxValuesPerParameter;
-
-// The values of a distribution with a step (an Int's step 1 included), at
-// most `limit` + 1 of them: low, low + step, ... up to high. 15 significant
-// digits: 0.3, not 0.30000000000000004 (trials' values are matched to the
-// nearest).
-std::vector<double> StepValues(const Distribution& d, int limit) {
-  std::vector<double> values;
-  const double count = std::floor((d.high - d.low) / d.step + 1e-9) + 1;
-  const int n = static_cast<int>(std::min<double>(count, limit + 1.0));
-  for (int k = 0; k < n; ++k) {
-    char text[32];
-    std::snprintf(text, sizeof(text), "%.15g", d.low + k * d.step);
-    values.push_back(std::strtod(text, nullptr));
-  }
-  return values;
-}
-
-// The parameter spec of a parameter whose trials had `variants` (the union
-// of their values); what the spec cannot keep of them is added to `notes`.
-absl::StatusOr<v1::ParameterSpec> ToSpec(
-    const std::string& name, const std::vector<Distribution>& variants,
-    std::vector<std::string>& notes) {
-  v1::ParameterSpec spec;
-  spec.set_name(name);
-  const Distribution& first = variants.front();
-  if (first.kind == Distribution::kCategorical) {
-    std::vector<Json> choices;
-    for (const Distribution& v : variants) {
-      for (const Json& c : v.choices) {
-        if (std::find(choices.begin(), choices.end(), c) == choices.end()) {
-          choices.push_back(c);
-        }
-      }
-    }
-    if (std::all_of(choices.begin(), choices.end(), IsNumber)) {
-      std::set<double> values;
-      for (const Json& c : choices) values.insert(c.get<double>());
-      for (double v : values) spec.mutable_discrete_spec()->add_values(v);
-      return spec;
-    }
-    std::set<std::string> seen;
-    for (const Json& c : choices) {
-      const std::string text = ChoiceText(c);
-      if (!seen.insert(text).second) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "parameter \"", name, "\": two choices read \"", text, "\""));
-      }
-      spec.mutable_categorical_spec()->add_values(text);
-    }
-    return spec;
-  }
-  double low = first.low;
-  double high = first.high;
-  bool all_log = true;
-  bool any_log = false;
-  // Ints always have a step (1 by default); Floats may.
-  bool all_stepped = true;
-  bool any_stepped = false;
-  for (const Distribution& v : variants) {
-    low = std::min(low, v.low);
-    high = std::max(high, v.high);
-    all_log = all_log && v.log;
-    any_log = any_log || v.log;
-    all_stepped = all_stepped && v.step > 0;
-    any_stepped = any_stepped || v.step > 0;
-  }
-  const bool is_int = first.kind == Distribution::kInt;
-  if (any_log && !all_log) {
-    notes.push_back(absl::StrCat("parameter \"", name,
-                                 "\": log scale in some trials only; "
-                                 "imported on a linear scale"));
-  }
-  if (low == high) {
-    spec.mutable_discrete_spec()->add_values(low);
-    return spec;
-  }
-  auto number_text = [is_int](double x) {
-    return is_int ? absl::StrCat(std::llround(x)) : DoubleText(x);
-  };
-  auto range_text = [&] {
-    return absl::StrCat("[", number_text(low), ", ", number_text(high), "]");
-  };
-  if (all_stepped) {
-    // The union of the variants' values: every integer of the range is an
-    // INTEGER parameter, fewer values a DISCRETE one.
-    std::set<double> values;
-    bool too_many = false;
-    for (const Distribution& v : variants) {
-      for (double x : StepValues(v, kMaxDiscreteValues)) values.insert(x);
-      if (values.size() > static_cast<size_t>(kMaxDiscreteValues)) {
-        too_many = true;
-        break;
-      }
-    }
-    const bool every_integer =
-        is_int && !too_many &&
-        values.size() == static_cast<size_t>(high - low + 1);
-    const bool unit_steps =
-        is_int &&
-        std::all_of(variants.begin(), variants.end(),
-                    [](const Distribution& v) { return v.step == 1; });
-    if (!unit_steps && !every_integer && !too_many) {
-      for (double v : values) spec.mutable_discrete_spec()->add_values(v);
-      return spec;
-    }
-    if (!unit_steps && !every_integer) {
-      notes.push_back(absl::StrCat(
-          "parameter \"", name, "\": Optuna's step (",
-          absl::StrJoin(variants, ", ",
-                        [&](std::string* out, const Distribution& v) {
-                          absl::StrAppend(out, number_text(v.step));
-                        }),
-          ") over ", range_text(), " gives more than ", kMaxDiscreteValues,
-          " values, past what a DISCRETE parameter holds; imported as ",
-          is_int ? "INTEGER" : "DOUBLE", " ", range_text(),
-          " without the step"));
-    }
-  } else if (any_stepped) {
-    notes.push_back(absl::StrCat(
-        "parameter \"", name,
-        "\": a step in some trials and none in others; imported as DOUBLE ",
-        range_text(), " without the step"));
-  }
-  if (is_int) {
-    auto& s = *spec.mutable_integer_spec();
-    s.set_min(static_cast<int64_t>(std::llround(low)));
-    s.set_max(static_cast<int64_t>(std::llround(high)));
-    if (all_log) s.set_scale(v1::LOG);
-    return spec;
-  }
-  auto& s = *spec.mutable_double_spec();
-  s.set_min(low);
-  s.set_max(high);
-  if (all_log) s.set_scale(v1::LOG);
-  return spec;
-}
-
-// The value of a trial's parameter under `spec`: Optuna stores a choice's
-// index for categorical distributions (of the trial's own distribution),
-// the value itself otherwise.
-absl::StatusOr<v1::ParameterValue> ToValue(const v1::ParameterSpec& spec,
-                                           const Distribution& own,
-                                           double stored) {
-  v1::ParameterValue value;
-  value.set_name(spec.name());
-  double number = stored;
-  if (std::isnan(stored)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "parameter \"", spec.name(), "\": the stored value is NaN"));
-  }
-  if (own.kind == Distribution::kCategorical) {
-    // An index: a whole number below the number of choices.
-    const double index = stored;
-    if (std::floor(index) != index || index < 0 ||
-        index >= static_cast<double>(own.choices.size())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "parameter \"", spec.name(), "\": choice index ", DoubleText(stored),
-          " is not one of the ", own.choices.size(), " choices' indices"));
-    }
-    const Json& choice = own.choices[static_cast<size_t>(index)];
-    if (spec.has_categorical_spec()) {
-      value.set_string_value(ChoiceText(choice));
-      return value;
-    }
-    number = choice.get<double>();
-  }
-  switch (spec.kind_case()) {
-    case v1::ParameterSpec::kIntegerSpec:
-      value.set_int_value(static_cast<int64_t>(std::llround(number)));
-      break;
-    case v1::ParameterSpec::kDiscreteSpec: {
-      // The nearest value: a step's multiples may differ in the last bit.
-      double best = spec.discrete_spec().values(0);
-      for (double v : spec.discrete_spec().values()) {
-        if (std::abs(v - number) < std::abs(best - number)) best = v;
-      }
-      value.set_double_value(best);
-      break;
-    }
-    default:
-      value.set_double_value(number);
-  }
-  return value;
-}
-
-// The value of an enqueued trial's parameter, as the user gave it.
-absl::StatusOr<v1::ParameterValue> FixedValue(const v1::ParameterSpec& spec,
-                                              const Json& given) {
-  if (spec.has_categorical_spec()) {
-    v1::ParameterValue value;
-    value.set_name(spec.name());
-    value.set_string_value(ChoiceText(given));
-    return value;
-  }
-  if (!IsNumber(given)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("parameter \"", spec.name(), "\": fixed value ",
-                     given.dump(), " is not a number"));
-  }
-  Distribution own;  // numeric: the value is stored as is
-  return ToValue(spec, own, given.get<double>());
-}
-
-// ----- Conditional parameters -----
-
-// A trial's parameters by their Optuna names.
-using ParameterValues = std::map<std::string, v1::ParameterValue>;
-
-// A value as a key: the category, or the number's shortest text.
-std::string ValueKey(const v1::ParameterValue& v) {
-  if (v.has_string_value()) return "s" + v.string_value();
-  if (v.has_int_value()) return absl::StrCat("n", v.int_value());
-  return "n" + DoubleText(v.double_value());
-}
-
-// When a parameter is active: when `parent` (an Optuna name) is active and
-// holds one of `values`.
-struct Condition {
-  std::string parent;
-  std::vector<v1::ParameterValue> values;
-};
-
-struct InferredSpace {
-  // Parameters without an entry are always active.
-  std::map<std::string, Condition> conditions;
-  // Parameters not in the space: held by no trial that is evidence (only
-  // FAILED or WAITING ones), or by a few trials for no reason the others
-  // tell.
-  std::set<std::string> left_out;
-};
-
-// The conditions under which each parameter of `order` (first appearance,
-// so that a parent comes before its children) is present in the `evidence`
-// trials. A parameter present in some trials only gets as parent the
-// earlier CATEGORICAL, DISCRETE or INTEGER parameter whose values tell when
-// it is present: the one that leaves the fewest trials unexplained, then
-// the one nearest the root, then the first. A parent takes at most half as
-// many values as there are trials, each value it is active under seen
-// twice, and at most one in ten of the trials holding the parameter may
-// disagree with it (the caller leaves those out). With no such parent, the
-// parameter is always active when most trials hold it (the others are left
-// out), else not in the space (the trials that hold it keep the rest);
-// `notes` says which.
-InferredSpace InferConditions(
-    const std::vector<std::string>& order,
-    const std::map<std::string, v1::ParameterSpec>& specs,
-    const std::vector<const ParameterValues*>& evidence,
-    std::vector<std::string>& notes) {
-  InferredSpace space;
-  std::map<std::string, int> depth;
-  const size_t n = evidence.size();
-  for (size_t k = 0; k < order.size(); ++k) {
-    const std::string& name = order[k];
-    const std::string& shown = specs.at(name).name();
-    const size_t holding = std::count_if(
-        evidence.begin(), evidence.end(),
-        [&](const ParameterValues* t) { return t->contains(name); });
-    if (holding == n) {
-      depth[name] = 0;
-      continue;
-    }
-    if (holding == 0) {
-      space.left_out.insert(name);
-      notes.push_back(absl::StrCat(
-          "parameter \"", shown,
-          "\" is held only by FAILED or WAITING trials: left out of the space "
-          "and of those trials"));
-      continue;
-    }
-    struct Choice {
-      std::string parent;
-      std::vector<v1::ParameterValue> values;
-      size_t unexplained = 0;
-      int depth = 0;
-    };
-    std::optional<Choice> best;
-    for (size_t j = 0; j < k; ++j) {
-      const std::string& parent = order[j];
-      if (space.left_out.contains(parent)) continue;
-      const v1::ParameterSpec& p = specs.at(parent);
-      if (!p.has_categorical_spec() && !p.has_discrete_spec() &&
-          !p.has_integer_spec()) {
-        continue;
-      }
-      Choice choice{parent, {}, 0, depth[parent] + 1};
-      // Per value of the parent: trials with and without this parameter.
-      std::map<std::string, std::pair<size_t, size_t>> counts;
-      std::map<std::string, v1::ParameterValue> value_of;
-      for (const ParameterValues* t : evidence) {
-        const bool has = t->contains(name);
-        auto v = t->find(parent);
-        if (v == t->end()) {
-          if (has) ++choice.unexplained;
-          continue;
-        }
-        const std::string key = ValueKey(v->second);
-        value_of.emplace(key, v->second);
-        ++(has ? counts[key].first : counts[key].second);
-      }
-      // A parent of many values seen once each would "explain" anything by
-      // naming the trials: it needs at most half as many values as trials,
-      // and each value it is active under seen twice.
-      if (counts.size() * 2 > n) continue;
-      bool supported = true;
-      for (const auto& [key, count] : counts) {
-        const auto [with, without] = count;
-        if (with > 0 && with >= without) {
-          choice.values.push_back(value_of[key]);
-          choice.unexplained += without;
-          supported = supported && with + without >= 2;
-        } else {
-          choice.unexplained += with;
-        }
-      }
-      if (choice.values.empty() || !supported) continue;
-      if (!best.has_value() || std::tie(choice.unexplained, choice.depth) <
-                                   std::tie(best->unexplained, best->depth)) {
-        best = std::move(choice);
-      }
-    }
-    // A parent that a few trials disagree with (cut short before choosing
-    // it, say: at most one in ten of those that hold it) still explains it.
-    // Unexplained, it is either always active (the trials without it left
-    // out) or not in the space (the trials keep the rest): whichever loses
-    // less.
-    const size_t without_it = n - holding;
-    if (!best.has_value() || best->unexplained * 10 > holding) {
-      const std::string why = absl::StrCat(
-          "parameter \"", shown, "\" is in ", holding, " of ", n,
-          " trials, and no CATEGORICAL, DISCRETE or INTEGER parameter's "
-          "values tell when: ");
-      if (holding >= without_it) {
-        depth[name] = 0;
-        notes.push_back(absl::StrCat(why, "imported as always active (the ",
-                                     without_it,
-                                     " trials without it are left out)"));
-      } else {
-        space.left_out.insert(name);
-        notes.push_back(absl::StrCat(why, "left out of the space (the ",
-                                     holding,
-                                     " trials with it are kept "
-                                     "without it)"));
-      }
-      continue;
-    }
-    // The parent's values in its own order.
-    const v1::ParameterSpec& p = specs.at(best->parent);
-    auto rank = [&p](const v1::ParameterValue& v) -> double {
-      if (!v.has_string_value()) {
-        return v.has_int_value() ? static_cast<double>(v.int_value())
-                                 : v.double_value();
-      }
-      const auto& categories = p.categorical_spec().values();
-      return static_cast<double>(
-          std::find(categories.begin(), categories.end(), v.string_value()) -
-          categories.begin());
-    };
-    std::sort(best->values.begin(), best->values.end(),
-              [&](const v1::ParameterValue& a, const v1::ParameterValue& b) {
-                return rank(a) < rank(b);
-              });
-    const std::string when = absl::StrCat(
-        "active when \"", p.name(), "\" is ",
-        absl::StrJoin(best->values, " or ",
-                      [](std::string* out, const v1::ParameterValue& v) {
-                        absl::StrAppend(out, FormatParameterValue(v));
-                      }));
-    if (best->unexplained == 0) {
-      notes.push_back(
-          absl::StrCat("parameter \"", shown, "\" is conditional: ", when));
-    } else {
-      notes.push_back(absl::StrCat(
-          "parameter \"", shown,
-          "\": no parameter's values tell exactly when it is present; "
-          "imported as ",
-          when, ", which all but ", best->unexplained,
-          " trials agree with (those are left out)"));
-    }
-    depth[name] = best->depth;
-    space.conditions[name] = Condition{best->parent, std::move(best->values)};
-  }
-  return space;
-}
-
-// The parameters of `order` active in a trial holding `values`, in order.
-std::vector<std::string> ActiveParameters(const std::vector<std::string>& order,
-                                          const InferredSpace& space,
-                                          const ParameterValues& values) {
-  std::vector<std::string> active;
-  std::set<std::string> is_active;
-  for (const std::string& name : order) {
-    if (space.left_out.contains(name)) continue;
-    auto c = space.conditions.find(name);
-    bool on = c == space.conditions.end();
-    if (!on && is_active.contains(c->second.parent)) {
-      auto v = values.find(c->second.parent);
-      on = v != values.end() &&
-           std::any_of(c->second.values.begin(), c->second.values.end(),
-                       [&](const v1::ParameterValue& allowed) {
-                         return ValueKey(allowed) == ValueKey(v->second);
-                       });
-    }
-    if (on) {
-      active.push_back(name);
-      is_active.insert(name);
-    }
-  }
-  return active;
-}
 
 // ----- Reading -----
 
@@ -746,7 +213,8 @@ struct RawParam {
   double value = 0;
   // Why `value` could not be read; empty when it was.
   std::string problem;
-  Distribution distribution;
+  // As the file keeps it (Optuna's distribution_to_json).
+  std::string distribution_json;
 };
 
 struct RawTrial {
@@ -928,10 +396,7 @@ absl::StatusOr<std::vector<RawTrial>> ReadRawTrials(sqlite3* db,
                 ? "is NULL"
                 : absl::StrCat("\"", Text(s->get(), 2), "\" is not a number"));
       }
-      absl::StatusOr<Distribution> d =
-          ParseDistribution(Text(s->get(), 3), p.name);
-      if (!d.ok()) return d.status();
-      p.distribution = *std::move(d);
+      p.distribution_json = Text(s->get(), 3);
       raw[it->second].params.push_back(std::move(p));
     }
   }
@@ -1000,149 +465,69 @@ absl::StatusOr<std::vector<RawTrial>> ReadRawTrials(sqlite3* db,
   return raw;
 }
 
-// The space the trials were sampled from, and each trial's values in it.
-struct TrialSpace {
-  // Parameters by their Optuna name, in the order they first appear.
-  std::vector<std::string> order;
-  std::map<std::string, v1::ParameterSpec> specs;
-  // Per raw trial: its values by Optuna name, and whether all could be read.
-  std::vector<ParameterValues> values;
-  std::vector<bool> readable;
-  InferredSpace inferred;
-};
-
-// The search space (each parameter's distributions merged, names made
-// identifiers, conditions inferred from a define-by-run space), added to
-// out.study's spec, with each trial's values in it.
-absl::StatusOr<TrialSpace> BuildSpace(const std::vector<RawTrial>& raw,
-                                      const std::string& path,
-                                      const std::string& optuna_name,
-                                      OptunaStudy& out) {
-  v1::Study& study = out.study;
-  TrialSpace trial_space;
-  std::vector<std::string>& order = trial_space.order;
-  std::map<std::string, v1::ParameterSpec>& specs = trial_space.specs;
-  // The search space: each parameter's distributions merged, in the order
-  // parameters first appear; names made identifiers.
-  std::map<std::string, std::vector<Distribution>> variants;
+// The search space of the trials, as the server infers it (the one
+// mapping of Optuna's spaces: service/optuna_space.h), added to out.study's
+// spec, with its notes; the answer says how each trial fits.
+absl::StatusOr<v1::InferOptunaSpaceResponse> BuildSpace(
+    const std::vector<RawTrial>& raw, const std::string& path,
+    const std::string& optuna_name, const SpaceInferrer& infer,
+    OptunaStudy& out) {
+  v1::InferOptunaSpaceRequest request;
+  std::map<std::string, int> distribution_index;
+  bool any_parameter = false;
   for (const RawTrial& t : raw) {
+    v1::OptunaTrial& trial = *request.add_trials();
+    trial.set_number(t.number);
+    trial.set_state(t.state);
+    if (t.fixed_params.is_object()) {
+      trial.set_fixed_params_json(t.fixed_params.dump());
+    }
     for (const RawParam& p : t.params) {
-      auto [it, inserted] = variants.try_emplace(p.name);
-      if (inserted) order.push_back(p.name);
-      if (absl::Status s = AddVariant(it->second, p.distribution, p.name);
-          !s.ok()) {
-        return s;
-      }
+      any_parameter = true;
+      auto [it, inserted] = distribution_index.try_emplace(
+          p.distribution_json, request.distributions_size());
+      if (inserted) request.add_distributions(p.distribution_json);
+      v1::OptunaParam& param = *trial.add_params();
+      param.set_name(p.name);
+      param.set_distribution(it->second);
+      param.set_value(p.value);
+      param.set_problem(p.problem);
     }
   }
-  if (order.empty()) {
+  if (!any_parameter) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": Optuna study \"", optuna_name,
                      "\" has no trial with parameters; nothing to import"));
   }
-  std::set<std::string> used;
-  for (const std::string& name : order) {
-    std::string id_name = Identifier(name);
-    while (!used.insert(id_name).second) id_name += "_";
-    if (id_name != name) {
-      out.notes.push_back(
-          absl::StrCat("parameter \"", name, "\" is named \"", id_name, "\""));
-    }
-    absl::StatusOr<v1::ParameterSpec> spec =
-        ToSpec(id_name, variants[name], out.notes);
-    if (!spec.ok()) return spec.status();
-    specs[name] = *std::move(spec);
+  absl::StatusOr<v1::InferOptunaSpaceResponse> space = infer(request);
+  if (!space.ok()) return space.status();
+  if (space->trials_size() != static_cast<int>(raw.size())) {
+    return absl::InternalError(absl::StrCat("InferOptunaSpace answered for ",
+                                            space->trials_size(), " of ",
+                                            raw.size(), " trials"));
   }
-
-  // Each trial's parameters under the space (a WAITING one's: those it was
-  // enqueued with); a trial with a value that cannot be read is left out.
-  std::vector<ParameterValues>& values = trial_space.values;
-  std::vector<bool>& readable = trial_space.readable;
-  values.resize(raw.size());
-  readable.assign(raw.size(), true);
-  for (size_t i = 0; i < raw.size(); ++i) {
-    const RawTrial& t = raw[i];
-    auto refuse = [&](absl::string_view why) {
-      out.notes.push_back(absl::StrCat("Optuna trial ", t.number, " (", t.state,
-                                       ") left out: ", why));
-      readable[i] = false;
-    };
-    for (const RawParam& p : t.params) {
-      if (!p.problem.empty()) {
-        refuse(p.problem);
-        break;
-      }
-      absl::StatusOr<v1::ParameterValue> value =
-          ToValue(specs[p.name], p.distribution, p.value);
-      if (!value.ok()) {
-        refuse(value.status().message());
-        break;
-      }
-      values[i][p.name] = *std::move(value);
-    }
-    if (readable[i] && t.fixed_params.is_object()) {
-      for (const std::string& name : order) {
-        if (values[i].contains(name) || !t.fixed_params.contains(name))
-          continue;
-        absl::StatusOr<v1::ParameterValue> value =
-            FixedValue(specs[name], t.fixed_params[name]);
-        if (!value.ok()) {
-          refuse(value.status().message());
-          break;
-        }
-        values[i][name] = *std::move(value);
-      }
-    }
+  for (const auto& p : space->parameters()) {
+    *out.study.mutable_spec()->add_parameters() = p.spec();
   }
-
-  // A define-by-run space: which parameters the trials hold, under which
-  // values of which others, makes the conditional parameters. FAILED trials
-  // may have stopped before choosing all theirs, and WAITING ones are given
-  // only some: neither is evidence.
-  std::vector<const ParameterValues*> evidence;
-  for (size_t i = 0; i < raw.size(); ++i) {
-    if (readable[i] && raw[i].state != "FAIL" && raw[i].state != "WAITING") {
-      evidence.push_back(&values[i]);
-    }
-  }
-  InferredSpace space = InferConditions(order, specs, evidence, out.notes);
-  for (const std::string& name : order) {
-    if (space.left_out.contains(name)) continue;
-    v1::ParameterSpec& spec = specs[name];
-    if (auto c = space.conditions.find(name); c != space.conditions.end()) {
-      spec.set_parent(specs[c->second.parent].name());
-      for (const v1::ParameterValue& v : c->second.values) {
-        if (v.has_string_value()) {
-          spec.add_parent_categories(v.string_value());
-        } else {
-          spec.add_parent_values(v.has_int_value()
-                                     ? static_cast<double>(v.int_value())
-                                     : v.double_value());
-        }
-      }
-    }
-    *study.mutable_spec()->add_parameters() = spec;
-  }
-
-  trial_space.inferred = std::move(space);
-  return trial_space;
+  for (const std::string& note : space->notes()) out.notes.push_back(note);
+  return space;
 }
 
 // The trials in hypertune's form, into out.trials; those that cannot be
 // imported are counted and named in the notes. Returns the earliest
 // creation time (0 with no trial).
-int64_t ConvertTrials(const std::vector<RawTrial>& raw, const TrialSpace& ts,
+int64_t ConvertTrials(const std::vector<RawTrial>& raw,
+                      const v1::InferOptunaSpaceResponse& space,
                       const std::vector<std::string>& metric_names,
                       int64_t now_ms, OptunaStudy& out) {
-  const std::vector<std::string>& order = ts.order;
-  const std::vector<ParameterValues>& values = ts.values;
-  const std::vector<bool>& readable = ts.readable;
-  const InferredSpace& space = ts.inferred;
   std::map<std::string, int64_t> dropped_attrs;  // key -> trials
   int64_t created_ms = 0;
   for (size_t i = 0; i < raw.size(); ++i) {
     const RawTrial& t = raw[i];
-    if (!readable[i]) {
+    const v1::InferOptunaSpaceResponse::TrialFit& fit =
+        space.trials(static_cast<int>(i));
+    // Not fitting the space (the notes say why).
+    if (!fit.kept()) {
       ++out.skipped_trials;
       continue;
     }
@@ -1167,47 +552,7 @@ int64_t ConvertTrials(const std::vector<RawTrial>& raw, const TrialSpace& ts,
       }
     }
     // In the space's order, as the server stores them.
-    std::vector<std::string> held;
-    for (const std::string& name : order) {
-      auto v = values[i].find(name);
-      if (v == values[i].end() || space.left_out.contains(name)) continue;
-      held.push_back(name);
-      *trial.add_parameters() = v->second;
-    }
-    // A FAILED trial may hold any part of the space; the others hold
-    // exactly their active parameters.
-    if (trial.state() != v1::Trial::FAILED) {
-      const std::vector<std::string> active =
-          ActiveParameters(order, space, values[i]);
-      if (held != active) {
-        auto absent_from = [](const std::vector<std::string>& these,
-                              const std::vector<std::string>& those) {
-          std::vector<std::string> absent;
-          for (const std::string& name : these) {
-            if (std::find(those.begin(), those.end(), name) == those.end()) {
-              absent.push_back(name);
-            }
-          }
-          return absent;
-        };
-        const std::vector<std::string> missing = absent_from(active, held);
-        const std::vector<std::string> inactive = absent_from(held, active);
-        std::vector<std::string> why;
-        if (!missing.empty()) {
-          why.push_back(
-              absl::StrCat("it has no ", absl::StrJoin(missing, ", ")));
-        }
-        if (!inactive.empty()) {
-          why.push_back(absl::StrCat("it holds ", absl::StrJoin(inactive, ", "),
-                                     ", inactive under its parent's value"));
-        }
-        out.notes.push_back(
-            absl::StrCat("Optuna trial ", t.number, " (", t.state,
-                         ") left out: ", absl::StrJoin(why, "; ")));
-        ++out.skipped_trials;
-        continue;
-      }
-    }
+    *trial.mutable_parameters() = fit.parameters();
     const std::string& objective = metric_names[0];
     int64_t last_step = 0;
     for (const auto& [step, v] : t.intermediate) {
@@ -1283,7 +628,8 @@ int64_t ConvertTrials(const std::vector<RawTrial>& raw, const TrialSpace& ts,
 absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
                                       int64_t study_id,
                                       const std::string& optuna_name,
-                                      int64_t now_ms) {
+                                      int64_t now_ms,
+                                      const SpaceInferrer& infer) {
   OptunaStudy out;
   out.optuna_name = optuna_name;
   const std::string id = absl::StrCat(study_id);
@@ -1301,7 +647,8 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
     return s;
   absl::StatusOr<std::vector<RawTrial>> raw = ReadRawTrials(db, path, id);
   if (!raw.ok()) return raw.status();
-  absl::StatusOr<TrialSpace> space = BuildSpace(*raw, path, optuna_name, out);
+  absl::StatusOr<v1::InferOptunaSpaceResponse> space =
+      BuildSpace(*raw, path, optuna_name, infer, out);
   if (!space.ok()) return space.status();
   const int64_t created_ms =
       ConvertTrials(*raw, *space, *metric_names, now_ms, out);
@@ -1313,7 +660,7 @@ absl::StatusOr<OptunaStudy> ReadStudy(sqlite3* db, const std::string& path,
 
 absl::StatusOr<std::vector<OptunaStudy>> ReadOptunaFile(
     const std::string& path, const std::optional<std::string>& study_name,
-    int64_t now_ms) {
+    int64_t now_ms, const SpaceInferrer& infer) {
   sqlite3* raw = nullptr;
   const int rc =
       sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
@@ -1348,7 +695,7 @@ absl::StatusOr<std::vector<OptunaStudy>> ReadOptunaFile(
   std::vector<OptunaStudy> out;
   for (const auto& [id, name] : studies) {
     absl::StatusOr<OptunaStudy> study =
-        ReadStudy(db.get(), path, id, name, now_ms);
+        ReadStudy(db.get(), path, id, name, now_ms, infer);
     if (!study.ok()) {
       return absl::Status(study.status().code(),
                           absl::StrCat("Optuna study \"", name,
@@ -1367,8 +714,22 @@ absl::Status RunImportOptunaCommand(const CommandContext& context,
     return UsageError("import-optuna takes one SQLITE_FILE");
   }
   const int64_t now_ms = static_cast<int64_t>(std::time(nullptr)) * 1000;
-  absl::StatusOr<std::vector<OptunaStudy>> studies =
-      ReadOptunaFile(parsed->positional[0], parsed->Get("study"), now_ms);
+  // The space is the server's to infer (InferOptunaSpace), as for the
+  // Python bridge.
+  const internal::ClientCore core(context.client.options());
+  const SpaceInferrer infer = [&core](const v1::InferOptunaSpaceRequest& r)
+      -> absl::StatusOr<v1::InferOptunaSpaceResponse> {
+    v1::InferOptunaSpaceResponse response;
+    absl::Status status =
+        core.Call("InferOptunaSpace", internal::Retry::kIdempotent,
+                  [&](grpc::ClientContext& c) {
+                    return core.stub().InferOptunaSpace(&c, r, &response);
+                  });
+    if (!status.ok()) return status;
+    return response;
+  };
+  absl::StatusOr<std::vector<OptunaStudy>> studies = ReadOptunaFile(
+      parsed->positional[0], parsed->Get("study"), now_ms, infer);
   if (!studies.ok()) return studies.status();
   if (std::optional<std::string> name = parsed->Get("name")) {
     if (studies->size() != 1) {

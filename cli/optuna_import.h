@@ -7,16 +7,11 @@
 //     "value" (one objective) or "values_0", "values_1", ... (several; until
 //     metrics carry roles, the first is the objective and the others are
 //     recorded), MINIMIZE or MAXIMIZE as Optuna had them;
-//   - distributions: Float(low, high) -> DOUBLE (LOG when log); Float with a
-//     step -> DISCRETE of its values; Int -> INTEGER (LOG when log), with a
-//     step > 1 -> DISCRETE; Categorical -> DISCRETE when every choice is a
-//     number, else CATEGORICAL of the choices' Python str() forms; the
-//     older Uniform, LogUniform, DiscreteUniform, IntUniform and
-//     IntLogUniform likewise. A parameter whose distribution differs
-//     between trials gets their union (of the steps' values, too). A range
-//     of one value becomes a one-value DISCRETE. A step over more than 1000
-//     values (past what DISCRETE holds), or a log scale or a step in only
-//     some trials, is dropped, and the notes say so;
+//   - the search space (distributions, names made identifiers, a
+//     define-by-run space made conditional parameters) and which trials fit
+//     it are the server's InferOptunaSpace (service/optuna_space.h, the one
+//     mapping, which the Python Optuna bridge uses too); its notes are
+//     passed on;
 //   - trials keep their order (hypertune id = rank by Optuna number, from
 //     1) and their times; client_id says "optuna trial N". COMPLETE ->
 //     COMPLETED with the values as final metrics; PRUNED -> STOPPED (final:
@@ -33,21 +28,13 @@
 //     "my_key"); numbers and booleans of a trial are also recorded metrics
 //     "user_attr.KEY" of its final measurement. Those past the attribute
 //     limits (limits.h) are left out and listed in the notes.
-//   - a define-by-run space becomes conditional parameters: a parameter
-//     that some trials lack (FAILED and WAITING ones aside) gets as parent
-//     the earlier CATEGORICAL, DISCRETE or INTEGER parameter whose values
-//     tell when it is present (InferConditions), active under those values;
-//     the notes say each. Where no parameter tells (with at most one in
-//     ten of its trials disagreeing), it is always active if most trials
-//     hold it, else left out of the space, and the notes say so. A trial
-//     that does not hold exactly its active parameters is left out, with a
-//     note, unless it FAILED (it may have failed before choosing them all).
 //
 // Thread safety: no shared state.
 #ifndef HYPERTUNE_CLI_OPTUNA_IMPORT_H_
 #define HYPERTUNE_CLI_OPTUNA_IMPORT_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,13 +54,18 @@ struct OptunaStudy {
   std::vector<std::string> notes;
 };
 
+// Infers a study's space from its Optuna trials: the InferOptunaSpace call.
+using SpaceInferrer =
+    std::function<absl::StatusOr<v1::InferOptunaSpaceResponse>(
+        const v1::InferOptunaSpaceRequest&)>;
+
 // The studies of the Optuna SQLite file at `path` (only `study_name` when
-// given: NOT_FOUND if absent). `now_ms` stands for missing times.
-// INVALID_ARGUMENT if the file is not an Optuna storage or a distribution
-// cannot be mapped.
+// given: NOT_FOUND if absent), each space inferred by `infer`. `now_ms`
+// stands for missing times. INVALID_ARGUMENT if the file is not an Optuna
+// storage or a distribution cannot be mapped.
 absl::StatusOr<std::vector<OptunaStudy>> ReadOptunaFile(
     const std::string& path, const std::optional<std::string>& study_name,
-    int64_t now_ms);
+    int64_t now_ms, const SpaceInferrer& infer);
 
 }  // namespace hypertune::cli
 

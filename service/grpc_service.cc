@@ -10,6 +10,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/limits.h"
+#include "service/optuna_space.h"
+#include "service/server_info.h"
 #include "service/study_import.h"
 
 namespace hypertune::service {
@@ -283,6 +285,23 @@ grpc::Status GrpcService::ImportTrials(grpc::ServerContext* context,
                                        const v1::ImportTrialsRequest* request,
                                        v1::ImportTrialsResponse* response) {
   return Serve(context, &StudyService::ImportTrials, *request, response);
+}
+
+grpc::Status GrpcService::InferOptunaSpace(
+    grpc::ServerContext* context, const v1::InferOptunaSpaceRequest* request,
+    v1::InferOptunaSpaceResponse* response) {
+  absl::StatusOr<Principal> caller = Caller(context);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  return Reply(hypertune::service::InferOptunaSpace(*request), response);
+}
+
+grpc::Status GrpcService::GetServerInfo(grpc::ServerContext* context,
+                                        const v1::GetServerInfoRequest*,
+                                        v1::ServerInfo* response) {
+  absl::StatusOr<Principal> caller = Caller(context);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  *response = ServerInfoAnswer();
+  return grpc::Status::OK;
 }
 
 }  // namespace hypertune::service

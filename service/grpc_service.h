@@ -98,6 +98,13 @@ class GrpcService final : public v1::HyperTune::WithCallbackMethod_WatchTrials<
   grpc::Status ImportTrials(grpc::ServerContext*,
                             const v1::ImportTrialsRequest*,
                             v1::ImportTrialsResponse*) override;
+  // optuna_space.h and server_info.h: answers that need no study.
+  grpc::Status InferOptunaSpace(grpc::ServerContext*,
+                                const v1::InferOptunaSpaceRequest*,
+                                v1::InferOptunaSpaceResponse*) override;
+  grpc::Status GetServerInfo(grpc::ServerContext*,
+                             const v1::GetServerInfoRequest*,
+                             v1::ServerInfo*) override;
 
  private:
   template <typename Request, typename Response>

@@ -31,16 +31,27 @@ export function int64(value) {
 
 // ----- The study -----
 
-// Each metric's role, goal and bounds (issue 18's roles; a study without
-// roles means what it always meant: the first metric is the objective,
-// the rest are recorded). A constraint's bounds come as lower_bound /
-// upper_bound (the proto's names, as this server writes JSON) or
-// lowerBound / upperBound (protobuf's JSON names); absent means unbounded.
+// Each metric's role, goal and bounds. The role is the server's
+// (Study.metric_roles, resolved by common/study_metrics.h); a server that
+// predates metric_roles is read by the same rule: without any role set,
+// the first metric is the objective and the rest are recorded, else a
+// metric that sets none is recorded. A constraint's bounds come as
+// lower_bound / upper_bound (the proto's names, as this server writes
+// JSON) or lowerBound / upperBound (protobuf's JSON names); absent means
+// unbounded.
 export function metricsOf(study) {
   const specs = (study.spec && study.spec.metrics) || [];
+  const published = study.metric_roles || study.metricRoles;
   const roleOf = (m) => (m.role && m.role !== 'ROLE_UNSPECIFIED' ? m.role
                                                                  : null);
   const anyRole = specs.some((m) => roleOf(m));
+  const resolved = (m, index) => {
+    if (published && published.length === specs.length) {
+      return published[index];
+    }
+    return anyRole ? (roleOf(m) || 'RECORDED')
+                   : (index === 0 ? 'OBJECTIVE' : 'RECORDED');
+  };
   const bound = (m, snake, camel) => {
     const v = m[snake] ?? m[camel] ??
         (m.constraint && (m.constraint[snake] ?? m.constraint[camel]));
@@ -48,17 +59,10 @@ export function metricsOf(study) {
   };
   const out = specs.map((m, index) => ({
     name: m.name, index, minimize: m.goal === 'MINIMIZE',
-    role: anyRole ? (roleOf(m) || 'RECORDED')
-                  : (index === 0 ? 'OBJECTIVE' : 'RECORDED'),
+    role: resolved(m, index),
     lower: bound(m, 'lower_bound', 'lowerBound'),
     upper: bound(m, 'upper_bound', 'upperBound'),
   }));
-  // Roles that name no objective: the first metric that is not a
-  // constraint is the objective.
-  if (out.length && !out.some((m) => m.role === 'OBJECTIVE')) {
-    const first = out.find((m) => m.role !== 'CONSTRAINT') || out[0];
-    first.role = 'OBJECTIVE';
-  }
   return out;
 }
 

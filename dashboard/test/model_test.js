@@ -52,10 +52,12 @@ test('roles and both spellings of the bounds are read', () => {
   assert.equal(metrics[2].lower, null);
   assert.equal(metrics[3].lower, 1);
   assert.equal(metrics[3].upper, 8);
-  // A constraint listed first leaves the objective to the next metric.
-  const first = {spec: {metrics: [{name: 'c', role: 'CONSTRAINT'},
-                                  {name: 'o', goal: 'MINIMIZE'}]}};
-  assert.deepEqual(objectiveOf(first), {name: 'o', index: 1, minimize: true});
+  // The roles the server publishes are read as they are.
+  const published = {spec: {metrics: [{name: 'c', role: 'CONSTRAINT'},
+                                      {name: 'o', goal: 'MINIMIZE'}]},
+                     metric_roles: ['CONSTRAINT', 'OBJECTIVE']};
+  assert.deepEqual(objectiveOf(published),
+                   {name: 'o', index: 1, minimize: true});
 });
 
 test('feasibility follows the bounds and the server\'s mark', () => {

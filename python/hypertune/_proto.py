@@ -17,10 +17,14 @@ except ImportError as err:  # pragma: no cover - depends on how it is run
 
 
 
-def objective_metrics(spec) -> list:
-    """The MetricSpecs a study optimizes: those with role OBJECTIVE, or,
-    where no metric sets a role, the first metric (common/study_metrics.h)."""
+def objective_metrics(spec, roles=()) -> list:
+    """The MetricSpecs a study optimizes: those whose role is OBJECTIVE in
+    ``roles`` (the study's ``metric_roles``, as the server resolves them).
+    From a server that predates metric_roles (``roles`` empty): those with
+    role OBJECTIVE, or, where no metric sets a role, the first metric."""
     metrics = list(spec.metrics) if spec is not None else []
+    if len(roles) == len(metrics) and metrics:
+        return [m for m, role in zip(metrics, roles) if role == pb.MetricSpec.OBJECTIVE]
     if any(m.role != pb.MetricSpec.ROLE_UNSPECIFIED for m in metrics):
         return [m for m in metrics if m.role == pb.MetricSpec.OBJECTIVE]
     return metrics[:1]

@@ -33,16 +33,6 @@ KIND_NAMES = {
 }
 
 
-def is_identifier(name: str) -> bool:
-    """Whether hypertune accepts ``name`` as a parameter name: a letter or
-    '_' first, then letters, digits and "._-" (at most 128 bytes)."""
-    if not name or len(name.encode()) > 128:
-        return False
-    if not (name[0].isascii() and (name[0].isalpha() or name[0] == "_")):
-        return False
-    return all(c.isascii() and (c.isalnum() or c in "._-") for c in name)
-
-
 def category_label(choice: Any) -> str:
     """The string a categorical choice is in hypertune: a str as itself,
     anything else (None, bool, int, float) as its repr."""

@@ -14,12 +14,13 @@ to what and where the mapping stops.
 
 How a define-by-run space is learned: the first ``startup_trials`` Optuna
 trials are sampled by the independent sampler (random by default) while
-the bridge watches the distributions the objective asks for. Then it
-creates the hypertune study over their union; a parameter asked for only
-in some trials becomes a conditional parameter when a categorical asked
-for before it decides, in every trial seen, whether it is asked for (else
-it stays unconditional: hypertune suggests it every time and the trials
-that do not ask for it ignore it). The startup trials are recorded in the
+the bridge watches the distributions the objective asks for. Then the
+server infers the space from those trials (InferOptunaSpace: the one
+mapping, which ``hypertune import-optuna`` uses too; the order in which a
+trial lists its parameters does not matter) and the bridge creates the
+hypertune study over it: a parameter asked for only in some trials
+becomes a conditional parameter of the parameter whose values tell when
+it is asked for. The startup trials are recorded in the
 study, and every later trial is suggested by it. The server lets a
 parameter's range widen and its values grow, so a distribution that widens
 widens the study; it does not let parameters be added, so one first asked
@@ -48,14 +49,13 @@ import optuna
 from optuna.distributions import (
     BaseDistribution,
     CategoricalDistribution,
-    FloatDistribution,
     IntDistribution,
 )
 from optuna.samplers import BaseSampler, RandomSampler
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from hypertune import _space
+from hypertune import _server_info, _space
 from hypertune._proto import pb
 from hypertune.client import Client
 from hypertune.errors import AlreadyExistsError, InvalidArgumentError, NotFoundError
@@ -68,11 +68,6 @@ TRIAL_NUMBER_ATTRIBUTE = "optuna.trial_number"
 #: hypertune trial does not hold (a parameter the study lacks, or one it
 #: held inactive).
 OTHER_PARAMS_ATTRIBUTE = "optuna.other_params"
-
-# The server's limits (common/limits.h): values of one parameter, bytes of
-# one attribute's value.
-_MAX_VALUES = _space.MAX_VALUES
-_MAX_ATTRIBUTE_BYTES = 4096
 
 #: The stop reason of the STOPPED trial, without a result, that records an
 #: Optuna trial pruned before it reported anything.
@@ -89,41 +84,36 @@ FAILED_REASON = (
 _FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
 
-_is_identifier = _space.is_identifier
 category_label = _space.category_label
 spec_dict = _space.spec_dict
 
 
-def parameter_spec(name: str, distribution: BaseDistribution) -> tuple[Optional[dict], str]:
-    """The hypertune ParameterSpec (as a config dict) for an Optuna
-    distribution, and "" ; or None and why hypertune cannot hold it.
-
-    FloatDistribution: a DOUBLE range (LOG scale when ``log``), or with a
-    ``step`` the DISCRETE grid low, low+step, ..., high. IntDistribution: an
-    INTEGER range (LOG when ``log``), or with a step > 1 the DISCRETE grid.
-    CategoricalDistribution: CATEGORICAL over the choices' labels
-    (:func:`category_label`). The mapping is _space.py's, which
-    Trial.suggest_float and its kin check an objective's calls with."""
-    if not _is_identifier(name):
-        return None, (
-            'hypertune parameter names are identifiers (a letter or "_", then letters, '
-            'digits and "._-")'
-        )
-    if distribution.single():
-        return None, "it has a single value, so nothing to search"
-    if isinstance(distribution, FloatDistribution):
-        return _space.float_spec(
-            name, distribution.low, distribution.high, distribution.step, distribution.log
-        )
-    if isinstance(distribution, IntDistribution):
-        return _space.int_spec(
-            name, distribution.low, distribution.high, distribution.step, distribution.log
-        )
-    if isinstance(distribution, CategoricalDistribution):
-        return _space.categorical_spec(name, distribution.choices)
-    return None, (
-        f"{type(distribution).__name__} is not one of Float-, Int- or CategoricalDistribution"
+def parameter_spec(
+    client: Client, name: str, distribution: BaseDistribution
+) -> tuple[Optional[dict], str]:
+    """The hypertune ParameterSpec (as a config dict) that the server maps
+    an Optuna distribution to (InferOptunaSpace, service/optuna_space.h),
+    and "" ; or None and why hypertune cannot hold it."""
+    request = pb.InferOptunaSpaceRequest(
+        distributions=[optuna.distributions.distribution_to_json(distribution)]
     )
+    trial = request.trials.add(number=0, state="COMPLETE")
+    low = 0.0 if isinstance(distribution, CategoricalDistribution) else distribution.low
+    trial.params.add(name=name, distribution=0, value=float(low))
+    try:
+        answer = client.transport.call("InferOptunaSpace", request)
+    except InvalidArgumentError as error:
+        return None, str(error)
+    mapped = answer.parameters[0].spec
+    if mapped.name != name:
+        return None, _NOT_AN_IDENTIFIER.format(name=mapped.name)
+    return spec_dict(mapped), ""
+
+
+_NOT_AN_IDENTIFIER = (
+    'hypertune parameter names are identifiers (a letter or "_", then letters, digits and '
+    '"._-"): the server would name it {name!r}'
+)
 
 
 _kind = _space.kind_of
@@ -134,11 +124,12 @@ def _domain_equal(a: dict, b: dict) -> bool:
     return kind == _kind(b) and a[kind] == b[kind]
 
 
-def widened(old: dict, new: dict) -> Optional[dict]:
+def widened(old: dict, new: dict, max_values: Optional[int] = None) -> Optional[dict]:
     """``old`` (a ParameterSpec dict, with its conditions) grown to take in
     ``new``'s domain too, as the server's UpdateStudy allows (ranges widen,
     value lists grow, kind and scale stay); None when the kinds or scales
-    differ. Equal to ``old`` when ``new`` adds nothing."""
+    differ, or the values would pass ``max_values`` (the server's
+    max_values_per_parameter). Equal to ``old`` when ``new`` adds nothing."""
     kind = _kind(old)
     if kind != _kind(new):
         return None
@@ -151,12 +142,12 @@ def widened(old: dict, new: dict) -> Optional[dict]:
         grown[kind]["max"] = max(o["max"], n["max"])
     elif kind == "discrete_spec":
         values = sorted(set(o["values"]) | set(n["values"]))
-        if len(values) > _MAX_VALUES:
+        if max_values is not None and len(values) > max_values:
             return None
         grown[kind]["values"] = values
     else:
         values = list(o["values"]) + [v for v in n["values"] if v not in o["values"]]
-        if len(values) > _MAX_VALUES:
+        if max_values is not None and len(values) > max_values:
             return None
         grown[kind]["values"] = values
     return grown
@@ -168,8 +159,11 @@ def to_optuna(value: Any, distribution: BaseDistribution) -> tuple[bool, Any]:
     (another range, a choice it lacks)."""
     if isinstance(distribution, CategoricalDistribution):
         for choice in distribution.choices:
-            if isinstance(value, str) and category_label(choice) == value:
-                return True, choice
+            if isinstance(value, str):
+                if category_label(choice) == value:
+                    return True, choice
+            elif _is_number(choice) and _close(float(choice), float(value)):
+                return True, choice  # numeric choices are a DISCRETE parameter
         return False, None
     if isinstance(value, str):
         return False, None
@@ -216,66 +210,76 @@ def _same_value(optuna_value: Any, hypertune_value: Any, spec: dict) -> bool:
 _close = _space.close
 
 
-def infer_parameters(trials: Sequence[FrozenTrial]) -> tuple[list[dict], dict[str, str]]:
-    """The hypertune parameters of the space ``trials`` asked for, in the
-    order the parameters were first asked for, and the parameters left out
-    with why.
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
-    A parameter that some trials did not ask for gets as parent the last
-    categorical C, asked for before it in every trial that asked for it,
-    such that in every trial C's value decides whether it is asked for:
-    the trials that asked for it hold the categories S of C, and every
-    trial whose C is in S asked for it. Where no categorical does, it is
-    unconditional (hypertune suggests it in every trial; trials that do not
-    ask for it ignore it)."""
-    order: list[str] = []
-    specs: dict[str, dict] = {}
-    left_out: dict[str, str] = {}
+
+def _space_request(
+    trials: Sequence[FrozenTrial], leave_out: set[str]
+) -> pb.InferOptunaSpaceRequest:
+    """``trials`` as InferOptunaSpace takes them (without the parameters
+    named in ``leave_out``)."""
+    request = pb.InferOptunaSpaceRequest()
+    index: dict[str, int] = {}
     for trial in trials:
+        sent = request.trials.add(number=trial.number, state=trial.state.name)
         for name, distribution in trial.distributions.items():
-            spec, why = parameter_spec(name, distribution)
-            if spec is None:
-                left_out.setdefault(name, why)
+            if name in leave_out:
                 continue
-            if name not in specs:
-                order.append(name)
-                specs[name] = spec
-                continue
-            grown = widened(specs[name], spec)
-            if grown is None:
-                left_out[name] = "its distribution changed kind or scale between trials"
-            else:
-                specs[name] = grown
-    order = [name for name in order if name not in left_out]
-    # Conditions are judged on the trials that ran to the end (a failed one
-    # may have stopped before asking for everything its branch needs).
-    judged = [t for t in trials if t.state != TrialState.FAIL] or list(trials)
-    for index, name in enumerate(order):
-        asking = [t for t in judged if name in t.params]
-        if len(asking) == len(judged):
-            continue
-        for parent in reversed(order[:index]):
-            if _kind(specs[parent]) != "categorical_spec" or specs[parent].get("parent"):
-                continue
-            if not asking or not all(_asked_before(t, parent, name) for t in asking):
-                continue
-            categories = {category_label(t.params[parent]) for t in asking}
-            decides = all(
-                (name in t.params) == (category_label(t.params[parent]) in categories)
-                for t in judged
-                if parent in t.params
+            text = optuna.distributions.distribution_to_json(distribution)
+            if text not in index:
+                index[text] = len(request.distributions)
+                request.distributions.append(text)
+            param = sent.params.add(name=name, distribution=index[text])
+            try:
+                param.value = float(distribution.to_internal_repr(trial.params[name]))
+            except (KeyError, TypeError, ValueError) as error:
+                param.problem = f"parameter {name!r}: {error!r}"
+    return request
+
+
+_PARAMETER_NAMED = re.compile(r'parameter "((?:[^"\\]|\\.)*)"')
+
+
+def infer_parameters(
+    trials: Sequence[FrozenTrial], client: Client
+) -> tuple[list[dict], dict[str, str]]:
+    """The hypertune parameters of the space ``trials`` asked for, as the
+    server infers it (InferOptunaSpace: parents before their children,
+    whatever order a trial lists its parameters in), and the parameters
+    left out with why: those the server leaves out, those whose name it
+    would change (not an identifier) with their children, and one whose
+    distributions it refuses (another kind in some trials, choices that
+    read alike)."""
+    left_out: dict[str, str] = {}
+    while True:
+        if not any(set(t.distributions) - set(left_out) for t in trials):
+            return [], left_out
+        try:
+            answer = client.transport.call(
+                "InferOptunaSpace", _space_request(trials, set(left_out))
             )
-            if decides:
-                labels = specs[parent]["categorical_spec"]["values"]
-                specs[name]["parent"] = parent
-                specs[name]["parent_categories"] = [v for v in labels if v in categories]
-                break
-    return [specs[name] for name in order], left_out
-
-
-def _asked_before(trial: FrozenTrial, first: str, second: str) -> bool:
-    names = list(trial.distributions)
-    return first in names and second in names and names.index(first) < names.index(second)
+            break
+        except InvalidArgumentError as error:
+            named = _PARAMETER_NAMED.search(str(error))
+            if named is None or named.group(1) in left_out:
+                raise
+            left_out[named.group(1)] = str(error)
+    for gone in answer.left_out:
+        left_out[gone.optuna_name] = gone.reason
+    dropped: set[str] = set()  # spec names
+    parameters = []
+    for parameter in answer.parameters:
+        spec = parameter.spec
+        if spec.name != parameter.optuna_name:
+            left_out[parameter.optuna_name] = _NOT_AN_IDENTIFIER.format(name=spec.name)
+            dropped.add(spec.name)
+        elif spec.parent in dropped:
+            left_out[parameter.optuna_name] = f"its parent {spec.parent!r} is left out"
+            dropped.add(spec.name)
+        else:
+            parameters.append(spec_dict(spec))
+    return parameters, left_out
 
 
 def _active(specs: dict[str, dict], values: dict[str, Any]) -> set[str]:
@@ -364,6 +368,8 @@ class Sampler(BaseSampler):
         # Startup trials that ended, by number, until the study is created.
         self._pending: dict[int, FrozenTrial] = {}
         self._warned: set[str] = set()
+        # (name, distribution JSON) -> parameter_spec's answer.
+        self._mapped: dict[tuple[str, str], tuple[Optional[dict], str]] = {}
 
     # ----- What it is -----
 
@@ -404,7 +410,7 @@ class Sampler(BaseSampler):
                 seen = self._last_seen.get(name)
                 if spec.get("parent") or seen is None:
                     continue
-                mapped, _ = parameter_spec(name, seen)
+                mapped, _ = self._map(name, seen)
                 if mapped is not None and _domain_equal(mapped, spec):
                     space[name] = seen
             return space
@@ -529,7 +535,7 @@ class Sampler(BaseSampler):
         finished = [by_number[number] for number in sorted(by_number)]
         if len(finished) < self._startup_trials:
             return
-        parameters, left_out = infer_parameters(finished)
+        parameters, left_out = infer_parameters(finished, self._client)
         for param, why in left_out.items():
             self._warn_once(
                 f"left:{param}",
@@ -557,7 +563,9 @@ class Sampler(BaseSampler):
                 "max_retries": 0,
                 **({"seed": self._seed} if self._seed is not None else {}),
             },
-            "attributes": {"optuna.study": study.study_name[:_MAX_ATTRIBUTE_BYTES]},
+            "attributes": {
+                "optuna.study": study.study_name[: self._limits().max_attribute_value_bytes]
+            },
         }
         try:
             created = self._client.create_study(config)
@@ -594,6 +602,16 @@ class Sampler(BaseSampler):
             for name, distribution in trial.distributions.items():
                 self._last_seen[name] = distribution
 
+    def _limits(self) -> pb.ServerLimits:
+        return _server_info.limits(self._client)
+
+    def _map(self, name: str, distribution: BaseDistribution) -> tuple[Optional[dict], str]:
+        """parameter_spec, asked of the server once per distribution."""
+        key = (name, optuna.distributions.distribution_to_json(distribution))
+        if key not in self._mapped:
+            self._mapped[key] = parameter_spec(self._client, name, distribution)
+        return self._mapped[key]
+
     def _widen(self, name: str, distribution: BaseDistribution) -> None:
         """Widens the study's parameter ``name`` to ``distribution`` where
         it is narrower and the server allows it. REQUIRES: self._lock held."""
@@ -608,10 +626,10 @@ class Sampler(BaseSampler):
                     f"values in their {OTHER_PARAMS_ATTRIBUTE!r} attribute",
                 )
             return
-        mapped, _ = parameter_spec(name, distribution)
+        mapped, _ = self._map(name, distribution)
         if mapped is None:
             return
-        grown = widened(spec, mapped)
+        grown = widened(spec, mapped, self._limits().max_values_per_parameter)
         if grown is None:
             self._warn_once(
                 f"kind:{name}",
@@ -684,7 +702,9 @@ class Sampler(BaseSampler):
         parameters = [
             to_parameter_value(n, trial.params[n], specs[n]) for n in specs if n in active
         ]
-        attributes = _attributes(trial.number, self._other_params(None, trial))
+        attributes = _attributes(
+            trial.number, self._other_params(None, trial), self._limits().max_attribute_value_bytes
+        )
         name = self._study.name
         if trial.state == TrialState.COMPLETE and all(math.isfinite(v) for v in trial.values):
             final = pb.Measurement(
@@ -723,7 +743,9 @@ class Sampler(BaseSampler):
     def _finish(self, held: Trial, trial: FrozenTrial, other_params: dict[str, Any]) -> None:
         """Reports ``trial``'s intermediate values on ``held`` and finishes
         it in the state that matches Optuna's."""
-        for key, value in _attributes(trial.number, other_params).items():
+        for key, value in _attributes(
+            trial.number, other_params, self._limits().max_attribute_value_bytes
+        ).items():
             held.set_attribute(key, value)
         objective = held.objective
         assert self._study is not None
@@ -776,11 +798,14 @@ def _metric_names(count: int) -> list[str]:
     return ["value"] if count == 1 else [f"value_{i}" for i in range(count)]
 
 
-def _attributes(number: int, other_params: dict[str, Any]) -> dict[str, str]:
+def _attributes(number: int, other_params: dict[str, Any], max_bytes: int) -> dict[str, str]:
+    """The attributes of the hypertune trial recording Optuna trial
+    ``number``; the other parameters only when their JSON fits ``max_bytes``
+    (the server's max_attribute_value_bytes)."""
     attributes = {TRIAL_NUMBER_ATTRIBUTE: str(number)}
     if other_params:
         text = json.dumps(other_params, default=repr, sort_keys=True)
-        if len(text.encode()) <= _MAX_ATTRIBUTE_BYTES:
+        if len(text.encode()) <= max_bytes:
             attributes[OTHER_PARAMS_ATTRIBUTE] = text
     return attributes
 

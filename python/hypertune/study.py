@@ -287,19 +287,19 @@ class Study:
     def objectives(self) -> list[str]:
         """The names of the metrics optimized: those with role OBJECTIVE, or
         the first metric where no metric sets a role."""
-        return [m.name for m in objective_metrics(self.spec)]
+        return [m.name for m in objective_metrics(self.spec, self._proto.metric_roles)]
 
     @property
     def objective(self) -> str:
         """The name of the primary objective (the first of
         :attr:`objectives`): what early stopping judges."""
-        found = objective_metrics(self.spec)
+        found = objective_metrics(self.spec, self._proto.metric_roles)
         return found[0].name if found else ""
 
     @property
     def goal(self) -> str:
         """MAXIMIZE or MINIMIZE: the primary objective's goal."""
-        found = objective_metrics(self.spec)
+        found = objective_metrics(self.spec, self._proto.metric_roles)
         return pb.MetricSpec.Goal.Name(found[0].goal) if found else ""
 
     @property
@@ -505,7 +505,7 @@ class Study:
     def directions(self) -> list[str]:
         """MINIMIZE or MAXIMIZE for each objective of :attr:`objectives`,
         in that order (Optuna's ``study.directions``, as strings)."""
-        return [pb.MetricSpec.Goal.Name(m.goal) for m in objective_metrics(self.spec)]
+        return [pb.MetricSpec.Goal.Name(m.goal) for m in objective_metrics(self.spec, self._proto.metric_roles)]
 
     @property
     def direction(self) -> str:

@@ -82,8 +82,11 @@ def assert_same_params(optuna_trial: Any, hypertune_trial: hypertune.Trial) -> N
 # ----- The mapping of distributions -----
 
 
-def test_distributions_map_to_parameter_specs() -> None:
-    spec = hypertune.optuna.parameter_spec
+def test_distributions_map_to_parameter_specs(client: hypertune.Client) -> None:
+    """The server's mapping (InferOptunaSpace), as the bridge asks it."""
+    def spec(name: str, distribution: Any) -> Any:
+        return hypertune.optuna.parameter_spec(client, name, distribution)
+
     assert spec("x", FloatDistribution(0.0, 2.0))[0] == {
         "name": "x", "double_spec": {"min": 0.0, "max": 2.0, "scale": "LINEAR"}}
     assert spec("lr", FloatDistribution(1e-4, 1.0, log=True))[0]["double_spec"]["scale"] == "LOG"
@@ -98,12 +101,18 @@ def test_distributions_map_to_parameter_specs() -> None:
         "name": "batch", "discrete_spec": {"values": [16.0, 32.0, 48.0, 64.0]}}
     assert spec("c", CategoricalDistribution([None, True, 2, "x"]))[0] == {
         "name": "c", "categorical_spec": {"values": ["None", "True", "2", "x"]}}
+    # Numeric choices are ordered values; a single value is one.
+    assert spec("b", CategoricalDistribution([32, 64]))[0] == {
+        "name": "b", "discrete_spec": {"values": [32.0, 64.0]}}
+    assert spec("one", FloatDistribution(1.0, 1.0))[0] == {
+        "name": "one", "discrete_spec": {"values": [1.0]}}
+    # A step grid past the server's limit is a range without the step.
+    assert spec("fine", FloatDistribution(0.0, 1.0, step=1e-4))[0] == {
+        "name": "fine", "double_spec": {"min": 0.0, "max": 1.0, "scale": "LINEAR"}}
     # What hypertune cannot hold says why.
     for name, distribution, why in [
-        ("one", FloatDistribution(1.0, 1.0), "single value"),
-        ("clash", CategoricalDistribution([1, "1"]), "same label"),
+        ("clash", CategoricalDistribution([1, "1"]), 'two choices read "1"'),
         ("layer/0", FloatDistribution(0.0, 1.0), "identifiers"),
-        ("fine", FloatDistribution(0.0, 1.0, step=1e-4), "more than 1000"),
     ]:
         held, reason = spec(name, distribution)
         assert held is None and why in reason
@@ -116,6 +125,8 @@ def test_values_map_back_only_where_the_distribution_holds_them() -> None:
     assert to_optuna(32, IntDistribution(16, 64, step=16)) == (True, 32)
     assert to_optuna(40, IntDistribution(16, 64, step=16))[0] is False
     assert to_optuna(3.0, FloatDistribution(0.0, 2.0))[0] is False
+    assert to_optuna(64.0, CategoricalDistribution([32, 64])) == (True, 64)
+    assert to_optuna(48.0, CategoricalDistribution([32, 64]))[0] is False
     assert hypertune.optuna.widened(
         {"name": "x", "double_spec": {"min": 0.0, "max": 1.0, "scale": "LINEAR"}},
         {"name": "x", "double_spec": {"min": -1.0, "max": 0.5, "scale": "LINEAR"}},
@@ -135,32 +146,62 @@ def made_trial(state: Any = TrialState.COMPLETE, **params: Any) -> Any:
     )
 
 
-def test_a_categorical_that_decides_a_parameter_becomes_its_parent() -> None:
+def test_a_categorical_that_decides_a_parameter_becomes_its_parent(
+    client: hypertune.Client,
+) -> None:
     parameters, left_out = hypertune.optuna.infer_parameters([
         made_trial(c="a", u=0.1, x=0.5),
         made_trial(c="b", x=0.2),
         made_trial(c="c", u=0.3, x=0.1),
+        made_trial(c="a", u=0.2, x=0.4),
+        made_trial(c="b", x=0.6),
+        made_trial(c="c", u=0.7, x=0.3),
         # A failed trial may stop before its branch's parameters: not judged.
         made_trial(TrialState.FAIL, c="a"),
-    ])
+    ], client)
     assert left_out == {}
     by_name = {p["name"]: p for p in parameters}
-    assert [p["name"] for p in parameters] == ["c", "u", "x"]
+    # Parents first: by how many trials hold each, then by name.
+    assert [p["name"] for p in parameters] == ["c", "x", "u"]
     assert (by_name["u"]["parent"], by_name["u"]["parent_categories"]) == ("c", ["a", "c"])
     assert "parent" not in by_name["x"] and "parent" not in by_name["c"]
 
 
-def test_a_parameter_no_categorical_decides_stays_unconditional() -> None:
-    parameters, _ = hypertune.optuna.infer_parameters([
+def test_a_parameter_nothing_decides_is_left_out(client: hypertune.Client) -> None:
+    parameters, left_out = hypertune.optuna.infer_parameters([
         made_trial(c="a", x=0.9, y=0.5),  # y depends on x, not on c
         made_trial(c="a", x=0.1),
         made_trial(c="b", x=0.8, y=0.2),
-        # asked for before c: c cannot decide it
         made_trial(z=0.5, c="b", x=0.3),
         made_trial(c="a", x=0.3),
-    ])
+    ], client)
+    # In fewer than half the trials, and no parameter's values tell when:
+    # the independent sampler samples them.
+    assert [p["name"] for p in parameters] == ["c", "x"]
+    assert set(left_out) == {"y", "z"}
+
+
+def test_the_order_optuna_lists_parameters_in_does_not_matter(
+    client: hypertune.Client,
+) -> None:
+    """Optuna's storage returns a trial's parameters by name: a child
+    (forest_depth) before its parent (model)."""
+    def trial(model: str, child: str, value: float) -> Any:
+        params = {child: value, "model": model}
+        distributions = {
+            child: FloatDistribution(0.0, 10.0),
+            "model": CategoricalDistribution(["forest", "svm"]),
+        }
+        return optuna.trial.create_trial(
+            state=TrialState.COMPLETE, value=1.0, params=params, distributions=distributions)
+
+    trials = [trial("forest", "forest_depth", 1.0 + i) if i % 2 == 0
+              else trial("svm", "svm_c", 0.5 * i) for i in range(8)]
+    parameters, left_out = hypertune.optuna.infer_parameters(trials, client)
     by_name = {p["name"]: p for p in parameters}
-    assert "parent" not in by_name["y"] and "parent" not in by_name["z"]
+    assert left_out == {}
+    assert by_name["forest_depth"]["parent_categories"] == ["forest"]
+    assert by_name["svm_c"]["parent_categories"] == ["svm"]
 
 
 # ----- Plain Optuna scripts -----
@@ -186,7 +227,9 @@ def test_optimize_converges_better_than_random(make_sampler: Any) -> None:
     # are recorded with Optuna's values, and its best is Optuna's best.
     hypertune_study = sampler.hypertune_study.refresh()
     assert hypertune_study.spec.algorithm == hypertune.optuna.pb.GP_BANDIT
-    assert [p.name for p in hypertune_study.spec.parameters] == ["x", "lr", "n", "activation"]
+    # The server's order (service/optuna_space.h): by how many trials hold
+    # a parameter, then the first trial holding it, then by name.
+    assert [p.name for p in hypertune_study.spec.parameters] == ["activation", "lr", "n", "x"]
     assert hypertune_study.trial_counts == {"COMPLETED": trials}
     by_number = recorded(sampler)
     assert sorted(by_number) == list(range(trials))
@@ -329,6 +372,42 @@ def test_a_parameter_new_after_the_study_was_made_still_works(make_sampler: Any)
             assert json.loads(other) == {"late": optuna_trial.params["late"]}
         else:
             assert other is None
+
+
+def pipeline(trial: Any) -> float:
+    """A define-by-run objective whose branch parameter (model) sorts after
+    one of its children (forest_depth)."""
+    model = trial.suggest_categorical("model", ["forest", "svm"])
+    lr = trial.suggest_float("lr", 1e-4, 1e-1, log=True)
+    if model == "forest":
+        depth = trial.suggest_int("forest_depth", 2, 32)
+        return abs(math.log10(lr) + 2) + abs(depth - 8) / 10
+    c = trial.suggest_float("svm_c", 1e-3, 1e3, log=True)
+    return abs(math.log10(lr) + 2) + abs(math.log10(c))
+
+
+def test_an_existing_sqlite_study_keeps_every_trial(make_sampler: Any, tmp_path: Any) -> None:
+    """Optuna's RDB storage returns a trial's parameters by name, not in
+    the order the objective asked for them: the bridge opened on a study
+    of 42 trials records all 42, the best one among them."""
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    name = unique_name("optuna-sqlite")
+    first = optuna.create_study(
+        study_name=name, storage=storage, sampler=optuna.samplers.RandomSampler(seed=11))
+    first.optimize(pipeline, n_trials=42)
+    best = first.best_trial.number
+    sampler = make_sampler(study_name=name)
+    study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
+    study.optimize(pipeline, n_trials=1)
+    by_number = recorded(sampler)
+    assert set(range(42)) <= set(by_number), sorted(set(range(42)) - set(by_number))
+    assert best in by_number
+    spec = {p.name: p for p in sampler.hypertune_study.spec.parameters}
+    assert (spec["forest_depth"].parent, list(spec["forest_depth"].parent_categories)) == (
+        "model", ["forest"])
+    assert (spec["svm_c"].parent, list(spec["svm_c"].parent_categories)) == ("model", ["svm"])
+    for trial in study.get_trials(states=(TrialState.COMPLETE,))[:42]:
+        assert_same_params(trial, by_number[trial.number])
 
 
 def test_a_widened_distribution_widens_the_study(make_sampler: Any) -> None:
