@@ -23,6 +23,7 @@
 #include "service/conversion.h"
 #include "service/curve_cache.h"
 #include "service/priors.h"
+#include "service/server_info.h"
 #include "service/status_macros.h"
 #include "service/study_update.h"
 #include "service/trial_state.h"
@@ -138,10 +139,13 @@ void SetFeasible(const StudyMetrics& metrics, v1::Trial& trial) {
   }
 }
 
-// A study stored before its record of changes counted toward its size (a
-// parameter list recorded whole) can pass what an answer may carry: its
-// largest change texts are cut, oldest first, until it fits.
+// The last step of every Study answer: the metrics' resolved roles
+// published, and, for a study stored before its record of changes counted
+// toward its size (a parameter list recorded whole), which can pass what an
+// answer may carry, its largest change texts cut, oldest first, until it
+// fits.
 void FitStudyAnswer(v1::Study& study) {
+  PublishMetricRoles(study);
   for (v1::StudyChange& change : *study.mutable_changes()) {
     if (study.ByteSizeLong() <= kMaxStudyBytes) return;
     for (v1::StudyChange::Field& field : *change.mutable_fields()) {
@@ -344,10 +348,12 @@ absl::StatusOr<v1::Study> StudyService::CreateStudy(
   study.clear_device_seconds();
   study.clear_cost();
   study.clear_changes();
+  study.clear_metric_roles();  // output only
   // Under the study's lock: a call that found no such study a moment ago
   // cannot act on this one before it exists with its owner.
   absl::MutexLock lock(&context_.runtimes().For(study.name()).mu);
   HT_RETURN_IF_ERROR(context_.store().CreateStudy(study));
+  FitStudyAnswer(study);
   return study;
 }
 

@@ -129,6 +129,5 @@ def test_metric_roles_are_the_servers(client: hypertune.Client) -> None:
                      "metrics": case["metrics"], "algorithm": "RANDOM"},
         })
         roles = [pb.MetricSpec.Role.Name(r) for r in study._proto.metric_roles]  # pylint: disable=protected-access
-        if roles:  # a server that publishes them
-            assert roles == case["roles"], case["name"]
+        assert roles == case["roles"], case["name"]
         assert study.objectives == objectives, case["name"]
