@@ -1,7 +1,7 @@
-// Command-line parsing for the `hypertune` CLI: flags of the form
-// `--name value` / `--name=value`, positional arguments, and everything after
-// `--` kept verbatim (the worker's command). Errors are usage errors: the
-// CLI prints them with the command's usage and exits 2.
+// Command-line parsing for the `hypertune` CLI, on CLI11 (libcli11-dev):
+// flags of the form `--name value` / `--name=value`, positional arguments,
+// and everything after `--` kept verbatim (the worker's command). Errors are
+// usage errors: the CLI prints them with the command's usage and exits 2.
 //
 // Thread safety: pure functions and value types.
 #ifndef HYPERTUNE_CLI_ARGS_H_
@@ -48,9 +48,11 @@ struct ParsedArgs {
       std::string_view flag) const;
 };
 
-// Parses `args` against `flags`. `--` ends the flags when allow_separator;
-// a token "-5" (a number) is positional. Usage errors for an unknown flag, a
-// missing or unexpected value, a repeated non-repeatable flag.
+// Parses `args` against `flags`. A flag's value is the next token, whatever
+// it looks like, or what follows "=" ("--name=" is the empty value). `--`
+// ends the flags when allow_separator; a token "-5" (a number) is
+// positional. Usage errors for an unknown flag, a missing or unexpected
+// value, a repeated non-repeatable flag.
 absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& args,
                                      const std::vector<FlagSpec>& flags,
                                      bool allow_separator = false);

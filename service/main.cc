@@ -9,6 +9,10 @@
 //              [--http-header-timeout-ms MS] [--http-body-timeout-ms MS]]
 //              [--fit-threads N] [--backup-dir DIR]
 //
+// Each flag is described in kUsage below, which --help prints; CLI11 parses
+// them (ParseFlags), and a usage error prints the flag's fault and the usage
+// and exits 2.
+//
 // Prints "hypertuned listening on HOST:PORT" once serving (and, with --http,
 // "hypertuned: dashboard on http(s)://HOST:PORT/" before it); SIGTERM or
 // SIGINT shut it down gracefully (calls in flight finish, the database is
