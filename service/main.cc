@@ -167,6 +167,17 @@ std::optional<int> ParseFlags(int argc, char** argv,
                std::string_view::npos &&
            "kUsage describes every flag");
   }
+  auto usage_error = [](std::string_view message) {
+    std::cerr << "hypertuned: " << message << "\n" << kUsage;
+    return 2;
+  };
+  // CLI11 reads "--name=" as "--name" and takes the next token for its value.
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.starts_with("--") && arg.ends_with('=')) {
+      return usage_error(std::string(arg) + " has no value after the \"=\"");
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -176,12 +187,8 @@ std::optional<int> ParseFlags(int argc, char** argv,
     // CLI11 checks for missing flags before unknown ones, which are the
     // likelier mistake (a misspelt --db): those first.
     const std::vector<std::string> unknown = app.remaining();
-    std::cerr << "hypertuned: "
-              << (unknown.empty() ? e.what()
-                                  : "unknown argument " + unknown.front())
-              << "\n"
-              << kUsage;
-    return 2;
+    return usage_error(unknown.empty() ? e.what()
+                                       : "unknown argument " + unknown.front());
   }
   options->durable_full = durability == "full";
   return std::nullopt;
