@@ -23,17 +23,19 @@ std::string Named(const SearchSpace& space, int index) {
 }
 
 // n values evenly spaced over [min, max] in `scale`, both ends included (the
-// centre for n == 1).
+// centre for n == 1). Log scale steps in powers of ten, so that decades land
+// exactly (1e-4 .. 1e-1 in 4 gives 0.01, not 0.010000000000000004).
 std::vector<double> EvenlySpaced(double min, double max, Scale scale, int n) {
   const bool log = scale == Scale::kLog;
-  const double lo = log ? std::log(min) : min, hi = log ? std::log(max) : max;
+  const double lo = log ? std::log10(min) : min;
+  const double hi = log ? std::log10(max) : max;
   std::vector<double> values(n);
   for (int i = 0; i < n; ++i) {
-    const double t = n == 1 ? 0.5 : static_cast<double>(i) / (n - 1);
-    const double v = lo + t * (hi - lo);
-    values[i] = std::clamp(log ? std::exp(v) : v, min, max);
+    const double v =
+        n == 1 ? (lo + hi) / 2 : (lo * (n - 1 - i) + hi * i) / (n - 1);
+    values[i] = std::clamp(log ? std::pow(10.0, v) : v, min, max);
   }
-  // Exact ends, whatever exp(log(x)) rounds to.
+  // Exact ends, whatever pow(10, log10(x)) rounds to.
   if (n > 1) values.front() = min, values.back() = max;
   return values;
 }

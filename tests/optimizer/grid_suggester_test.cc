@@ -127,9 +127,8 @@ TEST(GridSuggesterTest, DoublesTakeGridPointsEvenlySpacedInTheirScale) {
   EXPECT_THAT(GridValues(space, 0).value(), ElementsAre(0, 0.25, 0.5, 0.75, 1));
   const std::vector<double> lr = GridValues(space, 1).value();
   ASSERT_EQ(lr.size(), 5u);
-  for (int i = 0; i < 5; ++i) {
-    EXPECT_NEAR(lr[i], std::pow(10.0, i - 4), 1e-15) << i;
-  }
+  // Decades exactly, as a user would write them.
+  EXPECT_THAT(lr, ElementsAre(1e-4, 1e-3, 1e-2, 1e-1, 1));
   EXPECT_THAT(GridValues(space, 2).value(), ElementsAre(1, 10, 100, 1000));
   EXPECT_EQ(GridSize(space).value(), 100);
 }
