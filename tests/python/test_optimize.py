@@ -280,3 +280,50 @@ def test_bad_arguments(client: hypertune.Client, arguments, message) -> None:
     with pytest.raises(hypertune.InvalidArgumentError, match=re.escape(message)):
         study.optimize(lambda trial: 1.0, **arguments)
     assert study.trials() == []
+
+
+def test_a_grid_study_runs_every_point_once_then_completes(server) -> None:
+    # GRID (docs/study-config.md, "Grid search"): 4 x 3 x 2 points over three
+    # worker threads, without n_trials: optimize returns once the grid is
+    # exhausted and the server has completed the study.
+    client = hypertune.Client(server.address)
+    study = client.create_study({
+        "name": unique_name("grid"),
+        "spec": {
+            "parameters": [
+                {"name": "lr", "double_spec": {"min": 1e-4, "max": 1e-1, "scale": "LOG",
+                                               "grid_points": 4}},
+                {"name": "layers", "integer_spec": {"min": 1, "max": 3}},
+                {"name": "optimizer", "categorical_spec": {"values": ["sgd", "adam"]}},
+            ],
+            "metrics": [{"name": "loss", "goal": "MINIMIZE"}],
+            "algorithm": "GRID",
+        },
+    })
+    seen = []
+    lock = threading.Lock()
+
+    def objective(trial: hypertune.Trial) -> float:
+        with lock:
+            seen.append((trial.params["lr"], trial.params["layers"],
+                         trial.params["optimizer"]))
+        return trial.params["lr"] * trial.params["layers"]
+
+    study.optimize(objective, n_workers=3, timeout=120)
+    assert len(seen) == 24
+    assert len(set(seen)) == 24
+    assert {lr for lr, _, _ in seen} == {1e-4, 1e-3, 1e-2, 1e-1}
+    study = client.get_study(study.name)
+    assert study.state == "COMPLETED"
+    assert study.trial_counts == {"COMPLETED": 24}
+    assert study.best().params == {"lr": 1e-4, "layers": 1,
+                                   "optimizer": study.best().params["optimizer"]}
+
+    # A DOUBLE without grid_points is refused, naming it.
+    with pytest.raises(hypertune.InvalidArgumentError, match=r'parameters\[0\] \("x"\)\.grid_points'):
+        client.create_study({
+            "name": unique_name("grid"),
+            "spec": {"parameters": [{"name": "x", "double_spec": {"min": 0, "max": 1}}],
+                     "metrics": [{"name": "loss", "goal": "MINIMIZE"}],
+                     "algorithm": "GRID"},
+        })
