@@ -159,7 +159,7 @@ TEST_F(CommandsTest, OneDefaultFormatAndJsonIntegersAsNumbers) {
       << out;
   EXPECT_THAT(out, StartsWith("{\n"));
   EXPECT_THAT(out, HasSubstr("\"max_trials\": 5"));
-  EXPECT_THAT(out, testing::ContainsRegex("\"create_time_ms\": [0-9]+\n"));
+  EXPECT_THAT(out, testing::ContainsRegex("\"create_time_ms\": [0-9]+,?\n"));
 
   ASSERT_EQ(Cli({"suggest", "a", "--client-id", "me"}, &out), 0) << out;
   ASSERT_EQ(Cli({"complete", "a", "1", "loss=0.5"}, &out), 0) << out;

@@ -55,7 +55,7 @@ TEST(ParseJsonConfig, AnEnumTypoListsTheValidNames) {
               HasSubstr("spec.metrics[0] (\"loss\").goal: unknown Goal"));
   EXPECT_THAT(message, HasSubstr("\"MINIMISE\" (one of MAXIMIZE, MINIMIZE)"));
   EXPECT_THAT(Error(R"({"spec": {"algorithm": "BAYES"}})"),
-              HasSubstr("(one of RANDOM, QUASI_RANDOM, GP_BANDIT, TPE)"));
+              HasSubstr("(one of RANDOM, QUASI_RANDOM, GP_BANDIT, TPE, GRID)"));
 }
 
 TEST(ParseJsonConfig, AnUnknownFieldSuggestsTheNearest) {
