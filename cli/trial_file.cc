@@ -1,11 +1,6 @@
 #include "cli/trial_file.h"
 
 #include <google/protobuf/descriptor.h>
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
-#include <google/protobuf/util/json_util.h>
-#include <google/protobuf/util/type_resolver.h>
-#include <google/protobuf/util/type_resolver_util.h>
 
 #include <cstdint>
 #include <map>
@@ -22,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/format.h"
 #include "cli/json_config.h"
+#include "common/proto_json.h"
 #include "common/trial_csv.h"
 
 namespace hypertune::cli {
@@ -350,35 +346,8 @@ absl::StatusOr<TrialFile> ParseCsvTrials(std::string_view text,
 
 absl::StatusOr<std::string> ExportLine(
     const google::protobuf::Message& message) {
-  // Deterministic serialization orders map entries by key; the JSON printer
-  // keeps the wire order.
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    if (!message.SerializeToCodedStream(&coded)) {
-      return absl::InternalError(
-          absl::StrCat("cannot serialize ", message.GetTypeName()));
-    }
-  }
-  static google::protobuf::util::TypeResolver* const resolver =
-      google::protobuf::util::NewTypeResolverForDescriptorPool(
-          "type.googleapis.com",
-          google::protobuf::DescriptorPool::generated_pool());
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = false;
-  options.preserve_proto_field_names = true;
-  std::string json;
-  auto status = google::protobuf::util::BinaryToJsonString(
-      resolver, absl::StrCat("type.googleapis.com/", message.GetTypeName()),
-      bytes, &json, options);
-  if (!status.ok()) {
-    return absl::InternalError(
-        absl::StrCat("cannot print ", message.GetTypeName(),
-                     " as JSON: ", std::string(status.message())));
-  }
-  return KeepNegativeZero(json);
+  // Map entries by key: equal studies export the same text.
+  return ToJson(message, JsonStyle{.sorted_map_keys = true});
 }
 
 absl::StatusOr<v1::ParameterValue> ParseParameterValue(

@@ -1,8 +1,12 @@
 #include "common/proto_json.h"
 
+#include <algorithm>
 #include <cmath>
 #include <concepts>
 #include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -58,16 +62,24 @@ class Printer {
       if (field.is_map()) {
         const FieldDescriptor& key = *field.message_type()->map_key();
         const FieldDescriptor& value = *field.message_type()->map_value();
-        Open('{');
-        bool first_entry = true;
+        // Each entry's key as JSON, with its index, in the order printed.
+        std::vector<std::pair<std::string, int>> entries(n);
         for (int j = 0; j < n; ++j) {
           const Message& entry =
               reflection.GetRepeatedMessage(message, &field, j);
-          const Reflection& entry_reflection = *entry.GetReflection();
+          entries[j].second = j;
+          MapKey(entry, *entry.GetReflection(), key, &entries[j].first);
+        }
+        if (style_.sorted_map_keys) std::sort(entries.begin(), entries.end());
+        Open('{');
+        bool first_entry = true;
+        for (const auto& [key_json, j] : entries) {
+          const Message& entry =
+              reflection.GetRepeatedMessage(message, &field, j);
           Next(&first_entry);
-          MapKey(entry, entry_reflection, key);
+          out_.append(key_json);
           Colon();
-          Value(entry, entry_reflection, value, -1);
+          Value(entry, *entry.GetReflection(), value, -1);
         }
         Close('}', first_entry);
       } else if (field.is_repeated()) {
@@ -201,19 +213,19 @@ class Printer {
     }
   }
 
-  // A map key as a JSON object key: always a string.
-  void MapKey(const Message& entry, const Reflection& reflection,
-              const FieldDescriptor& key) {
+  // Appends a map key as a JSON object key: always a string.
+  static void MapKey(const Message& entry, const Reflection& reflection,
+                     const FieldDescriptor& key, std::string* out) {
     if (key.cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
       std::string scratch;
       AppendJsonString(reflection.GetStringReference(entry, &key, &scratch),
-                       &out_);
+                       out);
       return;
     }
     std::string text;
     Printer(JsonStyle{.int64_as_numbers = true}, &text)
         .Value(entry, reflection, key, -1);
-    absl::StrAppend(&out_, "\"", text, "\"");
+    absl::StrAppend(out, "\"", text, "\"");
   }
 
   void WellKnown(const Message& message) {

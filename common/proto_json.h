@@ -23,8 +23,9 @@
 // values do not: doubles are the shortest round-trip text
 // (common/double_text.h), a negative zero is written -0.0 (JSON readers
 // take "-0" for the integer 0, losing the sign), map entries come in the
-// map's order. Well-known types (google.protobuf.*, none in the API today)
-// are left to protobuf's printer, which knows their special mappings.
+// map's order unless JsonStyle::sorted_map_keys. Well-known types
+// (google.protobuf.*, none in the API today) are left to protobuf's printer,
+// which knows their special mappings.
 //
 // Thread safety: pure functions; safe for messages no one mutates meanwhile.
 #ifndef HYPERTUNE_COMMON_PROTO_JSON_H_
@@ -47,6 +48,9 @@ struct JsonStyle {
   // "key": value (the layout of protobuf's add_whitespace); default false:
   // one line without blanks.
   bool multiline = false;
+  // Map entries by key (as printed), so that equal messages print the same
+  // text (exported files); default false: in the map's order.
+  bool sorted_map_keys = false;
 };
 
 // Appends `message` as a JSON object.

@@ -275,6 +275,22 @@ TEST(ProtoJsonTest, NegativeZeroKeepsItsSign) {
       json::parse(text)["parameters"][0]["double_value"].get<double>()));
 }
 
+TEST(ProtoJsonTest, SortedMapKeysPrintEqualMessagesAlike) {
+  // The same attributes inserted in two orders: a map's own order may
+  // differ, the sorted text may not.
+  v1::Trial one, two;
+  for (const char* key : {"zeta", "alpha", "mid"}) {
+    (*one.mutable_attributes())[key] = key;
+  }
+  for (const char* key : {"mid", "zeta", "alpha"}) {
+    (*two.mutable_attributes())[key] = key;
+  }
+  const JsonStyle sorted{.sorted_map_keys = true};
+  EXPECT_EQ(ToJson(one, sorted), ToJson(two, sorted));
+  EXPECT_EQ(ToJson(one, sorted),
+            R"({"attributes":{"alpha":"alpha","mid":"mid","zeta":"zeta"}})");
+}
+
 TEST(ProtoJsonTest, StringsAreEscaped) {
   std::string text;
   AppendJsonString("a\"b\\c\nd\te\x01 é", &text);
