@@ -19,7 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
-#include "service/server.h"
+#include "service/server/server.h"
 #include "storage/open_store.h"
 #include "trainer_sdk/hypertune.h"
 

@@ -69,7 +69,7 @@
 #include "benchmarks/service_load.h"
 #include "optimizer/early_stopping.h"
 #include "optimizer/suggester.h"
-#include "service/background_pool.h"
+#include "service/server/background_pool.h"
 #include "testing/chaos.h"
 #include "testing/conditional_problems.h"
 #include "testing/curve_table.h"

@@ -14,7 +14,7 @@
 #include "absl/strings/strip.h"
 #include "cli/args.h"
 #include "cli/json_config.h"
-#include "cli/worker_protocol.h"
+#include "cli/worker/worker_protocol.h"
 #include "common/proto_json.h"
 #include "common/study_metrics.h"
 

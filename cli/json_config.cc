@@ -368,7 +368,7 @@ const Json* NonEmptyList(const Json& object, const Descriptor& type,
 // What a study needs beyond its schema before the server will take it: a
 // name, parameters (each named, of one kind, a range the right way round),
 // metrics (each named; the objectives with a goal). The server's validation
-// (service/validation.h) stays the judge; these are the mistakes a person
+// (service/rpc/validation.h) stays the judge; these are the mistakes a person
 // makes most, found all at once.
 void CheckStudy(const Json& study, Problems& problems) {
   const Descriptor& study_type = *v1::Study::descriptor();

@@ -22,9 +22,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "cli/args.h"
-#include "cli/subprocess.h"
-#include "cli/worker.h"
-#include "cli/worker_protocol.h"
+#include "cli/worker/subprocess.h"
+#include "cli/worker/worker.h"
+#include "cli/worker/worker_protocol.h"
 
 extern char** environ;
 

@@ -25,7 +25,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/json_config.h"
-#include "cli/worker_protocol.h"
+#include "cli/worker/worker_protocol.h"
 #include "common/limits.h"
 #include "trainer_sdk/client_core.h"
 
@@ -466,7 +466,7 @@ absl::StatusOr<std::vector<RawTrial>> ReadRawTrials(sqlite3* db,
 }
 
 // The search space of the trials, as the server infers it (the one
-// mapping of Optuna's spaces: service/optuna_space.h), added to out.study's
+// mapping of Optuna's spaces: service/rpc/optuna_space.h), added to out.study's
 // spec, with its notes; the answer says how each trial fits.
 absl::StatusOr<v1::InferOptunaSpaceResponse> BuildSpace(
     const std::vector<RawTrial>& raw, const std::string& path,

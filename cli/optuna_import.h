@@ -9,7 +9,7 @@
 //     recorded), MINIMIZE or MAXIMIZE as Optuna had them;
 //   - the search space (distributions, names made identifiers, a
 //     define-by-run space made conditional parameters) and which trials fit
-//     it are the server's InferOptunaSpace (service/optuna_space.h, the one
+//     it are the server's InferOptunaSpace (service/rpc/optuna_space.h, the one
 //     mapping, which the Python Optuna bridge uses too); its notes are
 //     passed on;
 //   - trials keep their order (hypertune id = rank by Optuna number, from

@@ -13,7 +13,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/trial_file.h"
-#include "cli/worker_protocol.h"
+#include "cli/worker/worker_protocol.h"
 #include "common/study_metrics.h"
 #include "common/trial_csv.h"
 

@@ -43,7 +43,7 @@ struct ChaosOptions {
   // error files; it must exist.
   std::string dir;
   // A PostgreSQL URL: the database, shared by two servers, a leader and a
-  // standby (service/leadership.h), whose addresses the workers get as a
+  // standby (service/server/leadership.h), whose addresses the workers get as a
   // list. Each server kill then SIGKILLs the leader: the standby takes
   // over, and the killed one comes back (after server_downtime) as the new
   // standby. Empty (default): one server on an SQLite file in `dir`.

@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "hypertune/v1/hypertune.grpc.pb.h"
-#include "service/server.h"
+#include "service/server/server.h"
 #include "testing/test_server.h"
 
 namespace hypertune::test {

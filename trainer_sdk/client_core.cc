@@ -142,7 +142,7 @@ ClientCore::ClientCore(ClientOptions resolved) : options_(std::move(resolved)) {
 
 bool ClientCore::MoveOn(const absl::Status& status) const {
   if (servers_.size() < 2) return false;
-  // A standby's answer (service/leadership.h).
+  // A standby's answer (service/server/leadership.h).
   constexpr absl::string_view kLeaderIs = "the leader is at ";
   const absl::string_view message = status.message();
   if (const size_t at = message.find(kLeaderIs);

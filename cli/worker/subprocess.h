@@ -13,8 +13,8 @@
 // Thread safety: one Subprocess is driven by one thread; Signal() and
 // Terminate() are meant for the on_tick callback of Wait() on that thread.
 // OrphanGuard is thread-safe.
-#ifndef HYPERTUNE_CLI_SUBPROCESS_H_
-#define HYPERTUNE_CLI_SUBPROCESS_H_
+#ifndef HYPERTUNE_CLI_WORKER_SUBPROCESS_H_
+#define HYPERTUNE_CLI_WORKER_SUBPROCESS_H_
 
 #include <sys/types.h>
 
@@ -141,4 +141,4 @@ class OrphanGuard {
 
 }  // namespace hypertune::cli
 
-#endif  // HYPERTUNE_CLI_SUBPROCESS_H_
+#endif  // HYPERTUNE_CLI_WORKER_SUBPROCESS_H_

@@ -1,4 +1,4 @@
-#include "cli/trial_outcome.h"
+#include "cli/worker/trial_outcome.h"
 
 #include <cmath>
 #include <csignal>

@@ -2,15 +2,15 @@
 // pure decision from how the program ended and the metrics it printed.
 //
 // Thread safety: pure function.
-#ifndef HYPERTUNE_CLI_TRIAL_OUTCOME_H_
-#define HYPERTUNE_CLI_TRIAL_OUTCOME_H_
+#ifndef HYPERTUNE_CLI_WORKER_TRIAL_OUTCOME_H_
+#define HYPERTUNE_CLI_WORKER_TRIAL_OUTCOME_H_
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "cli/subprocess.h"
+#include "cli/worker/subprocess.h"
 #include "trainer_sdk/hypertune.h"
 
 namespace hypertune::cli {
@@ -79,4 +79,4 @@ TrialOutcome DecideOutcome(const TrialRun& run,
 
 }  // namespace hypertune::cli
 
-#endif  // HYPERTUNE_CLI_TRIAL_OUTCOME_H_
+#endif  // HYPERTUNE_CLI_WORKER_TRIAL_OUTCOME_H_

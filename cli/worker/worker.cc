@@ -1,4 +1,4 @@
-#include "cli/worker.h"
+#include "cli/worker/worker.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -23,14 +23,14 @@
 #include "absl/synchronization/mutex.h"
 #include "cli/args.h"
 #include "cli/format.h"
-#include "cli/subprocess.h"
-#include "cli/trial_outcome.h"
-#include "cli/worker_console.h"
-#include "cli/worker_failures.h"
-#include "cli/worker_protocol.h"
-#include "cli/worker_signals.h"
-#include "cli/worker_tally.h"
-#include "cli/worker_text.h"
+#include "cli/worker/subprocess.h"
+#include "cli/worker/trial_outcome.h"
+#include "cli/worker/worker_console.h"
+#include "cli/worker/worker_failures.h"
+#include "cli/worker/worker_protocol.h"
+#include "cli/worker/worker_signals.h"
+#include "cli/worker/worker_tally.h"
+#include "cli/worker/worker_text.h"
 #include "common/study_metrics.h"
 
 extern char** environ;

@@ -16,8 +16,8 @@
 // the first signal is passed on to the programs, no new trial starts, and
 // the trials the programs did not finish are given back to the queue as
 // preempted; a second signal kills the programs.
-#ifndef HYPERTUNE_CLI_WORKER_H_
-#define HYPERTUNE_CLI_WORKER_H_
+#ifndef HYPERTUNE_CLI_WORKER_WORKER_H_
+#define HYPERTUNE_CLI_WORKER_WORKER_H_
 
 #include <cstdint>
 #include <optional>
@@ -81,4 +81,4 @@ std::vector<std::string> ProgramEnvironment(
 
 }  // namespace hypertune::cli
 
-#endif  // HYPERTUNE_CLI_WORKER_H_
+#endif  // HYPERTUNE_CLI_WORKER_WORKER_H_

@@ -1,4 +1,4 @@
-#include "cli/worker_console.h"
+#include "cli/worker/worker_console.h"
 
 #include <sys/ioctl.h>
 #include <unistd.h>

@@ -3,8 +3,8 @@
 //
 // Thread safety: thread-safe; the slots write through one Console, each
 // line whole.
-#ifndef HYPERTUNE_CLI_WORKER_CONSOLE_H_
-#define HYPERTUNE_CLI_WORKER_CONSOLE_H_
+#ifndef HYPERTUNE_CLI_WORKER_WORKER_CONSOLE_H_
+#define HYPERTUNE_CLI_WORKER_WORKER_CONSOLE_H_
 
 #include <ostream>
 #include <string>
@@ -43,4 +43,4 @@ class Console {
 
 }  // namespace hypertune::cli
 
-#endif  // HYPERTUNE_CLI_WORKER_CONSOLE_H_
+#endif  // HYPERTUNE_CLI_WORKER_WORKER_CONSOLE_H_

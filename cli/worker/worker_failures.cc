@@ -1,9 +1,9 @@
-#include "cli/worker_failures.h"
+#include "cli/worker/worker_failures.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/format.h"
-#include "cli/worker_text.h"
+#include "cli/worker/worker_text.h"
 
 namespace hypertune::cli {
 

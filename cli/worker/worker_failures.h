@@ -19,8 +19,8 @@
 // last log's tail.
 //
 // Thread safety: thread-safe; each slot reports its trials' ends.
-#ifndef HYPERTUNE_CLI_WORKER_FAILURES_H_
-#define HYPERTUNE_CLI_WORKER_FAILURES_H_
+#ifndef HYPERTUNE_CLI_WORKER_WORKER_FAILURES_H_
+#define HYPERTUNE_CLI_WORKER_WORKER_FAILURES_H_
 
 #include <cstdint>
 #include <filesystem>
@@ -31,8 +31,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "cli/subprocess.h"
-#include "cli/trial_outcome.h"
+#include "cli/worker/subprocess.h"
+#include "cli/worker/trial_outcome.h"
 #include "hypertune/v1/hypertune.pb.h"
 
 namespace hypertune::cli {
@@ -112,4 +112,4 @@ class FailureWatch {
 
 }  // namespace hypertune::cli
 
-#endif  // HYPERTUNE_CLI_WORKER_FAILURES_H_
+#endif  // HYPERTUNE_CLI_WORKER_WORKER_FAILURES_H_

@@ -1,4 +1,4 @@
-#include "cli/worker_protocol.h"
+#include "cli/worker/worker_protocol.h"
 
 #include <algorithm>
 #include <charconv>

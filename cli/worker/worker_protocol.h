@@ -4,8 +4,8 @@
 // the METRIC=VALUE lists of `hypertune report|complete`.
 //
 // Thread safety: pure functions.
-#ifndef HYPERTUNE_CLI_WORKER_PROTOCOL_H_
-#define HYPERTUNE_CLI_WORKER_PROTOCOL_H_
+#ifndef HYPERTUNE_CLI_WORKER_WORKER_PROTOCOL_H_
+#define HYPERTUNE_CLI_WORKER_WORKER_PROTOCOL_H_
 
 #include <cstdint>
 #include <optional>
@@ -101,4 +101,4 @@ std::string ParametersJson(const ParameterValues& parameters);
 
 }  // namespace hypertune::cli
 
-#endif  // HYPERTUNE_CLI_WORKER_PROTOCOL_H_
+#endif  // HYPERTUNE_CLI_WORKER_WORKER_PROTOCOL_H_

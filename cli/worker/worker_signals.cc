@@ -1,4 +1,4 @@
-#include "cli/worker_signals.h"
+#include "cli/worker/worker_signals.h"
 
 #include <atomic>
 

@@ -6,8 +6,8 @@
 // Thread safety: StopSignals() and LastStopSignal() are safe from any thread
 // (atomics, set by the handler). One StopSignalScope at a time: the handlers
 // are the process's.
-#ifndef HYPERTUNE_CLI_WORKER_SIGNALS_H_
-#define HYPERTUNE_CLI_WORKER_SIGNALS_H_
+#ifndef HYPERTUNE_CLI_WORKER_WORKER_SIGNALS_H_
+#define HYPERTUNE_CLI_WORKER_WORKER_SIGNALS_H_
 
 #include <signal.h>
 
@@ -35,4 +35,4 @@ int LastStopSignal();
 
 }  // namespace hypertune::cli
 
-#endif  // HYPERTUNE_CLI_WORKER_SIGNALS_H_
+#endif  // HYPERTUNE_CLI_WORKER_WORKER_SIGNALS_H_

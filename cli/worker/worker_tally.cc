@@ -1,4 +1,4 @@
-#include "cli/worker_tally.h"
+#include "cli/worker/worker_tally.h"
 
 #include <utility>
 #include <vector>

@@ -9,8 +9,8 @@
 // to the trials shown.
 //
 // Thread safety: thread-safe; the slots count into one tally.
-#ifndef HYPERTUNE_CLI_WORKER_TALLY_H_
-#define HYPERTUNE_CLI_WORKER_TALLY_H_
+#ifndef HYPERTUNE_CLI_WORKER_WORKER_TALLY_H_
+#define HYPERTUNE_CLI_WORKER_WORKER_TALLY_H_
 
 #include <cstdint>
 #include <optional>
@@ -103,4 +103,4 @@ class WorkerTally {
 
 }  // namespace hypertune::cli
 
-#endif  // HYPERTUNE_CLI_WORKER_TALLY_H_
+#endif  // HYPERTUNE_CLI_WORKER_WORKER_TALLY_H_

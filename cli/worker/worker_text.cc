@@ -1,4 +1,4 @@
-#include "cli/worker_text.h"
+#include "cli/worker/worker_text.h"
 
 #include <algorithm>
 #include <fstream>
@@ -10,7 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "cli/format.h"
-#include "cli/worker_protocol.h"
+#include "cli/worker/worker_protocol.h"
 
 namespace hypertune::cli {
 

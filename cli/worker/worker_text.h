@@ -3,13 +3,13 @@
 // last lines.
 //
 // Thread safety: pure functions (LogTail reads a file).
-#ifndef HYPERTUNE_CLI_WORKER_TEXT_H_
-#define HYPERTUNE_CLI_WORKER_TEXT_H_
+#ifndef HYPERTUNE_CLI_WORKER_WORKER_TEXT_H_
+#define HYPERTUNE_CLI_WORKER_WORKER_TEXT_H_
 
 #include <filesystem>
 #include <string>
 
-#include "cli/subprocess.h"
+#include "cli/worker/subprocess.h"
 #include "hypertune/v1/hypertune.pb.h"
 #include "trainer_sdk/hypertune.h"
 
@@ -30,4 +30,4 @@ std::string LogTail(const std::filesystem::path& path, int lines);
 
 }  // namespace hypertune::cli
 
-#endif  // HYPERTUNE_CLI_WORKER_TEXT_H_
+#endif  // HYPERTUNE_CLI_WORKER_WORKER_TEXT_H_

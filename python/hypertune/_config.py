@@ -185,7 +185,7 @@ def _check_number(value: Any, integer: bool, path: str, source: str) -> None:
 
 
 # Fields the server fills in when a new study leaves them out (what
-# service/study_service.cc's CreateStudy sets before storing the spec):
+# service/rpc/study_service.cc's CreateStudy sets before storing the spec):
 # the algorithm (StudyServiceOptions.default_algorithm, GP_BANDIT).
 _SERVER_FILLED = ("algorithm",)
 

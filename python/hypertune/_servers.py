@@ -3,7 +3,7 @@
 Several hypertuned may share one PostgreSQL database: the leader serves, and
 a standby answers every call UNAVAILABLE with "standby: the leader is at
 HOST:PORT" (or "starting, or standby with no leader yet; try ...") as
-service/leadership.cc words it. A Client given a list of servers keeps one
+service/server/leadership.cc words it. A Client given a list of servers keeps one
 channel per server and sends each call to the current one; after an
 UNAVAILABLE it moves to the leader a standby names, when that is in the
 list, and retries at once, else to the next server, retrying after the

@@ -92,7 +92,7 @@ def parameter_spec(
     client: Client, name: str, distribution: BaseDistribution
 ) -> tuple[Optional[dict], str]:
     """The hypertune ParameterSpec (as a config dict) that the server maps
-    an Optuna distribution to (InferOptunaSpace, service/optuna_space.h),
+    an Optuna distribution to (InferOptunaSpace, service/rpc/optuna_space.h),
     and "" ; or None and why hypertune cannot hold it."""
     request = pb.InferOptunaSpaceRequest(
         distributions=[optuna.distributions.distribution_to_json(distribution)]

@@ -1,4 +1,4 @@
-#include "service/grpc_service.h"
+#include "service/grpc/grpc_service.h"
 
 #include <chrono>
 #include <iostream>
@@ -10,9 +10,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/limits.h"
-#include "service/optuna_space.h"
-#include "service/server_info.h"
-#include "service/study_import.h"
+#include "service/rpc/optuna_space.h"
+#include "service/rpc/server_info.h"
+#include "service/rpc/study_import.h"
 
 namespace hypertune::service {
 namespace {

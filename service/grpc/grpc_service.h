@@ -6,8 +6,8 @@
 // handler: parse_error_interceptor.h gives those theirs.
 //
 // Thread-safe, as StudyService is.
-#ifndef HYPERTUNE_SERVICE_GRPC_SERVICE_H_
-#define HYPERTUNE_SERVICE_GRPC_SERVICE_H_
+#ifndef HYPERTUNE_SERVICE_GRPC_GRPC_SERVICE_H_
+#define HYPERTUNE_SERVICE_GRPC_GRPC_SERVICE_H_
 
 #include <functional>
 #include <utility>
@@ -16,10 +16,10 @@
 
 #include "common/limits.h"
 #include "hypertune/v1/hypertune.grpc.pb.h"
-#include "service/auth.h"
-#include "service/stream_limits.h"
-#include "service/study_service.h"
-#include "service/watch_streams.h"
+#include "service/grpc/watch_streams.h"
+#include "service/rpc/study_service.h"
+#include "service/server/auth.h"
+#include "service/server/stream_limits.h"
 
 namespace hypertune::service {
 
@@ -135,4 +135,4 @@ class GrpcService final : public v1::HyperTune::WithCallbackMethod_WatchTrials<
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_GRPC_SERVICE_H_
+#endif  // HYPERTUNE_SERVICE_GRPC_GRPC_SERVICE_H_

@@ -1,4 +1,4 @@
-#include "service/parse_error_interceptor.h"
+#include "service/grpc/parse_error_interceptor.h"
 
 #include "grpcpp/support/status.h"
 

@@ -3,8 +3,8 @@
 // the canonical code for bad input, instead of the bare INTERNAL with an
 // empty message that gRPC's generated handlers answer. Our own handlers
 // never answer INTERNAL without a message, so that pair identifies it.
-#ifndef HYPERTUNE_SERVICE_PARSE_ERROR_INTERCEPTOR_H_
-#define HYPERTUNE_SERVICE_PARSE_ERROR_INTERCEPTOR_H_
+#ifndef HYPERTUNE_SERVICE_GRPC_PARSE_ERROR_INTERCEPTOR_H_
+#define HYPERTUNE_SERVICE_GRPC_PARSE_ERROR_INTERCEPTOR_H_
 
 #include <memory>
 #include <vector>
@@ -20,4 +20,4 @@ ParseErrorInterceptors();
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_PARSE_ERROR_INTERCEPTOR_H_
+#endif  // HYPERTUNE_SERVICE_GRPC_PARSE_ERROR_INTERCEPTOR_H_

@@ -1,4 +1,4 @@
-#include "service/http/rpc_metrics_interceptor.h"
+#include "service/grpc/rpc_metrics_interceptor.h"
 
 #include <chrono>
 #include <cstring>

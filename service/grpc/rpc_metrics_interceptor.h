@@ -3,13 +3,13 @@
 // for /metrics.
 //
 // Thread-safe: one interceptor per call; Metrics is thread-safe.
-#ifndef HYPERTUNE_SERVICE_HTTP_RPC_METRICS_INTERCEPTOR_H_
-#define HYPERTUNE_SERVICE_HTTP_RPC_METRICS_INTERCEPTOR_H_
+#ifndef HYPERTUNE_SERVICE_GRPC_RPC_METRICS_INTERCEPTOR_H_
+#define HYPERTUNE_SERVICE_GRPC_RPC_METRICS_INTERCEPTOR_H_
 
 #include <memory>
 
 #include "grpcpp/support/server_interceptor.h"
-#include "service/metrics.h"
+#include "service/server/metrics.h"
 
 namespace hypertune::service {
 
@@ -24,4 +24,4 @@ std::string ShortMethodName(const char* full_method);
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_HTTP_RPC_METRICS_INTERCEPTOR_H_
+#endif  // HYPERTUNE_SERVICE_GRPC_RPC_METRICS_INTERCEPTOR_H_

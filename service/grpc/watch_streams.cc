@@ -1,10 +1,10 @@
-#include "service/watch_streams.h"
+#include "service/grpc/watch_streams.h"
 
 #include <algorithm>
 #include <utility>
 #include <vector>
 
-#include "service/grpc_service.h"
+#include "service/grpc/grpc_service.h"
 
 namespace hypertune::service {
 namespace {

@@ -13,8 +13,8 @@
 // server-wide bound, which takes kBytes / kBytesPerOwner such owners).
 //
 // Thread-safe.
-#ifndef HYPERTUNE_SERVICE_WATCH_STREAMS_H_
-#define HYPERTUNE_SERVICE_WATCH_STREAMS_H_
+#ifndef HYPERTUNE_SERVICE_GRPC_WATCH_STREAMS_H_
+#define HYPERTUNE_SERVICE_GRPC_WATCH_STREAMS_H_
 
 #include <cstdint>
 #include <memory>
@@ -29,9 +29,9 @@
 #include "common/limits.h"
 #include "grpcpp/support/server_callback.h"
 #include "hypertune/v1/hypertune.pb.h"
-#include "service/access.h"
-#include "service/stream_limits.h"
-#include "service/study_service.h"
+#include "service/rpc/access.h"
+#include "service/rpc/study_service.h"
+#include "service/server/stream_limits.h"
 
 namespace hypertune::service {
 
@@ -95,4 +95,4 @@ class WatchStreams {
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_WATCH_STREAMS_H_
+#endif  // HYPERTUNE_SERVICE_GRPC_WATCH_STREAMS_H_

@@ -12,7 +12,7 @@
 #include "common/proto_json.h"
 #include "common/study_metrics.h"
 #include "optimizer/importance.h"
-#include "service/conversion.h"
+#include "service/rpc/conversion.h"
 
 namespace hypertune::service {
 namespace {

@@ -34,9 +34,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "service/access.h"
-#include "service/stream_limits.h"
-#include "service/study_service.h"
+#include "service/rpc/access.h"
+#include "service/rpc/study_service.h"
+#include "service/server/stream_limits.h"
 
 struct MHD_Connection;
 

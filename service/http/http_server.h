@@ -80,12 +80,12 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
-#include "service/auth.h"
 #include "service/http/http_message.h"
 #include "service/http/write_guard.h"
-#include "service/metrics.h"
-#include "service/stream_limits.h"
-#include "service/study_service.h"
+#include "service/rpc/study_service.h"
+#include "service/server/auth.h"
+#include "service/server/metrics.h"
+#include "service/server/stream_limits.h"
 
 struct MHD_Connection;
 struct MHD_Daemon;

@@ -1,4 +1,4 @@
-#include "service/access.h"
+#include "service/rpc/access.h"
 
 #include "absl/strings/str_cat.h"
 

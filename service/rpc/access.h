@@ -15,8 +15,8 @@
 // With auth off every caller may do everything.
 //
 // Thread-safe: plain values and a pure function.
-#ifndef HYPERTUNE_SERVICE_ACCESS_H_
-#define HYPERTUNE_SERVICE_ACCESS_H_
+#ifndef HYPERTUNE_SERVICE_RPC_ACCESS_H_
+#define HYPERTUNE_SERVICE_RPC_ACCESS_H_
 
 #include <string>
 
@@ -46,4 +46,4 @@ absl::Status CheckAccess(const Principal& caller, const v1::Study& study,
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_ACCESS_H_
+#endif  // HYPERTUNE_SERVICE_RPC_ACCESS_H_

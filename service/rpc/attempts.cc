@@ -1,4 +1,4 @@
-#include "service/attempts.h"
+#include "service/rpc/attempts.h"
 
 #include <algorithm>
 #include <utility>

@@ -10,8 +10,8 @@
 // interval and a report sent twice counts once.
 //
 // Thread-safe: pure functions on a trial the caller holds under its lock.
-#ifndef HYPERTUNE_SERVICE_ATTEMPTS_H_
-#define HYPERTUNE_SERVICE_ATTEMPTS_H_
+#ifndef HYPERTUNE_SERVICE_RPC_ATTEMPTS_H_
+#define HYPERTUNE_SERVICE_RPC_ATTEMPTS_H_
 
 #include <cstdint>
 #include <string>
@@ -45,4 +45,4 @@ bool SetCheckpoint(v1::Trial& trial, const std::string& uri, int64_t step);
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_ATTEMPTS_H_
+#endif  // HYPERTUNE_SERVICE_RPC_ATTEMPTS_H_

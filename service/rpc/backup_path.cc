@@ -1,4 +1,4 @@
-#include "service/backup_path.h"
+#include "service/rpc/backup_path.h"
 
 #include <limits.h>
 #include <sys/stat.h>

@@ -3,8 +3,8 @@
 // A caller that names a path only says where in that directory.
 //
 // Pure functions over the file system; thread-safe.
-#ifndef HYPERTUNE_SERVICE_BACKUP_PATH_H_
-#define HYPERTUNE_SERVICE_BACKUP_PATH_H_
+#ifndef HYPERTUNE_SERVICE_RPC_BACKUP_PATH_H_
+#define HYPERTUNE_SERVICE_RPC_BACKUP_PATH_H_
 
 #include <string>
 
@@ -28,4 +28,4 @@ absl::StatusOr<std::string> ResolveBackupPath(const std::string& backup_dir,
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_BACKUP_PATH_H_
+#endif  // HYPERTUNE_SERVICE_RPC_BACKUP_PATH_H_

@@ -1,4 +1,4 @@
-#include "service/change_notifier.h"
+#include "service/rpc/change_notifier.h"
 
 namespace hypertune::service {
 

@@ -4,8 +4,8 @@
 // at most one timeout, never an event.
 //
 // Thread-safe.
-#ifndef HYPERTUNE_SERVICE_CHANGE_NOTIFIER_H_
-#define HYPERTUNE_SERVICE_CHANGE_NOTIFIER_H_
+#ifndef HYPERTUNE_SERVICE_RPC_CHANGE_NOTIFIER_H_
+#define HYPERTUNE_SERVICE_RPC_CHANGE_NOTIFIER_H_
 
 #include <cstdint>
 
@@ -35,4 +35,4 @@ class ChangeNotifier {
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_CHANGE_NOTIFIER_H_
+#endif  // HYPERTUNE_SERVICE_RPC_CHANGE_NOTIFIER_H_

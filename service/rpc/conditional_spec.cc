@@ -1,4 +1,4 @@
-#include "service/conditional_spec.h"
+#include "service/rpc/conditional_spec.h"
 
 #include <algorithm>
 #include <string>

@@ -5,8 +5,8 @@
 // the parent's domain, cycles) are checked by SearchSpace::Create.
 //
 // Pure functions; thread-safe.
-#ifndef HYPERTUNE_SERVICE_CONDITIONAL_SPEC_H_
-#define HYPERTUNE_SERVICE_CONDITIONAL_SPEC_H_
+#ifndef HYPERTUNE_SERVICE_RPC_CONDITIONAL_SPEC_H_
+#define HYPERTUNE_SERVICE_RPC_CONDITIONAL_SPEC_H_
 
 #include <vector>
 
@@ -29,4 +29,4 @@ absl::Status ResolveParents(const v1::StudySpec& spec,
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_CONDITIONAL_SPEC_H_
+#endif  // HYPERTUNE_SERVICE_RPC_CONDITIONAL_SPEC_H_

@@ -1,4 +1,4 @@
-#include "service/conversion.h"
+#include "service/rpc/conversion.h"
 
 #include <cmath>
 
@@ -9,8 +9,8 @@
 #include "absl/strings/str_format.h"
 #include "common/study_metrics.h"
 #include "optimizer/grid_suggester.h"
-#include "service/conditional_spec.h"
-#include "service/status_macros.h"
+#include "service/rpc/conditional_spec.h"
+#include "service/rpc/status_macros.h"
 
 namespace hypertune::service {
 namespace {

@@ -1,7 +1,7 @@
 // Conversions between the API's messages and the optimizer's types. The only
 // place that knows both: the optimizer never sees protobuf.
-#ifndef HYPERTUNE_SERVICE_CONVERSION_H_
-#define HYPERTUNE_SERVICE_CONVERSION_H_
+#ifndef HYPERTUNE_SERVICE_RPC_CONVERSION_H_
+#define HYPERTUNE_SERVICE_RPC_CONVERSION_H_
 
 #include <optional>
 #include <vector>
@@ -124,4 +124,4 @@ ModelledCurves ToModelledCurves(const v1::StudySpec& spec,
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_CONVERSION_H_
+#endif  // HYPERTUNE_SERVICE_RPC_CONVERSION_H_

@@ -1,4 +1,4 @@
-#include "service/curve_cache.h"
+#include "service/rpc/curve_cache.h"
 
 #include <algorithm>
 #include <utility>

@@ -13,8 +13,8 @@
 // cache.
 //
 // Thread-safe.
-#ifndef HYPERTUNE_SERVICE_CURVE_CACHE_H_
-#define HYPERTUNE_SERVICE_CURVE_CACHE_H_
+#ifndef HYPERTUNE_SERVICE_RPC_CURVE_CACHE_H_
+#define HYPERTUNE_SERVICE_RPC_CURVE_CACHE_H_
 
 #include <cstdint>
 #include <memory>
@@ -29,7 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "hypertune/v1/hypertune.pb.h"
 #include "optimizer/early_stopping.h"
-#include "service/conversion.h"
+#include "service/rpc/conversion.h"
 #include "storage/study_store.h"
 
 namespace hypertune::service {
@@ -161,4 +161,4 @@ class CurveTrackingStore : public storage::StudyStore {
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_CURVE_CACHE_H_
+#endif  // HYPERTUNE_SERVICE_RPC_CURVE_CACHE_H_

@@ -1,4 +1,4 @@
-#include "service/leases.h"
+#include "service/rpc/leases.h"
 
 #include <algorithm>
 #include <limits>
@@ -6,10 +6,10 @@
 
 #include "absl/strings/str_format.h"
 #include "common/limits.h"
-#include "service/attempts.h"
-#include "service/metrics.h"
-#include "service/status_macros.h"
-#include "service/trial_state.h"
+#include "service/rpc/attempts.h"
+#include "service/rpc/status_macros.h"
+#include "service/rpc/trial_state.h"
+#include "service/server/metrics.h"
 
 namespace hypertune::service {
 

@@ -1,11 +1,11 @@
 // Leases: a granted trial is its worker's until its lease runs out. A
 // running trial whose lease ran out goes back to REQUESTED, as a new attempt
-// that resumes from its checkpoint (service/attempts.h), while it has
+// that resumes from its checkpoint (service/rpc/attempts.h), while it has
 // retries left, else it is FAILED.
 //
 // Thread-safe; each method says which study lock it needs.
-#ifndef HYPERTUNE_SERVICE_LEASES_H_
-#define HYPERTUNE_SERVICE_LEASES_H_
+#ifndef HYPERTUNE_SERVICE_RPC_LEASES_H_
+#define HYPERTUNE_SERVICE_RPC_LEASES_H_
 
 #include <cstdint>
 #include <string>
@@ -13,8 +13,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "hypertune/v1/hypertune.pb.h"
-#include "service/study_context.h"
-#include "service/study_runtime.h"
+#include "service/rpc/study_context.h"
+#include "service/rpc/study_runtime.h"
 
 namespace hypertune::service {
 
@@ -63,4 +63,4 @@ class Leases {
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_LEASES_H_
+#endif  // HYPERTUNE_SERVICE_RPC_LEASES_H_

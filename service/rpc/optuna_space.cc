@@ -1,4 +1,4 @@
-#include "service/optuna_space.h"
+#include "service/rpc/optuna_space.h"
 
 #include <algorithm>
 #include <cmath>

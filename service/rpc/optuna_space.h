@@ -30,8 +30,8 @@
 //     number holding them, then by name; the space lists them so.
 //
 // Thread safety: a pure function.
-#ifndef HYPERTUNE_SERVICE_OPTUNA_SPACE_H_
-#define HYPERTUNE_SERVICE_OPTUNA_SPACE_H_
+#ifndef HYPERTUNE_SERVICE_RPC_OPTUNA_SPACE_H_
+#define HYPERTUNE_SERVICE_RPC_OPTUNA_SPACE_H_
 
 #include "absl/status/statusor.h"
 #include "hypertune/v1/hypertune.pb.h"
@@ -47,4 +47,4 @@ absl::StatusOr<v1::InferOptunaSpaceResponse> InferOptunaSpace(
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_OPTUNA_SPACE_H_
+#endif  // HYPERTUNE_SERVICE_RPC_OPTUNA_SPACE_H_

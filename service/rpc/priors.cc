@@ -1,4 +1,4 @@
-#include "service/priors.h"
+#include "service/rpc/priors.h"
 
 #include <string>
 

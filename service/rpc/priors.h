@@ -7,13 +7,13 @@
 // results its creator could not.
 //
 // Thread-safe: pure functions over the store's rows.
-#ifndef HYPERTUNE_SERVICE_PRIORS_H_
-#define HYPERTUNE_SERVICE_PRIORS_H_
+#ifndef HYPERTUNE_SERVICE_RPC_PRIORS_H_
+#define HYPERTUNE_SERVICE_RPC_PRIORS_H_
 
 #include "absl/status/status.h"
 #include "hypertune/v1/hypertune.pb.h"
-#include "service/access.h"
-#include "service/study_context.h"
+#include "service/rpc/access.h"
+#include "service/rpc/study_context.h"
 
 namespace hypertune::service {
 
@@ -31,4 +31,4 @@ bool IsBoundPrior(const v1::Study& study, int index, const v1::Study& prior);
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_PRIORS_H_
+#endif  // HYPERTUNE_SERVICE_RPC_PRIORS_H_

@@ -1,4 +1,4 @@
-#include "service/server_info.h"
+#include "service/rpc/server_info.h"
 
 #include <set>
 #include <string>

@@ -5,8 +5,8 @@
 // their own copies.
 //
 // Thread safety: pure functions.
-#ifndef HYPERTUNE_SERVICE_SERVER_INFO_H_
-#define HYPERTUNE_SERVICE_SERVER_INFO_H_
+#ifndef HYPERTUNE_SERVICE_RPC_SERVER_INFO_H_
+#define HYPERTUNE_SERVICE_RPC_SERVER_INFO_H_
 
 #include <vector>
 
@@ -37,4 +37,4 @@ void PublishMetricRoles(v1::Study& study);
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_SERVER_INFO_H_
+#endif  // HYPERTUNE_SERVICE_RPC_SERVER_INFO_H_

@@ -1,7 +1,7 @@
 // RETURN_IF_ERROR for absl::Status, the way Google code spells the common
 // "stop at the first error" step.
-#ifndef HYPERTUNE_SERVICE_STATUS_MACROS_H_
-#define HYPERTUNE_SERVICE_STATUS_MACROS_H_
+#ifndef HYPERTUNE_SERVICE_RPC_STATUS_MACROS_H_
+#define HYPERTUNE_SERVICE_RPC_STATUS_MACROS_H_
 
 #include "absl/status/status.h"
 
@@ -13,4 +13,4 @@
     }                                                           \
   } while (false)
 
-#endif  // HYPERTUNE_SERVICE_STATUS_MACROS_H_
+#endif  // HYPERTUNE_SERVICE_RPC_STATUS_MACROS_H_

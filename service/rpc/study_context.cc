@@ -1,9 +1,9 @@
-#include "service/study_context.h"
+#include "service/rpc/study_context.h"
 
 #include <chrono>
 #include <utility>
 
-#include "service/status_macros.h"
+#include "service/rpc/status_macros.h"
 
 namespace hypertune::service {
 

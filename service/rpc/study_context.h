@@ -4,8 +4,8 @@
 // a trial and wake the watchers, tell the time.
 //
 // Thread-safe.
-#ifndef HYPERTUNE_SERVICE_STUDY_CONTEXT_H_
-#define HYPERTUNE_SERVICE_STUDY_CONTEXT_H_
+#ifndef HYPERTUNE_SERVICE_RPC_STUDY_CONTEXT_H_
+#define HYPERTUNE_SERVICE_RPC_STUDY_CONTEXT_H_
 
 #include <cstdint>
 #include <functional>
@@ -16,10 +16,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "hypertune/v1/hypertune.pb.h"
-#include "service/access.h"
-#include "service/background_pool.h"
-#include "service/change_notifier.h"
-#include "service/study_runtime.h"
+#include "service/rpc/access.h"
+#include "service/rpc/change_notifier.h"
+#include "service/rpc/study_runtime.h"
+#include "service/server/background_pool.h"
 #include "storage/study_store.h"
 
 namespace hypertune::service {
@@ -98,4 +98,4 @@ class StudyContext {
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_STUDY_CONTEXT_H_
+#endif  // HYPERTUNE_SERVICE_RPC_STUDY_CONTEXT_H_

@@ -1,4 +1,4 @@
-#include "service/study_import.h"
+#include "service/rpc/study_import.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,11 +9,11 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "service/conversion.h"
-#include "service/priors.h"
-#include "service/status_macros.h"
-#include "service/study_service.h"
-#include "service/validation.h"
+#include "service/rpc/conversion.h"
+#include "service/rpc/priors.h"
+#include "service/rpc/status_macros.h"
+#include "service/rpc/study_service.h"
+#include "service/rpc/validation.h"
 
 namespace hypertune::service {
 namespace {

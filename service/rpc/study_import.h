@@ -17,8 +17,8 @@
 // elsewhere: the optimizer learns from them, max_trials does not count them.
 //
 // Thread safety: pure functions.
-#ifndef HYPERTUNE_SERVICE_STUDY_IMPORT_H_
-#define HYPERTUNE_SERVICE_STUDY_IMPORT_H_
+#ifndef HYPERTUNE_SERVICE_RPC_STUDY_IMPORT_H_
+#define HYPERTUNE_SERVICE_RPC_STUDY_IMPORT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -74,4 +74,4 @@ absl::StatusOr<v1::Trial> WarmStartTrial(const std::string& field,
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_STUDY_IMPORT_H_
+#endif  // HYPERTUNE_SERVICE_RPC_STUDY_IMPORT_H_

@@ -5,8 +5,8 @@
 // Not thread-safe, on purpose: a study's SuggestQueue owns its model and
 // hands it only to the leader's serve callback, one leader at a time, so
 // that whoever holds a StudyModel& may touch it (suggest_queue.h).
-#ifndef HYPERTUNE_SERVICE_STUDY_MODEL_H_
-#define HYPERTUNE_SERVICE_STUDY_MODEL_H_
+#ifndef HYPERTUNE_SERVICE_RPC_STUDY_MODEL_H_
+#define HYPERTUNE_SERVICE_RPC_STUDY_MODEL_H_
 
 #include <atomic>
 #include <cstdint>
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "optimizer/suggester.h"
-#include "service/background_pool.h"
+#include "service/server/background_pool.h"
 
 namespace hypertune::service {
 
@@ -34,4 +34,4 @@ struct StudyModel {
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_STUDY_MODEL_H_
+#endif  // HYPERTUNE_SERVICE_RPC_STUDY_MODEL_H_

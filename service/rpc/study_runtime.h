@@ -5,8 +5,8 @@
 // only a model refit.
 //
 // Thread-safe. Runtimes live as long as the registry: study names are few.
-#ifndef HYPERTUNE_SERVICE_STUDY_RUNTIME_H_
-#define HYPERTUNE_SERVICE_STUDY_RUNTIME_H_
+#ifndef HYPERTUNE_SERVICE_RPC_STUDY_RUNTIME_H_
+#define HYPERTUNE_SERVICE_RPC_STUDY_RUNTIME_H_
 
 #include <cstdint>
 #include <memory>
@@ -18,8 +18,8 @@
 #include "absl/synchronization/mutex.h"
 #include "hypertune/v1/hypertune.pb.h"
 #include "optimizer/suggester.h"
-#include "service/background_pool.h"
-#include "service/suggest_queue.h"
+#include "service/rpc/suggest_queue.h"
+#include "service/server/background_pool.h"
 
 namespace hypertune::service {
 
@@ -98,4 +98,4 @@ class StudyRuntimes {
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_STUDY_RUNTIME_H_
+#endif  // HYPERTUNE_SERVICE_RPC_STUDY_RUNTIME_H_

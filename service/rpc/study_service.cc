@@ -1,4 +1,4 @@
-#include "service/study_service.h"
+#include "service/rpc/study_service.h"
 
 #include <algorithm>
 #include <chrono>
@@ -18,16 +18,16 @@
 #include "optimizer/early_stopping.h"
 #include "optimizer/learning_curve_model.h"
 #include "optimizer/pareto.h"
-#include "service/attempts.h"
-#include "service/backup_path.h"
-#include "service/conversion.h"
-#include "service/curve_cache.h"
-#include "service/priors.h"
-#include "service/server_info.h"
-#include "service/status_macros.h"
-#include "service/study_update.h"
-#include "service/trial_state.h"
-#include "service/validation.h"
+#include "service/rpc/attempts.h"
+#include "service/rpc/backup_path.h"
+#include "service/rpc/conversion.h"
+#include "service/rpc/curve_cache.h"
+#include "service/rpc/priors.h"
+#include "service/rpc/server_info.h"
+#include "service/rpc/status_macros.h"
+#include "service/rpc/study_update.h"
+#include "service/rpc/trial_state.h"
+#include "service/rpc/validation.h"
 
 namespace hypertune::service {
 namespace {

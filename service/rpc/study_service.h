@@ -9,8 +9,8 @@
 // Thread-safe: methods may run concurrently. Calls that change a study as a
 // whole are serialized per study; calls that change one trial only against
 // those and against calls on the same trial.
-#ifndef HYPERTUNE_SERVICE_STUDY_SERVICE_H_
-#define HYPERTUNE_SERVICE_STUDY_SERVICE_H_
+#ifndef HYPERTUNE_SERVICE_RPC_STUDY_SERVICE_H_
+#define HYPERTUNE_SERVICE_RPC_STUDY_SERVICE_H_
 
 #include <cstdint>
 #include <functional>
@@ -23,13 +23,13 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "hypertune/v1/hypertune.pb.h"
-#include "service/access.h"
-#include "service/change_notifier.h"
-#include "service/curve_cache.h"
-#include "service/leases.h"
-#include "service/study_context.h"
-#include "service/study_import.h"
-#include "service/suggestions.h"
+#include "service/rpc/access.h"
+#include "service/rpc/change_notifier.h"
+#include "service/rpc/curve_cache.h"
+#include "service/rpc/leases.h"
+#include "service/rpc/study_context.h"
+#include "service/rpc/study_import.h"
+#include "service/rpc/suggestions.h"
 #include "storage/study_store.h"
 
 namespace hypertune::service {
@@ -299,4 +299,4 @@ class StudyService {
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_STUDY_SERVICE_H_
+#endif  // HYPERTUNE_SERVICE_RPC_STUDY_SERVICE_H_

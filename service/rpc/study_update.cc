@@ -1,4 +1,4 @@
-#include "service/study_update.h"
+#include "service/rpc/study_update.h"
 
 #include <algorithm>
 #include <string>

@@ -3,8 +3,8 @@
 // valid), and the record of what changed.
 //
 // Pure functions; thread-safe.
-#ifndef HYPERTUNE_SERVICE_STUDY_UPDATE_H_
-#define HYPERTUNE_SERVICE_STUDY_UPDATE_H_
+#ifndef HYPERTUNE_SERVICE_RPC_STUDY_UPDATE_H_
+#define HYPERTUNE_SERVICE_RPC_STUDY_UPDATE_H_
 
 #include <vector>
 
@@ -46,4 +46,4 @@ bool RaisesBudget(const v1::StudySpec& before, const v1::StudySpec& after);
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_STUDY_UPDATE_H_
+#endif  // HYPERTUNE_SERVICE_RPC_STUDY_UPDATE_H_

@@ -1,4 +1,4 @@
-#include "service/suggest_queue.h"
+#include "service/rpc/suggest_queue.h"
 
 #include <utility>
 

@@ -8,8 +8,8 @@
 // given the StudyModel& can touch it.
 //
 // Thread-safe.
-#ifndef HYPERTUNE_SERVICE_SUGGEST_QUEUE_H_
-#define HYPERTUNE_SERVICE_SUGGEST_QUEUE_H_
+#ifndef HYPERTUNE_SERVICE_RPC_SUGGEST_QUEUE_H_
+#define HYPERTUNE_SERVICE_RPC_SUGGEST_QUEUE_H_
 
 #include <vector>
 
@@ -18,8 +18,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "hypertune/v1/hypertune.pb.h"
-#include "service/access.h"
-#include "service/study_model.h"
+#include "service/rpc/access.h"
+#include "service/rpc/study_model.h"
 
 namespace hypertune::service {
 
@@ -70,4 +70,4 @@ class SuggestQueue {
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_SUGGEST_QUEUE_H_
+#endif  // HYPERTUNE_SERVICE_RPC_SUGGEST_QUEUE_H_

@@ -1,4 +1,4 @@
-#include "service/suggestion_plan.h"
+#include "service/rpc/suggestion_plan.h"
 
 #include <algorithm>
 #include <deque>
@@ -7,7 +7,7 @@
 
 #include "optimizer/early_stopping.h"
 #include "optimizer/learning_curve_model.h"
-#include "service/conversion.h"
+#include "service/rpc/conversion.h"
 
 namespace hypertune::service {
 namespace {

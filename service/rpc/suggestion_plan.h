@@ -13,8 +13,8 @@
 // promotion will resume are stopped first).
 //
 // Thread-safe: pure functions.
-#ifndef HYPERTUNE_SERVICE_SUGGESTION_PLAN_H_
-#define HYPERTUNE_SERVICE_SUGGESTION_PLAN_H_
+#ifndef HYPERTUNE_SERVICE_RPC_SUGGESTION_PLAN_H_
+#define HYPERTUNE_SERVICE_RPC_SUGGESTION_PLAN_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -102,4 +102,4 @@ size_t NewTrialBytesBound(const v1::Study& study, const std::string& client_id);
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_SUGGESTION_PLAN_H_
+#endif  // HYPERTUNE_SERVICE_RPC_SUGGESTION_PLAN_H_

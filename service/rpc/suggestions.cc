@@ -1,4 +1,4 @@
-#include "service/suggestions.h"
+#include "service/rpc/suggestions.h"
 
 #include <algorithm>
 #include <iostream>
@@ -11,11 +11,11 @@
 #include "common/limits.h"
 #include "common/study_metrics.h"
 #include "optimizer/early_stopping.h"
-#include "service/metrics.h"
-#include "service/priors.h"
-#include "service/status_macros.h"
-#include "service/trial_state.h"
-#include "service/validation.h"
+#include "service/rpc/priors.h"
+#include "service/rpc/status_macros.h"
+#include "service/rpc/trial_state.h"
+#include "service/rpc/validation.h"
+#include "service/server/metrics.h"
 
 namespace hypertune::service {
 namespace {

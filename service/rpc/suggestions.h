@@ -6,8 +6,8 @@
 // of this; they share only the StudyContext.
 //
 // Thread-safe.
-#ifndef HYPERTUNE_SERVICE_SUGGESTIONS_H_
-#define HYPERTUNE_SERVICE_SUGGESTIONS_H_
+#ifndef HYPERTUNE_SERVICE_RPC_SUGGESTIONS_H_
+#define HYPERTUNE_SERVICE_RPC_SUGGESTIONS_H_
 
 #include <cstdint>
 #include <string>
@@ -17,12 +17,12 @@
 #include "absl/status/statusor.h"
 #include "hypertune/v1/hypertune.pb.h"
 #include "optimizer/suggester.h"
-#include "service/access.h"
-#include "service/conversion.h"
-#include "service/leases.h"
-#include "service/study_context.h"
-#include "service/study_runtime.h"
-#include "service/suggestion_plan.h"
+#include "service/rpc/access.h"
+#include "service/rpc/conversion.h"
+#include "service/rpc/leases.h"
+#include "service/rpc/study_context.h"
+#include "service/rpc/study_runtime.h"
+#include "service/rpc/suggestion_plan.h"
 
 namespace hypertune::service {
 
@@ -103,4 +103,4 @@ class Suggestions {
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_SUGGESTIONS_H_
+#endif  // HYPERTUNE_SERVICE_RPC_SUGGESTIONS_H_

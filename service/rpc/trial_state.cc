@@ -1,4 +1,4 @@
-#include "service/trial_state.h"
+#include "service/rpc/trial_state.h"
 
 #include <utility>
 

@@ -12,8 +12,8 @@
 //   COMPLETED, STOPPED, INFEASIBLE, FAILED: final.
 //
 // Thread-safe: pure functions.
-#ifndef HYPERTUNE_SERVICE_TRIAL_STATE_H_
-#define HYPERTUNE_SERVICE_TRIAL_STATE_H_
+#ifndef HYPERTUNE_SERVICE_RPC_TRIAL_STATE_H_
+#define HYPERTUNE_SERVICE_RPC_TRIAL_STATE_H_
 
 #include <cstdint>
 #include <string>
@@ -41,4 +41,4 @@ absl::Status StopNow(v1::Trial& trial, const std::string& reason, int64_t now);
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_TRIAL_STATE_H_
+#endif  // HYPERTUNE_SERVICE_RPC_TRIAL_STATE_H_

@@ -1,4 +1,4 @@
-#include "service/validation.h"
+#include "service/rpc/validation.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,8 +13,8 @@
 #include "common/study_metrics.h"
 #include "google/protobuf/generated_enum_reflection.h"
 #include "optimizer/early_stopping.h"
-#include "service/conversion.h"
-#include "service/status_macros.h"
+#include "service/rpc/conversion.h"
+#include "service/rpc/status_macros.h"
 
 namespace hypertune::service {
 namespace {

@@ -2,8 +2,8 @@
 // stored state, the limits of limits.h among them. Each returns OK or
 // INVALID_ARGUMENT whose message names the offending field
 // (`study.spec.metrics[0].goal: ...`) and, for a limit, the limit.
-#ifndef HYPERTUNE_SERVICE_VALIDATION_H_
-#define HYPERTUNE_SERVICE_VALIDATION_H_
+#ifndef HYPERTUNE_SERVICE_RPC_VALIDATION_H_
+#define HYPERTUNE_SERVICE_RPC_VALIDATION_H_
 
 #include <string>
 
@@ -78,4 +78,4 @@ absl::Status ValidateCompleteTrial(const v1::CompleteTrialRequest& request);
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_VALIDATION_H_
+#endif  // HYPERTUNE_SERVICE_RPC_VALIDATION_H_

@@ -1,4 +1,4 @@
-#include "service/auth.h"
+#include "service/server/auth.h"
 
 #include <cerrno>
 #include <cstring>

@@ -8,8 +8,8 @@
 // buffer, so its time depends on neither where nor whether a token matches.
 //
 // Thread safety: both are immutable after construction; share freely.
-#ifndef HYPERTUNE_SERVICE_AUTH_H_
-#define HYPERTUNE_SERVICE_AUTH_H_
+#ifndef HYPERTUNE_SERVICE_SERVER_AUTH_H_
+#define HYPERTUNE_SERVICE_SERVER_AUTH_H_
 
 #include <array>
 #include <cstddef>
@@ -20,7 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "service/access.h"
+#include "service/rpc/access.h"
 
 namespace hypertune::service {
 
@@ -88,4 +88,4 @@ class Authorizer {
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_AUTH_H_
+#endif  // HYPERTUNE_SERVICE_SERVER_AUTH_H_

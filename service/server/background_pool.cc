@@ -1,4 +1,4 @@
-#include "service/background_pool.h"
+#include "service/server/background_pool.h"
 
 #include <algorithm>
 #include <cassert>

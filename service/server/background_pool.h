@@ -5,8 +5,8 @@
 //
 // Thread-safe. The destructor raises every flag it holds, runs no further
 // job and joins the threads.
-#ifndef HYPERTUNE_SERVICE_BACKGROUND_POOL_H_
-#define HYPERTUNE_SERVICE_BACKGROUND_POOL_H_
+#ifndef HYPERTUNE_SERVICE_SERVER_BACKGROUND_POOL_H_
+#define HYPERTUNE_SERVICE_SERVER_BACKGROUND_POOL_H_
 
 #include <atomic>
 #include <deque>
@@ -54,4 +54,4 @@ class BackgroundPool {
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_BACKGROUND_POOL_H_
+#endif  // HYPERTUNE_SERVICE_SERVER_BACKGROUND_POOL_H_

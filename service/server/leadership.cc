@@ -1,4 +1,4 @@
-#include "service/leadership.h"
+#include "service/server/leadership.h"
 
 #include <iostream>
 #include <utility>

@@ -12,8 +12,8 @@
 // standby, with no state cached from before).
 //
 // Thread safety: Check and leading may be called from any thread.
-#ifndef HYPERTUNE_SERVICE_LEADERSHIP_H_
-#define HYPERTUNE_SERVICE_LEADERSHIP_H_
+#ifndef HYPERTUNE_SERVICE_SERVER_LEADERSHIP_H_
+#define HYPERTUNE_SERVICE_SERVER_LEADERSHIP_H_
 
 #include <atomic>
 #include <chrono>
@@ -78,4 +78,4 @@ class Leadership {
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_LEADERSHIP_H_
+#endif  // HYPERTUNE_SERVICE_SERVER_LEADERSHIP_H_

@@ -1,4 +1,4 @@
-#include "service/lease_sweeper.h"
+#include "service/server/lease_sweeper.h"
 
 #include <iostream>
 

@@ -3,14 +3,14 @@
 // FAILED) even when nobody asks for suggestions.
 //
 // Thread-safe; stops and joins on destruction.
-#ifndef HYPERTUNE_SERVICE_LEASE_SWEEPER_H_
-#define HYPERTUNE_SERVICE_LEASE_SWEEPER_H_
+#ifndef HYPERTUNE_SERVICE_SERVER_LEASE_SWEEPER_H_
+#define HYPERTUNE_SERVICE_SERVER_LEASE_SWEEPER_H_
 
 #include <thread>
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "service/study_service.h"
+#include "service/rpc/study_service.h"
 
 namespace hypertune::service {
 
@@ -34,4 +34,4 @@ class LeaseSweeper {
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_LEASE_SWEEPER_H_
+#endif  // HYPERTUNE_SERVICE_SERVER_LEASE_SWEEPER_H_

@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "service/server.h"
+#include "service/server/server.h"
 #include "storage/open_store.h"
 
 namespace {

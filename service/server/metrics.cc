@@ -1,4 +1,4 @@
-#include "service/metrics.h"
+#include "service/server/metrics.h"
 
 #include <cassert>
 #include <cmath>

@@ -7,8 +7,8 @@
 //
 // Thread-safe: every method may be called from any thread. Recording takes a
 // short per-family lock; rendering copies under the same locks.
-#ifndef HYPERTUNE_SERVICE_METRICS_H_
-#define HYPERTUNE_SERVICE_METRICS_H_
+#ifndef HYPERTUNE_SERVICE_SERVER_METRICS_H_
+#define HYPERTUNE_SERVICE_SERVER_METRICS_H_
 
 #include <cstdint>
 #include <functional>
@@ -138,4 +138,4 @@ class Metrics {
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_METRICS_H_
+#endif  // HYPERTUNE_SERVICE_SERVER_METRICS_H_

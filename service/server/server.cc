@@ -1,4 +1,4 @@
-#include "service/server.h"
+#include "service/server/server.h"
 
 #include <unistd.h>
 
@@ -17,8 +17,8 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
-#include "service/http/rpc_metrics_interceptor.h"
-#include "service/parse_error_interceptor.h"
+#include "service/grpc/parse_error_interceptor.h"
+#include "service/grpc/rpc_metrics_interceptor.h"
 #include "storage/leader_election.h"
 #include "storage/open_store.h"
 

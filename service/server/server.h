@@ -6,8 +6,8 @@
 // hypertuned program and by tests that need a real server in-process.
 //
 // Thread-safe: Shutdown may be called from any thread, once.
-#ifndef HYPERTUNE_SERVICE_SERVER_H_
-#define HYPERTUNE_SERVICE_SERVER_H_
+#ifndef HYPERTUNE_SERVICE_SERVER_SERVER_H_
+#define HYPERTUNE_SERVICE_SERVER_SERVER_H_
 
 #include <memory>
 #include <string>
@@ -15,12 +15,12 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/limits.h"
-#include "service/grpc_service.h"
+#include "service/grpc/grpc_service.h"
 #include "service/http/http_server.h"
-#include "service/leadership.h"
-#include "service/lease_sweeper.h"
-#include "service/metrics.h"
-#include "service/study_service.h"
+#include "service/rpc/study_service.h"
+#include "service/server/leadership.h"
+#include "service/server/lease_sweeper.h"
+#include "service/server/metrics.h"
 #include "storage/study_store.h"
 
 namespace hypertune::service {
@@ -130,4 +130,4 @@ class Server {
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_SERVER_H_
+#endif  // HYPERTUNE_SERVICE_SERVER_SERVER_H_

@@ -1,4 +1,4 @@
-#include "service/stream_limits.h"
+#include "service/server/stream_limits.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -3,8 +3,8 @@
 // take every stream (and the thread each holds) from the others.
 //
 // Thread-safe.
-#ifndef HYPERTUNE_SERVICE_STREAM_LIMITS_H_
-#define HYPERTUNE_SERVICE_STREAM_LIMITS_H_
+#ifndef HYPERTUNE_SERVICE_SERVER_STREAM_LIMITS_H_
+#define HYPERTUNE_SERVICE_SERVER_STREAM_LIMITS_H_
 
 #include <string>
 
@@ -61,4 +61,4 @@ class StreamLimits {
 
 }  // namespace hypertune::service
 
-#endif  // HYPERTUNE_SERVICE_STREAM_LIMITS_H_
+#endif  // HYPERTUNE_SERVICE_SERVER_STREAM_LIMITS_H_

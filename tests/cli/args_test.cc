@@ -1,6 +1,6 @@
 #include "cli/args.h"
 
-#include "cli/worker.h"
+#include "cli/worker/worker.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

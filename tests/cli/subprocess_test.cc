@@ -1,4 +1,4 @@
-#include "cli/subprocess.h"
+#include "cli/worker/subprocess.h"
 
 #include <signal.h>
 #include <sys/wait.h>

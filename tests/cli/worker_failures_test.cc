@@ -1,4 +1,4 @@
-#include "cli/worker_failures.h"
+#include "cli/worker/worker_failures.h"
 
 #include <csignal>
 #include <filesystem>

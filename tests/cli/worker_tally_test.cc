@@ -1,7 +1,7 @@
 // The worker's progress counts each trial once, in the bucket of its latest
 // outcome, so that the buckets add up to the trials shown (issue 47 item 9:
 // "17/16 done (14 given back or left)").
-#include "cli/worker_tally.h"
+#include "cli/worker/worker_tally.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

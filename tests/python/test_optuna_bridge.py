@@ -227,7 +227,7 @@ def test_optimize_converges_better_than_random(make_sampler: Any) -> None:
     # are recorded with Optuna's values, and its best is Optuna's best.
     hypertune_study = sampler.hypertune_study.refresh()
     assert hypertune_study.spec.algorithm == hypertune.optuna.pb.GP_BANDIT
-    # The server's order (service/optuna_space.h): by how many trials hold
+    # The server's order (service/rpc/optuna_space.h): by how many trials hold
     # a parameter, then the first trial holding it, then by name.
     assert [p.name for p in hypertune_study.spec.parameters] == ["activation", "lr", "n", "x"]
     assert hypertune_study.trial_counts == {"COMPLETED": trials}

@@ -2,7 +2,7 @@
 // in-process server (loopback, temporary SQLite file) with two owners, and
 // with TLS and mutual TLS whose certificates the test makes with the openssl
 // command-line tool.
-#include "service/auth.h"
+#include "service/server/auth.h"
 
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -24,9 +24,9 @@
 #include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "service/grpc_service.h"
-#include "service/server.h"
-#include "service/study_service.h"
+#include "service/grpc/grpc_service.h"
+#include "service/rpc/study_service.h"
+#include "service/server/server.h"
 #include "storage/memory_store.h"
 #include "testing/test_certs.h"
 #include "trainer_sdk/hypertune.h"

@@ -1,6 +1,6 @@
 // ResolveBackupPath: Backup writes only inside the backup directory and
 // never over what an earlier backup did not write.
-#include "service/backup_path.h"
+#include "service/rpc/backup_path.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

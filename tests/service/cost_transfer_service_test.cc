@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "service/study_service.h"
+#include "service/rpc/study_service.h"
 #include "storage/memory_store.h"
 
 namespace hypertune::service {

@@ -17,7 +17,7 @@
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "optimizer/early_stopping.h"
-#include "service/server.h"
+#include "service/server/server.h"
 #include "testing/test_server.h"
 #include "trainer_sdk/hypertune.h"
 

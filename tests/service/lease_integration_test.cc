@@ -22,7 +22,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "service/server.h"
+#include "service/server/server.h"
 #include "trainer_sdk/hypertune.h"
 
 namespace hypertune {

@@ -1,4 +1,4 @@
-// hypertuned's command line (service/main.cc), run as a process: a usage
+// hypertuned's command line (service/server/main.cc), run as a process: a usage
 // error exits 2 with a message naming the flag and the usage, starting
 // nothing; --help prints the usage; every flag the usage lists starts a
 // server when given well.

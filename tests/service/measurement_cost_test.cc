@@ -11,9 +11,9 @@
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "optimizer/early_stopping.h"
-#include "service/conversion.h"
-#include "service/curve_cache.h"
-#include "service/study_service.h"
+#include "service/rpc/conversion.h"
+#include "service/rpc/curve_cache.h"
+#include "service/rpc/study_service.h"
 #include "storage/memory_store.h"
 
 namespace hypertune::service {

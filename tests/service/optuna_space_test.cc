@@ -1,4 +1,4 @@
-// The server's one Optuna mapping (service/optuna_space.h), its info
+// The server's one Optuna mapping (service/rpc/optuna_space.h), its info
 // (server_info.h) and metric roles, against the fixtures every client runs
 // (testing/fixtures/README.md). Each Optuna space is inferred with the
 // trials' parameters in the fixture's (alphabetical) order, reversed and
@@ -19,9 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/limits.h"
-#include "service/optuna_space.h"
-#include "service/server_info.h"
-#include "service/validation.h"
+#include "service/rpc/optuna_space.h"
+#include "service/rpc/server_info.h"
+#include "service/rpc/validation.h"
 
 namespace hypertune::service {
 namespace {

@@ -16,7 +16,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "hypertune/v1/hypertune.grpc.pb.h"
-#include "service/server.h"
+#include "service/server/server.h"
 #include "testing/test_server.h"
 
 namespace hypertune {

@@ -1,12 +1,12 @@
 // Importing studies and warm-start results (study_import.h) on StudyService
 // over the in-memory store.
-#include "service/study_import.h"
+#include "service/rpc/study_import.h"
 
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "service/study_service.h"
+#include "service/rpc/study_service.h"
 #include "storage/memory_store.h"
 
 namespace hypertune::service {

@@ -1,5 +1,5 @@
 // StudyService over the in-memory store: the RPC semantics without gRPC.
-#include "service/study_service.h"
+#include "service/rpc/study_service.h"
 
 #include <array>
 #include <cmath>

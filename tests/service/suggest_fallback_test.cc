@@ -5,8 +5,8 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "service/metrics.h"
-#include "service/study_service.h"
+#include "service/rpc/study_service.h"
+#include "service/server/metrics.h"
 #include "storage/memory_store.h"
 
 namespace hypertune::service {

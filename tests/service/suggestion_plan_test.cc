@@ -1,6 +1,6 @@
 // PlanSuggestions: who gets which trials, within which limits, and when a
 // study is done; pure, so each case states the study and checks the plan.
-#include "service/suggestion_plan.h"
+#include "service/rpc/suggestion_plan.h"
 
 #include <string>
 #include <vector>

@@ -9,7 +9,7 @@
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "service/study_service.h"
+#include "service/rpc/study_service.h"
 #include "storage/memory_store.h"
 
 namespace hypertune::service {

@@ -1,6 +1,6 @@
 // The trial state machine: every pair of states, legal or not, against the
 // table of trial states in docs/concepts.md.
-#include "service/trial_state.h"
+#include "service/rpc/trial_state.h"
 
 #include <set>
 #include <utility>

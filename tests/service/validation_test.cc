@@ -1,4 +1,4 @@
-#include "service/validation.h"
+#include "service/rpc/validation.h"
 
 #include <cmath>
 #include <functional>
@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "service/conversion.h"
+#include "service/rpc/conversion.h"
 
 namespace hypertune::service {
 namespace {

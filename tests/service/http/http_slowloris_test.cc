@@ -25,10 +25,10 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
-#include "service/auth.h"
 #include "service/http/http_server.h"
-#include "service/metrics.h"
-#include "service/study_service.h"
+#include "service/rpc/study_service.h"
+#include "service/server/auth.h"
+#include "service/server/metrics.h"
 #include "storage/open_store.h"
 // After Eigen (through the server's headers): httplib.h brings <resolv.h>,
 // whose `_res` macro breaks Eigen's parameter names.

@@ -1,5 +1,5 @@
 // The Prometheus registry: counters and histograms by label, the text format.
-#include "service/metrics.h"
+#include "service/server/metrics.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
