@@ -26,6 +26,7 @@
 #include "cli/commands.h"
 #include "cli/json_config.h"
 #include "cli/worker/worker_protocol.h"
+#include "common/identifier.h"
 #include "common/limits.h"
 #include "trainer_sdk/client_core.h"
 
@@ -53,8 +54,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-std::string Identifier(const std::string& text);
-
 // Keeps Optuna's attribute `optuna_key` (its value_json parsed) in
 // `attributes` as text, under its name made an identifier (the server takes
 // names as attribute keys: "my key" becomes "my_key"): a string as itself,
@@ -66,7 +65,7 @@ bool KeepAttribute(
     google::protobuf::Map<std::string, std::string>& attributes) {
   if (value.is_discarded()) return false;
   if (optuna_key.empty()) return false;
-  const std::string key = Identifier(optuna_key);
+  const std::string key = ToIdentifier(optuna_key);
   std::string text =
       value.is_string() ? value.get<std::string>() : value.dump();
   if (key.size() > kMaxNameBytes || text.size() > kMaxAttributeValueBytes ||
@@ -171,16 +170,11 @@ std::optional<double> TypedValue(sqlite3_stmt* s, int value_column,
 
 // ----- Names -----
 
-bool NameChar(char c) {
-  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' ||
-         c == '.' || c == '-';
-}
-
 // A study name from Optuna's: other characters become '-', it begins with
 // a letter or digit, at most 128 characters.
 std::string StudyName(const std::string& optuna_name, int64_t study_id) {
   std::string name;
-  for (char c : optuna_name) name += NameChar(c) ? c : '-';
+  for (char c : optuna_name) name += IsIdentifierChar(c) ? c : '-';
   size_t first = 0;
   while (first < name.size() &&
          !absl::ascii_isalnum(static_cast<unsigned char>(name[first]))) {
@@ -189,19 +183,6 @@ std::string StudyName(const std::string& optuna_name, int64_t study_id) {
   name = name.substr(first, 128);
   if (name.empty()) name = absl::StrCat("optuna-study-", study_id);
   return name;
-}
-
-// A parameter or metric name (an identifier): other characters become '_',
-// and '_' goes first where a letter or '_' does not.
-std::string Identifier(const std::string& text) {
-  std::string name;
-  for (char c : text) name += NameChar(c) ? c : '_';
-  if (name.empty() ||
-      !(absl::ascii_isalpha(static_cast<unsigned char>(name[0])) ||
-        name[0] == '_')) {
-    name.insert(name.begin(), '_');
-  }
-  return name.substr(0, 128);
 }
 
 bool IsNumber(const Json& j) { return j.is_number() && !j.is_boolean(); }
@@ -287,7 +268,7 @@ absl::StatusOr<std::vector<std::string>> ReadMetrics(sqlite3* db,
       if (names.is_array() && names.size() == goals.size()) {
         for (size_t i = 0; i < goals.size(); ++i) {
           if (names[i].is_string()) {
-            metric_names[i] = Identifier(names[i].get<std::string>());
+            metric_names[i] = ToIdentifier(names[i].get<std::string>());
           }
         }
       }
@@ -596,7 +577,7 @@ int64_t ConvertTrials(const std::vector<RawTrial>& raw,
         const double v = value.is_boolean() ? (value.get<bool>() ? 1.0 : 0.0)
                                             : value.get<double>();
         if (!std::isnan(v)) {
-          (*final_m.mutable_metrics())[Identifier("user_attr." + key)] = v;
+          (*final_m.mutable_metrics())[ToIdentifier("user_attr." + key)] = v;
         }
       }
     }

@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "common/double_text.h"
+#include "common/identifier.h"
 #include "common/limits.h"
 
 namespace hypertune::service {
@@ -65,24 +66,6 @@ std::string ValueText(const v1::ParameterValue& value) {
 }
 
 // ----- Names -----
-
-bool NameChar(char c) {
-  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' ||
-         c == '.' || c == '-';
-}
-
-// A parameter or metric name (an identifier): other characters become '_',
-// and '_' goes first where a letter or '_' does not.
-std::string Identifier(const std::string& text) {
-  std::string name;
-  for (char c : text) name += NameChar(c) ? c : '_';
-  if (name.empty() ||
-      !(absl::ascii_isalpha(static_cast<unsigned char>(name[0])) ||
-        name[0] == '_')) {
-    name.insert(name.begin(), '_');
-  }
-  return name.substr(0, 128);
-}
 
 // Python's str() of a categorical choice: how the objective saw it.
 std::string ChoiceText(const Json& choice) {
@@ -696,7 +679,7 @@ absl::StatusOr<v1::InferOptunaSpaceResponse> InferOptunaSpace(
   std::map<std::string, v1::ParameterSpec> specs;
   std::set<std::string> used;
   for (const auto& [name, distributions] : variants) {
-    std::string id_name = Identifier(name);
+    std::string id_name = ToIdentifier(name);
     while (!used.insert(id_name).second) id_name += "_";
     if (id_name != name) {
       notes.push_back(

@@ -10,14 +10,11 @@
 
 #include <vector>
 
+#include "common/identifier.h"
 #include "hypertune/v1/hypertune.pb.h"
 
 namespace hypertune::service {
 
-// The identifier rule of parameter, metric and attribute names
-// (validation.cc's ValidateIdentifier), as a pattern ECMAScript and Python
-// both read.
-inline constexpr char kIdentifierPattern[] = "^[A-Za-z_][A-Za-z0-9._-]{0,127}$";
 // Study names (ValidateStudyName).
 inline constexpr char kStudyNamePattern[] =
     "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$";

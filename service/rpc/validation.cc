@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/identifier.h"
 #include "common/study_metrics.h"
 #include "google/protobuf/generated_enum_reflection.h"
 #include "optimizer/early_stopping.h"
@@ -23,14 +24,7 @@ absl::Status Invalid(const std::string& field, const std::string& problem) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", problem));
 }
 
-bool IsNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
-}
-
-// Parameter and metric names appear in `{name}` substitutions, `name=value`
-// metric lines and JSON keys, so they are identifiers: a letter or '_'
-// first, then letters, digits and "._-".
+// Parameter and metric names are identifiers (common/identifier.h).
 absl::Status ValidateIdentifier(const std::string& field,
                                 const std::string& name) {
   if (name.empty()) return Invalid(field, "must not be empty");
@@ -39,14 +33,12 @@ absl::Status ValidateIdentifier(const std::string& field,
                    absl::StrFormat("longer than %d characters (the limit)",
                                    kMaxNameBytes));
   }
-  char first = name.front();
-  if (!((first >= 'a' && first <= 'z') || (first >= 'A' && first <= 'Z') ||
-        first == '_')) {
+  if (!IsIdentifierStart(name.front())) {
     return Invalid(
         field, absl::StrFormat("\"%s\" must start with a letter or '_'", name));
   }
   for (char c : name) {
-    if (!IsNameChar(c)) {
+    if (!IsIdentifierChar(c)) {
       return Invalid(field, absl::StrFormat("\"%s\" may contain only letters, "
                                             "digits and \"._-\"",
                                             absl::CHexEscape(name)));
@@ -266,7 +258,7 @@ absl::Status ValidateStudyName(const std::string& field,
                                    kMaxNameBytes));
   }
   for (char c : name) {
-    if (!IsNameChar(c)) {
+    if (!IsIdentifierChar(c)) {
       return Invalid(
           field, absl::StrFormat("\"%s\" may contain only letters, digits and "
                                  "\"._-\"",
