@@ -38,10 +38,12 @@ from hypertune.errors import HypertuneError, LeaseLostError
 #: The lease of studies that set no lease_seconds (the server's default).
 DEFAULT_LEASE_SECONDS = 60.0
 
-# Failures a later renewal may not meet.
+# Failures a later renewal may not meet. CANCELLED: this client cancels only
+# when it closes, which stops renewals anyway, so it came from a stopping server.
 _TRANSIENT = {
     grpc.StatusCode.UNAVAILABLE,
     grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.CANCELLED,
     grpc.StatusCode.RESOURCE_EXHAUSTED,
     grpc.StatusCode.ABORTED,
     grpc.StatusCode.INTERNAL,
