@@ -17,11 +17,6 @@
 namespace hypertune::optimizer {
 namespace {
 
-std::string Named(const SearchSpace& space, int index) {
-  return absl::StrCat("parameters[", index, "] (\"",
-                      space.parameters()[index].name, "\")");
-}
-
 // n values evenly spaced over [min, max] in `scale`, both ends included (the
 // centre for n == 1). Log scale steps in powers of ten, so that decades land
 // exactly (1e-4 .. 1e-1 in 4 gives 0.01, not 0.010000000000000004).
@@ -233,7 +228,7 @@ absl::StatusOr<std::vector<double>> GridValues(const SearchSpace& space,
       if (p.grid_points == 0) {
         if (p.max - p.min + 1 > kMaxGridPointsPerParameter) {
           return absl::InvalidArgumentError(absl::StrCat(
-              Named(space, index), ": GRID tries every integer of the range, ",
+              space.Label(index), ": GRID tries every integer of the range, ",
               "and [", p.min, ", ", p.max, "] has more than ",
               kMaxGridPointsPerParameter, "; set grid_points"));
         }
@@ -250,7 +245,7 @@ absl::StatusOr<std::vector<double>> GridValues(const SearchSpace& space,
     case ParameterType::kDouble:
       if (p.grid_points == 0) {
         return absl::InvalidArgumentError(absl::StrCat(
-            Named(space, index),
+            space.Label(index),
             ".grid_points: GRID needs the number of values to try of a DOUBLE "
             "parameter, got none"));
       }

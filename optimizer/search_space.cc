@@ -227,6 +227,10 @@ SearchSpace::SearchSpace(std::vector<ParameterConfig> params)
       order_(ParentsFirstOrder(params_)),
       conditional_(HasConditions(params_)) {}
 
+std::string SearchSpace::Label(int i) const {
+  return Where(i, params_[i].name);
+}
+
 std::vector<bool> SearchSpace::Active(const Assignment& a) const {
   assert(a.size() == params_.size());
   return ActiveParameters(params_, order_, a);

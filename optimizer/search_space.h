@@ -74,6 +74,8 @@ class SearchSpace {
       std::vector<ParameterConfig> params);
 
   const std::vector<ParameterConfig>& parameters() const { return params_; }
+  // `parameters[i] ("name")`: how errors about parameter i name it.
+  std::string Label(int i) const;
   int dim() const { return static_cast<int>(params_.size()); }
   // Whether some parameter has a parent.
   bool conditional() const { return conditional_; }
