@@ -291,14 +291,23 @@ export function rowFromCompact(c, objectiveIndex = 0) {
   }
   return finishRow({
     id: c.id, state: c.state,
-    params: c.params.map((v) => (typeof v === 'string' ? v : num(v))),
+    params: c.params.map(compactParam),
     metrics: c.metrics.map(num), steps, values, reason: c.reason || '',
     create_time_ms: c.create_time_ms, start_time_ms: c.start_time_ms,
     end_time_ms: c.end_time_ms, device_seconds: num(c.device_seconds) || 0,
     cost: num(c.cost) || 0, measurements: c.measurements,
     feasible: typeof c.feasible === 'boolean' ? c.feasible : null,
     warm_start: c.warm_start === true, attempt: Number(c.attempt || 0),
+    exploits: (c.exploits || []).map((e) => ({
+      step: e.step, donor: e.donor, checkpoint_step: e.checkpoint_step,
+      time_ms: e.time_ms, value: num(e.value), donor_value: num(e.donor_value),
+      params_before: e.params_before.map(compactParam),
+      params: e.params.map(compactParam)})),
   }, objectiveIndex);
+}
+
+function compactParam(v) {
+  return typeof v === 'string' ? v : num(v);
 }
 
 function parameterValue(value) {
@@ -314,8 +323,12 @@ function parameterValue(value) {
 // curves are never part of them.
 export function rowFromTrial(trial, study) {
   const specs = parametersOf(study);
-  const byName = new Map((trial.parameters || []).map(
-      (p) => [p.name, parameterValue(p)]));
+  // Parameter values in the spec's order, null where absent.
+  const inOrder = (values) => {
+    const byName = new Map((values || []).map(
+        (p) => [p.name, parameterValue(p)]));
+    return specs.map((p) => (byName.has(p.name) ? byName.get(p.name) : null));
+  };
   const names = metricNames(study);
   const finished = trial.state === 'COMPLETED' || trial.state === 'STOPPED';
   const ms = trial.measurements || [];
@@ -340,8 +353,7 @@ export function rowFromTrial(trial, study) {
   }
   return finishRow({
     id: Number(trial.id), state: trial.state,
-    params: specs.map((p) => (byName.has(p.name) ? byName.get(p.name)
-                                                 : null)),
+    params: inOrder(trial.parameters),
     metrics: names.map((n) => (result && result.metrics && n in result.metrics
                                    ? num(result.metrics[n]) : null)),
     steps: Float64Array.from(steps), values: Float64Array.from(values),
@@ -353,6 +365,12 @@ export function rowFromTrial(trial, study) {
     cost: num(trial.cost) || 0, measurements: ms.length,
     feasible: typeof trial.feasible === 'boolean' ? trial.feasible : null,
     warm_start: trial.warm_start === true, attempt: Number(trial.attempt || 0),
+    exploits: (trial.exploits || []).map((e) => ({
+      step: int64(e.step), donor: int64(e.donor_trial_id),
+      checkpoint_step: int64(e.checkpoint_step), time_ms: int64(e.time_ms),
+      value: num(e.value ?? 0), donor_value: num(e.donor_value ?? 0),
+      params_before: inOrder(e.parameters_before),
+      params: inOrder(e.parameters)})),
   }, objectiveOf(study).index);
 }
 

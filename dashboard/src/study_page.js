@@ -16,6 +16,7 @@ import {drawCurves} from './charts/curves.js';
 import {drawEdf} from './charts/edf.js';
 import {drawHistory} from './charts/history.js';
 import {drawImportance} from './charts/importance.js';
+import {drawLineage, drawSchedule} from './charts/lineage.js';
 import {drawParallel} from './charts/parallel.js';
 import {drawPareto} from './charts/pareto.js';
 import {drawSlices} from './charts/slices.js';
@@ -47,6 +48,7 @@ export class StudyPage {
     // The objective slices and importance show (several objectives: the
     // selector's choice); the first one to begin with.
     this.metric = data.objectives[0] || data.objective;
+    this.scheduleName = null;  // PBT: the parameter whose schedule is drawn
     this.importanceRequest = 0;
     this.importanceAt = 0;
     this.importanceCompleted = -1;
@@ -95,6 +97,25 @@ export class StudyPage {
           this.loadImportance();
         }}, ...this.data.objectives.map((m) => el('option', {
           value: m.name, selected: m.name === this.metric.name}, m.name))))];
+  }
+
+  // PBT: the parameter whose schedule is drawn (the first at first).
+  scheduleParam() {
+    return this.data.params.find((p) => p.name === this.scheduleName) ||
+        this.data.params[0];
+  }
+
+  scheduleSelector() {
+    if (this.data.params.length < 2) return [];
+    return [el('select', {id: 'schedule-select', onchange: (event) => {
+      this.scheduleName = event.target.value;
+      if (!this.pendingCharts.has('schedule')) {
+        this.timedDraw('schedule', () => drawSchedule(
+            this.boxes.schedule, this.data, this.scheduleParam(),
+            this.opts()));
+      }
+    }}, ...this.data.params.map((p) => el('option', {value: p.name},
+                                           p.name)))];
   }
 
   // Builds the page's skeleton and draws everything once.
@@ -165,13 +186,23 @@ export class StudyPage {
       [, curves] = s5;
       [, edf] = s6;
       [, importance] = s7;
+      // Population-based training: who took whose checkpoint, and when;
+      // a parameter's schedule.
+      const pbt = (this.data.study.spec || {}).algorithm === 'PBT';
+      const s8 = pbt ? section('lineage', 'Population lineage',
+          el('span', {class: 'hint'}, 'an arrow from the donor\'s ' +
+             'checkpoint to the member that took it')) : null;
+      const s9 = pbt ? section('schedule', 'Parameter schedule',
+                               this.scheduleSelector()) : null;
       this.boxes = {history, constraints: s1c && s1c[1], slice, contour,
-                    parallel, curves, edf, importance};
+                    parallel, curves, edf, importance,
+                    lineage: s8 && s8[1], schedule: s9 && s9[1]};
       importance.append(el('p', {class: 'note'}, 'Computing…'));
       // About its drawn height, so that the plots below hold still.
       importance.style.minHeight = 30 * (this.data.params.length + 3) + 'px';
-      sections.push(toggles, s1[0], ...(s1c ? [s1c[0]] : []), s7[0], s2[0],
-                    s3[0], s4[0], s5[0], s6[0]);
+      sections.push(toggles, s1[0], ...(s1c ? [s1c[0]] : []),
+                    ...(pbt ? [s8[0], s9[0]] : []), s7[0], s2[0], s3[0],
+                    s4[0], s5[0], s6[0]);
     } else {
       sections.push(el('p', {id: 'no-charts', class: 'note'},
           'Charts are not part of this build (npm was absent when ' +
@@ -382,6 +413,9 @@ export class StudyPage {
       [b.parallel, () => this.drawParallel()],
       [b.curves, () => drawCurves(b.curves, this.data, opts,
                                   rungsOf(this.data.study))],
+      [b.lineage, () => drawLineage(b.lineage, this.data, opts)],
+      [b.schedule, () => drawSchedule(b.schedule, this.data,
+                                      this.scheduleParam(), opts)],
       [b.edf, () => drawEdf(
           b.edf, [{name: this.data.study.name, color: '#3b6ea5',
                    rows: completedRows(this.data)}],

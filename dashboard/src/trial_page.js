@@ -1,7 +1,8 @@
 // One trial's page: its state, attempt and reason, parameters, every metric
 // of its result, its learning curve (any metric by step; earlier attempts'
 // curves drawn apart, charts/trial_curve.js), timing, device time and cost
-// (in all and per attempt), lease and worker, checkpoint URI and step, log
+// (in all and per attempt), lease and worker, checkpoint URI and step,
+// PBT's exploits (whose checkpoint it took, when, its parameters), log
 // path and the log's tail (from the server's log root only), and Stop when
 // the server serves writes. It shows what the study page already holds at
 // once, then the full trial.
@@ -224,6 +225,7 @@ export class TrialPage {
            el('section', {}, el('h2', {}, 'Run'), infoTable),
            ...(attributeSection ? [attributeSection] : [])),
         ...(attempts.length > 1 ? [this.attemptTable(attempts, price)] : []),
+        ...((t.exploits || []).length ? [this.exploitTable(t.exploits)] : []),
         el('section', {class: 'plot'},
            el('h2', {}, 'Learning curve ', metricSelect, ' ', logToggle),
            this.curveBox, this.measurementTable(measurements, metricNames,
@@ -258,6 +260,45 @@ export class TrialPage {
                el('td', {class: 'num'}, formatDeviceTime(a.device_seconds)),
                el('td', {class: 'num'}, price > 0 ? formatNumber(a.cost)
                                                   : 'not priced')))));
+  }
+
+  // PBT: each exploit, oldest first: whose checkpoint the trial took and
+  // when, and how its parameters changed (its schedule).
+  exploitTable(exploits) {
+    const study = encodeURIComponent(this.data.study.name);
+    const value = (v) => {
+      if (!v) return '—';
+      if ('string_value' in v) return v.string_value;
+      if ('int_value' in v) return String(int64(v.int_value));
+      return formatValue(num(v.double_value ?? 0));
+    };
+    const changes = (e) => {
+      const before = new Map((e.parameters_before || []).map(
+          (p) => [p.name, value(p)]));
+      return (e.parameters || []).map((p) => {
+        const was = before.get(p.name) ?? '—';
+        const now = value(p);
+        return was === now ? `${p.name} ${now}` : `${p.name} ${was} → ${now}`;
+      }).join(', ');
+    };
+    return el('section', {},
+        el('h2', {}, 'Exploits (population-based training)'),
+        el('table', {class: 'trials', id: 'trial-exploits'},
+           el('tr', {}, ...['#', 'at step', 'took', 'checkpoint step',
+                            'checkpoint', 'its value / the donor\'s',
+                            'parameters'].map((h) => el('th', {}, h))),
+           ...exploits.map((e) => el('tr', {'data-donor':
+                                            int64(e.donor_trial_id)},
+               el('td', {class: 'num'}, e.number || 0),
+               el('td', {class: 'num'}, int64(e.step)),
+               el('td', {}, el('a', {href: `#study=${study}&trial=` +
+                                           int64(e.donor_trial_id)},
+                               `trial ${int64(e.donor_trial_id)}`)),
+               el('td', {class: 'num'}, int64(e.checkpoint_step)),
+               el('td', {}, e.checkpoint_uri || '—'),
+               el('td', {class: 'num'}, `${formatNumber(num(e.value ?? 0))} / ` +
+                                        formatNumber(num(e.donor_value ?? 0))),
+               el('td', {}, changes(e))))));
   }
 
   measurementTable(measurements, names, attempts = []) {

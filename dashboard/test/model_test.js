@@ -152,6 +152,37 @@ test('an inactive parameter is null and non-finite objectives are kept',
   assert.equal(full.objective, -Infinity);
 });
 
+test('PBT exploits read alike from the compact feed and a full Trial', () => {
+  const study = {spec: {
+    parameters: [{name: 'lr', double_spec: {min: 0.001, max: 1}},
+                 {name: 'opt', categorical_spec: {values: ['adam', 'sgd']}}],
+    metrics: [{name: 'acc', goal: 'MAXIMIZE'}]}};
+  const compact = rowFromCompact({id: 5, state: 'ACTIVE',
+      params: [0.024, 'sgd'], metrics: [null], curve: [[4, 0.7]],
+      measurements: 1, exploits: [{step: 4, donor: 2, checkpoint_step: 3,
+          time_ms: 99, value: 0.5, donor_value: 0.8,
+          params_before: [0.01, 'adam'], params: [0.024, 'sgd']}]});
+  const full = rowFromTrial({id: '5', state: 'ACTIVE',
+      parameters: [{name: 'opt', string_value: 'sgd'},
+                   {name: 'lr', double_value: 0.024}],
+      measurements: [{step: '4', metrics: {acc: 0.7}}],
+      exploits: [{number: 1, step: '4', donor_trial_id: '2',
+                  checkpoint_step: '3', time_ms: '99', value: 0.5,
+                  donor_value: 0.8, checkpoint_uri: 'file:///c/2',
+                  parameters_before: [{name: 'lr', double_value: 0.01},
+                                      {name: 'opt', string_value: 'adam'}],
+                  parameters: [{name: 'lr', double_value: 0.024},
+                               {name: 'opt', string_value: 'sgd'}]}]},
+      study);
+  const expected = [{step: 4, donor: 2, checkpoint_step: 3, time_ms: 99,
+                     value: 0.5, donor_value: 0.8,
+                     params_before: [0.01, 'adam'], params: [0.024, 'sgd']}];
+  assert.deepEqual(compact.exploits, expected);
+  assert.deepEqual(full.exploits, expected);
+  assert.deepEqual(rowFromCompact({id: 1, state: 'ACTIVE', params: [0.1, 'a'],
+                                   metrics: [null]}).exploits, []);
+});
+
 test('parameter specs: kind, range, log scale and categories', () => {
   const params = parametersOf({spec: {parameters: [
     {name: 'lr', double_spec: {min: 1e-5, max: '0.1', scale: 'LOG'}},

@@ -54,23 +54,22 @@ const std::string& ReasonOf(const v1::Trial& trial) {
   }
 }
 
-}  // namespace
-
-void AppendCompactTrial(const v1::Study& study, const v1::Trial& trial,
-                        std::string* out) {
-  const v1::StudySpec& spec = study.spec();
-  absl::StrAppend(out, "{\"id\":", trial.id(), ",\"state\":");
-  AppendJsonString(v1::Trial::State_Name(trial.state()), out);
-  out->append(",\"params\":[");
+// `values` as a JSON array in `spec`'s parameter order, null where a
+// parameter has no value.
+void AppendParameters(
+    const v1::StudySpec& spec,
+    const google::protobuf::RepeatedPtrField<v1::ParameterValue>& values,
+    std::string* out) {
+  out->push_back('[');
   for (int i = 0; i < spec.parameters_size(); ++i) {
     if (i > 0) out->push_back(',');
     const std::string& name = spec.parameters(i).name();
     // Trials keep their values in the spec's order: look there first.
     const v1::ParameterValue* value = nullptr;
-    if (i < trial.parameters_size() && trial.parameters(i).name() == name) {
-      value = &trial.parameters(i);
+    if (i < values.size() && values[i].name() == name) {
+      value = &values[i];
     } else {
-      for (const v1::ParameterValue& p : trial.parameters()) {
+      for (const v1::ParameterValue& p : values) {
         if (p.name() == name) value = &p;
       }
     }
@@ -80,7 +79,42 @@ void AppendCompactTrial(const v1::Study& study, const v1::Trial& trial,
       AppendParameter(*value, out);
     }
   }
-  out->append("],\"metrics\":[");
+  out->push_back(']');
+}
+
+// PBT's exploits of a trial (Trial.exploits), oldest first.
+void AppendExploits(const v1::StudySpec& spec, const v1::Trial& trial,
+                    std::string* out) {
+  out->append(",\"exploits\":[");
+  for (int i = 0; i < trial.exploits_size(); ++i) {
+    const v1::PbtExploit& e = trial.exploits(i);
+    if (i > 0) out->push_back(',');
+    absl::StrAppend(out, "{\"step\":", e.step(),
+                    ",\"donor\":", e.donor_trial_id(),
+                    ",\"checkpoint_step\":", e.checkpoint_step(),
+                    ",\"time_ms\":", e.time_ms(), ",\"value\":");
+    AppendJsonNumber(e.value(), out);
+    out->append(",\"donor_value\":");
+    AppendJsonNumber(e.donor_value(), out);
+    out->append(",\"params_before\":");
+    AppendParameters(spec, e.parameters_before(), out);
+    out->append(",\"params\":");
+    AppendParameters(spec, e.parameters(), out);
+    out->push_back('}');
+  }
+  out->push_back(']');
+}
+
+}  // namespace
+
+void AppendCompactTrial(const v1::Study& study, const v1::Trial& trial,
+                        std::string* out) {
+  const v1::StudySpec& spec = study.spec();
+  absl::StrAppend(out, "{\"id\":", trial.id(), ",\"state\":");
+  AppendJsonString(v1::Trial::State_Name(trial.state()), out);
+  out->append(",\"params\":");
+  AppendParameters(spec, trial.parameters(), out);
+  out->append(",\"metrics\":[");
   const bool finished = trial.state() == v1::Trial::COMPLETED ||
                         trial.state() == v1::Trial::STOPPED;
   const v1::Measurement* result = finished ? ResultMeasurement(trial) : nullptr;
@@ -126,6 +160,7 @@ void AppendCompactTrial(const v1::Study& study, const v1::Trial& trial,
                                  : ",\"feasible\":false");
   }
   if (trial.warm_start()) out->append(",\"warm_start\":true");
+  if (trial.exploits_size() > 0) AppendExploits(spec, trial, out);
   out->push_back('}');
 }
 

@@ -13,7 +13,11 @@
 //              otherwise failure_reason),
 //    "create_time_ms", "start_time_ms", "end_time_ms", "device_seconds",
 //    "cost", "measurements": the number of intermediate measurements (of
-//    the current attempt), "attempt": only when above 1}
+//    the current attempt), "attempt": only when above 1,
+//    "exploits": PBT's exploits, oldest first, only when there are any:
+//                [{"step", "donor", "checkpoint_step", "time_ms", "value",
+//                  "donor_value", "params_before", "params"}], params in
+//                spec order as above}
 // Integers are JSON numbers (ids and times stay below 2^53); non-finite
 // doubles are "Infinity", "-Infinity", "NaN" as in the protobuf mapping.
 //
