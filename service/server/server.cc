@@ -159,8 +159,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   server->leadership_ =
       std::make_unique<Leadership>(*std::move(election), std::move(hooks));
   auto serving = [raw] { return raw->leadership_->Check(); };
-  // The HTTP side checks the same tokens.
+  // The HTTP side and Optuna's storage protocol check the same tokens.
   Authorizer http_authorizer = authorizer;
+  server->optuna_service_ = std::make_unique<OptunaGrpcService>(
+      server->store_.get(), authorizer, serving);
   server->grpc_service_ = std::make_unique<GrpcService>(
       server->service_.get(), std::move(authorizer), serving,
       options.import_idle_timeout);
@@ -178,6 +180,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   // would start, and the kernel would spread connections over both.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(server->grpc_service_.get());
+  builder.RegisterService(server->optuna_service_.get());
   // limits.h: requests up to 4 MiB; answers are built to fit 4 MiB, gRPC's
   // default receive limit, so that no client misses the answer to a write
   // that committed.

@@ -17,6 +17,7 @@
 #include "common/limits.h"
 #include "service/grpc/grpc_service.h"
 #include "service/http/http_server.h"
+#include "service/optuna/optuna_grpc_service.h"
 #include "service/rpc/study_service.h"
 #include "service/server/leadership.h"
 #include "service/server/lease_sweeper.h"
@@ -116,6 +117,8 @@ class Server {
   std::unique_ptr<storage::StudyStore> store_;
   std::unique_ptr<StudyService> service_;
   std::unique_ptr<GrpcService> grpc_service_;
+  // Optuna's storage protocol, on the same port (optuna_grpc_service.h).
+  std::unique_ptr<OptunaGrpcService> optuna_service_;
   // Set when the lead is won (Leadership's thread), reset in Wait after the
   // leadership has stopped.
   std::unique_ptr<LeaseSweeper> sweeper_;
