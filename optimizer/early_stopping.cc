@@ -14,8 +14,12 @@
 #include <utility>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "optimizer/mo_early_stopping.h"
 
 namespace hypertune::optimizer {
 namespace {
@@ -151,31 +155,108 @@ Decision PercentileDecision(const EarlyStoppingConfig& config,
                        " finished trials")};
 }
 
+// A study as the multi-objective rules read it: each curve's points are the
+// measurements with every objective finite (value: the first objective),
+// and vectors[c][i] the maximized objectives of curves[c].points[i].
+struct ObjectiveView {
+  std::vector<TrialCurve> curves;
+  std::vector<std::vector<Eigen::VectorXd>> vectors;
+};
+
+ObjectiveView ViewObjectives(const EarlyStoppingConfig& config,
+                             std::span<const TrialCurve> study) {
+  const size_t m = config.objectives_maximize.size();
+  ObjectiveView view;
+  for (const TrialCurve& curve : study) {
+    TrialCurve kept;
+    kept.id = curve.id;
+    kept.status = curve.status;
+    std::vector<Eigen::VectorXd> vectors;
+    for (const TrialCurve::Metrics& point : curve.metrics) {
+      if (point.objectives.size() != m) continue;
+      Eigen::VectorXd y(m);
+      bool finite = true;
+      for (size_t j = 0; j < m; ++j) {
+        const double v = point.objectives[j];
+        finite = finite && std::isfinite(v);
+        y[j] = config.objectives_maximize[j] ? v : -v;
+      }
+      if (!finite) continue;
+      kept.points.emplace_back(point.step, point.objectives[0]);
+      vectors.push_back(std::move(y));
+    }
+    view.curves.push_back(std::move(kept));
+    view.vectors.push_back(std::move(vectors));
+  }
+  return view;
+}
+
 struct RungEntry {
   int64_t id;
   double value;
   const TrialCurve* curve;
+  // Several objectives: the place in the rung's order and the front.
+  int rank = 0;
+  int front = 0;
 };
 
 // The trials of `bracket` that reached `rung`, best first (ties to the
-// smaller id), with their value at the rung.
-std::vector<RungEntry> RungStandings(const EarlyStoppingConfig& config,
-                                     std::span<const TrialCurve> study,
-                                     int bracket, int64_t rung) {
+// smaller id), with their value at the rung. With `vectors` (parallel to
+// `study`, ObjectiveView's), in the rung's multi-objective order instead.
+std::vector<RungEntry> RungStandings(
+    const EarlyStoppingConfig& config, std::span<const TrialCurve> study,
+    int bracket, int64_t rung,
+    const std::vector<std::vector<Eigen::VectorXd>>* vectors = nullptr) {
   std::vector<RungEntry> entries;
-  for (const TrialCurve& curve : study) {
+  std::vector<const Eigen::VectorXd*> ys;
+  for (size_t c = 0; c < study.size(); ++c) {
+    const TrialCurve& curve = study[c];
     if (BracketOf(config, curve.id) != bracket) continue;
     const int i = FirstAtOrPast(curve, rung);
-    if (i >= 0) entries.push_back({curve.id, curve.points[i].second, &curve});
+    if (i < 0) continue;
+    entries.push_back({curve.id, curve.points[i].second, &curve});
+    if (vectors != nullptr) ys.push_back(&(*vectors)[c][i]);
   }
-  std::sort(entries.begin(), entries.end(),
-            [&](const RungEntry& a, const RungEntry& b) {
-              if (a.value != b.value) {
-                return Better(a.value, b.value, config.maximize);
-              }
-              return a.id < b.id;
-            });
-  return entries;
+  if (vectors == nullptr) {
+    std::sort(entries.begin(), entries.end(),
+              [&](const RungEntry& a, const RungEntry& b) {
+                if (a.value != b.value) {
+                  return Better(a.value, b.value, config.maximize);
+                }
+                return a.id < b.id;
+              });
+    for (size_t k = 0; k < entries.size(); ++k) {
+      entries[k].rank = static_cast<int>(k);
+    }
+    return entries;
+  }
+  // Rows by ascending id, so that OrderRung's ties go to the smaller id.
+  std::vector<size_t> by_id(entries.size());
+  for (size_t k = 0; k < by_id.size(); ++k) by_id[k] = k;
+  std::sort(by_id.begin(), by_id.end(),
+            [&](size_t a, size_t b) { return entries[a].id < entries[b].id; });
+  Eigen::MatrixXd y(
+      static_cast<Eigen::Index>(entries.size()),
+      static_cast<Eigen::Index>(config.objectives_maximize.size()));
+  for (size_t k = 0; k < by_id.size(); ++k) {
+    y.row(static_cast<Eigen::Index>(k)) = ys[by_id[k]]->transpose();
+  }
+  std::vector<int> fronts;
+  const std::vector<int> order =
+      OrderRung(y,
+                config.multi_objective ==
+                        EarlyStoppingConfig::MultiObjective::kHypervolume
+                    ? FrontOrder::kHypervolume
+                    : FrontOrder::kEpsilonNet,
+                &fronts);
+  std::vector<RungEntry> ordered;
+  for (size_t k = 0; k < order.size(); ++k) {
+    RungEntry entry = entries[by_id[order[k]]];
+    entry.rank = static_cast<int>(k);
+    entry.front = fronts[order[k]];
+    ordered.push_back(entry);
+  }
+  return ordered;
 }
 
 int TopCount(const EarlyStoppingConfig& config, size_t n, bool at_least_one) {
@@ -184,9 +265,10 @@ int TopCount(const EarlyStoppingConfig& config, size_t n, bool at_least_one) {
   return std::min(static_cast<int>(n), at_least_one ? std::max(1, top) : top);
 }
 
-Decision AshaDecision(const EarlyStoppingConfig& config,
-                      std::span<const TrialCurve> study,
-                      const TrialCurve& trial) {
+Decision AshaDecision(
+    const EarlyStoppingConfig& config, std::span<const TrialCurve> study,
+    const TrialCurve& trial,
+    const std::vector<std::vector<Eigen::VectorXd>>* vectors) {
   const int last = LastFinite(trial);
   if (last < 0) return {};
   const int64_t step = trial.points[last].first;
@@ -204,7 +286,7 @@ Decision AshaDecision(const EarlyStoppingConfig& config,
   }
   if (!rung) return {};
   const std::vector<RungEntry> standings =
-      RungStandings(config, study, bracket, *rung);
+      RungStandings(config, study, bracket, *rung, vectors);
   const size_t n = standings.size();
   size_t rank = 0;
   while (rank < n && standings[rank].id != trial.id) ++rank;
@@ -213,8 +295,17 @@ Decision AshaDecision(const EarlyStoppingConfig& config,
                                ? "asha"
                                : absl::StrCat("hyperband[", bracket, "]");
   const std::string where =
-      absl::StrCat(name, ": ", Num(standings[rank].value), " at rung ", *rung,
-                   " ranks ", rank + 1, " of ", n);
+      vectors == nullptr
+          ? absl::StrCat(name, ": ", Num(standings[rank].value), " at rung ",
+                         *rung, " ranks ", rank + 1, " of ", n)
+          : absl::StrCat(
+                name, ": at rung ", *rung, " ranks ", rank + 1, " of ", n,
+                " (front ", standings[rank].front + 1, ", ",
+                config.multi_objective ==
+                        EarlyStoppingConfig::MultiObjective::kHypervolume
+                    ? "hypervolume contribution"
+                    : "epsilon-net",
+                " within it)");
   if (config.promote_by_model) {
     return {Action::kPause,
             absl::StrCat(where,
@@ -239,9 +330,105 @@ Decision AshaDecision(const EarlyStoppingConfig& config,
   return {Action::kStop, absl::StrCat(where, "; only the top ", top, " go on")};
 }
 
+// The median or percentile rule on every objective: objective j judged on
+// its own (its direction, its finished trials' running averages); the trial
+// is stopped only when every objective stops it.
+Decision EveryObjectiveDecision(const EarlyStoppingConfig& config,
+                                std::span<const TrialCurve> study,
+                                const TrialCurve& trial) {
+  std::vector<std::string> reasons;
+  for (size_t j = 0; j < config.objectives_maximize.size(); ++j) {
+    EarlyStoppingConfig one = config;
+    one.maximize = config.objectives_maximize[j];
+    std::vector<TrialCurve> curves;
+    const TrialCurve* mine = nullptr;
+    for (const TrialCurve& curve : study) {
+      TrialCurve c;
+      c.id = curve.id;
+      c.status = curve.status;
+      for (const TrialCurve::Metrics& point : curve.metrics) {
+        if (j < point.objectives.size()) {
+          c.points.emplace_back(point.step, point.objectives[j]);
+        }
+      }
+      curves.push_back(std::move(c));
+    }
+    for (const TrialCurve& c : curves) {
+      if (c.id == trial.id) mine = &c;
+    }
+    const Decision d = PercentileDecision(one, curves, *mine);
+    if (d.action != Action::kStop) return {};
+    reasons.push_back(absl::StrCat("objective ", j + 1, ": ", d.reason));
+  }
+  return {Action::kStop, absl::StrCat("worse than the cut on every objective; ",
+                                      absl::StrJoin(reasons, "; "))};
+}
+
+// A stop when a constraint's forecast at max_resource misses its bound.
+std::optional<Decision> ConstraintDecision(const EarlyStoppingConfig& config,
+                                           const TrialCurve& trial) {
+  for (size_t c = 0; c < config.constraints.size(); ++c) {
+    std::vector<std::pair<int64_t, double>> points;
+    for (const TrialCurve::Metrics& point : trial.metrics) {
+      if (c < point.constraints.size()) {
+        points.emplace_back(point.step, point.constraints[c]);
+      }
+    }
+    const EarlyStoppingConfig::Bound& bound = config.constraints[c];
+    const std::optional<ConstraintForecast> forecast = ForecastConstraint(
+        points, config.max_resource, bound.lower, bound.upper);
+    if (!forecast || !forecast->misses) continue;
+    const std::string name =
+        bound.name.empty() ? absl::StrCat("constraint ", c + 1) : bound.name;
+    return Decision{
+        Action::kStop,
+        absl::StrCat("constraint: ", name, " is predicted to end at ",
+                     Num(forecast->linear), " +- ",
+                     Num(forecast->linear_margin), " (linear) or ",
+                     Num(forecast->log_linear), " +- ",
+                     Num(forecast->log_linear_margin), " (log-linear) at step ",
+                     config.max_resource, ", outside [", Num(bound.lower), ", ",
+                     Num(bound.upper), "]")};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
+bool JudgesSeveralObjectives(const EarlyStoppingConfig& config) {
+  return config.objectives_maximize.size() > 1 &&
+         config.multi_objective !=
+             EarlyStoppingConfig::MultiObjective::kFirstObjective;
+}
+
 absl::Status ValidateEarlyStoppingConfig(const EarlyStoppingConfig& config) {
+  if (!config.objectives_maximize.empty() &&
+      config.objectives_maximize.front() != config.maximize) {
+    return Invalid("multi_objective",
+                   "the first objective's direction must be `maximize`'s");
+  }
+  if (config.stop_on_constraints) {
+    if (config.rule == Rule::kNone) {
+      return Invalid("stop_on_constraints",
+                     "needs a rule (MEDIAN, PERCENTILE, ASHA or HYPERBAND)");
+    }
+    if (config.constraints.empty()) {
+      return Invalid("stop_on_constraints",
+                     "the study has no CONSTRAINT metric to forecast");
+    }
+    if (config.max_resource < 1 ||
+        config.max_resource > EarlyStoppingConfig::kMaxResource) {
+      return Invalid("max_resource",
+                     absl::StrCat("stop_on_constraints forecasts at the final "
+                                  "step: must be in [1, 2^53], got ",
+                                  config.max_resource));
+    }
+  }
+  if (config.promote_by_model && JudgesSeveralObjectives(config)) {
+    return Invalid("multi_objective",
+                   "promote_by_model's learning-curve model reads one "
+                   "objective: set FIRST_OBJECTIVE");
+  }
   switch (config.rule) {
     case Rule::kNone:
       return absl::OkStatus();
@@ -386,15 +573,27 @@ Decision DecideTrial(const EarlyStoppingConfig& config,
                      std::span<const TrialCurve> study, int64_t trial_id) {
   const TrialCurve* trial = Find(study, trial_id);
   if (trial == nullptr) return {};
+  if (config.stop_on_constraints) {
+    if (std::optional<Decision> d = ConstraintDecision(config, *trial)) {
+      return *d;
+    }
+  }
+  const bool several = JudgesSeveralObjectives(config);
   switch (config.rule) {
     case Rule::kNone:
       return {};
     case Rule::kMedian:
     case Rule::kPercentile:
-      return PercentileDecision(config, study, *trial);
+      return several ? EveryObjectiveDecision(config, study, *trial)
+                     : PercentileDecision(config, study, *trial);
     case Rule::kAsha:
     case Rule::kHyperband:
-      return AshaDecision(config, study, *trial);
+      if (several) {
+        const ObjectiveView view = ViewObjectives(config, study);
+        return AshaDecision(config, view.curves, *Find(view.curves, trial_id),
+                            &view.vectors);
+      }
+      return AshaDecision(config, study, *trial, nullptr);
   }
   return {};
 }
@@ -424,20 +623,27 @@ std::vector<Promotion> Promotions(const EarlyStoppingConfig& config,
   struct Candidate {
     Promotion promotion;
     double value;
+    int rank;
   };
+  const bool several = JudgesSeveralObjectives(config);
+  ObjectiveView view;
+  if (several) {
+    view = ViewObjectives(config, study);
+    study = view.curves;
+  }
   std::vector<Candidate> candidates;
   for (int bracket = 0; bracket < NumBrackets(config); ++bracket) {
     const std::vector<int64_t> rungs = RungResources(config, bracket);
     for (size_t k = 0; k < rungs.size(); ++k) {
-      const std::vector<RungEntry> standings =
-          RungStandings(config, study, bracket, rungs[k]);
+      const std::vector<RungEntry> standings = RungStandings(
+          config, study, bracket, rungs[k], several ? &view.vectors : nullptr);
       const int top = TopCount(config, standings.size(), draining);
       for (int i = 0; i < top; ++i) {
         const TrialCurve& curve = *standings[i].curve;
         if (curve.status != Status::kPaused) continue;
         const std::optional<Promotion> p = PromotionOf(config, curve);
         if (!p || p->rung != rungs[k]) continue;
-        candidates.push_back({*p, standings[i].value});
+        candidates.push_back({*p, standings[i].value, standings[i].rank});
       }
     }
   }
@@ -446,7 +652,8 @@ std::vector<Promotion> Promotions(const EarlyStoppingConfig& config,
               if (a.promotion.rung != b.promotion.rung) {
                 return a.promotion.rung > b.promotion.rung;
               }
-              if (a.value != b.value) {
+              if (several && a.rank != b.rank) return a.rank < b.rank;
+              if (!several && a.value != b.value) {
                 return Better(a.value, b.value, config.maximize);
               }
               return a.promotion.trial_id < b.promotion.trial_id;

@@ -13,6 +13,15 @@
 //     top 1/eta;
 //   - Hyperband (Li et al., JMLR 2018) as several ASHA brackets, each trial
 //     assigned to one bracket deterministically by its id.
+// With several objectives (EarlyStoppingConfig::objectives_maximize) the
+// rules judge them all unless multi_objective is kFirstObjective: ASHA and
+// Hyperband order each rung by non-dominated fronts, each front as an
+// epsilon-net or by hypervolume contribution (MO-ASHA, mo_early_stopping.h),
+// and the median and percentile rules stop a trial only when it is worse
+// than the cut on every objective (it is then dominated by the point of the
+// objectives' cuts, and no objective it might still lead is given up). With
+// stop_on_constraints any rule also stops a trial whose constraint metric is
+// predicted to miss its bound at max_resource (ForecastConstraint).
 // The resource is the step a trial reports (epochs). Nothing here keeps
 // state: every answer is recomputed from the curves, so the caller may ask
 // again with the same data and get the same answer. All functions are
@@ -21,6 +30,7 @@
 #define HYPERTUNE_OPTIMIZER_EARLY_STOPPING_H_
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -79,7 +89,32 @@ struct EarlyStoppingConfig {
   // go on (ModelPromotions in learning_curve_model.h; the service lets the
   // one it would resume first go on at once, ResumesAtOnce). Default false.
   bool promote_by_model = false;
+
+  // How several objectives are judged; see the file comment. Default
+  // kEpsilonNet (the service's default for a study with several objectives;
+  // FIRST_OBJECTIVE is explicit).
+  enum class MultiObjective { kFirstObjective, kEpsilonNet, kHypervolume };
+  MultiObjective multi_objective = MultiObjective::kEpsilonNet;
+  // Whether each objective is maximized, in TrialCurve::metrics' order, when
+  // the study has several; [0] must equal `maximize`. Empty or one: the
+  // first objective alone (TrialCurve::points). Default empty.
+  std::vector<bool> objectives_maximize;
+  // The constraints' bounds, in TrialCurve::metrics' order. Default empty.
+  struct Bound {
+    std::string name;  // shown in a stop's reason
+    double lower = -std::numeric_limits<double>::infinity();
+    double upper = std::numeric_limits<double>::infinity();
+  };
+  std::vector<Bound> constraints;
+  // Any rule: stop a running trial whose constraint metric is predicted to
+  // miss its bound at max_resource (ForecastConstraint in
+  // mo_early_stopping.h); max_resource must be >= 1 then. Default false.
+  bool stop_on_constraints = false;
 };
+
+// Whether `config` judges several objectives: more than one objective and
+// multi_objective other than kFirstObjective.
+bool JudgesSeveralObjectives(const EarlyStoppingConfig& config);
 
 // Returns OK or INVALID_ARGUMENT naming the field and the problem, e.g.
 // "early_stopping.max_resource: must be >= min_resource (3), got 1". Only the
@@ -101,6 +136,16 @@ struct TrialCurve {
   // past each rung and the last point overall. Non-finite objectives are
   // ignored.
   std::vector<std::pair<int64_t, double>> points;
+  // Every measurement's objectives and constraints when the config judges
+  // several objectives or stops on constraints (else may stay empty): in
+  // EarlyStoppingConfig::objectives_maximize's and constraints' order, NaN
+  // where the measurement lacks the metric; steps as in `points`.
+  struct Metrics {
+    int64_t step = 0;
+    std::vector<double> objectives;
+    std::vector<double> constraints;
+  };
+  std::vector<Metrics> metrics;
 };
 
 enum class Action { kContinue, kStop, kPause };
@@ -116,12 +161,16 @@ struct Decision {
 // Median/percentile: kStop or kContinue. ASHA/Hyperband: only the point that
 // first reaches a rung (below max_resource) of the trial's bracket is judged,
 // ranked (ties to the smaller id) among the n trials of that bracket that
-// reached the rung. Without pause: it goes on when in the top
+// reached the rung (several objectives: in the rung's MO-ASHA order, the
+// trials without every objective at the rung left out). Without pause: it
+// goes on when in the top
 // max(1, floor(n / eta)) or while n < min_trials, and is stopped otherwise.
 // With pause_at_rungs: it goes on at once when in the top floor(n / eta)
 // (exactly what Promotions would do next), and is paused (kPause) otherwise.
-// A trial at or past max_resource continues (its program ends by itself). An
-// unknown id, a trial without points or Rule::kNone gives kContinue.
+// A trial at or past max_resource continues (its program ends by itself).
+// With stop_on_constraints a trial predicted to miss a constraint is stopped
+// first, whatever the rule. An unknown id, a trial without points or
+// Rule::kNone (without stop_on_constraints) gives kContinue.
 // REQUIRES: config is valid.
 Decision DecideTrial(const EarlyStoppingConfig& config,
                      std::span<const TrialCurve> study, int64_t trial_id);
