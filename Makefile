@@ -13,11 +13,13 @@ PACKAGES := g++ cmake ninja-build pkg-config \
   liblbfgspp-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev \
   libturbojpeg0-dev dataset-fashion-mnist libcpp-httplib-dev chromium \
   python3-grpcio python3-protobuf python3-pytest python3-pandas \
-  python3-matplotlib python3-optuna \
+  python3-matplotlib python3-optuna python3-sklearn python3-xgboost \
   libpq-dev postgresql slurm-wlm munge libmicrohttpd-dev \
   pylint python3-yaml
 # python3-matplotlib draws hypertune.visualization's figures; python3-optuna
-# is the Optuna bridge's and the Optuna import's counterpart in the tests.
+# is the Optuna bridge's and the Optuna import's counterpart in the tests;
+# python3-sklearn and python3-xgboost are what hypertune.integration.sklearn
+# and .xgboost are tested against.
 # pylint checks the Python client (tests/python/test_module_layout.py);
 # python3-yaml reads deploy/'s manifests (tests/deploy/check_deploy.py).
 # Not here, being large: python3-torch (the PyTorch example; its tests are

@@ -11,6 +11,11 @@ module each; a module imports its framework only when it is imported (and
   logging each trial as an MLflow run.
 * :mod:`hypertune.integration.tensorboard`: a :meth:`Study.optimize`
   callback writing each trial's curves and hyperparameters for TensorBoard.
+* :mod:`hypertune.integration.sklearn`: HypertuneSearchCV, a scikit-learn
+  search estimator whose candidates are trials of a study.
+* :mod:`hypertune.integration.xgboost`: an XGBoost training callback that
+  reports each boosting round and stops training when the service says.
 
-docs/integrations.md shows each in use.
+docs/integrations.md shows each in use (docs/sklearn-xgboost.md the last
+two).
 """
