@@ -558,8 +558,10 @@ absl::StatusOr<optuna::CreateNewStudyReply> OptunaStorage::CreateNewStudy(
     metric.set_role(v1::MetricSpec::OBJECTIVE);
     study.add_metric_roles(v1::MetricSpec::OBJECTIVE);
   }
-  // Optuna runs each trial once.
+  // Optuna runs each trial once. Optuna samples; hypertune's GP suggests
+  // only if the study is switched to hypertune.optuna.Sampler.
   spec.set_max_retries(0);
+  spec.set_algorithm(v1::GP_BANDIT);
   (*study.mutable_attributes())[kOptunaStorageAttribute] = kOptunaStorageGrpc;
   (*study.mutable_attributes())[kStudyIdAttribute] = absl::StrCat(next_id);
   HT_RETURN_IF_ERROR(store_->CreateStudy(study));

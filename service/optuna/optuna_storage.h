@@ -8,10 +8,11 @@
 // at a time and added mid-run, states written without a lease) and only
 // such studies are served here. What maps to what:
 //   - a study's id is its attribute `optuna.study_id` (1, 2, ... in the
-//     order of creation); its directions are the goals of its metrics
-//     `value` (one objective) or `value_0`, `value_1`, ... (several), each
-//     an OBJECTIVE; Optuna's study attributes are the JSON objects in the
-//     attributes `optuna.user_attrs` and `optuna.system_attrs`.
+//     order of creation); its algorithm GP_BANDIT (used only once the study
+//     is switched to hypertune.optuna.Sampler), max_retries 0; directions are
+//     the goals of its metrics `value` (one objective) or `value_0`, `value_1`,
+//     ... (several), each an OBJECTIVE; Optuna's study attributes are the JSON
+//     objects in the attributes `optuna.user_attrs` and `optuna.system_attrs`.
 //   - a trial's id is study_id * 2^32 + its hypertune id, its number that
 //     id - 1. WAITING is REQUESTED, RUNNING is ACTIVE with no lease expiry
 //     (client_id "optuna"), COMPLETE is COMPLETED, PRUNED is STOPPED, FAIL
