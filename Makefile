@@ -15,7 +15,7 @@ PACKAGES := g++ cmake ninja-build pkg-config \
   python3-grpcio python3-protobuf python3-pytest python3-pandas \
   python3-matplotlib python3-optuna python3-sklearn python3-xgboost \
   libpq-dev postgresql slurm-wlm munge libmicrohttpd-dev \
-  pylint python3-yaml
+  pylint python3-yaml libyaml-cpp-dev
 # python3-matplotlib draws hypertune.visualization's figures; python3-optuna
 # is the Optuna bridge's and the Optuna import's counterpart in the tests;
 # python3-sklearn and python3-xgboost are what hypertune.integration.sklearn

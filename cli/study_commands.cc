@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/json_config.h"
+#include "cli/wandb_sweep.h"
 #include "common/trial_csv.h"
 
 namespace hypertune::cli {
@@ -20,6 +21,7 @@ const char kStudyUsage[] =
     "usage: hypertune study create --config FILE [--format table|json]\n"
     "                              [--warm-start-from OTHER[,OTHER...]]\n"
     "                              [--transfer-from OTHER[,OTHER...]]\n"
+    "       hypertune study create --from-wandb SWEEP.yaml [NAME] [...]\n"
     "       hypertune study list [--format table|json]\n"
     "       hypertune study get NAME [--format table|json]\n"
     "       hypertune study best NAME [--format table|json|csv]\n"
@@ -39,6 +41,9 @@ const char kStudyUsage[] =
     "   \"double_spec\": {\"min\": 1e-4, \"max\": 0.1, \"scale\": \"LOG\"}}],\n"
     "   \"metrics\": [{\"name\": \"loss\", \"goal\": \"MINIMIZE\"}],\n"
     "   \"max_trials\": 50}}\n"
+    "--from-wandb reads a W&B sweep configuration instead (its name, or\n"
+    "NAME; docs/wandb-sweeps.md); `hypertune worker NAME --wandb` runs its\n"
+    "program and command.\n"
     "Output is a table for people; --format json (the protobuf JSON mapping,\n"
     "integers as numbers) or csv is for programs.\n"
     "best lists the optimal trials: for one objective the best feasible one,\n"
@@ -86,6 +91,25 @@ absl::StatusOr<v1::Study> ReadStudyConfig(const std::string& path, bool whole) {
   return study;
 }
 
+// The study of the W&B sweep configuration at `path` (wandb_sweep.h), named
+// `name` if not empty; its notes go to the user's stderr.
+absl::StatusOr<v1::Study> ReadWandbSweep(const CommandContext& context,
+                                         const std::string& path,
+                                         const std::string& name) {
+  std::ifstream file(path);
+  std::stringstream text;
+  if (!file || !(text << file.rdbuf())) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read sweep config \"", path, "\""));
+  }
+  absl::StatusOr<WandbSweep> sweep = ParseWandbSweep(text.str(), path, name);
+  if (!sweep.ok()) return sweep.status();
+  for (const std::string& note : sweep->notes) {
+    context.err << "note: " << note << "\n";
+  }
+  return std::move(sweep->study);
+}
+
 // The single NAME argument of a subcommand.
 absl::StatusOr<std::string> OneName(const ParsedArgs& parsed,
                                     const std::string& subcommand) {
@@ -101,19 +125,32 @@ absl::Status Create(const CommandContext& context, const Args& args) {
       ParseArgs(args, {{"config"},
                        {"format"},
                        {"warm-start-from", true, true},
-                       {"transfer-from", true, true}});
+                       {"transfer-from", true, true},
+                       {"from-wandb"}});
   if (!parsed.ok()) return parsed.status();
   std::optional<std::string> path = parsed->Get("config");
-  if (!path.has_value()) return UsageError("study create needs --config FILE");
-  if (!parsed->positional.empty()) {
-    return UsageError("study create takes the study from --config only");
+  std::optional<std::string> sweep = parsed->Get("from-wandb");
+  if (path.has_value() == sweep.has_value()) {
+    return UsageError(
+        "study create needs --config FILE or --from-wandb SWEEP.yaml");
+  }
+  if (sweep.has_value() ? parsed->positional.size() > 1
+                        : !parsed->positional.empty()) {
+    return UsageError(sweep.has_value()
+                          ? "study create --from-wandb takes one NAME"
+                          : "study create takes the study from --config only");
   }
   absl::StatusOr<OutputFormat> format =
       ParseFormat(parsed->Get("format"), OutputFormat::kTable,
                   {OutputFormat::kTable, OutputFormat::kJson});
   if (!format.ok()) return format.status();
 
-  absl::StatusOr<v1::Study> config = ReadStudyConfig(*path, /*whole=*/true);
+  absl::StatusOr<v1::Study> config =
+      sweep.has_value()
+          ? ReadWandbSweep(
+                context, *sweep,
+                parsed->positional.empty() ? "" : parsed->positional[0])
+          : ReadStudyConfig(*path, /*whole=*/true);
   if (!config.ok()) return config.status();
   v1::Study& study = *config;
   for (const std::string& prior :

@@ -25,6 +25,7 @@
 #include "cli/format.h"
 #include "cli/worker/subprocess.h"
 #include "cli/worker/trial_outcome.h"
+#include "cli/worker/wandb_command.h"
 #include "cli/worker/worker_console.h"
 #include "cli/worker/worker_failures.h"
 #include "cli/worker/worker_protocol.h"
@@ -44,7 +45,7 @@ const char kWorkerUsage[] =
     "                        [--timeout S] [--log-dir DIR]\n"
     "                        [--max-consecutive-failures N] "
     "[--early-failures N]\n"
-    "                        -- CMD [ARG...]\n"
+    "                        -- CMD [ARG...] | --wandb\n"
     "\n"
     "Runs CMD once per trial of study NAME, N trials at a time (default 1),\n"
     "until the study's budget is spent or M trials have run. --gpus 0,1,2,3\n"
@@ -97,7 +98,11 @@ const char kWorkerUsage[] =
     "with that status and the last log's tail, and gives all of them back\n"
     "to the queue (held meanwhile, not settled): the study stays ACTIVE for\n"
     "a healthy worker. It exits non-zero whenever it ran trials and none\n"
-    "completed.\n";
+    "completed.\n"
+    "\n"
+    "--wandb runs, instead of CMD, the command of the W&B sweep the study was\n"
+    "created from (study create --from-wandb) with W&B's macros: ${env}\n"
+    "${interpreter} ${program} ${args} by default (docs/wandb-sweeps.md).\n";
 
 namespace {
 
@@ -390,9 +395,22 @@ class Worker {
     }
 
     SubprocessOptions program;
-    for (const std::string& arg : options_.command) {
-      program.argv.push_back(
-          SubstituteParameters(arg, trial.parameters(), &study_.spec()));
+    // --wandb: holds the ${args_json_file} file until the trial ends.
+    std::optional<WandbRun> wandb;
+    if (options_.wandb) {
+      absl::StatusOr<WandbRun> run =
+          WandbRun::Prepare(options_.command, study_, trial.parameters(),
+                            log_path.string() + ".args.json");
+      if (!run.ok()) {
+        GiveBack(trial, "the worker could not write ${args_json_file}");
+        return run.status();
+      }
+      program.argv = wandb.emplace(*std::move(run)).argv();
+    } else {
+      for (const std::string& arg : options_.command) {
+        program.argv.push_back(
+            SubstituteParameters(arg, trial.parameters(), &study_.spec()));
+      }
     }
     const std::vector<std::string> gpus = SlotGpus(slot);
     // What device-seconds count: the slot's GPUs, or one device.
@@ -868,7 +886,8 @@ absl::StatusOr<WorkerOptions> ParseWorkerArgs(const Args& args) {
                                                  {"timeout"},
                                                  {"log-dir"},
                                                  {"max-consecutive-failures"},
-                                                 {"early-failures"}},
+                                                 {"early-failures"},
+                                                 {"wandb", false}},
                                                 /*allow_separator=*/true);
   if (!parsed.ok()) return parsed.status();
   if (parsed->positional.size() != 1) {
@@ -877,10 +896,14 @@ absl::StatusOr<WorkerOptions> ParseWorkerArgs(const Args& args) {
                           : "worker takes one study NAME; put the command "
                             "after \"--\"");
   }
-  if (parsed->rest.empty()) {
+  WorkerOptions options;
+  options.wandb = parsed->Has("wandb");
+  if (options.wandb && parsed->has_separator) {
+    return UsageError("--wandb runs the sweep's command: give no \"--\" CMD");
+  }
+  if (parsed->rest.empty() && !options.wandb) {
     return UsageError("worker needs a command after \"--\"");
   }
-  WorkerOptions options;
   options.study = parsed->positional[0];
   // The default log folder is named after the study: it must stay a folder
   // under hypertune-logs/ (the server refuses such names too).
@@ -1000,7 +1023,9 @@ absl::Status RunWorkerCommand(const CommandContext& context, const Args& args) {
   absl::StatusOr<WorkerOptions> options = ParseWorkerArgs(args);
   if (!options.ok()) return options.status();
   // Before taking any trial: a typo must not hold one until its lease ends.
-  if (absl::Status s = CheckProgram(options->command[0]); !s.ok()) return s;
+  if (!options->wandb) {
+    if (absl::Status s = CheckProgram(options->command[0]); !s.ok()) return s;
+  }
   ClientOptions client_options = context.options;
   client_options.max_attempts =
       std::max(client_options.max_attempts, kWorkerMaxAttempts);
@@ -1008,8 +1033,15 @@ absl::Status RunWorkerCommand(const CommandContext& context, const Args& args) {
   Client client(client_options);
   absl::StatusOr<v1::Study> study = client.GetStudy(options->study);
   if (!study.ok()) return study.status();
-  if (absl::Status s = CheckPlaceholders(options->command, study->spec());
-      !s.ok()) {
+  if (options->wandb) {
+    absl::StatusOr<std::vector<std::string>> command =
+        WandbCommandTemplate(*study);
+    if (!command.ok()) return command.status();
+    options->command = *std::move(command);
+    if (absl::Status s = CheckProgram(options->command[0]); !s.ok()) return s;
+  } else if (absl::Status s =
+                 CheckPlaceholders(options->command, study->spec());
+             !s.ok()) {
     return s;
   }
   std::error_code error;

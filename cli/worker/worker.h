@@ -58,11 +58,15 @@ struct WorkerOptions {
   std::string log_dir;
   // The program and its arguments (with `{param}` placeholders).
   std::vector<std::string> command;
+  // --wandb: `command` is the study's W&B sweep command (wandb_command.h),
+  // taken from the study instead of the command line.
+  bool wandb = false;
 };
 
 // Parses `worker NAME [--parallel N | --gpus LIST [--gpus-per-trial G]]
 // [--max-trials M] [--timeout S] [--log-dir DIR]
-// [--max-consecutive-failures N] [--early-failures N] -- CMD ARGS...` (the
+// [--max-consecutive-failures N] [--early-failures N] -- CMD ARGS... |
+// --wandb` (the
 // arguments after "worker"). --gpus 0,1,2,3 runs one slot per GPU, or per
 // group of G. The log dir defaults to ./hypertune-logs/<study>. Usage errors
 // otherwise.
