@@ -96,6 +96,28 @@ class Attempt:
     device_seconds: float
 
 
+@dataclass(frozen=True)
+class Exploit:
+    """One exploit of a member of a PBT study (docs/pbt.md): at its report
+    of ``step`` the trial, in its population's bottom quantile, took trial
+    ``donor_trial_id``'s checkpoint ``checkpoint_uri`` (which holds
+    ``checkpoint_step``) and ``params``, explored from the donor's, in
+    place of ``params_before``. The program loads that checkpoint and goes
+    on from ``checkpoint_step + 1`` with the new parameters. ``value`` and
+    ``donor_value`` are the ranking metric's latest values then."""
+
+    number: int
+    step: int
+    donor_trial_id: int
+    checkpoint_uri: str
+    checkpoint_step: int
+    params: dict[str, ParamValue]
+    params_before: dict[str, ParamValue]
+    value: float
+    donor_value: float
+    time: Optional[datetime]
+
+
 class Infeasible(Exception):
     """Raised by a trial's code to say its parameters cannot work (a model
     too large for the device, a configuration the code cannot build): the
@@ -515,6 +537,35 @@ class Trial:
         ]
 
     @property
+    def exploits(self) -> list[Exploit]:
+        """A PBT member's exploits, oldest first: its lineage (whose
+        checkpoint it took, and at which step) and its parameter schedule
+        (each exploit's ``params`` hold from its ``step`` on; the first
+        one's ``params_before`` are the initial ones). Empty otherwise."""
+        specs = {p.name: p for p in self._spec.parameters} if self._spec else {}
+
+        def values(params: Any) -> dict[str, ParamValue]:
+            return {v.name: _param_value(v, specs.get(v.name)) for v in params}
+
+        return [
+            Exploit(
+                number=e.number,
+                step=e.step,
+                donor_trial_id=e.donor_trial_id,
+                checkpoint_uri=e.checkpoint_uri,
+                checkpoint_step=e.checkpoint_step,
+                params=values(e.parameters),
+                params_before=values(e.parameters_before),
+                value=e.value,
+                donor_value=e.donor_value,
+                time=(
+                    datetime.fromtimestamp(e.time_ms / 1000.0, timezone.utc) if e.time_ms else None
+                ),
+            )
+            for e in self._proto.exploits
+        ]
+
+    @property
     def checkpoint_step(self) -> int:
         """The step :attr:`checkpoint_uri` holds (0 without a checkpoint):
         a handed-over trial resumes training at ``checkpoint_step + 1``,
@@ -846,11 +897,21 @@ class Trial:
     def _elapsed(self) -> float:
         return self._elapsed_at_attach + time.monotonic() - self._attached_at
 
-    def report(self, *args: Any, **kwargs: Any) -> None:
+    def report(self, *args: Any, **kwargs: Any) -> Optional[Exploit]:
         """Records an intermediate measurement at a step (e.g. the epoch)
         and renews the lease. The answer may stop or pause the trial: see
         :attr:`should_stop`. Reporting a recorded step again with the same
-        metrics is harmless. Two forms, told apart by the arguments' types:
+        metrics is harmless.
+
+        In a PBT study the answer may also be an exploit: then report
+        returns the :class:`Exploit` (else None), and the trial has taken
+        it already: :attr:`params` are the new parameters,
+        :attr:`checkpoint_uri` and :attr:`checkpoint_step` the donor's
+        checkpoint to load, :attr:`measurements` the donor's curve up to
+        it. The program loads that checkpoint and goes on from
+        ``checkpoint_step + 1``.
+
+        Two forms, told apart by the arguments' types:
 
         - hypertune's, the step then the metrics by name:
           ``trial.report(3, val_accuracy=0.91)``,
@@ -876,7 +937,7 @@ class Trial:
             LeaseLostError: the trial is no longer this handle's.
         """
         step, metrics = self._report_arguments(args, kwargs)
-        self._report(step, metrics)
+        return self._report(step, metrics)
 
     def _report_arguments(self, args: tuple, kwargs: dict[str, Any]) -> tuple[Any, dict]:
         """The step and the metrics of report(*args, **kwargs) (see its
@@ -930,7 +991,7 @@ class Trial:
             )
         return {self.objective: value}
 
-    def _report(self, step: Any, given: Mapping[str, Any]) -> None:
+    def _report(self, step: Any, given: Mapping[str, Any]) -> Optional[Exploit]:
         where = f"trial {self.id} report"
         step = _check_step(step, where)
         values = check_metrics(given, where)
@@ -943,7 +1004,8 @@ class Trial:
         self._check_carries_objective(values, where)
         if self._rank != 0:
             self._follow(client, step)
-            return
+            return None
+        exploits_before = len(self._proto.exploits)
         request = pb.AddMeasurementRequest(
             study_name=self.study_name,
             trial_id=self.id,
@@ -953,6 +1015,14 @@ class Trial:
             ),
         )
         answer = self._rpc(client, "AddMeasurement", request)
+        if len(answer.exploits) > exploits_before:
+            # PBT: the trial took a donor's checkpoint and curve; read it
+            # whole, and go on from the checkpoint's step.
+            self._proto = client.transport.call(
+                "GetTrial", pb.GetTrialRequest(study_name=self.study_name, trial_id=self.id)
+            )
+            self._last_step = self._proto.checkpoint_step
+            return self.exploits[-1]
         # The answer holds only this report's measurement (an intermediate
         # report costs the same however long the curve): the curve so far
         # is kept here.
@@ -972,6 +1042,7 @@ class Trial:
             answer.measurements.extend(by_step[s] for s in sorted(by_step))
         self._proto = answer
         self._last_step = max(self._last_step, step)
+        return None
 
     def _follow(self, client: Holder, step: Optional[int]) -> None:
         """A rank other than 0 reporting ``step``: waits (up to

@@ -110,6 +110,8 @@ absl::StatusOr<opt::Algorithm> ToOptimizerAlgorithm(v1::Algorithm algorithm) {
       return opt::Algorithm::kTpe;
     case v1::GRID:
       return opt::Algorithm::kGrid;
+    case v1::PBT:  // the initial population: random (service/rpc/pbt.h)
+      return opt::Algorithm::kRandom;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("study.spec.algorithm: unknown algorithm ",

@@ -22,6 +22,7 @@
 #include "service/rpc/backup_path.h"
 #include "service/rpc/conversion.h"
 #include "service/rpc/curve_cache.h"
+#include "service/rpc/pbt.h"
 #include "service/rpc/priors.h"
 #include "service/rpc/server_info.h"
 #include "service/rpc/status_macros.h"
@@ -342,6 +343,8 @@ absl::StatusOr<v1::Study> StudyService::CreateStudy(
   HT_RETURN_IF_ERROR(ToOptimizerAlgorithm(spec.algorithm()).status());
   HT_RETURN_IF_ERROR(CheckSearchSpace(spec));
   HT_RETURN_IF_ERROR(BindPriors(context_, caller, study));
+  // A PBT study's trials are its population (service/rpc/pbt.h).
+  if (IsPbt(spec)) spec.set_max_trials(spec.pbt().population_size());
   study.set_state(v1::Study::ACTIVE);
   study.set_create_time_ms(context_.Now());
   study.clear_trial_counts();
@@ -842,6 +845,17 @@ absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
         HT_RETURN_IF_ERROR(CheckAppendFits(head, m));
         trial.set_lease_expire_time_ms(context_.Now() +
                                        leases_.LeaseMs(write.study));
+        if (trial.state() == v1::Trial::ACTIVE && IsPbt(write.study.spec()) &&
+            PbtDue(write.study.spec(),
+                   head.latest.has_value() ? head.latest->step() : -1,
+                   m.step())) {
+          absl::StatusOr<bool> exploited = ExploitIfBehind(write, m, read);
+          if (!exploited.ok()) return exploited.status();
+          if (*exploited) {
+            answer_with(write.trial(), m);
+            return absl::OkStatus();
+          }
+        }
         if (trial.state() == v1::Trial::ACTIVE) {
           HT_RETURN_IF_ERROR(ApplyEarlyStopping(write.study, trial, &m));
         }
@@ -852,6 +866,29 @@ absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
         return absl::OkStatus();
       }));
   return answer;
+}
+
+absl::StatusOr<bool> StudyService::ExploitIfBehind(
+    TrialWrite& write, const v1::Measurement& m,
+    const storage::TrialVersion& read) {
+  v1::Trial& trial = write.trial();
+  absl::StatusOr<std::vector<v1::Trial>> population =
+      context_.store().ListTrials(trial.study_name(), storage::TrialQuery{});
+  if (!population.ok()) return population.status();
+  // The member whole: its head as renewed, its curve as stored (under its
+  // lock), and the report.
+  v1::Trial whole = trial;
+  for (const v1::Trial& t : *population) {
+    if (t.id() == trial.id()) *whole.mutable_measurements() = t.measurements();
+  }
+  *whole.add_measurements() = m;
+  absl::StatusOr<bool> exploited =
+      JudgePbtMember(write.study, *population, whole, context_.Now());
+  if (!exploited.ok() || !*exploited) return exploited;
+  HT_RETURN_IF_ERROR(context_.SaveTrial(read, whole));
+  whole.clear_measurements();
+  trial = std::move(whole);
+  return true;
 }
 
 absl::StatusOr<v1::Measurement> StudyService::RecordedStep(
@@ -1041,6 +1078,10 @@ absl::StatusOr<v1::HeartbeatResponse> StudyService::Heartbeat(
         response.set_should_stop(trial.state() == v1::Trial::STOPPING);
         response.set_lease_expire_time_ms(trial.lease_expire_time_ms());
         response.set_state(trial.state());
+        if (trial.exploits_size() > 0) {
+          *response.mutable_latest_exploit() =
+              trial.exploits(trial.exploits_size() - 1);
+        }
         return absl::OkStatus();
       }));
   return response;

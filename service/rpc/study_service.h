@@ -283,6 +283,13 @@ class StudyService {
   // holds, if it has the same metrics (a retry); else INVALID_ARGUMENT.
   absl::StatusOr<v1::Measurement> RecordedStep(const TrialWrite& write,
                                                const v1::Measurement& m);
+  // A PBT member's report `m` that crossed its perturbation interval: judged
+  // against the population (pbt.h); if it exploited, the trial is saved with
+  // the report and its new curve, write.trial() becomes its head, and true
+  // is returned (the caller must not append `m` again).
+  absl::StatusOr<bool> ExploitIfBehind(TrialWrite& write,
+                                       const v1::Measurement& m,
+                                       const storage::TrialVersion& read);
   // The study with its trial counts filled in, if `caller` may read it.
   absl::StatusOr<v1::Study> LoadStudyWithCounts(const Principal& caller,
                                                 const std::string& name);

@@ -15,6 +15,7 @@
 #include "google/protobuf/generated_enum_reflection.h"
 #include "optimizer/early_stopping.h"
 #include "service/rpc/conversion.h"
+#include "service/rpc/pbt.h"
 #include "service/rpc/status_macros.h"
 
 namespace hypertune::service {
@@ -460,6 +461,7 @@ absl::Status ValidateStudy(const v1::Study& study) {
     }
   }
   HT_RETURN_IF_ERROR(ValidateCostAndTransfer(study.name(), spec));
+  HT_RETURN_IF_ERROR(ValidatePbt(spec));
   return ValidateEarlyStopping(spec);
 }
 
