@@ -165,6 +165,70 @@ optuna::Study ToOptunaStudy(const v1::Study& study) {
   return out;
 }
 
+// The Optuna parameters and distributions of a trial that hypertune wrote
+// (one that hypertune.optuna.Sampler added after a switch), from its
+// parameter values and the study's space: DOUBLE is a FloatDistribution,
+// INTEGER an IntDistribution, DISCRETE and CATEGORICAL a
+// CategoricalDistribution of their values (the value's index inside).
+void DeriveOptunaParams(const v1::Study& study, const v1::Trial& trial,
+                        optuna::Trial& out) {
+  for (const v1::ParameterValue& value : trial.parameters()) {
+    const auto& specs = study.spec().parameters();
+    auto spec = std::find_if(
+        specs.begin(), specs.end(),
+        [&](const v1::ParameterSpec& p) { return p.name() == value.name(); });
+    if (spec == specs.end()) continue;
+    Json distribution;
+    double internal = 0;
+    switch (spec->kind_case()) {
+      case v1::ParameterSpec::kDoubleSpec:
+        distribution = {{"name", "FloatDistribution"},
+                        {"attributes",
+                         {{"low", spec->double_spec().min()},
+                          {"high", spec->double_spec().max()},
+                          {"log", spec->double_spec().scale() == v1::LOG},
+                          {"step", nullptr}}}};
+        internal = value.double_value();
+        break;
+      case v1::ParameterSpec::kIntegerSpec:
+        distribution = {{"name", "IntDistribution"},
+                        {"attributes",
+                         {{"low", spec->integer_spec().min()},
+                          {"high", spec->integer_spec().max()},
+                          {"log", spec->integer_spec().scale() == v1::LOG},
+                          {"step", 1}}}};
+        internal = static_cast<double>(value.int_value());
+        break;
+      case v1::ParameterSpec::kDiscreteSpec: {
+        const auto& values = spec->discrete_spec().values();
+        auto at = std::find(values.begin(), values.end(), value.double_value());
+        if (at == values.end()) continue;
+        distribution = {
+            {"name", "CategoricalDistribution"},
+            {"attributes",
+             {{"choices", std::vector<double>(values.begin(), values.end())}}}};
+        internal = static_cast<double>(at - values.begin());
+        break;
+      }
+      case v1::ParameterSpec::kCategoricalSpec: {
+        const auto& values = spec->categorical_spec().values();
+        auto at = std::find(values.begin(), values.end(), value.string_value());
+        if (at == values.end()) continue;
+        distribution = {{"name", "CategoricalDistribution"},
+                        {"attributes",
+                         {{"choices", std::vector<std::string>(
+                                          values.begin(), values.end())}}}};
+        internal = static_cast<double>(at - values.begin());
+        break;
+      }
+      default:
+        continue;
+    }
+    (*out.mutable_params())[value.name()] = internal;
+    (*out.mutable_distributions())[value.name()] = distribution.dump();
+  }
+}
+
 optuna::Trial ToOptunaTrial(const v1::Study& study, const v1::Trial& trial) {
   optuna::Trial out;
   out.set_trial_id(EncodeTrialId(StudyIdAttribute(study), trial.id()));
@@ -181,12 +245,18 @@ optuna::Trial ToOptunaTrial(const v1::Study& study, const v1::Trial& trial) {
   }
   out.set_datetime_start(FormatTime(trial.start_time_ms()));
   out.set_datetime_complete(FormatTime(trial.end_time_ms()));
-  const Json params = ReadObject(trial.attributes(), kParams);
-  for (const auto& [name, value] : params.items()) {
-    if (value.is_number()) (*out.mutable_params())[name] = value.get<double>();
+  if (trial.attributes().contains(kParams)) {
+    const Json params = ReadObject(trial.attributes(), kParams);
+    for (const auto& [name, value] : params.items()) {
+      if (value.is_number()) {
+        (*out.mutable_params())[name] = value.get<double>();
+      }
+    }
+    CopyTexts(ReadObject(trial.attributes(), kDistributions),
+              *out.mutable_distributions());
+  } else {
+    DeriveOptunaParams(study, trial, out);
   }
-  CopyTexts(ReadObject(trial.attributes(), kDistributions),
-            *out.mutable_distributions());
   CopyTexts(ReadObject(trial.attributes(), kUserAttrs),
             *out.mutable_user_attributes());
   CopyTexts(ReadObject(trial.attributes(), kSystemAttrs),

@@ -26,7 +26,9 @@
 //     limits; the parameters are also the trial's hypertune parameters,
 //     in a space that grows with each new parameter and range
 //     (InferOptunaSpace's mapping), so that hypertune's tools and samplers
-//     see them.
+//     see them. A trial without those attributes (added by hypertune's
+//     samplers after a switch) is read with Optuna parameters made from
+//     its hypertune ones.
 //
 // Errors, as Optuna's own servicer gives them: NOT_FOUND for an unknown
 // study or trial, ALREADY_EXISTS for a taken name, FAILED_PRECONDITION for

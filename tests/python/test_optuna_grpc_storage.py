@@ -160,6 +160,16 @@ def test_a_stored_study_switches_to_hypertunes_sampler(server, stub):
     assert len(trials) == 9
     assert [t.params["x"] for t in trials[:6]] == [i - 2.5 for i in range(6)]
     assert all(t.state == "COMPLETED" for t in trials)
+    # Read through the door, the new trials have Optuna parameters too.
+    stored = stub.GetTrials(pb.GetTrialsRequest(study_id=study_id,
+                                                trial_id_greater_than=-1)).trials
+    assert len(stored) == 9
+    for trial, mine in zip(stored[6:], trials[6:]):
+        assert trial.params["x"] == mine.params["x"]
+        assert trial.params["n"] == mine.params["n"]
+        assert trial.params["model"] == ["linear", "tree"].index(mine.params["model"])
+        assert json.loads(trial.distributions["model"])["attributes"]["choices"] \
+            == ["linear", "tree"]
 
 
 def test_optunas_own_proxy_when_installed(server):
