@@ -181,6 +181,55 @@ TEST_F(WandbEndToEndTest, EveryMacroOfACustomCommand) {
   }
 }
 
+TEST_F(WandbEndToEndTest, EveryFixtureIsAStudyTheServerTakes) {
+  for (const char* fixture : {"basic", "nested", "distributions", "grid",
+                              "hyperband_max_iter", "command"}) {
+    std::string out;
+    EXPECT_EQ(Cli({"study", "create", "--from-wandb",
+                   absl::StrCat(HYPERTUNE_SOURCE_DIR, "/tests/cli/wandb/",
+                                fixture, ".yaml"),
+                   fixture},
+                  &out),
+              0)
+        << fixture << ": " << out;
+  }
+}
+
+// early_terminate: hyperband with min_iter 1 is ASHA with rungs 1, 3, 9...:
+// a trial worse than the only other one at step 1 is stopped there.
+TEST_F(WandbEndToEndTest, HyperbandStopsTheWorseTrial) {
+  Write("hb.py",
+        "import sys\n"
+        "x = float([a[4:] for a in sys.argv if a.startswith('--x=')][0])\n"
+        "for step in range(1, 10):\n"
+        "    print('hypertune: loss=%r step=%d' % (x + 1 / step, step))\n");
+  const std::string sweep = Write("hb.yaml", R"(program: hb.py
+name: hb
+method: random
+run_cap: 2
+metric:
+  name: loss
+early_terminate:
+  type: hyperband
+  min_iter: 1
+parameters:
+  x:
+    values: [1, 5, 9]
+)");
+  std::string out;
+  ASSERT_EQ(Cli({"study", "create", "--from-wandb", sweep}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("ASHA"));
+  // The order the trials run in: the better one first.
+  ASSERT_EQ(Cli({"trial", "enqueue", "hb", "x=1"}, &out), 0) << out;
+  ASSERT_EQ(Cli({"trial", "enqueue", "hb", "x=5"}, &out), 0) << out;
+  ASSERT_EQ(Cli({"worker", "hb", "--wandb"}, &out), 0) << out;
+  const Json trials = Trials("hb");
+  ASSERT_EQ(trials.size(), 2u) << out;
+  EXPECT_EQ(trials[0]["state"], "COMPLETED") << trials.dump();
+  EXPECT_EQ(trials[1]["state"], "STOPPED") << trials.dump();
+  EXPECT_EQ(trials[1]["parameters"][0]["double_value"], 5) << trials.dump();
+}
+
 TEST_F(WandbEndToEndTest, RefusalsReachTheUser) {
   std::filesystem::copy_file(
       std::string(HYPERTUNE_SOURCE_DIR) + "/tests/cli/wandb/refused.yaml",
