@@ -358,3 +358,17 @@ def test_a_study_that_searches_another_space_is_refused(client) -> None:
                           study=study).fit(X, Y)
     with pytest.raises(hypertune.InvalidArgumentError, match="has no parameter 'y'"):
         HypertuneSearchCV(FailsAbove(), {"y": [1, 2]}, study=study).fit(X, Y)
+
+
+def test_a_transformer_searched_transforms(server) -> None:
+    from sklearn.decomposition import PCA  # pylint: disable=import-outside-toplevel
+
+    search = HypertuneSearchCV(PCA(), {"n_components": [1, 2, 3]}, n_trials=3, cv=2,
+                               random_state=0, server=server.address, algorithm="GRID")
+    search.fit(X)  # PCA's own score: the log-likelihood
+    assert sorted(p["n_components"] for p in search.cv_results_["params"]) == [1, 2, 3]
+    assert search.transform(X).shape == (150, search.best_params_["n_components"])
+    assert np.array_equal(search.inverse_transform(search.transform(X)),
+                          search.best_estimator_.inverse_transform(
+                              search.best_estimator_.transform(X)))
+    assert not hasattr(search, "predict")

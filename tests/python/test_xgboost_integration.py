@@ -32,26 +32,31 @@ X_TRAIN, Y_TRAIN, X_VALID, Y_VALID = X[:200], Y[:200], X[200:], Y[200:]
 ROUNDS = 15
 
 
-def _study(client, **spec):
-    """eta searched, validation logloss minimized; MEDIAN early stopping
-    that decides once three trials finished."""
-    return client.create_study({"name": unique_name("xgb"), "spec": {
-        "parameters": [{"name": "eta", "double_spec": {"min": 1e-6, "max": 1.0,
-                                                       "scale": "LOG"}}],
-        "metrics": [{"name": "logloss", "goal": "MINIMIZE"}],
-        "early_stopping": {"rule": "MEDIAN", "min_trials": 3}, **spec}})
-
-
 # Three that learn, then one that cannot (eta 1e-6 leaves logloss at 0.693).
 ETAS = (0.3, 0.5, 0.2, 1e-6)
 
 
-def test_train_reports_each_round_and_stops_when_the_study_says(client) -> None:
-    study = _study(client)
-    for eta in ETAS:
+def _study(client, etas=(), **spec):
+    """eta searched, validation logloss minimized; MEDIAN early stopping
+    that decides once three trials finished; ``etas`` enqueued."""
+    study = client.create_study({"name": unique_name("xgb"), "spec": {
+        "parameters": [{"name": "eta", "double_spec": {"min": 1e-6, "max": 1.0,
+                                                       "scale": "LOG"}}],
+        "metrics": [{"name": "logloss", "goal": "MINIMIZE"}],
+        "early_stopping": {"rule": "MEDIAN", "min_trials": 3}, **spec}})
+    for eta in etas:
         study.enqueue({"eta": eta})
-    dtrain = xgb.DMatrix(X_TRAIN, label=Y_TRAIN)
-    dvalid = xgb.DMatrix(X_VALID, label=Y_VALID)
+    return study
+
+
+def _matrices():
+    """The training and validation DMatrix."""
+    return xgb.DMatrix(X_TRAIN, label=Y_TRAIN), xgb.DMatrix(X_VALID, label=Y_VALID)
+
+
+def test_train_reports_each_round_and_stops_when_the_study_says(client) -> None:
+    study = _study(client, ETAS)
+    dtrain, dvalid = _matrices()
     rounds = {}
     for _ in ETAS:
         with study.ask() as trial:
@@ -77,8 +82,7 @@ def test_train_reports_each_round_and_stops_when_the_study_says(client) -> None:
 
 
 def test_the_sklearn_wrapper_and_clone(client) -> None:
-    study = _study(client)
-    study.enqueue({"eta": 0.3})
+    study = _study(client, (0.3,))
     with study.ask() as trial:
         callback = HypertuneCallback(trial)  # the last evaluation's last metric
         model = xgb.XGBClassifier(n_estimators=ROUNDS, learning_rate=trial.params["eta"],
@@ -104,11 +108,8 @@ def test_the_sklearn_wrapper_and_clone(client) -> None:
 
 
 def test_optimize_with_optunas_habit_of_raising_pruned(client) -> None:
-    study = _study(client)
-    for eta in ETAS:
-        study.enqueue({"eta": eta})
-    dtrain = xgb.DMatrix(X_TRAIN, label=Y_TRAIN)
-    dvalid = xgb.DMatrix(X_VALID, label=Y_VALID)
+    study = _study(client, ETAS)
+    dtrain, dvalid = _matrices()
 
     def objective(trial):
         history: dict = {}

@@ -298,6 +298,19 @@ def _estimator_has(attr: str) -> Callable[[Any], bool]:
     return check
 
 
+def _delegate(name: str) -> Any:
+    """The search's method ``name``: ``best_estimator_``'s, present when
+    the estimator has it."""
+
+    def method(self: Any, X: Any) -> Any:
+        check_is_fitted(self, "best_estimator_")
+        return getattr(self.best_estimator_, name)(X)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"``best_estimator_.{name}(X)``."
+    return available_if(_estimator_has(name))(method)
+
+
 class HypertuneSearchCV(MetaEstimatorMixin, BaseEstimator):
     """Hyperparameter search with cross-validation, each candidate a trial
     of a hypertune study.
@@ -728,33 +741,13 @@ class HypertuneSearchCV(MetaEstimatorMixin, BaseEstimator):
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_
 
-    @available_if(_estimator_has("predict"))
-    def predict(self, X: Any) -> Any:
-        return self._best().predict(X)
-
-    @available_if(_estimator_has("predict_proba"))
-    def predict_proba(self, X: Any) -> Any:
-        return self._best().predict_proba(X)
-
-    @available_if(_estimator_has("predict_log_proba"))
-    def predict_log_proba(self, X: Any) -> Any:
-        return self._best().predict_log_proba(X)
-
-    @available_if(_estimator_has("decision_function"))
-    def decision_function(self, X: Any) -> Any:
-        return self._best().decision_function(X)
-
-    @available_if(_estimator_has("transform"))
-    def transform(self, X: Any) -> Any:
-        return self._best().transform(X)
-
-    @available_if(_estimator_has("inverse_transform"))
-    def inverse_transform(self, X: Any) -> Any:
-        return self._best().inverse_transform(X)
-
-    @available_if(_estimator_has("score_samples"))
-    def score_samples(self, X: Any) -> Any:
-        return self._best().score_samples(X)
+    predict = _delegate("predict")
+    predict_proba = _delegate("predict_proba")
+    predict_log_proba = _delegate("predict_log_proba")
+    decision_function = _delegate("decision_function")
+    transform = _delegate("transform")
+    inverse_transform = _delegate("inverse_transform")
+    score_samples = _delegate("score_samples")
 
     def score(self, X: Any, y: Any = None) -> float:
         """The refit metric's score of ``best_estimator_`` on ``X``, ``y``."""
