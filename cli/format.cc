@@ -400,8 +400,21 @@ Grid StudyDetailGrid(const v1::Study& study) {
        absl::StrCat(TotalTrials(study), parts.empty() ? "" : " (",
                     absl::StrJoin(parts, " "), parts.empty() ? "" : ")")});
   if (spec.has_early_stopping()) {
-    grid.push_back({"early_stopping", v1::EarlyStoppingSpec::Rule_Name(
-                                          spec.early_stopping().rule())});
+    // With several objectives, how they are judged; and the constraint
+    // forecast when on (docs/early-stopping.md).
+    const v1::EarlyStoppingSpec& es = spec.early_stopping();
+    std::string rule = v1::EarlyStoppingSpec::Rule_Name(es.rule());
+    if (es.multi_objective() !=
+        v1::EarlyStoppingSpec::MULTI_OBJECTIVE_UNSPECIFIED) {
+      absl::StrAppend(
+          &rule, " (objectives: ",
+          v1::EarlyStoppingSpec::MultiObjective_Name(es.multi_objective()),
+          ")");
+    }
+    if (es.stop_on_constraints()) {
+      absl::StrAppend(&rule, ", stops on constraint forecasts");
+    }
+    grid.push_back({"early_stopping", rule});
   }
   std::string device_hours = FormatShort(study.device_seconds() / 3600.0);
   if (spec.max_device_hours() > 0) {

@@ -206,6 +206,20 @@ export function rungsOf(study) {
   return rungs;
 }
 
+// The early-stopping rule in words: its name, with several objectives how
+// they are judged (the server writes the default out), and whether it stops
+// on constraint forecasts; '' without a rule.
+export function earlyStoppingText(study) {
+  const rule = study.spec && study.spec.early_stopping;
+  if (!rule || !rule.rule || rule.rule === 'RULE_UNSPECIFIED') return '';
+  let text = rule.rule;
+  if (rule.multi_objective && rule.multi_objective !== 'MULTI_OBJECTIVE_UNSPECIFIED') {
+    text += ` (objectives: ${rule.multi_objective})`;
+  }
+  if (rule.stop_on_constraints) text += ', stops on constraint forecasts';
+  return text;
+}
+
 // ----- A trial's attempts -----
 
 // The first and last step of `measurements`, or null when there are none.

@@ -22,7 +22,7 @@ import {drawPareto} from './charts/pareto.js';
 import {drawSlices} from './charts/slices.js';
 import {el} from './dom.js';
 import {formatNumber} from './format.js';
-import {STATES, STATE_COLORS, budgetOf, rungsOf} from './model.js';
+import {STATES, STATE_COLORS, budgetOf, earlyStoppingText, rungsOf} from './model.js';
 import {TrialTable} from './table.js';
 
 const RENDER_EVERY_MS = 1000;
@@ -265,6 +265,9 @@ export class StudyPage {
             `(${m.minimize ? 'minimize' : 'maximize'})`).join(', ') + ' · ' +
         `${spec.algorithm || 'default algorithm'} · budget ` +
         (budget ? `${budget} trials` : 'unlimited'),
+        earlyStoppingText(study)
+            ? el('span', {id: 'early-stopping'},
+                 ` · early stopping ${earlyStoppingText(study)}`) : '',
         Number(study.cost || 0) > 0
             ? ` · cost ${formatNumber(Number(study.cost))}` : '',
         Number(study.device_seconds || 0) > 0

@@ -10,7 +10,7 @@ import {test} from 'node:test';
 
 import {StudyData, attemptsOf, budgetOf, studyChanged, boundText, int64, isFeasible, metricsOf,
         objectiveOf, outsideBounds, parametersOf, paretoFront,
-        rowFromCompact, rowFromTrial, rungsOf} from '../src/model.js';
+        rowFromCompact, rowFromTrial, rungsOf, earlyStoppingText} from '../src/model.js';
 
 const twoObjectives = {
   name: 'mo',
@@ -212,6 +212,16 @@ test('rungs of ASHA and HYPERBAND, none for other rules', () => {
                    [4, 8, 16, 32]);
   assert.deepEqual(rungsOf(rule({rule: 'MEDIAN'})), []);
   assert.deepEqual(rungsOf({spec: {}}), []);
+});
+
+test('the early-stopping rule in words', () => {
+  const rule = (early_stopping) => ({spec: {early_stopping}});
+  assert.equal(earlyStoppingText(rule({rule: 'ASHA', multi_objective: 'EPSILON_NET',
+                                       stop_on_constraints: true})),
+               'ASHA (objectives: EPSILON_NET), stops on constraint forecasts');
+  assert.equal(earlyStoppingText(rule({rule: 'MEDIAN'})), 'MEDIAN');
+  assert.equal(earlyStoppingText(rule({})), '');
+  assert.equal(earlyStoppingText({spec: {}}), '');
 });
 
 test('a study\'s counts, best feasible trial and Pareto front', () => {

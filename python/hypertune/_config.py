@@ -193,7 +193,17 @@ _SERVER_FILLED = ("algorithm",)
 def spec_differences(stored: pb.StudySpec, wanted: pb.StudySpec) -> list[str]:
     """The names of the top-level spec fields where ``stored`` and
     ``wanted`` differ; a field the server fills in when it is left out
-    (the algorithm) is compared only where ``wanted`` sets it."""
+    (the algorithm, early_stopping.multi_objective for several objectives)
+    is compared only where ``wanted`` sets it."""
+    if (
+        wanted.HasField("early_stopping")
+        and not wanted.early_stopping.multi_objective
+        and stored.early_stopping.multi_objective
+    ):
+        resolved = pb.StudySpec()
+        resolved.CopyFrom(wanted)
+        resolved.early_stopping.multi_objective = stored.early_stopping.multi_objective
+        wanted = resolved
     names = {f.name for f, _ in stored.ListFields()} | {f.name for f, _ in wanted.ListFields()}
     names -= {name for name in _SERVER_FILLED if not _is_set(wanted, name)}
     differ = []

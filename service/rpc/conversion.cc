@@ -1,6 +1,7 @@
 #include "service/rpc/conversion.h"
 
 #include <cmath>
+#include <limits>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -413,6 +414,33 @@ opt::EarlyStoppingConfig ToEarlyStoppingConfig(const v1::StudySpec& spec) {
   config.brackets = es.brackets();
   config.pause_at_rungs = es.pause_at_rungs();
   config.promote_by_model = es.promote_by_model();
+  // Several objectives: EPSILON_NET unless set, or FIRST_OBJECTIVE with
+  // promote_by_model (its model reads one objective) (docs/early-stopping.md).
+  using Mo = opt::EarlyStoppingConfig::MultiObjective;
+  switch (es.multi_objective()) {
+    case v1::EarlyStoppingSpec::FIRST_OBJECTIVE:
+      config.multi_objective = Mo::kFirstObjective;
+      break;
+    case v1::EarlyStoppingSpec::HYPERVOLUME:
+      config.multi_objective = Mo::kHypervolume;
+      break;
+    case v1::EarlyStoppingSpec::EPSILON_NET:
+      config.multi_objective = Mo::kEpsilonNet;
+      break;
+    default:
+      config.multi_objective =
+          es.promote_by_model() ? Mo::kFirstObjective : Mo::kEpsilonNet;
+      break;
+  }
+  if (metrics.multi_objective()) {
+    for (const StudyMetrics::Objective& o : metrics.objectives()) {
+      config.objectives_maximize.push_back(o.maximize);
+    }
+  }
+  for (const StudyMetrics::Constraint& c : metrics.constraints()) {
+    config.constraints.push_back({c.name, c.lower, c.upper});
+  }
+  config.stop_on_constraints = es.stop_on_constraints();
   return config;
 }
 
@@ -424,6 +452,15 @@ std::vector<opt::TrialCurve> ToCurves(const v1::StudySpec& spec,
   const StudyMetrics metrics(spec);
   if (metrics.objectives().empty()) return curves;
   const std::string& objective = metrics.primary().name;
+  // Every objective and constraint too, when the rule reads them.
+  const opt::EarlyStoppingConfig rule = ToEarlyStoppingConfig(spec);
+  const bool every_metric =
+      opt::JudgesSeveralObjectives(rule) || rule.stop_on_constraints;
+  const auto value = [](const v1::Measurement& m, const std::string& name) {
+    auto it = m.metrics().find(name);
+    return it == m.metrics().end() ? std::numeric_limits<double>::quiet_NaN()
+                                   : it->second;
+  };
   for (const v1::Trial& trial : trials) {
     opt::TrialCurve curve;
     switch (trial.state()) {
@@ -449,6 +486,15 @@ std::vector<opt::TrialCurve> ToCurves(const v1::StudySpec& spec,
       auto it = m.metrics().find(objective);
       if (it != m.metrics().end())
         curve.points.emplace_back(m.step(), it->second);
+      if (!every_metric) continue;
+      opt::TrialCurve::Metrics& point = curve.metrics.emplace_back();
+      point.step = m.step();
+      for (const StudyMetrics::Objective& o : metrics.objectives()) {
+        point.objectives.push_back(value(m, o.name));
+      }
+      for (const StudyMetrics::Constraint& c : metrics.constraints()) {
+        point.constraints.push_back(value(m, c.name));
+      }
     }
     curves.push_back(std::move(curve));
   }

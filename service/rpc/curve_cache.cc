@@ -3,16 +3,24 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/study_metrics.h"
 
 namespace hypertune::service {
 
 namespace {
 
-// The objective ToCurves reads of `spec` ("" without one).
+// What ToCurves reads of `spec` ("" without an objective).
 std::string ObjectiveOf(const v1::StudySpec& spec) {
   const StudyMetrics metrics(spec);
-  return metrics.objectives().empty() ? "" : metrics.primary().name;
+  if (metrics.objectives().empty()) return "";
+  // Every objective and constraint, and how the rule reads them: what
+  // ToCurves makes of a trial.
+  const v1::EarlyStoppingSpec& es = spec.early_stopping();
+  return absl::StrCat(absl::StrJoin(metrics.RequiredNames(), ","), ";",
+                      es.multi_objective(), ";", es.stop_on_constraints(), ";",
+                      es.promote_by_model());
 }
 
 // Whether a write that answered `status` may still have been stored (a
@@ -125,15 +133,19 @@ absl::Status CurveCache::Judge(storage::StudyStore& store,
   }
   const optimizer::TrialCurve::Status status = at->status;
   const size_t points = at->points.size();
+  const size_t metrics = at->metrics.size();
   if (!made.empty()) {
     at->status = made.front().status;
     at->points.insert(at->points.end(), made.front().points.begin(),
                       made.front().points.end());
+    at->metrics.insert(at->metrics.end(), made.front().metrics.begin(),
+                       made.front().metrics.end());
   }
   judge(entry->curves);
   at = CurveOf(curves, head.id());
   at->status = status;
   at->points.resize(points);
+  at->metrics.resize(metrics);
   return absl::OkStatus();
 }
 
@@ -186,6 +198,8 @@ void CurveCache::Appended(const v1::Trial& head,
   at->status = made.front().status;
   at->points.insert(at->points.end(), made.front().points.begin(),
                     made.front().points.end());
+  at->metrics.insert(at->metrics.end(), made.front().metrics.begin(),
+                     made.front().metrics.end());
 }
 
 // ----- CurveTrackingStore -----

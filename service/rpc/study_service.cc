@@ -343,6 +343,17 @@ absl::StatusOr<v1::Study> StudyService::CreateStudy(
   HT_RETURN_IF_ERROR(ToOptimizerAlgorithm(spec.algorithm()).status());
   HT_RETURN_IF_ERROR(CheckSearchSpace(spec));
   HT_RETURN_IF_ERROR(BindPriors(context_, caller, study));
+  // Early stopping of several objectives: the default written out
+  // (docs/early-stopping.md), so that clients show what the server does.
+  if (HasEarlyStopping(spec) && StudyMetrics(spec).multi_objective() &&
+      spec.early_stopping().multi_objective() ==
+          v1::EarlyStoppingSpec::MULTI_OBJECTIVE_UNSPECIFIED) {
+    spec.mutable_early_stopping()->set_multi_objective(
+        ToEarlyStoppingConfig(spec).multi_objective ==
+                optimizer::EarlyStoppingConfig::MultiObjective::kFirstObjective
+            ? v1::EarlyStoppingSpec::FIRST_OBJECTIVE
+            : v1::EarlyStoppingSpec::EPSILON_NET);
+  }
   // A PBT study's trials are its population (service/rpc/pbt.h).
   if (IsPbt(spec)) spec.set_max_trials(spec.pbt().population_size());
   study.set_state(v1::Study::ACTIVE);

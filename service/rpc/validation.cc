@@ -472,6 +472,12 @@ absl::Status ValidateEarlyStopping(const v1::StudySpec& spec) {
                    absl::StrCat("unknown rule ", es.rule(), " (one of ",
                                 EnumNames<v1::EarlyStoppingSpec::Rule>(), ")"));
   }
+  if (!v1::EarlyStoppingSpec::MultiObjective_IsValid(es.multi_objective())) {
+    return Invalid(
+        "study.spec.early_stopping.multi_objective",
+        absl::StrCat("unknown value ", es.multi_objective(), " (one of ",
+                     EnumNames<v1::EarlyStoppingSpec::MultiObjective>(), ")"));
+  }
   const bool rungs = es.rule() == v1::EarlyStoppingSpec::ASHA ||
                      es.rule() == v1::EarlyStoppingSpec::HYPERBAND;
   if (rungs) {
