@@ -44,25 +44,7 @@ grpc::Status OptunaGrpcService::Serve(const grpc::ServerContext* context,
       optuna::Method##Reply* reply) {                                       \
     return Serve(context, &OptunaStorage::Method, *request, reply);         \
   }
-HT_OPTUNA_RPC(CreateNewStudy)
-HT_OPTUNA_RPC(DeleteStudy)
-HT_OPTUNA_RPC(SetStudyUserAttribute)
-HT_OPTUNA_RPC(SetStudySystemAttribute)
-HT_OPTUNA_RPC(GetStudyIdFromName)
-HT_OPTUNA_RPC(GetStudyNameFromId)
-HT_OPTUNA_RPC(GetStudyDirections)
-HT_OPTUNA_RPC(GetStudyUserAttributes)
-HT_OPTUNA_RPC(GetStudySystemAttributes)
-HT_OPTUNA_RPC(GetAllStudies)
-HT_OPTUNA_RPC(CreateNewTrial)
-HT_OPTUNA_RPC(SetTrialParameter)
-HT_OPTUNA_RPC(GetTrialIdFromStudyIdTrialNumber)
-HT_OPTUNA_RPC(SetTrialStateValues)
-HT_OPTUNA_RPC(SetTrialIntermediateValue)
-HT_OPTUNA_RPC(SetTrialUserAttribute)
-HT_OPTUNA_RPC(SetTrialSystemAttribute)
-HT_OPTUNA_RPC(GetTrial)
-HT_OPTUNA_RPC(GetTrials)
+HT_OPTUNA_RPCS(HT_OPTUNA_RPC)
 #undef HT_OPTUNA_RPC
 
 }  // namespace hypertune::service

@@ -20,6 +20,28 @@
 
 namespace hypertune::service {
 
+// The protocol's 19 methods, for X-macros (here and in the .cc).
+#define HT_OPTUNA_RPCS(X)             \
+  X(CreateNewStudy)                   \
+  X(DeleteStudy)                      \
+  X(SetStudyUserAttribute)            \
+  X(SetStudySystemAttribute)          \
+  X(GetStudyIdFromName)               \
+  X(GetStudyNameFromId)               \
+  X(GetStudyDirections)               \
+  X(GetStudyUserAttributes)           \
+  X(GetStudySystemAttributes)         \
+  X(GetAllStudies)                    \
+  X(CreateNewTrial)                   \
+  X(SetTrialParameter)                \
+  X(GetTrialIdFromStudyIdTrialNumber) \
+  X(SetTrialStateValues)              \
+  X(SetTrialIntermediateValue)        \
+  X(SetTrialUserAttribute)            \
+  X(SetTrialSystemAttribute)          \
+  X(GetTrial)                         \
+  X(GetTrials)
+
 class OptunaGrpcService final : public optuna::StorageService::Service {
  public:
   // `serving`: OK while this server serves its database, else the error to
@@ -31,25 +53,7 @@ class OptunaGrpcService final : public optuna::StorageService::Service {
   grpc::Status Method(grpc::ServerContext* context,           \
                       const optuna::Method##Request* request, \
                       optuna::Method##Reply* reply) override;
-  HT_OPTUNA_RPC(CreateNewStudy)
-  HT_OPTUNA_RPC(DeleteStudy)
-  HT_OPTUNA_RPC(SetStudyUserAttribute)
-  HT_OPTUNA_RPC(SetStudySystemAttribute)
-  HT_OPTUNA_RPC(GetStudyIdFromName)
-  HT_OPTUNA_RPC(GetStudyNameFromId)
-  HT_OPTUNA_RPC(GetStudyDirections)
-  HT_OPTUNA_RPC(GetStudyUserAttributes)
-  HT_OPTUNA_RPC(GetStudySystemAttributes)
-  HT_OPTUNA_RPC(GetAllStudies)
-  HT_OPTUNA_RPC(CreateNewTrial)
-  HT_OPTUNA_RPC(SetTrialParameter)
-  HT_OPTUNA_RPC(GetTrialIdFromStudyIdTrialNumber)
-  HT_OPTUNA_RPC(SetTrialStateValues)
-  HT_OPTUNA_RPC(SetTrialIntermediateValue)
-  HT_OPTUNA_RPC(SetTrialUserAttribute)
-  HT_OPTUNA_RPC(SetTrialSystemAttribute)
-  HT_OPTUNA_RPC(GetTrial)
-  HT_OPTUNA_RPC(GetTrials)
+  HT_OPTUNA_RPCS(HT_OPTUNA_RPC)
 #undef HT_OPTUNA_RPC
 
  private:
