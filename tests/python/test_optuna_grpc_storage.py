@@ -20,6 +20,7 @@ import pytest
 
 import hypertune
 from helpers import program, unique_name
+from test_servers import _on_postgres, postgres  # noqa: F401 (a fixture)
 from hypertune.v1 import optuna_storage_pb2 as pb
 from hypertune.v1 import optuna_storage_pb2_grpc as pb_grpc
 
@@ -170,6 +171,30 @@ def test_a_stored_study_switches_to_hypertunes_sampler(server, stub):
         assert trial.params["model"] == ["linear", "tree"].index(mine.params["model"])
         assert json.loads(trial.distributions["model"])["attributes"]["choices"] \
             == ["linear", "tree"]
+
+
+def test_a_standby_refuses_and_names_the_leader(postgres, tmp_path):  # noqa: F811
+    # Writes go through the leader, as hypertune.v1's do: on PostgreSQL with
+    # two servers, the standby answers UNAVAILABLE naming the leader, and
+    # the leader serves the door (its study in PostgreSQL).
+    with _on_postgres(str(tmp_path / "leader"), postgres.url()) as leader, \
+            _on_postgres(str(tmp_path / "standby"), postgres.url()) as standby:
+        with grpc.insecure_channel(leader.address) as to_leader, \
+                grpc.insecure_channel(standby.address) as to_standby:
+            at_leader = pb_grpc.StorageServiceStub(to_leader)
+            at_standby = pb_grpc.StorageServiceStub(to_standby)
+            name = unique_name("optuna-pg")
+            request = pb.CreateNewStudyRequest(study_name=name, directions=[pb.MINIMIZE])
+            with pytest.raises(grpc.RpcError) as refused:
+                at_standby.CreateNewStudy(request)
+            assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert leader.address in refused.value.details()
+            study_id = at_leader.CreateNewStudy(request).study_id
+            run_trial(at_leader, study_id, 0.5, 2, 1, [1.0], values=[0.25])
+            trials = at_leader.GetTrials(pb.GetTrialsRequest(
+                study_id=study_id, trial_id_greater_than=-1)).trials
+            assert [(t.state, list(t.values)) for t in trials] == [(pb.COMPLETE, [0.25])]
+            assert dict(trials[0].params) == {"x": 0.5, "n": 2.0, "model": 1.0}
 
 
 def test_optunas_own_proxy_when_installed(server):
