@@ -262,7 +262,10 @@ def test_clone_params_and_pickle(server) -> None:
     assert loaded.best_params_ == search.best_params_
 
 
-def test_ctrl_c_gives_the_running_trial_back(client, server, tmp_path) -> None:
+@pytest.mark.parametrize("signum, n_jobs", [(signal.SIGINT, 1), (signal.SIGINT, 2),
+                                            (signal.SIGTERM, 1)])
+def test_an_interrupted_search_gives_its_trials_back(client, server, tmp_path, signum,
+                                                     n_jobs) -> None:
     name = unique_name("interrupted")
     script = tmp_path / "search.py"
     script.write_text(textwrap.dedent(f"""
@@ -275,11 +278,11 @@ def test_ctrl_c_gives_the_running_trial_back(client, server, tmp_path) -> None:
             def __init__(self, x=0.0):
                 self.x = x
             def fit(self, X, y):
-                threading.Event().wait()  # until Ctrl-C
+                threading.Event().wait()  # until interrupted
 
         X, y = make_classification(n_samples=40, random_state=0)
         HypertuneSearchCV(Forever(), {{"x": {{"double_spec": {{"min": 0, "max": 1}}}}}},
-                          n_trials=3, cv=2, server={server.address!r},
+                          n_trials=3, cv=2, n_jobs={n_jobs}, server={server.address!r},
                           study_name={name!r}).fit(X, y)
     """))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
@@ -287,25 +290,33 @@ def test_ctrl_c_gives_the_running_trial_back(client, server, tmp_path) -> None:
                           stderr=subprocess.STDOUT, text=True) as process:
         def running():
             try:
-                return [t for t in client.get_study(name).trials() if t.state == "ACTIVE"]
+                active = [t for t in client.get_study(name).trials() if t.state == "ACTIVE"]
             except hypertune.NotFoundError:
                 return []
-        poll(running, "the search's first trial to start")
-        process.send_signal(signal.SIGINT)
+            return active if len(active) == n_jobs else []
+        poll(running, f"the search's {n_jobs} trial(s) to start")
+        process.send_signal(signum)
         output, _ = process.communicate(timeout=60)
-    assert process.returncode != 0 and "KeyboardInterrupt" in output, output
-    [trial] = client.get_study(name).trials()
-    assert (trial.state, trial.preemption_count, trial.retry_count) == ("REQUESTED", 1, 0)
-    assert "interrupted (KeyboardInterrupt)" in trial.failure_reason
+    if signum == signal.SIGINT:
+        assert process.returncode != 0 and "KeyboardInterrupt" in output, output
+        reason = "interrupted (KeyboardInterrupt)"
+    else:
+        assert process.returncode == 143, output  # 128 + SIGTERM, as hypertune.Terminated
+        reason = "preempted (SIGTERM)"
+    trials = client.get_study(name).trials()
+    assert len(trials) == n_jobs
+    for trial in trials:
+        assert (trial.state, trial.preemption_count, trial.retry_count) == ("REQUESTED", 1, 0)
+        assert reason in trial.failure_reason
 
-    # The next fit on the study runs that trial again first.
+    # The next fit on the study runs those trials again first.
     again = HypertuneSearchCV(FailsAbove(), {"x": {"double_spec": {"min": 0, "max": 1}}},
-                              n_trials=1, cv=2, server=server.address, study_name=name,
+                              n_trials=n_jobs, cv=2, server=server.address, study_name=name,
                               error_score=0)
     again.fit(X, Y)
-    [trial] = client.get_study(name).trials()
-    assert (trial.state, trial.attempt) == ("COMPLETED", 2)
-    assert again.trials_[0].id == 1
+    trials = client.get_study(name).trials()
+    assert [(t.state, t.attempt) for t in trials] == [("COMPLETED", 2)] * n_jobs
+    assert sorted(t.id for t in again.trials_) == list(range(1, n_jobs + 1))
 
 
 def test_the_domains_it_takes() -> None:
