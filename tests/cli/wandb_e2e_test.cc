@@ -181,17 +181,34 @@ TEST_F(WandbEndToEndTest, EveryMacroOfACustomCommand) {
   }
 }
 
-TEST_F(WandbEndToEndTest, EveryFixtureIsAStudyTheServerTakes) {
+// Each fixture is a study a real hypertuned takes, holding the numbers,
+// strings and booleans PyYAML (which `wandb sweep` uses) reads from the
+// file (tests/cli/wandb/crosscheck.py; skipped without python3-yaml).
+TEST_F(WandbEndToEndTest, EveryFixtureIsAStudyReadAsPyYamlReadsIt) {
   for (const char* fixture : {"basic", "nested", "distributions", "grid",
                               "hyperband_max_iter", "command"}) {
+    const std::string yaml = absl::StrCat(
+        HYPERTUNE_SOURCE_DIR, "/tests/cli/wandb/", fixture, ".yaml");
     std::string out;
-    EXPECT_EQ(Cli({"study", "create", "--from-wandb",
-                   absl::StrCat(HYPERTUNE_SOURCE_DIR, "/tests/cli/wandb/",
-                                fixture, ".yaml"),
-                   fixture},
-                  &out),
-              0)
+    EXPECT_EQ(Cli({"study", "create", "--from-wandb", yaml, fixture}, &out), 0)
         << fixture << ": " << out;
+    ASSERT_EQ(Cli({"study", "get", fixture, "--format", "json"}, &out), 0);
+    const std::string json = Write(absl::StrCat(fixture, ".json"), out);
+    const std::string command = absl::StrCat(
+        HYPERTUNE_PYTHON, " ", HYPERTUNE_SOURCE_DIR,
+        "/tests/cli/wandb/crosscheck.py ", yaml, " ", dir_.File(json), " 2>&1");
+    FILE* pipe = popen(command.c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    std::string report;
+    char buffer[4096];
+    while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) {
+      report.append(buffer, n);
+    }
+    const int status = pclose(pipe);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) GTEST_SKIP() << report;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << fixture << ":\n"
+        << report;
   }
 }
 
