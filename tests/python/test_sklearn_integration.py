@@ -104,6 +104,17 @@ def test_parallel_trials_each_a_trial_of_the_study(server) -> None:
         assert by_id[trial.id].metrics["score"] == search.cv_results_["mean_test_score"][i]
 
 
+def test_random_state_is_the_studys_seed(server) -> None:
+    def suggested(seed):
+        search = HypertuneSearchCV(LogisticRegression(max_iter=300), SPACE, n_trials=3, cv=2,
+                                   random_state=seed, server=server.address, algorithm="RANDOM")
+        search.fit(X, Y)
+        assert search.study_.spec.seed == seed
+        return search.cv_results_["params"]
+
+    assert suggested(11) == suggested(11) != suggested(12)
+
+
 def test_several_metrics_refit_one_or_search_their_front(server) -> None:
     common = {"cv": 3, "n_trials": 4, "random_state": 2, "server": server.address,
               "scoring": ["accuracy", "f1"]}

@@ -33,7 +33,9 @@ What a trial's cross-validation ends with settles it:
   ``fit``;
 - Ctrl-C (KeyboardInterrupt) or SIGTERM: the trials running are given
   back (preempted, not failed) and the interruption raised from ``fit``; a
-  later ``fit`` on the same ``study_name`` runs them again first.
+  later ``fit`` on the same ``study_name`` runs them again first. (With
+  ``n_jobs`` > 1, SIGTERM ends the process at once, as Study.optimize's
+  threads leave it: the trials' leases run out instead.)
 
 Clone-safety: the constructor only stores its arguments (scikit-learn's
 rule), and ``sklearn.base.clone`` copies every one of them. A
