@@ -1050,6 +1050,12 @@ absl::StatusOr<optuna::GetTrialsReply> OptunaStorage::GetTrials(
   for (const v1::Trial& t : trials) {
     *reply.add_trials() = ToOptunaTrial(*study, t);
   }
+  if (reply.ByteSizeLong() > kOptunaMaxReplyBytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "study ", study->name(), ": its ", reply.trials_size(), " trials take ",
+        reply.ByteSizeLong(), " bytes, more than one answer ",
+        "of Optuna's protocol may (", kOptunaMaxReplyBytes, ")"));
+  }
   return reply;
 }
 

@@ -42,6 +42,7 @@
 #ifndef HYPERTUNE_SERVICE_OPTUNA_OPTUNA_STORAGE_H_
 #define HYPERTUNE_SERVICE_OPTUNA_OPTUNA_STORAGE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -56,6 +57,11 @@
 #include "storage/study_store.h"
 
 namespace hypertune::service {
+
+// The largest answer (GetTrials of a whole study): Optuna's protocol has
+// no pages, and GrpcStorageProxy receives answers of any size, so the
+// server lets this service's answers pass kMaxResponseBytes up to here.
+inline constexpr size_t kOptunaMaxReplyBytes = size_t{64} << 20;
 
 // The attribute that marks a store-only study, and its value.
 inline constexpr char kOptunaStorageAttribute[] = "optuna.storage";

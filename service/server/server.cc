@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -185,7 +186,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   // default receive limit, so that no client misses the answer to a write
   // that committed.
   builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
-  builder.SetMaxSendMessageSize(static_cast<int>(kMaxResponseBytes));
+  // Optuna's protocol has no pages: its answers may be larger
+  // (kOptunaMaxReplyBytes; its client receives any size).
+  builder.SetMaxSendMessageSize(
+      static_cast<int>(std::max(kMaxResponseBytes, kOptunaMaxReplyBytes)));
   // gRPC's default keeps at most 2 idle polling threads, so under load a
   // thread is created for nearly every call and exits after it; keep the
   // pool instead (threads grow to the number of calls in flight).

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/limits.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -438,6 +439,44 @@ TEST_F(OptunaStorageTest, OnlyStudiesMadeThroughThisDoorAreServed) {
   EXPECT_EQ(Call(&optuna::StorageService::Stub::DeleteStudy, del, &deleted)
                 .error_code(),
             grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(OptunaStorageTest, AStudyLargerThanOneHypertuneAnswerIsReadWhole) {
+  // Optuna's protocol has no pages: GetTrials answers with the whole study,
+  // past hypertune's 4 MiB answers (each trial: 10,000 reported steps).
+  const int64_t study_id = CreateStudy("long-curves", {optuna::MINIMIZE});
+  constexpr int kTrials = 32;
+  constexpr int kSteps = 10'000;
+  for (int i = 0; i < kTrials; ++i) {
+    optuna::CreateNewTrialRequest request;
+    request.set_study_id(study_id);
+    optuna::Trial& t = *request.mutable_template_trial();
+    t.set_state(optuna::COMPLETE);
+    t.add_values(i);
+    for (int step = 0; step < kSteps; ++step) {
+      (*t.mutable_intermediate_values())[step] = 1.0 / (step + 1.0) + i;
+    }
+    optuna::CreateNewTrialReply reply;
+    ASSERT_TRUE(
+        Call(&optuna::StorageService::Stub::CreateNewTrial, request, &reply)
+            .ok());
+  }
+  optuna::GetTrialsRequest request;
+  request.set_study_id(study_id);
+  request.set_trial_id_greater_than(-1);
+  optuna::GetTrialsReply reply;
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);  // as GrpcStorageProxy's channel
+  auto stub = optuna::StorageService::NewStub(grpc::CreateCustomChannel(
+      server_->address(), grpc::InsecureChannelCredentials(), args));
+  grpc::ClientContext context;
+  grpc::Status s = stub->GetTrials(&context, request, &reply);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_GT(reply.ByteSizeLong(), kMaxResponseBytes);
+  ASSERT_EQ(reply.trials_size(), kTrials);
+  EXPECT_EQ(reply.trials(kTrials - 1).intermediate_values_size(), kSteps);
+  EXPECT_EQ(reply.trials(kTrials - 1).intermediate_values().at(kSteps - 1),
+            1.0 / kSteps + (kTrials - 1));
 }
 
 TEST(OptunaStorageAuth, TokensAndOwnersApplyAsOnHypertunesOwnApi) {
