@@ -256,6 +256,10 @@ Grid TrialGrid(const v1::Study* study, const std::vector<v1::Trial>& trials) {
   const TrialColumns columns = ColumnsOf(study, trials);
   const bool constrained =
       study != nullptr && !StudyMetrics(study->spec()).constraints().empty();
+  // PBT: each trial's lineage, its exploits as donor@step (docs/pbt.md).
+  const bool exploited =
+      std::any_of(trials.begin(), trials.end(),
+                  [](const v1::Trial& t) { return t.exploits_size() > 0; });
   Grid grid;
   Row header = {"ID", "STATE"};
   header.insert(header.end(), columns.parameters.begin(),
@@ -263,6 +267,7 @@ Grid TrialGrid(const v1::Study* study, const std::vector<v1::Trial>& trials) {
   header.insert(header.end(), columns.metrics.begin(), columns.metrics.end());
   header.push_back("STEP");
   if (constrained) header.push_back("FEASIBLE");
+  if (exploited) header.push_back("EXPLOITED (donor@step)");
   header.push_back("REASON");
   grid.push_back(std::move(header));
 
@@ -295,6 +300,13 @@ Grid TrialGrid(const v1::Study* study, const std::vector<v1::Trial>& trials) {
       row.push_back(!trial.has_feasible() ? ""
                     : trial.feasible()    ? "yes"
                                           : "no");
+    }
+    if (exploited) {
+      std::vector<std::string> lineage;
+      for (const v1::PbtExploit& e : trial.exploits()) {
+        lineage.push_back(absl::StrCat(e.donor_trial_id(), "@", e.step()));
+      }
+      row.push_back(absl::StrJoin(lineage, " "));
     }
     row.push_back(trial.infeasible_reason());
     grid.push_back(std::move(row));

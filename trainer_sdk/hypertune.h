@@ -345,6 +345,15 @@ class Trial {
   bool should_stop() const;
   // Whether the trial is paused at a rung (see should_stop).
   bool paused() const { return proto_.state() == v1::Trial::PAUSED; }
+  // PBT (docs/pbt.md): the exploit that the last Report's answer made,
+  // once: the trial then holds the donor's checkpoint (checkpoint_uri(),
+  // checkpoint_step()) and its new parameters(), which the program loads
+  // before going on from checkpoint_step() + 1. Nullopt otherwise.
+  std::optional<v1::PbtExploit> TakeExploit();
+  // PBT: the number of the trial's latest exploit as this handle knows it
+  // (its reports and its lease's renewals); 0 if none. A runner that did
+  // not start its program under that exploit restarts it.
+  int latest_exploit() const;
   // Asks the server now (CheckEarlyStopping): the rule judges the trial
   // against the study's latest results. Returns should_stop() afterwards.
   absl::StatusOr<bool> ShouldStop();
@@ -385,6 +394,8 @@ class Trial {
   // Seconds the trial had run (by its start time) when this handle was made.
   double elapsed_at_attach_ = 0.0;
   int64_t last_step_ = 0;
+  // The exploit Report took that TakeExploit has not handed out.
+  std::optional<v1::PbtExploit> untaken_exploit_;
   // False on the ranks of a worker's trial other than 0 (see reports()).
   bool reports_ = true;
 };

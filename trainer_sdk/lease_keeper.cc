@@ -114,6 +114,11 @@ bool LeaseKeeper::should_stop() const {
   return should_stop_;
 }
 
+int LeaseKeeper::latest_exploit() const {
+  absl::MutexLock lock(&mu_);
+  return latest_exploit_;
+}
+
 void LeaseKeeper::Observe(const absl::Status& status) {
   if (!LeaseLostBy(status)) return;
   absl::MutexLock lock(&mu_);
@@ -147,6 +152,8 @@ absl::StatusOr<v1::HeartbeatResponse> LeaseKeeper::Renew(
   if (!status.ok()) return status;
   absl::MutexLock lock(&mu_);
   should_stop_ = response.should_stop();
+  latest_exploit_ =
+      std::max(latest_exploit_, response.latest_exploit().number());
   return response;
 }
 
@@ -181,6 +188,8 @@ void LeaseKeeper::Loop(std::chrono::milliseconds fixed_interval,
     in_flight_ = nullptr;
     if (status.ok()) {
       should_stop_ = response.should_stop();
+      latest_exploit_ =
+          std::max(latest_exploit_, response.latest_exploit().number());
       failures = 0;
       expire_ms = response.lease_expire_time_ms();
       interval = until_renewal();

@@ -90,6 +90,9 @@ class LeaseKeeper {
   absl::Status lost() const;
   // Whether the last renewal asked the trial to stop early.
   bool should_stop() const;
+  // PBT: the number of the trial's latest exploit as renewals saw it (0:
+  // none).
+  int latest_exploit() const;
 
  private:
   v1::HeartbeatRequest Request() const;
@@ -113,6 +116,7 @@ class LeaseKeeper {
   bool running_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool should_stop_ ABSL_GUARDED_BY(mu_) = false;
+  int latest_exploit_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status lost_ ABSL_GUARDED_BY(mu_);
   // The background renewal in flight, cancelled by Stop().
   grpc::ClientContext* in_flight_ ABSL_GUARDED_BY(mu_) = nullptr;

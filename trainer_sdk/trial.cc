@@ -235,6 +235,17 @@ absl::Status Trial::Report(int64_t step, const Metrics& metrics) {
   absl::StatusOr<v1::Trial> response = client->AddMeasurement(request);
   lease_->Observe(response.status());
   if (!response.ok()) return response.status();
+  if (response->exploits_size() > proto_.exploits_size()) {
+    // PBT: the trial took a donor's checkpoint, curve and parameters; read
+    // it whole and go on from the checkpoint's step.
+    absl::StatusOr<Trial> whole =
+        client->GetTrial(proto_.study_name(), proto_.id());
+    if (!whole.ok()) return whole.status();
+    proto_ = whole->proto();
+    last_step_ = proto_.checkpoint_step();
+    untaken_exploit_ = proto_.exploits(proto_.exploits_size() - 1);
+    return absl::OkStatus();
+  }
   // The answer holds only the measurement this report added (or, for a
   // retry, the one stored at its step): the curve kept here grows by it.
   google::protobuf::RepeatedPtrField<v1::Measurement> curve =
@@ -251,6 +262,17 @@ absl::Status Trial::Report(int64_t step, const Metrics& metrics) {
   *proto_.mutable_measurements() = std::move(curve);
   last_step_ = std::max(last_step_, step);
   return absl::OkStatus();
+}
+
+std::optional<v1::PbtExploit> Trial::TakeExploit() {
+  std::optional<v1::PbtExploit> taken = std::move(untaken_exploit_);
+  untaken_exploit_.reset();
+  return taken;
+}
+
+int Trial::latest_exploit() const {
+  const int renewed = lease_ != nullptr ? lease_->latest_exploit() : 0;
+  return std::max(renewed, proto_.exploits_size());
 }
 
 absl::Status Trial::Complete(const Metrics& metrics) {

@@ -280,7 +280,15 @@ class Worker {
         break;
       }
       bool held = false;
-      if (absl::Status s = RunTrial(slot, client_id, trial, held); !s.ok()) {
+      // PBT: an exploit restarts the program on the trial as it is then.
+      std::optional<v1::Trial> restart;
+      absl::Status s = RunTrial(slot, client_id, trial, held, restart);
+      while (s.ok() && restart.has_value()) {
+        const v1::Trial exploited = *std::move(restart);
+        restart.reset();
+        s = RunTrial(slot, client_id, exploited, held, restart);
+      }
+      if (!s.ok()) {
         SetFatal(std::move(s));
         break;
       }
@@ -379,9 +387,12 @@ class Worker {
 
   // Runs the trial's program and settles the trial, or holds it (`held`)
   // for the early-failures watch. Errors only for what stops the whole
-  // worker (the program cannot be started).
+  // worker (the program cannot be started). A PBT exploit (the trial took
+  // another's checkpoint and new parameters) ends the program and sets
+  // `restart` to the trial as it is now, to be run again, unsettled.
   absl::Status RunTrial(int slot, const std::string& client_id,
-                        const v1::Trial& trial, bool& held) {
+                        const v1::Trial& trial, bool& held,
+                        std::optional<v1::Trial>& restart) {
     const int64_t id = trial.id();
     const std::string prefix = absl::StrCat("[trial ", id, "] ");
     std::filesystem::path log_path = std::filesystem::path(options_.log_dir) /
@@ -477,6 +488,10 @@ class Worker {
     bool lease_checked = false;
     // Set when a report's answer stops (or pauses) the trial early.
     std::optional<std::string> stop_reason;
+    // PBT: a report's answer (or a renewal) says the trial exploited since
+    // this program started; set once the worker ends it to restart it.
+    bool exploited = false;
+    bool exploit_restart = false;
 
     // The last line that says what went wrong, for a failure's reason.
     auto note_line = [&](std::string_view line) {
@@ -542,6 +557,9 @@ class Worker {
       m->set_elapsed_seconds(ElapsedSeconds(trial, started));
       m->mutable_metrics()->insert(storable.begin(), storable.end());
       absl::StatusOr<v1::Trial> updated = client_.AddMeasurement(request);
+      if (updated.ok() && updated->exploits_size() > trial.exploits_size()) {
+        exploited = true;
+      }
       if (updated.ok() && (updated->state() == v1::Trial::STOPPING ||
                            updated->state() == v1::Trial::PAUSED)) {
         // The rule judged this report: no need to wait for a heartbeat.
@@ -575,6 +593,11 @@ class Worker {
         signals_passed_on = signals;
         run.worker_signal = LastStopSignal();
       }
+      if ((exploited || lease.latest_exploit() > trial.exploits_size()) &&
+          !exploit_restart && !run.stop_requested) {
+        exploit_restart = true;
+        (*process)->Terminate();
+      }
       if ((lease.should_stop() || stop_reason.has_value()) &&
           !run.stop_requested) {
         console_.Out(
@@ -604,6 +627,23 @@ class Worker {
     const double program_seconds =
         std::chrono::duration<double>(Clock::now() - started).count();
     const double elapsed = ElapsedSeconds(trial, started);
+    if (exploit_restart && run.worker_signal == 0 && !run.lease_lost) {
+      absl::StatusOr<Trial> now = client_.GetTrial(options_.study, id);
+      if (now.ok() && now->proto().state() == v1::Trial::ACTIVE &&
+          now->proto().lease_epoch() == trial.lease_epoch() &&
+          now->proto().exploits_size() > trial.exploits_size()) {
+        const v1::Trial& t = now->proto();
+        const v1::PbtExploit& e = t.exploits(t.exploits_size() - 1);
+        const std::string message = absl::StrCat(
+            "trial ", id, " exploited trial ", e.donor_trial_id(),
+            "'s checkpoint (step ", e.checkpoint_step(), ") at step ", e.step(),
+            ": restarting its program with ", ParametersText(t));
+        log << "[hypertune worker] " << message << std::endl;
+        console_.Out(message);
+        restart = t;
+        return absl::OkStatus();
+      }
+    }
     log.close();
     const EarlyVerdict verdict = failures_.JudgeEarly(run, program_seconds, id);
     if (verdict == EarlyVerdict::kHold) {

@@ -95,9 +95,15 @@ void MoveCurveAway(v1::Trial& member, const std::string& reason,
 
 bool IsPbt(const v1::StudySpec& spec) { return spec.algorithm() == v1::PBT; }
 
-bool PbtDue(const v1::StudySpec& spec, int64_t previous_step, int64_t step) {
+bool PbtDue(const v1::StudySpec& spec, const v1::Trial& member,
+            int64_t previous_step, int64_t step) {
   const int64_t interval =
       std::max<int64_t>(1, spec.pbt().perturbation_interval());
+  if (member.exploits_size() > 0 &&
+      step < member.exploits(member.exploits_size() - 1).checkpoint_step() +
+                 interval) {
+    return false;
+  }
   const int64_t before = previous_step < 0 ? -1 : previous_step / interval;
   return step / interval > before && step >= interval;
 }

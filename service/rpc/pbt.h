@@ -26,10 +26,14 @@ namespace hypertune::service {
 // Whether `spec` runs PBT.
 bool IsPbt(const v1::StudySpec& spec);
 
-// Whether a report of `step`, after a latest step `previous_step` (-1 for a
-// first report), crosses a multiple of the study's perturbation interval.
+// Whether `member`'s report of `step`, after a latest step `previous_step`
+// (-1 for a first report), crosses a multiple of the study's perturbation
+// interval, at least one interval past the checkpoint its latest exploit
+// loaded (so that a member is judged again only once it trained that long
+// on its new parameters).
 // REQUIRES: IsPbt(spec)
-bool PbtDue(const v1::StudySpec& spec, int64_t previous_step, int64_t step);
+bool PbtDue(const v1::StudySpec& spec, const v1::Trial& member,
+            int64_t previous_step, int64_t step);
 
 // INVALID_ARGUMENT naming the field for a PBT study whose settings do not
 // hold (docs/pbt.md); OK for any other algorithm.

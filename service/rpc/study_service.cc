@@ -857,7 +857,7 @@ absl::StatusOr<v1::Trial> StudyService::AddMeasurement(
         trial.set_lease_expire_time_ms(context_.Now() +
                                        leases_.LeaseMs(write.study));
         if (trial.state() == v1::Trial::ACTIVE && IsPbt(write.study.spec()) &&
-            PbtDue(write.study.spec(),
+            PbtDue(write.study.spec(), trial,
                    head.latest.has_value() ? head.latest->step() : -1,
                    m.step())) {
           absl::StatusOr<bool> exploited = ExploitIfBehind(write, m, read);

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -590,6 +591,148 @@ TEST_F(WorkerTest, OnlyRankZeroReportsAndEveryRankLearnsOfAStop) {
     // Rank 0's values (1/step), never rank 1's (2/step).
     EXPECT_DOUBLE_EQ(m.metrics().at("loss"), 1.0 / m.step()) << m.step();
   }
+}
+
+// Issue 51 item 1: a PBT study run by `hypertune worker --parallel 4` with
+// an unchanged program (it prints its metrics and checkpoints, and resumes
+// from HYPERTUNE_CHECKPOINT_URI). A bottom member's program is restarted
+// with the explored parameters and the top member's checkpoint, which it
+// really reads (the file names its writer); the lineage is stored with the
+// trial and shown by `hypertune trials`.
+TEST_F(WorkerTest, APbtBottomMemberRestartsFromTheTopMembersCheckpoint) {
+  CreateStudy("pbt", 4, [](v1::StudySpec& spec) {
+    spec.set_algorithm(v1::PBT);
+    spec.mutable_parameters(0)->mutable_double_spec()->set_min(0.1);
+    spec.mutable_metrics(0)->set_name("acc");
+    spec.mutable_metrics(0)->set_goal(v1::MetricSpec::MAXIMIZE);
+    v1::PbtSpec& pbt = *spec.mutable_pbt();
+    pbt.set_population_size(4);
+    pbt.set_perturbation_interval(2);
+    pbt.set_min_ready_members(4);
+    pbt.set_resample_probability(0);
+  });
+  const std::string ckpt = dir_.File("pbt-ckpt");
+  // acc is x at every step: the ranking is x's.
+  const std::string script = absl::StrCat(
+      "mkdir -p ", ckpt, "; s=$((HYPERTUNE_CHECKPOINT_STEP + 1)); ",
+      "if [ -n \"$HYPERTUNE_CHECKPOINT_URI\" ]; then ",
+      "f=$(echo \"$HYPERTUNE_CHECKPOINT_URI\" | sed s,file://,,); ",
+      "echo \"restored $(cat $f) as trial $HYPERTUNE_TRIAL_ID x={x}\"; fi; ",
+      "while [ $s -le 8 ]; do ", "c=", ckpt, "/$HYPERTUNE_TRIAL_ID-$s; ",
+      "echo \"trial=$HYPERTUNE_TRIAL_ID step=$s\" > $c; ",
+      "echo \"hypertune: checkpoint=file://$c step=$s\"; ",
+      "echo \"hypertune: acc={x} step=$s\"; sleep 0.3; s=$((s + 1)); done; ",
+      "echo 'hypertune: acc={x}'");
+  std::string out;
+  ASSERT_EQ(Worker("pbt", {"--parallel", "4"}, script, &out), 0) << out;
+
+  int exploits = 0;
+  for (const v1::Trial& trial : Trials("pbt")) {
+    EXPECT_EQ(trial.state(), v1::Trial::COMPLETED) << trial.id();
+    for (const v1::PbtExploit& e : trial.exploits()) {
+      ++exploits;
+      SCOPED_TRACE(absl::StrCat("trial ", trial.id(), " exploit ", e.number()));
+      EXPECT_NE(e.donor_trial_id(), trial.id());
+      EXPECT_GT(e.donor_value(), e.value());
+      // The checkpoint file is named by its writer and step: the donor, or
+      // the member whose checkpoint the donor took in turn.
+      const std::string prefix = absl::StrCat("file://", ckpt, "/");
+      ASSERT_TRUE(absl::StartsWith(e.checkpoint_uri(), prefix));
+      const std::vector<std::string> writer_step =
+          absl::StrSplit(e.checkpoint_uri().substr(prefix.size()), '-');
+      ASSERT_EQ(writer_step.size(), 2u);
+      EXPECT_EQ(writer_step[1], absl::StrCat(e.checkpoint_step()));
+      // Its program was restarted on that checkpoint (it read the file),
+      // with the explored x.
+      ASSERT_EQ(e.parameters_size(), 1);
+      EXPECT_THAT(out,
+                  HasSubstr(absl::StrCat("restored trial=", writer_step[0],
+                                         " step=", e.checkpoint_step(),
+                                         " as trial ", trial.id(), " x=")));
+      EXPECT_THAT(
+          out, HasSubstr(absl::StrCat("trial ", trial.id(), " exploited trial ",
+                                      e.donor_trial_id())));
+    }
+    if (trial.exploits_size() > 0) {
+      const v1::PbtExploit& last = trial.exploits(trial.exploits_size() - 1);
+      EXPECT_DOUBLE_EQ(trial.parameters(0).double_value(),
+                       last.parameters(0).double_value());
+      bool moved = false;
+      for (const v1::Attempt& a : trial.earlier_attempts()) {
+        moved |= absl::StrContains(a.end_reason(), "exploited trial");
+      }
+      EXPECT_TRUE(moved);
+    }
+  }
+  EXPECT_GT(exploits, 0) << out;
+
+  // The lineage in the trials table: donor@step.
+  std::string table;
+  ASSERT_EQ(Shell(absl::StrCat(Cli(), " --server ", server_->address(),
+                               " trials pbt"),
+                  &table),
+            0)
+      << table;
+  EXPECT_THAT(table, HasSubstr("EXPLOITED (donor@step)"));
+  for (const v1::Trial& trial : Trials("pbt")) {
+    for (const v1::PbtExploit& e : trial.exploits()) {
+      EXPECT_THAT(table,
+                  HasSubstr(absl::StrCat(e.donor_trial_id(), "@", e.step())));
+    }
+  }
+}
+
+// The C++ SDK's side of PBT: Report takes the exploit (TakeExploit hands it
+// out once), the handle then holds the donor's checkpoint and the new
+// parameters, and latest_exploit() counts it.
+TEST_F(WorkerTest, TheSdkTakesAPbtExploitAtTheReport) {
+  CreateStudy("sdk-pbt", 4, [](v1::StudySpec& spec) {
+    spec.set_algorithm(v1::PBT);
+    spec.mutable_parameters(0)->mutable_double_spec()->set_min(0.1);
+    v1::PbtSpec& pbt = *spec.mutable_pbt();
+    pbt.set_population_size(4);
+    pbt.set_perturbation_interval(2);
+    pbt.set_min_ready_members(4);
+    pbt.set_resample_probability(0);
+  });
+  std::vector<Trial> members;
+  for (int i = 0; i < 4; ++i) {
+    auto next = client_->NextTrial("sdk-pbt");
+    ASSERT_TRUE(next.ok() && next->has_value()) << next.status();
+    members.push_back(**std::move(next));
+  }
+  // loss is x at every step: the largest x is the bottom member.
+  auto x = [](const Trial& t) { return *t.Double("x"); };
+  std::vector<std::pair<double, int64_t>> taken;
+  for (int64_t step = 1; step <= 2; ++step) {
+    for (Trial& t : members) {
+      const double before = x(t);
+      ASSERT_TRUE(t.Report(step, {{"loss", before}}).ok());
+      std::optional<v1::PbtExploit> e = t.TakeExploit();
+      if (!e.has_value()) {
+        ASSERT_TRUE(
+            t.SetCheckpoint(absl::StrCat("mem://", t.id(), "-", step), step)
+                .ok());
+        continue;
+      }
+      EXPECT_FALSE(t.TakeExploit().has_value());  // once
+      EXPECT_EQ(t.latest_exploit(), e->number());
+      EXPECT_EQ(t.checkpoint_uri(), e->checkpoint_uri());
+      EXPECT_EQ(t.checkpoint_step(), e->checkpoint_step());
+      EXPECT_DOUBLE_EQ(x(t), e->parameters(0).double_value());
+      EXPECT_LT(e->donor_value(), e->value());  // MINIMIZE
+      taken.emplace_back(before, t.id());
+    }
+  }
+  ASSERT_FALSE(taken.empty());
+  double largest = 0;
+  for (const v1::Trial& t : Trials("sdk-pbt")) {
+    largest = std::max(largest,
+                       t.exploits_size() > 0
+                           ? t.exploits(0).parameters_before(0).double_value()
+                           : t.parameters(0).double_value());
+  }
+  EXPECT_DOUBLE_EQ(taken[0].first, largest);  // the worst exploited first
 }
 
 }  // namespace
