@@ -32,6 +32,20 @@ std::string Quote(const std::string& arg) {
   return absl::StrCat("'", absl::StrReplaceAll(arg, {{"'", "'\\''"}}), "'");
 }
 
+// Runs `command` in a shell: its exit status (-1 if it did not exit); its
+// stdout and stderr together in `out`.
+int Shell(const std::string& command, std::string* out) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return -1;
+  out->clear();
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) {
+    out->append(buffer, n);
+  }
+  const int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 class WandbEndToEndTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -57,15 +71,7 @@ class WandbEndToEndTest : public ::testing::Test {
     for (const std::string& arg : args) {
       absl::StrAppend(&command, " ", Quote(arg));
     }
-    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-    if (pipe == nullptr) return -1;
-    out->clear();
-    char buffer[4096];
-    while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) {
-      out->append(buffer, n);
-    }
-    const int status = pclose(pipe);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return Shell(command, out);
   }
 
   std::string Write(const std::string& name, const std::string& text) {
@@ -196,19 +202,11 @@ TEST_F(WandbEndToEndTest, EveryFixtureIsAStudyReadAsPyYamlReadsIt) {
     const std::string json = Write(absl::StrCat(fixture, ".json"), out);
     const std::string command = absl::StrCat(
         HYPERTUNE_PYTHON, " ", HYPERTUNE_SOURCE_DIR,
-        "/tests/cli/wandb/crosscheck.py ", yaml, " ", dir_.File(json), " 2>&1");
-    FILE* pipe = popen(command.c_str(), "r");
-    ASSERT_NE(pipe, nullptr);
+        "/tests/cli/wandb/crosscheck.py ", yaml, " ", dir_.File(json));
     std::string report;
-    char buffer[4096];
-    while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) {
-      report.append(buffer, n);
-    }
-    const int status = pclose(pipe);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) GTEST_SKIP() << report;
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << fixture << ":\n"
-        << report;
+    const int status = Shell(command, &report);
+    if (status == 77) GTEST_SKIP() << report;
+    EXPECT_EQ(status, 0) << fixture << ":\n" << report;
   }
 }
 
