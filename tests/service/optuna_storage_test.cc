@@ -2,12 +2,16 @@
 // client made from proto/optuna_storage.proto's stubs plays the calls
 // Optuna's GrpcStorageProxy makes, and hypertune's own API reads what they
 // stored.
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/limits.h"
@@ -16,7 +20,9 @@
 #include "gtest/gtest.h"
 #include "hypertune/v1/hypertune.grpc.pb.h"
 #include "optuna/optuna_storage.grpc.pb.h"
+#include "service/optuna/optuna_storage.h"
 #include "service/server/server.h"
+#include "storage/memory_store.h"
 #include "testing/test_server.h"
 
 namespace hypertune {
@@ -477,6 +483,73 @@ TEST_F(OptunaStorageTest, AStudyLargerThanOneHypertuneAnswerIsReadWhole) {
   EXPECT_EQ(reply.trials(kTrials - 1).intermediate_values_size(), kSteps);
   EXPECT_EQ(reply.trials(kTrials - 1).intermediate_values().at(kSteps - 1),
             1.0 / kSteps + (kTrials - 1));
+}
+
+// The logic without gRPC, on the memory store: Optuna processes racing on
+// one study (each thread creates, parameterizes and finishes its trials)
+// get distinct trials numbered densely, each with its own values.
+TEST(OptunaStorageLogic, ConcurrentWritersGetDenseNumbers) {
+  storage::MemoryStore store;
+  int64_t now = 1'000;
+  service::OptunaStorage door(&store, [&now] { return now; });
+  const service::Principal caller;
+  optuna::CreateNewStudyRequest create;
+  create.set_study_name("race");
+  create.add_directions(optuna::MINIMIZE);
+  absl::StatusOr<optuna::CreateNewStudyReply> study =
+      door.CreateNewStudy(create, caller);
+  ASSERT_TRUE(study.ok()) << study.status();
+  constexpr int kThreads = 8;
+  constexpr int kEach = 25;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        optuna::CreateNewTrialRequest request;
+        request.set_study_id(study->study_id());
+        request.set_template_trial_is_none(true);
+        auto created = door.CreateNewTrial(request, caller);
+        if (!created.ok()) {
+          ++failures;
+          continue;
+        }
+        optuna::SetTrialParameterRequest param;
+        param.set_trial_id(created->trial_id());
+        param.set_param_name("x");
+        param.set_param_value_internal(t + i / 100.0);
+        param.set_distribution(kFloat);
+        optuna::SetTrialStateValuesRequest finish;
+        finish.set_trial_id(created->trial_id());
+        finish.set_state(optuna::COMPLETE);
+        finish.add_values(t * 100 + i);
+        if (!door.SetTrialParameter(param, caller).ok() ||
+            !door.SetTrialStateValues(finish, caller).ok()) {
+          ++failures;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  optuna::GetTrialsRequest request;
+  request.set_study_id(study->study_id());
+  request.set_trial_id_greater_than(-1);
+  absl::StatusOr<optuna::GetTrialsReply> all = door.GetTrials(request, caller);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->trials_size(), kThreads * kEach);
+  std::set<double> values;
+  for (int i = 0; i < all->trials_size(); ++i) {
+    const optuna::Trial& trial = all->trials(i);
+    EXPECT_EQ(trial.number(), i);
+    EXPECT_EQ(trial.state(), optuna::COMPLETE);
+    ASSERT_EQ(trial.values_size(), 1);
+    values.insert(trial.values(0));
+    // Each trial's parameter is the one its own thread set.
+    EXPECT_EQ(std::floor(trial.params().at("x")),
+              std::floor(trial.values(0) / 100));
+  }
+  EXPECT_EQ(values.size(), static_cast<size_t>(kThreads * kEach));
 }
 
 TEST(OptunaStorageAuth, TokensAndOwnersApplyAsOnHypertunesOwnApi) {
