@@ -66,6 +66,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "benchmarks/mo_early_stopping.h"
 #include "benchmarks/service_load.h"
 #include "optimizer/early_stopping.h"
 #include "optimizer/suggester.h"
@@ -109,6 +110,9 @@ constexpr char kUsage[] =
     "                       [--workers 1,4] [--policies P1,P2,...] [--eta E]\n"
     "                       [--min-resource R] [--configs N] [--tolerance F]\n"
     "                       [--out TABLE.json]\n"
+    "  hypertune-bench mo-early-stopping [--table PATH] [--seeds S]\n"
+    "                       [--workers 1,4] [--eta E] [--target F]\n"
+    "                       [--out SUITE.json]\n"
     "  hypertune-bench multi-objective [--problems P1,P2,...] [--trials N]\n"
     "                       [--seeds N] [--parallel P] [--algorithm A]\n"
     "  hypertune-bench constrained [--problems P1,P2,...] [--trials N]\n"
@@ -1161,6 +1165,7 @@ int Main(int argc, char** argv) {
   if (command == "failover") return Failover(args);
   if (command == "early-stopping") return EarlyStopping(args);
   if (command == "multi-fidelity") return MultiFidelity(args);
+  if (command == "mo-early-stopping") return MoEarlyStopping(args);
   if (command == "multi-objective") return MetricsRuns(args, false);
   if (command == "constrained") return MetricsRuns(args, true);
   if (command == "metrics-latency") return MetricsLatencyCommand(args);
