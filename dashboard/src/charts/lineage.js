@@ -140,6 +140,7 @@ export function drawSchedule(box, data, param, opts) {
                                                     param.index)]);
   const values = schedules.flatMap(([, s]) => s.map(([, v]) => v));
   box.setAttribute('data-schedules', schedules.length);
+  box.setAttribute('data-param', param.name);
   if (!schedules.length) {
     note(box, 'schedule-empty', 'No member has reported yet.');
     return;
@@ -183,6 +184,7 @@ export function drawSchedule(box, data, param, opts) {
     });
     ctx.stroke();
   }
+  box.setAttribute('data-points', hits.length);
   const fx = Float32Array.from(hx);
   const fy = Float32Array.from(hy);
   frame.interact((mx, my) => {

@@ -1123,6 +1123,81 @@ TEST_F(FirstStudyTest, ContourSpansTheDomainAndACategoryGetsTheTrials) {
 // The badge and the budget follow the server while live: the study
 // completed (by the suggestion after its budget) and its budget raised
 // elsewhere, as `hypertune study update --max-trials` does.
+// A PBT population: trials 3 and 4 took trials 1's and 2's checkpoints
+// (trial 4 twice), which the lineage, the schedule and the trial page show.
+class PbtLineageTest : public DashboardBrowserTest {
+ protected:
+  void SetUp() override {
+    DashboardBrowserTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    server_.reset();  // written while no server holds the database
+    v1::Study pbt = MakeStudy("pbt", "alice");
+    pbt.mutable_spec()->set_algorithm(v1::PBT);
+    pbt.mutable_spec()->mutable_pbt()->set_population_size(4);
+    pbt.mutable_spec()->mutable_pbt()->set_perturbation_interval(2);
+    std::vector<v1::Trial> trials = MakeTrials(pbt, 4, 6, 31);
+    auto exploit = [&](int member, int donor, int64_t step, double lr) {
+      v1::PbtExploit* e = trials[member - 1].add_exploits();
+      e->set_number(trials[member - 1].exploits_size());
+      e->set_step(step);
+      e->set_donor_trial_id(donor);
+      e->set_checkpoint_uri(absl::StrCat("file:///ckpt/", donor, "/", step));
+      e->set_checkpoint_step(step);
+      *e->mutable_parameters_before() = trials[member - 1].parameters();
+      *e->mutable_parameters() = trials[donor - 1].parameters();
+      for (v1::ParameterValue& v : *e->mutable_parameters()) {
+        if (v.name() == "lr") v.set_double_value(lr);
+      }
+      *trials[member - 1].mutable_parameters() = e->parameters();
+    };
+    exploit(3, 1, 2, 0.012);
+    exploit(4, 2, 2, 0.05);
+    exploit(4, 1, 4, 0.002);
+    ASSERT_TRUE(WriteStudy(dir_.File("db"), pbt, trials).ok());
+    auto server = StartHttpServer(dir_.File("db"), dir_.File("tokens"));
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+  }
+};
+
+TEST_F(PbtLineageTest, LineageScheduleAndTheTrialsExploits) {
+  std::unique_ptr<Browser> b = OpenStudy("pbt");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(IntAttr(*b, "#lineage", "data-members"), 4) << Html(*b);
+  EXPECT_EQ(IntAttr(*b, "#lineage", "data-links"), 3);
+  EXPECT_EQ(IntAttr(*b, "#schedule", "data-schedules"), 4);
+  // The schedule of lr: trial 4's line moves twice.
+  Eval(*b,
+       "(() => { const s = document.getElementById('schedule-select'); "
+       "s.value = 'lr'; s.dispatchEvent(new Event('change')); })()");
+  Wait(*b, AttrJs("#schedule", "data-param") + " === 'lr'");
+  // Each member's initial value, and one more per exploit.
+  EXPECT_EQ(IntAttr(*b, "#schedule", "data-points"), 4 + 3);
+  Eval(*b, "document.getElementById('lineage').scrollIntoView()");
+  EXPECT_TRUE(b->Screenshot((std::filesystem::current_path() /
+                             "dashboard_pbt_screenshot.png")
+                                .string())
+                  .ok());
+  // Trial 4's page lists its two exploits, each linking to its donor.
+  std::unique_ptr<Browser> t = Open(StudyUrl("pbt", "&trial=4"));
+  ASSERT_NE(t, nullptr);
+  Wait(*t,
+       "document.querySelectorAll('#trial-exploits tr[data-donor]')"
+       ".length === 2");
+  EXPECT_EQ(Eval(*t,
+                 "[...document.querySelectorAll('#trial-exploits "
+                 "tr[data-donor]')].map((r) => r.dataset.donor)"),
+            json({"2", "1"}));
+  EXPECT_EQ(Eval(*t,
+                 "document.querySelector('#trial-exploits tr[data-donor] "
+                 "a').textContent"),
+            "trial 2");
+  // A study of another algorithm has no lineage section.
+  std::unique_ptr<Browser> other = OpenStudy(kStudy);
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(Eval(*other, "document.getElementById('lineage') === null"), true);
+}
+
 TEST_F(DashboardBrowserTest, BadgeAndBudgetFollowTheStudyWhileLive) {
   auto stub = MakeStub(server_->address());
   auto call = [](auto rpc, const auto& request, auto* response) {
