@@ -826,7 +826,19 @@ absl::StatusOr<WandbSweep> Mapper::Map(std::string_view yaml,
     if (e.key == "method") continue;
     if (e.key == "name") {
       if (keep(e, "wandb.name") && name.empty()) {
-        study_.set_name(e.value.Scalar());
+        // W&B's names are free text; a study's is not (the server's rule).
+        const std::string& text = e.value.Scalar();
+        if (text.empty() || !absl::ascii_isalnum(text[0]) ||
+            text.size() > kMaxNameBytes ||
+            !std::all_of(text.begin(), text.end(), [](char c) {
+              return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
+            })) {
+          Add(e.key_node, "name",
+              absl::StrCat("\"", text,
+                           "\" is no study name (letters, digits and \"._-\", "
+                           "a letter or digit first): give the study a NAME"));
+        }
+        study_.set_name(text);
       }
     } else if (e.key == "description") {
       keep(e, "wandb.description");

@@ -321,6 +321,9 @@ TEST(WandbSweepTest, EachRefusalNamesTheKeyAndTheLine) {
       {Sweep("  goal: minimise\nparameters:\n  x:\n    value: 1\n"),
        "s.yaml:5: metric.goal: \"minimise\" is not minimize or maximize"},
       {"name: s\nmethod: [random\n", "s.yaml:3: not YAML"},
+      {"name: My Sweep\nmethod: random\nmetric:\n  name: loss\n"
+       "parameters:\n  x:\n    value: 1\n",
+       "s.yaml:1: name: \"My Sweep\" is no study name"},
   };
   for (const Case& c : cases) {
     EXPECT_THAT(Refusal(c.yaml), HasSubstr(c.expected)) << c.yaml;
