@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Iterable
 from typing import Any, Callable, Optional, Protocol
 
+from hypertune import _signals
 from hypertune.errors import (
     FailedPreconditionError,
     HypertuneError,
@@ -406,6 +407,9 @@ def _run_in_threads(
     ]
     for thread in threads:
         thread.start()
+    # The trials are held in the worker threads, so their with-blocks cannot
+    # turn SIGTERM into Terminated: this thread does, and gives them back.
+    terminable = _signals.enter()
     try:
         working = n_workers
         while working:
@@ -419,7 +423,7 @@ def _run_in_threads(
                 continue  # the run is ending: no more callbacks
             try:
                 ended(outcome)
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, _signals.Terminated):
                 raise
             except BaseException as error:
                 with lock:
@@ -427,16 +431,21 @@ def _run_in_threads(
                 stop.set()
         for thread in threads:
             thread.join()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _signals.Terminated) as interruption:
         stop.set()
+        reason = ("preempted (SIGTERM)" if isinstance(interruption, _signals.Terminated)
+                  else "interrupted (KeyboardInterrupt)")
         with lock:
             interrupted = list(running.values())
         for trial in interrupted:
             try:
                 if trial.held:
-                    trial.give_back("interrupted (KeyboardInterrupt)", preempted=True)
+                    trial.give_back(reason, preempted=True)
             except HypertuneError:
                 pass  # its lease runs out instead
         raise
+    finally:
+        if terminable:
+            _signals.leave()
     if errors:
         raise errors[0]

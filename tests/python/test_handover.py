@@ -152,9 +152,10 @@ CTRL_C_SCRIPT = """
 """
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_ctrl_c_in_optimize_gives_the_trials_back_and_a_rerun_continues(
-        client, server, tmp_path, workers) -> None:
+@pytest.mark.parametrize("signum, workers", [(signal.SIGINT, 1), (signal.SIGINT, 2),
+                                             (signal.SIGTERM, 1), (signal.SIGTERM, 2)])
+def test_ctrl_c_or_sigterm_in_optimize_gives_the_trials_back_and_a_rerun_continues(
+        client, server, tmp_path, signum, workers) -> None:
     study = client.create_study(study_config(unique_name("ctrl-c"), max_trials=4))
     script = write(tmp_path, "ctrl_c.py", CTRL_C_SCRIPT)
     marks = tmp_path / "marks"
@@ -164,20 +165,27 @@ def test_ctrl_c_in_optimize_gives_the_trials_back_and_a_rerun_continues(
                              stderr=subprocess.PIPE, text=True)
     try:
         poll(lambda: len(os.listdir(marks)) == workers, "every worker thread inside a trial")
-        first.send_signal(signal.SIGINT)
+        first.send_signal(signum)
         out, err = first.communicate(timeout=120)
     finally:
         if first.poll() is None:
             first.kill()
             first.wait()
-    # KeyboardInterrupt reaches the user, as Python users expect.
-    assert first.returncode in (1, -signal.SIGINT), err
-    assert err.rstrip().endswith("KeyboardInterrupt"), err
+    if signum == signal.SIGINT:
+        # KeyboardInterrupt reaches the user, as Python users expect.
+        assert first.returncode in (1, -signal.SIGINT), err
+        assert err.rstrip().endswith("KeyboardInterrupt"), err
+        reason = "interrupted (KeyboardInterrupt)"
+    else:
+        # hypertune.Terminated: a quiet exit with 128 + SIGTERM, the threads'
+        # trials given back too.
+        assert first.returncode == 143, err
+        reason = "preempted (SIGTERM)"
     interrupted = sorted(int(name) for name in os.listdir(marks))
     for trial_id in interrupted:
         stored = study.trial(trial_id)
         assert stored.state == "REQUESTED"
-        assert stored.failure_reason == "interrupted (KeyboardInterrupt)"
+        assert stored.failure_reason == reason
         # Taken away, as a preemption: no retry spent, no failure.
         assert (stored.preemption_count, stored.retry_count) == (1, 0)
 
@@ -189,8 +197,7 @@ def test_ctrl_c_in_optimize_gives_the_trials_back_and_a_rerun_continues(
         again = study.trial(trial_id)
         assert again.attempt == 2
         assert [m.step for m in again.measurements] == [1, 2]
-        assert [a.end_reason for a in again.earlier_attempts] == [
-            "interrupted (KeyboardInterrupt)"]
+        assert [a.end_reason for a in again.earlier_attempts] == [reason]
 
 
 # A program attached to a trial as `hypertune worker` attaches it (the
