@@ -54,8 +54,9 @@ TEST(ParseJsonConfig, AnEnumTypoListsTheValidNames) {
   EXPECT_THAT(message,
               HasSubstr("spec.metrics[0] (\"loss\").goal: unknown Goal"));
   EXPECT_THAT(message, HasSubstr("\"MINIMISE\" (one of MAXIMIZE, MINIMIZE)"));
-  EXPECT_THAT(Error(R"({"spec": {"algorithm": "BAYES"}})"),
-              HasSubstr("(one of RANDOM, QUASI_RANDOM, GP_BANDIT, TPE, GRID)"));
+  EXPECT_THAT(
+      Error(R"({"spec": {"algorithm": "BAYES"}})"),
+      HasSubstr("(one of RANDOM, QUASI_RANDOM, GP_BANDIT, TPE, GRID, PBT)"));
 }
 
 TEST(ParseJsonConfig, AnUnknownFieldSuggestsTheNearest) {
