@@ -135,6 +135,11 @@ class Client:
             certificate comes without its key.
     """
 
+    def __deepcopy__(self, memo: dict) -> "Client":
+        """The same client: a connection is shared, not copied (so that
+        ``sklearn.base.clone`` of an estimator holding one works)."""
+        return self
+
     def __init__(
         self,
         server: Optional[str] = None,

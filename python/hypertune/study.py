@@ -259,6 +259,11 @@ class Study:
     next. Get one from :meth:`Client.create_study`, :meth:`Client.get_study`
     or :meth:`Client.list_studies`."""
 
+    def __deepcopy__(self, memo: dict) -> "Study":
+        """The same study: a connection is shared, not copied (so that
+        ``sklearn.base.clone`` of an estimator holding one works)."""
+        return self
+
     def __init__(self, client: Owner, proto: pb.Study):
         self._client = client
         self._transport: Transport = client.transport

@@ -245,7 +245,7 @@ def test_error_score_settles_the_trial(client) -> None:
         HypertuneSearchCV(FailsAbove(), None, study=none, n_trials=1, cv=3).fit(X, Y)
 
 
-def test_clone_params_and_pickle(server) -> None:
+def test_clone_params_and_pickle(client, server) -> None:
     search = HypertuneSearchCV(LogisticRegression(C=2.0), SPACE, n_trials=2, cv=2,
                                server=server.address, scoring="accuracy", random_state=0)
     copy = clone(search)
@@ -260,6 +260,12 @@ def test_clone_params_and_pickle(server) -> None:
     estimator_checks.check_get_params_invariance(name, search)
     estimator_checks.check_set_params(name, search)
     estimator_checks.check_no_attributes_set_in_init(name, search)
+
+    # A search given a Client or a Study clones with the same connection.
+    for given in ({"client": client}, {"study": _enqueued_study(client, (0.5,))}):
+        held = HypertuneSearchCV(LogisticRegression(), SPACE, n_trials=1, **given)
+        copied = clone(held).get_params(deep=False)
+        assert all(copied[key] is value for key, value in given.items())
 
     # Nested cross-validation clones the search per outer fold: a study each.
     outer = cross_val_score(search, X, Y, cv=2)

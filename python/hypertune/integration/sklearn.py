@@ -33,16 +33,12 @@ What a trial's cross-validation ends with settles it:
   ``fit``;
 - Ctrl-C (KeyboardInterrupt) or SIGTERM: the trials running are given
   back (preempted, not failed) and the interruption raised from ``fit``; a
-  later ``fit`` on the same ``study_name`` runs them again first. (With
-  ``n_jobs`` > 1, SIGTERM ends the process at once, as Study.optimize's
-  threads leave it: the trials' leases run out instead.)
+  later ``fit`` on the same ``study_name`` runs them again first.
 
 Clone-safety: the constructor only stores its arguments (scikit-learn's
-rule), and ``sklearn.base.clone`` copies every one of them. A
-:class:`hypertune.Client` or :class:`hypertune.Study` is a connection and
-cannot be copied: give ``server=`` and ``study_name=`` (strings) to an
-estimator that is cloned (nested cross-validation, a Pipeline under a
-search). A fitted search pickles without its connection: ``study_``,
+rule), and ``sklearn.base.clone`` copies every one of them but a
+:class:`hypertune.Client` or :class:`hypertune.Study`, a connection, which
+the clone shares (so a clone runs on the same study). A fitted search pickles without its connection: ``study_``,
 ``trials_`` and ``best_trial_`` are left out (``study_name_`` is kept).
 
 docs/sklearn-xgboost.md says what maps from scikit-learn and Optuna and
@@ -348,10 +344,10 @@ class HypertuneSearchCV(MetaEstimatorMixin, BaseEstimator):
             as in a study config (default with ``enable_pruning``:
             ``{"rule": "MEDIAN"}``, Optuna's default pruner).
         study: a :class:`hypertune.Study` to run on (its space must hold
-            ``param_distributions``' domains); not clone-safe.
+            ``param_distributions``' domains); a clone shares it.
         study_name: the study to create or load (same spec) on the
             server; default a new ``sklearn-<Estimator>-<random>`` per fit.
-        client: a :class:`hypertune.Client` (not clone-safe); or
+        client: a :class:`hypertune.Client` (a clone shares it); or
         server: ``HOST:PORT`` of hypertuned (default
             ``$HYPERTUNE_SERVER``, else 127.0.0.1:50051).
         algorithm: the study's algorithm ("GP_BANDIT", "TPE", "RANDOM",
