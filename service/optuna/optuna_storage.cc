@@ -827,8 +827,11 @@ absl::StatusOr<optuna::CreateNewTrialReply> OptunaStorage::CreateNewTrial(
     absl::StatusOr<int64_t> end =
         ParseTime("template_trial.datetime_complete", t.datetime_complete());
     if (!end.ok()) return end.status();
-    if (*state != v1::Trial::REQUESTED) trial.set_start_time_ms(*start);
-    trial.set_end_time_ms(*end);
+    // The template's times where it has them, else now (EnterState's).
+    if (*start > 0 && *state != v1::Trial::REQUESTED) {
+      trial.set_start_time_ms(*start);
+    }
+    if (*end > 0 && IsFinished(*state)) trial.set_end_time_ms(*end);
   }
   HT_RETURN_IF_ERROR(CheckTrialLimits(trial));
   if (space_changed) {

@@ -323,6 +323,23 @@ TEST_F(OptunaStorageTest, SeveralObjectivesAreSeveralMetrics) {
   const optuna::Trial got = GetTrial(trial);
   ASSERT_EQ(got.values_size(), 2);
   EXPECT_EQ(got.values(1), -2.0);
+  // A trial added whole (Optuna's add_trial) keeps its times.
+  optuna::CreateNewTrialRequest added;
+  added.set_study_id(study_id);
+  optuna::Trial& t = *added.mutable_template_trial();
+  t.set_state(optuna::COMPLETE);
+  t.add_values(3.0);
+  t.add_values(4.0);
+  t.set_datetime_start("2024-01-02 03:04:05.678000");
+  t.set_datetime_complete("2024-01-02 03:05:00.001000");
+  optuna::CreateNewTrialReply created;
+  ASSERT_TRUE(
+      Call(&optuna::StorageService::Stub::CreateNewTrial, added, &created)
+          .ok());
+  const optuna::Trial whole = GetTrial(created.trial_id());
+  EXPECT_EQ(whole.datetime_start(), "2024-01-02 03:04:05.678000");
+  EXPECT_EQ(whole.datetime_complete(), "2024-01-02 03:05:00.001000");
+  EXPECT_EQ(whole.values(1), 4.0);
   const v1::Study study = HypertuneStudy("pareto");
   ASSERT_EQ(study.spec().metrics_size(), 2);
   EXPECT_EQ(study.spec().metrics(1).name(), "value_1");
@@ -483,6 +500,8 @@ TEST_F(OptunaStorageTest, AStudyLargerThanOneHypertuneAnswerIsReadWhole) {
   EXPECT_EQ(reply.trials(kTrials - 1).intermediate_values_size(), kSteps);
   EXPECT_EQ(reply.trials(kTrials - 1).intermediate_values().at(kSteps - 1),
             1.0 / kSteps + (kTrials - 1));
+  // A template without times finished now.
+  EXPECT_FALSE(reply.trials(0).datetime_complete().empty());
 }
 
 // The logic without gRPC, on the memory store: Optuna processes racing on
