@@ -15,8 +15,8 @@ void BeginGrant(v1::Trial& trial) {
   trial.clear_failure_reason();
 }
 
-void EndAttempt(v1::Trial& trial, const std::string& reason, int64_t now_ms) {
-  const bool resumable = !trial.checkpoint_uri().empty();
+v1::Attempt EndingAttempt(const v1::Trial& trial, const std::string& reason,
+                          int64_t now_ms) {
   v1::Attempt ended;
   ended.set_number(std::max(trial.attempt(), 1));
   ended.set_client_id(trial.client_id());
@@ -28,6 +28,19 @@ void EndAttempt(v1::Trial& trial, const std::string& reason, int64_t now_ms) {
   }
   ended.set_device_seconds(
       std::max(0.0, trial.device_seconds() - earlier_seconds));
+  return ended;
+}
+
+void TrimEarlierCurves(v1::Trial& trial) {
+  for (v1::Attempt& a : *trial.mutable_earlier_attempts()) {
+    if (trial.ByteSizeLong() <= kMaxTrialBytes / 2) break;
+    a.clear_measurements();
+  }
+}
+
+void EndAttempt(v1::Trial& trial, const std::string& reason, int64_t now_ms) {
+  const bool resumable = !trial.checkpoint_uri().empty();
+  v1::Attempt ended = EndingAttempt(trial, reason, now_ms);
   auto* kept = trial.mutable_measurements();
   auto lost = std::stable_partition(
       kept->begin(), kept->end(), [&](const v1::Measurement& m) {
@@ -38,12 +51,7 @@ void EndAttempt(v1::Trial& trial, const std::string& reason, int64_t now_ms) {
   }
   kept->erase(lost, kept->end());
   *trial.add_earlier_attempts() = std::move(ended);
-  // Earlier curves are for show: they give way, oldest first, before they
-  // could leave the current attempt no room under the trial's size limit.
-  for (v1::Attempt& a : *trial.mutable_earlier_attempts()) {
-    if (trial.ByteSizeLong() <= kMaxTrialBytes / 2) break;
-    a.clear_measurements();
-  }
+  TrimEarlierCurves(trial);
   trial.set_attempt(std::max(trial.attempt(), 1) + 1);
   trial.clear_lease_device_seconds();
 }

@@ -33,6 +33,17 @@ void BeginGrant(v1::Trial& trial);
 // takes over half of kMaxTrialBytes (their summaries stay).
 void EndAttempt(v1::Trial& trial, const std::string& reason, int64_t now_ms);
 
+// The record of `trial`'s current attempt ending now (`now_ms`) for
+// `reason`: its number, client, reason, time and the device-seconds it used
+// (those the trial has beyond its earlier attempts'), no measurements.
+v1::Attempt EndingAttempt(const v1::Trial& trial, const std::string& reason,
+                          int64_t now_ms);
+
+// Clears the curves of `trial`'s earlier attempts, oldest first, while the
+// trial takes over half of kMaxTrialBytes: they are for show and give way
+// before they could leave the current curve no room (their summaries stay).
+void TrimEarlierCurves(v1::Trial& trial);
+
 // The grant holding `trial` has used `grant_total` device-seconds in all:
 // returns the growth over what it reported before (never negative: a late
 // or repeated report adds nothing), and records the new total.

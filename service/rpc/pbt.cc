@@ -7,10 +7,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/limits.h"
 #include "common/study_metrics.h"
 #include "optimizer/pbt.h"
 #include "optimizer/splitmix.h"
+#include "service/rpc/attempts.h"
 #include "service/rpc/conversion.h"
 
 namespace hypertune::service {
@@ -66,29 +66,6 @@ std::optional<double> LatestValue(const v1::Trial& trial,
     return metric.maximize ? it->second : -it->second;
   }
   return std::nullopt;
-}
-
-// The member's curve moves to earlier_attempts (it is not the one its model
-// continues any more), as attempts.cc's EndAttempt moves a lost attempt's,
-// without beginning a new attempt.
-void MoveCurveAway(v1::Trial& member, const std::string& reason,
-                   int64_t now_ms) {
-  v1::Attempt moved;
-  moved.set_number(std::max(member.attempt(), 1));
-  moved.set_client_id(member.client_id());
-  moved.set_end_reason(reason);
-  moved.set_end_time_ms(now_ms);
-  double earlier_seconds = 0;
-  for (const v1::Attempt& a : member.earlier_attempts()) {
-    earlier_seconds += a.device_seconds();
-  }
-  moved.set_device_seconds(
-      std::max(0.0, member.device_seconds() - earlier_seconds));
-  for (v1::Measurement& m : *member.mutable_measurements()) {
-    *moved.add_measurements() = std::move(m);
-  }
-  member.clear_measurements();
-  *member.add_earlier_attempts() = std::move(moved);
 }
 
 }  // namespace
@@ -234,10 +211,18 @@ absl::StatusOr<bool> JudgePbtMember(const v1::Study& study,
   exploit.set_value(metric.maximize ? *own : -*own);
   exploit.set_donor_value(metric.maximize ? donor_value : -donor_value);
 
-  MoveCurveAway(member,
-                absl::StrCat("exploited trial ", donor->id(),
-                             "'s checkpoint at step ", step),
-                now_ms);
+  // Its curve moves to earlier_attempts (it is not the one its model
+  // continues any more), without beginning a new attempt.
+  v1::Attempt moved =
+      EndingAttempt(member,
+                    absl::StrCat("exploited trial ", donor->id(),
+                                 "'s checkpoint at step ", step),
+                    now_ms);
+  for (v1::Measurement& m : *member.mutable_measurements()) {
+    *moved.add_measurements() = std::move(m);
+  }
+  member.clear_measurements();
+  *member.add_earlier_attempts() = std::move(moved);
   // The curve its model now continues: the donor's, up to the checkpoint.
   for (const v1::Measurement& m : donor->measurements()) {
     if (m.step() <= donor->checkpoint_step()) *member.add_measurements() = m;
@@ -246,12 +231,7 @@ absl::StatusOr<bool> JudgePbtMember(const v1::Study& study,
   member.set_checkpoint_uri(donor->checkpoint_uri());
   member.set_checkpoint_step(donor->checkpoint_step());
   *member.add_exploits() = std::move(exploit);
-  // Earlier curves are for show: they give way, oldest first, before the
-  // trial outgrows its size limit; the schedule stays.
-  for (v1::Attempt& a : *member.mutable_earlier_attempts()) {
-    if (member.ByteSizeLong() <= kMaxTrialBytes / 2) break;
-    a.clear_measurements();
-  }
+  TrimEarlierCurves(member);  // the schedule stays
   return true;
 }
 
