@@ -301,6 +301,22 @@ TEST(ConstraintForecastTest, AConstantOutsideTheBoundMisses) {
   EXPECT_FALSE(ForecastConstraint(size, 9, 1e6, 6e6)->misses);
 }
 
+TEST(ConstraintForecastTest, ALevellingMetricIsReadOnTheLogLine) {
+  // Accuracy that levels off, 0.5 + 0.05 log(1 + s): at step 100 it ends
+  // at 0.731. The log line fits exactly and decides; the straight line
+  // through the same points would overshoot (0.5 + ... > 1).
+  std::vector<std::pair<int64_t, double>> points;
+  for (int64_t s = 1; s <= 8; ++s) {
+    points.emplace_back(s, 0.5 + 0.05 * std::log1p(static_cast<double>(s)));
+  }
+  const auto f = ForecastConstraint(points, 100, 0.75, INFINITY);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_NEAR(f->log_linear, 0.5 + 0.05 * std::log(101.0), 1e-9);
+  EXPECT_GT(f->linear, 0.75);
+  EXPECT_TRUE(f->misses);  // needs 0.75: it will not get there
+  EXPECT_FALSE(ForecastConstraint(points, 100, 0.7, INFINITY)->misses);
+}
+
 TEST(ConstraintStopTest, AnyRuleStopsATrialThatWillMissItsConstraint) {
   EarlyStoppingConfig config;
   config.rule = Rule::kMedian;
