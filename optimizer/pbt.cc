@@ -42,16 +42,10 @@ std::optional<int64_t> ChooseDonor(const std::vector<PbtMember>& members,
   if (std::find(q.bottom.begin(), q.bottom.end(), id) == q.bottom.end()) {
     return std::nullopt;
   }
-  double own = 0;
-  for (const PbtMember& m : members) {
-    if (m.id == id) own = m.value;
-  }
   std::vector<int64_t> donors;
   for (int64_t top : q.top) {
     for (const PbtMember& m : members) {
-      if (m.id == top && m.has_checkpoint && m.value > own) {
-        donors.push_back(top);
-      }
+      if (m.id == top && m.has_checkpoint) donors.push_back(top);
     }
   }
   if (donors.empty()) return std::nullopt;

@@ -62,8 +62,9 @@ PbtQuantiles SplitQuantiles(const std::vector<PbtMember>& members,
 // The donor that member `id` exploits, or nullopt when it should go on as
 // it is: fewer than options.min_ready_members members, `id` not in the
 // bottom quantile (or not among `members`), or no top member with a
-// checkpoint and a better value than its own (a tie is no reason to move).
-// The donor is drawn uniformly (by `seed`) from those top members.
+// checkpoint. The donor is drawn uniformly (by `seed`) from those top
+// members. Ties rank by id, as SplitQuantiles says, so an all-equal
+// population still exploits (Ray Tune's rule): a symmetric start breaks.
 std::optional<int64_t> ChooseDonor(const std::vector<PbtMember>& members,
                                    int64_t id, const PbtOptions& options,
                                    uint64_t seed);

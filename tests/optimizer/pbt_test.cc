@@ -64,7 +64,7 @@ TEST(PbtDonorTest, OnlyTheBottomExploitsAndOnlyFromTheTop) {
   EXPECT_FALSE(ChooseDonor(members, 99, options, 1).has_value());
 }
 
-TEST(PbtDonorTest, NeedsEnoughMembersAndABetterDonorWithACheckpoint) {
+TEST(PbtDonorTest, NeedsEnoughMembersAndADonorCheckpoint) {
   std::vector<PbtMember> members = Population({0.1, 0.9, 0.5, 0.4});
   PbtOptions options;
   options.min_ready_members = 5;
@@ -73,10 +73,9 @@ TEST(PbtDonorTest, NeedsEnoughMembersAndABetterDonorWithACheckpoint) {
   EXPECT_EQ(ChooseDonor(members, 1, options, 7), 2);
   members[1].has_checkpoint = false;  // the only top member
   EXPECT_FALSE(ChooseDonor(members, 1, options, 7).has_value());
-  // Ties are no reason to move: the bottom member of an all-equal
-  // population goes on.
-  EXPECT_FALSE(
-      ChooseDonor(Population({0.5, 0.5, 0.5, 0.5}), 4, options, 7).has_value());
+  // Ties rank by id: in an all-equal population the highest id exploits
+  // the lowest.
+  EXPECT_EQ(ChooseDonor(Population({0.5, 0.5, 0.5, 0.5}), 4, options, 7), 1);
   // A single member never exploits itself.
   options.min_ready_members = 1;
   EXPECT_FALSE(ChooseDonor(Population({0.3}), 1, options, 7).has_value());
