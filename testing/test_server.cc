@@ -12,10 +12,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 
 namespace hypertune::test {
 
@@ -34,6 +36,22 @@ TempDir::~TempDir() {
 
 std::string TempDir::File(const std::string& name) const {
   return (path_ / name).string();
+}
+
+int RunShell(const std::string& command, std::string* out, bool stderr_too) {
+  out->clear();
+  FILE* pipe = popen((command + (stderr_too ? " 2>&1" : "")).c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) {
+    out->append(buffer, n);
+  }
+  const int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string ShellQuote(const std::string& arg) {
+  return absl::StrCat("'", absl::StrReplaceAll(arg, {{"'", "'\\''"}}), "'");
 }
 
 absl::StatusOr<int> PickFreePort() {

@@ -9,8 +9,11 @@
 // the thread that started it ends (PR_SET_PDEATHSIG), so a crashed test
 // leaves no server behind: start it from a thread that outlives it.
 //
-// Thread safety: a ServerProcess is used by one thread at a time; TempDir and
-// PickFreePort are safe anywhere.
+// Also: running a command line with its output, as the tests of the programs
+// do.
+//
+// Thread safety: a ServerProcess is used by one thread at a time; TempDir,
+// PickFreePort, RunShell and ShellQuote are safe anywhere.
 #ifndef HYPERTUNE_TESTING_TEST_SERVER_H_
 #define HYPERTUNE_TESTING_TEST_SERVER_H_
 
@@ -42,6 +45,14 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// Runs `command` with /bin/sh: its exit status (-1 if it did not exit), with
+// its stdout, and its stderr too unless `stderr_too` is false, in `out`.
+int RunShell(const std::string& command, std::string* out,
+             bool stderr_too = true);
+
+// `arg` as one word of a POSIX shell command.
+std::string ShellQuote(const std::string& arg);
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bound, then released),
 // for servers that must keep their address across restarts. UNAVAILABLE if

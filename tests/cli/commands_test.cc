@@ -4,9 +4,7 @@
 // refused, and `study create|get|best` and `trials` print one format by
 // default (a table), with JSON whose integers are numbers on request
 // (issue 47 item 9).
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -27,10 +25,6 @@ using ::testing::Not;
 using ::testing::StartsWith;
 
 // `arg` as one word of a POSIX shell.
-std::string Quote(const std::string& arg) {
-  return absl::StrCat("'", absl::StrReplaceAll(arg, {{"'", "'\\''"}}), "'");
-}
-
 class CommandsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -48,17 +42,9 @@ class CommandsTest : public ::testing::Test {
     std::string command =
         absl::StrCat(HYPERTUNE_CLI_PATH, " --server ", server_->address());
     for (const std::string& arg : args) {
-      absl::StrAppend(&command, " ", Quote(arg));
+      absl::StrAppend(&command, " ", test::ShellQuote(arg));
     }
-    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-    if (pipe == nullptr) return -1;
-    out->clear();
-    char buffer[4096];
-    while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) {
-      out->append(buffer, n);
-    }
-    const int status = pclose(pipe);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return test::RunShell(command, out);
   }
 
   // Writes `text` to a file of the test's directory; its path.

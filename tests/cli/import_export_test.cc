@@ -2,10 +2,8 @@
 // `study create --warm-start-from`: the ways trials come into a study, the
 // CLI run as a process against in-process servers; and `study update`'s
 // switch of the learning-curve model.
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -29,24 +27,6 @@ namespace {
 using test::TempDir;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-// Runs `command` in a shell; its exit status, with its stdout (and stderr,
-// unless `stderr_too` is false) in `out`.
-int Shell(const std::string& command, std::string* out,
-          bool stderr_too = true) {
-  FILE* pipe = popen((command + (stderr_too ? " 2>&1" : "")).c_str(), "r");
-  if (pipe == nullptr) return -1;
-  out->clear();
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe))
-    out->append(buffer, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::string Quote(const std::string& arg) {
-  return absl::StrCat("'", arg, "'");
-}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream file(path);
@@ -86,9 +66,9 @@ class ImportExportTest : public ::testing::Test {
     std::string command = absl::StrCat(HYPERTUNE_CLI_PATH, " --server ",
                                        servers_[server]->address());
     for (const std::string& arg : args)
-      absl::StrAppend(&command, " ", Quote(arg));
+      absl::StrAppend(&command, " ", test::ShellQuote(arg));
     absl::StrAppend(&command, redirect);
-    return Shell(command, out, redirect.empty());
+    return test::RunShell(command, out, redirect.empty());
   }
 
   static v1::Study SmallStudy(const std::string& name, double x_min = -1) {
@@ -420,7 +400,7 @@ TEST_F(ImportExportTest, ImportOptunaKeepsEveryTrial) {
   const std::string db = dir_.File("optuna.db");
   const std::string expected_path = dir_.File("expected.json");
   std::string out;
-  const int rc = Shell(
+  const int rc = test::RunShell(
       absl::StrCat(HYPERTUNE_PYTHON, " ", HYPERTUNE_SOURCE_DIR,
                    "/tests/cli/make_optuna_study.py ", db, " ", expected_path),
       &out);
@@ -568,10 +548,11 @@ TEST_F(ImportExportTest, ImportOptunaKeepsEveryTrial) {
 // when optuna is not importable.
 int MakeOptunaFile(const std::string& db, const std::string& expected,
                    const std::string& mode, std::string* out) {
-  return Shell(absl::StrCat(HYPERTUNE_PYTHON, " ", HYPERTUNE_SOURCE_DIR,
-                            "/tests/cli/make_optuna_study.py ", db, " ",
-                            expected, " ", mode),
-               out);
+  return test::RunShell(
+      absl::StrCat(HYPERTUNE_PYTHON, " ", HYPERTUNE_SOURCE_DIR,
+                   "/tests/cli/make_optuna_study.py ", db, " ", expected, " ",
+                   mode),
+      out);
 }
 
 // Values Optuna's file holds but hypertune cannot read are refused, naming

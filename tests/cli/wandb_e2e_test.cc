@@ -5,10 +5,8 @@
 // the program computes from the arguments it was given, so a parameter
 // passed wrong (a float where W&B writes an integer, a boolean flag, the
 // JSON file) fails the trial and the test.
-#include <sys/wait.h>
 
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -16,7 +14,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -27,24 +24,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
-
-std::string Quote(const std::string& arg) {
-  return absl::StrCat("'", absl::StrReplaceAll(arg, {{"'", "'\\''"}}), "'");
-}
-
-// Runs `command` in a shell: its exit status (-1 if it did not exit); its
-// stdout and stderr together in `out`.
-int Shell(const std::string& command, std::string* out) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return -1;
-  out->clear();
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) {
-    out->append(buffer, n);
-  }
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 class WandbEndToEndTest : public ::testing::Test {
  protected:
@@ -66,12 +45,12 @@ class WandbEndToEndTest : public ::testing::Test {
   int Cli(const std::vector<std::string>& args, std::string* out,
           const std::string& env = "") {
     std::string command =
-        absl::StrCat("cd ", Quote(dir_.path().string()), " && ", env, " ",
-                     HYPERTUNE_CLI_PATH, " --server ", server_->address());
+        absl::StrCat("cd ", test::ShellQuote(dir_.path().string()), " && ", env,
+                     " ", HYPERTUNE_CLI_PATH, " --server ", server_->address());
     for (const std::string& arg : args) {
-      absl::StrAppend(&command, " ", Quote(arg));
+      absl::StrAppend(&command, " ", test::ShellQuote(arg));
     }
-    return Shell(command, out);
+    return test::RunShell(command, out);
   }
 
   std::string Write(const std::string& name, const std::string& text) {
@@ -204,7 +183,7 @@ TEST_F(WandbEndToEndTest, EveryFixtureIsAStudyReadAsPyYamlReadsIt) {
         HYPERTUNE_PYTHON, " ", HYPERTUNE_SOURCE_DIR,
         "/tests/cli/wandb/crosscheck.py ", yaml, " ", dir_.File(json));
     std::string report;
-    const int status = Shell(command, &report);
+    const int status = test::RunShell(command, &report);
     if (status == 77) GTEST_SKIP() << report;
     EXPECT_EQ(status, 0) << fixture << ":\n" << report;
   }

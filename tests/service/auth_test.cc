@@ -5,7 +5,6 @@
 #include "service/server/auth.h"
 
 #include <stdlib.h>
-#include <sys/wait.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -29,6 +28,7 @@
 #include "service/server/server.h"
 #include "storage/memory_store.h"
 #include "testing/test_certs.h"
+#include "testing/test_server.h"
 #include "trainer_sdk/hypertune.h"
 
 namespace hypertune {
@@ -330,16 +330,10 @@ TEST(AuthServer, WithoutAuthStudiesHaveNoOwner) {
 // stdout and stderr in `out`.
 int RunCli(const std::vector<std::string>& args, std::string* out) {
   std::string command = HYPERTUNE_CLI_PATH;
-  for (const std::string& arg : args) absl::StrAppend(&command, " '", arg, "'");
-  absl::StrAppend(&command, " 2>&1");
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return -1;
-  out->clear();
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe))
-    out->append(buffer, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  for (const std::string& arg : args) {
+    absl::StrAppend(&command, " ", test::ShellQuote(arg));
+  }
+  return test::RunShell(command, out);
 }
 
 // A study made while auth was off, on a server restarted with auth: every

@@ -2,9 +2,7 @@
 // error exits 2 with a message naming the flag and the usage, starting
 // nothing; --help prints the usage; every flag the usage lists starts a
 // server when given well.
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,7 +10,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testing/test_server.h"
@@ -52,27 +49,16 @@ struct Outcome {
   std::string err;
 };
 
-std::string Quote(const std::string& arg) {
-  return absl::StrCat("'", absl::StrReplaceAll(arg, {{"'", "'\\''"}}), "'");
-}
-
 // `hypertuned ARGS...` to its end (none of these serve).
 Outcome Hypertuned(const std::vector<std::string>& args,
                    const test::TempDir& dir) {
   const std::string err_file = dir.File("stderr.txt");
   std::string command = HYPERTUNED_PATH;
   for (const std::string& arg : args)
-    absl::StrAppend(&command, " ", Quote(arg));
-  absl::StrAppend(&command, " 2>", Quote(err_file));
+    absl::StrAppend(&command, " ", test::ShellQuote(arg));
+  absl::StrAppend(&command, " 2>", test::ShellQuote(err_file));
   Outcome run;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) {
-    run.out.append(buffer, n);
-  }
-  const int status = pclose(pipe);
-  if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+  run.exit_code = test::RunShell(command, &run.out, /*stderr_too=*/false);
   std::ifstream err(err_file);
   std::stringstream text;
   text << err.rdbuf();
