@@ -281,12 +281,15 @@ class Worker {
       }
       bool held = false;
       // PBT: an exploit restarts the program on the trial as it is then.
+      // It goes on under the same lease, whose device clock runs on.
       std::optional<v1::Trial> restart;
-      absl::Status s = RunTrial(slot, client_id, trial, held, restart);
+      std::optional<Trial> kept_lease;
+      absl::Status s =
+          RunTrial(slot, client_id, trial, held, restart, kept_lease);
       while (s.ok() && restart.has_value()) {
         const v1::Trial exploited = *std::move(restart);
         restart.reset();
-        s = RunTrial(slot, client_id, exploited, held, restart);
+        s = RunTrial(slot, client_id, exploited, held, restart, kept_lease);
       }
       if (!s.ok()) {
         SetFatal(std::move(s));
@@ -389,10 +392,12 @@ class Worker {
   // for the early-failures watch. Errors only for what stops the whole
   // worker (the program cannot be started). A PBT exploit (the trial took
   // another's checkpoint and new parameters) ends the program and sets
-  // `restart` to the trial as it is now, to be run again, unsettled.
+  // `restart` to the trial as it is now, to be run again, unsettled, under
+  // `kept_lease` (which RunTrial uses, when set, instead of a new hold).
   absl::Status RunTrial(int slot, const std::string& client_id,
                         const v1::Trial& trial, bool& held,
-                        std::optional<v1::Trial>& restart) {
+                        std::optional<v1::Trial>& restart,
+                        std::optional<Trial>& kept_lease) {
     const int64_t id = trial.id();
     const std::string prefix = absl::StrCat("[trial ", id, "] ");
     std::filesystem::path log_path = std::filesystem::path(options_.log_dir) /
@@ -483,7 +488,9 @@ class Worker {
     int signals_passed_on = 0;
     // Renews the lease in the background while the program runs, carrying
     // its device-seconds.
-    Trial lease = client_.Hold(trial, devices);
+    Trial lease = kept_lease.has_value() ? *std::move(kept_lease)
+                                         : client_.Hold(trial, devices);
+    kept_lease.reset();
     bool watch_checked = false;
     bool lease_checked = false;
     // Set when a report's answer stops (or pauses) the trial early.
@@ -621,12 +628,6 @@ class Worker {
     };
     run.exit = (*process)->Wait(on_stdout, on_stderr, on_tick, kTick);
     process->reset();
-    // The devices are idle from here, whatever the trial's fate.
-    lease.StopDeviceClock();
-    tally_.ProgramEnded(id);
-    const double program_seconds =
-        std::chrono::duration<double>(Clock::now() - started).count();
-    const double elapsed = ElapsedSeconds(trial, started);
     if (exploit_restart && run.worker_signal == 0 && !run.lease_lost) {
       absl::StatusOr<Trial> now = client_.GetTrial(options_.study, id);
       if (now.ok() && now->proto().state() == v1::Trial::ACTIVE &&
@@ -640,10 +641,18 @@ class Worker {
             ": restarting its program with ", ParametersText(t));
         log << "[hypertune worker] " << message << std::endl;
         console_.Out(message);
+        tally_.ProgramEnded(id);
+        kept_lease = lease;  // its device clock still running
         restart = t;
         return absl::OkStatus();
       }
     }
+    // The devices are idle from here, whatever the trial's fate.
+    lease.StopDeviceClock();
+    tally_.ProgramEnded(id);
+    const double program_seconds =
+        std::chrono::duration<double>(Clock::now() - started).count();
+    const double elapsed = ElapsedSeconds(trial, started);
     log.close();
     const EarlyVerdict verdict = failures_.JudgeEarly(run, program_seconds, id);
     if (verdict == EarlyVerdict::kHold) {
