@@ -59,7 +59,7 @@ from hypertune.errors import (
     UnimplementedError,
 )
 from hypertune.study import Study, TrialEvent
-from hypertune.trial import Attempt, Infeasible, Measurement, Trial, TrialPruned
+from hypertune.trial import Attempt, Exploit, Infeasible, Measurement, Trial, TrialPruned
 
 __version__ = "0.1.0"
 
@@ -69,6 +69,7 @@ __all__ = [
     "Attempt",
     "Client",
     "DeadlineExceededError",
+    "Exploit",
     "FailedPreconditionError",
     "HyperTune",
     "HypertuneError",

@@ -87,6 +87,7 @@ def test_the_bottom_member_takes_the_top_members_checkpoint(own_server: Any) -> 
             assert e.donor_value > e.value
             assert e.checkpoint_uri.startswith(f"file:///ckpt/{best.id}-")
         exploit = returned[(worst.id, 2)]
+        assert isinstance(exploit, hypertune.Exploit)
         assert exploit.number == 1 and exploit.step == 2
         assert exploit.donor_trial_id == best.id
         donor_step = exploit.checkpoint_step  # the donor's latest then
