@@ -380,6 +380,18 @@ opt::PriorStudy ToPriorStudy(const opt::SearchSpace& space,
   return prior;
 }
 
+v1::EarlyStoppingSpec::MultiObjective MultiObjectiveOf(
+    const v1::StudySpec& spec) {
+  const v1::EarlyStoppingSpec& es = spec.early_stopping();
+  if (es.multi_objective() !=
+      v1::EarlyStoppingSpec::MULTI_OBJECTIVE_UNSPECIFIED)
+    return es.multi_objective();
+  if (es.promote_by_model()) return v1::EarlyStoppingSpec::FIRST_OBJECTIVE;
+  return StudyMetrics(spec).objectives().size() == 2
+             ? v1::EarlyStoppingSpec::HYPERVOLUME
+             : v1::EarlyStoppingSpec::EPSILON_NET;
+}
+
 opt::EarlyStoppingConfig ToEarlyStoppingConfig(const v1::StudySpec& spec) {
   using Rule = opt::EarlyStoppingConfig::Rule;
   const v1::EarlyStoppingSpec& es = spec.early_stopping();
@@ -414,22 +426,16 @@ opt::EarlyStoppingConfig ToEarlyStoppingConfig(const v1::StudySpec& spec) {
   config.brackets = es.brackets();
   config.pause_at_rungs = es.pause_at_rungs();
   config.promote_by_model = es.promote_by_model();
-  // Several objectives: EPSILON_NET unless set, or FIRST_OBJECTIVE with
-  // promote_by_model (its model reads one objective) (docs/early-stopping.md).
   using Mo = opt::EarlyStoppingConfig::MultiObjective;
-  switch (es.multi_objective()) {
+  switch (MultiObjectiveOf(spec)) {
     case v1::EarlyStoppingSpec::FIRST_OBJECTIVE:
       config.multi_objective = Mo::kFirstObjective;
       break;
     case v1::EarlyStoppingSpec::HYPERVOLUME:
       config.multi_objective = Mo::kHypervolume;
       break;
-    case v1::EarlyStoppingSpec::EPSILON_NET:
-      config.multi_objective = Mo::kEpsilonNet;
-      break;
     default:
-      config.multi_objective =
-          es.promote_by_model() ? Mo::kFirstObjective : Mo::kEpsilonNet;
+      config.multi_objective = Mo::kEpsilonNet;
       break;
   }
   if (metrics.multi_objective()) {

@@ -104,6 +104,14 @@ optimizer::PriorStudy ToPriorStudy(const optimizer::SearchSpace& space,
 // (Rule::kNone when it sets none). maximize follows the objective's goal.
 optimizer::EarlyStoppingConfig ToEarlyStoppingConfig(const v1::StudySpec& spec);
 
+// How the rule of `spec` judges several objectives: as it sets, else
+// FIRST_OBJECTIVE with promote_by_model (its model reads one objective),
+// HYPERVOLUME with two objectives (it kept the most hypervolume, at a cost
+// that stays small in two dimensions), EPSILON_NET with more
+// (docs/early-stopping.md).
+v1::EarlyStoppingSpec::MultiObjective MultiObjectiveOf(
+    const v1::StudySpec& spec);
+
 // The learning curves of `trials` (the objective of each intermediate
 // measurement, as measured) for the early-stopping rules. FAILED and
 // INFEASIBLE trials are left out.

@@ -348,11 +348,7 @@ absl::StatusOr<v1::Study> StudyService::CreateStudy(
   if (HasEarlyStopping(spec) && StudyMetrics(spec).multi_objective() &&
       spec.early_stopping().multi_objective() ==
           v1::EarlyStoppingSpec::MULTI_OBJECTIVE_UNSPECIFIED) {
-    spec.mutable_early_stopping()->set_multi_objective(
-        ToEarlyStoppingConfig(spec).multi_objective ==
-                optimizer::EarlyStoppingConfig::MultiObjective::kFirstObjective
-            ? v1::EarlyStoppingSpec::FIRST_OBJECTIVE
-            : v1::EarlyStoppingSpec::EPSILON_NET);
+    spec.mutable_early_stopping()->set_multi_objective(MultiObjectiveOf(spec));
   }
   // A PBT study's trials are its population (service/rpc/pbt.h).
   if (IsPbt(spec)) spec.set_max_trials(spec.pbt().population_size());

@@ -76,10 +76,8 @@ def run_plan(study: hypertune.Study) -> dict[int, tuple[int, str]]:
 def test_mo_asha_keeps_the_front_and_stops_on_a_constraint_forecast(
     client: hypertune.Client,
 ) -> None:
-    study = client.create_study(mo_config(unique_name(), stop_on_constraints=True))
-    # The server writes the default for several objectives out.
-    stored = client.get_study(study.name).spec.early_stopping
-    assert stored.multi_objective == pb.EarlyStoppingSpec.EPSILON_NET
+    study = client.create_study(mo_config(unique_name(), stop_on_constraints=True,
+                                          multi_objective="EPSILON_NET"))
     ran = run_plan(study)
     ids = sorted(ran)
     states = {t.id: t.state for t in study.trials()}
@@ -95,6 +93,22 @@ def test_mo_asha_keeps_the_front_and_stops_on_a_constraint_forecast(
     assert "constraint: memory is predicted to end at 270" in ran[ids[6]][1]
     # Trial 8 (memory flat at 50, the best point) runs to the end.
     assert ran[ids[7]][0] == 9 and states[ids[7]] == "COMPLETED", ran[ids[7]]
+
+
+@pytest.mark.parametrize("objectives, early_stopping, default", [
+    (2, {}, "HYPERVOLUME"),
+    (3, {}, "EPSILON_NET"),
+    (2, {"pause_at_rungs": True, "promote_by_model": True}, "FIRST_OBJECTIVE"),
+])
+def test_the_server_writes_the_default_out(client: hypertune.Client, objectives: int,
+                                           early_stopping: dict, default: str) -> None:
+    config = mo_config(unique_name(), **early_stopping)
+    if objectives == 3:
+        config["spec"]["metrics"].append({"name": "size", "goal": "MINIMIZE",
+                                          "role": "OBJECTIVE"})
+    study = client.create_study(config)
+    stored = client.get_study(study.name).spec.early_stopping
+    assert pb.EarlyStoppingSpec.MultiObjective.Name(stored.multi_objective) == default
 
 
 def test_first_objective_only_stops_the_fast_trial(client: hypertune.Client) -> None:
