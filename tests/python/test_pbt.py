@@ -3,7 +3,8 @@ Python client against a real hypertuned: a population of four run in
 lockstep, the bottom member at the first perturbation interval takes the
 top member's checkpoint with perturbed parameters (report returns the
 Exploit), the lineage and schedule are stored with the trial and survive
-a restart of the server, and a study that sets PBT badly is refused
+a restart of the server and hypertune export and import, a member whose
+worker is killed (-9) resumes its own latest checkpoint, and a study that sets PBT badly is refused
 naming the field."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 
 import hypertune
-from helpers import poll, unique_name
+from helpers import poll, program, unique_name
 
 
 def pbt_config(name: str, **pbt: Any) -> dict:
@@ -69,7 +70,9 @@ def run_lockstep(study: hypertune.Study, steps: int) -> tuple[list, dict]:
     return members, returned
 
 
-def test_the_bottom_member_takes_the_top_members_checkpoint(own_server: Any) -> None:
+def test_the_bottom_member_takes_the_top_members_checkpoint(
+    own_server: Any, tmp_path: Any
+) -> None:
     with hypertune.Client(own_server.address) as client:
         study = client.create_study(pbt_config(unique_name("pbt")))
         assert study.spec.max_trials == 4  # the population
@@ -129,6 +132,20 @@ def test_the_bottom_member_takes_the_top_members_checkpoint(own_server: Any) -> 
                            exploit.params_before)]
         own_server.restart()
         assert lineage() == before
+
+        # And through hypertune export and import, under another name.
+        cli = [program("hypertune"), "--server", own_server.address]
+        exported = subprocess.run(cli + ["export", study.name], check=True,
+                                  capture_output=True, text=True).stdout
+        assert '"exploits"' in exported
+        dump = tmp_path / "study.jsonl"
+        dump.write_text(exported)
+        subprocess.run(cli + ["import", str(dump), "--name", study.name + "-copy"],
+                       check=True, capture_output=True, text=True)
+        with hypertune.Client(own_server.address) as other:
+            copied = other.get_study(study.name + "-copy").trial(worst_id)
+            assert [(e.number, e.step, e.donor_trial_id, e.checkpoint_uri, e.params,
+                     e.params_before) for e in copied.exploits] == before
 
 
 def test_a_member_goes_on_when_no_top_member_has_a_checkpoint(client: hypertune.Client) -> None:
