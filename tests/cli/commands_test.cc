@@ -24,7 +24,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-// `arg` as one word of a POSIX shell.
 class CommandsTest : public ::testing::Test {
  protected:
   void SetUp() override {
