@@ -4,8 +4,8 @@ lockstep, the bottom member at the first perturbation interval takes the
 top member's checkpoint with perturbed parameters (report returns the
 Exploit), the lineage and schedule are stored with the trial and survive
 a restart of the server and hypertune export and import, a member whose
-worker is killed (-9) resumes its own latest checkpoint, and a study that sets PBT badly is refused
-naming the field."""
+worker is killed (-9) resumes its own latest checkpoint, and a study that
+sets PBT badly is refused naming the field."""
 
 from __future__ import annotations
 
@@ -101,7 +101,8 @@ def test_the_bottom_member_takes_the_top_members_checkpoint(
         # Explored from the donor's parameters: x by 0.8 or 1.2, depth one
         # step (or a factor) away, within the range.
         donor_x = best.params["x"]
-        assert worst.params["x"] in (pytest.approx(donor_x * 0.8), pytest.approx(min(10.0, donor_x * 1.2)))
+        assert worst.params["x"] in (
+            pytest.approx(donor_x * 0.8), pytest.approx(min(10.0, donor_x * 1.2)))
         assert worst.params == exploit.params
         assert exploit.params_before != exploit.params
         # The trial now holds the donor's checkpoint and curve up to it.
