@@ -23,7 +23,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
@@ -37,24 +36,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-// Runs `command` in a shell; its exit status, with its stdout and stderr in
-// `out`.
-int Shell(const std::string& command, std::string* out) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return -1;
-  out->clear();
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe))
-    out->append(buffer, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-// `arg` as one word of a POSIX shell.
-std::string Quote(const std::string& arg) {
-  return absl::StrCat("'", absl::StrReplaceAll(arg, {{"'", "'\\''"}}), "'");
-}
 
 // The hypertune program under test: $HYPERTUNE_TEST_CLI (another build of
 // it, e.g. an older one, to see these tests fail), else this build's.
@@ -102,7 +83,7 @@ bool Gone(pid_t pid) {
 // returns its pid (the shell's, which `exec` makes the command's).
 pid_t Background(const std::string& command, const std::string& out_path) {
   const std::string line =
-      absl::StrCat("exec ", command, " >", Quote(out_path), " 2>&1");
+      absl::StrCat("exec ", command, " >", test::ShellQuote(out_path), " 2>&1");
   const char* argv[] = {"/bin/sh", "-c", line.c_str(), nullptr};
   pid_t pid = 0;
   if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv),
@@ -178,18 +159,18 @@ class WorkerTest : public ::testing::Test {
   std::string WorkerCommand(const std::string& study,
                             const std::vector<std::string>& flags,
                             const std::string& script) {
-    std::string command =
-        absl::StrCat(Cli(), " --server ", server_->address(), " worker ", study,
-                     " --log-dir ", Quote(dir_.File("logs-" + study)));
+    std::string command = absl::StrCat(
+        Cli(), " --server ", server_->address(), " worker ", study,
+        " --log-dir ", test::ShellQuote(dir_.File("logs-" + study)));
     for (const std::string& flag : flags) absl::StrAppend(&command, " ", flag);
-    absl::StrAppend(&command, " -- sh -c ", Quote(script));
+    absl::StrAppend(&command, " -- sh -c ", test::ShellQuote(script));
     return command;
   }
 
   // Runs the worker to its end: its exit status, its output in `out`.
   int Worker(const std::string& study, const std::vector<std::string>& flags,
              const std::string& script, std::string* out) {
-    return Shell(WorkerCommand(study, flags, script), out);
+    return test::RunShell(WorkerCommand(study, flags, script), out);
   }
 
   v1::Trial GetTrial(const std::string& study, int64_t id) {
@@ -668,9 +649,9 @@ TEST_F(WorkerTest, APbtBottomMemberRestartsFromTheTopMembersCheckpoint) {
 
   // The lineage in the trials table: donor@step.
   std::string table;
-  ASSERT_EQ(Shell(absl::StrCat(Cli(), " --server ", server_->address(),
-                               " trials pbt"),
-                  &table),
+  ASSERT_EQ(test::RunShell(absl::StrCat(Cli(), " --server ", server_->address(),
+                                        " trials pbt"),
+                           &table),
             0)
       << table;
   EXPECT_THAT(table, HasSubstr("EXPLOITED (donor@step)"));
