@@ -68,14 +68,29 @@ std::optional<double> LatestValue(const v1::Trial& trial,
   return std::nullopt;
 }
 
+// Whether `trial` has a checkpoint of its own training to give: none
+// exploited since, or one saved a whole interval past its latest exploit's.
+// A member that just exploited holds its donor's checkpoint and value; as a
+// donor it would pass its untried parameters on, and exploits would cascade
+// down a chain onto one checkpoint in a single round.
+bool CanDonate(const v1::Trial& trial, int64_t interval) {
+  if (trial.checkpoint_uri().empty()) return false;
+  if (trial.exploits_size() == 0) return true;
+  return trial.checkpoint_step() >=
+         trial.exploits(trial.exploits_size() - 1).checkpoint_step() + interval;
+}
+
+int64_t Interval(const v1::StudySpec& spec) {
+  return std::max<int64_t>(1, spec.pbt().perturbation_interval());
+}
+
 }  // namespace
 
 bool IsPbt(const v1::StudySpec& spec) { return spec.algorithm() == v1::PBT; }
 
 bool PbtDue(const v1::StudySpec& spec, const v1::Trial& member,
             int64_t previous_step, int64_t step) {
-  const int64_t interval =
-      std::max<int64_t>(1, spec.pbt().perturbation_interval());
+  const int64_t interval = Interval(spec);
   if (member.exploits_size() > 0 &&
       step < member.exploits(member.exploits_size() - 1).checkpoint_step() +
                  interval) {
@@ -170,14 +185,18 @@ absl::StatusOr<bool> JudgePbtMember(const v1::Study& study,
     if (t.id() == member.id() || !IsLive(t.state())) continue;
     std::optional<double> value = LatestValue(t, metric);
     if (!value.has_value()) continue;
-    ranked.push_back({t.id(), *value, !t.checkpoint_uri().empty()});
+    ranked.push_back({t.id(), *value, CanDonate(t, Interval(spec))});
   }
   const int64_t step =
       member.measurements(member.measurements_size() - 1).step();
   const opt::PbtOptions options = ToPbtOptions(spec.pbt());
+  // The exploit's number too: a member judged again at the same step (its
+  // donor's checkpoint step plus an interval can repeat) draws afresh.
   const uint64_t seed = opt::MixSeeds(
-      opt::MixSeeds(spec.seed(), static_cast<uint64_t>(member.id())),
-      static_cast<uint64_t>(step));
+      opt::MixSeeds(
+          opt::MixSeeds(spec.seed(), static_cast<uint64_t>(member.id())),
+          static_cast<uint64_t>(step)),
+      static_cast<uint64_t>(member.exploits_size()));
   const std::optional<int64_t> donor_id =
       opt::ChooseDonor(ranked, member.id(), options, seed);
   if (!donor_id.has_value()) return false;

@@ -42,8 +42,10 @@ absl::Status ValidatePbt(const v1::StudySpec& spec);
 // Judges `member` (its whole curve, the due report included) against
 // `population` (the study's trials as stored; the member's own entry is
 // ignored) at `now_ms`: returns whether it exploited, having then changed
-// `member` as this header describes. Deterministic in the study's seed, the
-// member's id and step.
+// `member` as this header describes. A donor gives a checkpoint of its own
+// training: a member that exploited gives none until it saved one an
+// interval past the checkpoint it loaded. Deterministic in the study's
+// seed, the member's id, its step and its exploits so far.
 // REQUIRES: IsPbt(study.spec())
 absl::StatusOr<bool> JudgePbtMember(const v1::Study& study,
                                     const std::vector<v1::Trial>& population,
