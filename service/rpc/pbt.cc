@@ -180,12 +180,13 @@ absl::StatusOr<bool> JudgePbtMember(const v1::Study& study,
   const std::optional<double> own = LatestValue(member, metric);
   if (!own.has_value() || member.measurements_size() == 0) return false;
 
+  const int64_t interval = Interval(spec);
   std::vector<opt::PbtMember> ranked = {{member.id(), *own, false}};
   for (const v1::Trial& t : population) {
     if (t.id() == member.id() || !IsLive(t.state())) continue;
     std::optional<double> value = LatestValue(t, metric);
     if (!value.has_value()) continue;
-    ranked.push_back({t.id(), *value, CanDonate(t, Interval(spec))});
+    ranked.push_back({t.id(), *value, CanDonate(t, interval)});
   }
   const int64_t step =
       member.measurements(member.measurements_size() - 1).step();

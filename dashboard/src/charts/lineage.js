@@ -51,18 +51,23 @@ export function scheduleOf(row, index) {
   return out;
 }
 
-// The lineage of the members of `data` (a StudyData).
-export function drawLineage(box, data, opts) {
+// The population of `data` (a StudyData): lineageOf its rows (every row
+// of a PBT study a member), with the rows by id.
+function population(data) {
   const rows = data.sorted();
   const pbt = (data.study.spec || {}).algorithm === 'PBT';
-  const {ids, links, maxStep} = lineageOf(rows, pbt);
+  return {...lineageOf(rows, pbt), byId: new Map(rows.map((r) => [r.id, r]))};
+}
+
+// The lineage of the members of `data` (a StudyData).
+export function drawLineage(box, data, opts) {
+  const {ids, links, maxStep, byId} = population(data);
   box.setAttribute('data-members', ids.length);
   box.setAttribute('data-links', links.length);
   if (!ids.length) {
     note(box, 'lineage-empty', 'No member has reported yet.');
     return;
   }
-  const byId = new Map(rows.map((r) => [r.id, r]));
   const frame = new Frame(box, {width: Math.min(opts.width, 900),
                                 height: Math.min(80 + 18 * ids.length, 600)});
   const x = d3.scaleLinear().domain([0, Math.max(1, maxStep)])
@@ -132,10 +137,7 @@ export function drawLineage(box, data, opts) {
 // The schedule of parameter `param` (one of data.params)
 // for each member, as step lines over the steps.
 export function drawSchedule(box, data, param, opts) {
-  const rows = data.sorted();
-  const pbt = (data.study.spec || {}).algorithm === 'PBT';
-  const {ids, maxStep} = lineageOf(rows, pbt);
-  const byId = new Map(rows.map((r) => [r.id, r]));
+  const {ids, maxStep, byId} = population(data);
   const schedules = ids.map((id) => [id, scheduleOf(byId.get(id),
                                                     param.index)]);
   const values = schedules.flatMap(([, s]) => s.map(([, v]) => v));
